@@ -1,0 +1,3 @@
+from flink_sql_runner.cli import main
+
+main()

@@ -1,0 +1,365 @@
+"""The `flink-sql-runner` command line: each command builds a Deployment, calls it, renders."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flink_sql_runner import __version__
+from flink_sql_runner.apply import Timeouts
+from flink_sql_runner.deployment import Deployment, Settings
+from flink_sql_runner.errors import (
+    EXIT_CHANGES_PENDING,
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    FsrError,
+    InvalidInput,
+)
+from flink_sql_runner.plan import Plan
+from flink_sql_runner.render import plan_json, plan_text
+from flink_sql_runner.status import status_json, status_rows, status_text
+from flink_sql_runner.stores import store_uri_from_legacy
+
+ENV = "FLINK_SQL_RUNNER_"
+EXISTING = click.Path(exists=False, path_type=Path)
+
+
+def _env(name: str) -> str:
+    return ENV + name
+
+
+def handle_errors(func: Callable[..., int]) -> Callable[..., None]:
+    """Catch user-facing errors once: one clear line each, the documented exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        debug = kwargs.get("debug", False)
+        try:
+            code = func(*args, **kwargs)
+        except InvalidInput as exc:
+            for problem in exc.problems:
+                click.echo(f"error: {problem}", err=True)
+            count = len(exc.problems)
+            click.echo(
+                f"{count} problem{'s' if count != 1 else ''}; nothing was touched.", err=True
+            )
+            code = EXIT_INVALID
+        except FsrError as exc:
+            if debug:
+                traceback.print_exc()
+            click.echo(f"error: {exc}", err=True)
+            code = exc.exit_code
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            code = 130
+        sys.exit(code)
+
+    return wrapper
+
+
+def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--table-definition-path",
+            "table_paths",
+            multiple=True,
+            type=EXISTING,
+            envvar=_env("TABLE_DEFINITION_PATH"),
+            help="Table catalog: YAML files or folders (repeatable).",
+        ),
+        click.option(
+            "--template-file",
+            type=EXISTING,
+            envvar=_env("TEMPLATE_FILE"),
+            help="Defaults merged under every job [default: the packaged "
+            "templates/job-template.yaml].",
+        ),
+        click.option(
+            "--state-dir",
+            type=click.Path(path_type=Path),
+            envvar=_env("STATE_DIR"),
+            default=Path(".flink-sql-runner"),
+            show_default=True,
+            help="Local state: manifests (unless --manifest-store), running jobs, "
+            "logs, checkpoints of the default template.",
+        ),
+        click.option("--debug", is_flag=True, help="Show tracebacks."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def remote_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--manifest-store",
+            envvar=_env("MANIFEST_STORE"),
+            help="Where deployed manifests live: s3://bucket/prefix/ or a folder "
+            "[default: <state-dir>/manifests].",
+        ),
+        click.option(
+            "--external-job-config-bucket",
+            envvar=_env("EXTERNAL_JOB_CONFIG_BUCKET"),
+            help="The original tool's store bucket (same as --manifest-store s3://BUCKET/PREFIX/).",
+        ),
+        click.option(
+            "--external-job-config-prefix",
+            envvar=_env("EXTERNAL_JOB_CONFIG_PREFIX"),
+            help="The original tool's store prefix.",
+        ),
+        click.option(
+            "--target",
+            type=click.Choice(["local", "standalone", "yarn", "kubernetes"]),
+            default="local",
+            show_default=True,
+            envvar=_env("TARGET"),
+            help="Where jobs run.",
+        ),
+        click.option(
+            "--master",
+            envvar=_env("MASTER"),
+            help="Spark master URL [default for local: local[*]].",
+        ),
+        click.option(
+            "--spark-submit",
+            envvar=_env("SPARK_SUBMIT"),
+            help="spark-submit to use [default: $SPARK_HOME/bin/spark-submit, else "
+            "the one bundled with pyspark].",
+        ),
+        click.option(
+            "--output",
+            type=click.Choice(["text", "json"]),
+            default="text",
+            show_default=True,
+            envvar=_env("OUTPUT"),
+            help="Text for people, JSON for machines.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def timeout_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--start-timeout",
+            type=float,
+            default=180,
+            show_default=True,
+            envvar=_env("START_TIMEOUT"),
+            help="Seconds a started job has to complete its first trigger.",
+        ),
+        click.option(
+            "--stop-timeout",
+            type=float,
+            default=60,
+            show_default=True,
+            envvar=_env("STOP_TIMEOUT"),
+            help="Seconds from the graceful stop request to a kill.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
+    store = kw.get("manifest_store") or store_uri_from_legacy(
+        kw.get("external_job_config_bucket"), kw.get("external_job_config_prefix")
+    )
+    return Settings(
+        paths=list(paths),
+        table_paths=list(kw.get("table_paths") or ()),
+        template=kw.get("template_file"),
+        state_dir=kw.get("state_dir") or Path(".flink-sql-runner"),
+        manifest_store=store,
+        target=kw.get("target") or "local",
+        master=kw.get("master"),
+        spark_submit=kw.get("spark_submit"),
+        timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="flink-sql-runner")
+def main() -> None:
+    """Deploy streaming SQL jobs on Apache Spark from YAML manifests kept in git.
+
+    For each job: merge with the template, diff against the manifest deployed last, then leave
+    it alone, restart it from its checkpoint, or start it clean as a new query version.
+
+    \b
+    Exit codes: 0 ok / nothing to do, 1 a job failed or is in error,
+    2 invalid input (nothing touched), 3 the store is locked by another deploy,
+    4 changes pending (plan --detailed-exitcode).
+    """
+
+
+path_option = click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    required=True,
+    type=EXISTING,
+    envvar=_env("PATH"),
+    help="Job manifests: a folder (searched recursively) or a file; repeatable.",
+)
+
+
+@main.command()
+@path_option
+@input_options
+@handle_errors
+def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
+    """Check every job manifest and table definition, offline. Touches nothing."""
+    jobs = Deployment(settings_from(paths, **kw)).load()
+    click.echo(
+        f"{len(jobs)} job{'s' if len(jobs) != 1 else ''} valid: " + ", ".join(j.name for j in jobs)
+    )
+    return EXIT_OK
+
+
+@main.command()
+@path_option
+@input_options
+@remote_options
+@click.option(
+    "--detailed-exitcode",
+    is_flag=True,
+    help="Exit 4 when changes are pending, 0 when there is nothing to do.",
+)
+@handle_errors
+def plan(
+    paths: tuple[Path, ...], output: str, detailed_exitcode: bool, debug: bool, **kw: Any
+) -> int:
+    """Show what deploy would do and why. Reads the store, the target and checkpoints;
+    changes nothing."""
+    deployment = Deployment(settings_from(paths, **kw))
+    result = deployment.plan(deployment.load())
+    click.echo(plan_json(result) if output == "json" else plan_text(result))
+    return _plan_exit(result, detailed_exitcode)
+
+
+def _plan_exit(result: Plan, detailed: bool) -> int:
+    if result.errors:
+        return EXIT_FAILED
+    if detailed and result.pending:
+        return EXIT_CHANGES_PENDING
+    return EXIT_OK
+
+
+def _deploy(
+    deployment: Deployment, jobs: list, output: str, dry_run: bool, include_orphans: bool
+) -> int:
+    result = deployment.plan(jobs, include_orphans=include_orphans)
+    if dry_run or not result.pending:
+        click.echo(plan_json(result, dry_run=dry_run) if output == "json" else plan_text(result))
+        if output == "text" and dry_run:
+            click.echo("Dry run: nothing was changed.")
+        return EXIT_FAILED if result.errors else EXIT_OK
+    if output == "text":
+        click.echo(plan_text(result))
+        click.echo("")
+
+    def progress(decision: Any, job_result: Any) -> None:
+        if output != "text" or decision.action.value in ("noop", "orphaned"):
+            return
+        mark = "ok  " if job_result.ok else "FAIL"
+        click.echo(f"{mark} {decision.name}: {job_result.summary}")
+        for step in job_result.steps:
+            click.echo(f"       {step}")
+        if job_result.detail:
+            click.echo("\n".join("       | " + line for line in job_result.detail.splitlines()))
+
+    results = deployment.apply(result, on_result=progress)
+    failed = [name for name, r in results.items() if not r.ok]
+    if output == "json":
+        click.echo(plan_json(result, {n: r.to_dict() for n, r in results.items()}))
+    else:
+        click.echo("")
+        if failed:
+            click.echo(f"Deploy finished with {len(failed)} failed: {', '.join(failed)}.")
+        else:
+            click.echo("Deploy finished: all jobs ok.")
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+@main.command()
+@path_option
+@input_options
+@remote_options
+@timeout_options
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@handle_errors
+def deploy(paths: tuple[Path, ...], output: str, dry_run: bool, debug: bool, **kw: Any) -> int:
+    """Deploy every job under --path: stop, restart or start each as its plan says."""
+    deployment = Deployment(settings_from(paths, **kw))
+    return _deploy(deployment, deployment.load(), output, dry_run, include_orphans=True)
+
+
+@main.command("deploy-job")
+@click.option(
+    "--job-config-path",
+    type=EXISTING,
+    required=True,
+    envvar=_env("JOB_CONFIG_PATH"),
+    help="One job: a final manifest (as stored) or a plain job file to merge.",
+)
+@input_options
+@remote_options
+@timeout_options
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@handle_errors
+def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, **kw: Any) -> int:
+    """Deploy a single job."""
+    deployment = Deployment(settings_from((), **kw))
+    job = deployment.load_one(job_config_path)
+    return _deploy(deployment, [job], output, dry_run, include_orphans=False)
+
+
+@main.command()
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    type=EXISTING,
+    envvar=_env("PATH"),
+    help="Job manifests, to show where git and the store disagree.",
+)
+@input_options
+@remote_options
+@handle_errors
+def status(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
+    """Per job: stored version, running or not, last committed batch, checkpoint, drift."""
+    deployment = Deployment(settings_from(paths, **kw))
+    jobs = deployment.load() if paths else []
+    rows = status_rows(deployment, jobs)
+    click.echo(status_json(rows) if output == "json" else status_text(rows))
+    return EXIT_OK
+
+
+@main.command()
+@click.argument("name")
+@input_options
+@remote_options
+@timeout_options
+@handle_errors
+def stop(name: str, output: str, debug: bool, **kw: Any) -> int:
+    """Stop job NAME gracefully with its checkpoint; its manifest is kept.
+
+    The next deploy restarts it from that checkpoint unless its manifest says
+    `desired-state: stopped`.
+    """
+    message = Deployment(settings_from((), **kw)).stop(name)
+    click.echo(json.dumps({"name": name, "result": message}) if output == "json" else message)
+    return EXIT_OK

@@ -1,0 +1,169 @@
+"""One deployment setting: inputs, store, target and state storage, and the commands on them.
+
+The CLI builds a `Deployment` from its options and renders what its methods return.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flink_sql_runner import checkpoints
+from flink_sql_runner.apply import Executor, JobResult, Timeouts
+from flink_sql_runner.catalog import Catalog, load_catalog
+from flink_sql_runner.errors import FsrError, InvalidInput, Problem
+from flink_sql_runner.facts import StorageStateReader, gather
+from flink_sql_runner.manifest import Job, JobLoader, load_jobs, load_template
+from flink_sql_runner.plan import Plan, build_plan
+from flink_sql_runner.runtime import ControlFiles
+from flink_sql_runner.stores import open_store
+from flink_sql_runner.stores.base import ManifestStore
+from flink_sql_runner.targets.base import Target
+
+
+@dataclass
+class Settings:
+    paths: list[Path] = field(default_factory=list)
+    table_paths: list[Path] = field(default_factory=list)
+    template: Path | None = None
+    state_dir: Path = Path(".flink-sql-runner")
+    manifest_store: str | None = None
+    target: str = "local"
+    master: str | None = None
+    spark_submit: str | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    parallelism: int = 16
+
+
+class StorageControl:
+    """Control files on local folders or S3; local files are private (0600)."""
+
+    def __init__(self, reader: StorageStateReader):
+        self.reader = reader
+
+    def read_text(self, location: str) -> str | None:
+        return checkpoints.read_text(location, s3_client=self.reader._s3(location))
+
+    def write_text(self, location: str, text: str) -> None:
+        checkpoints.write_text(location, text, s3_client=self.reader._s3(location))
+        if "://" not in location or location.startswith("file:"):
+            os.chmod(location.removeprefix("file:"), 0o600)
+
+    def delete(self, location: str) -> None:
+        checkpoints.delete(location, s3_client=self.reader._s3(location))
+
+    def is_empty(self, location: str) -> bool:
+        return checkpoints.is_empty_location(location, s3_client=self.reader._s3(location))
+
+
+def make_target(settings: Settings) -> Target:
+    if settings.target == "local":
+        from flink_sql_runner.targets.local import LocalTarget
+
+        return LocalTarget(
+            settings.state_dir, settings.spark_submit, master=settings.master or "local[*]"
+        )
+    raise FsrError(f"--target {settings.target}: not available yet")
+
+
+class Deployment:
+    def __init__(
+        self,
+        settings: Settings,
+        store: ManifestStore | None = None,
+        target: Target | None = None,
+    ):
+        self.settings = settings
+        self._store = store
+        self._target = target
+        self.state = StorageStateReader()
+
+    @property
+    def store(self) -> ManifestStore:
+        if self._store is None:
+            self._store = open_store(self.settings.manifest_store, self.settings.state_dir)
+        return self._store
+
+    @property
+    def target(self) -> Target:
+        if self._target is None:
+            self._target = make_target(self.settings)
+        return self._target
+
+    # -- inputs -----------------------------------------------------------------------------
+    def catalog(self) -> Catalog:
+        return load_catalog(self.settings.table_paths)
+
+    def load(self) -> list[Job]:
+        """Every job, validated; InvalidInput (catalog and jobs together) before any I/O."""
+        try:
+            catalog = self.catalog()
+        except InvalidInput as exc:
+            catalog_problems = exc.problems
+            catalog = Catalog({})
+        else:
+            catalog_problems = []
+        try:
+            jobs = load_jobs(
+                self.settings.paths, self.settings.template, catalog, self.settings.state_dir
+            )
+        except InvalidInput as exc:
+            raise InvalidInput(catalog_problems + exc.problems) from None
+        if catalog_problems:
+            raise InvalidInput(catalog_problems)
+        return jobs
+
+    def load_one(self, path: Path) -> Job:
+        """One job file (a final manifest, or a plain job merged with the template)."""
+        problems: list[Problem] = []
+        template, problems = load_template(self.settings.template)
+        catalog = Catalog({})
+        if self.settings.table_paths:
+            try:
+                catalog = self.catalog()
+            except InvalidInput as exc:
+                problems += exc.problems
+        job = JobLoader(template, catalog, self.settings.state_dir).load_file(path, problems)
+        if problems or job is None:
+            raise InvalidInput(problems)
+        return job
+
+    # -- commands ---------------------------------------------------------------------------
+    def plan(self, jobs: list[Job], include_orphans: bool = True) -> Plan:
+        facts = gather(
+            jobs,
+            self.store,
+            self.target,
+            self.state,
+            include_orphans=include_orphans,
+            workers=self.settings.parallelism,
+        )
+        return build_plan(facts)
+
+    def executor(self) -> Executor:
+        return Executor(
+            self.store,
+            self.target,
+            StorageControl(self.state),
+            timeouts=self.settings.timeouts,
+        )
+
+    def apply(self, plan: Plan, on_result: Any = None) -> dict[str, JobResult]:
+        return self.executor().apply(plan, on_result)
+
+    def stop(self, name: str) -> str:
+        running = self.target.list_running().get(name)
+        if running is None:
+            raise FsrError(f"job {name!r} is not running")
+        stored = self.store.read(name)
+        if stored is None or running.version is None:
+            raise FsrError(
+                f"job {name!r} runs but has no stored manifest; cannot find its stop marker"
+            )
+        root = str(stored.job["checkpoint-root"]).rstrip("/")
+        control = ControlFiles.of(f"{root}/{name}", running.version)
+        stopped = self.target.stop(running, control.stop_marker, self.settings.timeouts.stop)
+        StorageControl(self.state).delete(control.stop_marker)
+        return f"{name}: {stopped.how}; checkpoint and manifest kept"

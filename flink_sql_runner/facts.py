@@ -1,0 +1,101 @@
+"""Gathering the facts a plan is made from: stored manifests, what runs, what state exists."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+from flink_sql_runner import checkpoints
+from flink_sql_runner.manifest import Job
+from flink_sql_runner.plan import CheckpointFacts, JobFacts
+from flink_sql_runner.stored import StoredManifest
+from flink_sql_runner.stores.base import ManifestStore
+from flink_sql_runner.targets.base import Target
+
+DEFAULT_PARALLELISM = 16
+
+
+class StateReader(Protocol):
+    """Reads checkpoint storage (local folders, S3) without Spark."""
+
+    def inspect(self, location: str) -> checkpoints.CheckpointInfo: ...
+
+    def highest_version(self, job_location: str) -> int: ...
+
+
+class StorageStateReader:
+    """The real reader: local folders and s3:// / s3a:// through one lazily made boto3 client."""
+
+    def __init__(self) -> None:
+        self._client = None
+
+    def _s3(self, location: str):  # type: ignore[no-untyped-def]
+        if location.startswith(("s3://", "s3a://")) and self._client is None:
+            from flink_sql_runner.stores.s3 import make_s3_client
+
+            self._client = make_s3_client()
+        return self._client
+
+    def inspect(self, location: str) -> checkpoints.CheckpointInfo:
+        return checkpoints.inspect_checkpoint(location, s3_client=self._s3(location))
+
+    def highest_version(self, job_location: str) -> int:
+        return checkpoints.highest_version(job_location, s3_client=self._s3(job_location))
+
+
+def _read_all(
+    store: ManifestStore, names: list[str], workers: int
+) -> dict[str, StoredManifest | None]:
+    if len(names) <= 1 or workers <= 1:
+        return {n: store.read(n) for n in names}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(names, pool.map(store.read, names), strict=False))
+
+
+def gather(
+    jobs: list[Job],
+    store: ManifestStore,
+    target: Target,
+    state: StateReader,
+    include_orphans: bool = True,
+    workers: int = DEFAULT_PARALLELISM,
+) -> list[JobFacts]:
+    """Every fact the decision tree needs, read before anything is decided or done."""
+    desired = {job.name: job for job in jobs}
+    names = set(desired)
+    if include_orphans:
+        names |= set(store.list_names())
+    ordered = sorted(names)
+    stored = _read_all(store, ordered, workers)
+    running = target.list_running()
+
+    def one(name: str) -> JobFacts:
+        job, previous = desired.get(name), stored.get(name)
+        return JobFacts(
+            name=name,
+            desired=job,
+            stored=previous,
+            running=running.get(name),
+            checkpoint=_checkpoint_facts(name, job, previous, state),
+        )
+
+    if workers <= 1 or len(ordered) <= 1:
+        return [one(n) for n in ordered]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, ordered))
+
+
+def _checkpoint_facts(
+    name: str, job: Job | None, stored: StoredManifest | None, state: StateReader
+) -> CheckpointFacts | None:
+    root = job.checkpoint_root if job else None
+    stored_root = str(stored.job.get("checkpoint-root", "")).rstrip("/") if stored else ""
+    root = root or stored_root
+    if not root:
+        return None
+    highest = state.highest_version(f"{root}/{name}")
+    if stored is None or not stored_root:
+        return CheckpointFacts(f"{root}/{name}", False, None, highest)
+    location = f"{stored_root}/{name}/{stored.meta.query_version}"
+    info = state.inspect(location)
+    return CheckpointFacts(location, info.valid, info.last_committed, highest)

@@ -1,0 +1,73 @@
+"""Rendering results for people (text) and machines (JSON); secrets masked in both."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flink_sql_runner.changes import Change
+from flink_sql_runner.plan import Action, Plan
+from flink_sql_runner.secrets import mask
+
+TEXT_VALUE_LIMIT = 60
+
+
+def change_dict(change: Change) -> dict[str, Any]:
+    out = change.to_dict()
+    out["old"], out["new"] = mask(change.old, change.field), mask(change.new, change.field)
+    return out
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= TEXT_VALUE_LIMIT else text[: TEXT_VALUE_LIMIT - 3] + "..."
+
+
+def change_line(change: Change) -> str:
+    item = change_dict(change)
+    return (
+        f"{item['field']}: {_short(item['old'])} -> {_short(item['new'])}  "
+        f"[{item['kind']}: {change.why}]"
+    )
+
+
+def plan_dict(plan: Plan, results: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    jobs = []
+    for decision in plan.decisions:
+        entry = decision.to_dict()
+        entry["changes"] = [change_dict(c) for c in decision.changes]
+        if results is not None and decision.name in results:
+            entry["result"] = results[decision.name]
+        jobs.append(entry)
+    return {"jobs": jobs}
+
+
+def plan_json(plan: Plan, results: dict[str, dict[str, Any]] | None = None, **extra: Any) -> str:
+    doc = plan_dict(plan, results)
+    doc.update(extra)
+    return json.dumps(doc, indent=2, default=str)
+
+
+def plan_text(plan: Plan) -> str:
+    if not plan.decisions:
+        return "No jobs."
+    width = max(len(d.name) for d in plan.decisions)
+    action_width = max(len(d.action.value) for d in plan.decisions)
+    lines = []
+    for d in plan.decisions:
+        version = f"v{d.version}" if d.version is not None else "-"
+        lines.append(
+            f"{d.name:<{width}}  {d.action.value:<{action_width}}  {version:<4}  {d.reason}"
+        )
+        lines.extend(f"{'':<{width}}    ~ {change_line(c)}" for c in d.changes)
+    counts: dict[str, int] = {}
+    for d in plan.decisions:
+        counts[d.action.value] = counts.get(d.action.value, 0) + 1
+    summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
+    verdict = "changes pending" if plan.pending else "nothing to do"
+    lines.append("")
+    lines.append(f"Plan: {len(plan.decisions)} jobs ({summary}); {verdict}.")
+    if any(d.action is Action.ERROR for d in plan.decisions):
+        lines.append("Jobs marked `error` will not be touched; see their reasons above.")
+    return "\n".join(lines)

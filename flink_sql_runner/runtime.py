@@ -1,0 +1,106 @@
+"""The runtime manifest handed to the runner (docs/runtime-manifest.md), built per run."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.manifest import Job
+from flink_sql_runner.secrets import is_secret_key
+from flink_sql_runner.stored import Meta
+
+RUNTIME_SCHEMA_VERSION = 1
+APP_NAME_PREFIX = "flink-sql-runner-"
+_ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_APP_NAME = re.compile(rf"^{APP_NAME_PREFIX}(?P<name>[a-z0-9][a-z0-9_-]*)-v(?P<version>\d+)$")
+
+
+def app_name(name: str, version: int) -> str:
+    """The stable Spark application name of one version of a job."""
+    return f"{APP_NAME_PREFIX}{name}-v{version}"
+
+
+def parse_app_name(text: str) -> tuple[str, int] | None:
+    match = _APP_NAME.match(text)
+    return (match["name"], int(match["version"])) if match else None
+
+
+@dataclass(frozen=True)
+class ControlFiles:
+    """Files beside a job's checkpoints, in `<checkpoint-root>/<name>/_control/`: the runtime
+    manifest the runner reads, the stop marker it polls and the status file it writes. They live
+    on the checkpoint's own storage, which both the deployer and the driver can reach."""
+
+    runtime_manifest: str
+    stop_marker: str
+    status_file: str
+
+    @classmethod
+    def of(cls, job_root: str, version: int) -> ControlFiles:
+        control = f"{job_root}/_control/v{version}"
+        return cls(f"{control}.manifest.json", f"{control}.stop", f"{control}.status.json")
+
+
+def resolve_text(value: str, job: Job, version: int, field: str) -> str:
+    """`{job_name}`, `{query_version}` and `${ENV_VAR}` resolved in one option value."""
+    value = value.replace("{job_name}", job.name).replace("{query_version}", str(version))
+
+    def env(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise FsrError(f"{job.file}: {field}: environment variable {name} is not set")
+        return os.environ[name]
+
+    return _ENV_VAR.sub(env, value)
+
+
+def _resolve(value: Any, job: Job, version: int, field: str) -> Any:
+    if isinstance(value, str):
+        return resolve_text(value, job, version, field)
+    if isinstance(value, dict):
+        return {k: _resolve(v, job, version, f"{field}.{k}") for k, v in value.items()}
+    return value
+
+
+def spark_conf(job: Job, version: int) -> tuple[dict[str, str], dict[str, str]]:
+    """(plain, secret) Spark properties: secrets go in a 0600 file, never on a command line."""
+    plain, secret = {}, {}
+    for key, value in job.spec.get("sparkProperties", {}).items():
+        resolved = resolve_text(str(value), job, version, f"sparkProperties.{key}")
+        (secret if is_secret_key(key) else plain)[key] = resolved
+    return plain, secret
+
+
+def runtime_manifest(job: Job, meta: Meta, run_id: str, control: ControlFiles) -> dict[str, Any]:
+    version = meta.query_version
+    spec = job.spec
+    tables = {
+        name: _resolve(definition, job, version, f"tables.{name}")
+        for name, definition in job.tables.items()
+    }
+    return {
+        "schema-version": RUNTIME_SCHEMA_VERSION,
+        "name": job.name,
+        "description": spec.get("description", ""),
+        "target-table": spec["target-table"],
+        "sql": spec.get("sql"),
+        "code": spec.get("code"),
+        "source-tables": list(job.source_tables),
+        "outputMode": spec.get("outputMode", "append"),
+        "trigger": spec.get("trigger", {"processingTime": "5 seconds"}),
+        "metadata-columns": {
+            "enabled": spec.get("metadata-columns", {}).get("enabled", True),
+            "create-timestamp-column": spec.get("metadata-columns", {}).get(
+                "create-timestamp-column", "__create_timestamp"
+            ),
+        },
+        "tables": tables,
+        "checkpoint-location": job.checkpoint_location(version),
+        "stop-marker": control.stop_marker,
+        "status-file": control.status_file,
+        "run-id": run_id,
+        "meta": meta.to_dict(),
+    }

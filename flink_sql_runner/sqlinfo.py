@@ -1,0 +1,99 @@
+"""What the deployer reads from a job's SQL or code, without Spark."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+DIALECT = "spark"
+#: sqlglot reads `GROUP BY window(...)` (Spark's time-window function) as a WINDOW clause.
+#: Parsing only checks syntax and finds table names, so the call is renamed for the parser.
+_TOKEN_REPR = re.compile(r"<Token token_type: [^,]+, text: (.*?), line: \d+.*?>")
+_WINDOW_CALL = re.compile(r"\b(window)(\s*\()", re.IGNORECASE)
+
+
+class SqlProblem(ValueError):
+    """The SQL is not one query Spark's streaming runner can run."""
+
+
+def _parse_query(sql: str) -> exp.Expression:
+    try:
+        text = _WINDOW_CALL.sub(r"fsr_\1\2", sql)
+        statements = [s for s in sqlglot.parse(text, read=DIALECT) if s is not None]
+    except ParseError as exc:
+        first = exc.errors[0] if exc.errors else {}
+        where = f" at line {first.get('line')}, column {first.get('col')}" if first else ""
+        detail = first.get("description", str(exc)).split(". Line")[0] if first else str(exc)
+        detail = _TOKEN_REPR.sub(lambda m: repr(m.group(1)), detail)
+        raise SqlProblem(f"does not parse{where}: {detail}") from None
+    except TokenError as exc:
+        raise SqlProblem(f"does not parse: {exc}") from None
+    if len(statements) != 1:
+        raise SqlProblem(f"must be exactly one query, found {len(statements)} statements")
+    statement = statements[0]
+    if not isinstance(statement, exp.Query):
+        kind = type(statement).__name__.upper()
+        raise SqlProblem(f"must be a query (SELECT ...), found {kind}")
+    return statement
+
+
+def tables_read(sql: str) -> list[str]:
+    """Names of the tables a query reads (CTE names excluded), sorted; SqlProblem if invalid."""
+    query = _parse_query(sql)
+    ctes = {cte.alias_or_name for cte in query.find_all(exp.CTE)}
+    names = set()
+    for table in query.find_all(exp.Table):
+        if not table.name:
+            continue
+        name = ".".join(part for part in (table.catalog, table.db, table.name) if part)
+        if name not in ctes:
+            names.add(name)
+    return sorted(names)
+
+
+def sql_fingerprint(sql: str) -> str:
+    """Equal for texts that differ only in whitespace, comments or keyword case."""
+    try:
+        tokens = sqlglot.tokenize(sql, read=DIALECT)
+    except TokenError:
+        return "text:" + sql.strip()
+    while tokens and tokens[-1].token_type.name == "SEMICOLON":
+        tokens = tokens[:-1]
+    parts = []
+    for token in tokens:
+        text = token.text
+        if token.token_type.name not in ("VAR", "STRING", "IDENTIFIER", "NUMBER"):
+            text = text.upper()
+        parts.append(f"{token.token_type.name}:{text}")
+    return "sql:" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+def code_fingerprint(code: str) -> str:
+    """Equal for Python texts that differ only in formatting or comments."""
+    try:
+        dumped = ast.dump(ast.parse(code))
+    except SyntaxError:
+        dumped = code.strip()
+    return "py:" + hashlib.sha256(dumped.encode()).hexdigest()
+
+
+def code_problem(code: str) -> str | None:
+    """A one-line reason the code cannot run, or None."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        return f"is not valid Python (line {exc.lineno}: {exc.msg})"
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        if any(isinstance(t, ast.Name) and t.id == "execution_output" for t in targets):
+            return None
+    return "must assign a streaming DataFrame to `execution_output`"

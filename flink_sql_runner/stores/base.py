@@ -1,0 +1,30 @@
+"""What every manifest store offers. Implementations: local folder, S3."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from flink_sql_runner.stored import StoredManifest
+
+
+class ManifestStore(Protocol):
+    """Where deployed manifests live, one `<name>.yaml` per job."""
+
+    #: Where the store is, for messages (e.g. "s3://bucket/prefix/").
+    location: str
+
+    def list_names(self) -> list[str]:
+        """Names of all stored jobs (archived ones excluded), sorted."""
+        ...
+
+    def read(self, name: str) -> StoredManifest | None:
+        """The stored manifest of `name`, or None; StoreError when unreadable."""
+        ...
+
+    def write(self, manifest: StoredManifest) -> None:
+        """Store atomically: a reader sees the old or the new manifest, never a part."""
+        ...
+
+    def archive(self, name: str) -> str:
+        """Move `name` out of the live set, keeping a copy; returns where it went."""
+        ...

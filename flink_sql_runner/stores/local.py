@@ -1,0 +1,69 @@
+"""Manifest store in a local folder: the embedded default under --state-dir."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from flink_sql_runner.errors import StoreError
+from flink_sql_runner.stored import StoredManifest, utc_now_iso
+
+ARCHIVE_DIR = "_archive"
+
+
+class LocalStore:
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.location = str(folder)
+
+    def _path(self, name: str) -> Path:
+        return self.folder / f"{name}.yaml"
+
+    def list_names(self) -> list[str]:
+        if not self.folder.is_dir():
+            return []
+        return sorted(p.stem for p in self.folder.glob("*.yaml") if p.is_file())
+
+    def read(self, name: str) -> StoredManifest | None:
+        path = self._path(name)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+        return StoredManifest.from_yaml(text, str(path))
+
+    def write(self, manifest: StoredManifest) -> None:
+        write_atomically(self._path(manifest.name), manifest.to_yaml())
+
+    def archive(self, name: str) -> str:
+        source = self._path(name)
+        stamp = utc_now_iso().replace(":", "")
+        target = self.folder / ARCHIVE_DIR / name / f"{stamp}.yaml"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(source, target)
+        except OSError as exc:
+            raise StoreError(f"cannot archive {source}: {exc.strerror}") from None
+        return str(target)
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write via a temporary file in the same folder and rename over the target."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc.strerror}") from None

@@ -1,0 +1,205 @@
+"""Manifest store in S3 (or any S3-compatible endpoint): `s3://bucket/prefix/<name>.yaml`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from flink_sql_runner.errors import FsrError, StoreError
+from flink_sql_runner.stored import StoredManifest
+from flink_sql_runner.stores.base import ManifestStore
+
+ARCHIVE_DIR = "_archive"
+SUFFIX = ".yaml"
+DEFAULT_READ_WORKERS = 16
+S3_SCHEMES = ("s3://", "s3a://")
+MISSING_KEY_CODES = ("NoSuchKey", "404")
+
+_HINTS = {
+    "AccessDenied": "access denied (without s3:ListBucket a missing key reads as AccessDenied)",
+    "InvalidAccessKeyId": "the access key is not known to the endpoint",
+    "SignatureDoesNotMatch": "the secret key does not match the access key",
+    "ExpiredToken": "the session token has expired",
+    "InvalidToken": "the session token is not valid",
+    "PermanentRedirect": "the bucket is in another region (set AWS_REGION)",
+    "AuthorizationHeaderMalformed": "wrong region for this bucket (set AWS_REGION)",
+    "SlowDown": "the endpoint is throttling requests",
+}
+
+
+def parse_s3_uri(uri: str) -> tuple[str, str]:
+    """`s3://bucket/some/key` or `s3a://...` -> ("bucket", "some/key"); the key may be ""."""
+    scheme = next((s for s in S3_SCHEMES if uri.startswith(s)), None)
+    if scheme is None:
+        raise FsrError(f"{uri!r} is not an S3 URI: use s3://bucket/key or s3a://bucket/key")
+    bucket, _, key = uri[len(scheme) :].partition("/")
+    if not bucket or any(c.isspace() for c in bucket):
+        raise FsrError(f"{uri!r}: no valid bucket name after {scheme}")
+    return bucket, key
+
+
+def make_s3_client(max_attempts: int = 5, max_pool_connections: int = 64) -> Any:
+    """A boto3 S3 client from the standard AWS settings, with standard-mode retries.
+
+    boto3 itself reads AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_S3, AWS_DEFAULT_REGION, profiles and
+    the credential chain. It does not read AWS_REGION, which the other AWS SDKs prefer, so that
+    one is passed explicitly. `max_attempts` counts every attempt (1 + retries), like
+    AWS_MAX_ATTEMPTS; AWS_MAX_ATTEMPTS / AWS_RETRY_MODE (or the config file) win when set. The
+    pool is larger than boto3's default of 10 connections so that parallel reads are not
+    serialised on it.
+    """
+    import boto3
+    import botocore.session
+    from botocore.config import Config
+
+    try:
+        core = botocore.session.get_session()
+        retries: dict[str, Any] = {}
+        if core.get_config_variable("retry_mode") is None:
+            retries["mode"] = "standard"
+        if core.get_config_variable("max_attempts") is None:
+            # Not "max_attempts": in a Config that key counts retries only (5 -> 6 attempts).
+            retries["total_max_attempts"] = max_attempts
+        config = Config(retries=retries, max_pool_connections=max_pool_connections)
+        region = os.environ.get("AWS_REGION") or None
+        session = boto3.session.Session(botocore_session=core)
+        return session.client("s3", region_name=region, config=config)
+    except (BotoCoreError, ValueError) as exc:  # e.g. ProfileNotFound, "Invalid endpoint"
+        raise FsrError(f"cannot set up the S3 client: {exc}") from None
+
+
+def describe_error(exc: Exception, bucket: str, key: str, action: str) -> str:
+    """One line for a failed S3 call: what, where, and the S3 error code; never credentials."""
+    where = f"s3://{bucket}/{key}"
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code") or "unknown")
+        if code == "NoSuchBucket":
+            return f"cannot {action} {where}: bucket {bucket} does not exist"
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        hint = _HINTS.get(code)
+        detail = f"{code} (HTTP {status})" if status else code
+        return f"cannot {action} {where}: {detail}" + (f", {hint}" if hint else "")
+    if isinstance(exc, NoCredentialsError):
+        return (
+            f"cannot {action} {where}: no AWS credentials found "
+            "(environment, profile or instance role)"
+        )
+    # BotoCoreError messages name the endpoint or the failing setting, never secrets.
+    return f"cannot {action} {where}: {exc}".replace("\n", " ")
+
+
+def error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code") or "")
+
+
+@contextmanager
+def translated_errors(
+    bucket: str, key: str, action: str, error: type[FsrError] = StoreError
+) -> Iterator[None]:
+    """Turn boto3/botocore failures into `error` with a one-line message."""
+    try:
+        yield
+    except (ClientError, BotoCoreError) as exc:
+        raise error(describe_error(exc, bucket, key, action)) from None
+
+
+def get_bytes(client: Any, bucket: str, key: str) -> bytes | None:
+    """The object's bytes, or None when there is no such key; other errors propagate."""
+    try:
+        return client.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except ClientError as exc:
+        if error_code(exc) in MISSING_KEY_CODES:
+            return None
+        raise
+
+
+class S3Store:
+    """`<prefix><name>.yaml` in one bucket; archived copies under `<prefix>_archive/`."""
+
+    def __init__(self, bucket: str, prefix: str, client: Any = None):
+        prefix = prefix.lstrip("/")
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"
+        self.bucket = bucket
+        self.prefix = prefix
+        self.location = f"s3://{bucket}/{prefix}"
+        self.client = client if client is not None else make_s3_client()
+
+    def _key(self, name: str) -> str:
+        return f"{self.prefix}{name}{SUFFIX}"
+
+    def _errors(self, key: str, action: str) -> Any:
+        return translated_errors(self.bucket, key, action, StoreError)
+
+    def list_names(self) -> list[str]:
+        names = []
+        paginator = self.client.get_paginator("list_objects_v2")
+        with self._errors(self.prefix, "list"):
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix, Delimiter="/"):
+                for item in page.get("Contents", []):
+                    rest = item["Key"][len(self.prefix) :]
+                    if rest.endswith(SUFFIX) and len(rest) > len(SUFFIX) and "/" not in rest:
+                        names.append(rest[: -len(SUFFIX)])
+        return sorted(names)
+
+    def read(self, name: str) -> StoredManifest | None:
+        key = self._key(name)
+        with self._errors(key, "read"):
+            body = get_bytes(self.client, self.bucket, key)
+        if body is None:
+            return None
+        source = f"s3://{self.bucket}/{key}"
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise StoreError(f"stored manifest {source}: not UTF-8 text") from None
+        return StoredManifest.from_yaml(text, source)
+
+    def read_many(
+        self, names: Iterable[str], max_workers: int = DEFAULT_READ_WORKERS
+    ) -> dict[str, StoredManifest | None]:
+        return read_many(self, names, max_workers)
+
+    def write(self, manifest: StoredManifest) -> None:
+        """One PutObject: S3 replaces an object atomically, readers never see a part."""
+        key = self._key(manifest.name)
+        body = manifest.to_yaml().encode("utf-8")
+        with self._errors(key, "write"):
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="text/yaml")
+
+    def archive(self, name: str) -> str:
+        """Copy to `<prefix>_archive/<name>/<UTC timestamp>.yaml`, then delete the live object."""
+        source = self._key(name)
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M%S.%fZ")
+        target = f"{self.prefix}{ARCHIVE_DIR}/{name}/{stamp}{SUFFIX}"
+        copy = {"Bucket": self.bucket, "Key": source}
+        with self._errors(source, "archive"):
+            try:
+                self.client.copy_object(Bucket=self.bucket, Key=target, CopySource=copy)
+            except ClientError as exc:
+                if error_code(exc) not in MISSING_KEY_CODES:
+                    raise
+                raise StoreError(
+                    f"cannot archive s3://{self.bucket}/{source}: it does not exist"
+                ) from None
+        with self._errors(source, "delete (after archiving)"):
+            self.client.delete_object(Bucket=self.bucket, Key=source)
+        return f"s3://{self.bucket}/{target}"
+
+
+def read_many(
+    store: ManifestStore, names: Iterable[str], max_workers: int = DEFAULT_READ_WORKERS
+) -> dict[str, StoredManifest | None]:
+    """`store.read` for every name, `max_workers` at a time; the first StoreError propagates."""
+    names = list(dict.fromkeys(names))
+    if max_workers <= 1 or len(names) <= 1:
+        return {name: store.read(name) for name in names}
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(names))) as pool:
+        return dict(zip(names, pool.map(store.read, names), strict=True))

@@ -1,0 +1,1 @@
+# Makes the top-level templates/ folder installable as flink_sql_runner._templates.

@@ -1,0 +1,116 @@
+"""In-memory fakes of every side effect, with failure switches, for the decision logic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flink_sql_runner.checkpoints import CheckpointInfo
+from flink_sql_runner.errors import FsrError, StoreError
+from flink_sql_runner.plan import RunningJob
+from flink_sql_runner.stored import StoredManifest
+from flink_sql_runner.targets.base import Started, Stopped, Submission
+
+
+class FakeStore:
+    location = "memory://store/"
+
+    def __init__(self) -> None:
+        self.manifests: dict[str, StoredManifest] = {}
+        self.fail_reads = False
+        self.fail_writes = False
+        self.writes: list[str] = []
+
+    def list_names(self) -> list[str]:
+        if self.fail_reads:
+            raise StoreError("store unreachable (switch)")
+        return sorted(self.manifests)
+
+    def read(self, name: str) -> StoredManifest | None:
+        if self.fail_reads:
+            raise StoreError("store unreachable (switch)")
+        return self.manifests.get(name)
+
+    def write(self, manifest: StoredManifest) -> None:
+        if self.fail_writes:
+            raise StoreError("store refuses writes (switch)")
+        self.manifests[manifest.name] = manifest
+        self.writes.append(manifest.name)
+
+    def archive(self, name: str) -> str:
+        self.manifests.pop(name)
+        return f"memory://archive/{name}"
+
+
+@dataclass
+class FakeTarget:
+    name: str = "fake"
+    running: dict[str, RunningJob] = field(default_factory=dict)
+    submissions: list[Submission] = field(default_factory=list)
+    stops: list[str] = field(default_factory=list)
+    fail_submit: bool = False
+    die_after_submit: bool = False
+    graceful: bool = True
+    on_submit: object = None  # callable(submission) -> None, e.g. to write a status file
+
+    def list_running(self) -> dict[str, RunningJob]:
+        return dict(self.running)
+
+    def submit(self, submission: Submission) -> Started:
+        if self.fail_submit:
+            raise FsrError("cluster refused the submission (switch)")
+        self.submissions.append(submission)
+        job = RunningJob(submission.name, submission.version, submission.run_id, "fake 1")
+        if not self.die_after_submit:
+            self.running[submission.name] = job
+        if callable(self.on_submit):
+            self.on_submit(submission)
+        return Started(job)
+
+    def is_alive(self, running: RunningJob) -> bool:
+        current = self.running.get(running.name)
+        return current is not None and current.run_id == running.run_id
+
+    def failure_detail(self, running: RunningJob) -> str:
+        return "fake log tail"
+
+    def stop(self, running: RunningJob, stop_marker: str, timeout: float) -> Stopped:
+        self.stops.append(running.name)
+        self.running.pop(running.name, None)
+        return Stopped(self.graceful, 0.1, "stopped gracefully" if self.graceful else "killed")
+
+
+class FakeState:
+    """Checkpoint storage: which checkpoints exist, and control files."""
+
+    def __init__(self) -> None:
+        self.checkpoints: dict[str, CheckpointInfo] = {}
+        self.files: dict[str, str] = {}
+        self.versions: dict[str, int] = {}
+
+    def add_checkpoint(self, location: str, last_committed: int | None = 3) -> None:
+        self.checkpoints[location] = CheckpointInfo(
+            location, True, True, last_committed, last_committed
+        )
+        job_root, _, version = location.rpartition("/")
+        self.versions[job_root] = max(self.versions.get(job_root, 0), int(version))
+
+    def inspect(self, location: str) -> CheckpointInfo:
+        return self.checkpoints.get(location, CheckpointInfo(location, False, False, None, None))
+
+    def highest_version(self, job_location: str) -> int:
+        return self.versions.get(job_location, 0)
+
+    # ControlStorage
+    def read_text(self, location: str) -> str | None:
+        return self.files.get(location)
+
+    def write_text(self, location: str, text: str) -> None:
+        self.files[location] = text
+
+    def delete(self, location: str) -> None:
+        self.files.pop(location, None)
+
+    def is_empty(self, location: str) -> bool:
+        return location not in self.checkpoints and not any(
+            f.startswith(location + "/") for f in self.files
+        )

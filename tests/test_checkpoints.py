@@ -1,0 +1,377 @@
+"""Checkpoint inspection without Spark, on local folders, file: URIs and S3 (moto's server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flink_sql_runner.checkpoints import (
+    CheckpointInfo,
+    StorageError,
+    delete,
+    highest_version,
+    inspect_checkpoint,
+    is_empty_location,
+    local_path,
+    read_text,
+    write_text,
+)
+from flink_sql_runner.errors import FsrError
+
+METADATA = json.dumps({"id": "5c1b8b55-2f2e-4f4e-9b55-6f7d2e0a4d11"}) + "\n"
+OFFSET = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1700000000000}\n{"0":42}\n'
+COMMIT = 'v1\n{"nextBatchWatermarkMs":0}\n'
+
+
+@dataclass
+class Storage:
+    """One kind of storage: a root URI, and a way to put files (or empty folders) under it."""
+
+    root: str
+    put: Callable[[str, str | bytes], None]
+    mkdir: Callable[[str], None]
+    client: Any = None
+
+    def uri(self, rel: str) -> str:
+        return f"{self.root}/{rel}"
+
+    def put_files(self, rel: str, files: dict[str, str | bytes]) -> None:
+        for name, data in files.items():
+            self.put(f"{rel}/{name}", data)
+
+
+def local_storage(root: Path, as_uri: bool) -> Storage:
+    def put(rel: str, data: str | bytes) -> None:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.encode() if isinstance(data, str) else data)
+
+    def mkdir(rel: str) -> None:
+        (root / rel).mkdir(parents=True, exist_ok=True)
+
+    return Storage(f"file://{root}" if as_uri else str(root), put, mkdir)
+
+
+def s3_storage(client: Any, bucket: str, scheme: str) -> Storage:
+    def put(rel: str, data: str | bytes) -> None:
+        client.put_object(Bucket=bucket, Key=f"ckpt/{rel}", Body=data)
+
+    def mkdir(rel: str) -> None:
+        # What Hadoop's S3A leaves for an empty directory: a marker object ending in "/".
+        client.put_object(Bucket=bucket, Key=f"ckpt/{rel}/", Body=b"")
+
+    return Storage(f"{scheme}://{bucket}/ckpt", put, mkdir, client)
+
+
+@pytest.fixture(
+    params=[
+        "local",
+        "file-uri",
+        pytest.param("s3", marks=pytest.mark.s3),
+        pytest.param("s3a", marks=pytest.mark.s3),
+    ]
+)
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
+    if request.param in ("local", "file-uri"):
+        return local_storage(tmp_path / "ckpt", as_uri=request.param == "file-uri")
+    client = request.getfixturevalue("s3_client")
+    bucket = request.getfixturevalue("s3_bucket")
+    return s3_storage(client, bucket, request.param)
+
+
+def write_checkpoint(storage: Storage, rel: str, offsets: range, commits: range) -> None:
+    storage.put(f"{rel}/metadata", METADATA)
+    for n in offsets:
+        storage.put(f"{rel}/offsets/{n}", OFFSET)
+    for n in commits:
+        storage.put(f"{rel}/commits/{n}", COMMIT)
+
+
+def inspect(storage: Storage, rel: str) -> CheckpointInfo:
+    return inspect_checkpoint(storage.uri(rel), s3_client=storage.client)
+
+
+def empty(storage: Storage, rel: str) -> bool:
+    return is_empty_location(storage.uri(rel), s3_client=storage.client)
+
+
+# -- inspect_checkpoint ---------------------------------------------------------------------------
+
+
+def test_missing_checkpoint(storage: Storage) -> None:
+    info = inspect(storage, "job/1")
+    assert info == CheckpointInfo(storage.uri("job/1"), False, False, None, None)
+    assert not info.pending
+    assert empty(storage, "job/1")
+
+
+def test_empty_folder_is_not_a_checkpoint(storage: Storage) -> None:
+    storage.mkdir("job/1")
+    storage.mkdir("job/1/offsets")
+    info = inspect(storage, "job/1")
+    assert (info.exists, info.valid) == (False, False)
+    assert empty(storage, "job/1")
+
+
+def test_junk_only(storage: Storage) -> None:
+    storage.put_files(
+        "job/1", {".metadata.crc": b"\x00", "offsets/.1.tmp": OFFSET, "commits/.0.crc": b"\x01"}
+    )
+    info = inspect(storage, "job/1")
+    assert info == CheckpointInfo(storage.uri("job/1"), True, False, None, None)
+    assert not empty(storage, "job/1")
+
+
+def test_junk_anywhere_makes_the_folder_non_empty(storage: Storage) -> None:
+    storage.put("job/1/sources/0/0", "v1\n")
+    assert not empty(storage, "job/1")
+    assert inspect(storage, "job/1").exists
+    assert empty(storage, "job/2")
+
+
+def test_metadata_without_offsets_is_not_valid(storage: Storage) -> None:
+    storage.put("job/1/metadata", METADATA)
+    info = inspect(storage, "job/1")
+    assert (info.exists, info.valid, info.last_offset, info.last_committed) == (
+        True,
+        False,
+        None,
+        None,
+    )
+
+
+def test_offsets_without_metadata_are_not_valid(storage: Storage) -> None:
+    storage.put_files("job/1", {"offsets/0": OFFSET, "commits/0": COMMIT})
+    info = inspect(storage, "job/1")
+    assert (info.exists, info.valid, info.last_offset, info.last_committed) == (True, False, 0, 0)
+
+
+@pytest.mark.parametrize(
+    "metadata", [b"", b"not json", b"[1, 2]", b'{"other": 1}', b"\xff\xfe", b'{"id": '], ids=repr
+)
+def test_unusable_metadata_is_not_valid(storage: Storage, metadata: bytes) -> None:
+    storage.put_files("job/1", {"metadata": metadata, "offsets/0": OFFSET})
+    assert not inspect(storage, "job/1").valid
+
+
+def test_metadata_that_is_a_folder_is_not_valid(storage: Storage) -> None:
+    storage.put_files("job/1", {"metadata/part": METADATA, "offsets/0": OFFSET})
+    assert not inspect(storage, "job/1").valid
+
+
+def test_valid_with_commits_and_a_pending_batch(storage: Storage) -> None:
+    write_checkpoint(storage, "job/3", offsets=range(6), commits=range(5))
+    info = inspect(storage, "job/3")
+    assert info == CheckpointInfo(storage.uri("job/3"), True, True, 4, 5)
+    assert info.pending
+
+
+def test_valid_and_fully_committed(storage: Storage) -> None:
+    write_checkpoint(storage, "job/1", offsets=range(3), commits=range(3))
+    info = inspect(storage, "job/1")
+    assert (info.valid, info.last_committed, info.last_offset, info.pending) == (True, 2, 2, False)
+
+
+def test_offsets_without_any_commit_are_pending(storage: Storage) -> None:
+    write_checkpoint(storage, "job/1", offsets=range(1), commits=range(0))
+    info = inspect(storage, "job/1")
+    assert (info.valid, info.last_committed, info.last_offset, info.pending) == (
+        True,
+        None,
+        0,
+        True,
+    )
+
+
+def test_dot_files_and_non_numeric_names_are_ignored(storage: Storage) -> None:
+    write_checkpoint(storage, "job/1", offsets=range(3), commits=range(3))
+    storage.put_files(
+        "job/1",
+        {
+            ".metadata.crc": b"\x00",
+            "offsets/.0.crc": b"\x00",
+            "offsets/.3.tmp": OFFSET,
+            "offsets/.7.crc": b"\x00",
+            "offsets/8.tmp": OFFSET,
+            "offsets/x9": OFFSET,
+            "offsets/-1": OFFSET,
+            "offsets/٣": OFFSET,  # a non-ASCII digit is not a batch id
+            "commits/.5.crc": b"\x00",
+            "commits/12/nested": COMMIT,  # a folder, not a commit file
+        },
+    )
+    info = inspect(storage, "job/1")
+    assert (info.valid, info.last_committed, info.last_offset, info.pending) == (True, 2, 2, False)
+
+
+def test_batch_ids_sort_as_numbers(storage: Storage) -> None:
+    write_checkpoint(storage, "job/1", offsets=range(12), commits=range(11))
+    info = inspect(storage, "job/1")
+    assert (info.last_committed, info.last_offset) == (10, 11)  # not "9" as text would sort
+
+
+def test_a_spark_like_checkpoint(storage: Storage) -> None:
+    write_checkpoint(storage, "job/2", offsets=range(2), commits=range(2))
+    storage.put_files(
+        "job/2",
+        {
+            ".metadata.crc": b"\x00",
+            "offsets/.0.crc": b"\x00",
+            "offsets/.1.crc": b"\x00",
+            "commits/.0.crc": b"\x00",
+            "commits/.1.crc": b"\x00",
+            "sources/0/0": "v1\n0\n",
+            "state/0/0/1.delta": b"\x00",
+        },
+    )
+    assert inspect(storage, "job/2") == CheckpointInfo(storage.uri("job/2"), True, True, 1, 1)
+
+
+def test_trailing_slash_is_the_same_folder(storage: Storage) -> None:
+    write_checkpoint(storage, "job/1", offsets=range(2), commits=range(1))
+    info = inspect_checkpoint(storage.uri("job/1") + "/", s3_client=storage.client)
+    assert (info.valid, info.last_committed, info.last_offset) == (True, 0, 1)
+
+
+# -- highest_version ------------------------------------------------------------------------------
+
+
+def test_highest_version(storage: Storage) -> None:
+    assert highest_version(storage.uri("job"), s3_client=storage.client) == 0
+    for version in (1, 2, 10, 9):
+        storage.put(f"job/{version}/metadata", METADATA)
+    storage.put_files("job", {"_control/v10.stop": "x", "11": "a file, not a version", "x/y": ""})
+    storage.put("job-other/12/metadata", METADATA)
+    assert highest_version(storage.uri("job"), s3_client=storage.client) == 10
+
+
+# -- read_text / write_text / delete --------------------------------------------------------------
+
+
+def test_text_files(storage: Storage) -> None:
+    uri = storage.uri("job/_control/v1.status.json")
+    assert read_text(uri, s3_client=storage.client) is None
+    write_text(uri, '{"state": "running", "note": "ü"}', s3_client=storage.client)
+    assert read_text(uri, s3_client=storage.client) == '{"state": "running", "note": "ü"}'
+    write_text(uri, "second", s3_client=storage.client)
+    assert read_text(uri, s3_client=storage.client) == "second"
+    delete(uri, s3_client=storage.client)
+    assert read_text(uri, s3_client=storage.client) is None
+    delete(uri, s3_client=storage.client)  # missing is fine
+
+
+def test_local_write_is_atomic_and_private_on_request(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "v1.stop"
+    write_text(str(target), "first")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    write_text(f"file:{target}", "secret-free but private", mode=0o600)
+    assert target.read_text() == "secret-free but private"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert sorted(p.name for p in target.parent.iterdir()) == ["v1.stop"]  # no temporary left
+
+
+def test_local_write_keeps_the_old_file_when_it_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "v1.status.json"
+    write_text(str(target), "old")
+
+    def refuse(src: str, dst: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(StorageError, match=r"cannot write .*v1.status.json: No space left"):
+        write_text(str(target), "new")
+    monkeypatch.undo()
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["v1.status.json"]  # temporary removed
+
+
+def test_local_read_of_a_folder_is_a_storage_error(tmp_path: Path) -> None:
+    with pytest.raises(StorageError, match="cannot read"):
+        read_text(str(tmp_path))
+
+
+@pytest.mark.s3
+def test_s3_text_files_get_a_content_type(s3_client: Any, s3_bucket: str) -> None:
+    write_text(f"s3a://{s3_bucket}/ck/job/run.json", "{}", s3_client=s3_client)
+    head = s3_client.head_object(Bucket=s3_bucket, Key="ck/job/run.json")
+    assert head["ContentType"] == "application/json; charset=utf-8"
+
+
+@pytest.mark.s3
+def test_s3_missing_bucket_is_a_clear_error(s3_client: Any, s3_env: dict[str, str]) -> None:
+    for attempt in (
+        lambda: inspect_checkpoint("s3a://no-such-bucket/ck/job/1", s3_client=s3_client),
+        lambda: read_text("s3://no-such-bucket/ck/x", s3_client=s3_client),
+        lambda: write_text("s3://no-such-bucket/ck/x", "x", s3_client=s3_client),
+    ):
+        with pytest.raises(StorageError, match="bucket no-such-bucket does not exist") as caught:
+            attempt()
+        assert s3_env["AWS_SECRET_ACCESS_KEY"] not in str(caught.value)
+
+
+@pytest.mark.s3
+def test_s3_without_a_client_uses_the_standard_settings(
+    s3_env: dict[str, str], s3_client: Any, s3_bucket: str
+) -> None:
+    write_text(f"s3://{s3_bucket}/ck/job/1/metadata", METADATA)
+    write_text(f"s3://{s3_bucket}/ck/job/1/offsets/0", OFFSET)
+    assert inspect_checkpoint(f"s3a://{s3_bucket}/ck/job/1").valid
+    assert highest_version(f"s3a://{s3_bucket}/ck/job") == 1
+
+
+@pytest.mark.s3
+def test_s3_listing_follows_continuation_pages(s3_client: Any, s3_bucket: str) -> None:
+    storage = s3_storage(s3_client, s3_bucket, "s3a")
+    storage.put("job/1/metadata", METADATA)
+    storage.put("job/1/offsets/0", OFFSET)
+    # ".N.crc" sorts before digits: the checksums fill the first pages, the commits come last.
+    storage.put_files("job/1", {f"commits/.{n}.crc": b"\x00" for n in range(25)})
+    storage.put_files("job/1", {f"commits/{n}": COMMIT for n in range(5)})
+    pages: list[str] = []
+
+    def small_pages(params: dict[str, Any], **_: Any) -> None:
+        params["MaxKeys"] = 10  # as S3 does at 1,000 keys, at a size a test can afford
+        pages.append(params["Prefix"])
+
+    s3_client.meta.events.register("before-parameter-build.s3.ListObjectsV2", small_pages)
+    assert inspect(storage, "job/1").last_committed == 4
+    assert pages.count("ckpt/job/1/commits/") == 3
+
+
+# -- locations ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("uri", "path"),
+    [
+        ("/tmp/ck/job/1", "/tmp/ck/job/1"),
+        ("relative/ck", "relative/ck"),
+        ("file:/tmp/ck", "/tmp/ck"),
+        ("file:///tmp/ck", "/tmp/ck"),
+        ("file://localhost/tmp/ck", "/tmp/ck"),
+    ],
+)
+def test_local_path(uri: str, path: str) -> None:
+    assert local_path(uri) == Path(path)
+
+
+@pytest.mark.parametrize("uri", ["hdfs://nn/ck/job/1", "gs://b/ck", "file://otherhost/tmp/ck"])
+def test_unsupported_locations_are_clear_errors(uri: str) -> None:
+    with pytest.raises(FsrError, match="unsupported storage|another host"):
+        inspect_checkpoint(uri)
+
+
+def test_a_file_where_the_folder_should_be(tmp_path: Path) -> None:
+    (tmp_path / "1").write_text("not a folder")
+    info = inspect_checkpoint(str(tmp_path / "1"))
+    assert (info.exists, info.valid) == (True, False)
+    assert not is_empty_location(str(tmp_path / "1"))

@@ -1,0 +1,161 @@
+"""`validate` and `plan` through the real command line: examples, exit codes, JSON, secrets, S3."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = ["--path", "examples/queries", "--table-definition-path", "examples/tables"]
+EXAMPLE_JOBS = ["buyer-orders-code", "expensive-orders", "order-stats", "tick-log"]
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "flink_sql_runner", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_help_lists_every_command() -> None:
+    result = cli("--help")
+    assert result.returncode == 0
+    for command in ("validate", "plan", "deploy", "deploy-job", "status", "stop"):
+        assert command in result.stdout
+
+
+def test_validate_the_examples() -> None:
+    result = cli("validate", *EXAMPLES)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"4 jobs valid: {', '.join(EXAMPLE_JOBS)}"
+
+
+def test_plan_of_the_examples_on_an_empty_state_folder(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    text = cli("plan", *EXAMPLES, "--state-dir", str(state))
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    for name in EXAMPLE_JOBS:
+        assert any(line.split()[:3] == [name, "start-clean", "v1"] for line in lines), lines
+    assert "Plan: 4 jobs (4 start-clean); changes pending." in text.stdout
+
+    as_json = cli("plan", *EXAMPLES, "--state-dir", str(state), "--output", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    jobs = json.loads(as_json.stdout)["jobs"]
+    assert [(j["name"], j["action"], j["query-version"]) for j in jobs] == [
+        (name, "start-clean", 1) for name in EXAMPLE_JOBS
+    ]
+    assert all(set(j) == {"name", "action", "query-version", "reason", "changes"} for j in jobs)
+    assert not state.exists(), "plan must not create or write anything"
+
+
+def test_detailed_exitcode_tells_pending_from_nothing_to_do(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    pending = cli("plan", *EXAMPLES, "--manifest-store", str(store), "--detailed-exitcode")
+    assert pending.returncode == 4, pending.stderr
+    # Record every example as deployed (version 1) and not running, with a checkpoint: the
+    # plan restarts them, still pending. Desired-state stopped jobs are "nothing to do".
+    stopped_jobs = tmp_path / "jobs"
+    stopped_jobs.mkdir()
+    for name in EXAMPLE_JOBS:
+        doc = yaml.safe_load((REPO / "examples" / "queries" / f"{name}.yaml").read_text())
+        doc["desired-state"] = "stopped"
+        (stopped_jobs / f"{name}.yaml").write_text(yaml.safe_dump(doc))
+    args = ["--path", str(stopped_jobs), "--table-definition-path", "examples/tables"]
+    nothing = cli("plan", *args, "--manifest-store", str(store), "--detailed-exitcode")
+    assert nothing.returncode == 0, nothing.stdout + nothing.stderr
+    assert "nothing to do" in nothing.stdout
+
+
+def test_options_come_from_environment_variables(tmp_path: Path) -> None:
+    env = {
+        "FLINK_SQL_RUNNER_PATH": "examples/queries",
+        "FLINK_SQL_RUNNER_TABLE_DEFINITION_PATH": "examples/tables",
+        "FLINK_SQL_RUNNER_STATE_DIR": str(tmp_path / "state"),
+        "FLINK_SQL_RUNNER_OUTPUT": "json",
+    }
+    result = cli("plan", env=env)
+    assert result.returncode == 0, result.stderr
+    assert len(json.loads(result.stdout)["jobs"]) == 4
+
+
+def write_job_with_secret(folder: Path, secret: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    job = {
+        "name": "leaky",
+        "target-table": "expensive_orders",
+        "sql": "SELECT order_id FROM orders",
+        "sparkProperties": {"spark.hadoop.fs.s3a.secret.key": secret, "my.db.password": secret},
+    }
+    (folder / "leaky.yaml").write_text(yaml.safe_dump(job))
+
+
+def test_secrets_are_masked_in_plan_text_and_json(tmp_path: Path) -> None:
+    jobs, store = tmp_path / "jobs", tmp_path / "store"
+    args = ["--path", str(jobs), "--table-definition-path", "examples/tables"]
+    write_job_with_secret(jobs, "first-Secret-value")
+    # A stored manifest holding the old secret, so the plan shows a change old -> new.
+    from flink_sql_runner.catalog import load_catalog
+    from flink_sql_runner.manifest import load_jobs
+    from flink_sql_runner.stored import Meta, StoredManifest
+    from flink_sql_runner.stores.local import LocalStore
+
+    (job,) = load_jobs([jobs], None, load_catalog([REPO / "examples" / "tables"]), tmp_path)
+    LocalStore(store).write(StoredManifest(job.spec, job.tables, Meta.new(1)))
+    write_job_with_secret(jobs, "second-Secret-value")
+    for output in ("text", "json"):
+        result = cli("plan", *args, "--manifest-store", str(store), "--output", output)
+        shown = result.stdout + result.stderr
+        assert "sparkProperties.my.db.password" in shown
+        assert "Secret-value" not in shown, shown
+
+
+@pytest.mark.s3
+def test_plan_reads_an_s3_store_over_http(s3_env: dict[str, str], s3_client: Any) -> None:
+    from flink_sql_runner.catalog import load_catalog
+    from flink_sql_runner.manifest import load_jobs
+    from flink_sql_runner.stored import Meta, StoredManifest
+    from flink_sql_runner.stores.s3 import S3Store
+
+    s3_client.create_bucket(Bucket="plans")
+    jobs = load_jobs(
+        [REPO / "examples" / "queries"],
+        None,
+        load_catalog([REPO / "examples" / "tables"]),
+        REPO / ".flink-sql-runner",
+    )
+    store = S3Store("plans", "deployed/", client=s3_client)
+    expensive = next(j for j in jobs if j.name == "expensive-orders")
+    changed = {**expensive.spec, "sql": "SELECT order_id FROM orders WHERE price > 1"}
+    store.write(StoredManifest(changed, expensive.tables, Meta.new(3)))
+    result = cli("plan", *EXAMPLES, "--manifest-store", "s3://plans/deployed/", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    plan = {j["name"]: j for j in json.loads(result.stdout)["jobs"]}
+    assert plan["expensive-orders"]["action"] == "start-clean"
+    assert plan["expensive-orders"]["query-version"] == 4
+    assert [c["field"] for c in plan["expensive-orders"]["changes"]] == ["sql"]
+    assert plan["tick-log"]["action"] == "start-clean"
+    # The original tool's bucket/prefix pair means the same store.
+    legacy = cli(
+        "plan",
+        *EXAMPLES,
+        "--external-job-config-bucket",
+        "plans",
+        "--external-job-config-prefix",
+        "deployed",
+        "--output",
+        "json",
+    )
+    assert json.loads(legacy.stdout) == json.loads(result.stdout)

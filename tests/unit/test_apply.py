@@ -1,0 +1,184 @@
+"""The executor on fakes: a manifest is recorded only after its job is confirmed healthy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flink_sql_runner.apply import Executor, Timeouts
+from flink_sql_runner.facts import gather
+from flink_sql_runner.plan import Action, RunningJob, build_plan
+from tests.fakes import FakeState, FakeStore, FakeTarget
+from tests.unit.test_decisions import BASE, CONFIG, QUERY, ROOT, make_job, stored_of
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def healthy(state: FakeState, status: str = "active", error: str | None = None):
+    """A target hook that plays the runner: it writes the status file of the new run."""
+
+    def write(submission) -> None:
+        state.files[submission.status_file] = json.dumps(
+            {"run-id": submission.run_id, "state": status, "error": error}
+        )
+
+    return write
+
+
+def setup(on_submit="active", **target_switches):
+    store, state = FakeStore(), FakeState()
+    target = FakeTarget(**target_switches)
+    if on_submit:
+        target.on_submit = healthy(state, on_submit, "boom: division by zero")
+    clock = Clock()
+    executor = Executor(
+        store,
+        target,
+        state,
+        timeouts=Timeouts(start=30, stop=5, poll=1),
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    return store, target, state, executor
+
+
+def run(store, target, state, executor, jobs):
+    plan = build_plan(gather(jobs, store, target, state, workers=1))
+    return plan, executor.apply(plan)
+
+
+def test_new_job_is_started_then_recorded_with_version_1():
+    store, target, state, executor = setup()
+    plan, results = run(store, target, state, executor, [BASE])
+    assert results["orders"].ok, results["orders"]
+    assert store.manifests["orders"].meta.query_version == 1
+    submission = target.submissions[0]
+    assert submission.app_name == "flink-sql-runner-orders-v1"
+    assert submission.spark_conf["spark.sql.shuffle.partitions"] == "4"
+    runtime = json.loads(state.files[submission.runtime_manifest])
+    assert runtime["checkpoint-location"] == f"{ROOT}/orders/1"
+    assert runtime["run-id"] == submission.run_id
+    assert runtime["meta"]["query-id"] == store.manifests["orders"].meta.query_id
+
+
+def test_config_change_restarts_same_version_and_keeps_query_id():
+    store, target, state, executor = setup()
+    stored = stored_of(BASE, 1)
+    store.manifests["orders"] = stored
+    target.running["orders"] = RunningJob("orders", 1, "old", "pid 1")
+    state.add_checkpoint(f"{ROOT}/orders/1", 5)
+    plan, results = run(store, target, state, executor, [CONFIG])
+    assert plan.decisions[0].action is Action.STOP_AND_RESTART
+    assert results["orders"].ok
+    assert target.stops == ["orders"]
+    assert store.manifests["orders"].meta == stored.meta
+    assert store.manifests["orders"].job["description"] == "orders, now documented"
+
+
+def test_query_change_starts_clean_with_new_version_and_id():
+    store, target, state, executor = setup()
+    stored = stored_of(BASE, 1)
+    store.manifests["orders"] = stored
+    target.running["orders"] = RunningJob("orders", 1, "old", "pid 1")
+    state.add_checkpoint(f"{ROOT}/orders/1", 5)
+    _, results = run(store, target, state, executor, [QUERY])
+    assert results["orders"].ok
+    meta = store.manifests["orders"].meta
+    assert meta.query_version == 2 and meta.query_id != stored.meta.query_id
+    assert target.submissions[0].runtime_manifest == f"{ROOT}/orders/_control/v2.manifest.json"
+
+
+def test_failed_job_is_not_recorded_and_others_go_on():
+    store, target, state, executor = setup()
+    bad = make_job(name="bad")
+    calls = []
+
+    def status(submission):
+        calls.append(submission.name)
+        state_name = "failed" if submission.name == "bad" else "active"
+        state.files[submission.status_file] = json.dumps(
+            {"run-id": submission.run_id, "state": state_name, "error": "[DIVIDE_BY_ZERO] boom"}
+        )
+        if submission.name == "bad":
+            target.running.pop("bad")
+
+    target.on_submit = status
+    _, results = run(store, target, state, executor, [bad, BASE])
+    assert calls == ["bad", "orders"]
+    assert not results["bad"].ok
+    assert "the job failed: [DIVIDE_BY_ZERO] boom" in results["bad"].summary
+    assert "fake log tail" in results["bad"].detail
+    assert "bad" not in store.manifests
+    assert results["orders"].ok and "orders" in store.manifests
+
+
+def test_job_that_dies_before_healthy_is_not_recorded():
+    store, target, state, executor = setup(on_submit=None, die_after_submit=True)
+    _, results = run(store, target, state, executor, [BASE])
+    assert not results["orders"].ok
+    assert "exited before it was healthy" in results["orders"].summary
+    assert store.manifests == {}
+
+
+def test_job_not_healthy_in_time_is_stopped_and_not_recorded():
+    store, target, state, executor = setup(on_submit=None)
+    _, results = run(store, target, state, executor, [BASE])
+    assert "not healthy within 30 s" in results["orders"].summary
+    assert target.stops == ["orders"] and target.running == {}
+    assert store.manifests == {}
+
+
+def test_refused_submission_is_reported_and_not_recorded():
+    store, target, state, executor = setup(fail_submit=True)
+    _, results = run(store, target, state, executor, [BASE])
+    assert not results["orders"].ok
+    assert "refused the submission" in results["orders"].summary
+    assert store.manifests == {}
+
+
+def test_clean_start_never_reuses_a_non_empty_checkpoint_folder():
+    store, target, state, executor = setup()
+    state.files[f"{ROOT}/orders/1/offsets/.0.tmp"] = "junk"
+    plan, results = run(store, target, state, executor, [BASE])
+    assert plan.decisions[0].version == 1
+    assert not results["orders"].ok
+    assert "checkpoint folder /ckpt/orders/1 is not empty" in results["orders"].summary
+    assert target.submissions == []
+
+
+def test_desired_stopped_stops_and_records_the_state_only():
+    store, target, state, executor = setup()
+    stored = stored_of(BASE, 1)
+    store.manifests["orders"] = stored
+    target.running["orders"] = RunningJob("orders", 1, "old", "pid 1")
+    state.add_checkpoint(f"{ROOT}/orders/1", 5)
+    stopped = make_job(**{"desired-state": "stopped"}, sql="SELECT id FROM src")
+    _, results = run(store, target, state, executor, [stopped])
+    assert results["orders"].ok and target.stops == ["orders"]
+    recorded = store.manifests["orders"]
+    assert recorded.job["desired-state"] == "stopped"
+    assert recorded.job["sql"] == BASE.spec["sql"]  # the query change waits
+    assert recorded.meta == stored.meta
+    # Back to running: it resumes from its checkpoint at the same version.
+    resumed = build_plan(gather([BASE], store, target, state)).decisions[0]
+    assert (resumed.action, resumed.version) == (Action.RESTART, 1)
+
+
+@pytest.mark.parametrize("secret_key", ["spark.hadoop.fs.s3a.secret.key", "my.api.token"])
+def test_secret_properties_never_reach_the_command_line(secret_key):
+    store, target, state, executor = setup()
+    job = make_job(sparkProperties={"spark.sql.shuffle.partitions": "4", secret_key: "hunter2"})
+    _, results = run(store, target, state, executor, [job])
+    submission = target.submissions[0]
+    assert secret_key not in submission.spark_conf
+    assert submission.secret_conf == {secret_key: "hunter2"}

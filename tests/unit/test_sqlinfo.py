@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import pytest
+
+from flink_sql_runner.sqlinfo import (
+    SqlProblem,
+    code_fingerprint,
+    code_problem,
+    sql_fingerprint,
+    tables_read,
+)
+
+
+def test_tables_read_excludes_ctes_and_keeps_qualified_names():
+    sql = """
+        WITH big AS (SELECT * FROM orders WHERE price > 10)
+        SELECT b.id FROM big b JOIN db.buyers u ON b.buyer = u.id
+        WHERE b.id IN (SELECT id FROM vip)
+    """
+    assert tables_read(sql) == ["db.buyers", "orders", "vip"]
+
+
+def test_spark_time_window_in_group_by_parses():
+    sql = "SELECT window.start, count(*) FROM orders GROUP BY window(order_time, '1 minute')"
+    assert tables_read(sql) == ["orders"]
+
+
+@pytest.mark.parametrize(
+    "sql, message",
+    [
+        ("SELECT FROM WHERE", "does not parse"),
+        ("SELECT 1 FROM a; SELECT 2 FROM b", "exactly one query, found 2"),
+        ("DELETE FROM orders", "must be a query (SELECT ...), found DELETE"),
+    ],
+)
+def test_invalid_sql(sql, message):
+    with pytest.raises(SqlProblem, match=message.replace("(", r"\(").replace(")", r"\)")):
+        tables_read(sql)
+
+
+def test_fingerprint_ignores_whitespace_comments_keyword_case_and_trailing_semicolon():
+    a = "SELECT id, name FROM t WHERE x = 'A  b'"
+    b = "-- note\nselect id,\n  name /* c */ from t\nwhere x = 'A  b';"
+    assert sql_fingerprint(a) == sql_fingerprint(b)
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        "SELECT id, name FROM t WHERE x = 'a  b'",  # string literal case matters
+        "SELECT id, name FROM t WHERE x = 'A b'",  # whitespace inside a literal matters
+        "SELECT id FROM t WHERE x = 'A  b'",
+        "SELECT id, name FROM u WHERE x = 'A  b'",
+    ],
+)
+def test_fingerprint_sees_real_changes(other):
+    assert sql_fingerprint("SELECT id, name FROM t WHERE x = 'A  b'") != sql_fingerprint(other)
+
+
+def test_code_fingerprint_ignores_comments_and_formatting_only():
+    a = "execution_output = spark.table('t').select('a')\n"
+    b = "# comment\nexecution_output = (\n    spark.table('t')\n    .select('a')  # pick\n)\n"
+    assert code_fingerprint(a) == code_fingerprint(b)
+    assert code_fingerprint(a) != code_fingerprint(a.replace("'a'", "'b'"))
+
+
+def test_code_problem():
+    assert code_problem("execution_output = spark.table('t')") is None
+    assert code_problem("x: int = 1\nexecution_output: object = x") is None
+    assert "execution_output" in code_problem("result = 1")
+    assert "not valid Python" in code_problem("execution_output = = 1")

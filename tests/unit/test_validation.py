@@ -1,0 +1,121 @@
+"""Broken inputs: each gives one clear line naming the file and the field."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flink_sql_runner.catalog import load_catalog
+from flink_sql_runner.errors import InvalidInput
+from flink_sql_runner.manifest import load_jobs
+
+REPO = Path(__file__).resolve().parents[2]
+BROKEN = REPO / "tests" / "data" / "broken"
+TABLES = REPO / "examples" / "tables"
+CASES = sorted(BROKEN.glob("*.yaml"))
+
+
+def expected_line(path: Path) -> str:
+    first = path.read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("# expect: "), f"{path} must start with '# expect: '"
+    return first.removeprefix("# expect: ")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+def test_broken_manifest_gives_its_exact_error(case: Path, tmp_path: Path):
+    catalog = load_catalog([TABLES])
+    with pytest.raises(InvalidInput) as raised:
+        load_jobs([case], None, catalog, tmp_path)
+    assert [str(p) for p in raised.value.problems] == [f"{case}: {expected_line(case)}"]
+
+
+def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "flink_sql_runner", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_all_broken_files_are_reported_at_once_exit_2_no_traceback(tmp_path: Path):
+    state = tmp_path / "state"
+    result = run_cli(
+        "validate",
+        "--path",
+        str(BROKEN),
+        "--table-definition-path",
+        str(TABLES),
+        "--state-dir",
+        str(state),
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert sorted(lines) == sorted(f"error: {c}: {expected_line(c)}" for c in CASES)
+    assert f"{len(CASES)} problems; nothing was touched." in result.stderr
+    assert not state.exists()
+
+
+def test_plan_with_broken_input_touches_no_store(tmp_path: Path):
+    state = tmp_path / "state"
+    result = run_cli(
+        "plan",
+        "--path",
+        str(BROKEN / "missing-target.yaml"),
+        "--table-definition-path",
+        str(TABLES),
+        "--state-dir",
+        str(state),
+    )
+    assert result.returncode == 2, result.stderr
+    assert not state.exists()
+
+
+def test_duplicate_names_name_both_files(tmp_path: Path):
+    body = "name: twin\ntarget-table: expensive_orders\nsql: SELECT order_id FROM orders\n"
+    (tmp_path / "a.yaml").write_text(body)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.yml").write_text(body)
+    with pytest.raises(InvalidInput) as raised:
+        load_jobs([tmp_path], None, load_catalog([TABLES]), tmp_path / "state")
+    assert [str(p) for p in raised.value.problems] == [
+        f"{tmp_path / 'sub' / 'b.yml'}: name: "
+        f"job 'twin' is already defined in {tmp_path / 'a.yaml'}"
+    ]
+
+
+def test_catalog_problems_are_reported_with_job_problems(tmp_path: Path):
+    tables = tmp_path / "tables.yaml"
+    tables.write_text(
+        "tables:\n  - name: t\n    format: json\n    table: db.t\n  - name: u\n    fromat: json\n"
+    )
+    result = run_cli(
+        "validate",
+        "--path",
+        str(BROKEN / "missing-target.yaml"),
+        "--table-definition-path",
+        str(tables),
+    )
+    assert result.returncode == 2
+    assert f"error: {tables}: tables[0].format: set exactly one of `format`" in result.stderr
+    assert f"error: {tables}: tables[1].fromat: unknown field; did you mean 'format'?" in (
+        result.stderr
+    )
+    assert "missing-target.yaml: target-table: is required" in result.stderr
+
+
+def test_symlink_loop_under_path_is_not_followed(tmp_path: Path):
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    shutil.copy(REPO / "examples" / "queries" / "expensive-orders.yaml", jobs)
+    os.symlink(jobs, jobs / "loop")
+    found = load_jobs([jobs], None, load_catalog([TABLES]), tmp_path / "state")
+    assert [j.name for j in found] == ["expensive-orders"]
