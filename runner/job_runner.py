@@ -1,0 +1,482 @@
+"""The generic runner that `spark-submit` starts for every job.
+
+    spark-submit ... job_runner.py --manifest <FILE-OR-URI>
+
+It needs only pyspark and the standard library: it runs on cluster nodes. It reads the runtime
+manifest (docs/runtime-manifest.md), registers each source table as a streaming temporary view,
+runs the SQL or the PySpark code, appends the `__query_*` metadata columns as typed literals, and
+writes to the target with the job's checkpoint, trigger and output mode.
+
+Stopping: SIGTERM to this Python driver only sets a flag; a stop marker on the checkpoint's own
+storage does the same. Either way the query is stopped between micro-batches, Spark is stopped and
+the process exits 0. Exit codes: 0 stopped or finished, 1 the query failed, 2 bad manifest.
+
+File sinks: Spark's file sink skips every batch id its `_spark_metadata` log already holds, so a
+new checkpoint (batch ids from 0 again) writing into a folder an earlier version wrote would lose
+its first batches. The runner writes file sinks through `foreachBatch` into Spark's own file sink
+with the batch ids shifted past the log's last batch; the shift is fixed when the checkpoint is
+created and kept beside it, so restarts stay exactly-once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from datetime import datetime, timezone
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_MANIFEST = 0, 1, 2
+SCHEMA_VERSION = 1
+FILE_FORMATS = ("parquet", "json", "csv", "orc", "text")
+POLL_SECONDS = 0.5
+#: How long a stop waits for the running micro-batch to finish before it interrupts it.
+BATCH_DRAIN_SECONDS = 30.0
+SINK_OFFSET_FILE = "flink-sql-runner-sink.json"
+METADATA_COLUMNS = (
+    "__query_name",
+    "__query_description",
+    "__query_id",
+    "__query_version",
+    "__query_create_timestamp",
+)
+
+
+#: Failures seen inside foreachBatch, whose real message Spark wraps beyond recognition.
+FAILURES: list[str] = []
+
+
+class BadManifest(Exception):
+    """The runtime manifest cannot be used; exit code 2."""
+
+
+def log(message: str) -> None:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    print(f"{stamp} [flink-sql-runner] {message}", file=sys.stderr, flush=True)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- storage: local files directly, anything else through Spark's Hadoop file system -------------
+
+
+def is_local(location: str) -> bool:
+    return "://" not in location or location.startswith("file:")
+
+
+def local_path(location: str) -> str:
+    if location.startswith("file://"):
+        return location[len("file://") :] or "/"
+    return location.removeprefix("file:")
+
+
+class Storage:
+    """Small file operations on local paths and Hadoop URIs (s3a:, hdfs:, ...)."""
+
+    def __init__(self, spark: Any):
+        self.spark = spark
+
+    def _fs(self, location: str) -> tuple[Any, Any]:
+        jvm = self.spark._jvm
+        path = jvm.org.apache.hadoop.fs.Path(location)
+        return path.getFileSystem(self.spark._jsc.hadoopConfiguration()), path
+
+    def exists(self, location: str) -> bool:
+        if is_local(location):
+            return os.path.exists(local_path(location))
+        fs, path = self._fs(location)
+        return bool(fs.exists(path))
+
+    def read(self, location: str) -> str | None:
+        if is_local(location):
+            try:
+                with open(local_path(location), encoding="utf-8") as handle:
+                    return handle.read()
+            except FileNotFoundError:
+                return None
+        fs, path = self._fs(location)
+        if not fs.exists(path):
+            return None
+        stream = fs.open(path)
+        try:
+            reader = self.spark._jvm.java.io.BufferedReader(
+                self.spark._jvm.java.io.InputStreamReader(stream, "UTF-8")
+            )
+            lines = []
+            line = reader.readLine()
+            while line is not None:
+                lines.append(line)
+                line = reader.readLine()
+            return "\n".join(lines)
+        finally:
+            stream.close()
+
+    def write(self, location: str, text: str) -> None:
+        """Replace the file: atomically on local disks; one object PUT on S3."""
+        if is_local(location):
+            target = local_path(location)
+            folder = os.path.dirname(target) or "."
+            os.makedirs(folder, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fsr-", suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, target)
+            return
+        fs, path = self._fs(location)
+        stream = fs.create(path, True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+
+    def names(self, location: str) -> list[str]:
+        """File and folder names directly under `location`; [] if it does not exist."""
+        if is_local(location):
+            try:
+                return os.listdir(local_path(location))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+        fs, path = self._fs(location)
+        if not fs.exists(path):
+            return []
+        return [status.getPath().getName() for status in fs.listStatus(path)]
+
+
+# -- the manifest ---------------------------------------------------------------------------------
+
+
+def load_manifest(text: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise BadManifest(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("schema-version") != SCHEMA_VERSION:
+        raise BadManifest(f"schema-version must be {SCHEMA_VERSION}")
+    required = ("name", "target-table", "tables", "checkpoint-location", "meta", "run-id")
+    missing = [key for key in required if key not in doc]
+    if missing:
+        raise BadManifest(f"missing fields: {', '.join(missing)}")
+    if (doc.get("sql") is None) == (doc.get("code") is None):
+        raise BadManifest("exactly one of sql / code must be set")
+    for name in [*doc.get("source-tables", []), doc["target-table"]]:
+        if name not in doc["tables"]:
+            raise BadManifest(f"table {name!r} has no definition")
+    return doc
+
+
+def option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def options_of(table: dict[str, Any]) -> dict[str, str]:
+    return {str(k): option_text(v) for k, v in (table.get("options") or {}).items()}
+
+
+# -- building the query ---------------------------------------------------------------------------
+
+
+def register_sources(spark: Any, doc: dict[str, Any]) -> None:
+    """Each source table as a streaming temporary view under its own name."""
+    for name in doc.get("source-tables", []):
+        table = doc["tables"][name]
+        reader = spark.readStream.options(**options_of(table))
+        if "table" in table:
+            frame = reader.table(table["table"])
+        else:
+            reader = reader.format(table["format"])
+            if table.get("schema"):
+                reader = reader.schema(table["schema"])
+            frame = reader.load()
+        watermark = table.get("watermark")
+        if watermark:
+            frame = frame.withWatermark(watermark["column"], watermark["delay"])
+        frame.createOrReplaceTempView(name)
+
+
+def query_frame(spark: Any, doc: dict[str, Any]) -> Any:
+    if doc.get("sql") is not None:
+        return spark.sql(doc["sql"])
+    from pyspark.sql import DataFrame
+    from pyspark.sql import functions as F
+
+    namespace: dict[str, Any] = {"spark": spark, "F": F}
+    exec(compile(doc["code"], f"<code of {doc['name']}>", "exec"), namespace)  # noqa: S102
+    frame = namespace.get("execution_output")
+    if not isinstance(frame, DataFrame):
+        raise ValueError("the code must assign a DataFrame to `execution_output`")
+    if not frame.isStreaming:
+        raise ValueError("`execution_output` must be a streaming DataFrame (read the views)")
+    return frame
+
+
+def with_metadata(frame: Any, doc: dict[str, Any]) -> Any:
+    """The six metadata columns after the query's own, as typed literals."""
+    from pyspark.sql import functions as F
+
+    settings = doc.get("metadata-columns") or {}
+    if not settings.get("enabled", True):
+        return frame
+    meta = doc["meta"]
+    created = datetime.fromisoformat(meta["query-create-timestamp"].replace("Z", "+00:00"))
+    columns = {
+        settings.get("create-timestamp-column", "__create_timestamp"): F.current_timestamp(),
+        "__query_name": F.lit(doc["name"]).cast("string"),
+        "__query_description": F.lit(doc.get("description") or "").cast("string"),
+        "__query_id": F.lit(str(meta["query-id"])).cast("string"),
+        "__query_version": F.lit(int(meta["query-version"])).cast("int"),
+        "__query_create_timestamp": F.lit(created).cast("timestamp"),
+    }
+    clash = sorted(set(columns) & set(frame.columns))
+    if clash:
+        raise ValueError(
+            f"the query already has column(s) {', '.join(clash)}; rename them or set "
+            "metadata-columns.enabled: false"
+        )
+    return frame.select("*", *(column.alias(name) for name, column in columns.items()))
+
+
+def trigger_args(trigger: dict[str, Any]) -> dict[str, Any]:
+    allowed = ("processingTime", "availableNow", "once", "continuous")
+    if len(trigger) != 1 or next(iter(trigger)) not in allowed:
+        raise BadManifest(f"trigger must be one of {', '.join(allowed)}")
+    return dict(trigger)
+
+
+# -- file sinks: exactly once across versions -----------------------------------------------------
+
+
+def last_sink_batch(storage: Storage, path: str) -> int:
+    """The largest batch id in the file sink's `_spark_metadata` log, -1 if none."""
+    ids = []
+    for name in storage.names(f"{path.rstrip('/')}/_spark_metadata"):
+        stem = name.removesuffix(".compact")
+        if stem.isdigit():
+            ids.append(int(stem))
+    return max(ids, default=-1)
+
+
+def sink_batch_offset(storage: Storage, doc: dict[str, Any], path: str) -> int:
+    """How far this checkpoint's batch ids are shifted in the sink's log.
+
+    Fixed when the checkpoint is new (past whatever earlier versions wrote) and read back on
+    every restart, so a re-run batch keeps its sink batch id and is skipped if already written.
+    """
+    checkpoint = doc["checkpoint-location"].rstrip("/")
+    record = f"{checkpoint}/{SINK_OFFSET_FILE}"
+    text = storage.read(record)
+    if text:
+        return int(json.loads(text)["sink-batch-offset"])
+    started = any(name.isdigit() for name in storage.names(f"{checkpoint}/offsets"))
+    offset = 0 if started else last_sink_batch(storage, path) + 1
+    storage.write(record, json.dumps({"sink-batch-offset": offset, "sink-path": path}))
+    if offset:
+        log(
+            f"the sink {path} already holds batches up to {offset - 1}; this checkpoint's "
+            f"batches are written as {offset}, {offset + 1}, ..."
+        )
+    return offset
+
+
+def file_sink_writer(spark: Any, table: dict[str, Any], offset: int) -> Any:
+    """A foreachBatch function that appends through Spark's own file sink at `offset`."""
+    jvm = spark._jvm
+    utils = jvm.org.apache.spark.api.python.PythonUtils
+    options = jvm.java.util.HashMap()
+    for key, value in options_of(table).items():
+        options.put(key, value)
+    empty = utils.toSeq(jvm.java.util.ArrayList())
+    none = jvm.scala.Option.empty()
+    source = jvm.org.apache.spark.sql.execution.datasources.DataSource(
+        spark._jsparkSession,
+        table["format"],
+        empty,
+        none,
+        empty,
+        none,
+        utils.toScalaMap(options),
+        none,
+    )
+    sink = source.createSink(jvm.org.apache.spark.sql.streaming.OutputMode.Append())
+
+    def write(batch: Any, batch_id: int) -> None:
+        try:
+            sink.addBatch(offset + batch_id, batch._jdf)
+        except Exception as exc:
+            # Spark reports a foreachBatch failure as "raised by the Python Proxy"; keep the
+            # real cause for the status file.
+            FAILURES.append(error_text(exc))
+            raise
+
+    return write
+
+
+def start_query(spark: Any, storage: Storage, doc: dict[str, Any], frame: Any) -> Any:
+    target = doc["tables"][doc["target-table"]]
+    writer = (
+        frame.writeStream.queryName(doc["name"].replace("-", "_"))
+        .outputMode(doc.get("outputMode", "append"))
+        .option("checkpointLocation", doc["checkpoint-location"])
+        .trigger(**trigger_args(doc.get("trigger") or {"processingTime": "5 seconds"}))
+    )
+    if "table" in target:
+        return writer.options(**options_of(target)).toTable(target["table"])
+    path = options_of(target).get("path")
+    if target.get("format") in FILE_FORMATS:
+        if not path:
+            raise BadManifest(f"the {target['format']} target needs options.path")
+        offset = sink_batch_offset(storage, doc, path)
+        return writer.foreachBatch(file_sink_writer(spark, target, offset)).start()
+    return writer.format(target["format"]).options(**options_of(target)).start()
+
+
+# -- running --------------------------------------------------------------------------------------
+
+
+class Status:
+    """The status file the deployer reads: run id, state, last batch, error."""
+
+    def __init__(self, storage: Storage, location: str | None, run_id: str):
+        self.storage, self.location, self.run_id = storage, location, run_id
+        self.state: str | None = None
+
+    def set(self, state: str, batch_id: int | None = None, error: str | None = None) -> None:
+        self.state = state
+        if not self.location:
+            return
+        doc = {
+            "run-id": self.run_id,
+            "state": state,
+            "batch-id": batch_id,
+            "error": error,
+            "updated": utc_now(),
+        }
+        try:
+            self.storage.write(self.location, json.dumps(doc))
+        except Exception as exc:  # noqa: BLE001 - the status is advisory; the job goes on
+            log(f"cannot write the status file {self.location}: {exc}")
+
+
+class StopRequest:
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    def handle(self, signum: int, _frame: Any) -> None:
+        self.reason = f"signal {signal.Signals(signum).name}"
+
+
+def error_text(exc: BaseException) -> str:
+    """Spark's own message: the innermost JVM cause, without stack traces or query plans."""
+    java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
+    text = ""
+    if java is not None:
+        try:
+            cause = java
+            while cause.getCause() is not None and not cause.getCause().equals(cause):
+                cause = cause.getCause()
+            text = cause.getMessage() or cause.toString()
+        except Exception:  # noqa: BLE001 - fall back to the Python text
+            text = ""
+    text = text or str(getattr(exc, "desc", None) or exc) or type(exc).__name__
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("\tat ")]
+    return "\n".join(lines[:12]).strip()
+
+
+def stop_gracefully(query: Any, reason: str) -> None:
+    """Let the running micro-batch finish (up to a limit), then stop the query."""
+    log(f"stop requested ({reason}); waiting for the current micro-batch")
+    deadline = time.monotonic() + BATCH_DRAIN_SECONDS
+    while time.monotonic() < deadline and query.isActive and query.status.get("isTriggerActive"):
+        time.sleep(0.1)
+    query.stop()
+
+
+def watch(
+    query: Any, storage: Storage, doc: dict[str, Any], status: Status, stop: StopRequest
+) -> int:
+    marker = doc.get("stop-marker")
+    while True:
+        if stop.reason is None and marker and storage.exists(marker):
+            stop.reason = f"stop marker {marker}"
+        if stop.reason is not None:
+            stop_gracefully(query, stop.reason)
+            batch = (query.lastProgress or {}).get("batchId")
+            status.set("stopped", batch)
+            log(f"stopped gracefully after batch {batch}")
+            return EXIT_OK
+        if not query.isActive:
+            failure = query.exception()
+            if failure is not None:
+                message = FAILURES[-1] if FAILURES else error_text(failure)
+                status.set("failed", error=message)
+                log(f"the query failed: {message}")
+                return EXIT_FAILED
+            status.set("finished", (query.lastProgress or {}).get("batchId"))
+            log("the query finished (its trigger ran out of data)")
+            return EXIT_OK
+        progress = query.lastProgress
+        if progress is not None and status.state != "active":
+            status.set("active", progress.get("batchId"))
+            log(f"active: first trigger done (batch {progress.get('batchId')})")
+        time.sleep(POLL_SECONDS)
+
+
+def run(manifest_location: str) -> int:
+    stop = StopRequest()
+    signal.signal(signal.SIGTERM, stop.handle)
+    signal.signal(signal.SIGINT, stop.handle)
+
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.getOrCreate()
+    storage = Storage(spark)
+    status = Status(storage, None, "")
+    try:
+        text = storage.read(manifest_location)
+        if text is None:
+            raise BadManifest(f"{manifest_location} does not exist")
+        doc = load_manifest(text)
+        status = Status(storage, doc.get("status-file"), doc["run-id"])
+        log(
+            f"job {doc['name']} v{doc['meta']['query-version']} run {doc['run-id']}, "
+            f"checkpoint {doc['checkpoint-location']}"
+        )
+        status.set("starting")
+        register_sources(spark, doc)
+        frame = with_metadata(query_frame(spark, doc), doc)
+        query = start_query(spark, storage, doc, frame)
+        return watch(query, storage, doc, status, stop)
+    except BadManifest as exc:
+        log(f"invalid runtime manifest {manifest_location}: {exc}")
+        status.set("failed", error=f"invalid runtime manifest: {exc}")
+        return EXIT_BAD_MANIFEST
+    except Exception as exc:  # noqa: BLE001 - any failure is the job's failure: report, exit 1
+        message = error_text(exc)
+        traceback.print_exc()
+        log(f"the job failed: {message}")
+        status.set("failed", error=message)
+        return EXIT_FAILED
+    finally:
+        try:
+            spark.stop()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--manifest", required=True, help="runtime manifest: a file or URI")
+    args = parser.parse_args(argv)
+    return run(args.manifest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""A throwaway project for end-to-end tests: jobs, tables, a template, a state folder, and the
+real CLI run as a subprocess. Every Spark process it starts is killed at teardown."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+TEST_TEMPLATE = {
+    "desired-state": "running",
+    "outputMode": "append",
+    "trigger": {"processingTime": "1 second"},
+    "checkpoint-root": "{state_dir}/checkpoints",
+    "metadata-columns": {"enabled": True, "create-timestamp-column": "__create_timestamp"},
+    "sparkProperties": {
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.memory": "512m",
+        "spark.sql.session.timeZone": "UTC",
+    },
+}
+
+
+class Workspace:
+    def __init__(self, root: Path, master: str = "local[2]"):
+        self.root = root
+        self.jobs = root / "jobs"
+        self.tables = root / "tables"
+        self.state = root / "state"
+        self.template = root / "template.yaml"
+        self.master = master
+        for folder in (self.jobs, self.tables):
+            folder.mkdir(parents=True, exist_ok=True)
+        self.template.write_text(yaml.safe_dump(TEST_TEMPLATE))
+        self.seen_pids: set[tuple[int, str]] = set()
+
+    def write_tables(self, tables: list[dict[str, Any]], file: str = "tables.yaml") -> None:
+        (self.tables / file).write_text(yaml.safe_dump({"tables": tables}, sort_keys=False))
+
+    def write_job(self, name: str, **fields: Any) -> Path:
+        path = self.jobs / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({"name": name, **fields}, sort_keys=False))
+        return path
+
+    def cli(
+        self, command: str, *args: str, paths: bool = True, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "flink_sql_runner", command]
+        if paths:
+            argv += ["--path", str(self.jobs)]
+        argv += [
+            "--table-definition-path",
+            str(self.tables),
+            "--template-file",
+            str(self.template),
+            "--state-dir",
+            str(self.state),
+        ]
+        if command not in ("validate",):
+            argv += ["--master", self.master]
+        argv += list(args)
+        result = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, check=False, cwd=self.root
+        )
+        self._remember_pids()
+        return result
+
+    def deploy(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.cli("deploy", "--start-timeout", "120", "--stop-timeout", "30", *args)
+
+    def plan_json(self) -> dict[str, Any]:
+        result = self.cli("plan", "--output", "json")
+        assert result.returncode in (0, 1), result.stderr
+        return {j["name"]: j for j in json.loads(result.stdout)["jobs"]}
+
+    def record(self, name: str) -> dict[str, Any] | None:
+        path = self.state / "runs" / f"{name}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def stored(self, name: str) -> dict[str, Any] | None:
+        path = self.state / "manifests" / f"{name}.yaml"
+        return yaml.safe_load(path.read_text()) if path.exists() else None
+
+    def _remember_pids(self) -> None:
+        runs = self.state / "runs"
+        for path in runs.glob("*.json") if runs.is_dir() else []:
+            record = json.loads(path.read_text())
+            self.seen_pids.add((int(record["pid"]), str(record["started"])))
+
+    def kill_all(self) -> None:
+        """Kill every job process group this workspace ever started that is still alive."""
+        from flink_sql_runner import procs
+
+        self._remember_pids()
+        for pid, started in self.seen_pids:
+            procs.kill_group(pid, started)
+        for pid, started in self.seen_pids:
+            procs.wait_gone(pid, started, 10)
+
+
+def wait_for(predicate, timeout: float = 90, interval: float = 1.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+
+
+def kill_driver(pid: int) -> None:
+    """SIGKILL the job's JVM and its Python driver (the whole process group)."""
+    os.killpg(pid, signal.SIGKILL)

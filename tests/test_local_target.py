@@ -1,0 +1,146 @@
+"""The local target's process handling, with a stand-in for spark-submit (a small Python program
+that behaves like the runner towards the stop marker, or ignores it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flink_sql_runner import procs
+from flink_sql_runner.plan import RunningJob
+from flink_sql_runner.targets.base import Submission
+from flink_sql_runner.targets.local import LocalTarget, find_spark_submit
+
+FAKE_SUBMIT = """#!{python}
+import json, os, sys, time
+args = sys.argv[1:]
+manifest = args[args.index("--manifest") + 1]
+with open(os.environ["FAKE_ARGS_FILE"], "w") as handle:
+    json.dump(args, handle)
+print("fake driver up", flush=True)
+marker = json.load(open(manifest))["stop-marker"]
+while True:
+    if os.environ.get("FAKE_HONOURS_MARKER") == "1" and os.path.exists(marker):
+        print("fake driver stopping", flush=True)
+        sys.exit(0)
+    time.sleep(0.05)
+"""
+
+
+@pytest.fixture
+def fake_submit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    script = tmp_path / "fake-spark-submit"
+    script.write_text(FAKE_SUBMIT.format(python=sys.executable))
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("FAKE_ARGS_FILE", str(tmp_path / "args.json"))
+    monkeypatch.setenv("FAKE_HONOURS_MARKER", "1")
+    return script
+
+
+@pytest.fixture
+def target(tmp_path: Path, fake_submit: Path):
+    made = LocalTarget(tmp_path / "state", spark_submit=str(fake_submit), master="local[2]")
+    yield made
+    for running in made.list_running().values():
+        record = made._record_of(running)
+        if record:
+            procs.kill_group(int(record["pid"]), str(record["started"]))
+
+
+def submission(tmp_path: Path, **overrides) -> Submission:
+    control = tmp_path / "ckpt" / "job" / "_control"
+    control.mkdir(parents=True, exist_ok=True)
+    manifest = control / "v1.manifest.json"
+    manifest.write_text(json.dumps({"stop-marker": str(control / "v1.stop")}))
+    fields = dict(
+        name="job",
+        version=1,
+        run_id="run-1",
+        app_name="flink-sql-runner-job-v1",
+        runtime_manifest=str(manifest),
+        spark_conf={"spark.sql.shuffle.partitions": "2"},
+        stop_marker=str(control / "v1.stop"),
+        status_file=str(control / "v1.status.json"),
+    )
+    fields.update(overrides)
+    return Submission(**fields)
+
+
+def wait_for_args(tmp_path: Path) -> list[str]:
+    path = tmp_path / "args.json"
+    deadline = time.monotonic() + 20
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return json.loads(path.read_text())
+
+
+def test_submit_runs_detached_and_is_listed(tmp_path: Path, target: LocalTarget):
+    started = target.submit(submission(tmp_path))
+    args = wait_for_args(tmp_path)
+    assert args[:4] == ["--master", "local[2]", "--name", "flink-sql-runner-job-v1"]
+    assert ["--conf", "spark.sql.shuffle.partitions=2"] == args[4:6]
+    running = target.list_running()
+    assert running["job"].version == 1 and running["job"].run_id == "run-1"
+    assert target.is_alive(started.running)
+    pid = int(started.running.detail.split()[-1])
+    assert os.getpgid(pid) == pid, "the job leads its own process session"
+    assert "fake driver up" in Path(started.log).read_text()
+
+
+def test_stop_is_graceful_through_the_stop_marker(tmp_path: Path, target: LocalTarget):
+    sub = submission(tmp_path)
+    started = target.submit(sub)
+    wait_for_args(tmp_path)
+    stopped = target.stop(started.running, sub.stop_marker, timeout=20)
+    assert stopped.graceful and "stopped gracefully" in stopped.how
+    assert target.list_running() == {}
+    assert "fake driver stopping" in Path(started.log).read_text()
+
+
+def test_a_job_ignoring_the_marker_is_killed_after_the_timeout(
+    tmp_path: Path, target: LocalTarget, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("FAKE_HONOURS_MARKER", "0")
+    sub = submission(tmp_path)
+    started = target.submit(sub)
+    wait_for_args(tmp_path)
+    stopped = target.stop(started.running, sub.stop_marker, timeout=1)
+    assert not stopped.graceful
+    assert "killed (SIGKILL)" in stopped.how
+    assert not target.is_alive(started.running)
+
+
+def test_a_reused_pid_is_not_taken_for_the_job(tmp_path: Path, target: LocalTarget):
+    target.runs.mkdir(parents=True)
+    # A live process (this test's own) under a start time that is not its own.
+    record = {"name": "job", "version": 1, "run-id": "r", "pid": os.getpid(), "started": "x:1"}
+    (target.runs / "job.json").write_text(json.dumps(record))
+    assert target.list_running() == {}
+    assert not target.is_alive(RunningJob("job", 1, "r", f"pid {os.getpid()}"))
+
+
+def test_secret_properties_go_to_a_private_file_not_the_command_line(
+    tmp_path: Path, target: LocalTarget
+):
+    sub = submission(tmp_path, secret_conf={"spark.hadoop.fs.s3a.secret.key": "hunter2"})
+    target.submit(sub)
+    args = wait_for_args(tmp_path)
+    assert not any("hunter2" in arg for arg in args)
+    properties = Path(args[args.index("--properties-file") + 1])
+    assert properties.read_text() == "spark.hadoop.fs.s3a.secret.key=hunter2\n"
+    assert stat.S_IMODE(properties.stat().st_mode) == 0o600
+
+
+def test_which_spark_submit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    assert find_spark_submit("/opt/my/spark-submit") == "/opt/my/spark-submit"
+    monkeypatch.setenv("SPARK_HOME", "/opt/spark")
+    assert find_spark_submit() == "/opt/spark/bin/spark-submit"
+    monkeypatch.delenv("SPARK_HOME")
+    bundled = find_spark_submit()
+    assert bundled.endswith("pyspark/bin/spark-submit") and Path(bundled).exists()

@@ -1,0 +1,189 @@
+"""The runner's parts on the shared SparkSession: views, metadata columns, file sinks."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner import job_runner
+
+pytestmark = pytest.mark.spark
+
+HOSTILE = "it's \"quoted\" \\ back\\slash -- not a comment; DROP TABLE x;\nsecond line\t'); --"
+SCHEMA = "id BIGINT, name STRING"
+
+
+def manifest(tmp_path: Path, version: int = 1, **overrides: Any) -> dict[str, Any]:
+    doc = {
+        "schema-version": 1,
+        "name": "people",
+        "description": "all people",
+        "target-table": "people_out",
+        "sql": "SELECT id, name FROM people",
+        "code": None,
+        "source-tables": ["people"],
+        "outputMode": "append",
+        "trigger": {"availableNow": True},
+        "metadata-columns": {"enabled": True, "create-timestamp-column": "__create_timestamp"},
+        "tables": {
+            "people": {
+                "format": "json",
+                "options": {"path": str(tmp_path / "in")},
+                "schema": SCHEMA,
+            },
+            "people_out": {"format": "parquet", "options": {"path": str(tmp_path / "out")}},
+        },
+        "checkpoint-location": str(tmp_path / "ckpt" / str(version)),
+        "run-id": "run-1",
+        "meta": {
+            "query-version": version,
+            "query-id": f"id-{version}",
+            "query-create-timestamp": "2026-11-22T13:50:00Z",
+        },
+    }
+    doc.update(overrides)
+    return doc
+
+
+def write_input(tmp_path: Path, name: str, ids: range) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir(exist_ok=True)
+    lines = [json.dumps({"id": i, "name": f"n{i}"}) for i in ids]
+    (folder / f"{name}.json").write_text("\n".join(lines) + "\n")
+
+
+def run_to_end(spark: Any, doc: dict[str, Any]) -> None:
+    """Register, build and run one availableNow query to its end, as the runner does."""
+    job_runner.register_sources(spark, doc)
+    frame = job_runner.with_metadata(job_runner.query_frame(spark, doc), doc)
+    query = job_runner.start_query(spark, job_runner.Storage(spark), doc, frame)
+    query.awaitTermination(120)
+    assert query.exception() is None
+
+
+def test_metadata_columns_follow_the_query_columns_as_typed_values(spark, tmp_path: Path):
+    write_input(tmp_path, "a", range(3))
+    doc = manifest(tmp_path, description=HOSTILE)
+    job_runner.register_sources(spark, doc)
+    frame = job_runner.with_metadata(job_runner.query_frame(spark, doc), doc)
+    assert [(f.name, f.dataType.simpleString()) for f in frame.schema.fields] == [
+        ("id", "bigint"),
+        ("name", "string"),
+        ("__create_timestamp", "timestamp"),
+        ("__query_name", "string"),
+        ("__query_description", "string"),
+        ("__query_id", "string"),
+        ("__query_version", "int"),
+        ("__query_create_timestamp", "timestamp"),
+    ]
+    run_to_end(spark, doc)
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted(r["id"] for r in rows) == [0, 1, 2]
+    row = rows[0]
+    assert row["__query_description"] == HOSTILE  # byte for byte
+    assert (row["__query_name"], row["__query_id"], row["__query_version"]) == (
+        "people",
+        "id-1",
+        1,
+    )
+    created = row["__query_create_timestamp"].replace(tzinfo=timezone.utc)
+    assert created == datetime(2026, 11, 22, 13, 50, tzinfo=timezone.utc)
+
+
+def test_metadata_columns_can_be_renamed_or_switched_off(spark, tmp_path: Path):
+    write_input(tmp_path, "a", range(1))
+    doc = manifest(tmp_path, **{"metadata-columns": {"create-timestamp-column": "made_at"}})
+    job_runner.register_sources(spark, doc)
+    columns = job_runner.with_metadata(job_runner.query_frame(spark, doc), doc).columns
+    assert columns[2] == "made_at" and "__create_timestamp" not in columns
+    off = manifest(tmp_path, **{"metadata-columns": {"enabled": False}})
+    assert job_runner.with_metadata(job_runner.query_frame(spark, off), off).columns == [
+        "id",
+        "name",
+    ]
+
+
+def test_a_query_column_named_like_a_metadata_column_is_refused(spark, tmp_path: Path):
+    write_input(tmp_path, "a", range(1))
+    doc = manifest(tmp_path, sql="SELECT id, name AS __query_name FROM people")
+    job_runner.register_sources(spark, doc)
+    with pytest.raises(ValueError, match="already has column"):
+        job_runner.with_metadata(job_runner.query_frame(spark, doc), doc)
+
+
+def test_code_jobs_see_spark_f_and_the_views(spark, tmp_path: Path):
+    write_input(tmp_path, "a", range(4))
+    code = "execution_output = spark.table('people').where(F.col('id') % 2 == 0)"
+    doc = manifest(tmp_path, sql=None, code=code)
+    run_to_end(spark, doc)
+    ids = sorted(r["id"] for r in spark.read.parquet(str(tmp_path / "out")).collect())
+    assert ids == [0, 2]
+
+
+def test_code_must_produce_a_streaming_dataframe(spark, tmp_path: Path):
+    write_input(tmp_path, "a", range(1))
+    doc = manifest(tmp_path, sql=None, code="execution_output = spark.range(3)")
+    job_runner.register_sources(spark, doc)
+    with pytest.raises(ValueError, match="must be a streaming DataFrame"):
+        job_runner.query_frame(spark, doc)
+
+
+def read_versions(spark: Any, path: Path) -> dict[int, list[int]]:
+    found: dict[int, list[int]] = {}
+    for row in spark.read.parquet(str(path)).collect():
+        found.setdefault(row["__query_version"], []).append(row["id"])
+    return {version: sorted(ids) for version, ids in found.items()}
+
+
+def test_a_clean_start_into_a_used_file_sink_loses_no_rows(spark, tmp_path: Path):
+    """SPEC's trap: a new checkpoint's batch 0.. would be skipped by the sink's old log."""
+    write_input(tmp_path, "a", range(5))
+    run_to_end(spark, manifest(tmp_path, version=1))
+    write_input(tmp_path, "b", range(5, 8))
+    run_to_end(spark, manifest(tmp_path, version=1))  # a second batch of version 1
+    assert read_versions(spark, tmp_path / "out") == {1: list(range(8))}
+
+    # Version 2 starts clean (new checkpoint) into the same sink folder and reads everything.
+    run_to_end(spark, manifest(tmp_path, version=2))
+    assert read_versions(spark, tmp_path / "out") == {1: list(range(8)), 2: list(range(8))}
+
+    # Restarted from its checkpoint with new input, version 2 keeps its shifted batch ids.
+    write_input(tmp_path, "c", range(8, 10))
+    run_to_end(spark, manifest(tmp_path, version=2))
+    assert read_versions(spark, tmp_path / "out") == {1: list(range(8)), 2: list(range(10))}
+    record = json.loads((tmp_path / "ckpt" / "2" / job_runner.SINK_OFFSET_FILE).read_text())
+    assert record["sink-batch-offset"] == 2
+
+
+def test_a_re_run_batch_is_not_written_twice(spark, tmp_path: Path):
+    """After a crash between the sink's commit and the checkpoint's, Spark re-runs the batch."""
+    write_input(tmp_path, "a", range(3))
+    doc = manifest(tmp_path)
+    run_to_end(spark, doc)
+    commits = tmp_path / "ckpt" / "1" / "commits"
+    for name in ("0", ".0.crc"):  # as if the driver died before committing batch 0
+        (commits / name).unlink()
+    run_to_end(spark, doc)
+    assert read_versions(spark, tmp_path / "out") == {1: [0, 1, 2]}
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("not json", "not JSON"),
+        ('{"schema-version": 9}', "schema-version must be 1"),
+        ('{"schema-version": 1}', "missing fields: name, target-table"),
+    ],
+)
+def test_bad_runtime_manifests_are_refused(text: str, message: str):
+    with pytest.raises(job_runner.BadManifest, match=message):
+        job_runner.load_manifest(text)
+
+
+def test_the_runner_imports_nothing_from_the_deployer():
+    source = Path(job_runner.__file__).read_text()
+    assert "flink_sql_runner" not in source.replace("flink-sql-runner", "")
