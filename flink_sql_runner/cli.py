@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -14,7 +15,12 @@ import click
 
 from flink_sql_runner import __version__
 from flink_sql_runner.apply import Timeouts
-from flink_sql_runner.deployment import Deployment, Settings
+from flink_sql_runner.deployment import (
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_PARALLELISM,
+    Deployment,
+    Settings,
+)
 from flink_sql_runner.errors import (
     EXIT_CHANGES_PENDING,
     EXIT_FAILED,
@@ -23,8 +29,10 @@ from flink_sql_runner.errors import (
     FsrError,
     InvalidInput,
 )
+from flink_sql_runner.manifest import Job
 from flink_sql_runner.plan import Plan
-from flink_sql_runner.render import plan_json, plan_text
+from flink_sql_runner.progress import Progress
+from flink_sql_runner.render import plan_json, plan_text, results_text
 from flink_sql_runner.status import status_json, status_rows, status_text
 from flink_sql_runner.stores import store_uri_from_legacy
 
@@ -36,12 +44,18 @@ def _env(name: str) -> str:
     return ENV + name
 
 
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def handle_errors(func: Callable[..., int]) -> Callable[..., None]:
     """Catch user-facing errors once: one clear line each, the documented exit code."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> None:
         debug = kwargs.get("debug", False)
+        # CI runners stop a job with SIGTERM: unwind like Ctrl-C, so the lock is released.
+        signal.signal(signal.SIGTERM, _interrupt)
         try:
             code = func(*args, **kwargs)
         except InvalidInput as exc:
@@ -167,6 +181,14 @@ def timeout_options(func: Callable[..., Any]) -> Callable[..., Any]:
             envvar=_env("STOP_TIMEOUT"),
             help="Seconds from the graceful stop request to a kill.",
         ),
+        click.option(
+            "--lock-timeout",
+            type=float,
+            default=DEFAULT_LOCK_TIMEOUT,
+            show_default=True,
+            envvar=_env("LOCK_TIMEOUT"),
+            help="Seconds to wait while another deploy holds the store's lock; then exit 3.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -187,6 +209,8 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         master=kw.get("master"),
         spark_submit=kw.get("spark_submit"),
         timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
+        parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
+        lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
     )
 
 
@@ -200,7 +224,8 @@ def main() -> None:
 
     \b
     Exit codes: 0 ok / nothing to do, 1 a job failed or is in error,
-    2 invalid input (nothing touched), 4 changes pending (plan --detailed-exitcode).
+    2 invalid input (nothing touched), 3 the store is locked by another deploy,
+    4 changes pending (plan --detailed-exitcode).
     """
 
 
@@ -258,39 +283,34 @@ def _plan_exit(result: Plan, detailed: bool) -> int:
 
 
 def _deploy(
-    deployment: Deployment, jobs: list, output: str, dry_run: bool, include_orphans: bool
+    deployment: Deployment,
+    jobs: list[Job],
+    output: str,
+    dry_run: bool,
+    include_orphans: bool,
+    prune: bool = False,
 ) -> int:
-    result = deployment.plan(jobs, include_orphans=include_orphans)
-    if dry_run or not result.pending:
-        click.echo(plan_json(result, dry_run=dry_run) if output == "json" else plan_text(result))
-        if output == "text" and dry_run:
+    def show(plan: Plan) -> None:
+        if output == "text":
+            click.echo(plan_text(plan))
+
+    if dry_run:
+        plan = deployment.plan(jobs, include_orphans=include_orphans, prune=prune)
+        click.echo(plan_json(plan, dry_run=True) if output == "json" else plan_text(plan))
+        if output == "text":
             click.echo("Dry run: nothing was changed.")
-        return EXIT_FAILED if result.errors else EXIT_OK
-    if output == "text":
-        click.echo(plan_text(result))
-        click.echo("")
-
-    def progress(decision: Any, job_result: Any) -> None:
-        if output != "text" or decision.action.value in ("noop", "orphaned"):
-            return
-        mark = "ok  " if job_result.ok else "FAIL"
-        click.echo(f"{mark} {decision.name}: {job_result.summary}")
-        for step in job_result.steps:
-            click.echo(f"       {step}")
-        if job_result.detail:
-            click.echo("\n".join("       | " + line for line in job_result.detail.splitlines()))
-
-    results = deployment.apply(result, on_result=progress)
-    failed = [name for name, r in results.items() if not r.ok]
+        return EXIT_FAILED if plan.errors else EXIT_OK
+    progress = Progress(0, sys.stderr, live=sys.stderr.isatty())
+    plan, results = deployment.deploy(
+        jobs, include_orphans=include_orphans, prune=prune, on_plan=show, progress=progress
+    )
+    failed = [d.name for d in plan.decisions if d.name in results and not results[d.name].ok]
     if output == "json":
-        click.echo(plan_json(result, {n: r.to_dict() for n, r in results.items()}))
-    else:
+        click.echo(plan_json(plan, {n: r.to_dict() for n, r in results.items()}))
+    elif results:
         click.echo("")
-        if failed:
-            click.echo(f"Deploy finished with {len(failed)} failed: {', '.join(failed)}.")
-        else:
-            click.echo("Deploy finished: all jobs ok.")
-    return EXIT_FAILED if failed else EXIT_OK
+        click.echo(results_text(plan, results))
+    return EXIT_FAILED if failed or plan.errors else EXIT_OK
 
 
 @main.command()
@@ -299,11 +319,31 @@ def _deploy(
 @remote_options
 @timeout_options
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option(
+    "--prune",
+    is_flag=True,
+    envvar=_env("PRUNE"),
+    help="Stop jobs whose manifest left --path (checkpoint kept) and archive their manifest.",
+)
+@click.option(
+    "--parallelism",
+    type=click.IntRange(1, 256),
+    default=DEFAULT_PARALLELISM,
+    show_default=True,
+    envvar=_env("PARALLELISM"),
+    help="Jobs stopped/started at once.",
+)
 @handle_errors
-def deploy(paths: tuple[Path, ...], output: str, dry_run: bool, debug: bool, **kw: Any) -> int:
-    """Deploy every job under --path: stop, restart or start each as its plan says."""
+def deploy(
+    paths: tuple[Path, ...], output: str, dry_run: bool, prune: bool, debug: bool, **kw: Any
+) -> int:
+    """Deploy every job under --path: stop, restart or start each as its plan says.
+
+    One deploy at a time per manifest store: a second one waits for the lock (--lock-timeout).
+    """
     deployment = Deployment(settings_from(paths, **kw))
-    return _deploy(deployment, deployment.load(), output, dry_run, include_orphans=True)
+    jobs = deployment.load()
+    return _deploy(deployment, jobs, output, dry_run, include_orphans=True, prune=prune)
 
 
 @main.command("deploy-job")

@@ -6,21 +6,26 @@ The CLI builds a `Deployment` from its options and renders what its methods retu
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from flink_sql_runner import checkpoints
-from flink_sql_runner.apply import Executor, JobResult, Timeouts
+from flink_sql_runner.apply import QUIET_ACTIONS, Executor, JobResult, Timeouts
 from flink_sql_runner.catalog import Catalog, load_catalog
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
-from flink_sql_runner.facts import StorageStateReader, gather
+from flink_sql_runner.facts import GATHER_WORKERS, StorageStateReader, gather
+from flink_sql_runner.lock import StoreLock, locked
 from flink_sql_runner.manifest import Job, JobLoader, load_jobs, load_template
 from flink_sql_runner.plan import Plan, build_plan
+from flink_sql_runner.progress import Progress
 from flink_sql_runner.runtime import ControlFiles
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.targets.base import Target
+
+DEFAULT_PARALLELISM = 4
+DEFAULT_LOCK_TIMEOUT = 300.0
 
 
 @dataclass
@@ -34,7 +39,9 @@ class Settings:
     master: str | None = None
     spark_submit: str | None = None
     timeouts: Timeouts = field(default_factory=Timeouts)
-    parallelism: int = 16
+    #: Jobs acted on at once; fact gathering (reads) uses more workers than this.
+    parallelism: int = DEFAULT_PARALLELISM
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
 
 class StorageControl:
@@ -131,16 +138,16 @@ class Deployment:
         return job
 
     # -- commands ---------------------------------------------------------------------------
-    def plan(self, jobs: list[Job], include_orphans: bool = True) -> Plan:
+    def plan(self, jobs: list[Job], include_orphans: bool = True, prune: bool = False) -> Plan:
         facts = gather(
             jobs,
             self.store,
             self.target,
             self.state,
             include_orphans=include_orphans,
-            workers=self.settings.parallelism,
+            workers=max(GATHER_WORKERS, self.settings.parallelism),
         )
-        return build_plan(facts)
+        return build_plan(facts, prune=prune)
 
     def executor(self) -> Executor:
         return Executor(
@@ -148,12 +155,44 @@ class Deployment:
             self.target,
             StorageControl(self.state),
             timeouts=self.settings.timeouts,
+            parallelism=self.settings.parallelism,
         )
 
-    def apply(self, plan: Plan, on_result: Any = None) -> dict[str, JobResult]:
-        return self.executor().apply(plan, on_result)
+    def apply(self, plan: Plan, progress: Progress | None = None) -> dict[str, JobResult]:
+        return self.executor().apply(plan, progress)
+
+    def deploy(
+        self,
+        jobs: list[Job],
+        *,
+        include_orphans: bool,
+        prune: bool,
+        on_plan: Callable[[Plan], None],
+        progress: Progress | None = None,
+    ) -> tuple[Plan, dict[str, JobResult]]:
+        """Under the store's lock: gather facts, decide, show the plan, carry it out."""
+        with locked(self.lock("deploy"), self.settings.lock_timeout):
+            plan = self.plan(jobs, include_orphans=include_orphans, prune=prune)
+            on_plan(plan)
+            if not plan.pending:
+                return plan, {}
+            if progress is not None:
+                progress.total = sum(1 for d in plan.decisions if d.action not in QUIET_ACTIONS)
+            try:
+                return plan, self.apply(plan, progress)
+            finally:
+                if progress is not None:
+                    progress.close()
+
+    def lock(self, command: str) -> StoreLock:
+        """The store's lock, for commands that change jobs (deploy, stop, prune)."""
+        return StoreLock(self.store.lock_backend(), command)
 
     def stop(self, name: str) -> str:
+        with locked(self.lock("stop"), self.settings.lock_timeout):
+            return self._stop(name)
+
+    def _stop(self, name: str) -> str:
         running = self.target.list_running().get(name)
         if running is None:
             raise FsrError(f"job {name!r} is not running")

@@ -6,13 +6,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from flink_sql_runner import checkpoints
+from flink_sql_runner.intents import IntentLog
 from flink_sql_runner.manifest import Job
 from flink_sql_runner.plan import CheckpointFacts, JobFacts
 from flink_sql_runner.stored import StoredManifest
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.targets.base import Target
 
-DEFAULT_PARALLELISM = 16
+#: Reads (store, checkpoints) are I/O: many at once.
+GATHER_WORKERS = 32
 
 
 class StateReader(Protocol):
@@ -58,25 +60,35 @@ def gather(
     target: Target,
     state: StateReader,
     include_orphans: bool = True,
-    workers: int = DEFAULT_PARALLELISM,
+    workers: int = GATHER_WORKERS,
 ) -> list[JobFacts]:
     """Every fact the decision tree needs, read before anything is decided or done."""
     desired = {job.name: job for job in jobs}
     names = set(desired)
     if include_orphans:
         names |= set(store.list_names())
+    intents = IntentLog(store).read_all()
+    if not include_orphans:
+        intents = {name: intent for name, intent in intents.items() if name in desired}
+    names |= set(intents)
     ordered = sorted(names)
     stored = _read_all(store, ordered, workers)
     running = target.list_running()
 
     def one(name: str) -> JobFacts:
-        job, previous = desired.get(name), stored.get(name)
+        job, previous, intent = desired.get(name), stored.get(name), intents.get(name)
+        checkpoint = _checkpoint_facts(name, job, previous, state)
+        intent_checkpoint = checkpoint
+        if intent is not None and (previous is None or previous.meta != intent.manifest.meta):
+            intent_checkpoint = _checkpoint_facts(name, job, intent.manifest, state)
         return JobFacts(
             name=name,
             desired=job,
             stored=previous,
             running=running.get(name),
-            checkpoint=_checkpoint_facts(name, job, previous, state),
+            checkpoint=checkpoint,
+            intent=intent,
+            intent_checkpoint=intent_checkpoint if intent is not None else None,
         )
 
     if workers <= 1 or len(ordered) <= 1:

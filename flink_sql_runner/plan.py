@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
 from flink_sql_runner.changes import Change, ChangeKind, diff, severity
+from flink_sql_runner.intents import Intent
 from flink_sql_runner.manifest import Job
 from flink_sql_runner.stored import StoredManifest
 
@@ -18,12 +19,18 @@ class Action(str, Enum):
     STOP_AND_RESTART = "stop-and-restart-from-checkpoint"
     STOP_AND_START_CLEAN = "stop-and-start-clean"
     STOP = "stop"
+    PRUNE = "prune"
     ERROR = "error"
     ORPHANED = "orphaned"
 
     @property
     def stops(self) -> bool:
-        return self in (Action.STOP, Action.STOP_AND_RESTART, Action.STOP_AND_START_CLEAN)
+        return self in (
+            Action.STOP,
+            Action.PRUNE,
+            Action.STOP_AND_RESTART,
+            Action.STOP_AND_START_CLEAN,
+        )
 
     @property
     def starts(self) -> bool:
@@ -66,6 +73,9 @@ class JobFacts:
     stored: StoredManifest | None
     running: RunningJob | None
     checkpoint: CheckpointFacts | None
+    #: Left by a deploy that was interrupted mid-action (intents.py), with its checkpoint.
+    intent: Intent | None = None
+    intent_checkpoint: CheckpointFacts | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,10 @@ class Decision:
     reason: str
     changes: tuple[Change, ...] = ()
     facts: JobFacts | None = field(default=None, compare=False, repr=False)
+    #: An interrupted deploy's start took effect: record this manifest before acting.
+    adopt: StoredManifest | None = field(default=None, compare=False, repr=False)
+    #: An interrupted deploy's start did not take effect: drop its intent record.
+    discard_intent: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,7 +108,10 @@ class Plan:
     @property
     def pending(self) -> bool:
         """Whether applying the plan would change anything."""
-        return any(d.action not in (Action.NOOP, Action.ORPHANED) for d in self.decisions)
+        return any(
+            d.action not in (Action.NOOP, Action.ORPHANED) or d.adopt or d.discard_intent
+            for d in self.decisions
+        )
 
     @property
     def errors(self) -> tuple[Decision, ...]:
@@ -110,8 +127,47 @@ def _summary(changes: list[Change], kind: ChangeKind) -> str:
     return shown
 
 
-def decide(facts: JobFacts) -> Decision:
-    """One job's decision, following SPEC's decision tree, with its reason in words."""
+def _intent_took_effect(facts: JobFacts) -> str | None:
+    """How an interrupted deploy's start shows it took effect, or None if it did not."""
+    intent, running, stored = facts.intent, facts.running, facts.stored
+    assert intent is not None
+    if running is not None:
+        if running.run_id is not None:
+            return "its run is up" if running.run_id == intent.run_id else None
+        new_version = stored is None or stored.meta.query_version != intent.version
+        return "its version runs" if new_version and running.version == intent.version else None
+    checkpoint = facts.intent_checkpoint
+    if checkpoint is not None and checkpoint.valid:
+        return "its checkpoint holds batches"
+    return None
+
+
+def decide(facts: JobFacts, prune: bool = False) -> Decision:
+    """One job's decision, following SPEC's decision tree, with its reason in words.
+
+    An intent record left by an interrupted deploy is settled first: adopted when its start
+    took effect (the decision then starts from the manifest it was recording), else discarded.
+    """
+    intent = facts.intent
+    if intent is None:
+        return _decide(facts, prune)
+    how = _intent_took_effect(facts)
+    if how is None:
+        decision = _decide(replace(facts, intent=None), prune)
+        note = (
+            f" (an interrupted deploy's {intent.action} of v{intent.version} did not take "
+            "effect; its intent record is dropped)"
+        )
+        return replace(decision, reason=decision.reason + note, discard_intent=True, facts=facts)
+    adopted = replace(
+        facts, stored=intent.manifest, checkpoint=facts.intent_checkpoint, intent=None
+    )
+    decision = _decide(adopted, prune)
+    note = f"an interrupted deploy's {intent.action} of v{intent.version} took effect ({how}); "
+    return replace(decision, reason=note + decision.reason, adopt=intent.manifest)
+
+
+def _decide(facts: JobFacts, prune: bool = False) -> Decision:
     desired, stored, running, checkpoint = (
         facts.desired,
         facts.stored,
@@ -126,6 +182,13 @@ def decide(facts: JobFacts) -> Decision:
     if desired is None:
         version = stored.meta.query_version if stored else None
         state = f"running ({running.detail})" if running else "not running"
+        if prune and stored is not None:
+            what = "stop it with its checkpoint, " if running else ""
+            return decision(
+                Action.PRUNE,
+                version,
+                f"its manifest is no longer under --path; {state}: {what}archive its manifest",
+            )
         return decision(
             Action.ORPHANED,
             version,
@@ -217,5 +280,7 @@ def decide(facts: JobFacts) -> Decision:
     )
 
 
-def build_plan(facts: list[JobFacts]) -> Plan:
-    return Plan(tuple(decide(f) for f in sorted(facts, key=lambda f: f.name)))
+def build_plan(facts: list[JobFacts], prune: bool = False) -> Plan:
+    """The decisions for every job, sorted by name. With `prune`, jobs whose manifest left
+    --path are stopped and archived instead of left alone."""
+    return Plan(tuple(decide(f, prune) for f in sorted(facts, key=lambda f: f.name)))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from flink_sql_runner.apply import QUIET_ACTIONS, JobResult
 from flink_sql_runner.changes import Change
 from flink_sql_runner.plan import Action, Plan
 from flink_sql_runner.secrets import mask
@@ -70,4 +71,26 @@ def plan_text(plan: Plan) -> str:
     lines.append(f"Plan: {len(plan.decisions)} jobs ({summary}); {verdict}.")
     if any(d.action is Action.ERROR for d in plan.decisions):
         lines.append("Jobs marked `error` will not be touched; see their reasons above.")
+    return "\n".join(lines)
+
+
+def results_text(plan: Plan, results: dict[str, JobResult]) -> str:
+    """What a deploy did, one block per job that was acted on, in plan order."""
+    lines = []
+    for decision in plan.decisions:
+        result = results.get(decision.name)
+        if result is None or (decision.action in QUIET_ACTIONS and not result.steps):
+            continue
+        if decision.action is Action.ERROR:
+            continue  # its reason is in the plan above
+        mark = "ok  " if result.ok else "FAIL"
+        lines.append(f"{mark} {decision.name}: {result.summary}")
+        lines.extend(f"       {step}" for step in result.steps)
+        lines.extend(f"       | {line}" for line in result.detail.splitlines())
+    failed = [d.name for d in plan.decisions if d.name in results and not results[d.name].ok]
+    lines.append("")
+    if failed:
+        lines.append(f"Deploy finished with {len(failed)} failed: {', '.join(failed)}.")
+    else:
+        lines.append("Deploy finished: all jobs ok.")
     return "\n".join(lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from flink_sql_runner.checkpoints import CheckpointInfo
@@ -16,6 +17,11 @@ class FakeStore:
 
     def __init__(self) -> None:
         self.manifests: dict[str, StoredManifest] = {}
+        self.archived: dict[str, StoredManifest] = {}
+        self.side: dict[str, str] = {}
+        self.lock = MemoryLockBackend()
+        #: Called before each manifest write, e.g. to simulate a deployer killed right there.
+        self.before_write: Callable[[StoredManifest], None] | None = None
         self.fail_reads = False
         self.fail_writes = False
         self.writes: list[str] = []
@@ -31,14 +37,65 @@ class FakeStore:
         return self.manifests.get(name)
 
     def write(self, manifest: StoredManifest) -> None:
+        if self.before_write is not None:
+            self.before_write(manifest)
         if self.fail_writes:
             raise StoreError("store refuses writes (switch)")
         self.manifests[manifest.name] = manifest
         self.writes.append(manifest.name)
 
     def archive(self, name: str) -> str:
-        self.manifests.pop(name)
+        if name not in self.manifests:
+            raise StoreError(f"cannot archive {name}: it does not exist")
+        self.archived[name] = self.manifests.pop(name)
         return f"memory://archive/{name}"
+
+    # side documents (intent records) and the lock
+    def write_side(self, key: str, text: str) -> None:
+        if self.fail_writes:
+            raise StoreError("store refuses writes (switch)")
+        self.side[key] = text
+
+    def read_side_folder(self, folder: str) -> dict[str, str]:
+        if self.fail_reads:
+            raise StoreError("store unreachable (switch)")
+        prefix = folder + "/"
+        return {k[len(prefix) :]: v for k, v in sorted(self.side.items()) if k.startswith(prefix)}
+
+    def delete_side(self, key: str) -> None:
+        self.side.pop(key, None)
+
+    def lock_backend(self) -> MemoryLockBackend:
+        return self.lock
+
+
+class MemoryLockBackend:
+    """The lock of FakeStore: the same contract as the file and S3 backends."""
+
+    location = "memory://store/_lock"
+
+    def __init__(self) -> None:
+        self.holder = None
+        self.version = 0
+
+    def create(self, holder) -> bool:
+        if self.holder is not None:
+            return False
+        self.holder, self.version = holder, self.version + 1
+        return True
+
+    def read(self):
+        return self.holder, (self.version if self.holder is not None else None)
+
+    def replace(self, holder, token) -> bool:
+        if token != self.version or self.holder is None:
+            return False
+        self.holder, self.version = holder, self.version + 1
+        return True
+
+    def delete(self, token) -> None:
+        if token == self.version:
+            self.holder = None
 
 
 @dataclass
@@ -51,11 +108,20 @@ class FakeTarget:
     die_after_submit: bool = False
     graceful: bool = True
     on_submit: object = None  # callable(submission) -> None, e.g. to write a status file
+    #: Called first in submit / stop, e.g. to simulate a deployer killed right there.
+    before_submit: object = None
+    before_stop: object = None
+    #: Every submit made while a run of the same job was still up: must stay empty.
+    double_starts: list[str] = field(default_factory=list)
 
     def list_running(self) -> dict[str, RunningJob]:
         return dict(self.running)
 
     def submit(self, submission: Submission) -> Started:
+        if callable(self.before_submit):
+            self.before_submit(submission)
+        if submission.name in self.running:
+            self.double_starts.append(submission.name)
         if self.fail_submit:
             raise FsrError("cluster refused the submission (switch)")
         self.submissions.append(submission)
@@ -74,6 +140,8 @@ class FakeTarget:
         return "fake log tail"
 
     def stop(self, running: RunningJob, stop_marker: str, timeout: float) -> Stopped:
+        if callable(self.before_stop):
+            self.before_stop(running)
         self.stops.append(running.name)
         self.running.pop(running.name, None)
         return Stopped(self.graceful, 0.1, "stopped gracefully" if self.graceful else "killed")

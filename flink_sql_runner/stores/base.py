@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from flink_sql_runner.lock import LockBackend
 from flink_sql_runner.stored import StoredManifest
 
 
@@ -27,4 +28,18 @@ class ManifestStore(Protocol):
 
     def archive(self, name: str) -> str:
         """Move `name` out of the live set, keeping a copy; returns where it went."""
+        ...
+
+    def write_side(self, key: str, text: str) -> None:
+        """Write a side document (e.g. `_intents/<name>.json`) beside the manifests."""
+        ...
+
+    def read_side_folder(self, folder: str) -> dict[str, str]:
+        """`{file name: text}` of the side documents in `folder`: one listing."""
+        ...
+
+    def delete_side(self, key: str) -> None: ...
+
+    def lock_backend(self) -> LockBackend:
+        """Where this store's lock lives (see lock.py)."""
         ...

@@ -7,9 +7,11 @@ import tempfile
 from pathlib import Path
 
 from flink_sql_runner.errors import StoreError
+from flink_sql_runner.lock import FileLockBackend
 from flink_sql_runner.stored import StoredManifest, utc_now_iso
 
 ARCHIVE_DIR = "_archive"
+LOCK_FILE = ".lock"
 
 
 class LocalStore:
@@ -48,6 +50,33 @@ class LocalStore:
         except OSError as exc:
             raise StoreError(f"cannot archive {source}: {exc.strerror}") from None
         return str(target)
+
+    # -- side documents (intents) and the lock, beside the manifests ---------------------------
+    def write_side(self, key: str, text: str) -> None:
+        write_atomically(self.folder / key, text)
+
+    def read_side_folder(self, folder: str) -> dict[str, str]:
+        """`{file name: text}` of every file in the side folder `folder`."""
+        path = self.folder / folder
+        if not path.is_dir():
+            return {}
+        found = {}
+        for item in sorted(path.iterdir()):
+            if item.is_file() and not item.name.startswith("."):
+                try:
+                    found[item.name] = item.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError) as exc:
+                    raise StoreError(f"cannot read {item}: {exc}") from None
+        return found
+
+    def delete_side(self, key: str) -> None:
+        try:
+            (self.folder / key).unlink(missing_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot delete {self.folder / key}: {exc.strerror}") from None
+
+    def lock_backend(self) -> FileLockBackend:
+        return FileLockBackend(self.folder / LOCK_FILE)
 
 
 def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:

@@ -12,10 +12,12 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from flink_sql_runner.errors import FsrError, StoreError
+from flink_sql_runner.lock import S3LockBackend
 from flink_sql_runner.stored import StoredManifest
 from flink_sql_runner.stores.base import ManifestStore
 
 ARCHIVE_DIR = "_archive"
+LOCK_KEY = "_lock.json"
 SUFFIX = ".yaml"
 DEFAULT_READ_WORKERS = 16
 S3_SCHEMES = ("s3://", "s3a://")
@@ -192,6 +194,34 @@ class S3Store:
         with self._errors(source, "delete (after archiving)"):
             self.client.delete_object(Bucket=self.bucket, Key=source)
         return f"s3://{self.bucket}/{target}"
+
+    # -- side documents (intents) and the lock, beside the manifests ---------------------------
+    def write_side(self, key: str, text: str) -> None:
+        full = f"{self.prefix}{key}"
+        with self._errors(full, "write"):
+            self.client.put_object(Bucket=self.bucket, Key=full, Body=text.encode("utf-8"))
+
+    def read_side_folder(self, folder: str) -> dict[str, str]:
+        """`{file name: text}` of every object directly under the side folder `folder`."""
+        prefix = f"{self.prefix}{folder}/"
+        found = {}
+        paginator = self.client.get_paginator("list_objects_v2")
+        with self._errors(prefix, "list"):
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/"):
+                for item in page.get("Contents", []):
+                    with self._errors(item["Key"], "read"):
+                        body = get_bytes(self.client, self.bucket, item["Key"])
+                    if body is not None:
+                        found[item["Key"][len(prefix) :]] = body.decode("utf-8", "replace")
+        return found
+
+    def delete_side(self, key: str) -> None:
+        full = f"{self.prefix}{key}"
+        with self._errors(full, "delete"):
+            self.client.delete_object(Bucket=self.bucket, Key=full)
+
+    def lock_backend(self) -> S3LockBackend:
+        return S3LockBackend(self.client, self.bucket, f"{self.prefix}{LOCK_KEY}")
 
 
 def read_many(

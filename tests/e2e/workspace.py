@@ -50,9 +50,8 @@ class Workspace:
         path.write_text(yaml.safe_dump({"name": name, **fields}, sort_keys=False))
         return path
 
-    def cli(
-        self, command: str, *args: str, paths: bool = True, timeout: float = 300
-    ) -> subprocess.CompletedProcess[str]:
+    def argv(self, command: str, *args: str, paths: bool = True) -> list[str]:
+        """The command line of one CLI call against this workspace."""
         argv = [sys.executable, "-m", "flink_sql_runner", command]
         if paths:
             argv += ["--path", str(self.jobs)]
@@ -66,15 +65,26 @@ class Workspace:
         ]
         if command not in ("validate",):
             argv += ["--master", self.master]
-        argv += list(args)
+        if command in ("deploy", "deploy-job"):
+            argv += ["--start-timeout", "120", "--stop-timeout", "30"]
+        return argv + list(args)
+
+    def cli(
+        self, command: str, *args: str, paths: bool = True, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
+        argv = self.argv(command, *args, paths=paths)
         result = subprocess.run(
             argv, capture_output=True, text=True, timeout=timeout, check=False, cwd=self.root
         )
         self._remember_pids()
         return result
 
+    def remember(self, record: dict[str, Any]) -> None:
+        """Make sure kill_all stops this run, even if its registry record goes away."""
+        self.seen_pids.add((int(record["pid"]), str(record["started"])))
+
     def deploy(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return self.cli("deploy", "--start-timeout", "120", "--stop-timeout", "30", *args)
+        return self.cli("deploy", *args)
 
     def plan_json(self) -> dict[str, Any]:
         result = self.cli("plan", "--output", "json")

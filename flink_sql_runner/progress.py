@@ -1,0 +1,52 @@
+"""Progress of a deploy on stderr: one live line on a terminal, plain lines in CI logs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TextIO
+
+
+class Progress:
+    """Told when each job's action starts and ends, from any thread."""
+
+    def __init__(self, total: int, stream: TextIO, live: bool):
+        self.total, self.stream, self.live = total, stream, live
+        self.done = 0
+        self.active: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def started(self, name: str, action: str) -> None:
+        with self._lock:
+            self.active[name] = time.monotonic()
+            if self.live:
+                self._redraw()
+            else:
+                self._line(f"[{self.done}/{self.total}] {name}: {action} ...")
+
+    def finished(self, name: str, ok: bool) -> None:
+        with self._lock:
+            began = self.active.pop(name, time.monotonic())
+            self.done += 1
+            mark = "ok" if ok else "FAILED"
+            seconds = time.monotonic() - began
+            if self.live:
+                self.stream.write("\r\033[K")
+            self._line(f"[{self.done}/{self.total}] {name}: {mark} ({seconds:.1f} s)")
+            if self.live and self.active:
+                self._redraw()
+
+    def close(self) -> None:
+        if self.live:
+            with self._lock:
+                self.stream.write("\r\033[K")
+                self.stream.flush()
+
+    def _line(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def _redraw(self) -> None:
+        names = ", ".join(sorted(self.active))
+        self.stream.write(f"\r\033[K[{self.done}/{self.total}] in progress: {names}"[:200])
+        self.stream.flush()

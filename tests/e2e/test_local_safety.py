@@ -1,0 +1,116 @@
+"""Safety with real processes: a deployer SIGKILLed mid-deploy, and two deploys at once against
+one S3 store (moto's server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_local_lifecycle import assert_exactly_once, rows_by_version
+from tests.e2e.workspace import Workspace, wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = Workspace(tmp_path)
+    try:
+        yield ws
+    finally:
+        ws.kill_all()
+
+
+def tick_job(ws: Workspace, sql: str = "SELECT value FROM ticks") -> None:
+    ws.write_tables(
+        [
+            {"name": "ticks", "format": "rate-micro-batch", "options": {"rowsPerBatch": 5}},
+            {"name": "tick_out", "format": "parquet", "options": {"path": str(ws.root / "out")}},
+        ]
+    )
+    ws.write_job("ticks-job", **{"target-table": "tick_out"}, sql=sql)
+
+
+def test_a_deployer_killed_after_the_start_converges(workspace: Workspace, spark):
+    ws = workspace
+    tick_job(ws)
+    assert ws.deploy().returncode == 0
+    first = ws.record("ticks-job")
+
+    # A query change; the deployer is SIGKILLed once the new run is submitted, before it could
+    # see the run healthy and record the manifest.
+    tick_job(ws, sql="SELECT value FROM ticks WHERE value >= 0")
+    deployer = subprocess.Popen(
+        ws.argv("deploy"), cwd=ws.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        record = wait_for(
+            lambda: (r := ws.record("ticks-job")) and r["version"] == 2 and r,
+            timeout=120,
+            interval=0.2,
+            what="the v2 submission",
+        )
+    finally:
+        deployer.send_signal(signal.SIGKILL)
+        deployer.wait(30)
+    ws.remember(record)
+    assert record["pid"] != first["pid"]
+    assert ws.stored("ticks-job")["meta"]["query-version"] == 1, "killed before recording"
+
+    # The next deploy takes the dead deployer's lock, adopts the run it started: no second start.
+    result = ws.deploy()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "took effect" in result.stdout
+    assert ws.record("ticks-job")["pid"] == record["pid"]
+    assert ws.stored("ticks-job")["meta"]["query-version"] == 2
+    assert ws.plan_json()["ticks-job"]["action"] == "noop"
+    out = ws.root / "out"
+    values = wait_for(
+        lambda: (v := rows_by_version(spark, out)[0]) and len(v.get(2, [])) >= 10 and v,
+        what="v2 rows",
+    )
+    assert_exactly_once(values)
+
+
+def test_two_deploys_at_once_on_one_s3_store(
+    workspace: Workspace, s3_env: dict[str, str], s3_client: Any
+):
+    ws = workspace
+    tick_job(ws)
+    s3_client.create_bucket(Bucket="deploys")
+    store = ["--manifest-store", "s3://deploys/jobs/"]
+    env = {**os.environ, **s3_env}
+    both = [
+        subprocess.Popen(
+            ws.argv("deploy", *store),
+            cwd=ws.root,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=300) for p in both]
+    assert [p.returncode for p in both] == [0, 0], outputs
+    started = [out for out, _ in outputs if "running v1 (clean)" in out]
+    waited = [out for out, _ in outputs if "noop" in out and "running v1 (clean)" not in out]
+    assert len(started) == 1 and len(waited) == 1, outputs
+    record = ws.record("ticks-job")
+    ws.remember(record)
+    keys = sorted(o["Key"] for o in s3_client.list_objects_v2(Bucket="deploys")["Contents"])
+    assert keys == ["jobs/ticks-job.yaml"], "one manifest; no lock or intent left behind"
+    assert (
+        subprocess.run(
+            ws.argv("plan", *store, "--detailed-exitcode"),
+            cwd=ws.root,
+            env=env,
+            capture_output=True,
+            timeout=120,
+        ).returncode
+        == 0
+    )
