@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.files import replace_file
 
 MAX_METADATA_BYTES = 1024 * 1024
 _NUMERIC = re.compile(r"[0-9]+")
@@ -218,18 +218,7 @@ def _read_local(path: Path) -> bytes | None:
 
 def _write_local(path: Path, text: str, mode: int) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            os.fchmod(fd, mode)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(path, text, mode)
     except OSError as exc:
         raise StorageError(f"cannot write {path}: {exc.strerror}") from None
 

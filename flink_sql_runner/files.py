@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from flink_sql_runner.errors import Problem
@@ -28,3 +29,21 @@ def yaml_files(paths: list[Path], problems: list[Problem]) -> list[Path]:
         else:
             problems.append(Problem(str(root), "", "no such file or folder"))
     return sorted(dict.fromkeys(found))
+
+
+def replace_file(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write `text` to a temporary file beside `path` and rename it over `path`: readers see
+    the old or the new content, never a part. `mode` holds from the first byte. OSError on
+    failure, with nothing left behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

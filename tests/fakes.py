@@ -182,3 +182,16 @@ class FakeState:
         return location not in self.checkpoints and not any(
             f.startswith(location + "/") for f in self.files
         )
+
+
+class FakeClock:
+    """Time that passes only when the code under test sleeps."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds

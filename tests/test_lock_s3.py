@@ -9,25 +9,15 @@ import pytest
 from flink_sql_runner.errors import LockTimeout
 from flink_sql_runner.lock import S3LockBackend, StoreLock
 from flink_sql_runner.stores.s3 import S3Store
+from tests.fakes import FakeClock
 
 pytestmark = pytest.mark.s3
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def test_only_one_holder_then_release(s3_client: Any, s3_bucket: str) -> None:
     backend = S3Store(s3_bucket, "jobs/", client=s3_client).lock_backend()
     assert backend.location == f"s3://{s3_bucket}/jobs/_lock.json"
-    clock = Clock()
+    clock = FakeClock(1_700_000_000.0)
     first = StoreLock(backend, "deploy", ttl=60, clock=clock, sleep=clock.sleep)
     second = StoreLock(backend, "deploy", ttl=60, clock=clock, sleep=clock.sleep)
     first.acquire(timeout=0)
@@ -42,7 +32,7 @@ def test_only_one_holder_then_release(s3_client: Any, s3_bucket: str) -> None:
 
 def test_an_expired_lock_is_taken_over_once(s3_client: Any, s3_bucket: str) -> None:
     backend = S3LockBackend(s3_client, s3_bucket, "_lock.json")
-    clock = Clock()
+    clock = FakeClock(1_700_000_000.0)
     crashed = StoreLock(backend, "deploy", ttl=30, clock=clock, sleep=clock.sleep)
     assert crashed.try_acquire() is None
     clock.now += 31

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from flink_sql_runner.errors import StoreError
+from flink_sql_runner.files import replace_file
 from flink_sql_runner.lock import FileLockBackend
 from flink_sql_runner.stored import StoredManifest, utc_now_iso
 
@@ -80,19 +80,8 @@ class LocalStore:
 
 
 def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write via a temporary file in the same folder and rename over the target."""
+    """Replace the file atomically (files.replace_file); StoreError on failure."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        replace_file(path, text, mode)
     except OSError as exc:
         raise StoreError(f"cannot write {path}: {exc.strerror}") from None

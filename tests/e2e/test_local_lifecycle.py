@@ -18,15 +18,6 @@ from tests.e2e.workspace import Workspace, kill_driver, wait_for
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    ws = Workspace(tmp_path)
-    try:
-        yield ws
-    finally:
-        ws.kill_all()
-
-
 def rows_by_version(spark, path):
     """{version: sorted values} of the target, and the metadata seen per version."""
     try:

@@ -16,15 +16,6 @@ from tests.e2e.workspace import Workspace, wait_for
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    ws = Workspace(tmp_path)
-    try:
-        yield ws
-    finally:
-        ws.kill_all()
-
-
 def tick_job(ws: Workspace, sql: str = "SELECT value FROM ticks") -> None:
     ws.write_tables(
         [

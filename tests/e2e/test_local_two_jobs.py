@@ -13,15 +13,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 HOSTILE = "it's \"quoted\" \\ back\\slash -- not a comment; DROP TABLE x;\nsecond line\t'); --"
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    ws = Workspace(tmp_path)
-    try:
-        yield ws
-    finally:
-        ws.kill_all()
-
-
 def test_one_failing_job_does_not_stop_the_other(workspace: Workspace, spark):
     ws = workspace
     good_out, bad_out = ws.root / "out" / "good", ws.root / "out" / "bad"

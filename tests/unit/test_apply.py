@@ -9,19 +9,8 @@ import pytest
 from flink_sql_runner.apply import Executor, Timeouts
 from flink_sql_runner.facts import gather
 from flink_sql_runner.plan import Action, RunningJob, build_plan
-from tests.fakes import FakeState, FakeStore, FakeTarget
+from tests.fakes import FakeClock, FakeState, FakeStore, FakeTarget
 from tests.unit.test_decisions import BASE, CONFIG, QUERY, ROOT, make_job, stored_of
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def healthy(state: FakeState, status: str = "active", error: str | None = None):
@@ -40,7 +29,7 @@ def setup(on_submit="active", **target_switches):
     target = FakeTarget(**target_switches)
     if on_submit:
         target.on_submit = healthy(state, on_submit, "boom: division by zero")
-    clock = Clock()
+    clock = FakeClock()
     executor = Executor(
         store,
         target,

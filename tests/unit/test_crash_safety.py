@@ -14,7 +14,7 @@ import pytest
 from flink_sql_runner.apply import Executor, Timeouts
 from flink_sql_runner.facts import gather
 from flink_sql_runner.plan import Action, RunningJob, build_plan
-from tests.fakes import FakeState, FakeStore, FakeTarget
+from tests.fakes import FakeClock, FakeState, FakeStore, FakeTarget
 from tests.unit.test_decisions import BASE, CONFIG, QUERY, ROOT, stored_of
 
 
@@ -41,18 +41,14 @@ class World:
         self.state.add_checkpoint(f"{ROOT}/{submission.name}/{submission.version}", 0)
 
     def deploy(self, jobs):
-        now = [0.0]
-
-        def sleep(seconds: float) -> None:
-            now[0] += seconds
-
+        clock = FakeClock()
         executor = Executor(
             self.store,
             self.target,
             self.state,
             timeouts=Timeouts(start=30, stop=5, poll=1),
-            clock=lambda: now[0],
-            sleep=sleep,
+            clock=clock,
+            sleep=clock.sleep,
         )
         plan = build_plan(gather(jobs, self.store, self.target, self.state, workers=1))
         return plan, executor.apply(plan)

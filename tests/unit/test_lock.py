@@ -6,17 +6,7 @@ import pytest
 
 from flink_sql_runner.errors import LockTimeout
 from flink_sql_runner.lock import FileLockBackend, Holder, StoreLock, locked
-
-
-class Clock:
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
+from tests.fakes import FakeClock
 
 
 def make(tmp_path, clock, command="deploy", ttl=60.0):
@@ -26,7 +16,7 @@ def make(tmp_path, clock, command="deploy", ttl=60.0):
 
 
 def test_second_lock_waits_then_times_out_naming_the_holder(tmp_path):
-    clock = Clock()
+    clock = FakeClock(1_700_000_000.0)
     first, second = make(tmp_path, clock), make(tmp_path, clock, command="prune")
     first.acquire(timeout=0)
     with pytest.raises(LockTimeout) as raised:
@@ -42,7 +32,7 @@ def test_second_lock_waits_then_times_out_naming_the_holder(tmp_path):
 
 
 def test_expired_lock_is_taken_over(tmp_path):
-    clock = Clock()
+    clock = FakeClock(1_700_000_000.0)
     crashed = make(tmp_path, clock, ttl=30)
     assert crashed.try_acquire() is None  # and never released: its process died
     clock.now += 31
@@ -54,7 +44,7 @@ def test_expired_lock_is_taken_over(tmp_path):
 
 
 def test_lock_is_released_when_the_body_raises(tmp_path):
-    clock = Clock()
+    clock = FakeClock(1_700_000_000.0)
     with pytest.raises(KeyboardInterrupt):
         with locked(make(tmp_path, clock), timeout=0):
             assert (tmp_path / ".lock").exists()
@@ -63,7 +53,7 @@ def test_lock_is_released_when_the_body_raises(tmp_path):
 
 
 def test_release_does_not_delete_a_lock_someone_else_took_over(tmp_path):
-    clock = Clock()
+    clock = FakeClock(1_700_000_000.0)
     slow = make(tmp_path, clock, ttl=10)
     slow.try_acquire()
     clock.now += 11
@@ -76,7 +66,7 @@ def test_release_does_not_delete_a_lock_someone_else_took_over(tmp_path):
 
 def test_unreadable_lock_counts_as_expired(tmp_path):
     (tmp_path / ".lock").write_text("garbage")
-    lock = make(tmp_path, Clock())
+    lock = make(tmp_path, FakeClock(1_700_000_000.0))
     assert lock.try_acquire() is None
 
 
@@ -99,7 +89,7 @@ def test_a_lock_of_a_dead_process_on_this_machine_is_taken_over_at_once(tmp_path
     )
     dead = Holder("owner-1", socket.gethostname(), int(gone.stdout), "deploy", 0.0, 9e18)
     FileLockBackend(tmp_path / ".lock").create(dead)
-    lock = make(tmp_path, Clock())
+    lock = make(tmp_path, FakeClock(1_700_000_000.0))
     assert lock.try_acquire() is None
     assert lock.took_over == dead
 
@@ -107,4 +97,4 @@ def test_a_lock_of_a_dead_process_on_this_machine_is_taken_over_at_once(tmp_path
 def test_a_live_holder_on_another_machine_is_waited_for(tmp_path):
     other = Holder("owner-2", "another-host", 1, "deploy", 0.0, 9e18)
     FileLockBackend(tmp_path / ".lock").create(other)
-    assert make(tmp_path, Clock()).try_acquire() == other
+    assert make(tmp_path, FakeClock(1_700_000_000.0)).try_acquire() == other
