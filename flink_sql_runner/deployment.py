@@ -5,7 +5,6 @@ The CLI builds a `Deployment` from its options and renders what its methods retu
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,9 +53,9 @@ class StorageControl:
         return checkpoints.read_text(location, s3_client=self.reader._s3(location))
 
     def write_text(self, location: str, text: str) -> None:
-        checkpoints.write_text(location, text, s3_client=self.reader._s3(location))
-        if "://" not in location or location.startswith("file:"):
-            os.chmod(location.removeprefix("file:"), 0o600)
+        """Runtime manifests may hold resolved ${ENV} values: local files are 0600 from the
+        first byte."""
+        checkpoints.write_text(location, text, s3_client=self.reader._s3(location), mode=0o600)
 
     def delete(self, location: str) -> None:
         checkpoints.delete(location, s3_client=self.reader._s3(location))

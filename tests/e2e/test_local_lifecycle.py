@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 
 import pytest
 
@@ -76,6 +77,8 @@ def test_job_lifecycle_keeps_every_row_exactly_once(workspace: Workspace, spark)
     stored = ws.stored("ticks-job")
     assert stored["meta"]["query-version"] == 1
     query_id_v1 = stored["meta"]["query-id"]
+    runtime = ws.state / "checkpoints" / "ticks-job" / "_control" / "v1.manifest.json"
+    assert stat.S_IMODE(runtime.stat().st_mode) == 0o600, "it may hold resolved ${ENV} values"
     values = wait_for(progressed(1, 14), what="v1 rows")
     assert_exactly_once(values)
 
