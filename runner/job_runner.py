@@ -13,9 +13,10 @@ the process exits 0. Exit codes: 0 stopped or finished, 1 the query failed, 2 ba
 
 File sinks: Spark's file sink skips every batch id its `_spark_metadata` log already holds, so a
 new checkpoint (batch ids from 0 again) writing into a folder an earlier version wrote would lose
-its first batches. The runner writes file sinks through `foreachBatch` into Spark's own file sink
-with the batch ids shifted past the log's last batch; the shift is fixed when the checkpoint is
-created and kept beside it, so restarts stay exactly-once.
+its first batches. The runner writes file sinks (path tables and catalog tables stored as files)
+through `foreachBatch` into Spark's own file sink with the batch ids shifted past the log's last
+batch; the shift is fixed when the checkpoint is created and kept in it, so restarts stay
+exactly-once.
 """
 
 from __future__ import annotations
@@ -286,24 +287,47 @@ def sink_batch_offset(storage: Storage, doc: dict[str, Any], path: str) -> int:
     return offset
 
 
-def file_sink_writer(spark: Any, table: dict[str, Any], offset: int) -> Any:
-    """A foreachBatch function that appends through Spark's own file sink at `offset`."""
+def catalog_file_table(spark: Any, name: str) -> Any | None:
+    """The session catalog's metadata of table `name` when Spark's file sink writes it (a
+    parquet, json, ... table); None for other tables (v2 tables such as Delta or Iceberg keep
+    their own exactly-once bookkeeping) and for missing ones (`toTable` creates them)."""
+    parts = name.split(".")
+    if len(parts) > 2:
+        return None  # a three-part name lives in a v2 catalog
+    jvm = spark._jvm
+    database = jvm.scala.Option.apply(parts[0] if len(parts) == 2 else None)
+    identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], database)
+    catalog = spark._jsparkSession.sessionState().catalog()
+    if not catalog.tableExists(identifier):
+        return None
+    table = catalog.getTableMetadata(identifier)
+    provider = table.provider()
+    if provider.isEmpty() or provider.get().lower() not in FILE_FORMATS:
+        return None
+    return table
+
+
+def file_sink_writer(
+    spark: Any, fmt: str, options: dict[str, str], offset: int, table: Any = None
+) -> Any:
+    """A foreachBatch function that appends through Spark's own file sink at `offset`, built
+    as `writeStream` builds it (for a catalog table: its partitioning and metadata)."""
     jvm = spark._jvm
     utils = jvm.org.apache.spark.api.python.PythonUtils
-    options = jvm.java.util.HashMap()
-    for key, value in options_of(table).items():
-        options.put(key, value)
-    empty = utils.toSeq(jvm.java.util.ArrayList())
+    java_options = jvm.java.util.HashMap()
+    for key, value in options.items():
+        java_options.put(key, value)
     none = jvm.scala.Option.empty()
+    empty = utils.toSeq(jvm.java.util.ArrayList())
     source = jvm.org.apache.spark.sql.execution.datasources.DataSource(
         spark._jsparkSession,
-        table["format"],
+        fmt,
         empty,
         none,
-        empty,
-        none,
-        utils.toScalaMap(options),
-        none,
+        table.partitionColumnNames() if table is not None else empty,
+        table.bucketSpec() if table is not None else none,
+        utils.toScalaMap(java_options),
+        jvm.scala.Option.apply(table),
     )
     sink = source.createSink(jvm.org.apache.spark.sql.streaming.OutputMode.Append())
 
@@ -327,15 +351,23 @@ def start_query(spark: Any, storage: Storage, doc: dict[str, Any], frame: Any) -
         .option("checkpointLocation", doc["checkpoint-location"])
         .trigger(**trigger_args(doc.get("trigger") or {"processingTime": "5 seconds"}))
     )
+    options = options_of(target)
     if "table" in target:
-        return writer.options(**options_of(target)).toTable(target["table"])
-    path = options_of(target).get("path")
-    if target.get("format") in FILE_FORMATS:
-        if not path:
-            raise BadManifest(f"the {target['format']} target needs options.path")
+        table = catalog_file_table(spark, target["table"])
+        if table is None:
+            return writer.options(**options).toTable(target["table"])
+        path = table.location().toString()
         offset = sink_batch_offset(storage, doc, path)
-        return writer.foreachBatch(file_sink_writer(spark, target, offset)).start()
-    return writer.format(target["format"]).options(**options_of(target)).start()
+        fmt = table.provider().get()
+        write = file_sink_writer(spark, fmt, {**options, "path": path}, offset, table)
+        return writer.foreachBatch(write).start()
+    if target.get("format") in FILE_FORMATS:
+        if not options.get("path"):
+            raise BadManifest(f"the {target['format']} target needs options.path")
+        offset = sink_batch_offset(storage, doc, options["path"])
+        write = file_sink_writer(spark, target["format"], options, offset)
+        return writer.foreachBatch(write).start()
+    return writer.format(target["format"]).options(**options).start()
 
 
 # -- running --------------------------------------------------------------------------------------

@@ -171,6 +171,35 @@ def test_a_re_run_batch_is_not_written_twice(spark, tmp_path: Path):
     assert read_versions(spark, tmp_path / "out") == {1: [0, 1, 2]}
 
 
+def test_a_catalog_table_stored_as_files_is_safe_across_versions(spark, tmp_path: Path):
+    name = f"people_table_{tmp_path.name[-12:].replace('-', '_')}"
+    write_input(tmp_path, "a", range(4))
+    columns = "id BIGINT, name STRING, __create_timestamp TIMESTAMP, __query_name STRING, "
+    columns += "__query_description STRING, __query_id STRING, __query_version INT, "
+    columns += "__query_create_timestamp TIMESTAMP"
+    location = tmp_path / "table"
+    schema = spark.createDataFrame([], columns).schema
+    spark.catalog.createTable(name, path=str(location), source="parquet", schema=schema)
+    try:
+        target = {"people_out": {"table": name}}
+        for version in (1, 2):  # version 2 starts clean into the same table
+            doc = manifest(tmp_path, version=version)
+            doc["tables"] = {**doc["tables"], **target}
+            run_to_end(spark, doc)
+        spark.catalog.refreshTable(name)  # this session listed the table's files before
+        rows = spark.table(name).collect()
+        by_version: dict[int, list[int]] = {}
+        for row in rows:
+            by_version.setdefault(row["__query_version"], []).append(row["id"])
+        assert {v: sorted(ids) for v, ids in by_version.items()} == {
+            1: [0, 1, 2, 3],
+            2: [0, 1, 2, 3],
+        }
+        assert (location / "_spark_metadata").is_dir()
+    finally:
+        spark.sql("DROP TABLE IF EXISTS IDENTIFIER(:t)", args={"t": name})
+
+
 @pytest.mark.parametrize(
     "text, message",
     [
