@@ -42,6 +42,11 @@ def test_validate_the_examples() -> None:
     assert result.stdout.strip() == f"4 jobs valid: {', '.join(EXAMPLE_JOBS)}"
 
 
+def test_the_examples_validate_with_the_example_template() -> None:
+    result = cli("validate", *EXAMPLES, "--template-file", "examples/job-template.yaml")
+    assert result.returncode == 0, result.stderr
+
+
 def test_plan_of_the_examples_on_an_empty_state_folder(tmp_path: Path) -> None:
     state = tmp_path / "state"
     text = cli("plan", *EXAMPLES, "--state-dir", str(state))
