@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from flink_sql_runner.catalog import load_catalog
 from flink_sql_runner.errors import InvalidInput
 from flink_sql_runner.manifest import load_jobs
+from tests.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 BROKEN = REPO / "tests" / "data" / "broken"
@@ -32,17 +31,6 @@ def test_broken_manifest_gives_its_exact_error(case: Path, tmp_path: Path):
     with pytest.raises(InvalidInput) as raised:
         load_jobs([case], None, catalog, tmp_path)
     assert [str(p) for p in raised.value.problems] == [f"{case}: {expected_line(case)}"]
-
-
-def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "flink_sql_runner", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_all_broken_files_are_reported_at_once_exit_2_no_traceback(tmp_path: Path):
