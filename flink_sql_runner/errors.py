@@ -17,6 +17,15 @@ class FsrError(Exception):
     exit_code = EXIT_FAILED
 
 
+def printable(text: str) -> str:
+    """`text` with every character that is not printable (newlines, tabs, terminal escapes,
+    zero-width and other invisible characters, lone surrogates) written as an escape: one
+    problem stays one line, and what it shows is what is there."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 @dataclass(frozen=True, order=True)
 class Problem:
     """One problem in one input file, named by file and field."""
@@ -27,7 +36,7 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}: {self.field}" if self.field else self.file
-        return f"{where}: {self.message}"
+        return printable(f"{where}: {self.message}")
 
 
 class InvalidInput(FsrError):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -13,21 +15,28 @@ YAML_SUFFIXES = (".yaml", ".yml")
 
 def yaml_files(paths: list[Path], problems: list[Problem]) -> list[Path]:
     """Every *.yaml / *.yml file named or below a named folder, sorted; symlinked folders
-    are not followed (no loops). Missing paths become problems."""
+    are not followed (no loops). Missing paths and unreadable folders become problems: a job
+    that cannot be seen must not look deleted."""
     found: list[Path] = []
+
+    def unreadable(exc: OSError) -> None:
+        problems.append(Problem(str(exc.filename), "", f"cannot read folder: {exc.strerror}"))
+
     for root in paths:
-        if root.is_file():
-            found.append(root)
-        elif root.is_dir():
-            for folder, dirs, names in os.walk(root, followlinks=False):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found.extend(
-                    Path(folder, n)
-                    for n in names
-                    if n.endswith(YAML_SUFFIXES) and not n.startswith(".")
-                )
-        else:
-            problems.append(Problem(str(root), "", "no such file or folder"))
+        try:
+            is_dir = stat.S_ISDIR(root.stat().st_mode)
+        except OSError as exc:
+            missing = exc.errno in (errno.ENOENT, errno.ENOTDIR)
+            reason = "no such file or folder" if missing else f"cannot read: {exc.strerror}"
+            problems.append(Problem(str(root), "", reason))
+            continue
+        if not is_dir:
+            found.append(root)  # reading it says what is wrong if it is not a regular file
+            continue
+        for folder, dirs, names in os.walk(root, onerror=unreadable, followlinks=False):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            wanted = (n for n in names if n.endswith(YAML_SUFFIXES) and not n.startswith("."))
+            found.extend(Path(folder, n) for n in wanted)
     return sorted(dict.fromkeys(found))
 
 
