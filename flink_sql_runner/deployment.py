@@ -11,7 +11,7 @@ from pathlib import Path
 
 from flink_sql_runner import checkpoints
 from flink_sql_runner.apply import QUIET_ACTIONS, Executor, JobResult, Timeouts
-from flink_sql_runner.catalog import Catalog, load_catalog
+from flink_sql_runner.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.facts import GATHER_WORKERS, StorageStateReader, gather
 from flink_sql_runner.lock import StoreLock, locked
@@ -104,13 +104,9 @@ class Deployment:
 
     def load(self) -> list[Job]:
         """Every job, validated; InvalidInput (catalog and jobs together) before any I/O."""
-        try:
-            catalog = self.catalog()
-        except InvalidInput as exc:
-            catalog_problems = exc.problems
-            catalog = Catalog({})
-        else:
-            catalog_problems = []
+        # The tables without problems still serve the jobs' checks: one broken table file
+        # does not make every job's table look missing.
+        catalog, catalog_problems = read_catalog(self.settings.table_paths)
         try:
             jobs = load_jobs(
                 self.settings.paths, self.settings.template, catalog, self.settings.state_dir
@@ -125,12 +121,8 @@ class Deployment:
         """One job file (a final manifest, or a plain job merged with the template)."""
         problems: list[Problem] = []
         template, problems = load_template(self.settings.template)
-        catalog = Catalog({})
-        if self.settings.table_paths:
-            try:
-                catalog = self.catalog()
-            except InvalidInput as exc:
-                problems += exc.problems
+        catalog, catalog_problems = read_catalog(self.settings.table_paths)
+        problems += catalog_problems
         job = JobLoader(template, catalog, self.settings.state_dir).load_file(path, problems)
         if problems or job is None:
             raise InvalidInput(problems)

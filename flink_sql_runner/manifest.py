@@ -7,10 +7,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from flink_sql_runner.catalog import FILE_FORMATS, SINK_ONLY_FORMATS, SOURCE_ONLY_FORMATS, Catalog
+from flink_sql_runner.catalog import (
+    FILE_FORMATS,
+    SINK_ONLY_FORMATS,
+    SOURCE_ONLY_FORMATS,
+    Catalog,
+    definition_problems,
+)
 from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.files import yaml_files
-from flink_sql_runner.schemas import schema_problems, shown
+from flink_sql_runner.schemas import document_problem, required_fields, schema_problems, shown
 from flink_sql_runner.sqlinfo import SqlProblem, code_problem, tables_read
 from flink_sql_runner.yamlio import YamlProblem, read_yaml_file
 
@@ -18,6 +24,8 @@ from flink_sql_runner.yamlio import YamlProblem, read_yaml_file
 MERGED_KEY_BY_KEY = ("sparkProperties", "metadata-columns")
 #: Fields whose text is the user's own and never gets placeholders replaced.
 VERBATIM_FIELDS = ("sql", "code", "description")
+#: Required fields the template usually provides.
+TEMPLATE_FIELDS = ("checkpoint-root",)
 #: Keys only a final (stored) manifest carries.
 FINAL_MANIFEST_KEYS = ("schema-version", "tables", "meta")
 
@@ -51,17 +59,43 @@ def packaged_template() -> Path:
     return Path(str(resources.files("flink_sql_runner._templates").joinpath("job-template.yaml")))
 
 
-def load_template(path: Path | None) -> tuple[dict[str, Any], list[Problem]]:
-    """The defaults template; its problems are reported with the jobs'."""
+def load_template(path: Path | None) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """The defaults template, or None when it cannot be read at all; its problems are
+    reported with the jobs'."""
     path = path or packaged_template()
     try:
         doc = read_yaml_file(path)
     except YamlProblem as exc:
-        return {}, [exc.problem]
+        return None, [exc.problem]
     if doc is None:
         return {}, []
-    problems = [p for p in schema_problems(doc, "job", str(path)) if not p.message == "is required"]
-    return (doc if isinstance(doc, dict) else {}), problems
+    if not isinstance(doc, dict):
+        return None, [document_problem(doc, str(path))]
+    # Field by field: a broken field is reported once, here, and left out of the defaults, so
+    # that no job repeats the template's mistake as its own.
+    problems: list[Problem] = []
+    template = {}
+    for key, value in doc.items():
+        found = final_only_problems({key: value}, str(path)) or [
+            p for p in schema_problems({key: value}, "job", str(path)) if not _missing(p)
+        ]
+        problems += found
+        if not found:
+            template[key] = value
+    return template, problems
+
+
+def _missing(problem: Problem) -> bool:
+    return problem.message == "is required"
+
+
+def final_only_problems(doc: dict[str, Any], source: str) -> list[Problem]:
+    """Fields of a final manifest found where the user writes jobs or defaults."""
+    return [
+        Problem(source, key, "only a final manifest (as stored, with `meta`) has this field")
+        for key in FINAL_MANIFEST_KEYS
+        if key in doc
+    ]
 
 
 def merge(template: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
@@ -101,8 +135,11 @@ def property_text(value: Any) -> str:
 class JobLoader:
     """Loads job files against one template and one catalog, collecting every problem."""
 
-    def __init__(self, template: dict[str, Any], catalog: Catalog, state_dir: Path):
-        self.template = template
+    def __init__(self, template: dict[str, Any] | None, catalog: Catalog, state_dir: Path):
+        # None: the template could not be read (that is reported); jobs are not told that
+        # they lack what it would have given them.
+        self.template = template or {}
+        self._template_fields = () if template is None else TEMPLATE_FIELDS
         self.catalog = catalog
         self._state_dir = str(state_dir.resolve())
 
@@ -114,12 +151,25 @@ class JobLoader:
             problems.append(exc.problem)
             return None
         if not isinstance(doc, dict):
-            what = "empty" if doc is None else f"a {type(doc).__name__}"
-            problems.append(Problem(source, "(document)", f"must be a mapping, got {what}"))
+            problems.append(document_problem(doc, source))
             return None
         final = "meta" in doc
-        spec = doc if final else merge(self.template, doc)
-        found = schema_problems(spec, "job", source)
+        if final:
+            spec = doc
+            found = schema_problems(doc, "job", source) + self._embedded_problems(doc, source)
+        else:
+            # The job's own fields, then what the merge with the template still lacks.
+            found = final_only_problems(doc, source)
+            doc = {k: v for k, v in doc.items() if k not in FINAL_MANIFEST_KEYS}
+            spec = merge(self.template, doc)
+            found += [p for p in schema_problems(doc, "job", source) if not _missing(p)]
+            for field in required_fields("job"):
+                if field in spec:
+                    continue
+                if field not in TEMPLATE_FIELDS:
+                    found.append(Problem(source, field, "is required"))
+                elif self._template_fields:
+                    found.append(Problem(source, field, "is required (here or in the template)"))
         if found:
             problems.extend(found)
             return None
@@ -131,6 +181,21 @@ class JobLoader:
             }
         embedded = doc.get("tables") if final else None
         return self._check(spec, source, embedded, problems)
+
+    @staticmethod
+    def _embedded_problems(doc: dict[str, Any], source: str) -> list[Problem]:
+        """A final manifest's table definitions are checked like the catalog's."""
+        tables = doc.get("tables")
+        if not isinstance(tables, dict):
+            return []
+        return [
+            problem
+            for name, definition in tables.items()
+            if isinstance(definition, dict)
+            for problem in definition_problems(
+                {"name": name, **definition}, source, ("tables", name)
+            )
+        ]
 
     def _check(
         self,
@@ -167,8 +232,9 @@ class JobLoader:
         for name in sources:
             definition = self._table(name, embedded)
             if definition is None:
-                field = "source-tables" if has_code else "sql"
-                problem(field, f"reads table {shown(name)}, which is not in the table catalog")
+                if name not in self.catalog.broken:
+                    message = f"reads table {shown(name)}, which is not in the table catalog"
+                    problem(field_for(has_code), message)
                 continue
             fmt = definition.get("format")
             if fmt in SINK_ONLY_FORMATS:
@@ -185,7 +251,8 @@ class JobLoader:
         target = spec["target-table"]
         target_def = self._table(target, embedded)
         if target_def is None:
-            problem("target-table", f"table {shown(target)} is not in the table catalog")
+            if target not in self.catalog.broken:
+                problem("target-table", f"table {shown(target)} is not in the table catalog")
         else:
             fmt = target_def.get("format")
             if target in sources:
@@ -202,7 +269,10 @@ class JobLoader:
                 problem("outputMode", f"a {fmt} target supports only `append`, got {mode!r}")
             tables[target] = target_def
 
-        if len(problems) > before:
+        # A table whose definition has problems (reported with the catalog) is not reported
+        # again as missing, but the job cannot be loaded either.
+        uses_broken = any(t in self.catalog.broken for t in (*sources, target))
+        if len(problems) > before or uses_broken:
             return None
         return Job(spec=spec, tables=tables, source_tables=tuple(sources), file=source)
 
