@@ -9,6 +9,8 @@
   not leak), with the retry settings of `make_s3_client()`. Tests of how `make_s3_client()` reads
   the environment use `s3_env` and call it themselves.
 - `s3_bucket`: a new, empty bucket (unique name) for one test.
+- `fault_proxy`: a `tests.faultproxy.FaultProxy` in front of moto's server for one test.
+- `proxied_client`: a new client like `s3_client` that talks to moto through `fault_proxy`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.faultproxy import FaultProxy
 from tests.s3server import CLEARED_ENV, TEST_ENV, moto_s3_server
 
 
@@ -58,13 +61,31 @@ def s3_session() -> Any:
     )
 
 
-@pytest.fixture
-def s3_client(s3_endpoint: str, s3_session: Any) -> Any:
+def _client(session: Any, endpoint: str) -> Any:
     from botocore.config import Config
 
     retries = {"mode": "standard", "total_max_attempts": 5}
     config = Config(retries=retries, max_pool_connections=64)
-    return s3_session.client("s3", endpoint_url=s3_endpoint, config=config)
+    return session.client("s3", endpoint_url=endpoint, config=config)
+
+
+@pytest.fixture
+def s3_client(s3_endpoint: str, s3_session: Any) -> Any:
+    return _client(s3_session, s3_endpoint)
+
+
+@pytest.fixture
+def fault_proxy(s3_endpoint: str) -> Iterator[FaultProxy]:
+    proxy = FaultProxy(s3_endpoint).start()
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+@pytest.fixture
+def proxied_client(fault_proxy: FaultProxy, s3_session: Any) -> Any:
+    return _client(s3_session, fault_proxy.url)
 
 
 @pytest.fixture
