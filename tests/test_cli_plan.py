@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.cli import run_cli as cli
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = ["--path", "examples/queries", "--table-definition-path", "examples/tables"]
 EXAMPLE_JOBS = ["buyer-orders-code", "expensive-orders", "order-stats", "tick-log"]
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "flink_sql_runner", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def test_help_lists_every_command() -> None:
