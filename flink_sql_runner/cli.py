@@ -141,7 +141,19 @@ def remote_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--master",
             envvar=_env("MASTER"),
-            help="Spark master URL [default for local: local[*]].",
+            help="Spark master URL [default for local: local[*]]; standalone: the master's "
+            "REST gateway, spark://HOST:6066.",
+        ),
+        click.option(
+            "--cluster-api",
+            envvar=_env("CLUSTER_API"),
+            help="standalone: the master's web UI [default: http://<master host>:8080].",
+        ),
+        click.option(
+            "--runner-path",
+            envvar=_env("RUNNER_PATH"),
+            help="Cluster targets: job_runner.py as the driver can reach it (file:, http(s):, "
+            "hdfs:, s3a:) [default: the packaged one].",
         ),
         click.option(
             "--spark-submit",
@@ -208,6 +220,8 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         target=kw.get("target") or "local",
         master=kw.get("master"),
         spark_submit=kw.get("spark_submit"),
+        cluster_api=kw.get("cluster_api"),
+        runner_path=kw.get("runner_path"),
         timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
         parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),

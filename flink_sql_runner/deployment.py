@@ -37,6 +37,8 @@ class Settings:
     target: str = "local"
     master: str | None = None
     spark_submit: str | None = None
+    cluster_api: str | None = None  # standalone: the master's web UI
+    runner_path: str | None = None  # where a cluster's driver finds job_runner.py
     timeouts: Timeouts = field(default_factory=Timeouts)
     #: Jobs acted on at once; fact gathering (reads) uses more workers than this.
     parallelism: int = DEFAULT_PARALLELISM
@@ -71,6 +73,18 @@ def make_target(settings: Settings) -> Target:
         return LocalTarget(
             settings.state_dir, settings.spark_submit, master=settings.master or "local[*]"
         )
+    return make_cluster_target(settings, StorageControl(StorageStateReader()))
+
+
+def make_cluster_target(settings: Settings, storage: StorageControl) -> Target:
+    """A target that runs drivers on a cluster; control files on `storage`."""
+    master = settings.master
+    if not master:
+        raise FsrError(f"--target {settings.target} needs --master")
+    if settings.target == "standalone":
+        from flink_sql_runner.targets.standalone import StandaloneTarget
+
+        return StandaloneTarget(storage, master, settings.cluster_api, settings.runner_path)
     raise FsrError(f"--target {settings.target}: not available yet")
 
 

@@ -30,13 +30,23 @@ TEST_TEMPLATE = {
 
 
 class Workspace:
-    def __init__(self, root: Path, master: str = "local[2]"):
+    def __init__(
+        self,
+        root: Path,
+        master: str = "local[2]",
+        target: str = "local",
+        target_options: tuple[str, ...] = (),
+    ):
+        """`target` and `target_options` (e.g. ("--cluster-api", URL)) go to every command
+        that talks to the target."""
         self.root = root
         self.jobs = root / "jobs"
         self.tables = root / "tables"
         self.state = root / "state"
         self.template = root / "template.yaml"
         self.master = master
+        self.target = target
+        self.target_options = target_options
         for folder in (self.jobs, self.tables):
             folder.mkdir(parents=True, exist_ok=True)
         self.template.write_text(yaml.safe_dump(TEST_TEMPLATE))
@@ -64,7 +74,7 @@ class Workspace:
             str(self.state),
         ]
         if command not in ("validate",):
-            argv += ["--master", self.master]
+            argv += ["--master", self.master, "--target", self.target, *self.target_options]
         if command in ("deploy", "deploy-job"):
             argv += ["--start-timeout", "120", "--stop-timeout", "30"]
         return argv + list(args)
