@@ -141,13 +141,14 @@ def remote_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--master",
             envvar=_env("MASTER"),
-            help="Spark master URL [default for local: local[*]]; standalone: the master's "
-            "REST gateway, spark://HOST:6066.",
+            help="Spark master URL [default: local[*] for local, yarn for yarn]; standalone: "
+            "the master's REST gateway, spark://HOST:6066.",
         ),
         click.option(
             "--cluster-api",
             envvar=_env("CLUSTER_API"),
-            help="standalone: the master's web UI [default: http://<master host>:8080].",
+            help="standalone: the master's web UI [default: http://<master host>:8080]; yarn: "
+            "the ResourceManager, http://HOST:8088 [default: from yarn-site.xml].",
         ),
         click.option(
             "--runner-path",
