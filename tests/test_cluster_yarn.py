@@ -5,8 +5,6 @@ One test also runs the real spark-submit, to see YARN's own refusal come back.""
 from __future__ import annotations
 
 import json
-import stat
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from flink_sql_runner.targets.cluster import ClusterError
 from flink_sql_runner.targets.yarn import YarnTarget, resource_manager_url
 from tests.e2e.workspace import Workspace
 from tests.fake_yarn import FAKE_SPARK_SUBMIT, FakeResourceManager
+from tests.fakes import stand_in
 
 RUNNER = "/opt/flink-sql-runner/job_runner.py"
 
@@ -33,9 +32,7 @@ def rm():
 
 @pytest.fixture
 def spark_submit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rm: FakeResourceManager) -> Path:
-    script = tmp_path / "spark-submit"
-    script.write_text(FAKE_SPARK_SUBMIT.format(python=sys.executable))
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    script = stand_in(tmp_path / "spark-submit", FAKE_SPARK_SUBMIT)
     monkeypatch.setenv("FAKE_ARGS_FILE", str(tmp_path / "args.jsonl"))
     monkeypatch.setenv("FAKE_RM", rm.url)
     return script
@@ -229,13 +226,7 @@ def test_deploy_status_and_stop_through_the_cli_with_checkpoints_on_s3(
                 "'{state_dir}/checkpoints'", f"s3a://{s3_bucket}/checkpoints"
             )
         )
-        ws.write_tables(
-            [
-                {"name": "ticks", "format": "rate-micro-batch", "options": {"rowsPerBatch": 1}},
-                {"name": "out", "format": "parquet", "options": {"path": "s3a://b/out"}},
-            ]
-        )
-        ws.write_job("orders", **{"target-table": "out", "sql": "SELECT value FROM ticks"})
+        ws.write_one_job("orders", "s3a://b/out")
 
         result = ws.deploy()
         assert result.returncode == 0, result.stdout + result.stderr
@@ -250,10 +241,7 @@ def test_deploy_status_and_stop_through_the_cli_with_checkpoints_on_s3(
         assert (row["running"], row["running-version"]) == (True, 1)
         assert row["where"] == "application_1795400000000_0001"
 
-        ws.write_job(
-            "orders",
-            **{"target-table": "out", "sql": "SELECT value FROM ticks", "description": "new words"},
-        )
+        ws.write_one_job("orders", "s3a://b/out", description="new words")
         result = ws.deploy()
         assert result.returncode == 0, result.stdout + result.stderr
         assert "stopped gracefully" in result.stdout

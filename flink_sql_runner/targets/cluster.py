@@ -19,7 +19,7 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.plan import RunningJob
@@ -82,33 +82,6 @@ class Listed:
     submission_id: str | None = None  # when the listing carries it
     run_id: str | None = None
     started: float = 0.0  # for choosing the newest of two runs of one job
-
-
-def spark_submit_in_cluster_mode(
-    spark_submit: str | None,
-    master: str,
-    submission: Submission,
-    runner: str,
-    target_conf: dict[str, str],
-    timeout: float,
-    cluster: str,
-) -> None:
-    """Run `spark-submit --deploy-mode cluster` until the cluster has accepted the run; secret
-    properties only in a private properties file that is gone afterwards."""
-    with sparksubmit.private_properties(submission.secret_conf) as properties:
-        args = sparksubmit.submit_command(
-            sparksubmit.find_spark_submit(spark_submit),
-            master,
-            submission,
-            runner=runner,
-            properties_file=properties,
-            deploy_mode="cluster",
-            target_conf=target_conf,
-        )
-        done = sparksubmit.run(args, timeout)
-    if done.returncode != 0:
-        message = sparksubmit.failure_message(done.output)
-        raise ClusterError(f"spark-submit to {cluster} failed: {message}")
 
 
 def running_jobs(listed: Iterable[Listed]) -> dict[str, RunningJob]:
@@ -265,3 +238,43 @@ class ClusterTarget:
                 f"{app_name(running.name, running.version)}; stop it on the cluster"
             )
         return record.submission_id
+
+
+class SparkSubmitTarget(ClusterTarget):
+    """A cluster where spark-submit runs Python drivers in cluster mode (yarn, kubernetes)."""
+
+    cluster = "the cluster"  # for messages: "spark-submit to <cluster> failed: ..."
+
+    def __init__(
+        self,
+        storage: ControlStorage,
+        master: str,
+        spark_submit: str | None = None,
+        runner: str | None = None,
+        submit_timeout: float = 300.0,
+        **kwargs: Any,
+    ):
+        super().__init__(storage, master, **kwargs)
+        self.spark_submit = spark_submit
+        self.runner = runner or sparksubmit.runner_script()
+        self.submit_timeout = submit_timeout
+
+    def spark_submit_cluster_mode(
+        self, submission: Submission, target_conf: dict[str, str]
+    ) -> None:
+        """Run `spark-submit --deploy-mode cluster` until the cluster has accepted the run;
+        secret properties only in a private properties file that is gone afterwards."""
+        with sparksubmit.private_properties(submission.secret_conf) as properties:
+            args = sparksubmit.submit_command(
+                sparksubmit.find_spark_submit(self.spark_submit),
+                self.master,
+                submission,
+                runner=self.runner,
+                properties_file=properties,
+                deploy_mode="cluster",
+                target_conf=target_conf,
+            )
+            done = sparksubmit.run(args, self.submit_timeout)
+        if done.returncode != 0:
+            message = sparksubmit.failure_message(done.output)
+            raise ClusterError(f"spark-submit to {self.cluster} failed: {message}")

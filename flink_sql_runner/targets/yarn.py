@@ -20,15 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.targets import http, sparksubmit
+from flink_sql_runner.targets import http
 from flink_sql_runner.targets.base import Submission
-from flink_sql_runner.targets.cluster import (
-    ClusterError,
-    ClusterTarget,
-    DriverState,
-    Listed,
-    spark_submit_in_cluster_mode,
-)
+from flink_sql_runner.targets.cluster import ClusterError, DriverState, Listed, SparkSubmitTarget
 
 TAG = "flink-sql-runner"
 RUN_TAG = f"{TAG}-run-"
@@ -93,8 +87,9 @@ def rm_message(reply: http.Reply) -> str:
     return reply.text.strip().splitlines()[0] if reply.text.strip() else f"HTTP {reply.status}"
 
 
-class YarnTarget(ClusterTarget):
+class YarnTarget(SparkSubmitTarget):
     name = "yarn"
+    cluster = "YARN"
     kill_via = "the ResourceManager's REST API"
 
     def __init__(
@@ -109,13 +104,10 @@ class YarnTarget(ClusterTarget):
         submit_timeout: float = SUBMIT_TIMEOUT,
         **kwargs: Any,
     ):
-        super().__init__(storage, master, **kwargs)
+        super().__init__(storage, master, spark_submit, runner, submit_timeout, **kwargs)
         self.rm = (resource_manager or resource_manager_url()).rstrip("/")
-        self.spark_submit = spark_submit
-        self.runner = runner or sparksubmit.runner_script()
         self.user = user or os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
         self.timeout = timeout
-        self.submit_timeout = submit_timeout
 
     def _call(self, method: str, path: str, body: Any = None, **query: str) -> http.Reply:
         query["user.name"] = self.user
@@ -148,15 +140,7 @@ class YarnTarget(ClusterTarget):
             "spark.yarn.submit.waitAppCompletion": "false",
             "spark.yarn.tags": ",".join(t for t in tags if t),
         }
-        spark_submit_in_cluster_mode(
-            self.spark_submit,
-            self.master,
-            submission,
-            self.runner,
-            conf,
-            self.submit_timeout,
-            "YARN",
-        )
+        self.spark_submit_cluster_mode(submission, conf)
         apps = self._apps(applicationTags=run_tag(submission.run_id))
         if not apps:
             raise ClusterError(

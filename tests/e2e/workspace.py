@@ -93,6 +93,17 @@ class Workspace:
         """Make sure kill_all stops this run, even if its registry record goes away."""
         self.seen_pids.add((int(record["pid"]), str(record["started"])))
 
+    def write_one_job(self, name: str, out: str, **fields: Any) -> Path:
+        """A rate source, a parquet table at `out` and job `name` copying one into the other."""
+        self.write_tables(
+            [
+                {"name": "ticks", "format": "rate-micro-batch", "options": {"rowsPerBatch": 1}},
+                {"name": "out", "format": "parquet", "options": {"path": out}},
+            ]
+        )
+        job = {"target-table": "out", "sql": "SELECT value FROM ticks", **fields}
+        return self.write_job(name, **job)
+
     def deploy(self, *args: str) -> subprocess.CompletedProcess[str]:
         return self.cli("deploy", *args)
 
