@@ -38,6 +38,7 @@ class Settings:
     master: str | None = None
     spark_submit: str | None = None
     cluster_api: str | None = None  # standalone: the master's web UI; yarn: the ResourceManager
+    namespace: str | None = None  # kubernetes
     runner_path: str | None = None  # where a cluster's driver finds job_runner.py
     timeouts: Timeouts = field(default_factory=Timeouts)
     #: Jobs acted on at once; fact gathering (reads) uses more workers than this.
@@ -91,7 +92,13 @@ def make_cluster_target(settings: Settings, storage: StorageControl) -> Target:
         return YarnTarget(
             storage, master, settings.cluster_api, settings.spark_submit, settings.runner_path
         )
-    raise FsrError(f"--target {settings.target}: not available yet")
+    if settings.target == "kubernetes":
+        from flink_sql_runner.targets.kubernetes import KubernetesTarget
+
+        return KubernetesTarget(
+            storage, master, settings.namespace, settings.spark_submit, settings.runner_path
+        )
+    raise FsrError(f"--target {settings.target}: unknown target")
 
 
 class Deployment:
