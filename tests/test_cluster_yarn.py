@@ -235,8 +235,10 @@ def test_deploy_status_and_stop_through_the_cli_with_checkpoints_on_s3(
         record = json.loads(s3_client.get_object(Bucket=s3_bucket, Key=key)["Body"].read())
         assert record["submission_id"] == "application_1795400000000_0001"
 
+        rm.requests.clear()
         status = ws.cli("status", "--output", "json")
         assert status.returncode == 0, status.stderr
+        assert len(rm.api_requests()) == 1, "status asks the cluster once"
         (row,) = json.loads(status.stdout)["jobs"]
         assert (row["running"], row["running-version"]) == (True, 1)
         assert row["where"] == "application_1795400000000_0001"
