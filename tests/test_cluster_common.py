@@ -10,6 +10,8 @@ from flink_sql_runner.runtime import ControlFiles
 from flink_sql_runner.targets.base import Submission
 from flink_sql_runner.targets.cluster import (
     ClusterError,
+    ClusterTarget,
+    DriverState,
     Listed,
     SubmissionRecord,
     running_jobs,
@@ -21,6 +23,7 @@ from flink_sql_runner.targets.standalone import (
     rest_base,
     runner_resource,
 )
+from tests.fakes import FakeState
 
 # What spark-submit 4.0.1 printed (trimmed), against no YARN config and a closed API server.
 YARN_WITHOUT_CONF = """WARNING: Using incubator modules: jdk.incubator.vector
@@ -123,3 +126,67 @@ def test_the_standalone_request_runs_the_runner_through_pythonrunner():
     assert properties["spark.cores.max"] == "1"
     assert properties["spark.hadoop.fs.s3a.secret.key"] == "hunter2"  # in the body only
     assert target.web_ui == "http://m:8080"
+
+
+class MemoryCluster(ClusterTarget):
+    """The shared logic over an in-memory cluster: submissions run until stopped or killed."""
+
+    name = "memory"
+
+    def __init__(self, storage):
+        super().__init__(storage, "memory://", sleep=lambda _: None, poll=0)
+        self.alive: dict[str, bool] = {}
+        self.killed: list[str] = []
+
+    def listing(self):
+        return [Listed("flink-sql-runner-orders-v1", sid) for sid, up in self.alive.items() if up]
+
+    def submit_run(self, submission):
+        self.alive[f"sub-{len(self.alive) + 1}"] = True
+        return f"sub-{len(self.alive)}"
+
+    def driver_state(self, submission_id):
+        up = self.alive.get(submission_id, False)
+        return DriverState(up, "RUNNING" if up else "GONE")
+
+    def kill(self, submission_id):
+        self.killed.append(submission_id)
+        self.alive[submission_id] = False
+
+
+def orders_submission() -> Submission:
+    control = ControlFiles.of("s3a://b/ckpt/orders", 1)
+    return Submission(
+        name="orders",
+        version=1,
+        run_id="r",
+        app_name="flink-sql-runner-orders-v1",
+        runtime_manifest=control.runtime_manifest,
+        stop_marker=control.stop_marker,
+    )
+
+
+def test_a_run_that_cannot_be_recorded_is_killed_not_left_behind():
+    class Refusing(FakeState):
+        def write_text(self, location, text):
+            raise FsrError("access denied")
+
+    cluster = MemoryCluster(Refusing())
+    with pytest.raises(ClusterError, match=r"sub-1 was submitted but cannot be recorded .*killed"):
+        cluster.submit(orders_submission())
+    assert cluster.killed == ["sub-1"]
+
+
+def test_stopping_what_the_listing_shows_needs_its_record():
+    state = FakeState()
+    cluster = MemoryCluster(state)
+    sub = orders_submission()
+    cluster.submit(sub)
+    listed = cluster.list_running()["orders"]  # no submission id in this listing
+    record = ControlFiles.of("s3a://b/ckpt/orders", 1).submission_record
+    state.files[record] = state.files[record].replace("orders-v1", "orders-v7")
+    with pytest.raises(ClusterError, match="records flink-sql-runner-orders-v7, but the cluster"):
+        cluster.stop(listed, sub.stop_marker, timeout=0)
+    del state.files[record]
+    with pytest.raises(ClusterError, match="v1.submission.json does not exist"):
+        cluster.stop(listed, sub.stop_marker, timeout=0)

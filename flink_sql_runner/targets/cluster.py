@@ -157,9 +157,13 @@ class ClusterTarget:
         try:
             self.storage.write_text(location, record.to_json())
         except FsrError as exc:
-            self.kill(submission_id)
+            try:
+                self.kill(submission_id)
+                outcome = "killed it"
+            except FsrError as kill_failed:
+                outcome = f"and killing it failed too ({kill_failed}); stop it on the cluster"
             raise ClusterError(
-                f"{submission_id} was submitted but cannot be recorded ({exc}); killed it"
+                f"{submission_id} was submitted but cannot be recorded ({exc}); {outcome}"
             ) from None
         running = RunningJob(
             submission.name, submission.version, submission.run_id, submission_id, submission_id
