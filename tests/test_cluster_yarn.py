@@ -87,6 +87,7 @@ def test_submit_list_and_stop_gracefully_through_the_stop_marker(
     assert not any("hunter2" in a for a in args), "secrets never on the command line"
     assert rm.submissions[0]["properties"] == "spark.hadoop.fs.s3a.secret.key=hunter2\n"
     assert not Path(args[args.index("--properties-file") + 1]).exists(), "removed afterwards"
+    assert "--load-spark-defaults" in args, "the cluster's spark-defaults.conf still counts"
 
     app_id = started.running.submission_id
     assert app_id == f"application_{1795400000000}_0001"

@@ -69,7 +69,8 @@ def submit_command(
     for key, value in {**submission.spark_conf, **(target_conf or {})}.items():
         args += ["--conf", f"{key}={value}"]
     if properties_file:
-        args += ["--properties-file", str(properties_file)]
+        # Since Spark 4.0 a properties file replaces conf/spark-defaults.conf unless asked not to.
+        args += ["--properties-file", str(properties_file), "--load-spark-defaults"]
     args += list(extra_args)
     args += [runner, "--manifest", submission.runtime_manifest]
     return args
