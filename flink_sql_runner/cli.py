@@ -141,7 +141,25 @@ def remote_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--master",
             envvar=_env("MASTER"),
-            help="Spark master URL [default for local: local[*]].",
+            help="Spark master URL [default: local[*] for local, yarn for yarn]; standalone: "
+            "the master's REST gateway, spark://HOST:6066; kubernetes: k8s://https://HOST:PORT.",
+        ),
+        click.option(
+            "--cluster-api",
+            envvar=_env("CLUSTER_API"),
+            help="standalone: the master's web UI [default: http://<master host>:8080]; yarn: "
+            "the ResourceManager, http://HOST:8088 [default: from yarn-site.xml].",
+        ),
+        click.option(
+            "--namespace",
+            envvar=_env("NAMESPACE"),
+            help="kubernetes: the namespace of the driver pods [default: default].",
+        ),
+        click.option(
+            "--runner-path",
+            envvar=_env("RUNNER_PATH"),
+            help="Cluster targets: job_runner.py as the driver can reach it (file:, http(s):, "
+            "hdfs:, s3a:, or local:// inside a Kubernetes image) [default: the packaged one].",
         ),
         click.option(
             "--spark-submit",
@@ -208,6 +226,9 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         target=kw.get("target") or "local",
         master=kw.get("master"),
         spark_submit=kw.get("spark_submit"),
+        cluster_api=kw.get("cluster_api"),
+        namespace=kw.get("namespace"),
+        runner_path=kw.get("runner_path"),
         timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
         parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),

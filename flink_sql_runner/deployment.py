@@ -37,6 +37,9 @@ class Settings:
     target: str = "local"
     master: str | None = None
     spark_submit: str | None = None
+    cluster_api: str | None = None  # standalone: the master's web UI; yarn: the ResourceManager
+    namespace: str | None = None  # kubernetes
+    runner_path: str | None = None  # where a cluster's driver finds job_runner.py
     timeouts: Timeouts = field(default_factory=Timeouts)
     #: Jobs acted on at once; fact gathering (reads) uses more workers than this.
     parallelism: int = DEFAULT_PARALLELISM
@@ -71,7 +74,31 @@ def make_target(settings: Settings) -> Target:
         return LocalTarget(
             settings.state_dir, settings.spark_submit, master=settings.master or "local[*]"
         )
-    raise FsrError(f"--target {settings.target}: not available yet")
+    return make_cluster_target(settings, StorageControl(StorageStateReader()))
+
+
+def make_cluster_target(settings: Settings, storage: StorageControl) -> Target:
+    """A target that runs drivers on a cluster; control files on `storage`."""
+    master = settings.master or ("yarn" if settings.target == "yarn" else None)
+    if not master:
+        raise FsrError(f"--target {settings.target} needs --master")
+    if settings.target == "standalone":
+        from flink_sql_runner.targets.standalone import StandaloneTarget
+
+        return StandaloneTarget(storage, master, settings.cluster_api, settings.runner_path)
+    if settings.target == "yarn":
+        from flink_sql_runner.targets.yarn import YarnTarget
+
+        return YarnTarget(
+            storage, master, settings.cluster_api, settings.spark_submit, settings.runner_path
+        )
+    if settings.target == "kubernetes":
+        from flink_sql_runner.targets.kubernetes import KubernetesTarget
+
+        return KubernetesTarget(
+            storage, master, settings.namespace, settings.spark_submit, settings.runner_path
+        )
+    raise FsrError(f"--target {settings.target}: unknown target")
 
 
 class Deployment:

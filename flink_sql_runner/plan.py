@@ -54,6 +54,7 @@ class RunningJob:
     version: int | None
     run_id: str | None = None
     detail: str = ""  # e.g. "pid 4242" or a cluster's submission id
+    submission_id: str | None = None  # what the cluster calls this run, for status and kill
 
 
 @dataclass(frozen=True)

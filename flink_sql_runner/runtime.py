@@ -43,6 +43,16 @@ class ControlFiles:
         control = f"{job_root}/_control/v{version}"
         return cls(f"{control}.manifest.json", f"{control}.stop", f"{control}.status.json")
 
+    @property
+    def submission_record(self) -> str:
+        """Where a cluster target records the submission id of the version's current run."""
+        return submission_record_beside(self.stop_marker)
+
+
+def submission_record_beside(stop_marker: str) -> str:
+    """`_control/v<N>.submission.json`, found from the version's stop marker."""
+    return stop_marker.removesuffix(".stop") + ".submission.json"
+
 
 def resolve_text(value: str, job: Job, version: int, field: str) -> str:
     """`{job_name}`, `{query_version}` and `${ENV_VAR}` resolved in one option value."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from flink_sql_runner.changes import ChangeKind, diff, severity
 from flink_sql_runner.facts import gather
 from flink_sql_runner.manifest import Job
-from flink_sql_runner.plan import JobFacts
+from flink_sql_runner.plan import JobFacts, RunningJob
 
 if TYPE_CHECKING:
     from flink_sql_runner.deployment import Deployment
@@ -27,18 +27,29 @@ def _drift(facts: JobFacts, compared: bool) -> str:
     return "in sync" if kind is ChangeKind.NONE else f"git differs ({kind.label})"
 
 
+class _Listed:
+    """The target's listing, read once: `status` asks a cluster one time, not once per use."""
+
+    def __init__(self, running: dict[str, RunningJob]):
+        self.running = running
+
+    def list_running(self) -> dict[str, RunningJob]:
+        return self.running
+
+
 def status_rows(deployment: Deployment, jobs: list[Job]) -> list[dict[str, Any]]:
+    listed = deployment.target.list_running()
     facts = gather(
         jobs,
         deployment.store,
-        deployment.target,
+        _Listed(listed),  # type: ignore[arg-type] - gather only lists
         deployment.state,
         workers=deployment.settings.parallelism,
     )
     known = {f.name for f in facts}
     extra = [
         JobFacts(name, None, None, running, None)
-        for name, running in deployment.target.list_running().items()
+        for name, running in listed.items()
         if name not in known
     ]
     rows = []

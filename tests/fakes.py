@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from flink_sql_runner.checkpoints import CheckpointInfo
 from flink_sql_runner.errors import FsrError, StoreError
@@ -195,3 +197,13 @@ class FakeClock:
 
     def sleep(self, seconds: float) -> None:
         self.now += seconds
+
+
+def stand_in(path: Path, source: str) -> Path:
+    """An executable script at `path` (a stand-in for spark-submit); `{python}` in `source`
+    becomes this interpreter."""
+    import sys
+
+    path.write_text(source.format(python=sys.executable))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path

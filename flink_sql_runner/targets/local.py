@@ -6,10 +6,8 @@ process's start time, so a reused pid is never taken for the job.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,32 +20,13 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.plan import RunningJob
 from flink_sql_runner.stores.local import write_atomically
 from flink_sql_runner.targets.base import Started, Stopped, Submission
+from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_submit re-exported
+    find_spark_submit,
+    runner_script,
+    submit_command,
+)
 
 LOG_TAIL_LINES = 30
-
-
-def find_spark_submit(explicit: str | None = None) -> str:
-    """--spark-submit, else $SPARK_HOME/bin/spark-submit, else the one bundled with pyspark."""
-    if explicit:
-        return explicit
-    home = os.environ.get("SPARK_HOME")
-    if home:
-        return str(Path(home, "bin", "spark-submit"))
-    spec = importlib.util.find_spec("pyspark")
-    if spec and spec.submodule_search_locations:
-        bundled = Path(next(iter(spec.submodule_search_locations)), "bin", "spark-submit")
-        if bundled.exists():
-            return str(bundled)
-    found = shutil.which("spark-submit")
-    if found:
-        return found
-    raise FsrError("no spark-submit found: install pyspark, set SPARK_HOME or --spark-submit")
-
-
-def runner_script() -> str:
-    from importlib import resources
-
-    return str(resources.files("flink_sql_runner._runner").joinpath("job_runner.py"))
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -118,20 +97,14 @@ class LocalTarget:
 
     # -- actions ----------------------------------------------------------------------------
     def command(self, submission: Submission, properties_file: Path | None) -> list[str]:
-        args = [
+        return submit_command(
             find_spark_submit(self.spark_submit),
-            "--master",
             self.master,
-            "--name",
-            submission.app_name,
-        ]
-        for key, value in submission.spark_conf.items():
-            args += ["--conf", f"{key}={value}"]
-        if properties_file:
-            args += ["--properties-file", str(properties_file)]
-        args += list(self.extra_args)
-        args += [runner_script(), "--manifest", submission.runtime_manifest]
-        return args
+            submission,
+            runner=runner_script(),
+            properties_file=properties_file,
+            extra_args=self.extra_args,
+        )
 
     def submit(self, submission: Submission) -> Started:
         self.runs.mkdir(parents=True, exist_ok=True)

@@ -30,13 +30,23 @@ TEST_TEMPLATE = {
 
 
 class Workspace:
-    def __init__(self, root: Path, master: str = "local[2]"):
+    def __init__(
+        self,
+        root: Path,
+        master: str = "local[2]",
+        target: str = "local",
+        target_options: tuple[str, ...] = (),
+    ):
+        """`target` and `target_options` (e.g. ("--cluster-api", URL)) go to every command
+        that talks to the target."""
         self.root = root
         self.jobs = root / "jobs"
         self.tables = root / "tables"
         self.state = root / "state"
         self.template = root / "template.yaml"
         self.master = master
+        self.target = target
+        self.target_options = target_options
         for folder in (self.jobs, self.tables):
             folder.mkdir(parents=True, exist_ok=True)
         self.template.write_text(yaml.safe_dump(TEST_TEMPLATE))
@@ -64,7 +74,7 @@ class Workspace:
             str(self.state),
         ]
         if command not in ("validate",):
-            argv += ["--master", self.master]
+            argv += ["--master", self.master, "--target", self.target, *self.target_options]
         if command in ("deploy", "deploy-job"):
             argv += ["--start-timeout", "120", "--stop-timeout", "30"]
         return argv + list(args)
@@ -82,6 +92,17 @@ class Workspace:
     def remember(self, record: dict[str, Any]) -> None:
         """Make sure kill_all stops this run, even if its registry record goes away."""
         self.seen_pids.add((int(record["pid"]), str(record["started"])))
+
+    def write_one_job(self, name: str, out: str, **fields: Any) -> Path:
+        """A rate source, a parquet table at `out` and job `name` copying one into the other."""
+        self.write_tables(
+            [
+                {"name": "ticks", "format": "rate-micro-batch", "options": {"rowsPerBatch": 1}},
+                {"name": "out", "format": "parquet", "options": {"path": out}},
+            ]
+        )
+        job = {"target-table": "out", "sql": "SELECT value FROM ticks", **fields}
+        return self.write_job(name, **job)
 
     def deploy(self, *args: str) -> subprocess.CompletedProcess[str]:
         return self.cli("deploy", *args)

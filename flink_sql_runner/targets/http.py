@@ -1,0 +1,65 @@
+"""JSON over HTTP for the cluster APIs, with the standard library only: a timeout on every
+call, and a cluster that cannot be reached becomes one line for the user."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from flink_sql_runner.errors import FsrError
+
+DEFAULT_TIMEOUT = 30.0
+
+
+class Unreachable(FsrError):
+    """No answer from a cluster's API (refused, timed out, not HTTP)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    doc: Any  # the parsed JSON body, or None when it is empty or not JSON
+    text: str
+
+
+def call(
+    method: str,
+    url: str,
+    *,
+    what: str,
+    body: Any = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    hint: str = "",
+) -> Reply:
+    """One request; any HTTP status comes back as a Reply, for the caller to judge with the
+    cluster's own message. `what` names the API in errors ("the Spark master's REST API"),
+    `hint` says what to check when it cannot be reached."""
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    headers = {"Accept": "application/json"}
+    if data is not None:
+        headers["Content-Type"] = "application/json;charset=UTF-8"
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+            return _reply(response.status, response.read())
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return _reply(exc.code, exc.read())
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+    except (OSError, http.client.HTTPException) as exc:  # timeouts, resets, garbage
+        reason = str(exc) or type(exc).__name__
+    raise Unreachable(f"cannot reach {what} at {url}: {reason}" + (f" ({hint})" if hint else ""))
+
+
+def _reply(status: int, raw: bytes) -> Reply:
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        doc = json.loads(text) if text.strip() else None
+    except ValueError:
+        doc = None
+    return Reply(status, doc, text)

@@ -1,0 +1,133 @@
+"""spark-submit as every target uses it: where it is, where the runner is, the argument list of a
+submission, running it to completion, and the line of its output that says why it failed."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.targets.base import Submission
+
+#: How spark-submit reports a failure: the exception of its main thread, or a usage error.
+_MAIN_EXCEPTION = re.compile(r'^Exception in thread "main" (?P<message>.+)$')
+_USAGE_ERROR = re.compile(r"^Error: (?P<message>.+)$")
+_CAUSED_BY = re.compile(r"^Caused by: (?P<message>.+)$")
+_LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN) ")
+
+
+def find_spark_submit(explicit: str | None = None) -> str:
+    """--spark-submit, else $SPARK_HOME/bin/spark-submit, else the one bundled with pyspark."""
+    if explicit:
+        return explicit
+    home = os.environ.get("SPARK_HOME")
+    if home:
+        return str(Path(home, "bin", "spark-submit"))
+    spec = importlib.util.find_spec("pyspark")
+    if spec and spec.submodule_search_locations:
+        bundled = Path(next(iter(spec.submodule_search_locations)), "bin", "spark-submit")
+        if bundled.exists():
+            return str(bundled)
+    found = shutil.which("spark-submit")
+    if found:
+        return found
+    raise FsrError("no spark-submit found: install pyspark, set SPARK_HOME or --spark-submit")
+
+
+def runner_script() -> str:
+    """The packaged runner, `job_runner.py`, as a local path."""
+    from importlib import resources
+
+    return str(resources.files("flink_sql_runner._runner").joinpath("job_runner.py"))
+
+
+def submit_command(
+    spark_submit: str,
+    master: str,
+    submission: Submission,
+    *,
+    runner: str,
+    properties_file: Path | None = None,
+    deploy_mode: str | None = None,
+    target_conf: dict[str, str] | None = None,
+    extra_args: tuple[str, ...] = (),
+) -> list[str]:
+    """The argument list that submits one run: the job's Spark properties, then the target's own
+    (which win), secrets only through `properties_file`, then the runner and its manifest."""
+    args = [spark_submit, "--master", master]
+    if deploy_mode:
+        args += ["--deploy-mode", deploy_mode]
+    args += ["--name", submission.app_name]
+    for key, value in {**submission.spark_conf, **(target_conf or {})}.items():
+        args += ["--conf", f"{key}={value}"]
+    if properties_file:
+        # Since Spark 4.0 a properties file replaces conf/spark-defaults.conf unless asked not to.
+        args += ["--properties-file", str(properties_file), "--load-spark-defaults"]
+    args += list(extra_args)
+    args += [runner, "--manifest", submission.runtime_manifest]
+    return args
+
+
+@contextmanager
+def private_properties(secret_conf: dict[str, str]) -> Iterator[Path | None]:
+    """The secret properties in a 0600 file in a private folder, removed afterwards; None if
+    there are none. For spark-submit calls that return once the cluster accepted the run."""
+    if not secret_conf:
+        yield None
+        return
+    folder = Path(tempfile.mkdtemp(prefix="flink-sql-runner-"))  # mode 0700
+    path = folder / "secret.properties"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("".join(f"{k}={v}\n" for k, v in secret_conf.items()))
+        yield path
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Completed:
+    returncode: int
+    output: str  # stdout and stderr, interleaved as spark-submit wrote them
+
+
+def run(args: list[str], timeout: float) -> Completed:
+    """Run spark-submit to its end (cluster submissions, --status, --kill); never a shell."""
+    try:
+        done = subprocess.run(  # noqa: S603 - a list, never a shell
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=timeout,
+            check=False,
+        )
+    except OSError as exc:
+        raise FsrError(f"cannot run {args[0]}: {exc.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise FsrError(f"{Path(args[0]).name} did not finish within {timeout:.0f} s") from None
+    return Completed(done.returncode, done.stdout.decode("utf-8", errors="replace"))
+
+
+def failure_message(output: str) -> str:
+    """What spark-submit said went wrong, in one line: the main thread's exception with its
+    first cause, or its usage error; else the last line that is not routine logging."""
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    for index, line in enumerate(lines):
+        match = _MAIN_EXCEPTION.match(line) or _USAGE_ERROR.match(line)
+        if not match:
+            continue
+        message = match["message"]
+        cause = next((c["message"] for c in map(_CAUSED_BY.match, lines[index + 1 :]) if c), None)
+        return f"{message} (caused by {cause})" if cause else message
+    useful = [line for line in lines if not _LOG_LINE.match(line) and not line[0].isspace()]
+    return useful[-1] if useful else "no output"

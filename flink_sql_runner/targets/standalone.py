@@ -1,0 +1,167 @@
+"""Spark standalone: drivers in cluster deploy mode through the master's REST gateway.
+
+spark-submit refuses cluster deploy mode for Python applications on standalone clusters, but the
+master's REST gateway (`spark.master.rest.enabled=true`, port 6066 by default) runs any main
+class on a worker: the deployer posts a CreateSubmissionRequest whose main class is Spark's
+`PythonRunner` and whose application resource is the runner file. The worker fetches that file
+into the driver's own folder and `PythonRunner` runs it from there.
+
+    --master spark://HOST:6066          the REST gateway: submit, status, kill
+    --cluster-api http://HOST:8080      the master's web UI, whose /json/ lists the applications
+                                        [default: port 8080 on the gateway's host]
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import posixpath
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.targets import http
+from flink_sql_runner.targets.base import Submission
+from flink_sql_runner.targets.cluster import ClusterError, ClusterTarget, DriverState, Listed
+from flink_sql_runner.targets.sparksubmit import runner_script
+
+PYTHON_RUNNER = "org.apache.spark.deploy.PythonRunner"
+#: Driver states in which the driver is, or will again be, running.
+ALIVE_STATES = ("SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN")
+DEFAULT_UI_PORT = 8080
+
+
+def rest_base(master: str) -> str:
+    """spark://host:6066 -> http://host:6066 (one gateway; a list of masters is not supported)."""
+    parsed = urllib.parse.urlsplit(master)
+    if parsed.scheme != "spark" or not parsed.hostname or "," in parsed.netloc:
+        raise FsrError(
+            f"--master {master}: the standalone target needs the REST gateway of one master, "
+            "spark://HOST:PORT (port 6066 unless spark.master.rest.port says otherwise)"
+        )
+    return f"http://{parsed.netloc}"
+
+
+def runner_resource(runner: str | None) -> str:
+    """The runner as a URI a worker can fetch: file: (same path on every worker), http(s):,
+    hdfs:, s3a: (when the workers have hadoop-aws)."""
+    if runner and ("://" in runner or runner.startswith("file:")):
+        return runner
+    return Path(runner or runner_script()).resolve().as_uri()
+
+
+def first_line(message: str) -> str:
+    """The cluster's message without Java stack lines or its "Exception from the cluster" lead."""
+    lines = [
+        line.strip()
+        for line in message.splitlines()
+        if line.strip()
+        and not line.startswith("\t")
+        and line.strip() != "Exception from the cluster:"
+    ]
+    return lines[0] if lines else ""
+
+
+class StandaloneTarget(ClusterTarget):
+    name = "standalone"
+    kill_via = "the master's REST API"
+
+    def __init__(
+        self,
+        storage: Any,
+        master: str,
+        web_ui: str | None = None,
+        runner: str | None = None,
+        timeout: float = http.DEFAULT_TIMEOUT,
+        **kwargs: Any,
+    ):
+        super().__init__(storage, master, **kwargs)
+        self.rest = rest_base(master)
+        host = urllib.parse.urlsplit(master).hostname
+        self.web_ui = (web_ui or f"http://{host}:{DEFAULT_UI_PORT}").rstrip("/")
+        self.runner = runner_resource(runner)
+        self.timeout = timeout
+
+    def _call(self, method: str, path: str, body: Any = None) -> http.Reply:
+        return http.call(
+            method,
+            f"{self.rest}{path}",
+            what="the Spark master's REST gateway",
+            hint="is spark.master.rest.enabled=true on the master?",
+            body=body,
+            timeout=self.timeout,
+        )
+
+    def listing(self) -> list[Listed]:
+        reply = http.call(
+            "GET",
+            f"{self.web_ui}/json/",
+            what="the Spark master's web UI",
+            timeout=self.timeout,
+            hint="set --cluster-api to it",
+        )
+        if reply.status != 200 or not isinstance(reply.doc, dict):
+            raise ClusterError(
+                f"the Spark master's web UI at {self.web_ui}/json/ answered HTTP {reply.status}, "
+                "not its state as JSON (set --cluster-api to the master's web UI)"
+            )
+        return [
+            Listed(app["name"], f"{app.get('id', '?')}", started=float(app.get("starttime", 0)))
+            for app in reply.doc.get("activeapps", [])
+            if isinstance(app, dict) and isinstance(app.get("name"), str)
+        ]
+
+    def request(self, submission: Submission) -> dict[str, Any]:
+        """The CreateSubmissionRequest; secret properties travel in its body, as they do when
+        spark-submit uses the gateway, never on a command line."""
+        script = posixpath.basename(urllib.parse.urlsplit(self.runner).path)
+        properties = {
+            **submission.spark_conf,
+            **submission.secret_conf,
+            "spark.app.name": submission.app_name,
+            "spark.master": self.master,
+            "spark.submit.deployMode": "cluster",
+            "spark.driver.supervise": "false",
+        }
+        return {
+            "action": "CreateSubmissionRequest",
+            "appResource": self.runner,
+            "mainClass": PYTHON_RUNNER,
+            # PythonRunner's arguments: the script (fetched into the driver's folder, which is
+            # its working directory), the py-files (none), then the runner's own arguments.
+            "appArgs": [script, "", "--manifest", submission.runtime_manifest],
+            "clientSparkVersion": importlib.metadata.version("pyspark"),
+            "environmentVariables": {},
+            "sparkProperties": properties,
+        }
+
+    def submit_run(self, submission: Submission) -> str:
+        reply = self._call("POST", "/v1/submissions/create", self.request(submission))
+        doc = reply.doc if isinstance(reply.doc, dict) else {}
+        if reply.status == 200 and doc.get("success") and doc.get("submissionId"):
+            return str(doc["submissionId"])
+        said = first_line(str(doc.get("message") or reply.text)) or f"HTTP {reply.status}"
+        raise ClusterError(f"the Spark master refused the submission: {said}")
+
+    def driver_state(self, submission_id: str) -> DriverState:
+        reply = self._call("GET", f"/v1/submissions/status/{submission_id}")
+        doc = reply.doc if isinstance(reply.doc, dict) else {}
+        if reply.status != 200 or not doc.get("success"):
+            said = first_line(str(doc.get("message") or "")) or "the master does not know it"
+            return DriverState(False, "unknown to the master", said)
+        state = str(doc.get("driverState", "UNKNOWN"))
+        message = first_line(str(doc.get("message") or ""))
+        worker = doc.get("workerHostPort")
+        if worker and state not in ("SUBMITTED",):
+            message = f"{message} (driver log: work folder {submission_id} on worker {worker})"
+        return DriverState(state in ALIVE_STATES, state, message.strip())
+
+    def kill(self, submission_id: str) -> None:
+        reply = self._call("POST", f"/v1/submissions/kill/{submission_id}")
+        doc = reply.doc if isinstance(reply.doc, dict) else {}
+        if reply.status == 200 and doc.get("success"):
+            return
+        if not self.driver_state(submission_id).alive:
+            return  # "has already finished or does not exist"
+        said = first_line(str(doc.get("message") or reply.text)) or f"HTTP {reply.status}"
+        raise ClusterError(f"the Spark master did not kill {submission_id}: {said}")

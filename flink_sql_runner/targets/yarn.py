@@ -1,0 +1,179 @@
+"""YARN: `spark-submit --master yarn --deploy-mode cluster`; what runs, state and kill through the
+ResourceManager's REST API (`/ws/v1/cluster/apps`).
+
+Every run is tagged `flink-sql-runner` and `flink-sql-runner-run-<run id>` (`spark.yarn.tags`):
+the listing asks the ResourceManager for running SPARK applications with the first tag, and after
+spark-submit returns the second one finds the new application's id. The ResourceManager's address
+is --cluster-api, else `yarn.resourcemanager.webapp.address` in yarn-site.xml (YARN_CONF_DIR or
+HADOOP_CONF_DIR, which spark-submit needs anyway). Requests carry `user.name` (the ResourceManager's
+simple authentication): HADOOP_USER_NAME, else the login name.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import urllib.parse
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.targets import http
+from flink_sql_runner.targets.base import Submission
+from flink_sql_runner.targets.cluster import ClusterError, DriverState, Listed, SparkSubmitTarget
+
+TAG = "flink-sql-runner"
+RUN_TAG = f"{TAG}-run-"
+#: YarnApplicationState values of an application that has not ended.
+ALIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
+SUBMIT_TIMEOUT = 300.0
+_VARIABLE = re.compile(r"\$\{([^}]+)\}")
+
+
+def run_tag(run_id: str) -> str:
+    return f"{RUN_TAG}{run_id}"
+
+
+def resource_manager_url(env: dict[str, str] | None = None) -> str:
+    """The ResourceManager's web address from yarn-site.xml, as spark-submit finds that file."""
+    env = dict(os.environ) if env is None else env
+    for variable in ("YARN_CONF_DIR", "HADOOP_CONF_DIR"):
+        if not env.get(variable):
+            continue
+        conf = _site_properties(Path(env[variable], "yarn-site.xml"))
+        https = conf.get("yarn.http.policy") == "HTTPS_ONLY"
+        key = (
+            "yarn.resourcemanager.webapp.https.address"
+            if https
+            else "yarn.resourcemanager.webapp.address"
+        )
+        host = conf.get("yarn.resourcemanager.hostname")
+        address = conf.get(key) or (host and f"{host}:{8090 if https else 8088}")
+        if address:
+            return f"{'https' if https else 'http'}://{address}"
+    raise FsrError(
+        "--target yarn: no ResourceManager address; set --cluster-api http://RM-HOST:8088, or "
+        "YARN_CONF_DIR / HADOOP_CONF_DIR to a folder with yarn-site.xml"
+    )
+
+
+def _site_properties(path: Path) -> dict[str, str]:
+    try:
+        root = ElementTree.parse(path).getroot()  # noqa: S314 - the user's own Hadoop config
+    except (OSError, ElementTree.ParseError):
+        return {}
+    conf = {
+        (prop.findtext("name") or "").strip(): (prop.findtext("value") or "").strip()
+        for prop in root.iter("property")
+    }
+    return {key: _expand(value, conf) for key, value in conf.items()}
+
+
+def _expand(value: str, conf: dict[str, str], depth: int = 5) -> str:
+    """`${other.key}` references, as Hadoop's Configuration expands them."""
+    for _ in range(depth):
+        value = _VARIABLE.sub(lambda m: conf.get(m[1], m[0]), value)
+    return value
+
+
+def rm_message(reply: http.Reply) -> str:
+    """The ResourceManager's own words: its RemoteException, else the body, else the status."""
+    doc = reply.doc if isinstance(reply.doc, dict) else {}
+    remote = doc.get("RemoteException")
+    if isinstance(remote, dict) and remote.get("message"):
+        return f"{remote.get('exception', 'error')}: {remote['message']}"
+    return reply.text.strip().splitlines()[0] if reply.text.strip() else f"HTTP {reply.status}"
+
+
+class YarnTarget(SparkSubmitTarget):
+    name = "yarn"
+    cluster = "YARN"
+    kill_via = "the ResourceManager's REST API"
+
+    def __init__(
+        self,
+        storage: Any,
+        master: str = "yarn",
+        resource_manager: str | None = None,
+        spark_submit: str | None = None,
+        runner: str | None = None,
+        user: str | None = None,
+        timeout: float = http.DEFAULT_TIMEOUT,
+        submit_timeout: float = SUBMIT_TIMEOUT,
+        **kwargs: Any,
+    ):
+        super().__init__(storage, master, spark_submit, runner, submit_timeout, **kwargs)
+        self.rm = (resource_manager or resource_manager_url()).rstrip("/")
+        self.user = user or os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+        self.timeout = timeout
+
+    def _call(self, method: str, path: str, body: Any = None, **query: str) -> http.Reply:
+        query["user.name"] = self.user
+        url = f"{self.rm}{path}?{urllib.parse.urlencode(query)}"
+        return http.call(
+            method, url, what="the YARN ResourceManager", body=body, timeout=self.timeout
+        )
+
+    def _apps(self, **query: str) -> list[dict[str, Any]]:
+        reply = self._call("GET", "/ws/v1/cluster/apps", applicationTypes="SPARK", **query)
+        if reply.status != 200 or not isinstance(reply.doc, dict):
+            raise ClusterError(
+                f"the ResourceManager did not list applications: {rm_message(reply)}"
+            )
+        apps = (reply.doc.get("apps") or {}).get("app") or []  # {"apps": null} when none
+        return [app for app in apps if isinstance(app, dict) and app.get("id")]
+
+    def listing(self) -> list[Listed]:
+        listed = []
+        for app in self._apps(states=",".join(ALIVE_STATES), applicationTags=TAG):
+            tags = str(app.get("applicationTags") or "").split(",")
+            run = next((t[len(RUN_TAG) :] for t in tags if t.startswith(RUN_TAG)), None)
+            started = float(app.get("startedTime") or 0)
+            listed.append(Listed(str(app.get("name")), app["id"], app["id"], run, started))
+        return listed
+
+    def submit_run(self, submission: Submission) -> str:
+        tags = [submission.spark_conf.get("spark.yarn.tags", ""), TAG, run_tag(submission.run_id)]
+        conf = {
+            "spark.yarn.submit.waitAppCompletion": "false",
+            "spark.yarn.tags": ",".join(t for t in tags if t),
+        }
+        self.spark_submit_cluster_mode(submission, conf)
+        apps = self._apps(applicationTags=run_tag(submission.run_id))
+        if not apps:
+            raise ClusterError(
+                f"spark-submit returned, but the ResourceManager at {self.rm} lists no SPARK "
+                f"application tagged {run_tag(submission.run_id)}"
+            )
+        return str(apps[0]["id"])
+
+    def driver_state(self, submission_id: str) -> DriverState:
+        reply = self._call("GET", f"/ws/v1/cluster/apps/{submission_id}")
+        app = reply.doc.get("app") if isinstance(reply.doc, dict) else None
+        if reply.status == 404:
+            return DriverState(False, "unknown to the ResourceManager", rm_message(reply))
+        if reply.status != 200 or not isinstance(app, dict):
+            raise ClusterError(
+                f"the ResourceManager did not report {submission_id}: {rm_message(reply)}"
+            )
+        state = str(app.get("state", "UNKNOWN"))
+        final = app.get("finalStatus")
+        diagnostics = str(app.get("diagnostics") or "").strip()
+        said = diagnostics.splitlines()[0] if diagnostics else ""
+        if final and final != "UNDEFINED":
+            state = f"{state} ({final})"
+        return DriverState(str(app.get("state")) in ALIVE_STATES, state, said)
+
+    def kill(self, submission_id: str) -> None:
+        path = f"/ws/v1/cluster/apps/{submission_id}/state"
+        reply = self._call("PUT", path, body={"state": "KILLED"})
+        if reply.status in (200, 202):
+            return
+        hint = ""
+        if reply.status in (401, 403):
+            hint = " (the ResourceManager needs an authenticated user allowed to modify the app)"
+        raise ClusterError(
+            f"the ResourceManager refused to kill {submission_id}: {rm_message(reply)}{hint}"
+        )

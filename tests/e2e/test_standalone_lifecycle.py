@@ -1,0 +1,200 @@
+"""Jobs on a real Spark standalone cluster (master and worker on 127.0.0.1), deployed with the real
+CLI: drivers in cluster deploy mode through the master's REST gateway.
+
+new (v1) -> the driver is the worker's child and keeps writing after `deploy` exited ->
+unchanged (noop) -> config change (graceful stop through the stop marker, restart, same version)
+-> query change (v2, clean) -> status -> stop past its timeout (killed through the REST API) ->
+deploy (restart from checkpoint) -> stop (graceful). After each step the target, read with
+spark.read, holds every row exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_local_lifecycle import assert_exactly_once, rows_by_version
+from tests.e2e.workspace import Workspace, wait_for
+from tests.standalone_cluster import Cluster, free_port, standalone_cluster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.e2e, pytest.mark.spark]
+
+CLUSTER_JOB_PROPERTIES = {"spark.cores.max": "1", "spark.executor.memory": "512m"}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Cluster:
+    with standalone_cluster(tmp_path_factory.mktemp("standalone")) as running:
+        yield running
+
+
+@pytest.fixture
+def workspace(tmp_path, cluster: Cluster) -> Workspace:
+    ws = Workspace(tmp_path, cluster.rest, "standalone", ("--cluster-api", cluster.web_ui))
+    ws.write_tables(
+        [
+            {
+                "name": "ticks",
+                "format": "rate-micro-batch",
+                "options": {"rowsPerBatch": 7, "numPartitions": 2},
+            },
+            {"name": "tick_out", "format": "parquet", "options": {"path": str(tmp_path / "out")}},
+        ]
+    )
+    return ws
+
+
+def record(ws: Workspace, version: int) -> dict:
+    path = ws.state / "checkpoints" / "ticks-job" / "_control" / f"v{version}.submission.json"
+    return json.loads(path.read_text())
+
+
+def wait_rows(spark, out: Path, version: int, at_least: int, what: str) -> dict:
+    """Wait until `version` has `at_least` rows in the target; then every version's values."""
+
+    def enough():
+        values = rows_by_version(spark, out)[0]
+        return values if len(values.get(version, [])) >= at_least else None
+
+    return wait_for(enough, what=what)
+
+
+def driver_parent(submission_id: str) -> int | None:
+    """The parent pid of the driver JVM the worker launched for this submission."""
+    for proc in Path("/proc").iterdir():
+        try:
+            cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        if b"org.apache.spark.deploy.worker.DriverWrapper" in cmdline and any(
+            submission_id.encode() in arg for arg in cmdline
+        ):
+            return int(stat[stat.rindex(")") + 2 :].split()[1])
+    return None
+
+
+def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
+    workspace: Workspace, cluster: Cluster, spark
+):
+    ws = workspace
+    out = ws.root / "out"
+    job = {
+        "description": "first words",
+        "target-table": "tick_out",
+        "sql": "SELECT value FROM ticks",
+        "sparkProperties": CLUSTER_JOB_PROPERTIES,
+    }
+    ws.write_job("ticks-job", **job)
+
+    # 1. new: start clean as v1, a driver on the cluster, recorded beside the checkpoints
+    result = ws.deploy()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "start-clean" in result.stdout
+    first = record(ws, 1)
+    assert first["target"] == "standalone" and first["submission_id"].startswith("driver-")
+    assert first["app_name"] == "flink-sql-runner-ticks-job-v1"
+    assert f"started v1 ({first['submission_id']})" in result.stdout
+    assert cluster.active_apps() == ["flink-sql-runner-ticks-job-v1"]
+    worker_pid = cluster.pids[1]
+    assert driver_parent(first["submission_id"]) == worker_pid, "the worker runs the driver"
+    # `deploy` has exited; the job goes on writing without it
+    before = len(rows_by_version(spark, out)[0].get(1, []))
+    values = wait_rows(spark, out, 1, before + 14, "v1 rows after deploy exited")
+    assert_exactly_once(values)
+    assert os.getpid() != worker_pid
+
+    # 2. unchanged: noop, the same submission keeps running
+    result = ws.deploy()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ws.plan_json()["ticks-job"]["action"] == "noop"
+    assert record(ws, 1) == first
+
+    # 3. config change: graceful stop through the stop marker, restart from the checkpoint
+    ws.write_job("ticks-job", **{**job, "description": "second words"})
+    result = ws.deploy()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "stop-and-restart-from-checkpoint" in result.stdout
+    assert "stopped gracefully" in result.stdout
+    second = record(ws, 1)
+    assert second["submission_id"] != first["submission_id"]
+    stored = ws.stored("ticks-job")
+    assert stored["meta"]["query-version"] == 1
+    count = len(rows_by_version(spark, out)[0][1])
+    values = wait_rows(spark, out, 1, count + 14, "v1 rows after the restart")
+    assert_exactly_once(values)
+    _, meta = rows_by_version(spark, out)
+    assert {description for _, description, _ in meta[1]} == {"first words", "second words"}
+
+    # 4. query change: stop, start clean as v2
+    job = {**job, "description": "second words", "sql": "SELECT value FROM ticks WHERE value >= 0"}
+    ws.write_job("ticks-job", **job)
+    result = ws.deploy()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "stop-and-start-clean" in result.stdout
+    assert ws.stored("ticks-job")["meta"]["query-version"] == 2
+    v1_rows = len(rows_by_version(spark, out)[0][1])
+    values = wait_rows(spark, out, 2, 14, "v2 rows")
+    assert_exactly_once(values)
+    assert len(values[1]) == v1_rows
+    assert cluster.active_apps() == ["flink-sql-runner-ticks-job-v2"]
+
+    # 5. status: the cluster's listing, with version and running state
+    status = ws.cli("status", "--output", "json")
+    assert status.returncode == 0, status.stderr
+    (row,) = json.loads(status.stdout)["jobs"]
+    assert (row["name"], row["stored-version"], row["running"]) == ("ticks-job", 2, True)
+    assert row["running-version"] == 2 and row["where"].startswith("app-")
+    text = ws.cli("status").stdout
+    assert "ticks-job" in text and "v2" in text and "yes (app-" in text
+
+    # 6. a stop that times out is killed through the master's REST API
+    killed = record(ws, 2)["submission_id"]
+    result = ws.cli("stop", "ticks-job", "--stop-timeout", "0", paths=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"killed {killed} through the master's REST API" in result.stdout
+    wait_for(lambda: not cluster.active_apps(), timeout=60, what="the killed app to go")
+
+    # 7. deploy restarts it from its checkpoint; still exactly once after the kill
+    result = ws.deploy()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "restart-from-checkpoint" in result.stdout
+    count = len(rows_by_version(spark, out)[0][2])
+    values = wait_rows(spark, out, 2, count + 14, "v2 rows after the kill and restart")
+    assert_exactly_once(values)
+
+    # 8. stop: graceful, nothing left on the cluster
+    result = ws.cli("stop", "ticks-job", "--stop-timeout", "60", paths=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "stopped gracefully" in result.stdout
+    wait_for(lambda: not cluster.active_apps(), timeout=60, what="no app left")
+
+
+def test_the_clusters_own_message_comes_back_when_a_driver_cannot_start(
+    workspace: Workspace, cluster: Cluster
+):
+    ws = workspace
+    ws.write_job(
+        "ticks-job",
+        **{
+            "target-table": "tick_out",
+            "sql": "SELECT value FROM ticks",
+            "sparkProperties": CLUSTER_JOB_PROPERTIES,
+        },
+    )
+    # The worker cannot fetch the runner: the driver ends in ERROR with the worker's exception.
+    result = ws.deploy("--runner-path", "/nonexistent/job_runner.py")
+    assert result.returncode == 1
+    assert "java.nio.file.NoSuchFileException: /nonexistent/job_runner.py" in result.stdout
+    assert "ERROR" in result.stdout
+    assert ws.stored("ticks-job") is None
+
+    # No REST gateway there: one clear line naming it, nothing recorded.
+    closed = f"spark://127.0.0.1:{free_port()}"
+    result = ws.cli("deploy", "--master", closed, "--start-timeout", "60", "--stop-timeout", "10")
+    assert result.returncode == 1
+    assert "cannot reach the Spark master's REST gateway" in result.stdout
+    assert ws.stored("ticks-job") is None
