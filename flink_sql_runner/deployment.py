@@ -5,6 +5,7 @@ The CLI builds a `Deployment` from its options and renders what its methods retu
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -192,15 +193,24 @@ class Deployment:
         with locked(self.lock("deploy"), self.settings.lock_timeout):
             plan = self.plan(jobs, include_orphans=include_orphans, prune=prune)
             on_plan(plan)
-            if not plan.pending:
-                return plan, {}
-            if progress is not None:
-                progress.total = sum(1 for d in plan.decisions if d.action not in QUIET_ACTIONS)
-            try:
-                return plan, self.apply(plan, progress)
-            finally:
+            results: dict[str, JobResult] = {}
+            if plan.pending:
                 if progress is not None:
-                    progress.close()
+                    progress.total = sum(1 for d in plan.decisions if d.action not in QUIET_ACTIONS)
+                try:
+                    results = self.apply(plan, progress)
+                finally:
+                    if progress is not None:
+                        progress.close()
+            self._refresh_index()
+            return plan, results
+
+    def _refresh_index(self) -> None:
+        """The store's read cache is only a cache: failing to update it fails nothing."""
+        try:
+            self.store.refresh_index()
+        except FsrError as exc:
+            print(f"warning: {exc}", file=sys.stderr)
 
     def lock(self, command: str) -> StoreLock:
         """The store's lock, for commands that change jobs (deploy, stop, prune)."""

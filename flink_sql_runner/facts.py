@@ -45,15 +45,6 @@ class StorageStateReader:
         return checkpoints.highest_version(job_location, s3_client=self._s3(job_location))
 
 
-def _read_all(
-    store: ManifestStore, names: list[str], workers: int
-) -> dict[str, StoredManifest | None]:
-    if len(names) <= 1 or workers <= 1:
-        return {n: store.read(n) for n in names}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return dict(zip(names, pool.map(store.read, names), strict=False))
-
-
 def gather(
     jobs: list[Job],
     store: ManifestStore,
@@ -72,7 +63,7 @@ def gather(
         intents = {name: intent for name, intent in intents.items() if name in desired}
     names |= set(intents)
     ordered = sorted(names)
-    stored = _read_all(store, ordered, workers)
+    stored = store.read_many(ordered, workers)
     running = target.list_running()
 
     def one(name: str) -> JobFacts:

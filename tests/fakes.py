@@ -38,6 +38,12 @@ class FakeStore:
             raise StoreError("store unreachable (switch)")
         return self.manifests.get(name)
 
+    def read_many(self, names, max_workers: int) -> dict[str, StoredManifest | None]:
+        return {name: self.read(name) for name in names}
+
+    def refresh_index(self) -> bool:
+        return False
+
     def write(self, manifest: StoredManifest) -> None:
         if self.before_write is not None:
             self.before_write(manifest)

@@ -14,7 +14,7 @@ from botocore.config import Config
 from flink_sql_runner.errors import FsrError, StoreError
 from flink_sql_runner.stored import Meta, StoredManifest
 from flink_sql_runner.stores import open_store
-from flink_sql_runner.stores.s3 import S3Store, make_s3_client, parse_s3_uri, read_many
+from flink_sql_runner.stores.s3 import S3Store, make_s3_client, parse_s3_uri
 
 
 def manifest(name: str, version: int = 1, description: str = "d") -> StoredManifest:
@@ -341,7 +341,7 @@ def test_read_many_reports_a_broken_manifest(s3_client: Any, s3_bucket: str) -> 
         store.write(manifest(f"job-{i}"))
     s3_client.put_object(Bucket=s3_bucket, Key="jobs/job-5.yaml", Body=b"schema-version: 7\n")
     with pytest.raises(StoreError, match="job-5.yaml: schema-version 7"):
-        read_many(store, [f"job-{i}" for i in range(10)], max_workers=8)
+        store.read_many([f"job-{i}" for i in range(10)], max_workers=8)
 
 
 def test_read_many_works_for_the_local_store_too(tmp_path: Any) -> None:
@@ -350,5 +350,59 @@ def test_read_many_works_for_the_local_store_too(tmp_path: Any) -> None:
     store = LocalStore(tmp_path / "manifests")
     for i in range(5):
         store.write(manifest(f"job-{i}", i + 1))
-    got = read_many(store, ["job-3", "nope", "job-0", "job-3"], max_workers=4)
+    got = store.read_many(["job-3", "nope", "job-0", "job-3"], max_workers=4)
     assert got == {"job-3": manifest("job-3", 4), "nope": None, "job-0": manifest("job-0", 1)}
+
+
+# -- the index: one object instead of a GET per manifest -------------------------------------------
+
+
+@pytest.mark.s3
+def test_a_refreshed_index_answers_reads_without_a_get_per_manifest(
+    s3_client: Any, s3_bucket: str
+) -> None:
+    writer = S3Store(s3_bucket, "jobs/", s3_client)
+    for i in range(30):
+        writer.write(manifest(f"job-{i}", i + 1))
+    assert not writer.refresh_index(), "it has not seen every manifest listed yet"
+    writer.read_many(writer.list_names(), max_workers=8)
+    assert writer.refresh_index()
+    assert not writer.refresh_index(), "nothing changed since"
+
+    reader = S3Store(s3_bucket, "jobs/", s3_client)
+    gets = calls_to(s3_client, "GetObject")
+    got = reader.read_many([f"job-{i}" for i in range(30)] + ["nope"], max_workers=8)
+    assert got["nope"] is None
+    assert all(got[f"job-{i}"] == manifest(f"job-{i}", i + 1) for i in range(30))
+    assert [url.rsplit("/", 1)[1] for url in gets] == ["_index.json"]
+
+
+@pytest.mark.s3
+def test_an_index_entry_is_used_only_while_its_etag_matches(s3_client: Any, s3_bucket: str) -> None:
+    store = S3Store(s3_bucket, "jobs/", s3_client)
+    for i in range(3):
+        store.write(manifest(f"job-{i}"))
+    store.read_many(store.list_names(), max_workers=2)
+    store.refresh_index()
+    # Changed behind the index's back (another deploy, or a hand edit): the GET wins.
+    s3_client.put_object(
+        Bucket=s3_bucket, Key="jobs/job-1.yaml", Body=manifest("job-1", 9).to_yaml().encode()
+    )
+    s3_client.delete_object(Bucket=s3_bucket, Key="jobs/job-2.yaml")
+    gets = calls_to(s3_client, "GetObject")
+    got = S3Store(s3_bucket, "jobs/", s3_client).read_many(
+        ["job-0", "job-1", "job-2"], max_workers=2
+    )
+    assert got == {"job-0": manifest("job-0"), "job-1": manifest("job-1", 9), "job-2": None}
+    assert sorted(url.rsplit("/", 1)[1] for url in gets) == ["_index.json", "job-1.yaml"]
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("body", [b"not json", b'{"schema-version": 99}', b'{"entries": 1}'])
+def test_an_unusable_index_is_ignored(s3_client: Any, s3_bucket: str, body: bytes) -> None:
+    store = S3Store(s3_bucket, "jobs/", s3_client)
+    store.write(manifest("job-0"))
+    s3_client.put_object(Bucket=s3_bucket, Key="jobs/_index.json", Body=body)
+    assert S3Store(s3_bucket, "jobs/", s3_client).read_many(["job-0"], 1) == {
+        "job-0": manifest("job-0")
+    }

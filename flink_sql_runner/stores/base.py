@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from flink_sql_runner.lock import LockBackend
@@ -16,6 +18,15 @@ class ManifestStore(Protocol):
 
     def list_names(self) -> list[str]:
         """Names of all stored jobs (archived ones excluded), sorted."""
+        ...
+
+    def read_many(self, names: Iterable[str], max_workers: int) -> dict[str, StoredManifest | None]:
+        """`read` for every name, by name in the order given, concurrently where it pays."""
+        ...
+
+    def refresh_index(self) -> bool:
+        """Bring a store's read cache up to date after a deploy (under the lock); True if it
+        wrote anything. Stores without one return False."""
         ...
 
     def read(self, name: str) -> StoredManifest | None:
@@ -43,3 +54,14 @@ class ManifestStore(Protocol):
     def lock_backend(self) -> LockBackend:
         """Where this store's lock lives (see lock.py)."""
         ...
+
+
+def read_each(
+    store: ManifestStore, names: Iterable[str], max_workers: int
+) -> dict[str, StoredManifest | None]:
+    """`store.read` for every name, `max_workers` at a time; the first StoreError propagates."""
+    names = list(dict.fromkeys(names))
+    if max_workers <= 1 or len(names) <= 1:
+        return {name: store.read(name) for name in names}
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(names))) as pool:
+        return dict(zip(names, pool.map(store.read, names), strict=True))

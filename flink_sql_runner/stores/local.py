@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from flink_sql_runner.errors import StoreError
 from flink_sql_runner.files import replace_file
 from flink_sql_runner.lock import FileLockBackend
 from flink_sql_runner.stored import StoredManifest, utc_now_iso
+from flink_sql_runner.stores.base import read_each
 
 ARCHIVE_DIR = "_archive"
 LOCK_FILE = ".lock"
@@ -36,6 +38,12 @@ class LocalStore:
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {exc.strerror}") from None
         return StoredManifest.from_yaml(text, str(path))
+
+    def read_many(self, names: Iterable[str], max_workers: int) -> dict[str, StoredManifest | None]:
+        return read_each(self, names, max_workers)
+
+    def refresh_index(self) -> bool:
+        return False  # reading local files needs no cache
 
     def write(self, manifest: StoredManifest) -> None:
         write_atomically(self._path(manifest.name), manifest.to_yaml())

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
@@ -20,10 +20,12 @@ from botocore.exceptions import (
 from flink_sql_runner.errors import FsrError, StoreError
 from flink_sql_runner.lock import S3LockBackend
 from flink_sql_runner.stored import StoredManifest
-from flink_sql_runner.stores.base import ManifestStore
+from flink_sql_runner.stores.base import read_each
 
 ARCHIVE_DIR = "_archive"
 LOCK_KEY = "_lock.json"
+INDEX_KEY = "_index.json"
+INDEX_SCHEMA_VERSION = 1
 SUFFIX = ".yaml"
 DEFAULT_READ_WORKERS = 16
 S3_SCHEMES = ("s3://", "s3a://")
@@ -154,7 +156,13 @@ def translated_errors(
 
 
 def get_bytes(client: Any, bucket: str, key: str) -> bytes | None:
-    """The object's bytes, or None when there is no such key; other errors propagate.
+    """The object's bytes, or None when there is no such key; other errors propagate."""
+    found = get_object(client, bucket, key)
+    return found[0] if found is not None else None
+
+
+def get_object(client: Any, bucket: str, key: str) -> tuple[bytes, str] | None:
+    """The object's bytes and ETag, or None when there is no such key; other errors propagate.
 
     botocore retries a request until its response headers arrive; a body cut off after that
     is not retried by it, so the whole GET is, as often as the client retries requests.
@@ -163,13 +171,13 @@ def get_bytes(client: Any, bucket: str, key: str) -> bytes | None:
     attempt = 1
     while True:
         try:
-            body = client.get_object(Bucket=bucket, Key=key)["Body"]
+            answer = client.get_object(Bucket=bucket, Key=key)
         except ClientError as exc:
             if error_code(exc) in MISSING_KEY_CODES:
                 return None
             raise
         try:
-            return body.read()
+            return answer["Body"].read(), str(answer.get("ETag", ""))
         except (IncompleteReadError, ResponseStreamingError):
             if attempt >= attempts:
                 raise
@@ -187,6 +195,9 @@ class S3Store:
         self.prefix = prefix
         self.location = f"s3://{bucket}/{prefix}"
         self.client = client if client is not None else make_s3_client()
+        self._listed: dict[str, str] | None = None  # name -> ETag, from the last listing
+        self._known: dict[str, tuple[str, StoredManifest]] = {}  # read or written, by name
+        self._index_written: dict[str, Any] | None = None
 
     def _key(self, name: str) -> str:
         return f"{self.prefix}{name}{SUFFIX}"
@@ -195,40 +206,108 @@ class S3Store:
         return translated_errors(self.bucket, key, action, StoreError)
 
     def list_names(self) -> list[str]:
-        names = []
+        """One listing (paginated); it also notes each manifest's ETag for `read_many`."""
+        etags = {}
         paginator = self.client.get_paginator("list_objects_v2")
         with self._errors(self.prefix, "list"):
             for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix, Delimiter="/"):
                 for item in page.get("Contents", []):
                     rest = item["Key"][len(self.prefix) :]
                     if rest.endswith(SUFFIX) and len(rest) > len(SUFFIX) and "/" not in rest:
-                        names.append(rest[: -len(SUFFIX)])
-        return sorted(names)
+                        etags[rest[: -len(SUFFIX)]] = str(item.get("ETag", ""))
+        self._listed = etags
+        return sorted(etags)
 
     def read(self, name: str) -> StoredManifest | None:
         key = self._key(name)
         with self._errors(key, "read"):
-            body = get_bytes(self.client, self.bucket, key)
-        if body is None:
+            found = get_object(self.client, self.bucket, key)
+        if found is None:
             return None
+        body, etag = found
         source = f"s3://{self.bucket}/{key}"
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             raise StoreError(f"stored manifest {source}: not UTF-8 text") from None
-        return StoredManifest.from_yaml(text, source)
+        manifest = StoredManifest.from_yaml(text, source)
+        self._known[name] = (etag, manifest)
+        return manifest
 
     def read_many(
         self, names: Iterable[str], max_workers: int = DEFAULT_READ_WORKERS
     ) -> dict[str, StoredManifest | None]:
-        return read_many(self, names, max_workers)
+        """Every named manifest. Those whose ETag in a fresh listing matches the store's index
+        (`_index.json`, kept by deploys) come from the index; only the others are fetched, one
+        GET each, `max_workers` at a time."""
+        names = list(dict.fromkeys(names))
+        if self._listed is None:
+            self.list_names()
+        listed = self._listed or {}
+        index = self._read_index() if names else {}
+        for name, (etag, cached) in index.items():
+            if listed.get(name) == etag:
+                self._known.setdefault(name, (etag, cached))
+        found: dict[str, StoredManifest | None] = {}
+        fetch = []
+        for name in names:
+            if name not in listed:
+                found[name] = None
+            elif name in index and index[name][0] == listed[name]:
+                found[name] = index[name][1]
+            else:
+                fetch.append(name)
+        found.update(read_each(self, fetch, max_workers))
+        return {name: found[name] for name in names}
 
     def write(self, manifest: StoredManifest) -> None:
         """One PutObject: S3 replaces an object atomically, readers never see a part."""
         key = self._key(manifest.name)
-        body = manifest.to_yaml().encode("utf-8")
+        text = manifest.to_yaml()
         with self._errors(key, "write"):
-            self.client.put_object(Bucket=self.bucket, Key=key, Body=body, ContentType="text/yaml")
+            answer = self.client.put_object(
+                Bucket=self.bucket, Key=key, Body=text.encode("utf-8"), ContentType="text/yaml"
+            )
+        self._known[manifest.name] = (str(answer.get("ETag", "")), manifest)
+        if self._listed is not None:
+            self._listed[manifest.name] = str(answer.get("ETag", ""))
+
+    # -- the index: every manifest under its ETag, in one object ------------------------------
+    def _read_index(self) -> dict[str, tuple[str, StoredManifest]]:
+        """`{name: (etag, manifest)}` from `_index.json`; {} when missing or unusable (it is
+        only a cache: every entry is checked against the listing's ETag before use)."""
+        key = f"{self.prefix}{INDEX_KEY}"
+        with self._errors(key, "read"):
+            found = get_object(self.client, self.bucket, key)
+        if found is None:
+            return {}
+        try:
+            doc = json.loads(found[0].decode("utf-8"))
+            if doc.get("schema-version") != INDEX_SCHEMA_VERSION:
+                return {}
+            source = f"{self.location}{INDEX_KEY}"
+            return {
+                str(name): (str(entry["etag"]), StoredManifest.from_dict(entry["manifest"], source))
+                for name, entry in doc["entries"].items()
+            }
+        except (ValueError, KeyError, TypeError, AttributeError, StoreError):
+            return {}
+
+    def refresh_index(self) -> bool:
+        """Rewrite `_index.json` from what this process read and wrote, when that covers every
+        manifest listed; True if written. Call it holding the store's lock."""
+        listed = self._listed
+        if listed is None or any(self._known.get(n, ("",))[0] != e for n, e in listed.items()):
+            return False
+        entries = {
+            n: {"etag": listed[n], "manifest": self._known[n][1].to_dict()} for n in sorted(listed)
+        }
+        if entries == self._index_written:
+            return False
+        body = json.dumps({"schema-version": INDEX_SCHEMA_VERSION, "entries": entries})
+        self.write_side(INDEX_KEY, body)
+        self._index_written = entries
+        return True
 
     def archive(self, name: str) -> str:
         """Copy to `<prefix>_archive/<name>/<UTC timestamp>.yaml`, then delete the live object."""
@@ -247,6 +326,9 @@ class S3Store:
                 ) from None
         with self._errors(source, "delete (after archiving)"):
             self.client.delete_object(Bucket=self.bucket, Key=source)
+        self._known.pop(name, None)
+        if self._listed is not None:
+            self._listed.pop(name, None)
         return f"s3://{self.bucket}/{target}"
 
     # -- side documents (intents) and the lock, beside the manifests ---------------------------
@@ -276,14 +358,3 @@ class S3Store:
 
     def lock_backend(self) -> S3LockBackend:
         return S3LockBackend(self.client, self.bucket, f"{self.prefix}{LOCK_KEY}")
-
-
-def read_many(
-    store: ManifestStore, names: Iterable[str], max_workers: int = DEFAULT_READ_WORKERS
-) -> dict[str, StoredManifest | None]:
-    """`store.read` for every name, `max_workers` at a time; the first StoreError propagates."""
-    names = list(dict.fromkeys(names))
-    if max_workers <= 1 or len(names) <= 1:
-        return {name: store.read(name) for name in names}
-    with ThreadPoolExecutor(max_workers=min(max_workers, len(names))) as pool:
-        return dict(zip(names, pool.map(store.read, names), strict=True))

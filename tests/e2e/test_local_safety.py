@@ -94,7 +94,7 @@ def test_two_deploys_at_once_on_one_s3_store(
     record = ws.record("ticks-job")
     ws.remember(record)
     keys = sorted(o["Key"] for o in s3_client.list_objects_v2(Bucket="deploys")["Contents"])
-    assert keys == ["jobs/ticks-job.yaml"], "one manifest; no lock or intent left behind"
+    assert keys == ["jobs/_index.json", "jobs/ticks-job.yaml"], "no lock or intent left behind"
     assert (
         subprocess.run(
             ws.argv("plan", *store, "--detailed-exitcode"),
