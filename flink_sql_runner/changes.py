@@ -150,6 +150,8 @@ def diff(
             head = path[0]
             old = _raw(old_spec, old_tables, field, head)
             new = _raw(new_spec, new_tables, field, head)
+            if field == "sparkProperties" and _pins(old, new):
+                rule = PINNED_RULE  # all properties set or dropped at once: no key in the path
             found[field] = Change(field, rule.kind, old, new, rule.why)
     return sorted(found.values(), key=lambda c: (-c.kind, c.field))
 
@@ -164,9 +166,13 @@ def _raw(spec: dict[str, Any], tables: dict[str, Any], field: str, head: Any) ->
                 return MISSING
             value = value[part]
         return value
-    if head == "sparkProperties":
+    if head == "sparkProperties" and "." in field:
         return spec.get("sparkProperties", {}).get(field.split(".", 1)[1], MISSING)
     return spec.get(field, MISSING)
+
+
+def _pins(*properties: Any) -> bool:
+    return any(isinstance(p, dict) and PINNED_SPARK_SETTINGS & p.keys() for p in properties)
 
 
 def severity(changes: list[Change]) -> ChangeKind:
