@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from deepdiff import DeepDiff
-
 from flink_sql_runner.sqlinfo import code_fingerprint, sql_fingerprint
 
 
@@ -120,14 +118,30 @@ def _rule_for(path: list[Any], target: str | None) -> tuple[str, Rule]:
     return str(head), JOB_RULES.get(str(head), UNKNOWN_RULE)
 
 
-def _comparable(spec: dict[str, Any], tables: dict[str, Any]) -> dict[str, Any]:
-    doc: dict[str, Any] = {}
-    for key, value in spec.items():
-        rule = JOB_RULES.get(key)
-        doc[key] = rule.normalize(value) if rule and rule.normalize else value
-    doc.setdefault("sparkProperties", {})
-    doc["tables"] = tables
-    return doc
+def same(a: Any, b: Any) -> bool:
+    """Equal values of equal types all the way down, as DeepDiff sees them: `1`, `1.0` and
+    `True` differ (Spark would get other text), the order of a mapping's keys does not."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _document(spec: dict[str, Any], tables: dict[str, Any]) -> dict[str, Any]:
+    return {"sparkProperties": {}, **spec, "tables": tables}
+
+
+def _comparable(doc: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    """Those fields of the document, normalized where a rule says so."""
+    out = {}
+    for key in fields:
+        if key in doc:
+            rule = JOB_RULES.get(key)
+            out[key] = rule.normalize(doc[key]) if rule and rule.normalize else doc[key]
+    return out
 
 
 def diff(
@@ -137,7 +151,14 @@ def diff(
     new_tables: dict[str, Any],
 ) -> list[Change]:
     """Every changed field, old -> new, each with its kind; most severe first, then by field."""
-    before, after = _comparable(old_spec, old_tables), _comparable(new_spec, new_tables)
+    old, new = _document(old_spec, old_tables), _document(new_spec, new_tables)
+    # Most jobs are unchanged: only fields whose raw values differ are normalized and walked.
+    fields = [k for k in {**old, **new} if not (k in old and k in new and same(old[k], new[k]))]
+    if not fields:
+        return []
+    from deepdiff import DeepDiff  # slow to import; not needed when nothing changed
+
+    before, after = _comparable(old, fields), _comparable(new, fields)
     target = new_spec.get("target-table")
     found: dict[str, Change] = {}
     tree = DeepDiff(before, after, view="tree", ignore_order=False)
