@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import datetime
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,66 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+try:
+    from yaml.cyaml import CParser
+except ImportError:  # PyYAML built without libyaml
+    CParser = None
+
+
+#: Where libyaml's parser and PyYAML's own read the same text differently (found by fuzzing
+#: one against the other): tabs, CR, BOM, Unicode line breaks and no-break spaces, tags (`!`,
+#: but not SQL's `!=`), a comment right after a block scalar's `|`/`>`, and flow collections
+#: other than `[]` and `{}`. Text with any of these is read by the pure-Python parser only.
+_LIBYAML_DIFFERS = re.compile(
+    r"[\t\r\ufeff\x85\u2028\u2029\xa0]|!(?!=)|[|>][0-9+-]*#|(?:^|[\s:?,\-\[{])[\[{](?![\]}])",
+    re.MULTILINE,
+)
+
+
+class _FastStrictLoader(_StrictLoader):
+    """The same loader over libyaml's scanner and parser: the same events, every check above
+    still runs on them, five times faster. What it refuses is read again by `_StrictLoader`,
+    so a problem is reported in the same words either way."""
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self._events = CParser(stream)
+
+    def check_event(self, *choices):  # type: ignore[no-untyped-def]
+        return self._events.check_event(*choices)
+
+    def peek_event(self):  # type: ignore[no-untyped-def]
+        return self._events.peek_event()
+
+    def get_event(self):  # type: ignore[no-untyped-def]
+        return self._events.get_event()
+
+    def dispose(self) -> None:
+        self._events.dispose()
+        super().dispose()
+
+
+_LOADERS = (_FastStrictLoader, _StrictLoader) if CParser is not None else (_StrictLoader,)
+
+
+def _read(loader_class: type[_StrictLoader], text: str) -> Any:
+    loader = loader_class(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _load(text: str) -> Any:
+    *fast, pure = _LOADERS
+    for loader_class in fast if not _LIBYAML_DIFFERS.search(text) else ():
+        try:
+            return _read(loader_class, text)
+        except (yaml.YAMLError, RecursionError):
+            pass  # read again below: the pure loader words the problem
+    return _read(pure, text)
+
+
 class YamlProblem(Exception):
     def __init__(self, problem: Problem):
         self.problem = problem
@@ -162,11 +223,7 @@ def _reason(exc: yaml.MarkedYAMLError) -> str:
 def parse_yaml(text: str, source: str) -> Any:
     """Parse one YAML document; raise YamlProblem naming `source` on any defect."""
     try:
-        loader = _StrictLoader(text)
-        try:
-            return loader.get_single_data()
-        finally:
-            loader.dispose()
+        return _load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}" if mark else ""

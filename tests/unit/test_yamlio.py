@@ -1,0 +1,97 @@
+"""Reading YAML through libyaml's parser gives what PyYAML's own parser gives: the same value,
+or the same problem in the same words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flink_sql_runner import yamlio
+from flink_sql_runner.yamlio import YamlProblem, parse_yaml
+
+REPO = Path(__file__).resolve().parents[2]
+FILES = sorted(
+    p
+    for folder in ("examples", "templates", "tests/data")
+    for p in (REPO / folder).rglob("*")
+    if p.suffix in (".yaml", ".yml")
+)
+SNIPPETS = {
+    "block": "name: a\nsql: |\n  SELECT a FROM b WHERE c != 1 AND d[0] > 2\nx: []\ny: {}\n",
+    "quoted-placeholder": 'path: "{state_dir}/out/{job_name}"\n',
+    "anchor-and-alias": "a: &x\n  k: 1\nb: *x\n",
+    "merge-key": "base: &b\n  x: 1\nc:\n  <<: *b\n  y: 2\n",
+    "duplicate-key": "a: 1\nb: 2\na: 3\n",
+    "too-many-aliases": "a: &x 1\nb:\n" + "".join("  - *x\n" for _ in range(101)),
+    "two-documents": "a: 1\n---\nb: 2\n",
+    "unclosed-quote": "a: 'x\n",
+    "bad-indent": "a:\n  b: 1\n c: 2\n",
+    "tab-after-colon": "a:\tb\n",
+    "flow-mapping": "options: {path: x, n: 1}\n",
+    "tag": "a: !!str 1\n",
+    "comment-after-block-header": "a: |#\n  x\n",
+    "bom": "\ufeffa: 1\n",
+    "line-separator": "a: b\u2028c: d\n",
+    "implicit-types": "a: 0x1F\nb: 1_000\nc: .inf\nd: 2024-01-01\ne: yes\nf: ~\n",
+    "deep": "a: " + "[" * 60 + "]" * 60 + "\n",
+    "empty": "",
+    "list": "- 1\n- 2\n",
+}
+
+
+def outcome(text: str) -> tuple[str, Any]:
+    try:
+        return "value", repr(parse_yaml(text, "file.yaml"))
+    except YamlProblem as exc:
+        return "problem", str(exc.problem)
+
+
+def both_ways(text: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    fast = outcome(text)
+    with monkeypatch.context() as patched:
+        patched.setattr(yamlio, "_LOADERS", (yamlio._StrictLoader,))
+        pure = outcome(text)
+    return fast, pure
+
+
+@pytest.mark.skipif(yamlio.CParser is None, reason="PyYAML without libyaml")
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(REPO)) for p in FILES])
+def test_files_read_the_same_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, pure = both_ways(path.read_text("utf-8", "replace"), monkeypatch)
+    assert fast == pure
+
+
+@pytest.mark.skipif(yamlio.CParser is None, reason="PyYAML without libyaml")
+@pytest.mark.parametrize("name", list(SNIPPETS))
+def test_snippets_read_the_same_both_ways(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast, pure = both_ways(SNIPPETS[name], monkeypatch)
+    assert fast == pure
+
+
+@pytest.mark.skipif(yamlio.CParser is None, reason="PyYAML without libyaml")
+def test_plain_block_yaml_goes_through_libyaml_and_keeps_the_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    used: list[str] = []
+    read = yamlio._read
+
+    def spy(loader_class: type, text: str) -> Any:
+        used.append(loader_class.__name__)
+        return read(loader_class, text)
+
+    monkeypatch.setattr(yamlio, "_read", spy)
+    assert parse_yaml(SNIPPETS["block"], "f")["x"] == []
+    assert used == ["_FastStrictLoader"]
+    used.clear()
+    with pytest.raises(YamlProblem, match="duplicate key 'a'"):
+        parse_yaml(SNIPPETS["duplicate-key"], "f")
+    assert used == ["_FastStrictLoader", "_StrictLoader"]  # refused, then worded by the pure one
+    used.clear()
+    with pytest.raises(YamlProblem, match="more than 100 YAML aliases"):
+        parse_yaml(SNIPPETS["too-many-aliases"], "f")
+    used.clear()
+    with pytest.raises(YamlProblem, match="tab character"):
+        parse_yaml(SNIPPETS["tab-after-colon"], "f")  # libyaml would accept it
+    assert used == ["_StrictLoader"]
