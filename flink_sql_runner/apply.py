@@ -19,6 +19,7 @@ from flink_sql_runner.runtime import ControlFiles, app_name, runtime_manifest, s
 from flink_sql_runner.stored import Meta, StoredManifest
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.targets.base import Started, Submission, Target
+from flink_sql_runner.timing import mark
 
 HEALTHY_STATES = ("active", "finished")
 #: Decisions that change nothing on the cluster: no progress line for them.
@@ -165,6 +166,7 @@ class Executor:
         result.steps.append(f"started v{meta.query_version} ({started.running.detail})")
         self.store.write(manifest)
         self.intents.delete(job.name)
+        mark("recorded", job=job.name)
         how = "clean" if decision.action.clean else "from checkpoint"
         result.summary = (
             f"running v{meta.query_version} ({how}), healthy after {seconds:.1f} s; "
@@ -185,7 +187,9 @@ class Executor:
     def _stop(self, stored: StoredManifest, running: RunningJob) -> str:
         root = str(stored.job["checkpoint-root"]).rstrip("/")
         control = ControlFiles.of(f"{root}/{stored.name}", stored.meta.query_version)
+        mark("stopping", job=stored.name)
         stopped = self.target.stop(running, control.stop_marker, self.timeouts.stop)
+        mark("stopped", job=stored.name)
         self.storage.delete(control.stop_marker)
         return stopped.how
 
@@ -212,9 +216,12 @@ class Executor:
             status_file=control.status_file,
         )
         begun = self.clock()
+        mark("submitting", job=job.name)
         started = self.target.submit(submission)
+        mark("submitted", job=job.name)
         problem = self._wait_healthy(started.running, control)
         if problem is None:
+            mark("healthy", job=job.name)
             return started, self.clock() - begun
         if self.target.is_alive(started.running):
             self.target.stop(started.running, control.stop_marker, self.timeouts.stop)

@@ -35,6 +35,7 @@ from flink_sql_runner.progress import Progress
 from flink_sql_runner.render import plan_json, plan_text, results_text
 from flink_sql_runner.status import status_json, status_rows, status_text
 from flink_sql_runner.stores import store_uri_from_legacy
+from flink_sql_runner.timing import mark
 
 ENV = "FLINK_SQL_RUNNER_"
 EXISTING = click.Path(exists=False, path_type=Path)
@@ -56,6 +57,7 @@ def handle_errors(func: Callable[..., int]) -> Callable[..., None]:
         debug = kwargs.get("debug", False)
         # CI runners stop a job with SIGTERM: unwind like Ctrl-C, so the lock is released.
         signal.signal(signal.SIGTERM, _interrupt)
+        mark("command", name=func.__name__)
         try:
             code = func(*args, **kwargs)
         except InvalidInput as exc:
@@ -74,6 +76,7 @@ def handle_errors(func: Callable[..., int]) -> Callable[..., None]:
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             code = 130
+        mark("exit", code=code)
         sys.exit(code)
 
     return wrapper

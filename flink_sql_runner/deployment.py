@@ -23,6 +23,7 @@ from flink_sql_runner.runtime import ControlFiles
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.targets.base import Target
+from flink_sql_runner.timing import mark
 
 DEFAULT_PARALLELISM = 4
 DEFAULT_LOCK_TIMEOUT = 300.0
@@ -143,6 +144,7 @@ class Deployment:
             raise InvalidInput(catalog_problems + exc.problems) from None
         if catalog_problems:
             raise InvalidInput(catalog_problems)
+        mark("loaded", jobs=len(jobs))
         return jobs
 
     def load_one(self, path: Path) -> Job:
@@ -166,7 +168,10 @@ class Deployment:
             include_orphans=include_orphans,
             workers=max(GATHER_WORKERS, self.settings.parallelism),
         )
-        return build_plan(facts, prune=prune)
+        mark("gathered")
+        plan = build_plan(facts, prune=prune)
+        mark("decided")
+        return plan
 
     def executor(self) -> Executor:
         return Executor(
@@ -191,6 +196,7 @@ class Deployment:
     ) -> tuple[Plan, dict[str, JobResult]]:
         """Under the store's lock: gather facts, decide, show the plan, carry it out."""
         with locked(self.lock("deploy"), self.settings.lock_timeout):
+            mark("locked")
             plan = self.plan(jobs, include_orphans=include_orphans, prune=prune)
             on_plan(plan)
             results: dict[str, JobResult] = {}

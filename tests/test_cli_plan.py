@@ -151,3 +151,12 @@ def test_plan_reads_an_s3_store_over_http(s3_env: dict[str, str], s3_client: Any
         "json",
     )
     assert json.loads(legacy.stdout) == json.loads(result.stdout)
+
+
+def test_plan_writes_its_steps_to_the_timing_log_when_asked(tmp_path: Path) -> None:
+    log = tmp_path / "timing.jsonl"
+    env = {"FLINK_SQL_RUNNER_TIMING_LOG": str(log)}
+    result = cli("plan", *EXAMPLES, "--state-dir", str(tmp_path / "state"), env=env)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
+    assert events == ["command", "loaded", "gathered", "decided", "exit"]
