@@ -1,0 +1,95 @@
+"""Run the benchmarks (docs/benchmarks.md says what each measures):
+
+    python -m tests.benchmarks                      # all three, print the results
+    python -m tests.benchmarks --only plan          # one (plan, runner, redeploy; comma-separated)
+    python -m tests.benchmarks --write-docs         # and put them in docs/benchmarks.md
+
+Not part of the pytest suite: they take minutes and want a quiet machine. `--max-load` waits
+(up to `--wait`) for the 1-minute load average to drop before each benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.benchmarks import plan_bench, redeploy_bench, report, runner_bench
+from tests.benchmarks.common import REPO, wait_for_quiet
+
+BENCHMARKS = ("plan", "runner", "redeploy")
+DOCS = REPO / "docs" / "benchmarks.md"
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--only", default=",".join(BENCHMARKS), help="plan,runner,redeploy")
+    parser.add_argument("--jobs", type=int, default=1000, help="plan: jobs and stored manifests")
+    parser.add_argument("--plan-rounds", type=int, default=5)
+    parser.add_argument(
+        "--latency-ms",
+        default="0,20",
+        help="plan: milliseconds added to every S3 response, one run per value (0: moto as is)",
+    )
+    parser.add_argument("--rows", type=int, default=4_000_000, help="runner: input rows")
+    parser.add_argument("--files", type=int, default=8, help="runner: input files")
+    parser.add_argument("--max-files-per-trigger", type=int, default=2)
+    parser.add_argument("--runner-rounds", type=int, default=4)
+    parser.add_argument("--redeploy-rounds", type=int, default=5)
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "fsr-bench")
+    parser.add_argument("--max-load", type=float, default=1.5)
+    parser.add_argument("--wait", type=float, default=600, help="seconds to wait for quiet")
+    parser.add_argument("--write-docs", action="store_true", help=f"write {DOCS.name}")
+    args = parser.parse_args(argv)
+    args.only = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = set(args.only) - set(BENCHMARKS)
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    return args
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    command = "python -m tests.benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
+    sections = []
+    with tempfile.TemporaryDirectory(prefix="fsr-bench-") as scratch:
+        root = Path(scratch)
+        for name in args.only:
+            load = wait_for_quiet(args.max_load, args.wait, say)
+            say(f"{name} (load average {load:.2f})")
+            if name == "plan":
+                for latency in (float(v) for v in args.latency_ms.split(",")):
+                    result = plan_bench.run(root, args.jobs, args.plan_rounds, latency, say=say)
+                    sections.append(report.plan_section(result))
+            elif name == "runner":
+                result = runner_bench.run(
+                    root,
+                    args.cache,
+                    args.rows,
+                    args.files,
+                    args.max_files_per_trigger,
+                    args.runner_rounds,
+                    say,
+                )
+                sections.append(report.runner_section(result))
+            else:
+                result = redeploy_bench.run(root, args.redeploy_rounds, say=say)
+                sections.append(report.redeploy_section(result))
+    body = "\n\n".join([report.header(command), *sections])
+    print(body)
+    if args.write_docs:
+        report.write_docs(DOCS, body)
+        say(f"written to {DOCS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

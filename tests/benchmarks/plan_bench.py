@@ -1,0 +1,300 @@
+"""`plan` over many jobs with their stored manifests in moto's S3 server, against the original
+tool's way (sequential_plan.py: one job after another, one S3 call at a time).
+
+The workspace: N job files, a catalog of 20 source tables and N target tables, a template, and
+for every job a stored manifest in S3, a valid local checkpoint and a run record naming a live
+process (this benchmark's own pid), so `plan` sees N running jobs and decides noop /
+stop-and-restart / stop-and-start-clean. `plan` only reads; nothing is started or stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from flink_sql_runner.timing import ENV as TIMING_ENV
+from tests.benchmarks.common import (
+    Measured,
+    Stats,
+    moto_server_process,
+    run_measured,
+    s3_env,
+    timing_events,
+)
+from tests.e2e.workspace import Workspace
+
+SOURCES = 20
+BUCKET = "bench-manifests"
+PREFIX = "flink-sql-runner/manifests/"
+TEMPLATE: dict[str, Any] = {
+    "description": "",
+    "desired-state": "running",
+    "outputMode": "append",
+    "trigger": {"processingTime": "5 seconds"},
+    "metadata-columns": {"enabled": True, "create-timestamp-column": "__create_timestamp"},
+    "sparkProperties": {"spark.sql.shuffle.partitions": "4", "spark.sql.session.timeZone": "UTC"},
+}
+QUERIES = (
+    "SELECT id, amount, customer, ts FROM {src} WHERE amount > {n}",
+    "WITH big AS (SELECT * FROM {src} WHERE amount > {n})\n"
+    "SELECT id, customer, amount * 1.2 AS gross, ts FROM big",
+    "SELECT a.id, a.amount, b.customer, a.ts FROM {src} a\n"
+    "JOIN {other} b ON a.id = b.id AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 1 MINUTE\n"
+    "WHERE a.amount > {n}",
+)
+
+
+@dataclass(frozen=True)
+class Mix:
+    """Shares of the jobs whose stored manifest differs from git."""
+
+    config_changed: float = 0.2
+    query_changed: float = 0.1
+
+    def kind(self, index: int, total: int) -> str:
+        share = index / total
+        if share < self.query_changed:
+            return "query"
+        if share < self.query_changed + self.config_changed:
+            return "config"
+        return "unchanged"
+
+
+STORE = f"s3://{BUCKET}/{PREFIX}"
+
+
+def plan_argv(ws: Workspace) -> list[str]:
+    return ws.argv("plan", "--manifest-store", STORE, "--output", "json")
+
+
+def baseline_argv(ws: Workspace) -> list[str]:
+    module = "tests.benchmarks.sequential_plan"
+    args = ["--path", str(ws.jobs), "--template", str(ws.template), "--store", STORE]
+    return [sys.executable, "-m", module, *args]
+
+
+def job_name(index: int) -> str:
+    return f"job-{index:05d}"
+
+
+def write_inputs(root: Path, jobs: int) -> Workspace:
+    """Job files, the table catalog and the template (checkpoints under `root`)."""
+    ws = Workspace(root)
+    template = dict(TEMPLATE, **{"checkpoint-root": str(root / "checkpoints")})
+    ws.template.write_text(yaml.safe_dump(template, sort_keys=False))
+    schema = "id BIGINT, amount DOUBLE, customer STRING, ts TIMESTAMP"
+    tables: list[dict[str, Any]] = [
+        {
+            "name": f"src_{s:02d}",
+            "format": "json",
+            "options": {"path": str(root / "data" / f"src_{s:02d}"), "maxFilesPerTrigger": 10},
+            "schema": schema,
+            "watermark": {"column": "ts", "delay": "1 minute"},
+        }
+        for s in range(SOURCES)
+    ]
+    for i in range(jobs):
+        name = job_name(i)
+        target = {"name": f"out_{i:05d}", "format": "parquet"}
+        tables.append({**target, "options": {"path": str(root / "out" / name)}})
+        sql = QUERIES[i % len(QUERIES)].format(
+            src=f"src_{i % SOURCES:02d}", other=f"src_{(i + 1) % SOURCES:02d}", n=i
+        )
+        ws.write_job(
+            name,
+            description=f"Benchmark job {i}",
+            sql=sql,
+            sparkProperties={"spark.sql.shuffle.partitions": str(2 + i % 3)},
+            **{"target-table": f"out_{i:05d}"},
+        )
+    ws.write_tables(tables)
+    return ws
+
+
+def stored_manifests(ws: Workspace, mix: Mix) -> tuple[dict[str, str], dict[str, int]]:
+    """{name: stored YAML} as an earlier deploy recorded them (some older), and the counts."""
+    from flink_sql_runner.deployment import Deployment, Settings
+    from flink_sql_runner.stored import Meta, StoredManifest
+
+    settings = Settings([ws.jobs], [ws.tables], ws.template, ws.state)
+    jobs = Deployment(settings).load()
+    out, counts = {}, {"unchanged": 0, "config": 0, "query": 0}
+    for index, job in enumerate(jobs):
+        kind = mix.kind(index, len(jobs))
+        counts[kind] += 1
+        spec = dict(job.spec)
+        if kind == "config":
+            spec["description"] = "an older description"
+        elif kind == "query":
+            spec["sql"] = spec["sql"].replace(" > ", " >= ")
+        out[job.name] = StoredManifest(spec, job.tables, Meta.new(1)).to_yaml()
+    return out, counts
+
+
+def write_state(ws: Workspace, names: list[str]) -> None:
+    """A valid checkpoint (one committed batch) and a live run record for every job."""
+    from flink_sql_runner import procs
+
+    runs = ws.state / "runs"
+    runs.mkdir(parents=True)
+    me, started = os.getpid(), procs.start_marker(os.getpid())
+    for name in names:
+        checkpoint = ws.root / "checkpoints" / name / "1"
+        for folder in ("offsets", "commits"):
+            (checkpoint / folder).mkdir(parents=True)
+            (checkpoint / folder / "0").write_text("v1\n{}\n")
+        (checkpoint / "metadata").write_text(json.dumps({"id": str(uuid.uuid4())}))
+        record = {"name": name, "version": 1, "run-id": str(uuid.uuid4()), "pid": me}
+        record["started"] = started
+        (runs / f"{name}.json").write_text(json.dumps(record))
+
+
+def upload(env: dict[str, str], manifests: dict[str, str]) -> None:
+    import boto3
+
+    client = boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_DEFAULT_REGION"],
+    ).client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])
+    client.create_bucket(Bucket=BUCKET)
+
+    def put(item: tuple[str, str]) -> None:
+        client.put_object(Bucket=BUCKET, Key=f"{PREFIX}{item[0]}.yaml", Body=item[1].encode())
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(put, manifests.items()))
+
+
+PHASES = (
+    ("start-up (interpreter, imports)", "started", "command"),
+    ("load + validate", "command", "loaded"),
+    ("gather (S3, checkpoints, runs)", "loaded", "gathered"),
+    ("decide", "gathered", "decided"),
+    ("render + exit", "decided", "ended"),
+)
+
+
+def phase_seconds(measured: Measured, log: Path) -> dict[str, float]:
+    """The CLI's own phases, from its timing log and the process's start and end."""
+    at = timing_events(log)
+    at["started"] = measured.started_at
+    at["ended"] = measured.started_at + measured.seconds
+    return {name: at[end] - at[begin] for name, begin, end in PHASES}
+
+
+@dataclass(frozen=True)
+class Timed:
+    """One run of one way: the child process, and the CPU moto's server spent meanwhile."""
+
+    measured: Measured
+    server_cpu: float
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    jobs: int
+    latency_ms: float
+    counts: dict[str, int]
+    deployer: tuple[Timed, ...]
+    baseline: tuple[Timed, ...]
+    phases: dict[str, Stats]
+    actions: dict[str, int]
+    load: tuple[float, float]  # 1-minute load average before and after
+
+    def seconds(self, way: str) -> Stats:
+        return Stats(tuple(t.measured.seconds for t in getattr(self, way)))
+
+    def server_cpu(self, way: str) -> Stats:
+        return Stats(tuple(t.server_cpu for t in getattr(self, way)))
+
+    def peak_rss(self, way: str) -> float:
+        return max(t.measured.peak_rss_mib for t in getattr(self, way))
+
+    @property
+    def speedup(self) -> float:
+        """Sequential time over plan time, medians of the same run."""
+        return self.seconds("baseline").median / self.seconds("deployer").median
+
+
+def run(
+    scratch: Path,
+    jobs: int = 1000,
+    rounds: int = 5,
+    latency_ms: float = 0,
+    mix: Mix = Mix(),
+    say: Callable[[str], None] = print,
+) -> PlanResult:
+    """Build the workspace, start moto's server, then time both ways side by side, alternating
+    which goes first; the deployer's phases come from its own timing log."""
+    ws = write_inputs(scratch / f"plan-{latency_ms:g}ms", jobs)
+    manifests, counts = stored_manifests(ws, mix)
+    write_state(ws, sorted(manifests))
+    with moto_server_process(latency_ms) as server:
+        env = s3_env(server.url, scratch)
+        upload(env, manifests)
+        say(f"  {jobs} jobs, {len(manifests)} stored manifests, moto at {server.url}")
+        load_before = os.getloadavg()[0]
+        timed: dict[str, list[Timed]] = {"deployer": [], "baseline": []}
+        phase_samples: dict[str, list[float]] = {}
+        actions: dict[str, int] = {}
+        out, log = scratch / "plan.json", scratch / "timing.jsonl"
+        argv = {"deployer": plan_argv(ws), "baseline": baseline_argv(ws)}
+        for round_ in range(rounds):
+            order = ("deployer", "baseline") if round_ % 2 == 0 else ("baseline", "deployer")
+            for way in order:
+                log.unlink(missing_ok=True)
+                cpu = server.cpu_seconds()
+                measured = run_measured(argv[way], env={**env, TIMING_ENV: str(log)}, stdout=out)
+                if measured.returncode != 0:
+                    raise RuntimeError(f"{way} exited {measured.returncode}: {measured.stderr}")
+                timed[way].append(Timed(measured, server.cpu_seconds() - cpu))
+                if way == "deployer":
+                    actions = _actions(out)
+                    for phase, seconds in phase_seconds(measured, log).items():
+                        phase_samples.setdefault(phase, []).append(seconds)
+                else:
+                    _check_baseline(out, counts)
+            say(
+                f"  round {round_ + 1}/{rounds}: plan {timed['deployer'][-1].measured.seconds:.2f}"
+                f" s, sequential {timed['baseline'][-1].measured.seconds:.2f} s"
+            )
+        load_after = os.getloadavg()[0]
+    expected = {"noop": counts["unchanged"]}
+    expected["stop-and-restart-from-checkpoint"] = counts["config"]
+    expected["stop-and-start-clean"] = counts["query"]
+    if actions != {k: v for k, v in expected.items() if v}:
+        raise RuntimeError(f"plan decided {actions}, expected {expected}")
+    return PlanResult(
+        jobs=jobs,
+        latency_ms=latency_ms,
+        counts=counts,
+        deployer=tuple(timed["deployer"]),
+        baseline=tuple(timed["baseline"]),
+        phases={k: Stats(tuple(v)) for k, v in phase_samples.items()},
+        actions=actions,
+        load=(load_before, load_after),
+    )
+
+
+def _actions(out: Path) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for job in json.loads(out.read_text())["jobs"]:
+        counts[job["action"]] = counts.get(job["action"], 0) + 1
+    return counts
+
+
+def _check_baseline(out: Path, counts: dict[str, int]) -> None:
+    """The sequential loop must find the same changed jobs, or it did not do the same work."""
+    found = json.loads(out.read_text())
+    if found["changed"] != counts["config"] + counts["query"]:
+        raise RuntimeError(f"the sequential loop found {found}, expected {counts}")

@@ -1,0 +1,164 @@
+"""The benchmark results as Markdown: printed, and written into docs/benchmarks.md between
+the results markers (the prose around them is kept)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.benchmarks.common import Stats, machine, markdown_table
+from tests.benchmarks.plan_bench import PlanResult
+from tests.benchmarks.redeploy_bench import AFTER, SPANS, RedeployResult
+from tests.benchmarks.runner_bench import RunnerResult
+
+START = "<!-- results:start (written by python -m tests.benchmarks --write-docs) -->"
+END = "<!-- results:end -->"
+
+
+def seconds(stats: Stats) -> str:
+    return f"{stats.median:.2f} s ({stats.best:.2f})"
+
+
+def mib(value: float) -> str:
+    return f"{value:.0f} MiB"
+
+
+def goal(met: bool, text: str) -> str:
+    return f"- {'met' if met else 'MISSED'}: {text}"
+
+
+def load_text(load: tuple[float, float]) -> str:
+    return f"{load[0]:.2f} before, {load[1]:.2f} after"
+
+
+def plan_section(result: PlanResult) -> str:
+    latency = f"{result.latency_ms:g} ms added per S3 request" if result.latency_ms else "as is"
+    rounds = len(result.deployer)
+    deployer, baseline = result.seconds("deployer"), result.seconds("baseline")
+    rows = [
+        ["wall time, median (best)", seconds(deployer), seconds(baseline)],
+        ["peak RSS", mib(result.peak_rss("deployer")), mib(result.peak_rss("baseline"))],
+        [
+            "moto server CPU per run, median",
+            f"{result.server_cpu('deployer').median:.2f} s",
+            f"{result.server_cpu('baseline').median:.2f} s",
+        ],
+    ]
+    phases = [[name, seconds(stats)] for name, stats in result.phases.items()]
+    counts = result.counts
+    lines = [
+        f"### `plan`, {result.jobs} jobs, moto's S3 server {latency}",
+        "",
+        f"{result.jobs} jobs ({counts['unchanged']} unchanged, {counts['config']} config changed, "
+        f"{counts['query']} query changed), {rounds} rounds alternating which goes first; "
+        f"load average {load_text(result.load)}.",
+        "",
+        markdown_table(["", "`plan` (this tool)", "sequential loop (original way)"], rows),
+        "",
+        f"**Speed-up: {result.speedup:.1f}x** (the sequential loop's median over `plan`'s).",
+        "",
+        "Phases of `plan` (from its timing log), median (best):",
+        "",
+        markdown_table(["phase", "time"], phases),
+        "",
+        goal(result.speedup >= 5, f"at least 5x faster: {result.speedup:.1f}x"),
+        goal(deployer.median < 5, f"under 5 s: {deployer.median:.2f} s"),
+        goal(
+            result.peak_rss("deployer") < 200,
+            f"peak memory under 200 MB: {mib(result.peak_rss('deployer'))}",
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def runner_section(result: RunnerResult) -> str:
+    rounds = len(result.runner)
+    measures: list[tuple[str, str, Callable[[str], Stats]]] = [
+        ("wall time, spark-submit to exit", "wall", result.wall),
+        ("the query, Spark's clock (start to end of last batch)", "query", result.query),
+        ("sum of micro-batch durations (triggerExecution)", "batches", result.batches),
+        ("CPU time of the process tree (JVM + Python)", "cpu", result.cpu),
+    ]
+    rows = [
+        [label, seconds(of("runner")), seconds(of("handwritten")), f"{result.ratio_of(key):.3f}"]
+        for label, key, of in measures
+    ]
+    batches = result.runner[-1].batches
+    ratio = result.ratio_of("wall")
+    lines = [
+        f"### Runner overhead, {result.rows:,} rows",
+        "",
+        f"Parquet input of {result.rows:,} rows in {result.files} files, maxFilesPerTrigger "
+        f"{result.max_files_per_trigger} ({batches} micro-batches), availableNow trigger, parquet "
+        f"sink, local[2]; {rounds} rounds alternating which goes first; both outputs read back: "
+        f"{result.rows_out:,} rows each, same sums. Load average {load_text(result.load)}.",
+        "",
+        markdown_table(["median (best)", "runner", "hand-written", "ratio"], rows),
+        "",
+        goal(ratio <= 1.05, f"runner / hand-written wall time at most 1.05: {ratio:.3f}"),
+    ]
+    return "\n".join(lines)
+
+
+def redeploy_section(result: RedeployResult) -> str:
+    rows = [
+        [label, whose, seconds(result.stats(lambda r, b=b, e=e: r.span(b, e)))]
+        for label, b, e, whose in SPANS
+    ]
+    deployer = result.stats(lambda r: r.share("deployer"))
+    spark = result.stats(lambda r: r.share("spark"))
+    total = result.stats(lambda r: r.to_first_commit)
+    rows += [
+        ["**deployer's own time**", "deployer", f"**{seconds(deployer)}**"],
+        ["**Spark's time**", "spark", f"**{seconds(spark)}**"],
+        ["**deploy start to first committed batch**", "", f"**{seconds(total)}**"],
+    ]
+    after = [
+        [label, seconds(result.stats(lambda r, b=b, e=e: r.span(b, e)))] for label, b, e in AFTER
+    ]
+    after.append(["whole `deploy` command", seconds(result.stats(lambda r: r.measured.seconds))])
+    lines = [
+        "### Redeploy latency, config change of a running job",
+        "",
+        f"A rate-micro-batch job (1 s trigger, parquet sink) on local[2]; {len(result.rounds)} "
+        f"rounds, each changes its description and runs `deploy` (stop with checkpoint, restart "
+        f"from it). Load average {load_text(result.load)}.",
+        "",
+        markdown_table(["step", "whose", "median (best)"], rows),
+        "",
+        "After the first committed batch (not part of the latency above):",
+        "",
+        markdown_table(["step", "median (best)"], after),
+        "",
+        goal(deployer.median < 1, f"the deployer's own share under 1 s: {deployer.median:.2f} s"),
+    ]
+    return "\n".join(lines)
+
+
+def header(command: str) -> str:
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return "\n".join(
+        [
+            f"Measured {now} on {machine()}, with:",
+            "",
+            "```",
+            command,
+            "```",
+            "",
+            "Times are median (best) of the rounds; ratios are ratios of medians measured side by "
+            "side in the same run.",
+        ]
+    )
+
+
+def write_docs(path: Path, body: str) -> None:
+    """Replace what is between the results markers of `path` (or append them)."""
+    text = path.read_text() if path.exists() else ""
+    block = f"{START}\n\n{body.strip()}\n\n{END}"
+    if START in text and END in text:
+        before, rest = text.split(START, 1)
+        text = before + block + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip() + ("\n\n" if text else "") + block + "\n"
+    path.write_text(text)

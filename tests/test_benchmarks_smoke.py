@@ -1,0 +1,75 @@
+"""The benchmarks (tests/benchmarks/, run with `python -m tests.benchmarks`) at toy sizes, so
+they cannot rot: the plan benchmark end to end against moto's server, and the pieces of the
+Spark benchmarks that need no Spark. No timing is asserted."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks import __main__ as cli
+from tests.benchmarks import plan_bench, redeploy_bench, report, runner_bench
+from tests.benchmarks.common import Measured
+
+pytestmark = pytest.mark.s3
+
+
+def test_plan_benchmark_at_toy_size(tmp_path: Path) -> None:
+    result = plan_bench.run(tmp_path, jobs=6, rounds=1, say=lambda _: None)
+    assert result.counts == {"unchanged": 4, "config": 1, "query": 1}
+    assert result.actions == {
+        "noop": 4,
+        "stop-and-restart-from-checkpoint": 1,
+        "stop-and-start-clean": 1,
+    }
+    assert set(result.phases) == {name for name, _, _ in plan_bench.PHASES}
+    text = report.plan_section(result)
+    assert "6 jobs (4 unchanged, 1 config changed, 1 query changed)" in text
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text("# Benchmarks\n\nprose\n")
+    report.write_docs(docs, text)
+    report.write_docs(docs, "second")
+    written = docs.read_text()
+    assert written.startswith("# Benchmarks\n\nprose\n") and "second" in written
+    assert "6 jobs" not in written and written.count(report.START) == 1
+
+
+def test_runner_times_come_from_the_event_log(tmp_path: Path) -> None:
+    events = tmp_path / "events" / "eventlog_v2_local-1"
+    events.mkdir(parents=True)
+    lines = [{"Event": runner_bench.STARTED, "timestamp": "2026-01-01T00:00:00.000Z"}]
+    for batch, (start, took) in enumerate([("00:00:01.000", 2000), ("00:00:03.500", 1500)]):
+        progress = {"timestamp": f"2026-01-01T{start}Z", "durationMs": {"triggerExecution": took}}
+        lines.append({"Event": runner_bench.PROGRESS, "progress": {"batchId": batch, **progress}})
+    (events / "events_1_local-1").write_text("\n".join(json.dumps(line) for line in lines))
+    assert runner_bench.query_times(tmp_path / "events") == (5.0, 3.5, 2)
+
+
+def test_runner_and_redeploy_reports_render(tmp_path: Path) -> None:
+    run = runner_bench.Run(Measured(10.0, 500, 0, cpu_seconds=15.0), 8.0, 7.0, 4, tmp_path)
+    runner = runner_bench.RunnerResult(1000, 2, 1, (run, run), (run, run), 900, (0.5, 0.7))
+    assert "| 1.000 |" in report.runner_section(runner)
+    events = ["started", "command", "loaded", "stopping", "gone", "stopped", "submitted"]
+    at = {name: float(i) for i, name in enumerate(events + ["commit", "healthy", "ended"])}
+    rounds = (redeploy_bench.Round(Measured(9.0, 80, 0), at),)
+    text = report.redeploy_section(redeploy_bench.RedeployResult(rounds, (0.1, 0.2)))
+    assert "deployer's own share under 1 s" in text
+
+
+def test_first_commit_after_skips_older_commits(tmp_path: Path) -> None:
+    commits = tmp_path / "commits"
+    commits.mkdir()
+    for name in ("0", "1", ".1.crc"):
+        (commits / name).write_text("v1")
+    os.utime(commits / "0", (100, 100))
+    os.utime(commits / "1", (200, 200))
+    assert redeploy_bench.first_commit_after(tmp_path, 150) == 200
+
+
+def test_the_command_line_picks_benchmarks() -> None:
+    assert cli.parse(["--only", "plan,redeploy"]).only == ["plan", "redeploy"]
+    with pytest.raises(SystemExit):
+        cli.parse(["--only", "everything"])
