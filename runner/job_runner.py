@@ -458,7 +458,17 @@ def watch(
         if progress is not None and status.state != "active":
             status.set("active", progress.get("batchId"))
             log(f"active: first trigger done (batch {progress.get('batchId')})")
-        time.sleep(POLL_SECONDS)
+        wait_a_little(query)
+
+
+def wait_a_little(query: Any) -> None:
+    """Up to POLL_SECONDS, less when the query ends (an availableNow or once trigger runs out of
+    data): the runner exits as soon as the query does."""
+    try:
+        query.awaitTermination(POLL_SECONDS)
+    except Exception:  # noqa: BLE001 - the query failed; watch() reports query.exception()
+        if query.isActive:  # something else failed: do not spin
+            time.sleep(POLL_SECONDS)
 
 
 def run(manifest_location: str) -> int:
