@@ -14,9 +14,10 @@ the process exits 0. Exit codes: 0 stopped or finished, 1 the query failed, 2 ba
 File sinks: Spark's file sink skips every batch id its `_spark_metadata` log already holds, so a
 new checkpoint (batch ids from 0 again) writing into a folder an earlier version wrote would lose
 its first batches. The runner writes file sinks (path tables and catalog tables stored as files)
-through `foreachBatch` into Spark's own file sink with the batch ids shifted past the log's last
-batch; the shift is fixed when the checkpoint is created and kept in it, so restarts stay
-exactly-once.
+that already hold batches through `foreachBatch` into Spark's own file sink, with the batch ids
+shifted past the log's last batch; the shift is fixed when the checkpoint is created and kept in
+it, so restarts stay exactly-once. With nothing to shift past (a new sink), Spark's own sink
+writes directly: foreachBatch turns each micro-batch into an RDD and copies every row again.
 """
 
 from __future__ import annotations
@@ -352,22 +353,36 @@ def start_query(spark: Any, storage: Storage, doc: dict[str, Any], frame: Any) -
         .trigger(**trigger_args(doc.get("trigger") or {"processingTime": "5 seconds"}))
     )
     options = options_of(target)
+    shifted = shifted_file_sink(spark, storage, doc, target, options)
+    if shifted is not None:
+        return writer.foreachBatch(shifted).start()
+    if "table" in target:
+        return writer.options(**options).toTable(target["table"])
+    return writer.format(target["format"]).options(**options).start()
+
+
+def shifted_file_sink(
+    spark: Any, storage: Storage, doc: dict[str, Any], target: dict[str, Any], options: Any
+) -> Any | None:
+    """For a file sink that earlier versions wrote to: a foreachBatch function writing through
+    Spark's own file sink with this checkpoint's batch ids shifted past theirs. None when there
+    is nothing to shift past (not a file sink, or a checkpoint that started on an empty log):
+    Spark's own sink then writes directly, without foreachBatch's copy of every row."""
+    table = None
     if "table" in target:
         table = catalog_file_table(spark, target["table"])
         if table is None:
-            return writer.options(**options).toTable(target["table"])
-        path = table.location().toString()
-        offset = sink_batch_offset(storage, doc, path)
-        fmt = table.provider().get()
-        write = file_sink_writer(spark, fmt, {**options, "path": path}, offset, table)
-        return writer.foreachBatch(write).start()
-    if target.get("format") in FILE_FORMATS:
+            return None
+        fmt, path = table.provider().get(), table.location().toString()
+        options = {**options, "path": path}
+    elif target.get("format") in FILE_FORMATS:
         if not options.get("path"):
             raise BadManifest(f"the {target['format']} target needs options.path")
-        offset = sink_batch_offset(storage, doc, options["path"])
-        write = file_sink_writer(spark, target["format"], options, offset)
-        return writer.foreachBatch(write).start()
-    return writer.format(target["format"]).options(**options).start()
+        fmt, path = target["format"], options["path"]
+    else:
+        return None
+    offset = sink_batch_offset(storage, doc, path)
+    return file_sink_writer(spark, fmt, options, offset, table) if offset else None
 
 
 # -- running --------------------------------------------------------------------------------------

@@ -56,13 +56,16 @@ def write_input(tmp_path: Path, name: str, ids: range) -> None:
     (folder / f"{name}.json").write_text("\n".join(lines) + "\n")
 
 
-def run_to_end(spark: Any, doc: dict[str, Any]) -> None:
-    """Register, build and run one availableNow query to its end, as the runner does."""
+def run_to_end(spark: Any, doc: dict[str, Any]) -> str:
+    """Register, build and run one availableNow query to its end, as the runner does; the
+    description of the sink it wrote through."""
     job_runner.register_sources(spark, doc)
     frame = job_runner.with_metadata(job_runner.query_frame(spark, doc), doc)
     query = job_runner.start_query(spark, job_runner.Storage(spark), doc, frame)
     query.awaitTermination(120)
     assert query.exception() is None
+    progress = query.lastProgress
+    return progress["sink"]["description"] if progress else ""
 
 
 def test_metadata_columns_follow_the_query_columns_as_typed_values(spark, tmp_path: Path):
@@ -142,18 +145,19 @@ def read_versions(spark: Any, path: Path) -> dict[int, list[int]]:
 def test_a_clean_start_into_a_used_file_sink_loses_no_rows(spark, tmp_path: Path):
     """SPEC's trap: a new checkpoint's batch 0.. would be skipped by the sink's old log."""
     write_input(tmp_path, "a", range(5))
-    run_to_end(spark, manifest(tmp_path, version=1))
+    # A new sink: nothing to shift past, Spark's own sink writes directly.
+    assert run_to_end(spark, manifest(tmp_path, version=1)).startswith("FileSink")
     write_input(tmp_path, "b", range(5, 8))
     run_to_end(spark, manifest(tmp_path, version=1))  # a second batch of version 1
     assert read_versions(spark, tmp_path / "out") == {1: list(range(8))}
 
     # Version 2 starts clean (new checkpoint) into the same sink folder and reads everything.
-    run_to_end(spark, manifest(tmp_path, version=2))
+    assert run_to_end(spark, manifest(tmp_path, version=2)) == "ForeachBatchSink"
     assert read_versions(spark, tmp_path / "out") == {1: list(range(8)), 2: list(range(8))}
 
     # Restarted from its checkpoint with new input, version 2 keeps its shifted batch ids.
     write_input(tmp_path, "c", range(8, 10))
-    run_to_end(spark, manifest(tmp_path, version=2))
+    assert run_to_end(spark, manifest(tmp_path, version=2)) == "ForeachBatchSink"
     assert read_versions(spark, tmp_path / "out") == {1: list(range(8)), 2: list(range(10))}
     record = json.loads((tmp_path / "ckpt" / "2" / job_runner.SINK_OFFSET_FILE).read_text())
     assert record["sink-batch-offset"] == 2
@@ -182,10 +186,12 @@ def test_a_catalog_table_stored_as_files_is_safe_across_versions(spark, tmp_path
     spark.catalog.createTable(name, path=str(location), source="parquet", schema=schema)
     try:
         target = {"people_out": {"table": name}}
+        sinks = []
         for version in (1, 2):  # version 2 starts clean into the same table
             doc = manifest(tmp_path, version=version)
             doc["tables"] = {**doc["tables"], **target}
-            run_to_end(spark, doc)
+            sinks.append(run_to_end(spark, doc))
+        assert sinks[0] != "ForeachBatchSink" and sinks[1] == "ForeachBatchSink"
         spark.catalog.refreshTable(name)  # this session listed the table's files before
         rows = spark.table(name).collect()
         by_version: dict[int, list[int]] = {}
