@@ -50,7 +50,8 @@ def test_runner_times_come_from_the_event_log(tmp_path: Path) -> None:
 
 def test_runner_and_redeploy_reports_render(tmp_path: Path) -> None:
     run = runner_bench.Run(Measured(10.0, 500, 0, cpu_seconds=15.0), 8.0, 7.0, 4, tmp_path)
-    runner = runner_bench.RunnerResult(1000, 2, 1, (run, run), (run, run), 900, (0.5, 0.7))
+    runs = {way: (run, run) for way in runner_bench.WAYS}
+    runner = runner_bench.RunnerResult(1000, 2, 1, runs, 900, (0.5, 0.7))
     assert "| 1.000 |" in report.runner_section(runner)
     events = ["started", "command", "loaded", "stopping", "gone", "stopped", "submitted"]
     at = {name: float(i) for i, name in enumerate(events + ["commit", "healthy", "ended"])}

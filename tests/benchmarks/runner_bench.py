@@ -3,11 +3,18 @@ running the same query on the same input, through the same spark-submit with the
 
 Input: ROWS rows of parquet in FILES files, made once and cached. The query filters and projects,
 the metadata columns are appended, the sink is parquet, the trigger availableNow with
-maxFilesPerTrigger so that it runs several micro-batches. Each round runs both, alternating which
-goes first, each into a fresh output and checkpoint. Measured per run: wall time from spawning
-spark-submit to its exit, and from Spark's event log the query's own time (QueryStarted to
-QueryTerminated) and the sum of its micro-batches' triggerExecution. After the rounds both
-outputs of the last round are read back and must hold the same rows.
+maxFilesPerTrigger so that it runs several micro-batches. Three ways, each into a fresh
+checkpoint, rotating which goes first in each round:
+
+- `runner`: version 1 of the job into a new sink folder (Spark's own file sink writes directly);
+- `runner-shifted`: version 2 into a sink folder that version 1 already wrote (a copy of a
+  warm-up run's output), so the runner writes through foreachBatch with shifted batch ids;
+- `handwritten`: the same query written by hand, Spark's own parquet sink, a new folder.
+
+Measured per run: wall time from spawning spark-submit to its exit, and from Spark's event log the
+query's own time (QueryStarted to the end of its last micro-batch) and the sum of its
+micro-batches' triggerExecution; CPU time of the process tree. After the rounds the outputs of
+the last round are read back: each way wrote the same rows.
 """
 
 from __future__ import annotations
@@ -101,7 +108,7 @@ class Programs:
             "spark.eventLog.rolling.enabled": "false",
         }
 
-    def runner(self, folder: Path) -> list[str]:
+    def runner(self, folder: Path, version: int = 1) -> list[str]:
         """The deployer's own spark-submit command for this job (LocalTarget.command)."""
         from flink_sql_runner.manifest import Job
         from flink_sql_runner.runtime import ControlFiles, app_name, runtime_manifest, spark_conf
@@ -129,14 +136,13 @@ class Programs:
             "out": {"format": "parquet", "options": {"path": str(folder / "output")}},
         }
         job = Job(spec, tables, ("orders",), "bench-runner.yaml")
-        meta = Meta(1, self.meta["query-id"], self.meta["query-create-timestamp"])
-        control = ControlFiles.of(f"{job.checkpoint_root}/{job.name}", 1)
+        meta = Meta(version, self.meta["query-id"], self.meta["query-create-timestamp"])
+        control = ControlFiles.of(f"{job.checkpoint_root}/{job.name}", version)
         manifest = folder / "runtime-manifest.json"
         manifest.write_text(json.dumps(runtime_manifest(job, meta, "run-1", control)))
-        plain, _ = spark_conf(job, 1)
-        submission = Submission(
-            job.name, 1, "run-1", app_name(job.name, 1), str(manifest), spark_conf=plain
-        )
+        plain, _ = spark_conf(job, version)
+        name = app_name(job.name, version)
+        submission = Submission(job.name, version, "run-1", name, str(manifest), spark_conf=plain)
         return LocalTarget(folder, master="local[2]").command(submission, None)
 
     def handwritten(self, folder: Path) -> list[str]:
@@ -186,32 +192,35 @@ def _instant(value: str) -> float:
     return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
 
 
+WAYS = ("runner", "runner-shifted", "handwritten")
+
+
 @dataclass(frozen=True)
 class RunnerResult:
     rows: int
     files: int
     max_files_per_trigger: int
-    runner: tuple[Run, ...]
-    handwritten: tuple[Run, ...]
+    runs: dict[str, tuple[Run, ...]]
     rows_out: int
     load: tuple[float, float]
 
     def wall(self, way: str) -> Stats:
-        return Stats(tuple(r.measured.seconds for r in getattr(self, way)))
+        return Stats(tuple(r.measured.seconds for r in self.runs[way]))
 
     def query(self, way: str) -> Stats:
-        return Stats(tuple(r.query_seconds for r in getattr(self, way)))
+        return Stats(tuple(r.query_seconds for r in self.runs[way]))
 
     def batches(self, way: str) -> Stats:
-        return Stats(tuple(r.batch_seconds for r in getattr(self, way)))
+        return Stats(tuple(r.batch_seconds for r in self.runs[way]))
 
     def cpu(self, way: str) -> Stats:
-        return Stats(tuple(r.measured.cpu_seconds for r in getattr(self, way)))
+        return Stats(tuple(r.measured.cpu_seconds for r in self.runs[way]))
 
-    def ratio_of(self, measure: str) -> float:
-        """Runner over hand-written for one measure (wall, query, batches, cpu), medians."""
+    def ratio_of(self, measure: str, way: str = "runner") -> float:
+        """`way` over the hand-written program for one measure (wall, query, batches, cpu),
+        medians of the same run."""
         of = getattr(self, measure)
-        return of("runner").median / of("handwritten").median
+        return of(way).median / of("handwritten").median
 
 
 def run(
@@ -225,44 +234,64 @@ def run(
 ) -> RunnerResult:
     data = input_data(cache, rows, files, say)
     programs = Programs(data, max_files_per_trigger)
-    runs: dict[str, list[Run]] = {"runner": [], "handwritten": []}
+    say("  warm-up: version 1 of the job, whose output the shifted runs write after")
+    seed = one_run(programs, scratch / "runner-seed", "runner")
+    runs: dict[str, list[Run]] = {way: [] for way in WAYS}
     load_before = os.getloadavg()[0]
     for round_ in range(rounds):
-        order = ("runner", "handwritten") if round_ % 2 == 0 else ("handwritten", "runner")
+        order = WAYS[round_ % 3 :] + WAYS[: round_ % 3]
         for way in order:
-            folder = scratch / f"runner-{round_}-{way}"
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-            argv = programs.runner(folder) if way == "runner" else programs.handwritten(folder)
-            measured = run_measured(argv, env=spark_env(), cwd=folder, timeout=900)
-            if measured.returncode != 0:
-                raise RuntimeError(f"{way} exited {measured.returncode}: {measured.stderr[-3000:]}")
-            query_s, batch_s, batches = query_times(folder / "events")
-            runs[way].append(Run(measured, query_s, batch_s, batches, folder / "output"))
+            runs[way].append(one_run(programs, scratch / f"runner-{round_}-{way}", way, seed))
         say(
-            f"  round {round_ + 1}/{rounds}: runner {runs['runner'][-1].measured.seconds:.1f} s,"
-            f" hand-written {runs['handwritten'][-1].measured.seconds:.1f} s"
+            f"  round {round_ + 1}/{rounds}: "
+            + ", ".join(
+                f"{way} {runs[way][-1].measured.seconds:.1f} s "
+                f"(query {runs[way][-1].query_seconds:.1f} s)"
+                for way in WAYS
+            )
         )
     load_after = os.getloadavg()[0]
-    rows_out = same_output(runs["runner"][-1].output, runs["handwritten"][-1].output)
+    rows_out = same_output({way: runs[way][-1].output for way in WAYS})
     return RunnerResult(
         rows,
         files,
         max_files_per_trigger,
-        tuple(runs["runner"]),
-        tuple(runs["handwritten"]),
+        {way: tuple(done) for way, done in runs.items()},
         rows_out,
         (load_before, load_after),
     )
 
 
-def same_output(runner: Path, handwritten: Path) -> int:
-    """Both outputs read back through Spark: the same rows (count and column sums)."""
-    argv = spark_submit(str(SPARK_PROGRAMS / "count_rows.py"), str(runner), str(handwritten))
+def one_run(programs: Programs, folder: Path, way: str, seed: Run | None = None) -> Run:
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    if way == "runner-shifted":
+        assert seed is not None
+        shutil.copytree(seed.output, folder / "output")
+        argv = programs.runner(folder, version=2)
+    elif way == "runner":
+        argv = programs.runner(folder)
+    else:
+        argv = programs.handwritten(folder)
+    measured = run_measured(argv, env=spark_env(), cwd=folder, timeout=900)
+    if measured.returncode != 0:
+        raise RuntimeError(f"{way} exited {measured.returncode}: {measured.stderr[-3000:]}")
+    query_s, batch_s, batches = query_times(folder / "events")
+    return Run(measured, query_s, batch_s, batches, folder / "output")
+
+
+def same_output(outputs: dict[str, Path]) -> int:
+    """Every output read back through Spark: the rows of the version each way wrote (count and
+    column sums) are the same."""
+    argv = spark_submit(str(SPARK_PROGRAMS / "count_rows.py"), *map(str, outputs.values()))
     result = subprocess.run(  # noqa: S603 - a list, never a shell
         argv, env=spark_env(), check=True, capture_output=True, text=True
     )
     found = json.loads(result.stdout.strip().splitlines()[-1])
-    if found[str(runner)] != found[str(handwritten)]:
-        raise RuntimeError(f"the two programs wrote different rows: {found}")
-    return int(found[str(runner)][0])
+    written = {
+        way: found[str(path)]["2" if way == "runner-shifted" else "1"]
+        for way, path in outputs.items()
+    }
+    if len({json.dumps(v) for v in written.values()}) != 1:
+        raise RuntimeError(f"the programs wrote different rows: {found}")
+    return int(written["handwritten"][0])

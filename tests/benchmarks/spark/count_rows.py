@@ -1,6 +1,8 @@
-"""Rows, and a checksum of the query's own columns, of parquet folders (spark-submit).
+"""Rows per query version, and checksums of the query's own columns, of parquet folders
+(spark-submit).
 
-spark-submit count_rows.py DIR [DIR ...]   -> one JSON line {"DIR": [rows, checksum], ...}
+    spark-submit count_rows.py DIR [DIR ...]
+    -> one JSON line {"DIR": {"VERSION": [rows, sum of id, sum of gross]}, ...}
 """
 
 from __future__ import annotations
@@ -16,8 +18,15 @@ def main() -> None:
     spark = SparkSession.builder.getOrCreate()
     found = {}
     for path in sys.argv[1:]:
-        row = spark.read.parquet(path).agg(F.count("*"), F.sum("id"), F.sum("gross")).first()
-        found[path] = [int(row[0]), int(row[1] or 0), float(row[2] or 0.0)]
+        rows = (
+            spark.read.parquet(path)
+            .groupBy("__query_version")
+            .agg(F.count("*"), F.sum("id"), F.sum("gross"))
+            .collect()
+        )
+        found[path] = {
+            str(r[0]): [int(r[1]), int(r[2] or 0), round(float(r[3] or 0), 2)] for r in rows
+        }
     print(json.dumps(found))
     spark.stop()
 
