@@ -30,11 +30,13 @@ def test_plan_benchmark_at_toy_size(tmp_path: Path) -> None:
     assert "6 jobs (4 unchanged, 1 config changed, 1 query changed)" in text
     docs = tmp_path / "benchmarks.md"
     docs.write_text("# Benchmarks\n\nprose\n")
-    report.write_docs(docs, text)
-    report.write_docs(docs, "second")
+    report.write_docs(docs, "plan", text)
+    report.write_docs(docs, "runner", "runner numbers")
+    report.write_docs(docs, "plan", "second")
     written = docs.read_text()
     assert written.startswith("# Benchmarks\n\nprose\n") and "second" in written
-    assert "6 jobs" not in written and written.count(report.START) == 1
+    assert "6 jobs" not in written and "runner numbers" in written
+    assert written.count("results:plan:start") == 1
 
 
 def test_runner_times_come_from_the_event_log(tmp_path: Path) -> None:

@@ -59,36 +59,39 @@ def say(text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     command = "python -m tests.benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
-    sections = []
     with tempfile.TemporaryDirectory(prefix="fsr-bench-") as scratch:
-        root = Path(scratch)
         for name in args.only:
             load = wait_for_quiet(args.max_load, args.wait, say)
             say(f"{name} (load average {load:.2f})")
-            if name == "plan":
-                for latency in (float(v) for v in args.latency_ms.split(",")):
-                    result = plan_bench.run(root, args.jobs, args.plan_rounds, latency, say=say)
-                    sections.append(report.plan_section(result))
-            elif name == "runner":
-                result = runner_bench.run(
-                    root,
-                    args.cache,
-                    args.rows,
-                    args.files,
-                    args.max_files_per_trigger,
-                    args.runner_rounds,
-                    say,
-                )
-                sections.append(report.runner_section(result))
-            else:
-                result = redeploy_bench.run(root, args.redeploy_rounds, say=say)
-                sections.append(report.redeploy_section(result))
-    body = "\n\n".join([report.header(command), *sections])
-    print(body)
-    if args.write_docs:
-        report.write_docs(DOCS, body)
-        say(f"written to {DOCS}")
+            sections = run_one(name, args, Path(scratch))
+            body = "\n\n".join([report.measured_with(command), *sections])
+            print(body + "\n", flush=True)
+            if args.write_docs:
+                report.write_docs(DOCS, name, body)
+                say(f"written to {DOCS}")
     return 0
+
+
+def run_one(name: str, args: argparse.Namespace, scratch: Path) -> list[str]:
+    """The Markdown sections of one benchmark's results."""
+    if name == "plan":
+        latencies = [float(v) for v in args.latency_ms.split(",")]
+        return [
+            report.plan_section(plan_bench.run(scratch, args.jobs, args.plan_rounds, ms, say=say))
+            for ms in latencies
+        ]
+    if name == "runner":
+        result = runner_bench.run(
+            scratch,
+            args.cache,
+            args.rows,
+            args.files,
+            args.max_files_per_trigger,
+            args.runner_rounds,
+            say,
+        )
+        return [report.runner_section(result)]
+    return [report.redeploy_section(redeploy_bench.run(scratch, args.redeploy_rounds, say=say))]
 
 
 if __name__ == "__main__":

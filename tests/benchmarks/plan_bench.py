@@ -214,6 +214,9 @@ class PlanResult:
     def seconds(self, way: str) -> Stats:
         return Stats(tuple(t.measured.seconds for t in getattr(self, way)))
 
+    def cpu(self, way: str) -> Stats:
+        return Stats(tuple(t.measured.cpu_seconds for t in getattr(self, way)))
+
     def server_cpu(self, way: str) -> Stats:
         return Stats(tuple(t.server_cpu for t in getattr(self, way)))
 

@@ -12,8 +12,7 @@ from tests.benchmarks.plan_bench import PlanResult
 from tests.benchmarks.redeploy_bench import AFTER, SPANS, RedeployResult
 from tests.benchmarks.runner_bench import RunnerResult
 
-START = "<!-- results:start (written by python -m tests.benchmarks --write-docs) -->"
-END = "<!-- results:end -->"
+BLOCK = "<!-- results:{name}:{end} (written by python -m tests.benchmarks --write-docs) -->"
 
 
 def seconds(stats: Stats) -> str:
@@ -40,7 +39,12 @@ def plan_section(result: PlanResult) -> str:
         ["wall time, median (best)", seconds(deployer), seconds(baseline)],
         ["peak RSS", mib(result.peak_rss("deployer")), mib(result.peak_rss("baseline"))],
         [
-            "moto server CPU per run, median",
+            "CPU time of the process (user + system), median",
+            f"{result.cpu('deployer').median:.2f} s",
+            f"{result.cpu('baseline').median:.2f} s",
+        ],
+        [
+            "CPU time of moto's server meanwhile, median",
             f"{result.server_cpu('deployer').median:.2f} s",
             f"{result.server_cpu('baseline').median:.2f} s",
         ],
@@ -48,7 +52,7 @@ def plan_section(result: PlanResult) -> str:
     phases = [[name, seconds(stats)] for name, stats in result.phases.items()]
     counts = result.counts
     lines = [
-        f"### `plan`, {result.jobs} jobs, moto's S3 server {latency}",
+        f"#### `plan`, {result.jobs} jobs, moto's S3 server {latency}",
         "",
         f"{result.jobs} jobs ({counts['unchanged']} unchanged, {counts['config']} config changed, "
         f"{counts['query']} query changed), {rounds} rounds alternating which goes first; "
@@ -102,7 +106,7 @@ def runner_section(result: RunnerResult) -> str:
         "ratio, shifted",
     ]
     lines = [
-        f"### Runner overhead, {result.rows:,} rows",
+        f"#### Runner overhead, {result.rows:,} rows",
         "",
         f"Parquet input of {result.rows:,} rows in {result.files} files, maxFilesPerTrigger "
         f"{result.max_files_per_trigger} ({batches} micro-batches), availableNow trigger, parquet "
@@ -137,7 +141,7 @@ def redeploy_section(result: RedeployResult) -> str:
     ]
     after.append(["whole `deploy` command", seconds(result.stats(lambda r: r.measured.seconds))])
     lines = [
-        "### Redeploy latency, config change of a running job",
+        "#### Redeploy latency, config change of a running job",
         "",
         f"A rate-micro-batch job (1 s trigger, parquet sink) on local[2]; {len(result.rounds)} "
         f"rounds, each changes its description and runs `deploy` (stop with checkpoint, restart "
@@ -154,29 +158,20 @@ def redeploy_section(result: RedeployResult) -> str:
     return "\n".join(lines)
 
 
-def header(command: str) -> str:
+def measured_with(command: str) -> str:
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return "\n".join(
-        [
-            f"Measured {now} on {machine()}, with:",
-            "",
-            "```",
-            command,
-            "```",
-            "",
-            "Times are median (best) of the rounds; ratios are ratios of medians measured side by "
-            "side in the same run.",
-        ]
-    )
+    return f"Measured {now} on {machine()} with `{command}`; times are median (best) of the rounds."
 
 
-def write_docs(path: Path, body: str) -> None:
-    """Replace what is between the results markers of `path` (or append them)."""
+def write_docs(path: Path, name: str, body: str) -> None:
+    """Replace the results block of benchmark `name` in `path` (or append one); the other
+    blocks and the prose around them stay."""
+    start, end = BLOCK.format(name=name, end="start"), BLOCK.format(name=name, end="end")
     text = path.read_text() if path.exists() else ""
-    block = f"{START}\n\n{body.strip()}\n\n{END}"
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        text = before + block + rest.split(END, 1)[1]
+    block = f"{start}\n\n{body.strip()}\n\n{end}"
+    if start in text and end in text:
+        before, rest = text.split(start, 1)
+        text = before + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip() + ("\n\n" if text else "") + block + "\n"
     path.write_text(text)
