@@ -38,7 +38,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=4_000_000, help="runner: input rows")
     parser.add_argument("--files", type=int, default=8, help="runner: input files")
     parser.add_argument("--max-files-per-trigger", type=int, default=2)
-    parser.add_argument("--runner-rounds", type=int, default=4)
+    parser.add_argument(
+        "--runner-rounds",
+        type=int,
+        default=6,
+        help="runner: a multiple of 3 puts each way first equally often",
+    )
     parser.add_argument("--redeploy-rounds", type=int, default=5)
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "fsr-bench")
     parser.add_argument("--max-load", type=float, default=1.5)

@@ -229,7 +229,7 @@ def run(
     rows: int = 4_000_000,
     files: int = 8,
     max_files_per_trigger: int = 2,
-    rounds: int = 4,
+    rounds: int = 6,
     say: Callable[[str], None] = print,
 ) -> RunnerResult:
     data = input_data(cache, rows, files, say)
