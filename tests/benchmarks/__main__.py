@@ -29,7 +29,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--only", default=",".join(BENCHMARKS), help="plan,runner,redeploy")
     parser.add_argument("--jobs", type=int, default=1000, help="plan: jobs and stored manifests")
-    parser.add_argument("--plan-rounds", type=int, default=5)
+    parser.add_argument("--plan-rounds", type=int, default=6)
     parser.add_argument(
         "--latency-ms",
         default="0,20",

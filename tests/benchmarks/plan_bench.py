@@ -158,14 +158,21 @@ def write_state(ws: Workspace, names: list[str]) -> None:
         (runs / f"{name}.json").write_text(json.dumps(record))
 
 
-def upload(env: dict[str, str], manifests: dict[str, str]) -> None:
+def s3_client(env: dict[str, str]) -> Any:
     import boto3
 
-    client = boto3.session.Session(
+    return boto3.session.Session(
         aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
         region_name=env["AWS_DEFAULT_REGION"],
     ).client("s3", endpoint_url=env["AWS_ENDPOINT_URL"])
+
+
+def upload(client: Any, manifests: dict[str, str]) -> bytes:
+    """Store the manifests, then let the store build its index (`_index.json`) as a deploy
+    does at its end; returns the index's body."""
+    from flink_sql_runner.stores.s3 import INDEX_KEY, S3Store
+
     client.create_bucket(Bucket=BUCKET)
 
     def put(item: tuple[str, str]) -> None:
@@ -173,6 +180,22 @@ def upload(env: dict[str, str], manifests: dict[str, str]) -> None:
 
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(put, manifests.items()))
+    store = S3Store(BUCKET, PREFIX, client=client)
+    store.read_many(store.list_names(), 16)
+    if not store.refresh_index():
+        raise RuntimeError("the store did not write its index")
+    return client.get_object(Bucket=BUCKET, Key=f"{PREFIX}{INDEX_KEY}")["Body"].read()
+
+
+def set_index(client: Any, body: bytes | None) -> None:
+    """Put the store's index in place (`body`) or take it away (None) before a run."""
+    from flink_sql_runner.stores.s3 import INDEX_KEY
+
+    key = f"{PREFIX}{INDEX_KEY}"
+    if body is None:
+        client.delete_object(Bucket=BUCKET, Key=key)
+    else:
+        client.put_object(Bucket=BUCKET, Key=key, Body=body)
 
 
 PHASES = (
@@ -200,93 +223,101 @@ class Timed:
     server_cpu: float
 
 
+#: What is compared: `plan` with the store's index (the state after any deploy), `plan` without
+#: it (a GET per manifest, as before the index existed), the original tool's sequential loop.
+WAYS = ("indexed", "cold", "baseline")
+
+
 @dataclass(frozen=True)
 class PlanResult:
     jobs: int
     latency_ms: float
     counts: dict[str, int]
-    deployer: tuple[Timed, ...]
-    baseline: tuple[Timed, ...]
-    phases: dict[str, Stats]
-    actions: dict[str, int]
+    timed: dict[str, tuple[Timed, ...]]
+    phases: dict[str, dict[str, Stats]]  # way -> phase -> seconds
     load: tuple[float, float]  # 1-minute load average before and after
 
     def seconds(self, way: str) -> Stats:
-        return Stats(tuple(t.measured.seconds for t in getattr(self, way)))
+        return Stats(tuple(t.measured.seconds for t in self.timed[way]))
 
     def cpu(self, way: str) -> Stats:
-        return Stats(tuple(t.measured.cpu_seconds for t in getattr(self, way)))
+        return Stats(tuple(t.measured.cpu_seconds for t in self.timed[way]))
 
     def server_cpu(self, way: str) -> Stats:
-        return Stats(tuple(t.server_cpu for t in getattr(self, way)))
+        return Stats(tuple(t.server_cpu for t in self.timed[way]))
 
     def peak_rss(self, way: str) -> float:
-        return max(t.measured.peak_rss_mib for t in getattr(self, way))
+        return max(t.measured.peak_rss_mib for t in self.timed[way])
 
-    @property
-    def speedup(self) -> float:
-        """Sequential time over plan time, medians of the same run."""
-        return self.seconds("baseline").median / self.seconds("deployer").median
+    def speedup(self, way: str) -> float:
+        """Sequential time over `way`'s, medians of the same run."""
+        return self.seconds("baseline").median / self.seconds(way).median
 
 
 def run(
     scratch: Path,
     jobs: int = 1000,
-    rounds: int = 5,
+    rounds: int = 6,
     latency_ms: float = 0,
     mix: Mix = Mix(),
     say: Callable[[str], None] = print,
 ) -> PlanResult:
-    """Build the workspace, start moto's server, then time both ways side by side, alternating
-    which goes first; the deployer's phases come from its own timing log."""
+    """Build the workspace, start moto's server, then time the three ways side by side,
+    rotating which goes first; `plan`'s phases come from its own timing log."""
     ws = write_inputs(scratch / f"plan-{latency_ms:g}ms", jobs)
     manifests, counts = stored_manifests(ws, mix)
     write_state(ws, sorted(manifests))
     with moto_server_process(latency_ms) as server:
         env = s3_env(server.url, scratch)
-        upload(env, manifests)
+        client = s3_client(env)
+        index = upload(client, manifests)
         say(f"  {jobs} jobs, {len(manifests)} stored manifests, moto at {server.url}")
         load_before = os.getloadavg()[0]
-        timed: dict[str, list[Timed]] = {"deployer": [], "baseline": []}
-        phase_samples: dict[str, list[float]] = {}
-        actions: dict[str, int] = {}
+        timed: dict[str, list[Timed]] = {way: [] for way in WAYS}
+        phases: dict[str, dict[str, list[float]]] = {"indexed": {}, "cold": {}}
         out, log = scratch / "plan.json", scratch / "timing.jsonl"
-        argv = {"deployer": plan_argv(ws), "baseline": baseline_argv(ws)}
         for round_ in range(rounds):
-            order = ("deployer", "baseline") if round_ % 2 == 0 else ("baseline", "deployer")
-            for way in order:
+            for way in WAYS[round_ % 3 :] + WAYS[: round_ % 3]:
+                if way != "baseline":
+                    set_index(client, index if way == "indexed" else None)
+                argv = baseline_argv(ws) if way == "baseline" else plan_argv(ws)
                 log.unlink(missing_ok=True)
                 cpu = server.cpu_seconds()
-                measured = run_measured(argv[way], env={**env, TIMING_ENV: str(log)}, stdout=out)
+                measured = run_measured(argv, env={**env, TIMING_ENV: str(log)}, stdout=out)
                 if measured.returncode != 0:
                     raise RuntimeError(f"{way} exited {measured.returncode}: {measured.stderr}")
                 timed[way].append(Timed(measured, server.cpu_seconds() - cpu))
-                if way == "deployer":
-                    actions = _actions(out)
-                    for phase, seconds in phase_seconds(measured, log).items():
-                        phase_samples.setdefault(phase, []).append(seconds)
-                else:
+                if way == "baseline":
                     _check_baseline(out, counts)
+                    continue
+                _check_plan(out, counts)
+                for phase, seconds in phase_seconds(measured, log).items():
+                    phases[way].setdefault(phase, []).append(seconds)
             say(
-                f"  round {round_ + 1}/{rounds}: plan {timed['deployer'][-1].measured.seconds:.2f}"
-                f" s, sequential {timed['baseline'][-1].measured.seconds:.2f} s"
+                f"  round {round_ + 1}/{rounds}: "
+                + ", ".join(f"{way} {timed[way][-1].measured.seconds:.2f} s" for way in WAYS)
             )
         load_after = os.getloadavg()[0]
-    expected = {"noop": counts["unchanged"]}
-    expected["stop-and-restart-from-checkpoint"] = counts["config"]
-    expected["stop-and-start-clean"] = counts["query"]
-    if actions != {k: v for k, v in expected.items() if v}:
-        raise RuntimeError(f"plan decided {actions}, expected {expected}")
     return PlanResult(
         jobs=jobs,
         latency_ms=latency_ms,
         counts=counts,
-        deployer=tuple(timed["deployer"]),
-        baseline=tuple(timed["baseline"]),
-        phases={k: Stats(tuple(v)) for k, v in phase_samples.items()},
-        actions=actions,
+        timed={way: tuple(done) for way, done in timed.items()},
+        phases={way: {k: Stats(tuple(v)) for k, v in p.items()} for way, p in phases.items()},
         load=(load_before, load_after),
     )
+
+
+def _check_plan(out: Path, counts: dict[str, int]) -> None:
+    """`plan` must decide what the workspace was built for."""
+    expected = {
+        "noop": counts["unchanged"],
+        "stop-and-restart-from-checkpoint": counts["config"],
+        "stop-and-start-clean": counts["query"],
+    }
+    found = _actions(out)
+    if found != {k: v for k, v in expected.items() if v}:
+        raise RuntimeError(f"plan decided {found}, expected {expected}")
 
 
 def _actions(out: Path) -> dict[str, int]:

@@ -33,45 +33,49 @@ def load_text(load: tuple[float, float]) -> str:
 
 def plan_section(result: PlanResult) -> str:
     latency = f"{result.latency_ms:g} ms added per S3 request" if result.latency_ms else "as is"
-    rounds = len(result.deployer)
-    deployer, baseline = result.seconds("deployer"), result.seconds("baseline")
+    ways = ("indexed", "cold", "baseline")
+
+    def row(label: str, value: Callable[[str], str]) -> list[str]:
+        return [label, *(value(way) for way in ways)]
+
     rows = [
-        ["wall time, median (best)", seconds(deployer), seconds(baseline)],
-        ["peak RSS", mib(result.peak_rss("deployer")), mib(result.peak_rss("baseline"))],
-        [
-            "CPU time of the process (user + system), median",
-            f"{result.cpu('deployer').median:.2f} s",
-            f"{result.cpu('baseline').median:.2f} s",
-        ],
-        [
-            "CPU time of moto's server meanwhile, median",
-            f"{result.server_cpu('deployer').median:.2f} s",
-            f"{result.server_cpu('baseline').median:.2f} s",
-        ],
+        row("wall time, median (best)", lambda w: seconds(result.seconds(w))),
+        row("speed-up over the sequential loop", lambda w: f"{result.speedup(w):.1f}x"),
+        row("peak RSS", lambda w: mib(result.peak_rss(w))),
+        row("CPU time of the process, median", lambda w: f"{result.cpu(w).median:.2f} s"),
+        row("CPU time of moto's server, median", lambda w: f"{result.server_cpu(w).median:.2f} s"),
     ]
-    phases = [[name, seconds(stats)] for name, stats in result.phases.items()]
-    counts = result.counts
+    phases = [
+        [name, seconds(result.phases["indexed"][name]), seconds(result.phases["cold"][name])]
+        for name in result.phases["indexed"]
+    ]
+    counts, indexed = result.counts, result.seconds("indexed").median
+    headers = ["", "`plan`", "`plan`, no index", "sequential loop (original way)"]
     lines = [
         f"#### `plan`, {result.jobs} jobs, moto's S3 server {latency}",
         "",
         f"{result.jobs} jobs ({counts['unchanged']} unchanged, {counts['config']} config changed, "
-        f"{counts['query']} query changed), {rounds} rounds alternating which goes first; "
-        f"load average {load_text(result.load)}.",
+        f"{counts['query']} query changed), {len(result.timed['baseline'])} rounds rotating which "
+        f"goes first; load average {load_text(result.load)}. `plan` reads the store's index "
+        "(written by every deploy) and the listing; without the index it GETs every manifest.",
         "",
-        markdown_table(["", "`plan` (this tool)", "sequential loop (original way)"], rows),
-        "",
-        f"**Speed-up: {result.speedup:.1f}x** (the sequential loop's median over `plan`'s).",
+        markdown_table(headers, rows),
         "",
         "Phases of `plan` (from its timing log), median (best):",
         "",
-        markdown_table(["phase", "time"], phases),
+        markdown_table(["phase", "`plan`", "`plan`, no index"], phases),
         "",
-        goal(result.speedup >= 5, f"at least 5x faster: {result.speedup:.1f}x"),
-        goal(deployer.median < 5, f"under 5 s: {deployer.median:.2f} s"),
         goal(
-            result.peak_rss("deployer") < 200,
-            f"peak memory under 200 MB: {mib(result.peak_rss('deployer'))}",
-        ),
+            result.speedup("indexed") >= 5, f"at least 5x faster: {result.speedup('indexed'):.1f}x"
+        )
+        + f" (no index: {result.speedup('cold'):.1f}x)",
+        goal(indexed < 5, f"under 5 s: {indexed:.2f} s")
+        + f" (no index: {result.seconds('cold').median:.2f} s)",
+        goal(
+            result.peak_rss("indexed") < 200,
+            f"peak memory under 200 MB: {mib(result.peak_rss('indexed'))}",
+        )
+        + f" (no index: {mib(result.peak_rss('cold'))})",
     ]
     return "\n".join(lines)
 
