@@ -22,7 +22,7 @@ from flink_sql_runner.files import replace_file
 MAX_METADATA_BYTES = 1024 * 1024
 _NUMERIC = re.compile(r"[0-9]+")
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_S3_SCHEMES = ("s3://", "s3a://")
+S3_SCHEMES = ("s3://", "s3a://")
 _CONTENT_TYPES = {".json": "application/json", ".yaml": "text/yaml", ".yml": "text/yaml"}
 
 
@@ -135,7 +135,7 @@ def local_path(uri: str) -> Path:
 
 
 def _is_s3(uri: str) -> bool:
-    return uri.startswith(_S3_SCHEMES)
+    return uri.startswith(S3_SCHEMES)
 
 
 def _numbers(names: list[str]) -> list[int]:

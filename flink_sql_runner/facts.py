@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
@@ -32,7 +33,7 @@ class StorageStateReader:
         self._client = None
 
     def _s3(self, location: str):  # type: ignore[no-untyped-def]
-        if location.startswith(("s3://", "s3a://")) and self._client is None:
+        if location.startswith(checkpoints.S3_SCHEMES) and self._client is None:
             from flink_sql_runner.stores.s3 import make_s3_client
 
             self._client = make_s3_client()
@@ -56,15 +57,22 @@ def gather(
     """Every fact the decision tree needs, read before anything is decided or done."""
     desired = {job.name: job for job in jobs}
     names = set(desired)
-    if include_orphans:
-        names |= set(store.list_names())
-    intents = IntentLog(store).read_all()
+    # Three independent questions (the store's listing, its intent records, what runs) are
+    # asked at once; answers are taken in this order, so the first failure is the one reported.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        listing = pool.submit(store.list_names)
+        pending = pool.submit(IntentLog(store).read_all)
+        runs = pool.submit(target.list_running)
+        listed = listing.result()
+        if include_orphans:
+            names |= set(listed)
+        intents = pending.result()
+        running = runs.result()
     if not include_orphans:
         intents = {name: intent for name, intent in intents.items() if name in desired}
     names |= set(intents)
     ordered = sorted(names)
     stored = store.read_many(ordered, workers)
-    running = target.list_running()
 
     def one(name: str) -> JobFacts:
         job, previous, intent = desired.get(name), stored.get(name), intents.get(name)
@@ -82,7 +90,9 @@ def gather(
             intent_checkpoint=intent_checkpoint if intent is not None else None,
         )
 
-    if workers <= 1 or len(ordered) <= 1:
+    # Local checkpoint folders answer in microseconds and threads would only queue for the
+    # GIL; remote ones (S3) wait on the network, many at once.
+    if workers <= 1 or len(ordered) <= 1 or not _any_remote(desired.values(), stored.values()):
         return [one(n) for n in ordered]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(one, ordered))
@@ -102,3 +112,10 @@ def _checkpoint_facts(
     location = f"{stored_root}/{name}/{stored.meta.query_version}"
     info = state.inspect(location)
     return CheckpointFacts(location, info.valid, info.last_committed, highest)
+
+
+def _any_remote(jobs: Iterable[Job], stored: Iterable[StoredManifest | None]) -> bool:
+    """Whether any checkpoint root, in git or in the store, is on S3."""
+    roots = [job.checkpoint_root for job in jobs]
+    roots += [str(manifest.job.get("checkpoint-root", "")) for manifest in stored if manifest]
+    return any(root.startswith(checkpoints.S3_SCHEMES) for root in roots)
