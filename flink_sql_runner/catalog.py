@@ -12,8 +12,9 @@ from flink_sql_runner.files import yaml_files
 from flink_sql_runner.schemas import document_problem, field_path, schema_problems
 from flink_sql_runner.yamlio import YamlProblem, read_yaml_file
 
-#: Formats Spark's file sink writes; the only output mode it supports is append.
-FILE_FORMATS = frozenset({"parquet", "json", "csv", "orc", "text"})
+#: Formats Spark's file sink writes; the only output mode it supports is append. (`avro` needs
+#: the spark-avro package on the cluster; it is a file format all the same.)
+FILE_FORMATS = frozenset({"parquet", "json", "csv", "orc", "text", "avro"})
 #: Formats that can only be read.
 SOURCE_ONLY_FORMATS = frozenset({"rate", "rate-micro-batch", "socket"})
 #: Formats that can only be written.
@@ -30,9 +31,24 @@ class Table:
     def format(self) -> str | None:
         return self.definition.get("format")
 
-    @property
-    def is_file_sink(self) -> bool:
-        return self.format in FILE_FORMATS
+
+def file_format(fmt: object) -> str | None:
+    """The short name of the file format `fmt` names, or None when it names none. Spark also
+    takes its older and class names for them (`org.apache.spark.sql.parquet`,
+    `com.databricks.spark.csv`, `...datasources.parquet.ParquetFileFormat`, a
+    `...ParquetDataSourceV2`), and writes each through its file sink all the same."""
+    if not isinstance(fmt, str):
+        return None
+    if fmt in FILE_FORMATS:
+        return fmt
+    lower = fmt.lower()
+    if not lower.startswith(("org.apache.spark.sql.", "com.databricks.spark.")):
+        return None
+    for segment in reversed(lower.split(".")):
+        for short in FILE_FORMATS:
+            if segment in (short, f"{short}fileformat", f"{short}datasourcev2"):
+                return short
+    return None
 
 
 #: Format names Spark or a common connector knows; a near miss of one of them is a typo.

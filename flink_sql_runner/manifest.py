@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.catalog import (
-    FILE_FORMATS,
     SINK_ONLY_FORMATS,
     SOURCE_ONLY_FORMATS,
     Catalog,
     definition_problems,
+    file_format,
 )
 from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.files import yaml_files
@@ -241,10 +241,11 @@ class JobLoader:
                 problem(
                     field_for(has_code), f"table {name!r} has format {fmt!r}, which cannot be read"
                 )
-            if fmt in FILE_FORMATS and "schema" not in definition:
+            if file_format(fmt) and "schema" not in definition:
                 problem(
                     field_for(has_code),
-                    f"table {name!r} is a {fmt} table read as a stream and needs a `schema`",
+                    f"table {name!r} is a {file_format(fmt)} table read as a stream and needs a "
+                    "`schema`",
                 )
             tables[name] = definition
 
@@ -265,8 +266,9 @@ class JobLoader:
                     "target-table", f"table {target!r} has format {fmt!r}, which cannot be written"
                 )
             mode = spec.get("outputMode", "append")
-            if fmt in FILE_FORMATS and mode != "append":
-                problem("outputMode", f"a {fmt} target supports only `append`, got {mode!r}")
+            if file_format(fmt) and mode != "append":
+                message = f"a {file_format(fmt)} target supports only `append`, got {mode!r}"
+                problem("outputMode", message)
             tables[target] = target_def
 
         # A table whose definition has problems (reported with the catalog) is not reported

@@ -35,7 +35,7 @@ from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_MANIFEST = 0, 1, 2
 SCHEMA_VERSION = 1
-FILE_FORMATS = ("parquet", "json", "csv", "orc", "text")
+FILE_FORMATS = ("parquet", "json", "csv", "orc", "text", "avro")
 POLL_SECONDS = 0.5
 #: How long a stop waits for the running micro-batch to finish before it interrupts it.
 BATCH_DRAIN_SECONDS = 30.0
@@ -303,9 +303,28 @@ def catalog_file_table(spark: Any, name: str) -> Any | None:
         return None
     table = catalog.getTableMetadata(identifier)
     provider = table.provider()
-    if provider.isEmpty() or provider.get().lower() not in FILE_FORMATS:
+    if provider.isEmpty() or not is_file_format(spark, provider.get()):
         return None
     return table
+
+
+def is_file_format(spark: Any, fmt: str) -> bool:
+    """Whether Spark writes `fmt` through its file sink (and its `_spark_metadata` log), under
+    any name Spark resolves: `parquet`, `Parquet`, `org.apache.spark.sql.parquet`, a FileFormat
+    or file DataSourceV2 class (a streaming write falls back to the FileFormat). Asks Spark's
+    own lookup; a name it cannot resolve is no file format (starting the query says why)."""
+    if fmt.lower() in FILE_FORMATS:
+        return True
+    jvm = spark._jvm
+    datasources = jvm.org.apache.spark.sql.execution.datasources
+    try:
+        conf = spark._jsparkSession.sessionState().conf()
+        found = datasources.DataSource.lookupDataSource(fmt, conf)
+    except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException and friends
+        return False
+    bases = ("FileFormat", "v2.FileDataSourceV2")
+    names = (f"org.apache.spark.sql.execution.datasources.{base}" for base in bases)
+    return any(jvm.java.lang.Class.forName(name).isAssignableFrom(found) for name in names)
 
 
 def file_sink_writer(
@@ -375,7 +394,7 @@ def shifted_file_sink(
             return None
         fmt, path = table.provider().get(), table.location().toString()
         options = {**options, "path": path}
-    elif target.get("format") in FILE_FORMATS:
+    elif "format" in target and is_file_format(spark, target["format"]):
         if not options.get("path"):
             raise BadManifest(f"the {target['format']} target needs options.path")
         fmt, path = target["format"], options["path"]

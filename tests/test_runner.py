@@ -142,25 +142,56 @@ def read_versions(spark: Any, path: Path) -> dict[int, list[int]]:
     return {version: sorted(ids) for version, ids in found.items()}
 
 
-def test_a_clean_start_into_a_used_file_sink_loses_no_rows(spark, tmp_path: Path):
+@pytest.mark.parametrize(
+    "sink_format",
+    ["parquet", "org.apache.spark.sql.parquet"],  # the second: Spark's older name, same sink
+)
+def test_a_clean_start_into_a_used_file_sink_loses_no_rows(spark, tmp_path: Path, sink_format: str):
     """SPEC's trap: a new checkpoint's batch 0.. would be skipped by the sink's old log."""
+
+    def job(version: int) -> dict[str, Any]:
+        doc = manifest(tmp_path, version=version)
+        doc["tables"]["people_out"]["format"] = sink_format
+        return doc
+
     write_input(tmp_path, "a", range(5))
     # A new sink: nothing to shift past, Spark's own sink writes directly.
-    assert run_to_end(spark, manifest(tmp_path, version=1)).startswith("FileSink")
+    assert run_to_end(spark, job(1)).startswith("FileSink")
     write_input(tmp_path, "b", range(5, 8))
-    run_to_end(spark, manifest(tmp_path, version=1))  # a second batch of version 1
+    run_to_end(spark, job(1))  # a second batch of version 1
     assert read_versions(spark, tmp_path / "out") == {1: list(range(8))}
 
     # Version 2 starts clean (new checkpoint) into the same sink folder and reads everything.
-    assert run_to_end(spark, manifest(tmp_path, version=2)) == "ForeachBatchSink"
+    assert run_to_end(spark, job(2)) == "ForeachBatchSink"
     assert read_versions(spark, tmp_path / "out") == {1: list(range(8)), 2: list(range(8))}
 
     # Restarted from its checkpoint with new input, version 2 keeps its shifted batch ids.
     write_input(tmp_path, "c", range(8, 10))
-    assert run_to_end(spark, manifest(tmp_path, version=2)) == "ForeachBatchSink"
+    assert run_to_end(spark, job(2)) == "ForeachBatchSink"
     assert read_versions(spark, tmp_path / "out") == {1: list(range(8)), 2: list(range(10))}
     record = json.loads((tmp_path / "ckpt" / "2" / job_runner.SINK_OFFSET_FILE).read_text())
     assert record["sink-batch-offset"] == 2
+
+
+@pytest.mark.parametrize(
+    "fmt, expected",
+    [
+        ("parquet", True),
+        ("Parquet", True),
+        ("org.apache.spark.sql.parquet", True),
+        ("org.apache.spark.sql.execution.datasources.json.JsonFileFormat", True),
+        ("org.apache.spark.sql.execution.datasources.v2.orc.OrcDataSourceV2", True),
+        ("com.databricks.spark.csv", True),
+        ("org.apache.spark.sql.execution.datasources.text.TextFileFormat", True),
+        ("rate", False),
+        ("console", False),
+        ("noop", False),
+        ("org.apache.spark.sql.execution.streaming.sources.TextSocketSourceProvider", False),
+        ("no.such.format", False),
+    ],
+)
+def test_spark_itself_says_which_formats_are_file_sinks(spark, fmt: str, expected: bool):
+    assert job_runner.is_file_format(spark, fmt) is expected
 
 
 def test_a_re_run_batch_is_not_written_twice(spark, tmp_path: Path):

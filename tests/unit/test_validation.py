@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.catalog import load_catalog
+from flink_sql_runner.catalog import file_format, load_catalog
 from flink_sql_runner.errors import InvalidInput
 from flink_sql_runner.manifest import load_jobs
 from tests.cli import run_cli
@@ -107,3 +107,46 @@ def test_symlink_loop_under_path_is_not_followed(tmp_path: Path):
     os.symlink(jobs, jobs / "loop")
     found = load_jobs([jobs], None, load_catalog([TABLES]), tmp_path / "state")
     assert [j.name for j in found] == ["expensive-orders"]
+
+
+@pytest.mark.parametrize(
+    "fmt, short",
+    [
+        ("parquet", "parquet"),
+        ("avro", "avro"),
+        ("org.apache.spark.sql.parquet", "parquet"),
+        ("org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat", "parquet"),
+        ("org.apache.spark.sql.execution.datasources.v2.json.JsonDataSourceV2", "json"),
+        ("org.apache.spark.sql.hive.orc", "orc"),
+        ("com.databricks.spark.csv", "csv"),
+        ("org.apache.spark.sql.avro.AvroFileFormat", "avro"),
+        ("org.apache.spark.sql.execution.datasources.text.TextFileFormat", "text"),
+        ("org.apache.spark.sql.execution.streaming.sources.TextSocketSourceProvider", None),
+        ("org.apache.spark.sql.kafka010.KafkaSourceProvider", None),
+        ("com.example.parquet.Sink", None),
+        ("delta", None),
+        ("rate", None),
+    ],
+)
+def test_spark_s_other_names_of_file_formats_are_file_formats(fmt: str, short: str | None):
+    """Spark resolves these names to the same file sources and sinks (DataSource's lookup,
+    checked against pyspark in tests/test_runner.py): the file rules apply to them too."""
+    assert file_format(fmt) == short
+
+
+def test_a_file_format_under_its_class_name_gets_the_file_rules(tmp_path: Path):
+    tables = tmp_path / "tables.yaml"
+    tables.write_text(
+        "tables:\n"
+        "  - name: src\n    format: org.apache.spark.sql.json\n    options: {path: /in}\n"
+        "  - name: out\n    format: org.apache.spark.sql.parquet\n    options: {path: /out}\n"
+    )
+    job = tmp_path / "job.yaml"
+    job.write_text("name: agg\ntarget-table: out\noutputMode: complete\nsql: SELECT * FROM src\n")
+    result = run_cli("validate", "--path", str(job), "--table-definition-path", str(tables))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"error: {job}: outputMode: a parquet target supports only `append`, got 'complete'",
+        f"error: {job}: sql: table 'src' is a json table read as a stream and needs a `schema`",
+        "2 problems; nothing was touched.",
+    ]
