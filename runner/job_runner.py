@@ -316,15 +316,16 @@ def is_file_format(spark: Any, fmt: str) -> bool:
     if fmt.lower() in FILE_FORMATS:
         return True
     jvm = spark._jvm
-    datasources = jvm.org.apache.spark.sql.execution.datasources
     try:
         conf = spark._jsparkSession.sessionState().conf()
-        found = datasources.DataSource.lookupDataSource(fmt, conf)
+        found = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            fmt, conf
+        )
     except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException and friends
         return False
-    bases = ("FileFormat", "v2.FileDataSourceV2")
-    names = (f"org.apache.spark.sql.execution.datasources.{base}" for base in bases)
-    return any(jvm.java.lang.Class.forName(name).isAssignableFrom(found) for name in names)
+    package = "org.apache.spark.sql.execution.datasources"
+    bases = (f"{package}.FileFormat", f"{package}.v2.FileDataSourceV2")
+    return any(jvm.java.lang.Class.forName(base).isAssignableFrom(found) for base in bases)
 
 
 def file_sink_writer(

@@ -144,7 +144,13 @@ def read_versions(spark: Any, path: Path) -> dict[int, list[int]]:
 
 @pytest.mark.parametrize(
     "sink_format",
-    ["parquet", "org.apache.spark.sql.parquet"],  # the second: Spark's older name, same sink
+    # Spark's short name, an older name, and the DataSourceV2 class (streaming falls back to
+    # the FileFormat): the same file sink each time.
+    [
+        "parquet",
+        "org.apache.spark.sql.parquet",
+        "org.apache.spark.sql.execution.datasources.v2.parquet.ParquetDataSourceV2",
+    ],
 )
 def test_a_clean_start_into_a_used_file_sink_loses_no_rows(spark, tmp_path: Path, sink_format: str):
     """SPEC's trap: a new checkpoint's batch 0.. would be skipped by the sink's old log."""
