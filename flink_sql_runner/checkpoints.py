@@ -18,11 +18,11 @@ from typing import Any, Protocol
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.files import replace_file
+from flink_sql_runner.s3uri import is_s3_uri, parse_s3_uri
 
 MAX_METADATA_BYTES = 1024 * 1024
 _NUMERIC = re.compile(r"[0-9]+")
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-S3_SCHEMES = ("s3://", "s3a://")
 _CONTENT_TYPES = {".json": "application/json", ".yaml": "text/yaml", ".yml": "text/yaml"}
 
 
@@ -79,7 +79,7 @@ def highest_version(job_location: str, s3_client: Any = None) -> int:
 
 def read_text(uri: str, s3_client: Any = None) -> str | None:
     """The file's text, or None when it does not exist."""
-    if _is_s3(uri):
+    if is_s3_uri(uri):
         data = _S3Folder(uri, s3_client).read_bytes("")
     else:
         data = _read_local(local_path(uri))
@@ -96,7 +96,7 @@ def write_text(uri: str, text: str, s3_client: Any = None, *, mode: int = 0o644)
 
     `mode` applies to local files from the first byte written (e.g. 0o600 for private files).
     """
-    if _is_s3(uri):
+    if is_s3_uri(uri):
         _S3Folder(uri, s3_client).put("", text.encode("utf-8"), _content_type(uri))
     else:
         _write_local(local_path(uri), text, mode)
@@ -104,7 +104,7 @@ def write_text(uri: str, text: str, s3_client: Any = None, *, mode: int = 0o644)
 
 def delete(uri: str, s3_client: Any = None) -> None:
     """Remove the file; a missing file is fine."""
-    if _is_s3(uri):
+    if is_s3_uri(uri):
         _S3Folder(uri, s3_client).delete("")
         return
     path = local_path(uri)
@@ -132,10 +132,6 @@ def local_path(uri: str) -> Path:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-
-
-def _is_s3(uri: str) -> bool:
-    return uri.startswith(S3_SCHEMES)
 
 
 def _numbers(names: list[str]) -> list[int]:
@@ -167,7 +163,7 @@ class _Folder(Protocol):
 
 
 def _folder(location: str, s3_client: Any) -> _Folder:
-    if _is_s3(location):
+    if is_s3_uri(location):
         return _S3Folder(location, s3_client)
     return _LocalFolder(local_path(location))
 
@@ -227,7 +223,7 @@ class _S3Folder:
     """A folder (or, with sub="", a single object) at an s3:// or s3a:// URI."""
 
     def __init__(self, uri: str, client: Any):
-        from flink_sql_runner.stores.s3 import make_s3_client, parse_s3_uri
+        from flink_sql_runner.stores.s3 import make_s3_client
 
         self.bucket, self.key = parse_s3_uri(uri)
         self.client = client if client is not None else make_s3_client()

@@ -10,6 +10,7 @@ from flink_sql_runner import checkpoints
 from flink_sql_runner.intents import IntentLog
 from flink_sql_runner.manifest import Job
 from flink_sql_runner.plan import CheckpointFacts, JobFacts
+from flink_sql_runner.s3uri import is_s3_uri
 from flink_sql_runner.stored import StoredManifest
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.targets.base import Target
@@ -33,7 +34,7 @@ class StorageStateReader:
         self._client = None
 
     def _s3(self, location: str):  # type: ignore[no-untyped-def]
-        if location.startswith(checkpoints.S3_SCHEMES) and self._client is None:
+        if is_s3_uri(location) and self._client is None:
             from flink_sql_runner.stores.s3 import make_s3_client
 
             self._client = make_s3_client()
@@ -118,4 +119,4 @@ def _any_remote(jobs: Iterable[Job], stored: Iterable[StoredManifest | None]) ->
     """Whether any checkpoint root, in git or in the store, is on S3."""
     roots = [job.checkpoint_root for job in jobs]
     roots += [str(manifest.job.get("checkpoint-root", "")) for manifest in stored if manifest]
-    return any(root.startswith(checkpoints.S3_SCHEMES) for root in roots)
+    return any(is_s3_uri(root) for root in roots)

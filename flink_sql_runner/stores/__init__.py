@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.s3uri import is_s3_uri, parse_s3_uri
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.local import LocalStore
 
@@ -13,8 +14,8 @@ def open_store(uri: str | None, state_dir: Path) -> ManifestStore:
     """`s3://bucket/prefix/`, a local folder, or (None) `<state-dir>/manifests`."""
     if not uri:
         return LocalStore(state_dir / "manifests")
-    if uri.startswith(("s3://", "s3a://")):
-        from flink_sql_runner.stores.s3 import S3Store, parse_s3_uri
+    if is_s3_uri(uri):
+        from flink_sql_runner.stores.s3 import S3Store
 
         bucket, prefix = parse_s3_uri(uri)
         if prefix and not prefix.endswith("/"):

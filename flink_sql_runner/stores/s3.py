@@ -28,7 +28,6 @@ INDEX_KEY = "_index.json"
 INDEX_SCHEMA_VERSION = 1
 SUFFIX = ".yaml"
 DEFAULT_READ_WORKERS = 16
-S3_SCHEMES = ("s3://", "s3a://")
 MISSING_KEY_CODES = ("NoSuchKey", "404")
 #: Attempts per request (1 + retries) unless AWS_MAX_ATTEMPTS or the profile says otherwise.
 DEFAULT_MAX_ATTEMPTS = 5
@@ -47,17 +46,6 @@ _HINTS = {
     "TooManyRequestsException": "the endpoint is throttling requests",
     "RequestLimitExceeded": "the endpoint is throttling requests",
 }
-
-
-def parse_s3_uri(uri: str) -> tuple[str, str]:
-    """`s3://bucket/some/key` or `s3a://...` -> ("bucket", "some/key"); the key may be ""."""
-    scheme = next((s for s in S3_SCHEMES if uri.startswith(s)), None)
-    if scheme is None:
-        raise FsrError(f"{uri!r} is not an S3 URI: use s3://bucket/key or s3a://bucket/key")
-    bucket, _, key = uri[len(scheme) :].partition("/")
-    if not bucket or any(c.isspace() for c in bucket):
-        raise FsrError(f"{uri!r}: no valid bucket name after {scheme}")
-    return bucket, key
 
 
 def make_s3_client(max_attempts: int = DEFAULT_MAX_ATTEMPTS, max_pool_connections: int = 64) -> Any:
