@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.plan import RunningJob
 from flink_sql_runner.runtime import app_name, parse_app_name, submission_record_beside
+from flink_sql_runner.stored import utc_now_iso
 from flink_sql_runner.targets import sparksubmit
 from flink_sql_runner.targets.base import Started, Stopped, Submission
 
@@ -151,7 +152,7 @@ class ClusterTarget:
             submission_id=submission_id,
             app_name=submission.app_name,
             run_id=submission.run_id,
-            submitted_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            submitted_at=utc_now_iso(),
         )
         location = submission_record_beside(submission.stop_marker)
         try:

@@ -18,6 +18,7 @@ from flink_sql_runner import procs
 from flink_sql_runner.checkpoints import write_text
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.plan import RunningJob
+from flink_sql_runner.stored import utc_now_iso
 from flink_sql_runner.stores.local import write_atomically
 from flink_sql_runner.targets.base import Started, Stopped, Submission
 from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_submit re-exported
@@ -144,7 +145,7 @@ class LocalTarget:
             "run-id": submission.run_id,
             "pid": process.pid,
             "started": started,
-            "started-at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "started-at": utc_now_iso(),
             "app-name": submission.app_name,
             "log": str(log_path),
             "stop-marker": submission.stop_marker,
