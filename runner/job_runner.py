@@ -57,13 +57,12 @@ class BadManifest(Exception):
     """The runtime manifest cannot be used; exit code 2."""
 
 
-def log(message: str) -> None:
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    print(f"{stamp} [flink-sql-runner] {message}", file=sys.stderr, flush=True)
-
-
 def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def log(message: str) -> None:
+    print(f"{utc_now()} [flink-sql-runner] {message}", file=sys.stderr, flush=True)
 
 
 # -- storage: local files directly, anything else through Spark's Hadoop file system -------------
