@@ -57,7 +57,8 @@ def tables_read(sql: str) -> list[str]:
 
 
 def sql_fingerprint(sql: str) -> str:
-    """Equal for texts that differ only in whitespace, comments or keyword case."""
+    """Equal for texts that differ only in whitespace, comments or keyword case; a literal's
+    case (`r'Bob'` against `r'bob'`) is a change."""
     try:
         tokens = sqlglot.tokenize(sql, read=DIALECT)
     except TokenError:
@@ -66,11 +67,19 @@ def sql_fingerprint(sql: str) -> str:
         tokens = tokens[:-1]
     parts = []
     for token in tokens:
-        text = token.text
-        if token.token_type.name not in ("VAR", "STRING", "IDENTIFIER", "NUMBER"):
+        kind, text = token.token_type.name, token.text
+        if _is_keyword(kind, text):
             text = text.upper()
-        parts.append(f"{token.token_type.name}:{text}")
+        parts.append(f"{kind}:{text}")
     return "sql:" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+def _is_keyword(kind: str, text: str) -> bool:
+    """A keyword, whose case Spark ignores. Literals of every kind (strings, raw strings
+    `r'...'`, hex, bit and byte strings), names and numbers keep their case."""
+    if kind in ("VAR", "IDENTIFIER", "NUMBER", "PARAMETER") or "STRING" in kind:
+        return False
+    return text.replace("_", "").isalpha()
 
 
 def code_fingerprint(code: str) -> str:

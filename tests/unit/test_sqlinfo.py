@@ -69,3 +69,23 @@ def test_code_problem():
     assert code_problem("x: int = 1\nexecution_output: object = x") is None
     assert "execution_output" in code_problem("result = 1")
     assert "not valid Python" in code_problem("execution_output = = 1")
+
+
+@pytest.mark.parametrize(
+    "before, after",
+    [
+        ("SELECT * FROM t WHERE name RLIKE r'Bob'", "SELECT * FROM t WHERE name RLIKE r'bob'"),
+        ("SELECT x'1F' AS b FROM t", "SELECT X'1E' AS b FROM t"),
+        ("SELECT 'Bob' FROM t", "SELECT 'bob' FROM t"),
+        ('SELECT "Bob" FROM t', 'SELECT "bob" FROM t'),
+        ("SELECT Name FROM t", "SELECT name FROM t"),
+    ],
+)
+def test_a_literal_or_name_whose_case_changed_is_a_change(before: str, after: str) -> None:
+    assert sql_fingerprint(before) != sql_fingerprint(after)
+
+
+def test_keyword_case_whitespace_and_comments_are_no_change() -> None:
+    assert sql_fingerprint("select a from t where a rlike r'Bob' -- note") == sql_fingerprint(
+        "SELECT a\n  FROM t /* c */ WHERE a RLIKE r'Bob';"
+    )
