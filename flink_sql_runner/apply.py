@@ -1,41 +1,52 @@
-"""Carrying out a plan: stop, start, wait for health, and only then record the manifest."""
+"""Carrying out a plan: each decision's steps, in order, for `parallelism` jobs at a time.
+
+The executor interprets steps (steps.py); it does not re-derive why. Around them it keeps the
+promises that need more than one step:
+
+- An intent record (intents.py) is written before a job's first side effect and moved forward
+  phase by phase, so a deployer killed at any moment leaves enough for the next deploy to settle
+  on evidence of the run itself.
+- Before every side effect it checks that it still holds the store's lease (lock.py).
+- A start counts only once its run reports a completed trigger. When it does not, the new run
+  is stopped and, once it is confirmed gone, the decision's rollback runs: the previous run is
+  started again from its checkpoint and the store keeps the previous manifest. A new run that
+  cannot be confirmed gone is never joined by another: the job is reported, the intent kept.
+"""
 
 from __future__ import annotations
 
 import json
 import time
+import traceback
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.intents import IntentLog, new_intent
-from flink_sql_runner.manifest import Job
-from flink_sql_runner.plan import Action, Decision, Plan, RunningJob
+from flink_sql_runner.facts import HEALTHY_STATES
+from flink_sql_runner.intents import Intent, IntentLog, Phase, new_intent
+from flink_sql_runner.lock import LeaseLost, StoreLock
+from flink_sql_runner.plan import Action, Decision, Plan
 from flink_sql_runner.progress import Progress
+from flink_sql_runner.runs import Liveness, Run
 from flink_sql_runner.runtime import ControlFiles, app_name, runtime_manifest, spark_conf
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.steps import (
+    Archive,
+    AwaitRun,
+    DropIntent,
+    Record,
+    StartRun,
+    Step,
+    StopRun,
+    checkpoint_location,
+)
+from flink_sql_runner.storage import Storage
+from flink_sql_runner.stored import StoredManifest
 from flink_sql_runner.stores.base import ManifestStore
-from flink_sql_runner.targets.base import Started, Submission, Target
+from flink_sql_runner.targets.base import Started, Submission, SubmitOutcomeUnknown, Target
 from flink_sql_runner.timing import mark
-
-HEALTHY_STATES = ("active", "finished")
-#: Decisions that change nothing on the cluster: no progress line for them.
-QUIET_ACTIONS = (Action.NOOP, Action.ORPHANED, Action.ERROR)
-
-
-class ControlStorage(Protocol):
-    """Files on the checkpoint's storage: the runner's control files and runtime manifests."""
-
-    def read_text(self, location: str) -> str | None: ...
-
-    def write_text(self, location: str, text: str) -> None: ...
-
-    def delete(self, location: str) -> None: ...
-
-    def is_empty(self, location: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -52,25 +63,48 @@ class JobResult:
     summary: str
     detail: str = ""
     steps: list[str] = field(default_factory=list)
+    #: done, unchanged, failed, rolled-back, held-back
+    outcome: str = "done"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "summary": self.summary, "steps": self.steps, "detail": self.detail}
+        return {
+            "ok": self.ok,
+            "outcome": self.outcome,
+            "summary": self.summary,
+            "steps": self.steps,
+            "detail": self.detail,
+        }
+
+
+class StartFailed(FsrError):
+    """A start ended without a healthy run. `gone`: its run is confirmed gone (or never
+    existed), so another may start; otherwise it may still write."""
+
+    def __init__(self, message: str, gone: bool):
+        super().__init__(message)
+        self.gone = gone
+
+
+def _first_line(text: str) -> str:
+    lines = str(text).splitlines()
+    return lines[0] if lines else ""
 
 
 class Executor:
-    """Carries out a plan, `parallelism` jobs at a time; each job's result is reported as it
-    completes. Before each start it writes an intent record (intents.py), so that a deployer
-    killed at any moment leaves enough behind for the next deploy to converge."""
+    """Carries out a plan, `parallelism` jobs at a time, each job after the jobs its decision
+    names in `after`; each job's result is reported as it completes."""
 
     def __init__(
         self,
         store: ManifestStore,
         target: Target,
-        storage: ControlStorage,
+        storage: Storage,
         timeouts: Timeouts = Timeouts(),
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         parallelism: int = 1,
+        lease: StoreLock | None = None,
+        debug: bool = False,
     ):
         self.store = store
         self.intents = IntentLog(store)
@@ -80,12 +114,18 @@ class Executor:
         self.clock = clock
         self.sleep = sleep
         self.parallelism = max(1, parallelism)
+        self.lease = lease
+        self.debug = debug
 
+    # -- scheduling ---------------------------------------------------------------------------
     def apply(self, plan: Plan, progress: Progress | None = None) -> dict[str, JobResult]:
         """Every decision's result, by job name in plan order."""
+        results: dict[str, JobResult] = {}
+        waiting = list(plan.decisions)
+        names = {d.name for d in plan.decisions}
 
         def one(decision: Decision) -> JobResult:
-            acts = decision.action not in QUIET_ACTIONS
+            acts = bool(decision.steps)
             if progress and acts:
                 progress.started(decision.name, decision.action.value)
             result = self.apply_one(decision)
@@ -93,153 +133,290 @@ class Executor:
                 progress.finished(decision.name, result.ok)
             return result
 
-        if self.parallelism == 1 or len(plan.decisions) <= 1:
-            results = [one(d) for d in plan.decisions]
-        else:
-            with ThreadPoolExecutor(self.parallelism, thread_name_prefix="deploy") as pool:
-                results = list(pool.map(one, plan.decisions))
-        return {d.name: r for d, r in zip(plan.decisions, results, strict=True)}
+        with ThreadPoolExecutor(self.parallelism, thread_name_prefix="deploy") as pool:
+            running: dict[Future[JobResult], Decision] = {}
+            while waiting or running:
+                for decision in list(waiting):
+                    before = [a for a in decision.after if a in names]
+                    if any(a not in results for a in before):
+                        continue
+                    waiting.remove(decision)
+                    failed = [a for a in before if not results[a].ok]
+                    if failed:
+                        results[decision.name] = _held_back(decision, failed)
+                    else:
+                        running[pool.submit(one, decision)] = decision
+                if not running:
+                    for decision in waiting:  # a cycle of `after`: never the case in a plan
+                        results[decision.name] = _held_back(decision, list(decision.after))
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    results[running.pop(future).name] = future.result()
+        return {d.name: results[d.name] for d in plan.decisions}
 
     def apply_one(self, decision: Decision) -> JobResult:
-        result = JobResult(decision.name, True, "")
+        result = JobResult(decision.name, True, "", outcome="unchanged")
         try:
-            self._settle_intent(decision, result)
-            if decision.action is Action.NOOP:
-                result.summary = "unchanged"
-            elif decision.action is Action.ORPHANED:
-                result.summary = "left alone (orphaned)"
-            elif decision.action is Action.ERROR:
-                result.ok, result.summary = False, decision.reason
-            elif decision.action is Action.PRUNE:
-                self._prune(decision, result)
+            if decision.action is Action.ERROR:
+                result.ok, result.summary, result.outcome = False, decision.reason, "failed"
+            elif not decision.steps:
+                orphaned = decision.action is Action.ORPHANED
+                result.summary = "left alone (orphaned)" if orphaned else "unchanged"
             else:
-                self._act(decision, result)
+                result.outcome = "done"
+                self._carry_out(decision, result)
         except FsrError as exc:
-            result.ok = False
-            result.summary = str(exc).splitlines()[0]
+            result.ok, result.outcome = False, "failed"
+            result.summary = _first_line(str(exc))
             result.detail = "\n".join(str(exc).splitlines()[1:])
+        except Exception as exc:  # noqa: BLE001 - one job's surprise must not stop the others
+            result.ok, result.outcome = False, "failed"
+            result.summary = f"unexpected error: {type(exc).__name__}: {_first_line(str(exc))}"
+            if self.debug:
+                result.detail = traceback.format_exc()
         return result
 
-    def _settle_intent(self, decision: Decision, result: JobResult) -> None:
-        if decision.adopt is not None:
-            self.store.write(decision.adopt)
-            self.intents.delete(decision.name)
-            version = decision.adopt.meta.query_version
-            result.steps.append(f"recorded v{version}, started by an interrupted deploy")
-        elif decision.discard_intent:
-            self.intents.delete(decision.name)
-            result.steps.append("dropped the intent record of an interrupted deploy")
+    # -- one decision ---------------------------------------------------------------------------
+    def _check(self) -> None:
+        if self.lease is not None:
+            self.lease.check()
 
-    def _act(self, decision: Decision, result: JobResult) -> None:
-        facts = decision.facts
-        assert facts is not None and facts.desired is not None
-        job, stored = facts.desired, decision.adopt or facts.stored
-        if decision.action is Action.STOP:
-            assert stored is not None and facts.running is not None
-            stopped = self._stop(stored, facts.running)
-            result.steps.append(f"stopped v{stored.meta.query_version}: {stopped}")
-            stopped_spec = {**stored.job, "desired-state": "stopped"}
-            self.store.write(replace(stored, job=stopped_spec))
-            result.summary = "stopped with its checkpoint; stays stopped"
-            return
-        assert decision.version is not None
-        if decision.action.clean:
-            meta = Meta.new(decision.version)
-            location = job.checkpoint_location(decision.version)
-            if not self.storage.is_empty(location):
-                raise FsrError(f"refusing a clean start: checkpoint folder {location} is not empty")
-        else:
-            assert stored is not None
-            meta = stored.meta
-        manifest = StoredManifest(job.spec, job.tables, meta)
+    def _carry_out(self, decision: Decision, result: JobResult) -> None:
+        """The decision's steps; on a start that is not healthy, its rollback. Sets `result`;
+        FsrError when the job failed."""
+        name = decision.name
         run_id = str(uuid.uuid4())
-        self.intents.write(new_intent(manifest, decision.action.value, run_id))
+        record = [s.manifest for s in decision.steps if isinstance(s, Record)]
+        intent: Intent | None = None
+
+        def phase(to: Phase, submission_id: str | None = None) -> None:
+            """Write the intent record before the first stop or start (an interrupted deploy's
+            own record, if any, stays until its DropIntent step), then move it forward."""
+            nonlocal intent
+            self._check()
+            if intent is None:
+                if to is not Phase.INTENDED:
+                    return
+                first = next(s for s in decision.steps if isinstance(s, (StopRun, StartRun)))
+                manifest = record[-1] if record else first.manifest
+                intent = new_intent(manifest, decision.action.value, run_id)
+            elif to is Phase.INTENDED:
+                return
+            else:
+                intent = intent.at(to, submission_id)
+            self.intents.write(intent)
+
         try:
-            if decision.action.stops:
-                assert facts.running is not None and stored is not None
-                stopped = self._stop(stored, facts.running)
-                result.steps.append(f"stopped v{stored.meta.query_version}: {stopped}")
-            started, seconds = self.start(job, meta, run_id)
-        except FsrError:
-            self.intents.delete(job.name)  # nothing new runs: the stored manifest stands
+            self._steps(decision.steps, result, run_id, phase)
+        except StartFailed as failure:
+            if not failure.gone:
+                raise FsrError(
+                    f"{_first_line(str(failure))}; the run may still be up, so nothing else "
+                    f"is started for {name} (the next deploy settles it)"
+                ) from None
+            phase(Phase.FAILED)
+            if not decision.rollback:
+                self.intents.delete(name)
+                raise
+            phase(Phase.ROLLING_BACK)
+            try:
+                self._steps(decision.rollback, result, str(uuid.uuid4()), lambda *_: None)
+            except StartFailed as again:
+                if again.gone:
+                    self.intents.delete(name)
+                raise FsrError(
+                    f"{_first_line(str(failure))}; and the rollback failed too: "
+                    f"{_first_line(str(again))}"
+                ) from None
+            self.intents.delete(name)
+            back = next(s for s in decision.rollback if isinstance(s, StartRun))
+            result.ok, result.outcome = False, "rolled-back"
+            result.summary = (
+                f"rolled back: v{back.manifest.meta.query_version} running again from its "
+                f"checkpoint, the store unchanged ({_first_line(str(failure))})"
+            )
+            result.detail = "\n".join(str(failure).splitlines()[1:])
+            return
+        except LeaseLost:
+            raise  # not this deploy's store any more: no cleanup either
+        except BaseException:
+            if intent is not None and not intent.phase.submitted:
+                self._forget_intent(name)  # nothing new can exist: the old facts stand
             raise
-        result.steps.append(f"started v{meta.query_version} ({started.running.detail})")
-        self.store.write(manifest)
-        self.intents.delete(job.name)
-        mark("recorded", job=job.name)
-        how = "clean" if decision.action.clean else "from checkpoint"
-        result.summary = (
-            f"running v{meta.query_version} ({how}), healthy after {seconds:.1f} s; "
-            "manifest recorded"
-        )
+        if intent is not None or any(isinstance(s, DropIntent) for s in decision.steps):
+            self.intents.delete(name)
+        if not result.summary:
+            result.summary = "; ".join(result.steps[-1:]) or "done"
 
-    def _prune(self, decision: Decision, result: JobResult) -> None:
-        facts = decision.facts
-        assert facts is not None
-        stored = decision.adopt or facts.stored
-        assert stored is not None
-        if facts.running is not None:
-            stopped = self._stop(stored, facts.running)
-            result.steps.append(f"stopped v{stored.meta.query_version}: {stopped}")
-        where = self.store.archive(decision.name)
-        result.summary = f"pruned: checkpoint kept, manifest archived to {where}"
+    def _forget_intent(self, name: str) -> None:
+        try:
+            self.intents.delete(name)
+        except FsrError:
+            pass  # the next deploy drops it on the same evidence
 
-    def _stop(self, stored: StoredManifest, running: RunningJob) -> str:
-        root = str(stored.job["checkpoint-root"]).rstrip("/")
-        control = ControlFiles.of(f"{root}/{stored.name}", stored.meta.query_version)
-        mark("stopping", job=stored.name)
-        stopped = self.target.stop(running, control.stop_marker, self.timeouts.stop)
-        mark("stopped", job=stored.name)
+    def _steps(
+        self,
+        steps: tuple[Step, ...],
+        result: JobResult,
+        run_id: str,
+        phase: Callable[..., None],
+    ) -> None:
+        for step in steps:
+            self._check()
+            if isinstance(step, DropIntent):
+                self.intents.delete(result.name)
+                result.steps.append(
+                    f"dropped the intent record of an interrupted deploy ({step.why})"
+                )
+            elif isinstance(step, StopRun):
+                phase(Phase.INTENDED)
+                how = self._stop(step.run, step.manifest)
+                phase(Phase.OLD_STOPPED)
+                result.steps.append(f"stopped v{step.run.version}: {how}")
+            elif isinstance(step, StartRun):
+                phase(Phase.INTENDED)
+                phase(Phase.SUBMITTING)
+                started, seconds = self.start(
+                    step.manifest,
+                    step.clean,
+                    run_id,
+                    step.source,
+                    on_submitted=lambda run: phase(Phase.SUBMITTED, run.submission_id),
+                )
+                phase(Phase.HEALTHY)
+                how = "clean" if step.clean else "from checkpoint"
+                version = step.manifest.meta.query_version
+                result.steps.append(f"started v{version} ({started.run.detail})")
+                result.summary = f"running v{version} ({how}), healthy after {seconds:.1f} s"
+            elif isinstance(step, AwaitRun):
+                control = self._control(step.manifest, step.run.version)
+                seconds = self.await_healthy(step.run, control)
+                phase(Phase.HEALTHY)
+                result.steps.append(f"{step.run.describe()} became healthy")
+                result.summary = f"running v{step.run.version}, healthy after {seconds:.1f} s"
+            elif isinstance(step, Record):
+                self.store.write(step.manifest)
+                mark("recorded", job=result.name)
+                result.steps.append(f"recorded v{step.manifest.meta.query_version}")
+                if result.summary:
+                    result.summary += "; manifest recorded"
+                elif step.manifest.job.get("desired-state") == "stopped":
+                    result.summary = "stopped with its checkpoint; stays stopped"
+            elif isinstance(step, Archive):
+                where = self.store.archive(step.name)
+                result.summary = f"pruned: checkpoint kept, manifest archived to {where}"
+
+    # -- stopping and starting ------------------------------------------------------------------
+    @staticmethod
+    def _control(manifest: StoredManifest, version: int | None) -> ControlFiles:
+        root = str(manifest.job["checkpoint-root"]).rstrip("/")
+        return ControlFiles.of(f"{root}/{manifest.name}", version or manifest.meta.query_version)
+
+    def _stop(self, run: Run, manifest: StoredManifest) -> str:
+        """Stop `run` and return how; StopNotConfirmed (nothing is started then) when the
+        target cannot confirm it is gone."""
+        control = self._control(manifest, run.version)
+        mark("stopping", job=run.name)
+        stopped = self.target.stop(run, control.stop_marker, self.timeouts.stop)
+        mark("stopped", job=run.name)
         self.storage.delete(control.stop_marker)
         return stopped.how
 
-    def start(self, job: Job, meta: Meta, run_id: str | None = None) -> tuple[Started, float]:
-        """Start one run and wait until it is healthy; on failure, nothing keeps running."""
-        version = meta.query_version
+    def start(
+        self,
+        manifest: StoredManifest,
+        clean: bool,
+        run_id: str | None = None,
+        source: str = "",
+        on_submitted: Callable[[Run], None] | None = None,
+    ) -> tuple[Started, float]:
+        """Start one run and wait until it is healthy. StartFailed otherwise, saying whether
+        the run is confirmed gone."""
+        version = manifest.meta.query_version
         run_id = run_id or str(uuid.uuid4())
-        control = ControlFiles.of(f"{job.checkpoint_root}/{job.name}", version)
-        document = runtime_manifest(job, meta, run_id, control)
-        plain, secret = spark_conf(job, version)
-        manifest_location = control.runtime_manifest
+        control = self._control(manifest, version)
+        location = checkpoint_location(manifest)
+        if clean and not self.storage.is_empty(location):
+            raise StartFailed(
+                f"refusing a clean start: checkpoint folder {location} is not empty", True
+            )
+        try:
+            document = runtime_manifest(manifest, run_id, control, source or manifest.name)
+            plain, secret = spark_conf(manifest, source or manifest.name)
+        except FsrError as exc:
+            raise StartFailed(str(exc), True) from None
         self.storage.delete(control.stop_marker)
         self.storage.delete(control.status_file)
-        self.storage.write_text(manifest_location, json.dumps(document, indent=2))
+        self.storage.write_text(
+            control.runtime_manifest, json.dumps(document, indent=2), private=True
+        )
         submission = Submission(
-            name=job.name,
+            name=manifest.name,
             version=version,
             run_id=run_id,
-            app_name=app_name(job.name, version),
-            runtime_manifest=manifest_location,
+            app_name=app_name(manifest.name, version),
+            runtime_manifest=control.runtime_manifest,
             spark_conf=plain,
             secret_conf=secret,
             stop_marker=control.stop_marker,
             status_file=control.status_file,
         )
         begun = self.clock()
-        mark("submitting", job=job.name)
-        started = self.target.submit(submission)
-        mark("submitted", job=job.name)
-        problem = self._wait_healthy(started.running, control)
+        mark("submitting", job=manifest.name)
+        try:
+            started = self.target.submit(submission)
+        except SubmitOutcomeUnknown as exc:
+            liveness = self.target.liveness(exc.run)
+            if liveness is Liveness.GONE:
+                raise StartFailed(f"{exc} (it is not running)", True) from None
+            if liveness is Liveness.UNKNOWN:
+                raise StartFailed(f"{exc}; whether it started cannot be told", False) from None
+            started = Started(exc.run)
+        except FsrError as exc:
+            raise StartFailed(str(exc), True) from None
+        mark("submitted", job=manifest.name)
+        if on_submitted is not None:
+            on_submitted(started.run)
+        problem = self._wait_healthy(started.run, control)
+        self.target.launched(started.run)
         if problem is None:
-            mark("healthy", job=job.name)
+            mark("healthy", job=manifest.name)
             return started, self.clock() - begun
-        if self.target.is_alive(started.running):
-            self.target.stop(started.running, control.stop_marker, self.timeouts.stop)
-        self.storage.delete(control.stop_marker)
-        detail = self.target.failure_detail(started.running)
-        raise FsrError(f"{problem}\n{detail}".rstrip())
+        raise self._not_healthy(started.run, control, problem)
 
-    def _wait_healthy(self, running: RunningJob, control: ControlFiles) -> str | None:
+    def await_healthy(self, run: Run, control: ControlFiles) -> float:
+        """Wait for a run started earlier (by an interrupted deploy) to be healthy."""
+        begun = self.clock()
+        problem = self._wait_healthy(run, control)
+        if problem is None:
+            return self.clock() - begun
+        raise self._not_healthy(run, control, problem)
+
+    def _not_healthy(self, run: Run, control: ControlFiles, problem: str) -> StartFailed:
+        """Stop a run that did not become healthy; say whether it is confirmed gone."""
+        if self.target.liveness(run) is not Liveness.GONE:
+            try:
+                self.target.stop(run, control.stop_marker, self.timeouts.stop)
+            except FsrError as exc:
+                return StartFailed(f"{problem}; it could not be stopped: {exc}", False)
+        self.storage.delete(control.stop_marker)
+        detail = self.target.failure_detail(run)
+        return StartFailed(f"{problem}\n{detail}".rstrip(), True)
+
+    def _wait_healthy(self, run: Run, control: ControlFiles) -> str | None:
         """None once the run reports a completed trigger; otherwise why it is not healthy."""
         deadline = self.clock() + self.timeouts.start
         while True:
-            status = self._status(control, running.run_id)
+            status = self._status(control, run.run_id)
+            if status:
+                self.target.launched(run)
             if status and status.get("state") in HEALTHY_STATES:
                 return None
             if status and status.get("state") == "failed":
                 return f"the job failed: {status.get('error') or 'no message'}"
-            if not self.target.is_alive(running):
-                status = self._status(control, running.run_id)
+            if self.target.liveness(run) is Liveness.GONE:
+                status = self._status(control, run.run_id)
                 if status and status.get("state") in HEALTHY_STATES:
                     return None
                 error = status.get("error") if status else None
@@ -249,11 +426,23 @@ class Executor:
             self.sleep(self.timeouts.poll)
 
     def _status(self, control: ControlFiles, run_id: str | None) -> dict[str, Any] | None:
-        text = self.storage.read_text(control.status_file)
+        try:
+            text = self.storage.read_text(control.status_file)
+        except FsrError:
+            return None  # not readable now: asked again at the next poll
         if not text:
             return None
         try:
             status = json.loads(text)
         except ValueError:
             return None
-        return status if status.get("run-id") == run_id else None
+        return status if isinstance(status, dict) and status.get("run-id") == run_id else None
+
+
+def _held_back(decision: Decision, failed: list[str]) -> JobResult:
+    return JobResult(
+        decision.name,
+        False,
+        f"held back: {', '.join(failed)} did not finish first",
+        outcome="held-back",
+    )

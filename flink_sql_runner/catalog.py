@@ -146,19 +146,31 @@ def _semantic_problems(entry: dict[str, Any]) -> list[tuple[str, str]]:
                 "set exactly one of `format` (a path/format table) or `table` (a catalog table)",
             )
         ]
+    found = [
+        (
+            f"options.{key}",
+            "the deployer sets the checkpoint location per version "
+            "(<checkpoint-root>/<name>/<version>); remove it",
+        )
+        for key in (entry.get("options") or {})
+        if str(key).lower() == "checkpointlocation"
+    ]
     fmt = entry.get("format")
     if not isinstance(fmt, str) or fmt in KNOWN_FORMATS:
-        return []
+        return found
     known = _KNOWN_BY_LOWER.get(fmt.lower())
     if known is not None:
-        return [("format", f"write {fmt!r} as {known!r}; the deployer matches names exactly")]
+        return [
+            *found,
+            ("format", f"write {fmt!r} as {known!r}; the deployer matches names exactly"),
+        ]
     close = difflib.get_close_matches(fmt.lower(), list(_KNOWN_BY_LOWER), n=1, cutoff=0.8)
     if close:
-        return [
+        found.append(
             (
                 "format",
                 f"unknown format {fmt!r}; did you mean {_KNOWN_BY_LOWER[close[0]]!r}? (another "
                 "data source: give its fully qualified class name)",
             )
-        ]
-    return []
+        )
+    return found

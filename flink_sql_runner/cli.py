@@ -145,7 +145,12 @@ def remote_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--master",
             envvar=_env("MASTER"),
             help="Spark master URL [default: local[*] for local, yarn for yarn]; standalone: "
-            "the master's REST gateway, spark://HOST:6066; kubernetes: k8s://https://HOST:PORT.",
+            "spark://HOST:7077; kubernetes: k8s://https://HOST:PORT.",
+        ),
+        click.option(
+            "--rest-gateway",
+            envvar=_env("REST_GATEWAY"),
+            help="standalone: the master's REST gateway [default: http://<master host>:6066].",
         ),
         click.option(
             "--cluster-api",
@@ -232,6 +237,7 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         cluster_api=kw.get("cluster_api"),
         namespace=kw.get("namespace"),
         runner_path=kw.get("runner_path"),
+        rest_gateway=kw.get("rest_gateway"),
         timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
         parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
@@ -366,6 +372,7 @@ def deploy(
     One deploy at a time per manifest store: a second one waits for the lock (--lock-timeout).
     """
     deployment = Deployment(settings_from(paths, **kw))
+    deployment.debug = debug
     jobs = deployment.load()
     return _deploy(deployment, jobs, output, dry_run, include_orphans=True, prune=prune)
 
@@ -386,6 +393,7 @@ def deploy(
 def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, **kw: Any) -> int:
     """Deploy a single job."""
     deployment = Deployment(settings_from((), **kw))
+    deployment.debug = debug
     job = deployment.load_one(job_config_path)
     return _deploy(deployment, [job], output, dry_run, include_orphans=False)
 

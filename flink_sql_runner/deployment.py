@@ -10,16 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flink_sql_runner import checkpoints
-from flink_sql_runner.apply import QUIET_ACTIONS, Executor, JobResult, Timeouts
+from flink_sql_runner.apply import Executor, JobResult, Timeouts
 from flink_sql_runner.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
-from flink_sql_runner.facts import GATHER_WORKERS, StorageStateReader, gather
+from flink_sql_runner.facts import GATHER_WORKERS, gather
 from flink_sql_runner.lock import StoreLock, locked
 from flink_sql_runner.manifest import Job, JobLoader, load_jobs, load_template
 from flink_sql_runner.plan import Plan, build_plan
 from flink_sql_runner.progress import Progress
+from flink_sql_runner.runs import Liveness
 from flink_sql_runner.runtime import ControlFiles
+from flink_sql_runner.storage import FileStorage, Storage
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.targets.base import Target
@@ -42,31 +43,11 @@ class Settings:
     cluster_api: str | None = None  # standalone: the master's web UI; yarn: the ResourceManager
     namespace: str | None = None  # kubernetes
     runner_path: str | None = None  # where a cluster's driver finds job_runner.py
+    rest_gateway: str | None = None  # standalone: the master's REST gateway
     timeouts: Timeouts = field(default_factory=Timeouts)
     #: Jobs acted on at once; fact gathering (reads) uses more workers than this.
     parallelism: int = DEFAULT_PARALLELISM
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-
-
-class StorageControl:
-    """Control files on local folders or S3; local files are private (0600)."""
-
-    def __init__(self, reader: StorageStateReader):
-        self.reader = reader
-
-    def read_text(self, location: str) -> str | None:
-        return checkpoints.read_text(location, s3_client=self.reader._s3(location))
-
-    def write_text(self, location: str, text: str) -> None:
-        """Runtime manifests may hold resolved ${ENV} values: local files are 0600 from the
-        first byte."""
-        checkpoints.write_text(location, text, s3_client=self.reader._s3(location), mode=0o600)
-
-    def delete(self, location: str) -> None:
-        checkpoints.delete(location, s3_client=self.reader._s3(location))
-
-    def is_empty(self, location: str) -> bool:
-        return checkpoints.is_empty_location(location, s3_client=self.reader._s3(location))
 
 
 def make_target(settings: Settings) -> Target:
@@ -76,10 +57,10 @@ def make_target(settings: Settings) -> Target:
         return LocalTarget(
             settings.state_dir, settings.spark_submit, master=settings.master or "local[*]"
         )
-    return make_cluster_target(settings, StorageControl(StorageStateReader()))
+    return make_cluster_target(settings, FileStorage())
 
 
-def make_cluster_target(settings: Settings, storage: StorageControl) -> Target:
+def make_cluster_target(settings: Settings, storage: Storage) -> Target:
     """A target that runs drivers on a cluster; control files on `storage`."""
     master = settings.master or ("yarn" if settings.target == "yarn" else None)
     if not master:
@@ -87,7 +68,13 @@ def make_cluster_target(settings: Settings, storage: StorageControl) -> Target:
     if settings.target == "standalone":
         from flink_sql_runner.targets.standalone import StandaloneTarget
 
-        return StandaloneTarget(storage, master, settings.cluster_api, settings.runner_path)
+        return StandaloneTarget(
+            storage,
+            master,
+            settings.cluster_api,
+            settings.runner_path,
+            gateway=settings.rest_gateway,
+        )
     if settings.target == "yarn":
         from flink_sql_runner.targets.yarn import YarnTarget
 
@@ -113,7 +100,8 @@ class Deployment:
         self.settings = settings
         self._store = store
         self._target = target
-        self.state = StorageStateReader()
+        self.storage: Storage = FileStorage()
+        self.debug = False
 
     @property
     def store(self) -> ManifestStore:
@@ -164,7 +152,7 @@ class Deployment:
             jobs,
             self.store,
             self.target,
-            self.state,
+            self.storage,
             include_orphans=include_orphans,
             workers=max(GATHER_WORKERS, self.settings.parallelism),
         )
@@ -173,17 +161,16 @@ class Deployment:
         mark("decided")
         return plan
 
-    def executor(self) -> Executor:
+    def executor(self, lease: StoreLock | None = None) -> Executor:
         return Executor(
             self.store,
             self.target,
-            StorageControl(self.state),
+            self.storage,
             timeouts=self.settings.timeouts,
             parallelism=self.settings.parallelism,
+            lease=lease,
+            debug=self.debug,
         )
-
-    def apply(self, plan: Plan, progress: Progress | None = None) -> dict[str, JobResult]:
-        return self.executor().apply(plan, progress)
 
     def deploy(
         self,
@@ -195,16 +182,16 @@ class Deployment:
         progress: Progress | None = None,
     ) -> tuple[Plan, dict[str, JobResult]]:
         """Under the store's lock: gather facts, decide, show the plan, carry it out."""
-        with locked(self.lock("deploy"), self.settings.lock_timeout):
+        with locked(self.lock("deploy"), self.settings.lock_timeout) as lease:
             mark("locked")
             plan = self.plan(jobs, include_orphans=include_orphans, prune=prune)
             on_plan(plan)
             results: dict[str, JobResult] = {}
             if plan.pending:
                 if progress is not None:
-                    progress.total = sum(1 for d in plan.decisions if d.action not in QUIET_ACTIONS)
+                    progress.total = sum(1 for d in plan.decisions if d.steps)
                 try:
-                    results = self.apply(plan, progress)
+                    results = self.executor(lease).apply(plan, progress)
                 finally:
                     if progress is not None:
                         progress.close()
@@ -223,20 +210,28 @@ class Deployment:
         return StoreLock(self.store.lock_backend(), command)
 
     def stop(self, name: str) -> str:
-        with locked(self.lock("stop"), self.settings.lock_timeout):
-            return self._stop(name)
+        with locked(self.lock("stop"), self.settings.lock_timeout) as lease:
+            return self._stop(name, lease)
 
-    def _stop(self, name: str) -> str:
-        running = self.target.list_running().get(name)
-        if running is None:
+    def _stop(self, name: str, lease: StoreLock | None) -> str:
+        """Stop every run of job `name` the target lists, with its checkpoint."""
+        runs = self.target.list_runs().of(name)
+        if not runs:
             raise FsrError(f"job {name!r} is not running")
         stored = self.store.read(name)
-        if stored is None or running.version is None:
+        if stored is None:
             raise FsrError(
                 f"job {name!r} runs but has no stored manifest; cannot find its stop marker"
             )
         root = str(stored.job["checkpoint-root"]).rstrip("/")
-        control = ControlFiles.of(f"{root}/{name}", running.version)
-        stopped = self.target.stop(running, control.stop_marker, self.settings.timeouts.stop)
-        StorageControl(self.state).delete(control.stop_marker)
-        return f"{name}: {stopped.how}; checkpoint and manifest kept"
+        said = []
+        for run in runs:
+            if lease is not None:
+                lease.check()
+            if run.liveness is Liveness.UNKNOWN and run.version is None:
+                raise FsrError(f"{name}: cannot stop {run.describe()}: {run.detail}")
+            control = ControlFiles.of(f"{root}/{name}", run.version or stored.meta.query_version)
+            stopped = self.target.stop(run, control.stop_marker, self.settings.timeouts.stop)
+            self.storage.delete(control.stop_marker)
+            said.append(stopped.how if len(runs) == 1 else f"v{run.version}: {stopped.how}")
+        return f"{name}: {'; '.join(said)}; checkpoint and manifest kept"

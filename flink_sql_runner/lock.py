@@ -1,9 +1,24 @@
-"""One deploy (or stop, or prune) at a time per manifest store.
+"""One deploy (or stop, or prune) at a time per manifest store: a lease with fencing.
 
 On S3 the lock is an object `<prefix>_lock.json` created with a conditional put
-(`If-None-Match: *`), renewed and taken over with `If-Match: <etag>`; on a local folder it is a
-`.lock` file created exclusively. Both hold owner, host, pid and an expiry; an expired lock can be
-taken over. A heartbeat renews the lock while a long deploy runs.
+(`If-None-Match: *`) and renewed or taken over with `If-Match: <etag>`; on a local folder it is a
+`.lock` file created exclusively. Either way:
+
+- **Expiry never compares two machines' clocks.** The holder writes how long its lease lasts
+  (`ttl`) and renews it every third of that, which changes the lock's version. A waiter takes the
+  lock over only after it has itself seen the lock unchanged for `ttl` seconds on its own
+  monotonic clock. A holder on the same machine and in the same pid namespace whose process is
+  gone (pid and process start time) is taken over at once; a hostname and a pid alone are never
+  enough (containers share both).
+- **The holder stops before it could be overtaken.** A failed renewal is retried; the lease
+  counts as held only until three quarters of `ttl` after the last renewal that succeeded, a
+  quarter before any waiter may take over. `check()` raises `LeaseLost` once it is not held, and
+  the deployer calls it before each side effect.
+- **Writes are fenced besides.** Manifest writes are conditional on what the deployer read
+  (stores/), so even a holder that lost its lease between `check()` and a write cannot overwrite
+  what the next holder recorded.
+- **An S3 endpoint that ignores conditional writes is refused**: on acquiring, a second
+  `If-None-Match: *` put and an `If-Match` with a wrong ETag must both fail.
 """
 
 from __future__ import annotations
@@ -17,32 +32,71 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from flink_sql_runner.errors import LockTimeout, StoreError
+from flink_sql_runner import procs
+from flink_sql_runner.errors import EXIT_LOCKED, FsrError, LockTimeout, StoreError
 
 #: A holder renews every third of this; a crashed deploy blocks others at most this long.
 DEFAULT_TTL = 120.0
+#: The lease is trusted for this share of `ttl` after the last renewal that was sent.
+VALID_SHARE = 0.75
+#: Seconds between attempts when a renewal failed.
+RETRY_SECONDS = 5.0
+_BOGUS_ETAG = '"00000000000000000000000000000000"'
+
+
+class LeaseLost(FsrError):
+    """This deployer no longer holds the store's lock: it must not act any more."""
+
+    exit_code = EXIT_LOCKED
+
+
+def this_machine() -> str | None:
+    """What makes a pid meaningful: the boot and the pid namespace (Linux); None elsewhere."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
+    return f"{boot}/{namespace}"
+
+
+def _utc(at: float) -> str:
+    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
 class Holder:
-    owner: str
+    owner: str  # one acquisition
     host: str
     pid: int
     command: str
-    acquired: float
-    expires: float
+    since: str  # UTC, for people only: never compared
+    ttl: float
+    machine: str | None = None
+    started: str | None = None  # the holder process's start marker (procs.start_marker)
+    renewals: int = 0
 
     @classmethod
-    def me(cls, command: str, ttl: float, now: float) -> Holder:
-        return cls(str(uuid.uuid4()), socket.gethostname(), os.getpid(), command, now, now + ttl)
+    def me(cls, command: str, ttl: float) -> Holder:
+        pid = os.getpid()
+        return cls(
+            str(uuid.uuid4()),
+            socket.gethostname(),
+            pid,
+            command,
+            _utc(time.time()),
+            ttl,
+            this_machine(),
+            procs.start_marker(pid),
+        )
 
-    def renewed(self, ttl: float, now: float) -> Holder:
-        return Holder(self.owner, self.host, self.pid, self.command, self.acquired, now + ttl)
+    def renewed(self) -> Holder:
+        return replace(self, renewals=self.renewals + 1)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -51,50 +105,50 @@ class Holder:
     def from_json(cls, text: str) -> Holder | None:
         try:
             data = json.loads(text)
+            since = data.get("since") or _utc(float(data["acquired"]))  # version 1 locks
             return cls(
                 str(data["owner"]),
                 str(data["host"]),
                 int(data["pid"]),
                 str(data.get("command", "")),
-                float(data["acquired"]),
-                float(data["expires"]),
+                str(since),
+                float(data.get("ttl", DEFAULT_TTL)),
+                data.get("machine"),
+                data.get("started"),
+                int(data.get("renewals", 0)),
             )
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def is_dead_here(self) -> bool:
-        """Held by a process of this machine that no longer exists (a killed deploy)."""
-        if self.host != socket.gethostname() or self.pid <= 0:
+        """Held by a process of this machine and pid namespace that is gone (a killed deploy)."""
+        if not self.machine or self.machine != this_machine() or not self.started:
             return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
+        return not procs.is_same_process(self.pid, self.started)
 
     def describe(self) -> str:
-        since = datetime.fromtimestamp(self.acquired, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return f"{self.command} by pid {self.pid} on {self.host} since {since}"
+        return f"{self.command} by pid {self.pid} on {self.host} since {self.since}"
 
 
 class LockBackend(Protocol):
     location: str
 
-    def create(self, holder: Holder) -> bool:
-        """Create the lock if absent; False if it exists."""
+    def create(self, holder: Holder) -> Any:
+        """Create the lock if absent: its version token; None if it exists."""
         ...
 
     def read(self) -> tuple[Holder | None, Any]:
-        """The current holder (None if absent or unreadable) and a version token."""
+        """The current holder (None if unreadable) and a version token (None if absent)."""
         ...
 
-    def replace(self, holder: Holder, token: Any) -> bool:
-        """Overwrite the lock only if it is still at `token`; False if it moved on."""
+    def replace(self, holder: Holder, token: Any) -> Any:
+        """Overwrite the lock only if it is still at `token`: the new token; None if it moved
+        on (or went)."""
         ...
 
-    def delete(self, token: Any) -> None: ...
+    def delete(self, token: Any) -> None:
+        """Remove the lock if it is still at `token`."""
+        ...
 
 
 class FileLockBackend:
@@ -102,19 +156,20 @@ class FileLockBackend:
         self.path = path
         self.location = str(path)
 
-    def create(self, holder: Holder) -> bool:
+    def create(self, holder: Holder) -> Any:
         """Write the holder to a temporary file, then hard-link it into place: the lock file
         appears complete or not at all, and only if it did not exist."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = holder.to_json()
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
         try:
             with os.fdopen(fd, "w") as handle:
-                handle.write(holder.to_json())
+                handle.write(text)
             try:
                 os.link(tmp, self.path)
             except FileExistsError:
-                return False
-            return True
+                return None
+            return self.path.stat().st_mtime_ns, text
         finally:
             os.unlink(tmp)
 
@@ -126,16 +181,16 @@ class FileLockBackend:
             return None, None
         return Holder.from_json(text), token
 
-    def replace(self, holder: Holder, token: Any) -> bool:
+    def replace(self, holder: Holder, token: Any) -> Any:
         # Take the old file away atomically; whoever renames it first wins.
-        claim = self.path.with_name(f"{self.path.name}.{holder.owner}")
+        claim = self.path.with_name(f"{self.path.name}.{holder.owner}.{uuid.uuid4().hex[:8]}")
         try:
             os.rename(self.path, claim)
         except FileNotFoundError:
-            return False
+            return None
         if (claim.stat().st_mtime_ns, claim.read_text()) != token:
             os.rename(claim, self.path)  # not the version we judged; put it back
-            return False
+            return None
         claim.unlink()
         return self.create(holder)
 
@@ -149,55 +204,76 @@ class S3LockBackend:
     def __init__(self, client: Any, bucket: str, key: str):
         self.client, self.bucket, self.key = client, bucket, key
         self.location = f"s3://{bucket}/{key}"
+        self._checked = False
 
-    def _error(self, exc: Exception) -> str:
-        return getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+    def _code(self, exc: Exception) -> str:
+        return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
 
-    def create(self, holder: Holder) -> bool:
+    def _put(self, holder: Holder, action: str, **condition: str) -> str | None:
+        """The new ETag, or None when the condition failed."""
+        from flink_sql_runner.stores.s3 import CONDITION_FAILED_CODES, MISSING_KEY_CODES
+
         try:
-            self.client.put_object(
-                Bucket=self.bucket, Key=self.key, Body=holder.to_json(), IfNoneMatch="*"
+            answer = self.client.put_object(
+                Bucket=self.bucket, Key=self.key, Body=holder.to_json(), **condition
             )
-        except Exception as exc:  # botocore ClientError
-            if self._error(exc) in ("PreconditionFailed", "ConditionalRequestConflict"):
-                return False
+        except Exception as exc:  # botocore ClientError and friends
+            if self._code(exc) not in (*CONDITION_FAILED_CODES, *MISSING_KEY_CODES):
+                raise StoreError(
+                    f"cannot {action} lock {self.location}: {self._code(exc) or exc}"
+                ) from None
+            # A retried put whose first attempt landed finds its own holder there.
+            current, token = self.read()
+            return token if current == holder and action != "check" else None
+        return str(answer.get("ETag", ""))
+
+    def create(self, holder: Holder) -> Any:
+        token = self._put(holder, "create", IfNoneMatch="*")
+        if token is not None and not self._checked:
+            self._check_conditional_writes(holder, token)
+        return token
+
+    def _check_conditional_writes(self, holder: Holder, token: str) -> None:
+        """Both conditions must be refused when they do not hold; an endpoint that ignores
+        them cannot keep two deployers apart."""
+        ignored = []
+        if self._put(holder, "check", IfNoneMatch="*") is not None:
+            ignored.append("If-None-Match")
+        if self._put(holder, "check", IfMatch=_BOGUS_ETAG) is not None:
+            ignored.append("If-Match")
+        if ignored:
+            self.client.delete_object(Bucket=self.bucket, Key=self.key)
             raise StoreError(
-                f"cannot create lock {self.location}: {self._error(exc) or exc}"
-            ) from None
-        return True
+                f"the S3 endpoint of {self.location} ignores conditional writes "
+                f"({' and '.join(ignored)}), so the store's lock cannot keep two deployers "
+                "apart; use an endpoint that supports them (AWS S3, and recent MinIO, Ceph and "
+                "moto do)"
+            )
+        self._checked = True
 
     def read(self) -> tuple[Holder | None, Any]:
         try:
             answer = self.client.get_object(Bucket=self.bucket, Key=self.key)
+            body = answer["Body"].read().decode("utf-8", "replace")
         except Exception as exc:
-            if self._error(exc) in ("NoSuchKey", "404"):
+            if self._code(exc) in ("NoSuchKey", "404"):
                 return None, None
             raise StoreError(
-                f"cannot read lock {self.location}: {self._error(exc) or exc}"
+                f"cannot read lock {self.location}: {self._code(exc) or exc}"
             ) from None
-        return Holder.from_json(answer["Body"].read().decode()), answer["ETag"]
+        return Holder.from_json(body), str(answer["ETag"])
 
-    def replace(self, holder: Holder, token: Any) -> bool:
-        try:
-            self.client.put_object(
-                Bucket=self.bucket, Key=self.key, Body=holder.to_json(), IfMatch=token
-            )
-        except Exception as exc:
-            if self._error(exc) in (
-                "PreconditionFailed",
-                "ConditionalRequestConflict",
-                "NoSuchKey",
-            ):
-                return False
-            raise StoreError(
-                f"cannot renew lock {self.location}: {self._error(exc) or exc}"
-            ) from None
-        return True
+    def replace(self, holder: Holder, token: Any) -> Any:
+        return self._put(holder, "renew", IfMatch=str(token))
 
     def delete(self, token: Any) -> None:
-        holder, current = self.read()
-        if current == token:
-            self.client.delete_object(Bucket=self.bucket, Key=self.key)
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self.key, IfMatch=str(token))
+        except Exception as exc:
+            if self._code(exc) not in ("PreconditionFailed", "NoSuchKey", "404", "412"):
+                raise StoreError(
+                    f"cannot release lock {self.location}: {self._code(exc) or exc}"
+                ) from None
 
 
 class StoreLock:
@@ -208,57 +284,118 @@ class StoreLock:
         backend: LockBackend,
         command: str,
         ttl: float = DEFAULT_TTL,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        on_wait: Callable[[Holder | None, float], None] | None = None,
     ):
         self.backend, self.command, self.ttl = backend, command, ttl
-        self.clock, self.sleep = clock, sleep
+        self.clock, self.sleep, self.on_wait = clock, sleep, on_wait
         self.holder: Holder | None = None
         self._token: Any = None
+        self._valid_until = 0.0
+        self._lost: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.took_over: Holder | None = None
+        # What this waiter saw of another's lock, and since when (its own clock).
+        self._seen: Any = None
+        self._seen_at = 0.0
 
+    # -- acquiring ---------------------------------------------------------------------------
     def try_acquire(self) -> Holder | None:
         """Take the lock; None on success, else who holds it."""
-        now = self.clock()
-        mine = Holder.me(self.command, self.ttl, now)
-        if self.backend.create(mine):
-            self.holder, self._token = mine, self.backend.read()[1]
+        mine = Holder.me(self.command, self.ttl)
+        sent = self.clock()
+        token = self.backend.create(mine)
+        if token is not None:
+            self._held(mine, token, sent)
             return None
         current, token = self.backend.read()
-        if current is None and token is None:
+        if token is None:
             return self.try_acquire()  # released meanwhile
-        if current is None or current.expires < now or current.is_dead_here():
-            if self.backend.replace(mine, token):
-                self.holder, self._token = mine, self.backend.read()[1]
+        now = self.clock()
+        if token != self._seen:
+            self._seen, self._seen_at = token, now
+        ttl = current.ttl if current else DEFAULT_TTL
+        if current is None or current.is_dead_here() or now - self._seen_at >= ttl:
+            sent = self.clock()
+            replaced = self.backend.replace(mine, token)
+            if replaced is not None:
+                self._held(mine, replaced, sent)
                 self.took_over = current
                 return None
             current = self.backend.read()[0] or current
         return current
 
-    def acquire(self, timeout: float, poll: float = 1.0) -> None:
+    def _held(self, holder: Holder, token: Any, sent: float) -> None:
+        self.holder, self._token = holder, token
+        self._valid_until = sent + self.ttl * VALID_SHARE
+        self._lost = None
+
+    def acquire(self, timeout: float, poll: float = 1.0, heartbeat: bool = True) -> None:
         deadline = self.clock() + timeout
         while True:
             holder = self.try_acquire()
             if holder is None:
-                self._start_heartbeat()
+                if heartbeat:
+                    self._start_heartbeat()
                 return
-            if self.clock() >= deadline:
+            left = deadline - self.clock()
+            if left <= 0:
+                who = holder.describe() if holder else "an unreadable lock"
                 raise LockTimeout(
-                    f"the manifest store is locked by {holder.describe()} "
-                    f"({self.backend.location}); waited {timeout:.0f} s"
+                    f"the manifest store is locked by {who} ({self.backend.location}); "
+                    f"waited {timeout:.0f} s"
                 )
-            self.sleep(min(poll, max(0.0, deadline - self.clock())))
+            if self.on_wait is not None:
+                self.on_wait(holder, left)
+            self.sleep(min(poll, max(0.0, left)))
+
+    # -- holding ------------------------------------------------------------------------------
+    def renew_once(self) -> bool:
+        """One renewal: True if it succeeded. A failure is remembered; the lease is lost once
+        another holder replaced the lock, or no renewal succeeded for long enough."""
+        if self.holder is None or self._lost:
+            return False
+        renewed = self.holder.renewed()
+        sent = self.clock()
+        try:
+            token = self.backend.replace(renewed, self._token)
+        except FsrError as exc:
+            if self.clock() >= self._valid_until:
+                self._lost = f"it could not be renewed ({exc})"
+            return False
+        if token is None:
+            self._lost = "another deploy took it over"
+            return False
+        self._held(renewed, token, sent)
+        return True
+
+    def check(self) -> None:
+        """Raise LeaseLost unless this deployer still holds the lock: call before each side
+        effect."""
+        if self.holder is None:
+            return
+        if self._lost is None and self.clock() >= self._valid_until:
+            self._lost = f"it was not renewed within {self.ttl * VALID_SHARE:.0f} s"
+        if self._lost:
+            raise LeaseLost(
+                f"stopped acting: this deploy lost the manifest store's lock "
+                f"({self.backend.location}): {self._lost}"
+            )
 
     def _start_heartbeat(self) -> None:
         def beat() -> None:
-            while not self._stop.wait(self.ttl / 3):
-                assert self.holder is not None
-                renewed = self.holder.renewed(self.ttl, self.clock())
-                if self.backend.replace(renewed, self._token):
-                    self.holder, self._token = renewed, self.backend.read()[1]
+            wait = self.ttl / 3
+            while not self._stop.wait(wait):
+                if self.renew_once():
+                    wait = self.ttl / 3
+                elif self._lost:
+                    return
+                else:
+                    wait = min(RETRY_SECONDS, self.ttl / 12)
 
+        self._stop.clear()
         self._thread = threading.Thread(target=beat, name="lock-heartbeat", daemon=True)
         self._thread.start()
 
@@ -267,7 +404,11 @@ class StoreLock:
         if self._thread:
             self._thread.join(timeout=5)
         if self.holder is not None:
-            self.backend.delete(self._token)
+            if not self._lost:
+                try:
+                    self.backend.delete(self._token)
+                except FsrError:
+                    pass  # it expires by itself
             self.holder = None
 
 

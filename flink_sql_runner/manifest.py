@@ -17,6 +17,7 @@ from flink_sql_runner.catalog import (
 from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.files import yaml_files
 from flink_sql_runner.schemas import document_problem, required_fields, schema_problems, shown
+from flink_sql_runner.sinks import shared_sink_problems
 from flink_sql_runner.sqlinfo import SqlProblem, code_problem, tables_read
 from flink_sql_runner.yamlio import YamlProblem, read_yaml_file
 
@@ -320,6 +321,7 @@ def load_jobs(
             continue
         seen[job.name] = job.file
         jobs.append(job)
+    problems += shared_sink_problems(jobs)
     if problems:
         raise InvalidInput(problems)
     return sorted(jobs, key=lambda j: j.name)

@@ -1,15 +1,31 @@
-"""The decision tree: from gathered facts to a plan, as plain data. Nothing here acts."""
+"""The decision tree: from gathered facts to a plan, as plain data. Nothing here acts.
+
+Each decision names its action (a label for people and JSON), says why, and carries the steps
+the executor performs, in order, plus the steps that roll back a failed start. `plan` prints
+exactly these steps; `deploy` carries them out.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any
 
 from flink_sql_runner.changes import Change, ChangeKind, diff, severity
-from flink_sql_runner.intents import Intent
+from flink_sql_runner.facts import JobFacts
 from flink_sql_runner.manifest import Job
-from flink_sql_runner.stored import StoredManifest
+from flink_sql_runner.runs import Liveness, Run
+from flink_sql_runner.sinks import SinkId, target_sink
+from flink_sql_runner.steps import (
+    Archive,
+    AwaitRun,
+    DropIntent,
+    Record,
+    StartRun,
+    Step,
+    StopRun,
+)
+from flink_sql_runner.stored import Meta, StoredManifest
 
 
 class Action(str, Enum):
@@ -20,63 +36,9 @@ class Action(str, Enum):
     STOP_AND_START_CLEAN = "stop-and-start-clean"
     STOP = "stop"
     PRUNE = "prune"
+    ADOPT = "adopt"
     ERROR = "error"
     ORPHANED = "orphaned"
-
-    @property
-    def stops(self) -> bool:
-        return self in (
-            Action.STOP,
-            Action.PRUNE,
-            Action.STOP_AND_RESTART,
-            Action.STOP_AND_START_CLEAN,
-        )
-
-    @property
-    def starts(self) -> bool:
-        return self in (
-            Action.START_CLEAN,
-            Action.RESTART,
-            Action.STOP_AND_RESTART,
-            Action.STOP_AND_START_CLEAN,
-        )
-
-    @property
-    def clean(self) -> bool:
-        return self in (Action.START_CLEAN, Action.STOP_AND_START_CLEAN)
-
-
-@dataclass(frozen=True)
-class RunningJob:
-    """A job the target reports as running."""
-
-    name: str
-    version: int | None
-    run_id: str | None = None
-    detail: str = ""  # e.g. "pid 4242" or a cluster's submission id
-    submission_id: str | None = None  # what the cluster calls this run, for status and kill
-
-
-@dataclass(frozen=True)
-class CheckpointFacts:
-    """What exists on the checkpoint storage for one job."""
-
-    location: str  # the stored version's checkpoint
-    valid: bool
-    last_committed: int | None
-    highest_version: int  # largest version folder under <root>/<name>/, 0 if none
-
-
-@dataclass(frozen=True)
-class JobFacts:
-    name: str
-    desired: Job | None
-    stored: StoredManifest | None
-    running: RunningJob | None
-    checkpoint: CheckpointFacts | None
-    #: Left by a deploy that was interrupted mid-action (intents.py), with its checkpoint.
-    intent: Intent | None = None
-    intent_checkpoint: CheckpointFacts | None = None
 
 
 @dataclass(frozen=True)
@@ -86,20 +48,26 @@ class Decision:
     version: int | None
     reason: str
     changes: tuple[Change, ...] = ()
-    facts: JobFacts | None = field(default=None, compare=False, repr=False)
-    #: An interrupted deploy's start took effect: record this manifest before acting.
-    adopt: StoredManifest | None = field(default=None, compare=False, repr=False)
-    #: An interrupted deploy's start did not take effect: drop its intent record.
-    discard_intent: bool = False
+    steps: tuple[Step, ...] = ()
+    #: Run when a start of `steps` ends without a healthy run (confirmed gone): the previous
+    #: run started again from its checkpoint; the store keeps the previous manifest.
+    rollback: tuple[Step, ...] = ()
+    #: Jobs whose steps must be done first (e.g. the owner of the sink this job will write).
+    after: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "name": self.name,
             "action": self.action.value,
             "query-version": self.version,
             "reason": self.reason,
             "changes": [c.to_dict() for c in self.changes],
+            "steps": [s.to_dict() for s in self.steps],
+            "rollback": [s.to_dict() for s in self.rollback],
         }
+        if self.after:
+            doc["after"] = list(self.after)
+        return doc
 
 
 @dataclass(frozen=True)
@@ -108,11 +76,8 @@ class Plan:
 
     @property
     def pending(self) -> bool:
-        """Whether applying the plan would change anything."""
-        return any(
-            d.action not in (Action.NOOP, Action.ORPHANED) or d.adopt or d.discard_intent
-            for d in self.decisions
-        )
+        """Whether applying the plan would do anything."""
+        return any(d.steps for d in self.decisions)
 
     @property
     def errors(self) -> tuple[Decision, ...]:
@@ -128,67 +93,117 @@ def _summary(changes: list[Change], kind: ChangeKind) -> str:
     return shown
 
 
-def _intent_took_effect(facts: JobFacts) -> str | None:
-    """How an interrupted deploy's start shows it took effect, or None if it did not."""
-    intent, running, stored = facts.intent, facts.running, facts.stored
-    assert intent is not None
-    if running is not None:
-        if running.run_id is not None:
-            return "its run is up" if running.run_id == intent.run_id else None
-        new_version = stored is None or stored.meta.query_version != intent.version
-        return "its version runs" if new_version and running.version == intent.version else None
-    checkpoint = facts.intent_checkpoint
-    if checkpoint is not None and checkpoint.valid:
-        return "its checkpoint holds batches"
-    return None
+def manifest_of(job: Job, meta: Meta) -> StoredManifest:
+    return StoredManifest(job.spec, job.tables, meta)
+
+
+def as_stopped(manifest: StoredManifest) -> StoredManifest:
+    return replace(manifest, job={**manifest.job, "desired-state": "stopped"})
+
+
+def _error(facts: JobFacts, reason: str, version: int | None = None, changes=()) -> Decision:
+    if version is None and facts.stored is not None:
+        version = facts.stored.meta.query_version
+    return Decision(facts.name, Action.ERROR, version, reason, tuple(changes))
+
+
+def _runs(runs: tuple[Run, ...]) -> str:
+    return ", ".join(r.describe() for r in runs)
 
 
 def decide(facts: JobFacts, prune: bool = False) -> Decision:
     """One job's decision, following SPEC's decision tree, with its reason in words.
 
-    An intent record left by an interrupted deploy is settled first: adopted when its start
-    took effect (the decision then starts from the manifest it was recording), else discarded.
+    An intent record left by an interrupted deploy is settled first, on evidence of its own
+    run: a run that is up is waited for and recorded; one that was healthy and is gone is
+    recorded and restarted from its checkpoint; one that never took effect is dropped, and the
+    manifest stored before stands.
     """
-    intent = facts.intent
-    if intent is None:
-        return _decide(facts, prune)
-    how = _intent_took_effect(facts)
-    if how is None:
-        decision = _decide(replace(facts, intent=None), prune)
-        note = (
-            f" (an interrupted deploy's {intent.action} of v{intent.version} did not take "
-            "effect; its intent record is dropped)"
+    if facts.problem:
+        return _error(facts, f"cannot be decided: {facts.problem}")
+    if facts.unknown:
+        return _error(
+            facts,
+            f"cannot tell whether it runs: {_runs(facts.unknown)}; nothing is stopped or started "
+            "while a run may be alive (deploy again once the target answers, or stop it there)",
         )
-        return replace(decision, reason=decision.reason + note, discard_intent=True, facts=facts)
-    adopted = replace(
-        facts, stored=intent.manifest, checkpoint=facts.intent_checkpoint, intent=None
-    )
+    settled = facts.intent
+    if settled is None:
+        return _decide(facts, prune)
+    intent = settled.intent
+    what = f"an interrupted deploy's {intent.action} of v{intent.version}"
+    prefix: tuple[Step, ...]
+    rollback: tuple[Step, ...] = ()
+    if settled.run is Liveness.UNKNOWN:
+        return _error(facts, f"{what} may be up: cannot tell ({_runs(facts.runs)}); not acting")
+    if settled.run is Liveness.ALIVE:
+        assert settled.alive is not None
+        adopted = replace(facts, stored=intent.manifest, checkpoint=settled.checkpoint, intent=None)
+        if settled.healthy:
+            prefix = (Record(intent.manifest), DropIntent("its run is up and was healthy"))
+            note = f"{what} is up ({settled.alive.detail}): record it; "
+        else:
+            prefix = (
+                AwaitRun(settled.alive, intent.manifest),
+                Record(intent.manifest),
+                DropIntent("its run is up"),
+            )
+            note = f"{what} is up ({settled.alive.detail}): wait until it is healthy, record it; "
+            if facts.stored is not None and intent.action.startswith("stop-and-"):
+                rollback = (StartRun(facts.stored, clean=False, source="the store"),)
+    elif settled.healthy:
+        adopted = replace(facts, stored=intent.manifest, checkpoint=settled.checkpoint, intent=None)
+        prefix = (Record(intent.manifest), DropIntent("its run was healthy, then ended"))
+        note = f"{what} took effect (its run reported healthy) and has ended: record it; "
+    else:
+        adopted = replace(facts, intent=None)
+        prefix = (DropIntent("its start did not take effect"),)
+        note = f"{what} did not take effect (no run of it is up or was healthy); "
     decision = _decide(adopted, prune)
-    note = f"an interrupted deploy's {intent.action} of v{intent.version} took effect ({how}); "
-    return replace(decision, reason=note + decision.reason, adopt=intent.manifest)
+    if decision.action is Action.ERROR:
+        return replace(decision, reason=note + decision.reason)
+    action = decision.action if decision.steps else Action.ADOPT
+    return replace(
+        decision,
+        action=action,
+        reason=note + decision.reason,
+        steps=prefix + decision.steps,
+        rollback=decision.rollback or rollback,
+    )
 
 
 def _decide(facts: JobFacts, prune: bool = False) -> Decision:
-    desired, stored, running, checkpoint = (
-        facts.desired,
-        facts.stored,
-        facts.running,
-        facts.checkpoint,
-    )
+    desired, stored, checkpoint = facts.desired, facts.stored, facts.checkpoint
+    name = facts.name
 
-    def decision(action: Action, version: int | None, reason: str, changes=()) -> Decision:
-        return Decision(facts.name, action, version, reason, tuple(changes), facts)
+    def decision(action: Action, version: int | None, reason: str, changes=(), **kw: Any):
+        return Decision(name, action, version, reason, tuple(changes), **kw)
 
+    if len(facts.alive) > 1:
+        return _error(
+            facts,
+            f"{len(facts.alive)} runs of this job are up: {_runs(facts.alive)}; stop them "
+            f"(`flink-sql-runner stop {name}` stops every run) and deploy again",
+        )
+    running = facts.alive[0] if facts.alive else None
     highest = checkpoint.highest_version if checkpoint else 0
     if desired is None:
         version = stored.meta.query_version if stored else None
         state = f"running ({running.detail})" if running else "not running"
-        if prune and stored is not None:
+        if stored is None:
+            return decision(
+                Action.ORPHANED,
+                version or (running.version if running else None),
+                f"{state}, but neither under --path nor in the store; left alone",
+            )
+        if prune:
+            stop = (StopRun(running, stored),) if running else ()
             what = "stop it with its checkpoint, " if running else ""
             return decision(
                 Action.PRUNE,
                 version,
                 f"its manifest is no longer under --path; {state}: {what}archive its manifest",
+                steps=(*stop, Archive(name)),
             )
         return decision(
             Action.ORPHANED,
@@ -198,11 +213,11 @@ def _decide(facts: JobFacts, prune: bool = False) -> Decision:
         )
     if stored is None:
         if running is not None:
-            return decision(
-                Action.ERROR,
-                running.version,
+            return _error(
+                facts,
                 f"already running ({running.detail}) but no manifest is stored: not starting "
-                f"it a second time; stop it with `flink-sql-runner stop {facts.name}` first",
+                f"it a second time; stop it with `flink-sql-runner stop {name}` first",
+                running.version,
             )
         if desired.desired_state == "stopped":
             return decision(Action.NOOP, None, "new job with desired-state stopped: not started")
@@ -212,7 +227,9 @@ def _decide(facts: JobFacts, prune: bool = False) -> Decision:
             reason += (
                 f"; checkpoint folders up to version {highest} exist, so it starts at {version}"
             )
-        return decision(Action.START_CLEAN, version, reason)
+        manifest = manifest_of(desired, Meta.new(version))
+        steps = (StartRun(manifest, clean=True, source=desired.file), Record(manifest))
+        return decision(Action.START_CLEAN, version, reason, steps=steps)
 
     changes = diff(stored.job, stored.tables, desired.spec, desired.tables)
     kind = severity(changes)
@@ -220,20 +237,28 @@ def _decide(facts: JobFacts, prune: bool = False) -> Decision:
     clean_version = max(version, highest) + 1
     query_reason = f"query changed ({_summary(changes, ChangeKind.QUERY)})"
     config_reason = f"config changed ({_summary(changes, ChangeKind.CONFIG)})"
+    same_version = manifest_of(desired, stored.meta)
+    new_version = manifest_of(desired, Meta.new(clean_version))
+    back = (StartRun(stored, clean=False, source="the store"),)
 
     if running is not None:
         if running.version is not None and running.version != version:
-            return decision(
-                Action.ERROR,
-                running.version,
+            return _error(
+                facts,
                 f"runs version {running.version} ({running.detail}) but the store records "
-                f"version {version}; stop it with `flink-sql-runner stop {facts.name}` and "
+                f"version {version}; stop it with `flink-sql-runner stop {name}` and "
                 "deploy again",
+                running.version,
                 changes,
             )
+        stop = StopRun(running, stored)
         if desired.desired_state == "stopped":
             return decision(
-                Action.STOP, version, "desired-state is stopped: stop with checkpoint", changes
+                Action.STOP,
+                version,
+                "desired-state is stopped: stop with checkpoint",
+                changes,
+                steps=(stop, Record(as_stopped(stored))),
             )
         if kind is ChangeKind.NONE:
             return decision(Action.NOOP, version, "running, nothing changed")
@@ -243,12 +268,16 @@ def _decide(facts: JobFacts, prune: bool = False) -> Decision:
                 version,
                 f"{config_reason}: stop with checkpoint, restart from it",
                 changes,
+                steps=(stop, StartRun(same_version, False, desired.file), Record(same_version)),
+                rollback=back,
             )
         return decision(
             Action.STOP_AND_START_CLEAN,
             clean_version,
             f"{query_reason}: stop, start clean as version {clean_version}",
             changes,
+            steps=(stop, StartRun(new_version, True, desired.file), Record(new_version)),
+            rollback=back,
         )
 
     if desired.desired_state == "stopped":
@@ -260,14 +289,15 @@ def _decide(facts: JobFacts, prune: bool = False) -> Decision:
             clean_version,
             f"not running; {query_reason}: start clean as version {clean_version}",
             changes,
+            steps=(StartRun(new_version, True, desired.file), Record(new_version)),
         )
     if checkpoint is None or not checkpoint.valid:
         where = checkpoint.location if checkpoint else "its checkpoint"
-        return decision(
-            Action.ERROR,
-            version,
+        return _error(
+            facts,
             f"not running and no valid checkpoint at {where}: restarting would lose or repeat "
             "data; restore the checkpoint, or change the query to start a new version",
+            version,
             changes,
         )
     batch = checkpoint.last_committed
@@ -278,10 +308,72 @@ def _decide(facts: JobFacts, prune: bool = False) -> Decision:
         version,
         f"not running; {what}restart from checkpoint ({resumed})",
         changes,
+        steps=(StartRun(same_version, False, desired.file), Record(same_version)),
     )
 
 
 def build_plan(facts: list[JobFacts], prune: bool = False) -> Plan:
     """The decisions for every job, sorted by name. With `prune`, jobs whose manifest left
-    --path are stopped and archived instead of left alone."""
-    return Plan(tuple(decide(f, prune) for f in sorted(facts, key=lambda f: f.name)))
+    --path are stopped and archived instead of left alone. No job starts into a sink another
+    job writes (stored or running), unless that job is stopped first in the same deploy."""
+    ordered = sorted(facts, key=lambda f: f.name)
+    decisions = {f.name: decide(f, prune) for f in ordered}
+    by_name = {f.name: f for f in ordered}
+    owners = {
+        f.name: sink
+        for f in ordered
+        if f.stored is not None
+        and (sink := target_sink(f.name, f.stored.job, f.stored.tables)) is not None
+    }
+    for name, decision in decisions.items():
+        for sink in _sinks_started(decision):
+            decisions[name] = _respect_owners(decision, sink, owners, decisions, by_name)
+            decision = decisions[name]
+    return Plan(tuple(decisions[f.name] for f in ordered))
+
+
+def _sinks_started(decision: Decision) -> list[SinkId]:
+    found = []
+    for step in decision.steps:
+        if isinstance(step, StartRun):
+            sink = target_sink(decision.name, step.manifest.job, step.manifest.tables)
+            if sink is not None and sink not in found:
+                found.append(sink)
+    return found
+
+
+def _respect_owners(
+    decision: Decision,
+    sink: SinkId,
+    owners: dict[str, SinkId],
+    decisions: dict[str, Decision],
+    facts: dict[str, JobFacts],
+) -> Decision:
+    """`decision` ordered after every other job that writes `sink` and lets go of it in this
+    deploy; an error when one keeps writing it."""
+    if decision.action is Action.ERROR:
+        return decision
+    after = list(decision.after)
+    for other, owned in owners.items():
+        if other == decision.name or not owned.overlaps(sink):
+            continue
+        theirs = decisions[other]
+        desired = facts[other].desired
+        moves = desired is not None and not (
+            (new := target_sink(other, desired.spec, desired.tables)) and new.overlaps(sink)
+        )
+        running = any(isinstance(s, StopRun) for s in theirs.steps) or not facts[other].alive
+        if theirs.action is Action.PRUNE or (moves and running and theirs.steps):
+            after.append(other)
+            continue
+        state = f"running {_runs(facts[other].alive)}" if facts[other].alive else "not running"
+        return _error(
+            facts[decision.name],
+            f"would write {sink}, which job {other} (stored v"
+            f"{facts[other].stored.meta.query_version}, {state}) writes: two writers of one "  # type: ignore[union-attr]
+            f"sink lose rows; stop and remove {other} first (deploy --prune stops and archives "
+            "jobs no longer under --path)",
+            decision.version,
+            decision.changes,
+        )
+    return replace(decision, after=tuple(after))

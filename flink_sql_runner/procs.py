@@ -56,9 +56,47 @@ def wait_gone(pid: int, marker: str, timeout: float, poll: float = 0.1) -> bool:
     return not is_same_process(pid, marker)
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether any process of process group `pgid` is still running (zombies aside)."""
+    proc = Path("/proc")
+    if Path("/proc/self/stat").exists():
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                text = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2 :].split()
+            if fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def wait_group_gone(pid: int, marker: str, timeout: float, poll: float = 0.1) -> bool:
+    """Wait until the process that leads group `pid`, and every other process of the group
+    (a job's Python driver is the JVM's child), is gone; True if that happened in time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _reap(pid)
+        if not is_same_process(pid, marker) and not group_alive(pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll)
+
+
 def kill_group(pid: int, marker: str) -> None:
-    """SIGKILL the process group the job leads, if it is still the same process."""
-    if is_same_process(pid, marker):
+    """SIGKILL the process group the job leads, if it is still the same process, or if its
+    leader is gone but members are left (no new process takes a pid that names a live group)."""
+    if is_same_process(pid, marker) or group_alive(pid):
         try:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

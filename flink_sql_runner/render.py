@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from flink_sql_runner.apply import QUIET_ACTIONS, JobResult
+from flink_sql_runner.apply import JobResult
 from flink_sql_runner.changes import Change
-from flink_sql_runner.plan import Action, Plan
+from flink_sql_runner.plan import Action, Decision, Plan
 from flink_sql_runner.secrets import mask
 
 TEXT_VALUE_LIMIT = 60
@@ -50,6 +50,21 @@ def plan_json(plan: Plan, results: dict[str, dict[str, Any]] | None = None, **ex
     return json.dumps(doc, indent=2, default=str)
 
 
+def steps_lines(decision: Decision) -> list[str]:
+    """What a decision will do, for people: its steps, then its rollback."""
+    if not decision.steps:
+        return []
+    lines = ["do: " + ", then ".join(step.describe() for step in decision.steps)]
+    if decision.after:
+        lines[0] = f"after {', '.join(decision.after)}: " + lines[0]
+    if decision.rollback:
+        back = ", then ".join(step.describe() for step in decision.rollback)
+        lines.append(
+            f"if the new run is not healthy: stop it, then {back}; the store is left as it was"
+        )
+    return lines
+
+
 def plan_text(plan: Plan) -> str:
     if not plan.decisions:
         return "No jobs."
@@ -62,6 +77,7 @@ def plan_text(plan: Plan) -> str:
             f"{d.name:<{width}}  {d.action.value:<{action_width}}  {version:<4}  {d.reason}"
         )
         lines.extend(f"{'':<{width}}    ~ {change_line(c)}" for c in d.changes)
+        lines.extend(f"{'':<{width}}    {line}" for line in steps_lines(d))
     counts: dict[str, int] = {}
     for d in plan.decisions:
         counts[d.action.value] = counts.get(d.action.value, 0) + 1
@@ -79,10 +95,8 @@ def results_text(plan: Plan, results: dict[str, JobResult]) -> str:
     lines = []
     for decision in plan.decisions:
         result = results.get(decision.name)
-        if result is None or (decision.action in QUIET_ACTIONS and not result.steps):
-            continue
-        if decision.action is Action.ERROR:
-            continue  # its reason is in the plan above
+        if result is None or (not decision.steps and result.outcome != "held-back"):
+            continue  # nothing done; an error's reason is in the plan above
         mark = "ok  " if result.ok else "FAIL"
         lines.append(f"{mark} {decision.name}: {result.summary}")
         lines.extend(f"       {step}" for step in result.steps)

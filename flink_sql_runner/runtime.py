@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.manifest import Job
-from flink_sql_runner.secrets import is_secret_key
-from flink_sql_runner.stored import Meta
+from flink_sql_runner.secrets import is_secret
+from flink_sql_runner.stored import StoredManifest
 
 RUNTIME_SCHEMA_VERSION = 1
 APP_NAME_PREFIX = "flink-sql-runner-"
@@ -54,51 +53,64 @@ def submission_record_beside(stop_marker: str) -> str:
     return stop_marker.removesuffix(".stop") + ".submission.json"
 
 
-def resolve_text(value: str, job: Job, version: int, field: str) -> str:
+def resolve_text(value: str, manifest: StoredManifest, field: str, source: str) -> str:
     """`{job_name}`, `{query_version}` and `${ENV_VAR}` resolved in one option value."""
-    value = value.replace("{job_name}", job.name).replace("{query_version}", str(version))
+    version = str(manifest.meta.query_version)
+    value = value.replace("{job_name}", manifest.name).replace("{query_version}", version)
 
     def env(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in os.environ:
-            raise FsrError(f"{job.file}: {field}: environment variable {name} is not set")
+            raise FsrError(f"{source}: {field}: environment variable {name} is not set")
         return os.environ[name]
 
     return _ENV_VAR.sub(env, value)
 
 
-def _resolve(value: Any, job: Job, version: int, field: str) -> Any:
+def _resolve(value: Any, manifest: StoredManifest, field: str, source: str) -> Any:
     if isinstance(value, str):
-        return resolve_text(value, job, version, field)
+        return resolve_text(value, manifest, field, source)
     if isinstance(value, dict):
-        return {k: _resolve(v, job, version, f"{field}.{k}") for k, v in value.items()}
+        return {k: _resolve(v, manifest, f"{field}.{k}", source) for k, v in value.items()}
     return value
 
 
-def spark_conf(job: Job, version: int) -> tuple[dict[str, str], dict[str, str]]:
+def spark_conf(manifest: StoredManifest, source: str) -> tuple[dict[str, str], dict[str, str]]:
     """(plain, secret) Spark properties: secrets go in a 0600 file, never on a command line."""
     plain, secret = {}, {}
-    for key, value in job.spec.get("sparkProperties", {}).items():
-        resolved = resolve_text(str(value), job, version, f"sparkProperties.{key}")
-        (secret if is_secret_key(key) else plain)[key] = resolved
+    for key, value in manifest.job.get("sparkProperties", {}).items():
+        resolved = resolve_text(str(value), manifest, f"sparkProperties.{key}", source)
+        (secret if is_secret(key, resolved) else plain)[key] = resolved
     return plain, secret
 
 
-def runtime_manifest(job: Job, meta: Meta, run_id: str, control: ControlFiles) -> dict[str, Any]:
-    version = meta.query_version
-    spec = job.spec
+def source_tables(manifest: StoredManifest) -> list[str]:
+    """The tables a job reads: a `code` job names them; a `sql` job's are every table of its
+    manifest but the target (its SQL was read for them when it was loaded)."""
+    spec = manifest.job
+    if "code" in spec:
+        return list(spec.get("source-tables", []))
+    return sorted(name for name in manifest.tables if name != spec["target-table"])
+
+
+def runtime_manifest(
+    manifest: StoredManifest, run_id: str, control: ControlFiles, source: str
+) -> dict[str, Any]:
+    meta = manifest.meta
+    spec = manifest.job
     tables = {
-        name: _resolve(definition, job, version, f"tables.{name}")
-        for name, definition in job.tables.items()
+        name: _resolve(definition, manifest, f"tables.{name}", source)
+        for name, definition in manifest.tables.items()
     }
+    root = str(spec["checkpoint-root"]).rstrip("/")
     return {
         "schema-version": RUNTIME_SCHEMA_VERSION,
-        "name": job.name,
+        "name": manifest.name,
         "description": spec.get("description", ""),
         "target-table": spec["target-table"],
         "sql": spec.get("sql"),
         "code": spec.get("code"),
-        "source-tables": list(job.source_tables),
+        "source-tables": source_tables(manifest),
         "outputMode": spec.get("outputMode", "append"),
         "trigger": spec.get("trigger", {"processingTime": "5 seconds"}),
         "metadata-columns": {
@@ -108,7 +120,7 @@ def runtime_manifest(job: Job, meta: Meta, run_id: str, control: ControlFiles) -
             ),
         },
         "tables": tables,
-        "checkpoint-location": job.checkpoint_location(version),
+        "checkpoint-location": f"{root}/{manifest.name}/{meta.query_version}",
         "stop-marker": control.stop_marker,
         "status-file": control.status_file,
         "run-id": run_id,

@@ -1,26 +1,55 @@
-"""Keeping secrets out of everything the deployer prints."""
+"""Keeping secrets out of everything the deployer prints and off every command line.
+
+A property is secret when its key matches Spark's own redaction rule (the default of
+`spark.redaction.regex`, `(?i)secret|password|token|access[.]?key`), or names one of the
+well-known credentials that rule misses (JAAS configurations such as Kafka's SASL login, Azure
+account keys and SAS tokens, private keys of GCS service accounts, anything holding `passwd` or
+`credential`), or when its value assigns one (`...password="x"`, `;token=abc`): Spark applies its
+rule to values too.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-SECRET_WORDS = ("secret", "password", "passwd", "token", "credential")
+#: Spark's `spark.redaction.regex` default (3.5 and 4.x spell it `access[.]key` or
+#: `access[.]?key`; the wider one is used).
+SPARK_REDACTION = re.compile(r"(?i)secret|password|token|access[.]?key")
+#: Credential keys Spark's default misses.
+CREDENTIAL_KEYS = re.compile(
+    r"(?i)passwd|credential|jaas[.]config|account[.]key|private[._-]?key|sas[._-]?token"
+    r"|fs[.]azure[.]sas[.]"
+)
+#: A value that assigns a secret, e.g. a JAAS line or a JDBC URL with a password in it.
+SECRET_IN_VALUE = re.compile(
+    r"(?i)(secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]"
+)
 MASK = "*****"
 
 
 def is_secret_key(key: str) -> bool:
-    lowered = key.lower()
-    return any(word in lowered for word in SECRET_WORDS)
+    return bool(SPARK_REDACTION.search(key) or CREDENTIAL_KEYS.search(key))
+
+
+def is_secret(key: str, value: Any = None) -> bool:
+    """Spark redacts a property whose key or value matches its rule; so does the deployer."""
+    if is_secret_key(key):
+        return True
+    return isinstance(value, str) and bool(SECRET_IN_VALUE.search(value))
 
 
 def mask(value: Any, key: str = "") -> Any:
-    """`value` with every value under a secret-looking key (at any depth) replaced."""
+    """`value` with every value under a secret key, or assigning a secret, replaced (any
+    depth)."""
     if key and is_secret_key(key):
         return MASK
     if isinstance(value, dict):
         return {k: mask(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
-        return [mask(v) for v in value]
+        return [mask(v, key) for v in value]
+    if isinstance(value, str) and SECRET_IN_VALUE.search(value):
+        return MASK
     return value
 
 
@@ -28,6 +57,6 @@ def masked_conf_args(args: list[str]) -> list[str]:
     """A spark-submit argument list fit for printing: `--conf k=v` with secret k masked."""
     out = []
     for arg in args:
-        key, sep, _ = arg.partition("=")
-        out.append(f"{key}={MASK}" if sep and is_secret_key(key) else arg)
+        key, sep, value = arg.partition("=")
+        out.append(f"{key}={MASK}" if sep and is_secret(key, value) else arg)
     return out

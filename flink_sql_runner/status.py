@@ -6,9 +6,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.changes import ChangeKind, diff, severity
-from flink_sql_runner.facts import gather
+from flink_sql_runner.facts import JobFacts, gather
 from flink_sql_runner.manifest import Job
-from flink_sql_runner.plan import JobFacts, RunningJob
 
 if TYPE_CHECKING:
     from flink_sql_runner.deployment import Deployment
@@ -27,42 +26,33 @@ def _drift(facts: JobFacts, compared: bool) -> str:
     return "in sync" if kind is ChangeKind.NONE else f"git differs ({kind.label})"
 
 
-class _Listed:
-    """The target's listing, read once: `status` asks a cluster one time, not once per use."""
-
-    def __init__(self, running: dict[str, RunningJob]):
-        self.running = running
-
-    def list_running(self) -> dict[str, RunningJob]:
-        return self.running
-
-
 def status_rows(deployment: Deployment, jobs: list[Job]) -> list[dict[str, Any]]:
-    listed = deployment.target.list_running()
     facts = gather(
-        jobs,
-        deployment.store,
-        _Listed(listed),  # type: ignore[arg-type] - gather only lists
-        deployment.state,
+        jobs, deployment.store, deployment.target, deployment.storage,
         workers=deployment.settings.parallelism,
-    )
-    known = {f.name for f in facts}
-    extra = [
-        JobFacts(name, None, None, running, None)
-        for name, running in listed.items()
-        if name not in known
-    ]
+    )  # fmt: skip
     rows = []
-    for f in sorted(facts + extra, key=lambda f: f.name):
+    for f in sorted(facts, key=lambda f: f.name):
         stored = f.stored
+        runs = [
+            {
+                "query-version": r.version,
+                "where": r.detail,
+                "run-id": r.run_id,
+                "liveness": r.liveness.value,
+            }
+            for r in f.runs
+        ]
         rows.append(
             {
                 "name": f.name,
                 "stored-version": stored.meta.query_version if stored else None,
                 "desired-state": stored.job.get("desired-state", "running") if stored else None,
-                "running": f.running is not None,
-                "running-version": f.running.version if f.running else None,
-                "where": f.running.detail if f.running else "",
+                "running": bool(f.alive),
+                "runs": runs,
+                "running-version": f.alive[0].version if len(f.alive) == 1 else None,
+                "where": ", ".join(r.detail for r in f.runs),
+                "problem": f.problem,
                 "last-committed-batch": f.checkpoint.last_committed if f.checkpoint else None,
                 "checkpoint": f.checkpoint.location if f.checkpoint and stored else None,
                 "drift": _drift(f, bool(jobs)),
@@ -82,7 +72,11 @@ def status_text(rows: list[dict[str, Any]]) -> str:
     table = [header]
     for r in rows:
         version = f"v{r['stored-version']}" if r["stored-version"] is not None else "-"
-        if r["running"]:
+        if len(r["runs"]) > 1 or any(run["liveness"] != "alive" for run in r["runs"]):
+            running = "; ".join(
+                f"{run['liveness']}: v{run['query-version']} ({run['where']})" for run in r["runs"]
+            )
+        elif r["running"]:
             running = f"yes ({r['where']})"
             if r["running-version"] not in (None, r["stored-version"]):
                 running = f"yes, v{r['running-version']} ({r['where']})"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from flink_sql_runner import checkpoints
+from flink_sql_runner.storage import FileStorage
 
 STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED")
 FINAL_STATUSES = ("UNDEFINED", "SUCCEEDED", "FAILED", "KILLED")
@@ -141,11 +141,11 @@ class FakeResourceManager:
 
     # -- the driver it plays ---------------------------------------------------------------
     def _read(self, location: str) -> str | None:
-        return checkpoints.read_text(location, s3_client=self.s3_client)
+        return FileStorage(self.s3_client).read_text(location)
 
     def _write_status(self, app: FakeApp, state: str) -> None:
         doc = {"run-id": app.manifest["run-id"], "state": state, "batch-id": 0, "error": None}
-        checkpoints.write_text(app.manifest["status-file"], json.dumps(doc), self.s3_client)
+        FileStorage(self.s3_client).write_text(app.manifest["status-file"], json.dumps(doc))
 
     def _advance(self, app: FakeApp) -> None:
         """ACCEPTED -> RUNNING; RUNNING -> FINISHED once the stop marker is there."""

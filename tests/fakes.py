@@ -1,195 +1,338 @@
-"""In-memory fakes of every side effect, with failure switches, for the decision logic."""
+"""In-memory fakes of every side effect, with failure switches, for the decision logic.
+
+Each fake can fail the way its real part fails: the store answers 503 or finds its object
+changed under a conditional write; the lock's renewals fail or another deployer takes it over;
+the target cannot tell whether a run is alive, answers a submission with a timeout after it
+started the run, or cannot confirm a stop; checkpoint storage answers 503.
+"""
 
 from __future__ import annotations
 
+import json
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flink_sql_runner.checkpoints import CheckpointInfo
 from flink_sql_runner.errors import FsrError, StoreError
-from flink_sql_runner.plan import RunningJob
+from flink_sql_runner.runs import Listing, Liveness, Run
+from flink_sql_runner.storage import StorageError
 from flink_sql_runner.stored import StoredManifest
-from flink_sql_runner.targets.base import Started, Stopped, Submission
+from flink_sql_runner.stores.base import Reads, StoreConflict
+from flink_sql_runner.targets.base import (
+    Started,
+    StopNotConfirmed,
+    Stopped,
+    Submission,
+    SubmitOutcomeUnknown,
+)
 
 
-class FakeStore:
-    location = "memory://store/"
+class StoreData:
+    """What a manifest store holds, shared by every deployer (FakeStore) that uses it."""
 
     def __init__(self) -> None:
         self.manifests: dict[str, StoredManifest] = {}
+        self.versions: dict[str, int] = {}
         self.archived: dict[str, StoredManifest] = {}
         self.side: dict[str, str] = {}
         self.lock = MemoryLockBackend()
+
+
+class FakeStore:
+    """One deployer's view of a store: its writes are conditional on what it read."""
+
+    location = "memory://store/"
+
+    def __init__(self, data: StoreData | None = None) -> None:
+        self.data = data or StoreData()
+        self.seen: dict[str, int | None] = {}
         #: Called before each manifest write, e.g. to simulate a deployer killed right there.
         self.before_write: Callable[[StoredManifest], None] | None = None
         self.fail_reads = False
         self.fail_writes = False
+        self.unreadable: set[str] = set()
         self.writes: list[str] = []
 
-    def list_names(self) -> list[str]:
+    def other(self) -> FakeStore:
+        """Another deployer's view of the same store."""
+        return FakeStore(self.data)
+
+    # shortcuts for tests
+    @property
+    def manifests(self) -> dict[str, StoredManifest]:
+        return self.data.manifests
+
+    @property
+    def side(self) -> dict[str, str]:
+        return self.data.side
+
+    @property
+    def archived(self) -> dict[str, StoredManifest]:
+        return self.data.archived
+
+    @property
+    def lock(self) -> MemoryLockBackend:
+        return self.data.lock
+
+    def put(self, manifest: StoredManifest) -> None:
+        """Seed the store (what an earlier deploy recorded)."""
+        self.data.manifests[manifest.name] = manifest
+        self.data.versions[manifest.name] = self.data.versions.get(manifest.name, 0) + 1
+
+    def _fail(self) -> None:
         if self.fail_reads:
-            raise StoreError("store unreachable (switch)")
-        return sorted(self.manifests)
+            raise StoreError("cannot read memory://store/: SlowDown (HTTP 503) (switch)")
+
+    def list_names(self) -> list[str]:
+        self._fail()
+        return sorted(self.data.manifests)
 
     def read(self, name: str) -> StoredManifest | None:
-        if self.fail_reads:
-            raise StoreError("store unreachable (switch)")
-        return self.manifests.get(name)
+        self._fail()
+        if name in self.unreadable:
+            raise StoreError(f"stored manifest memory://store/{name}.yaml: not a mapping")
+        self.seen[name] = self.data.versions.get(name) if name in self.data.manifests else None
+        return self.data.manifests.get(name)
 
-    def read_many(self, names, max_workers: int) -> dict[str, StoredManifest | None]:
-        return {name: self.read(name) for name in names}
+    def read_many(self, names, max_workers: int) -> Reads:
+        found, problems = {}, {}
+        for name in names:
+            try:
+                found[name] = self.read(name)
+            except StoreError as exc:
+                problems[name] = str(exc)
+        return Reads(found, problems)
 
     def refresh_index(self) -> bool:
         return False
+
+    def _expect_unchanged(self, name: str) -> None:
+        current = self.data.versions.get(name) if name in self.data.manifests else None
+        if current != self.seen.get(name):
+            raise StoreConflict(f"memory://store/{name}.yaml changed since this deploy read it")
 
     def write(self, manifest: StoredManifest) -> None:
         if self.before_write is not None:
             self.before_write(manifest)
         if self.fail_writes:
-            raise StoreError("store refuses writes (switch)")
-        self.manifests[manifest.name] = manifest
+            raise StoreError("cannot write memory://store/: InternalError (HTTP 500) (switch)")
+        self._expect_unchanged(manifest.name)
+        self.put(manifest)
+        self.seen[manifest.name] = self.data.versions[manifest.name]
         self.writes.append(manifest.name)
 
     def archive(self, name: str) -> str:
-        if name not in self.manifests:
+        if name not in self.data.manifests:
             raise StoreError(f"cannot archive {name}: it does not exist")
-        self.archived[name] = self.manifests.pop(name)
+        self._expect_unchanged(name)
+        self.data.archived[name] = self.data.manifests.pop(name)
+        self.seen[name] = None
         return f"memory://archive/{name}"
 
     # side documents (intent records) and the lock
     def write_side(self, key: str, text: str) -> None:
         if self.fail_writes:
-            raise StoreError("store refuses writes (switch)")
-        self.side[key] = text
+            raise StoreError("cannot write memory://store/: InternalError (HTTP 500) (switch)")
+        self.data.side[key] = text
 
     def read_side_folder(self, folder: str) -> dict[str, str]:
-        if self.fail_reads:
-            raise StoreError("store unreachable (switch)")
+        self._fail()
         prefix = folder + "/"
-        return {k[len(prefix) :]: v for k, v in sorted(self.side.items()) if k.startswith(prefix)}
+        return {
+            k[len(prefix) :]: v for k, v in sorted(self.data.side.items()) if k.startswith(prefix)
+        }
 
     def delete_side(self, key: str) -> None:
-        self.side.pop(key, None)
+        self.data.side.pop(key, None)
 
     def lock_backend(self) -> MemoryLockBackend:
-        return self.lock
+        return self.data.lock
 
 
 class MemoryLockBackend:
-    """The lock of FakeStore: the same contract as the file and S3 backends."""
+    """The lock of FakeStore: the same contract as the file and S3 backends, with switches:
+    `fail_replace` makes that many renewals fail (a 503), `steal` has another deployer take
+    the lock over."""
 
     location = "memory://store/_lock"
 
     def __init__(self) -> None:
         self.holder = None
         self.version = 0
+        self.fail_replace = 0
 
-    def create(self, holder) -> bool:
+    def create(self, holder):
         if self.holder is not None:
-            return False
+            return None
         self.holder, self.version = holder, self.version + 1
-        return True
+        return self.version
 
     def read(self):
         return self.holder, (self.version if self.holder is not None else None)
 
-    def replace(self, holder, token) -> bool:
+    def replace(self, holder, token):
+        if self.fail_replace:
+            self.fail_replace -= 1
+            raise StoreError("cannot renew lock memory://store/_lock: SlowDown (switch)")
         if token != self.version or self.holder is None:
-            return False
+            return None
         self.holder, self.version = holder, self.version + 1
-        return True
+        return self.version
 
     def delete(self, token) -> None:
         if token == self.version:
             self.holder = None
 
+    def steal(self, holder) -> None:
+        self.holder, self.version = holder, self.version + 1
+
 
 @dataclass
 class FakeTarget:
+    """A cluster in memory. Switches: `unknown` (runs of these jobs answer "cannot tell" and
+    show so in the listing), `fail_listing`, `fail_submit` (refused), `lose_submit_answer`
+    (the run starts but the submission answers with a timeout), `die_after_submit`,
+    `stop_unconfirmed` (a stop that cannot confirm the run is gone), `graceful`."""
+
     name: str = "fake"
-    running: dict[str, RunningJob] = field(default_factory=dict)
+    runs: dict[str, list[Run]] = field(default_factory=dict)
     submissions: list[Submission] = field(default_factory=list)
     stops: list[str] = field(default_factory=list)
+    unknown: set[str] = field(default_factory=set)
+    fail_listing: bool = False
     fail_submit: bool = False
+    lose_submit_answer: bool = False
     die_after_submit: bool = False
+    stop_unconfirmed: bool = False
     graceful: bool = True
     on_submit: object = None  # callable(submission) -> None, e.g. to write a status file
     #: Called first in submit / stop, e.g. to simulate a deployer killed right there.
     before_submit: object = None
     before_stop: object = None
-    #: Every submit made while a run of the same job was still up: must stay empty.
+    #: Every submit made while a run of the same job may still be up: must stay empty.
     double_starts: list[str] = field(default_factory=list)
+    launched_runs: list[str] = field(default_factory=list)
 
-    def list_running(self) -> dict[str, RunningJob]:
-        return dict(self.running)
+    @property
+    def running(self) -> dict[str, Run]:
+        """The one run of each job (tests that set up a single run)."""
+        return {name: runs[0] for name, runs in self.runs.items() if runs}
+
+    def add_run(self, run: Run) -> None:
+        self.runs.setdefault(run.name, []).append(run)
+
+    def _shown(self, run: Run) -> Run:
+        if run.name in self.unknown:
+            return Run(run.name, run.version, run.run_id, run.detail, run.submission_id,
+                       Liveness.UNKNOWN)  # fmt: skip
+        return run
+
+    def list_runs(self) -> Listing:
+        if self.fail_listing:
+            raise FsrError("the cluster's API answered HTTP 503 to the listing (switch)")
+        return Listing.of_runs([self._shown(r) for runs in self.runs.values() for r in runs])
 
     def submit(self, submission: Submission) -> Started:
         if callable(self.before_submit):
             self.before_submit(submission)
-        if submission.name in self.running:
+        if self.runs.get(submission.name) or submission.name in self.unknown:
             self.double_starts.append(submission.name)
         if self.fail_submit:
             raise FsrError("cluster refused the submission (switch)")
         self.submissions.append(submission)
-        job = RunningJob(submission.name, submission.version, submission.run_id, "fake 1")
+        run = Run(submission.name, submission.version, submission.run_id, "fake 1", "sub-1")
         if not self.die_after_submit:
-            self.running[submission.name] = job
+            self.add_run(run)
         if callable(self.on_submit):
             self.on_submit(submission)
-        return Started(job)
+        if self.lose_submit_answer:
+            lost = Run(submission.name, submission.version, submission.run_id, "unknown")
+            raise SubmitOutcomeUnknown("the submission timed out (switch)", lost)
+        return Started(run)
 
-    def is_alive(self, running: RunningJob) -> bool:
-        current = self.running.get(running.name)
-        return current is not None and current.run_id == running.run_id
+    def liveness(self, run: Run) -> Liveness:
+        if run.name in self.unknown:
+            return Liveness.UNKNOWN
+        alive = any(r.run_id == run.run_id for r in self.runs.get(run.name, []))
+        return Liveness.ALIVE if alive else Liveness.GONE
 
-    def failure_detail(self, running: RunningJob) -> str:
+    def launched(self, run: Run) -> None:
+        self.launched_runs.append(str(run.run_id))
+
+    def failure_detail(self, run: Run) -> str:
         return "fake log tail"
 
-    def stop(self, running: RunningJob, stop_marker: str, timeout: float) -> Stopped:
+    def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:
         if callable(self.before_stop):
-            self.before_stop(running)
-        self.stops.append(running.name)
-        self.running.pop(running.name, None)
+            self.before_stop(run)
+        self.stops.append(run.name)
+        if self.stop_unconfirmed or run.name in self.unknown:
+            raise StopNotConfirmed(f"{run.detail}: the cluster cannot say it stopped (switch)")
+        remaining = [r for r in self.runs.get(run.name, []) if r.run_id != run.run_id]
+        if remaining:
+            self.runs[run.name] = remaining
+        else:
+            self.runs.pop(run.name, None)
         return Stopped(self.graceful, 0.1, "stopped gracefully" if self.graceful else "killed")
 
 
-class FakeState:
-    """Checkpoint storage: which checkpoints exist, and control files."""
+class FakeStorage:
+    """Checkpoint storage in memory: files by location. `fail` makes every call a 503."""
 
     def __init__(self) -> None:
-        self.checkpoints: dict[str, CheckpointInfo] = {}
         self.files: dict[str, str] = {}
-        self.versions: dict[str, int] = {}
+        self.fail = False
+
+    def _check(self) -> None:
+        if self.fail:
+            raise StorageError("cannot list s3://ckpt/: SlowDown (HTTP 503) (switch)")
 
     def add_checkpoint(self, location: str, last_committed: int | None = 3) -> None:
-        self.checkpoints[location] = CheckpointInfo(
-            location, True, True, last_committed, last_committed
-        )
-        job_root, _, version = location.rpartition("/")
-        self.versions[job_root] = max(self.versions.get(job_root, 0), int(version))
+        """A valid checkpoint, as Spark leaves it, up to batch `last_committed`."""
+        self.files[f"{location}/metadata"] = json.dumps({"id": "fake"})
+        last = last_committed if last_committed is not None else 0
+        for batch in range(last + 1):
+            self.files[f"{location}/offsets/{batch}"] = "v1\n{}\n{}"
+        for batch in range(last_committed + 1 if last_committed is not None else 0):
+            self.files[f"{location}/commits/{batch}"] = "v1\n{}"
 
-    def inspect(self, location: str) -> CheckpointInfo:
-        return self.checkpoints.get(location, CheckpointInfo(location, False, False, None, None))
+    def read_bytes(self, location: str) -> bytes | None:
+        text = self.read_text(location)
+        return None if text is None else text.encode()
 
-    def highest_version(self, job_location: str) -> int:
-        return self.versions.get(job_location, 0)
-
-    # ControlStorage
     def read_text(self, location: str) -> str | None:
+        self._check()
         return self.files.get(location)
 
-    def write_text(self, location: str, text: str) -> None:
+    def write_text(self, location: str, text: str, *, private: bool = False) -> None:
+        self._check()
         self.files[location] = text
 
     def delete(self, location: str) -> None:
+        self._check()
         self.files.pop(location, None)
 
     def is_empty(self, location: str) -> bool:
-        return location not in self.checkpoints and not any(
-            f.startswith(location + "/") for f in self.files
-        )
+        self._check()
+        return not any(f.startswith(location.rstrip("/") + "/") for f in self.files)
+
+    def _children(self, folder: str) -> list[tuple[str, bool]]:
+        prefix = folder.rstrip("/") + "/"
+        found = {}
+        for location in self.files:
+            if location.startswith(prefix):
+                head, _, rest = location[len(prefix) :].partition("/")
+                found[head] = found.get(head, False) or bool(rest)
+        return sorted(found.items())
+
+    def file_names(self, folder: str) -> list[str]:
+        self._check()
+        return [name for name, is_dir in self._children(folder) if not is_dir]
+
+    def dir_names(self, folder: str) -> list[str]:
+        self._check()
+        return [name for name, is_dir in self._children(folder) if is_dir]
 
 
 class FakeClock:

@@ -17,6 +17,8 @@ Faults (each answers the next `times` matching requests, then requests pass agai
 - "cut-request": forward the request headers and half of its body to the upstream, then drop
   both connections without an answer (an upload cut mid-transfer).
 - "delay": wait `seconds`, then forward normally.
+- "drop-conditions": forward without `If-Match` / `If-None-Match` (an endpoint that ignores
+  conditional writes).
 
 Only the standard library; every thread and socket is closed by `stop()` (or leaving `with`).
 """
@@ -37,7 +39,8 @@ ERROR_ANSWERS = {
     "internal": (500, "InternalError", "We encountered an internal error. Please try again."),
     "throttle": (429, "Throttling", "Rate exceeded."),
 }
-FAULTS = (*ERROR_ANSWERS, "reset", "cut-request", "delay")
+FAULTS = (*ERROR_ANSWERS, "reset", "cut-request", "delay", "drop-conditions")
+CONDITION_HEADERS = frozenset({"if-match", "if-none-match"})
 #: Headers that describe one hop of a connection, not the message: never forwarded as they are.
 HOP_HEADERS = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "expect", "te", "trailer", "upgrade"}
@@ -201,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault == "delay" and self.state.stopping.wait(rule.seconds if rule else 0):
             return
         else:
-            status, headers, data = self._forward(body)
+            status, headers, data = self._forward(body, drop=fault == "drop-conditions")
             self._answer(status, headers, data, cut=fault == "reset")
 
     def _take_rule(self, method: str, path: str) -> Rule | None:
@@ -225,17 +228,18 @@ class _Handler(BaseHTTPRequestHandler):
                 chunks.append(chunk)
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
-    def _request_headers(self, body: bytes) -> dict[str, str]:
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
+    def _request_headers(self, body: bytes, drop: bool = False) -> dict[str, str]:
+        dropped = HOP_HEADERS | (CONDITION_HEADERS if drop else frozenset())
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in dropped}
         headers.pop("Content-Length", None)
         if body or self.command in ("PUT", "POST"):
             headers["Content-Length"] = str(len(body))
         return headers
 
-    def _forward(self, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _forward(self, body: bytes, drop: bool = False) -> tuple[int, list[tuple[str, str]], bytes]:
         upstream = http.client.HTTPConnection("127.0.0.1", self.upstream, timeout=60)
         try:
-            upstream.request(self.command, self.path, body, self._request_headers(body))
+            upstream.request(self.command, self.path, body, self._request_headers(body, drop))
             response = upstream.getresponse()
             data = response.read()
             return response.status, response.getheaders(), data

@@ -32,9 +32,10 @@ def free_port() -> int:
 
 @dataclass
 class Cluster:
-    rest: str  # spark://127.0.0.1:<rest port>, what --master takes
+    rest: str  # spark://127.0.0.1:<rest port>: the gateway's own URL, also taken by --master
     web_ui: str  # http://127.0.0.1:<ui port>, what --cluster-api takes
     work_dir: Path
+    master: str = ""  # spark://127.0.0.1:<master port>: the master as drivers know it
     pids: list[int] = field(default_factory=list)
     started_in: float = 0.0
 
@@ -95,7 +96,10 @@ def standalone_cluster(root: Path, cores: int = 4, memory: str = "3g") -> Iterat
     }
     env.pop("PYSPARK_DRIVER_PYTHON", None)
     cluster = Cluster(
-        f"spark://127.0.0.1:{rest_port}", f"http://127.0.0.1:{ui_port}", root / "work"
+        f"spark://127.0.0.1:{rest_port}",
+        f"http://127.0.0.1:{ui_port}",
+        root / "work",
+        f"spark://127.0.0.1:{master_port}",
     )
     processes: list[subprocess.Popen] = []
     begun = time.monotonic()

@@ -12,18 +12,9 @@ from typing import Any
 
 import pytest
 
-from flink_sql_runner.checkpoints import (
-    CheckpointInfo,
-    StorageError,
-    delete,
-    highest_version,
-    inspect_checkpoint,
-    is_empty_location,
-    local_path,
-    read_text,
-    write_text,
-)
+from flink_sql_runner.checkpoints import CheckpointInfo, highest_version, inspect_checkpoint
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.storage import FileStorage, StorageError, local_path
 
 METADATA = json.dumps({"id": "5c1b8b55-2f2e-4f4e-9b55-6f7d2e0a4d11"}) + "\n"
 OFFSET = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1700000000000}\n{"0":42}\n'
@@ -94,12 +85,16 @@ def write_checkpoint(storage: Storage, rel: str, offsets: range, commits: range)
         storage.put(f"{rel}/commits/{n}", COMMIT)
 
 
+def files(storage: Storage) -> FileStorage:
+    return FileStorage(storage.client)
+
+
 def inspect(storage: Storage, rel: str) -> CheckpointInfo:
-    return inspect_checkpoint(storage.uri(rel), s3_client=storage.client)
+    return inspect_checkpoint(files(storage), storage.uri(rel))
 
 
 def empty(storage: Storage, rel: str) -> bool:
-    return is_empty_location(storage.uri(rel), s3_client=storage.client)
+    return files(storage).is_empty(storage.uri(rel))
 
 
 # -- inspect_checkpoint ---------------------------------------------------------------------------
@@ -236,7 +231,7 @@ def test_a_spark_like_checkpoint(storage: Storage) -> None:
 
 def test_trailing_slash_is_the_same_folder(storage: Storage) -> None:
     write_checkpoint(storage, "job/1", offsets=range(2), commits=range(1))
-    info = inspect_checkpoint(storage.uri("job/1") + "/", s3_client=storage.client)
+    info = inspect_checkpoint(files(storage), storage.uri("job/1") + "/")
     assert (info.valid, info.last_committed, info.last_offset) == (True, 0, 1)
 
 
@@ -244,12 +239,12 @@ def test_trailing_slash_is_the_same_folder(storage: Storage) -> None:
 
 
 def test_highest_version(storage: Storage) -> None:
-    assert highest_version(storage.uri("job"), s3_client=storage.client) == 0
+    assert highest_version(files(storage), storage.uri("job")) == 0
     for version in (1, 2, 10, 9):
         storage.put(f"job/{version}/metadata", METADATA)
     storage.put_files("job", {"_control/v10.stop": "x", "11": "a file, not a version", "x/y": ""})
     storage.put("job-other/12/metadata", METADATA)
-    assert highest_version(storage.uri("job"), s3_client=storage.client) == 10
+    assert highest_version(files(storage), storage.uri("job")) == 10
 
 
 # -- read_text / write_text / delete --------------------------------------------------------------
@@ -257,21 +252,21 @@ def test_highest_version(storage: Storage) -> None:
 
 def test_text_files(storage: Storage) -> None:
     uri = storage.uri("job/_control/v1.status.json")
-    assert read_text(uri, s3_client=storage.client) is None
-    write_text(uri, '{"state": "running", "note": "ü"}', s3_client=storage.client)
-    assert read_text(uri, s3_client=storage.client) == '{"state": "running", "note": "ü"}'
-    write_text(uri, "second", s3_client=storage.client)
-    assert read_text(uri, s3_client=storage.client) == "second"
-    delete(uri, s3_client=storage.client)
-    assert read_text(uri, s3_client=storage.client) is None
-    delete(uri, s3_client=storage.client)  # missing is fine
+    assert files(storage).read_text(uri) is None
+    files(storage).write_text(uri, '{"state": "running", "note": "ü"}')
+    assert files(storage).read_text(uri) == '{"state": "running", "note": "ü"}'
+    files(storage).write_text(uri, "second")
+    assert files(storage).read_text(uri) == "second"
+    files(storage).delete(uri)
+    assert files(storage).read_text(uri) is None
+    files(storage).delete(uri)  # missing is fine
 
 
 def test_local_write_is_atomic_and_private_on_request(tmp_path: Path) -> None:
     target = tmp_path / "a" / "b" / "v1.stop"
-    write_text(str(target), "first")
+    FileStorage().write_text(str(target), "first")
     assert stat.S_IMODE(target.stat().st_mode) == 0o644
-    write_text(f"file:{target}", "secret-free but private", mode=0o600)
+    FileStorage().write_text(f"file:{target}", "secret-free but private", private=True)
     assert target.read_text() == "secret-free but private"
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert sorted(p.name for p in target.parent.iterdir()) == ["v1.stop"]  # no temporary left
@@ -281,14 +276,14 @@ def test_local_write_keeps_the_old_file_when_it_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = tmp_path / "v1.status.json"
-    write_text(str(target), "old")
+    FileStorage().write_text(str(target), "old")
 
     def refuse(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", refuse)
     with pytest.raises(StorageError, match=r"cannot write .*v1.status.json: No space left"):
-        write_text(str(target), "new")
+        FileStorage().write_text(str(target), "new")
     monkeypatch.undo()
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["v1.status.json"]  # temporary removed
@@ -296,12 +291,12 @@ def test_local_write_keeps_the_old_file_when_it_fails(
 
 def test_local_read_of_a_folder_is_a_storage_error(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="cannot read"):
-        read_text(str(tmp_path))
+        FileStorage().read_text(str(tmp_path))
 
 
 @pytest.mark.s3
 def test_s3_text_files_get_a_content_type(s3_client: Any, s3_bucket: str) -> None:
-    write_text(f"s3a://{s3_bucket}/ck/job/run.json", "{}", s3_client=s3_client)
+    FileStorage(s3_client).write_text(f"s3a://{s3_bucket}/ck/job/run.json", "{}")
     head = s3_client.head_object(Bucket=s3_bucket, Key="ck/job/run.json")
     assert head["ContentType"] == "application/json; charset=utf-8"
 
@@ -309,9 +304,9 @@ def test_s3_text_files_get_a_content_type(s3_client: Any, s3_bucket: str) -> Non
 @pytest.mark.s3
 def test_s3_missing_bucket_is_a_clear_error(s3_client: Any, s3_env: dict[str, str]) -> None:
     for attempt in (
-        lambda: inspect_checkpoint("s3a://no-such-bucket/ck/job/1", s3_client=s3_client),
-        lambda: read_text("s3://no-such-bucket/ck/x", s3_client=s3_client),
-        lambda: write_text("s3://no-such-bucket/ck/x", "x", s3_client=s3_client),
+        lambda: inspect_checkpoint(FileStorage(s3_client), "s3a://no-such-bucket/ck/job/1"),
+        lambda: FileStorage(s3_client).read_text("s3://no-such-bucket/ck/x"),
+        lambda: FileStorage(s3_client).write_text("s3://no-such-bucket/ck/x", "x"),
     ):
         with pytest.raises(StorageError, match="bucket no-such-bucket does not exist") as caught:
             attempt()
@@ -322,10 +317,10 @@ def test_s3_missing_bucket_is_a_clear_error(s3_client: Any, s3_env: dict[str, st
 def test_s3_without_a_client_uses_the_standard_settings(
     s3_env: dict[str, str], s3_client: Any, s3_bucket: str
 ) -> None:
-    write_text(f"s3://{s3_bucket}/ck/job/1/metadata", METADATA)
-    write_text(f"s3://{s3_bucket}/ck/job/1/offsets/0", OFFSET)
-    assert inspect_checkpoint(f"s3a://{s3_bucket}/ck/job/1").valid
-    assert highest_version(f"s3a://{s3_bucket}/ck/job") == 1
+    FileStorage().write_text(f"s3://{s3_bucket}/ck/job/1/metadata", METADATA)
+    FileStorage().write_text(f"s3://{s3_bucket}/ck/job/1/offsets/0", OFFSET)
+    assert inspect_checkpoint(FileStorage(), f"s3a://{s3_bucket}/ck/job/1").valid
+    assert highest_version(FileStorage(), f"s3a://{s3_bucket}/ck/job") == 1
 
 
 @pytest.mark.s3
@@ -367,11 +362,11 @@ def test_local_path(uri: str, path: str) -> None:
 @pytest.mark.parametrize("uri", ["hdfs://nn/ck/job/1", "gs://b/ck", "file://otherhost/tmp/ck"])
 def test_unsupported_locations_are_clear_errors(uri: str) -> None:
     with pytest.raises(FsrError, match="unsupported storage|another host"):
-        inspect_checkpoint(uri)
+        inspect_checkpoint(FileStorage(), uri)
 
 
 def test_a_file_where_the_folder_should_be(tmp_path: Path) -> None:
     (tmp_path / "1").write_text("not a folder")
-    info = inspect_checkpoint(str(tmp_path / "1"))
+    info = inspect_checkpoint(FileStorage(), str(tmp_path / "1"))
     assert (info.exists, info.valid) == (True, False)
-    assert not is_empty_location(str(tmp_path / "1"))
+    assert not FileStorage().is_empty(str(tmp_path / "1"))

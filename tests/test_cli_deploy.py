@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from flink_sql_runner.lock import FileLockBackend, Holder
+from flink_sql_runner.lock import FileLockBackend, Holder, this_machine
 from flink_sql_runner.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
 from tests.test_cli_plan import EXAMPLE_JOBS, REPO, cli
@@ -34,7 +34,7 @@ def store_with_orphan(folder: Path) -> LocalStore:
 
 def test_a_locked_store_makes_deploy_wait_then_exit_3_naming_the_holder(tmp_path: Path):
     state = tmp_path / "state"
-    holder = Holder("other", "ci-runner-7", 4242, "deploy", 1_700_000_000.0, 9e18)
+    holder = Holder("other", "ci-runner-7", 4242, "deploy", "2023-11-14T22:13:20Z", 120.0)
     assert FileLockBackend(state / "manifests" / ".lock").create(holder)
     args = ["--path", "examples/queries", *TABLES, "--state-dir", str(state)]
     result = cli("deploy", *args, "--lock-timeout", "1")
@@ -53,7 +53,9 @@ def test_a_locked_store_makes_deploy_wait_then_exit_3_naming_the_holder(tmp_path
 
 def test_a_lock_left_by_a_killed_deploy_on_this_machine_does_not_block(tmp_path: Path):
     state = tmp_path / "state"
-    dead = Holder("dead", socket.gethostname(), 2**22 + 17, "deploy", 1_700_000_000.0, 9e18)
+    dead = Holder(
+        "dead", socket.gethostname(), 2**22 + 17, "deploy", "then", 9e9, this_machine(), "linux:1"
+    )
     assert FileLockBackend(state / "manifests" / ".lock").create(dead)
     jobs = stopped_examples(tmp_path / "jobs")
     result = cli(

@@ -49,7 +49,9 @@ def test_plan_of_the_examples_on_an_empty_state_folder(tmp_path: Path) -> None:
     assert [(j["name"], j["action"], j["query-version"]) for j in jobs] == [
         (name, "start-clean", 1) for name in EXAMPLE_JOBS
     ]
-    assert all(set(j) == {"name", "action", "query-version", "reason", "changes"} for j in jobs)
+    keys = {"name", "action", "query-version", "reason", "changes", "steps", "rollback"}
+    assert all(set(j) == keys for j in jobs)
+    assert jobs[0]["steps"][0]["step"] == "start" and jobs[0]["steps"][1]["step"] == "record"
     assert not state.exists(), "plan must not create or write anything"
 
 
@@ -89,7 +91,17 @@ def write_job_with_secret(folder: Path, secret: str) -> None:
         "name": "leaky",
         "target-table": "expensive_orders",
         "sql": "SELECT order_id FROM orders",
-        "sparkProperties": {"spark.hadoop.fs.s3a.secret.key": secret, "my.db.password": secret},
+        "sparkProperties": {
+            key: secret
+            for key in (
+                "spark.hadoop.fs.s3a.secret.key",
+                "my.db.password",
+                "spark.hadoop.fs.s3a.access.key",
+                "spark.kafka.sasl.jaas.config",
+                "spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net",
+                "spark.hadoop.google.cloud.auth.service.account.private.key",
+            )
+        },
     }
     (folder / "leaky.yaml").write_text(yaml.safe_dump(job))
 
@@ -111,6 +123,7 @@ def test_secrets_are_masked_in_plan_text_and_json(tmp_path: Path) -> None:
         result = cli("plan", *args, "--manifest-store", str(store), "--output", output)
         shown = result.stdout + result.stderr
         assert "sparkProperties.my.db.password" in shown
+        assert "sparkProperties.spark.kafka.sasl.jaas.config" in shown
         assert "Secret-value" not in shown, shown
 
 

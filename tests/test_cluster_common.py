@@ -6,15 +6,16 @@ from __future__ import annotations
 import pytest
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.runs import Liveness
 from flink_sql_runner.runtime import ControlFiles
-from flink_sql_runner.targets.base import Submission
+from flink_sql_runner.targets.base import StopNotConfirmed, Submission
 from flink_sql_runner.targets.cluster import (
     ClusterError,
     ClusterTarget,
     DriverState,
     Listed,
     SubmissionRecord,
-    running_jobs,
+    runs_of,
 )
 from flink_sql_runner.targets.sparksubmit import failure_message
 from flink_sql_runner.targets.standalone import (
@@ -23,7 +24,7 @@ from flink_sql_runner.targets.standalone import (
     rest_base,
     runner_resource,
 )
-from tests.fakes import FakeState
+from tests.fakes import FakeStorage
 
 # What spark-submit 4.0.1 printed (trimmed), against no YARN config and a closed API server.
 YARN_WITHOUT_CONF = """WARNING: Using incubator modules: jdk.incubator.vector
@@ -71,23 +72,26 @@ def test_the_submission_record_sits_beside_the_stop_marker_and_round_trips():
         SubmissionRecord.from_json('{"schema-version": 99}', "x")
 
 
-def test_only_our_applications_are_jobs_and_the_newest_run_wins():
+def test_only_our_applications_are_jobs_and_every_run_of_one_counts():
     listed = [
-        Listed("flink-sql-runner-orders-v1", "app-1", started=1.0),
         Listed("flink-sql-runner-orders-v2", "app-2", "sub-2", "run-2", started=2.0),
+        Listed("flink-sql-runner-orders-v1", "app-1", started=1.0, liveness=Liveness.UNKNOWN),
         Listed("someone-elses-app", "app-3"),
         Listed("flink-sql-runner-Bad-v1", "app-4"),
     ]
-    jobs = running_jobs(listed)
-    assert list(jobs) == ["orders"]
-    assert (jobs["orders"].version, jobs["orders"].submission_id) == (2, "sub-2")
-    assert jobs["orders"].detail == "app-2" and jobs["orders"].run_id == "run-2"
+    listing = runs_of(listed)
+    assert list(listing.runs) == ["orders"]
+    old, new = listing.of("orders")
+    assert (old.version, old.detail, old.liveness) == (1, "app-1", Liveness.UNKNOWN)
+    assert (new.version, new.submission_id, new.run_id) == (2, "sub-2", "run-2")
 
 
-def test_standalone_needs_one_rest_gateway():
-    assert rest_base("spark://m:6066") == "http://m:6066"
-    for bad in ("spark://a:6066,b:6066", "yarn", "local[2]"):
-        with pytest.raises(FsrError, match="REST gateway"):
+def test_standalone_finds_the_rest_gateway_of_one_master():
+    assert rest_base("spark://m:7077") == "http://m:6066", "the master's usual URL"
+    assert rest_base("spark://m:6066") == "http://m:6066", "the gateway's own URL"
+    assert rest_base("spark://m:7077", "http://gw:16066/") == "http://gw:16066"
+    for bad in ("spark://a:7077,b:7077", "yarn", "local[2]"):
+        with pytest.raises(FsrError, match="needs one master, spark://HOST:PORT"):
             rest_base(bad)
 
 
@@ -147,7 +151,7 @@ class MemoryCluster(ClusterTarget):
 
     def driver_state(self, submission_id):
         up = self.alive.get(submission_id, False)
-        return DriverState(up, "RUNNING" if up else "GONE")
+        return DriverState(Liveness.ALIVE if up else Liveness.GONE, "RUNNING" if up else "GONE")
 
     def kill(self, submission_id):
         self.killed.append(submission_id)
@@ -167,8 +171,8 @@ def orders_submission() -> Submission:
 
 
 def test_a_run_that_cannot_be_recorded_is_killed_not_left_behind():
-    class Refusing(FakeState):
-        def write_text(self, location, text):
+    class Refusing(FakeStorage):
+        def write_text(self, location, text, *, private=False):
             raise FsrError("access denied")
 
     cluster = MemoryCluster(Refusing())
@@ -178,15 +182,15 @@ def test_a_run_that_cannot_be_recorded_is_killed_not_left_behind():
 
 
 def test_stopping_what_the_listing_shows_needs_its_record():
-    state = FakeState()
+    state = FakeStorage()
     cluster = MemoryCluster(state)
     sub = orders_submission()
     cluster.submit(sub)
-    listed = cluster.list_running()["orders"]  # no submission id in this listing
+    (listed,) = cluster.list_runs().of("orders")  # no submission id in this listing
     record = ControlFiles.of("s3a://b/ckpt/orders", 1).submission_record
     state.files[record] = state.files[record].replace("orders-v1", "orders-v7")
-    with pytest.raises(ClusterError, match="records flink-sql-runner-orders-v7, but the cluster"):
+    with pytest.raises(StopNotConfirmed, match="records flink-sql-runner-orders-v7, but the"):
         cluster.stop(listed, sub.stop_marker, timeout=0)
     del state.files[record]
-    with pytest.raises(ClusterError, match="v1.submission.json does not exist"):
+    with pytest.raises(StopNotConfirmed, match="v1.submission.json does not exist"):
         cluster.stop(listed, sub.stop_marker, timeout=0)

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.deployment import Deployment, Settings, StorageControl, make_target
+from flink_sql_runner.deployment import Deployment, Settings, make_target
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.facts import StorageStateReader
+from flink_sql_runner.runs import Liveness
 from flink_sql_runner.runtime import ControlFiles
+from flink_sql_runner.storage import FileStorage
 from flink_sql_runner.targets.base import Submission
 from flink_sql_runner.targets.cluster import ClusterError
 from flink_sql_runner.targets.kubernetes import KubernetesTarget, parse_status, pod_name
@@ -40,7 +41,7 @@ def calls(tmp_path: Path) -> list[list[str]]:
 
 
 def target_for(spark_submit: Path | None, **kw) -> KubernetesTarget:
-    storage = StorageControl(StorageStateReader())
+    storage = FileStorage()
     kw.setdefault("runner", RUNNER)
     script = str(spark_submit) if spark_submit else None
     return KubernetesTarget(storage, MASTER, "jobs", script, poll=0.05, **kw)
@@ -75,7 +76,7 @@ def test_submit_list_and_stop_gracefully_through_the_stop_marker(
     started = target.submit(sub)
 
     pod = "flink-sql-runner-orders-daily-v3-5d0c7c0e"
-    assert started.running.submission_id == f"jobs:{pod}"
+    assert started.run.submission_id == f"jobs:{pod}"
     (args,) = calls(tmp_path)
     assert args[:6] == ["--master", MASTER, "--deploy-mode", "cluster", "--name", sub.app_name]
     confs = [args[i + 1] for i, a in enumerate(args) if a == "--conf"]
@@ -95,16 +96,16 @@ def test_submit_list_and_stop_gracefully_through_the_stop_marker(
     )
     assert (record["target"], record["submission_id"]) == ("kubernetes", f"jobs:{pod}")
 
-    running = target.list_running()
-    assert list(running) == ["orders_daily"], "the exact job name, from the pod's labels"
-    job = running["orders_daily"]
+    running = target.list_runs()
+    assert list(running.runs) == ["orders_daily"], "the exact job name, from the pod's labels"
+    (job,) = running.of("orders_daily")
     assert (job.version, job.run_id, job.submission_id) == (3, RUN_ID, f"jobs:{pod}")
     assert calls(tmp_path)[-1] == ["--master", MASTER, "--status", "jobs:flink-sql-runner-*"]
 
     stopped = target.stop(job, sub.stop_marker, timeout=30)
     assert stopped.graceful and "stopped gracefully" in stopped.how
     assert not any("--kill" in c for c in calls(tmp_path))
-    assert target.list_running() == {}, "a Succeeded pod is not running"
+    assert target.list_runs().runs == {}, "a Succeeded pod is not running"
 
 
 def test_a_driver_ignoring_the_stop_marker_is_killed_with_spark_submit(
@@ -112,7 +113,7 @@ def test_a_driver_ignoring_the_stop_marker_is_killed_with_spark_submit(
 ):
     target = target_for(spark_submit)
     sub = submission(tmp_path)
-    running = target.submit(sub).running
+    running = target.submit(sub).run
     monkeypatch.setenv("FAKE_K8S_IGNORE_MARKER", "1")
 
     stopped = target.stop(running, sub.stop_marker, timeout=0.2)
@@ -120,7 +121,7 @@ def test_a_driver_ignoring_the_stop_marker_is_killed_with_spark_submit(
     assert not stopped.graceful and "spark-submit --kill" in stopped.how
     kills = [c for c in calls(tmp_path) if "--kill" in c]
     assert kills == [["--master", MASTER, "--kill", running.submission_id]]
-    assert not target.is_alive(running)
+    assert target.liveness(running) is Liveness.GONE
     assert target.failure_detail(running).endswith(
         "not found: no driver pod " + running.submission_id
     )
@@ -142,8 +143,8 @@ def test_a_failed_driver_pod_says_how_it_ended(
 ):
     monkeypatch.setenv("FAKE_K8S_DRIVER_FAILS", "1")
     target = target_for(spark_submit)
-    running = target.submit(submission(tmp_path)).running
-    assert not target.is_alive(running)
+    running = target.submit(submission(tmp_path)).run
+    assert target.liveness(running) is Liveness.GONE
     assert target.failure_detail(running) == (
         f"kubernetes reports {running.submission_id} Failed: container terminated, exit code 1 "
         f"(Error); driver log: kubectl logs -n jobs {running.submission_id.split(':')[1]}"
@@ -219,11 +220,9 @@ def test_the_real_spark_submit_errors_come_back(tmp_path: Path):
         "spark-submit to Kubernetes failed: org.apache.spark.SparkException: Please specify "
         "spark.kubernetes.file.upload.path property."
     )
-    closed = KubernetesTarget(
-        StorageControl(StorageStateReader()), f"k8s://https://127.0.0.1:{free_port()}", "jobs"
-    )
+    closed = KubernetesTarget(FileStorage(), f"k8s://https://127.0.0.1:{free_port()}", "jobs")
     with pytest.raises(ClusterError, match="Connection refused"):
-        closed.list_running()
+        closed.list_runs()
 
 
 def test_settings_make_a_kubernetes_target():
@@ -234,3 +233,19 @@ def test_settings_make_a_kubernetes_target():
         make_target(Settings(target="kubernetes"))
     with pytest.raises(FsrError, match="k8s://"):
         make_target(Settings(target="kubernetes", master="spark://x:7077"))
+
+
+def test_a_pod_in_phase_unknown_is_a_run_that_may_be_alive(tmp_path: Path, spark_submit: Path):
+    """Kubernetes says Unknown when it lost touch with the pod's node: the driver may still
+    write. Before, such a pod was left out of the listing and read as "not running"."""
+    target = target_for(spark_submit)
+    run = target.submit(submission(tmp_path)).run
+    state = tmp_path / "pods.json"
+    pods = json.loads(state.read_text())
+    for pod in pods.values():
+        pod["phase"] = "Unknown"
+    state.write_text(json.dumps(pods))
+    (listed,) = target.list_runs().of("orders_daily")
+    assert listed.liveness is Liveness.UNKNOWN
+    target.state_ttl = 0
+    assert target.liveness(run) is Liveness.UNKNOWN

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from flink_sql_runner.apply import Timeouts
-from flink_sql_runner.deployment import Deployment, Settings, StorageControl
-from flink_sql_runner.facts import StorageStateReader
+from flink_sql_runner.deployment import Deployment, Settings
+from flink_sql_runner.runs import Liveness, Run
 from flink_sql_runner.runtime import ControlFiles
+from flink_sql_runner.storage import FileStorage
 from flink_sql_runner.targets.base import Submission
 from flink_sql_runner.targets.cluster import ClusterError
 from flink_sql_runner.targets.yarn import YarnTarget, resource_manager_url
@@ -39,7 +40,7 @@ def spark_submit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rm: FakeResour
 
 
 def target_for(rm: FakeResourceManager, spark_submit: Path, **kw) -> YarnTarget:
-    storage = StorageControl(StorageStateReader())
+    storage = FileStorage()
     return YarnTarget(
         storage, "yarn", rm.url, str(spark_submit), RUNNER, user="ci", poll=0.05, **kw
     )
@@ -49,7 +50,7 @@ def submission(root: str, version: int = 1, run_id: str = "0f0e0d0c-1111-2222-33
     control = ControlFiles.of(f"{root}/orders", version)
     manifest = {"run-id": run_id, "stop-marker": control.stop_marker}
     manifest["status-file"] = control.status_file
-    StorageControl(StorageStateReader()).write_text(control.runtime_manifest, json.dumps(manifest))
+    FileStorage().write_text(control.runtime_manifest, json.dumps(manifest))
     return Submission(
         name="orders",
         version=version,
@@ -89,7 +90,7 @@ def test_submit_list_and_stop_gracefully_through_the_stop_marker(
     assert not Path(args[args.index("--properties-file") + 1]).exists(), "removed afterwards"
     assert "--load-spark-defaults" in args, "the cluster's spark-defaults.conf still counts"
 
-    app_id = started.running.submission_id
+    app_id = started.run.submission_id
     assert app_id == f"application_{1795400000000}_0001"
     record = json.loads(
         Path(ControlFiles.of(str(tmp_path / "ckpt/orders"), 1).submission_record).read_text()
@@ -104,12 +105,10 @@ def test_submit_list_and_stop_gracefully_through_the_stop_marker(
     assert (method, path) == ("GET", "/ws/v1/cluster/apps")
     assert query["applicationTags"] == [f"flink-sql-runner-run-{sub.run_id}"]
 
-    assert target.is_alive(started.running)
+    assert target.liveness(started.run) is Liveness.ALIVE
     rm.requests.clear()
-    running = target.list_running()
-    assert list(running) == ["orders"]
-    assert (running["orders"].version, running["orders"].submission_id) == (1, app_id)
-    assert running["orders"].run_id == sub.run_id
+    (run,) = target.list_runs().of("orders")
+    assert (run.version, run.submission_id, run.run_id) == (1, app_id, sub.run_id)
     (listing,) = rm.requests  # one call for every job
     assert listing[2] == {
         "states": ["NEW,NEW_SAVING,SUBMITTED,ACCEPTED,RUNNING"],
@@ -118,11 +117,11 @@ def test_submit_list_and_stop_gracefully_through_the_stop_marker(
         "user.name": ["ci"],
     }
 
-    stopped = target.stop(running["orders"], sub.stop_marker, timeout=30)
+    stopped = target.stop(run, sub.stop_marker, timeout=30)
     assert stopped.graceful and "stopped gracefully" in stopped.how
     assert Path(sub.stop_marker).exists()
     assert rm.api_requests("PUT") == [], "no kill when the marker works"
-    assert target.list_running() == {}
+    assert target.list_runs().runs == {}
 
 
 def test_a_run_that_ignores_the_stop_marker_is_killed_through_the_resource_manager(
@@ -130,7 +129,7 @@ def test_a_run_that_ignores_the_stop_marker_is_killed_through_the_resource_manag
 ):
     target = target_for(rm, spark_submit)
     sub = submission(str(tmp_path / "ckpt"))
-    running = target.submit(sub).running
+    running = target.submit(sub).run
     rm.honour_marker = False
 
     stopped = target.stop(running, sub.stop_marker, timeout=0.3)
@@ -140,7 +139,7 @@ def test_a_run_that_ignores_the_stop_marker_is_killed_through_the_resource_manag
     ((method, path, query),) = rm.api_requests("PUT")
     assert path == f"/ws/v1/cluster/apps/{running.submission_id}/state"
     assert query == {"user.name": ["ci"]}
-    assert not target.is_alive(running)
+    assert target.liveness(running) is Liveness.GONE
     assert "KILLED" in target.failure_detail(running)
 
 
@@ -151,7 +150,7 @@ def test_stop_finds_the_run_from_the_listing_and_the_record(
     sub = submission(str(tmp_path / "ckpt"))
     target_for(rm, spark_submit).submit(sub)
     later = target_for(rm, spark_submit)
-    running = later.list_running()["orders"]
+    (running,) = later.list_runs().of("orders")
     assert later.stop(running, sub.stop_marker, timeout=30).graceful
 
 
@@ -172,13 +171,13 @@ def test_a_failed_application_brings_back_the_resource_managers_diagnostics(
     tmp_path: Path, rm: FakeResourceManager, spark_submit: Path
 ):
     target = target_for(rm, spark_submit)
-    running = target.submit(submission(str(tmp_path / "ckpt"))).running
+    running = target.submit(submission(str(tmp_path / "ckpt"))).run
     rm.fail(
         running.submission_id,
         "Application application_1795400000000_0001 failed 2 times due to AM Container for "
         "appattempt_1795400000000_0001_000002 exited with  exitCode: 1\nFailing this attempt.",
     )
-    assert not target.is_alive(running)
+    assert target.liveness(running) is Liveness.GONE
     detail = target.failure_detail(running)
     assert detail.startswith(f"yarn reports {running.submission_id} FAILED (FAILED): Application")
     assert "exited with  exitCode: 1" in detail and "Failing this attempt" not in detail
@@ -188,10 +187,8 @@ def test_an_unknown_application_is_not_running(
     tmp_path: Path, rm: FakeResourceManager, spark_submit: Path
 ):
     target = target_for(rm, spark_submit)
-    from flink_sql_runner.plan import RunningJob
-
-    gone = RunningJob("orders", 1, "r", "x", "application_1795400000000_0042")
-    assert not target.is_alive(gone)
+    gone = Run("orders", 1, "r", "x", "application_1795400000000_0042")
+    assert target.liveness(gone) is Liveness.GONE
     assert "NotFoundException: java.lang.Exception: app with id" in target.failure_detail(gone)
 
 
@@ -264,7 +261,7 @@ def test_the_real_spark_submit_refusal_comes_back(
     """The real spark-submit, with no Hadoop configuration: its own message, in one line."""
     monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
     monkeypatch.delenv("YARN_CONF_DIR", raising=False)
-    target = YarnTarget(StorageControl(StorageStateReader()), "yarn", rm.url, user="ci")
+    target = YarnTarget(FileStorage(), "yarn", rm.url, user="ci")
     with pytest.raises(ClusterError) as failed:
         target.submit(submission(str(tmp_path / "ckpt")))
     assert str(failed.value) == (

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from flink_sql_runner import procs
-from flink_sql_runner.plan import RunningJob
-from flink_sql_runner.targets.base import Submission
+from flink_sql_runner.runs import Liveness, Run
+from flink_sql_runner.targets.base import StopNotConfirmed, Submission
 from flink_sql_runner.targets.local import LocalTarget, find_spark_submit
 
 FAKE_SUBMIT = """#!{python}
@@ -47,10 +48,11 @@ def fake_submit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def target(tmp_path: Path, fake_submit: Path):
     made = LocalTarget(tmp_path / "state", spark_submit=str(fake_submit), master="local[2]")
     yield made
-    for running in made.list_running().values():
-        record = made._record_of(running)
-        if record:
-            procs.kill_group(int(record["pid"]), str(record["started"]))
+    for runs in made.list_runs().runs.values():
+        for run in runs:
+            found = made._record_of(run)
+            if found and found[1]:
+                procs.kill_group(int(found[1]["pid"]), str(found[1]["started"]))
 
 
 def submission(tmp_path: Path, **overrides) -> Submission:
@@ -85,10 +87,10 @@ def test_submit_runs_detached_and_is_listed(tmp_path: Path, target: LocalTarget)
     args = wait_for_args(tmp_path)
     assert args[:4] == ["--master", "local[2]", "--name", "flink-sql-runner-job-v1"]
     assert ["--conf", "spark.sql.shuffle.partitions=2"] == args[4:6]
-    running = target.list_running()
-    assert running["job"].version == 1 and running["job"].run_id == "run-1"
-    assert target.is_alive(started.running)
-    pid = int(started.running.detail.split()[-1])
+    (run,) = target.list_runs().of("job")
+    assert run.version == 1 and run.run_id == "run-1"
+    assert target.liveness(started.run) is Liveness.ALIVE
+    pid = int(started.run.detail.split()[-1])
     assert os.getpgid(pid) == pid, "the job leads its own process session"
     assert "fake driver up" in Path(started.log).read_text()
 
@@ -97,9 +99,9 @@ def test_stop_is_graceful_through_the_stop_marker(tmp_path: Path, target: LocalT
     sub = submission(tmp_path)
     started = target.submit(sub)
     wait_for_args(tmp_path)
-    stopped = target.stop(started.running, sub.stop_marker, timeout=20)
+    stopped = target.stop(started.run, sub.stop_marker, timeout=20)
     assert stopped.graceful and "stopped gracefully" in stopped.how
-    assert target.list_running() == {}
+    assert target.list_runs().runs == {}
     assert "fake driver stopping" in Path(started.log).read_text()
 
 
@@ -110,10 +112,12 @@ def test_a_job_ignoring_the_marker_is_killed_after_the_timeout(
     sub = submission(tmp_path)
     started = target.submit(sub)
     wait_for_args(tmp_path)
-    stopped = target.stop(started.running, sub.stop_marker, timeout=1)
+    pid = int(started.run.detail.split()[-1])
+    stopped = target.stop(started.run, sub.stop_marker, timeout=1)
     assert not stopped.graceful
     assert "killed (SIGKILL)" in stopped.how
-    assert not target.is_alive(started.running)
+    assert target.liveness(started.run) is Liveness.GONE
+    assert not procs.group_alive(pid), "the stop returns once every process of the job is gone"
 
 
 def test_a_reused_pid_is_not_taken_for_the_job(tmp_path: Path, target: LocalTarget):
@@ -121,8 +125,18 @@ def test_a_reused_pid_is_not_taken_for_the_job(tmp_path: Path, target: LocalTarg
     # A live process (this test's own) under a start time that is not its own.
     record = {"name": "job", "version": 1, "run-id": "r", "pid": os.getpid(), "started": "x:1"}
     (target.runs / "job.json").write_text(json.dumps(record))
-    assert target.list_running() == {}
-    assert not target.is_alive(RunningJob("job", 1, "r", f"pid {os.getpid()}"))
+    assert target.list_runs().runs == {}
+    assert target.liveness(Run("job", 1, "r", f"pid {os.getpid()}")) is Liveness.GONE
+
+
+def test_an_unreadable_run_record_is_a_run_that_may_be_alive(tmp_path: Path, target: LocalTarget):
+    (target.runs / "job").mkdir(parents=True)
+    (target.runs / "job" / "r.json").write_text('{"name": "job", "pid": ')
+    (run,) = target.list_runs().of("job")
+    assert run.liveness is Liveness.UNKNOWN and "run record" in run.detail
+    assert target.liveness(Run("job", 1, "r")) is Liveness.UNKNOWN
+    with pytest.raises(StopNotConfirmed, match="unreadable"):
+        target.stop(Run("job", 1, "r"), str(tmp_path / "v1.stop"), timeout=1)
 
 
 def test_secret_properties_go_to_a_private_file_not_the_command_line(
@@ -135,6 +149,71 @@ def test_secret_properties_go_to_a_private_file_not_the_command_line(
     properties = Path(args[args.index("--properties-file") + 1])
     assert properties.read_text() == "spark.hadoop.fs.s3a.secret.key=hunter2\n"
     assert stat.S_IMODE(properties.stat().st_mode) == 0o600
+    assert stat.S_IMODE(properties.parent.stat().st_mode) == 0o700
+    target.launched(Run("job", 1, sub.run_id))
+    assert not properties.exists(), "gone once the run reported in"
+
+
+KILLED_BETWEEN_POPEN_AND_RECORD = """
+import os, signal, sys
+from pathlib import Path
+from flink_sql_runner.targets import local
+from flink_sql_runner.targets.base import Submission
+
+def die(path, text, mode=0o644):
+    if Path(path).suffix == ".json":  # the run record: the deployer dies right before it
+        os.kill(os.getpid(), signal.SIGKILL)
+
+local.write_atomically = die
+target = local.LocalTarget(Path(sys.argv[1]), master="local[1]")  # the real spark-submit
+target.submit(Submission(name="job", version=1, run_id="run-1", app_name=sys.argv[2],
+                         runtime_manifest=sys.argv[3], stop_marker=sys.argv[4]))
+"""
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def spark_submits_naming(text: str) -> list[int]:
+    """Processes (spark-submit's shell or its JVM) whose arguments name `text`; the gate itself,
+    a Python process still waiting for its go, does not count."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+        except OSError:
+            continue
+        if text.encode() in cmdline and b"execvp" not in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_deployer_killed_between_spark_submit_and_its_record_leaves_nothing_running(
+    tmp_path: Path, fake_submit: Path, target: LocalTarget
+):
+    sub = submission(tmp_path)
+    app = f"flink-sql-runner-gate-test-{os.getpid()}-v1"
+    died = subprocess.run(
+        [sys.executable, "-c", KILLED_BETWEEN_POPEN_AND_RECORD, str(target.state_dir), app,
+         sub.runtime_manifest, sub.stop_marker],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert died.returncode == -9, died.stderr
+    deadline = time.monotonic() + 3  # a spark-submit let through would be up within this
+    while time.monotonic() < deadline:
+        assert spark_submits_naming(app) == [], "the gate never lets spark-submit start"
+        time.sleep(0.1)
+    gate_left = [pid for pid in Path("/proc").iterdir() if pid.name.isdigit()
+                 and app.encode() in _cmdline(pid)]  # fmt: skip
+    assert gate_left == [], "and the gate itself has gone"
+    assert target.list_runs().runs == {}
+    started = target.submit(sub)  # the next deploy starts exactly one
+    wait_for_args(tmp_path)
+    assert [r.run_id for r in target.list_runs().of("job")] == [started.run.run_id]
 
 
 def test_which_spark_submit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -15,6 +15,7 @@ from flink_sql_runner.errors import FsrError, StoreError
 from flink_sql_runner.s3uri import parse_s3_uri
 from flink_sql_runner.stored import Meta, StoredManifest
 from flink_sql_runner.stores import open_store
+from flink_sql_runner.stores.base import StoreConflict
 from flink_sql_runner.stores.s3 import S3Store, make_s3_client
 
 
@@ -170,8 +171,9 @@ def test_write_is_one_put_and_readers_never_see_a_part(s3_client: Any, s3_bucket
     done = threading.Event()
 
     def reader() -> None:
+        readers_store = S3Store(s3_bucket, "jobs/", s3_client)  # another process's view
         while not done.is_set():
-            got = store.read("busy")
+            got = readers_store.read("busy")
             assert got is not None
             version = got.meta.query_version
             # The body carries its version twice, far apart: a torn read would not match.
@@ -329,7 +331,7 @@ def test_read_many(s3_client: Any, s3_bucket: str, workers: int) -> None:
     for i in range(40):
         store.write(manifest(f"job-{i}", i + 1))
     wanted = [f"job-{i}" for i in range(40)] + ["missing"]
-    got = store.read_many(wanted, max_workers=workers)
+    got = store.read_many(wanted, max_workers=workers).manifests
     assert list(got) == wanted
     assert got["missing"] is None
     assert all(got[f"job-{i}"] == manifest(f"job-{i}", i + 1) for i in range(40))
@@ -341,8 +343,12 @@ def test_read_many_reports_a_broken_manifest(s3_client: Any, s3_bucket: str) -> 
     for i in range(10):
         store.write(manifest(f"job-{i}"))
     s3_client.put_object(Bucket=s3_bucket, Key="jobs/job-5.yaml", Body=b"schema-version: 7\n")
-    with pytest.raises(StoreError, match="job-5.yaml: schema-version 7"):
-        store.read_many([f"job-{i}" for i in range(10)], max_workers=8)
+    reads = S3Store(s3_bucket, "jobs/", s3_client).read_many(
+        [f"job-{i}" for i in range(10)], max_workers=8
+    )
+    assert list(reads.problems) == ["job-5"], "one broken manifest is that job's problem"
+    assert "job-5.yaml: schema-version 7" in reads.problems["job-5"]
+    assert sorted(reads.manifests) == [f"job-{i}" for i in range(10) if i != 5]
 
 
 def test_read_many_works_for_the_local_store_too(tmp_path: Any) -> None:
@@ -351,7 +357,7 @@ def test_read_many_works_for_the_local_store_too(tmp_path: Any) -> None:
     store = LocalStore(tmp_path / "manifests")
     for i in range(5):
         store.write(manifest(f"job-{i}", i + 1))
-    got = store.read_many(["job-3", "nope", "job-0", "job-3"], max_workers=4)
+    got = store.read_many(["job-3", "nope", "job-0", "job-3"], max_workers=4).manifests
     assert got == {"job-3": manifest("job-3", 4), "nope": None, "job-0": manifest("job-0", 1)}
 
 
@@ -372,7 +378,7 @@ def test_a_refreshed_index_answers_reads_without_a_get_per_manifest(
 
     reader = S3Store(s3_bucket, "jobs/", s3_client)
     gets = calls_to(s3_client, "GetObject")
-    got = reader.read_many([f"job-{i}" for i in range(30)] + ["nope"], max_workers=8)
+    got = reader.read_many([f"job-{i}" for i in range(30)] + ["nope"], max_workers=8).manifests
     assert got["nope"] is None
     assert all(got[f"job-{i}"] == manifest(f"job-{i}", i + 1) for i in range(30))
     assert [url.rsplit("/", 1)[1] for url in gets] == ["_index.json"]
@@ -391,8 +397,10 @@ def test_an_index_entry_is_used_only_while_its_etag_matches(s3_client: Any, s3_b
     )
     s3_client.delete_object(Bucket=s3_bucket, Key="jobs/job-2.yaml")
     gets = calls_to(s3_client, "GetObject")
-    got = S3Store(s3_bucket, "jobs/", s3_client).read_many(
-        ["job-0", "job-1", "job-2"], max_workers=2
+    got = (
+        S3Store(s3_bucket, "jobs/", s3_client)
+        .read_many(["job-0", "job-1", "job-2"], max_workers=2)
+        .manifests
     )
     assert got == {"job-0": manifest("job-0"), "job-1": manifest("job-1", 9), "job-2": None}
     assert sorted(url.rsplit("/", 1)[1] for url in gets) == ["_index.json", "job-1.yaml"]
@@ -404,6 +412,39 @@ def test_an_unusable_index_is_ignored(s3_client: Any, s3_bucket: str, body: byte
     store = S3Store(s3_bucket, "jobs/", s3_client)
     store.write(manifest("job-0"))
     s3_client.put_object(Bucket=s3_bucket, Key="jobs/_index.json", Body=body)
-    assert S3Store(s3_bucket, "jobs/", s3_client).read_many(["job-0"], 1) == {
+    assert S3Store(s3_bucket, "jobs/", s3_client).read_many(["job-0"], 1).manifests == {
         "job-0": manifest("job-0")
     }
+
+
+@pytest.mark.s3
+def test_a_deployer_cannot_overwrite_what_another_recorded_since_it_read(
+    s3_client: Any, s3_bucket: str
+) -> None:
+    """Fencing: the one that lost the lock read v1, the next holder recorded v2 meanwhile."""
+    S3Store(s3_bucket, "jobs/", s3_client).write(manifest("job", 1))
+    stale, current = S3Store(s3_bucket, "jobs/", s3_client), S3Store(s3_bucket, "jobs/", s3_client)
+    stale.read("job")
+    current.read("job")
+    current.write(manifest("job", 2))
+    with pytest.raises(StoreConflict, match="changed since this deploy read it"):
+        stale.write(manifest("job", 3))
+    with pytest.raises(StoreConflict):
+        stale.archive("job")
+    assert current.read("job") == manifest("job", 2)
+    fresh = S3Store(s3_bucket, "jobs/", s3_client)
+    with pytest.raises(StoreConflict):
+        fresh.write(manifest("job", 4)), "a blind write of an existing manifest is refused too"
+
+
+def test_the_local_store_fences_its_writes_the_same_way(tmp_path: Any) -> None:
+    from flink_sql_runner.stores.local import LocalStore
+
+    LocalStore(tmp_path).write(manifest("job", 1))
+    stale, current = LocalStore(tmp_path), LocalStore(tmp_path)
+    stale.read("job")
+    current.read("job")
+    current.write(manifest("job", 2))
+    with pytest.raises(StoreConflict):
+        stale.write(manifest("job", 3))
+    assert current.read("job") == manifest("job", 2)

@@ -4,10 +4,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from flink_sql_runner.errors import StoreError
 from flink_sql_runner.lock import LockBackend
 from flink_sql_runner.stored import StoredManifest
+
+
+class StoreConflict(StoreError):
+    """A conditional write found the stored object changed since this deployer read it."""
+
+
+@dataclass(frozen=True)
+class Reads:
+    """Stored manifests by name (None: not stored), and the names that could not be read, with
+    why: one unreadable manifest is its job's problem, not every job's."""
+
+    manifests: dict[str, StoredManifest | None]
+    problems: dict[str, str] = field(default_factory=dict)
 
 
 class ManifestStore(Protocol):
@@ -20,8 +35,9 @@ class ManifestStore(Protocol):
         """Names of all stored jobs (archived ones excluded), sorted."""
         ...
 
-    def read_many(self, names: Iterable[str], max_workers: int) -> dict[str, StoredManifest | None]:
-        """`read` for every name, by name in the order given, concurrently where it pays."""
+    def read_many(self, names: Iterable[str], max_workers: int) -> Reads:
+        """`read` for every name, concurrently where it pays; a name that cannot be read is
+        reported in `Reads.problems`."""
         ...
 
     def refresh_index(self) -> bool:
@@ -34,11 +50,15 @@ class ManifestStore(Protocol):
         ...
 
     def write(self, manifest: StoredManifest) -> None:
-        """Store atomically: a reader sees the old or the new manifest, never a part."""
+        """Store atomically (a reader sees the old or the new manifest, never a part), and only
+        if the stored object is still what this store object last read, listed or wrote for
+        that name (absent if it saw none): StoreConflict otherwise, so a deployer that lost the
+        lock cannot overwrite what another one recorded."""
         ...
 
     def archive(self, name: str) -> str:
-        """Move `name` out of the live set, keeping a copy; returns where it went."""
+        """Move `name` out of the live set, keeping a copy; returns where it went. Conditional
+        like `write`."""
         ...
 
     def write_side(self, key: str, text: str) -> None:
@@ -56,12 +76,26 @@ class ManifestStore(Protocol):
         ...
 
 
-def read_each(
-    store: ManifestStore, names: Iterable[str], max_workers: int
-) -> dict[str, StoredManifest | None]:
-    """`store.read` for every name, `max_workers` at a time; the first StoreError propagates."""
+def read_each(store: ManifestStore, names: Iterable[str], max_workers: int) -> Reads:
+    """`store.read` for every name, `max_workers` at a time; a StoreError is that name's."""
     names = list(dict.fromkeys(names))
+
+    def one(name: str) -> StoredManifest | None | StoreError:
+        try:
+            return store.read(name)
+        except StoreError as exc:
+            return exc
+
     if max_workers <= 1 or len(names) <= 1:
-        return {name: store.read(name) for name in names}
-    with ThreadPoolExecutor(max_workers=min(max_workers, len(names))) as pool:
-        return dict(zip(names, pool.map(store.read, names), strict=True))
+        answers = [one(name) for name in names]
+    else:
+        with ThreadPoolExecutor(max_workers=min(max_workers, len(names))) as pool:
+            answers = list(pool.map(one, names))
+    manifests: dict[str, StoredManifest | None] = {}
+    problems: dict[str, str] = {}
+    for name, answer in zip(names, answers, strict=True):
+        if isinstance(answer, StoreError):
+            problems[name] = str(answer)
+        else:
+            manifests[name] = answer
+    return Reads(manifests, problems)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -10,7 +11,7 @@ from flink_sql_runner.errors import StoreError
 from flink_sql_runner.files import replace_file
 from flink_sql_runner.lock import FileLockBackend
 from flink_sql_runner.stored import StoredManifest, utc_now_iso
-from flink_sql_runner.stores.base import read_each
+from flink_sql_runner.stores.base import Reads, StoreConflict, read_each
 
 ARCHIVE_DIR = "_archive"
 LOCK_FILE = ".lock"
@@ -20,6 +21,8 @@ class LocalStore:
     def __init__(self, folder: Path):
         self.folder = folder
         self.location = str(folder)
+        #: What this store object last read or wrote of each name: a digest, None if absent.
+        self._seen: dict[str, str | None] = {}
 
     def _path(self, name: str) -> Path:
         return self.folder / f"{name}.yaml"
@@ -31,24 +34,48 @@ class LocalStore:
 
     def read(self, name: str) -> StoredManifest | None:
         path = self._path(name)
+        data = self._bytes(path)
+        self._seen[name] = _digest(data)
+        if data is None:
+            return None
         try:
-            text = path.read_text(encoding="utf-8")
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise StoreError(f"stored manifest {path}: not UTF-8 text") from None
+        return StoredManifest.from_yaml(text, str(path))
+
+    @staticmethod
+    def _bytes(path: Path) -> bytes | None:
+        try:
+            return path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {exc.strerror}") from None
-        return StoredManifest.from_yaml(text, str(path))
 
-    def read_many(self, names: Iterable[str], max_workers: int) -> dict[str, StoredManifest | None]:
+    def _expect_unchanged(self, name: str) -> None:
+        """The compare half of a compare-and-swap (the store's lock serialises deployers on one
+        machine; this catches one that lost it)."""
+        path = self._path(name)
+        if _digest(self._bytes(path)) != self._seen.get(name):
+            raise StoreConflict(
+                f"{path} changed since this deploy read it (another deployer?); not overwriting"
+            )
+
+    def read_many(self, names: Iterable[str], max_workers: int) -> Reads:
         return read_each(self, names, max_workers)
 
     def refresh_index(self) -> bool:
         return False  # reading local files needs no cache
 
     def write(self, manifest: StoredManifest) -> None:
-        write_atomically(self._path(manifest.name), manifest.to_yaml())
+        self._expect_unchanged(manifest.name)
+        text = manifest.to_yaml()
+        write_atomically(self._path(manifest.name), text)
+        self._seen[manifest.name] = _digest(text.encode("utf-8"))
 
     def archive(self, name: str) -> str:
+        self._expect_unchanged(name)
         source = self._path(name)
         stamp = utc_now_iso().replace(":", "")
         target = self.folder / ARCHIVE_DIR / name / f"{stamp}.yaml"
@@ -57,6 +84,7 @@ class LocalStore:
             os.replace(source, target)
         except OSError as exc:
             raise StoreError(f"cannot archive {source}: {exc.strerror}") from None
+        self._seen[name] = None
         return str(target)
 
     # -- side documents (intents) and the lock, beside the manifests ---------------------------
@@ -85,6 +113,10 @@ class LocalStore:
 
     def lock_backend(self) -> FileLockBackend:
         return FileLockBackend(self.folder / LOCK_FILE)
+
+
+def _digest(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
 
 
 def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:

@@ -20,7 +20,7 @@ from botocore.exceptions import (
 from flink_sql_runner.errors import FsrError, StoreError
 from flink_sql_runner.lock import S3LockBackend
 from flink_sql_runner.stored import StoredManifest
-from flink_sql_runner.stores.base import read_each
+from flink_sql_runner.stores.base import Reads, StoreConflict, read_each
 
 ARCHIVE_DIR = "_archive"
 LOCK_KEY = "_lock.json"
@@ -29,6 +29,8 @@ INDEX_SCHEMA_VERSION = 1
 SUFFIX = ".yaml"
 DEFAULT_READ_WORKERS = 16
 MISSING_KEY_CODES = ("NoSuchKey", "404")
+#: What S3 answers a conditional write whose condition failed (412, or 409 when two raced).
+CONDITION_FAILED_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 #: Attempts per request (1 + retries) unless AWS_MAX_ATTEMPTS or the profile says otherwise.
 DEFAULT_MAX_ATTEMPTS = 5
 
@@ -211,6 +213,9 @@ class S3Store:
         with self._errors(key, "read"):
             found = get_object(self.client, self.bucket, key)
         if found is None:
+            self._known.pop(name, None)
+            if self._listed is not None:
+                self._listed.pop(name, None)
             return None
         body, etag = found
         source = f"s3://{self.bucket}/{key}"
@@ -222,9 +227,7 @@ class S3Store:
         self._known[name] = (etag, manifest)
         return manifest
 
-    def read_many(
-        self, names: Iterable[str], max_workers: int = DEFAULT_READ_WORKERS
-    ) -> dict[str, StoredManifest | None]:
+    def read_many(self, names: Iterable[str], max_workers: int = DEFAULT_READ_WORKERS) -> Reads:
         """Every named manifest. Those whose ETag in a fresh listing matches the store's index
         (`_index.json`, kept by deploys) come from the index; only the others are fetched, one
         GET each, `max_workers` at a time."""
@@ -245,17 +248,41 @@ class S3Store:
                 found[name] = index[name][1]
             else:
                 fetch.append(name)
-        found.update(read_each(self, fetch, max_workers))
-        return {name: found[name] for name in names}
+        fetched = read_each(self, fetch, max_workers)
+        found.update(fetched.manifests)
+        return Reads({n: found[n] for n in names if n in found}, fetched.problems)
+
+    def _expected(self, name: str) -> str | None:
+        """The ETag this object last saw for `name` (read, listed or written); None: absent."""
+        if name in self._known:
+            return self._known[name][0]
+        return (self._listed or {}).get(name)
 
     def write(self, manifest: StoredManifest) -> None:
-        """One PutObject: S3 replaces an object atomically, readers never see a part."""
+        """One conditional PutObject: S3 replaces an object atomically (readers never see a
+        part), and only if it still has the ETag this deployer saw (`If-Match`), or does not
+        exist if it saw none (`If-None-Match: *`)."""
         key = self._key(manifest.name)
-        text = manifest.to_yaml()
+        body = manifest.to_yaml().encode("utf-8")
+        expected = self._expected(manifest.name)
+        condition = {"IfMatch": expected} if expected else {"IfNoneMatch": "*"}
         with self._errors(key, "write"):
-            answer = self.client.put_object(
-                Bucket=self.bucket, Key=key, Body=text.encode("utf-8"), ContentType="text/yaml"
-            )
+            try:
+                answer = self.client.put_object(
+                    Bucket=self.bucket, Key=key, Body=body, ContentType="text/yaml", **condition
+                )
+            except ClientError as exc:
+                if error_code(exc) not in (*CONDITION_FAILED_CODES, *MISSING_KEY_CODES):
+                    raise
+                # A retried PUT whose first attempt landed (its answer was lost) finds its own
+                # object there: that is success, not a conflict.
+                found = get_object(self.client, self.bucket, key)
+                if found is None or found[0] != body:
+                    raise StoreConflict(
+                        f"s3://{self.bucket}/{key} changed since this deploy read it (another "
+                        "deployer?); not overwriting"
+                    ) from None
+                answer = {"ETag": found[1]}
         self._known[manifest.name] = (str(answer.get("ETag", "")), manifest)
         if self._listed is not None:
             self._listed[manifest.name] = str(answer.get("ETag", ""))
@@ -298,22 +325,41 @@ class S3Store:
         return True
 
     def archive(self, name: str) -> str:
-        """Copy to `<prefix>_archive/<name>/<UTC timestamp>.yaml`, then delete the live object."""
+        """Copy to `<prefix>_archive/<name>/<UTC timestamp>.yaml`, then delete the live object;
+        both only while it is what this deploy read (a GET and a DELETE with `If-Match`)."""
         source = self._key(name)
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M%S.%fZ")
         target = f"{self.prefix}{ARCHIVE_DIR}/{name}/{stamp}{SUFFIX}"
-        copy = {"Bucket": self.bucket, "Key": source}
+        expected = self._expected(name)
+        condition = {"IfMatch": expected} if expected else {}
+        changed = StoreConflict(
+            f"s3://{self.bucket}/{source} changed since this deploy read it (another "
+            "deployer?); not archiving"
+        )
         with self._errors(source, "archive"):
             try:
-                self.client.copy_object(Bucket=self.bucket, Key=target, CopySource=copy)
+                answer = self.client.get_object(Bucket=self.bucket, Key=source, **condition)
+                body = answer["Body"].read()
             except ClientError as exc:
+                if error_code(exc) in CONDITION_FAILED_CODES:
+                    raise changed from None
                 if error_code(exc) not in MISSING_KEY_CODES:
                     raise
                 raise StoreError(
                     f"cannot archive s3://{self.bucket}/{source}: it does not exist"
                 ) from None
+            self.client.put_object(
+                Bucket=self.bucket, Key=target, Body=body, ContentType="text/yaml"
+            )
         with self._errors(source, "delete (after archiving)"):
-            self.client.delete_object(Bucket=self.bucket, Key=source)
+            try:
+                self.client.delete_object(
+                    Bucket=self.bucket, Key=source, IfMatch=str(answer.get("ETag", ""))
+                )
+            except ClientError as exc:
+                if error_code(exc) in CONDITION_FAILED_CODES:
+                    raise changed from None
+                raise
         self._known.pop(name, None)
         if self._listed is not None:
             self._listed.pop(name, None)

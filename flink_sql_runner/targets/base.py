@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from flink_sql_runner.plan import RunningJob
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.runs import Listing, Liveness, Run
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Submission:
 
 @dataclass(frozen=True)
 class Started:
-    running: RunningJob
+    run: Run
     log: str = ""  # where the job's own output goes, for messages
 
 
@@ -36,25 +37,45 @@ class Stopped:
     how: str  # e.g. "stopped gracefully through the stop marker in 1.2 s"
 
 
+class SubmitOutcomeUnknown(FsrError):
+    """A submission failed in a way that leaves open whether the run started (a timeout after
+    the request was sent, a gateway error): nothing may start beside it until that is known."""
+
+    def __init__(self, message: str, run: Run):
+        super().__init__(message)
+        self.run = run
+
+
+class StopNotConfirmed(FsrError):
+    """A stop (and the kill after it) could not be confirmed: the run may still write."""
+
+
 class Target(Protocol):
     name: str
 
-    def list_running(self) -> dict[str, RunningJob]:
-        """Every job this target runs now: one listing per deploy, not one call per job."""
+    def list_runs(self) -> Listing:
+        """Every run of our jobs this target knows of: one listing per command, not one call
+        per job. A listing that fails raises FsrError (nothing can be decided without it)."""
         ...
 
     def submit(self, submission: Submission) -> Started:
-        """Start a run; returns once the submission is accepted (not yet healthy)."""
+        """Start a run; returns once the submission is accepted (not yet healthy). FsrError:
+        nothing started. SubmitOutcomeUnknown: it may have started."""
         ...
 
-    def is_alive(self, running: RunningJob) -> bool:
-        """Whether that run is still up."""
+    def liveness(self, run: Run) -> Liveness:
+        """Whether that run is still up, gone, or cannot be told now."""
         ...
 
-    def failure_detail(self, running: RunningJob) -> str:
+    def launched(self, run: Run) -> None:
+        """The run reported in (or ended): files kept only for its launch can go."""
+        ...
+
+    def failure_detail(self, run: Run) -> str:
         """What the target knows about why a run ended (log tail, cluster message)."""
         ...
 
-    def stop(self, running: RunningJob, stop_marker: str, timeout: float) -> Stopped:
-        """Stop through the stop marker; kill only after `timeout` seconds."""
+    def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:
+        """Stop through the stop marker; kill only after `timeout` seconds. Returns only once
+        the run is confirmed gone; StopNotConfirmed otherwise."""
         ...

@@ -10,7 +10,10 @@ deployer knows about it comes from two places that outlive the deployer too:
   kill, even when the listing does not carry it (standalone lists applications, not drivers).
 
 Stopping writes the runner's stop marker on the checkpoint's storage, waits for the run to end,
-and only after the timeout asks the cluster to kill it.
+and only after the timeout asks the cluster to kill it. Every answer about a run is alive, gone
+or unknown: an API that cannot be reached or answers with an error, or a driver in a state the
+cluster itself calls unknown, is never taken for "gone", so a stop is confirmed only by the
+cluster saying the run ended, and nothing starts beside a run that may be alive.
 """
 
 from __future__ import annotations
@@ -22,17 +25,23 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.plan import RunningJob
+from flink_sql_runner.runs import Listing, Liveness, Run
 from flink_sql_runner.runtime import app_name, parse_app_name, submission_record_beside
 from flink_sql_runner.stored import utc_now_iso
 from flink_sql_runner.targets import sparksubmit
-from flink_sql_runner.targets.base import Started, Stopped, Submission
+from flink_sql_runner.targets.base import (
+    Started,
+    StopNotConfirmed,
+    Stopped,
+    Submission,
+    SubmitOutcomeUnknown,
+)
 
 if TYPE_CHECKING:
-    from flink_sql_runner.apply import ControlStorage
+    from flink_sql_runner.storage import Storage
 
 RECORD_SCHEMA_VERSION = 1
-#: How long a kill may take before the stop is reported as failed.
+#: How long a kill may take before the stop is reported as not confirmed.
 KILL_WAIT_SECONDS = 60.0
 
 
@@ -69,7 +78,7 @@ class SubmissionRecord:
 class DriverState:
     """One run as the cluster reports it."""
 
-    alive: bool
+    liveness: Liveness
     state: str  # the cluster's own word: RUNNING, FINISHED, Failed, ...
     message: str = ""  # the cluster's explanation, when it gives one
 
@@ -82,23 +91,23 @@ class Listed:
     detail: str  # for people: "app-2026...", "application_17..._0004", "ns:pod"
     submission_id: str | None = None  # when the listing carries it
     run_id: str | None = None
-    started: float = 0.0  # for choosing the newest of two runs of one job
+    started: float = 0.0
+    liveness: Liveness = Liveness.ALIVE  # UNKNOWN when the cluster itself does not know
 
 
-def running_jobs(listed: Iterable[Listed]) -> dict[str, RunningJob]:
-    """Our jobs in a listing, by name (the newest run of a job wins); other applications are
-    not ours and are left out."""
-    found: dict[str, tuple[float, RunningJob]] = {}
-    for entry in listed:
+def runs_of(listed: Iterable[Listed]) -> Listing:
+    """Our jobs' runs in a listing, every one of them (two runs of one job are two runs);
+    other applications are not ours and are left out."""
+    found = []
+    for entry in sorted(listed, key=lambda e: e.started):
         parsed = parse_app_name(entry.app_name)
         if parsed is None:
             continue
         name, version = parsed
-        if name in found and found[name][0] > entry.started:
-            continue
-        job = RunningJob(name, version, entry.run_id, entry.detail, entry.submission_id)
-        found[name] = (entry.started, job)
-    return {name: job for name, (_, job) in sorted(found.items())}
+        found.append(
+            Run(name, version, entry.run_id, entry.detail, entry.submission_id, entry.liveness)
+        )
+    return Listing.of_runs(found)
 
 
 class ClusterTarget:
@@ -112,7 +121,7 @@ class ClusterTarget:
 
     def __init__(
         self,
-        storage: ControlStorage,
+        storage: Storage,
         master: str,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
@@ -127,25 +136,35 @@ class ClusterTarget:
 
     # -- what each cluster implements -------------------------------------------------------
     def listing(self) -> list[Listed]:
-        """Every application the cluster runs now, in one call."""
+        """Every application the cluster runs now, in one call; FsrError if it cannot say."""
         raise NotImplementedError
 
     def submit_run(self, submission: Submission) -> str:
-        """Submit in cluster deploy mode; the submission id once the cluster accepted it."""
+        """Submit in cluster deploy mode; the submission id once the cluster accepted it.
+        FsrError: refused, nothing runs. SubmitOutcomeUnknown: it may run."""
         raise NotImplementedError
 
     def driver_state(self, submission_id: str) -> DriverState:
+        """May raise FsrError when the cluster cannot be asked: that answer is unknown."""
         raise NotImplementedError
 
     def kill(self, submission_id: str) -> None:
         raise NotImplementedError
 
+    def find_run(self, run: Run) -> Liveness:
+        """Liveness of a run whose submission id is not known (a submission whose answer was
+        lost); clusters that can look a run up by its run id override this."""
+        return Liveness.UNKNOWN
+
     # -- the Target protocol ----------------------------------------------------------------
-    def list_running(self) -> dict[str, RunningJob]:
-        return running_jobs(self.listing())
+    def list_runs(self) -> Listing:
+        return runs_of(self.listing())
 
     def submit(self, submission: Submission) -> Started:
         submission_id = self.submit_run(submission)
+        run = Run(
+            submission.name, submission.version, submission.run_id, submission_id, submission_id
+        )
         record = SubmissionRecord(
             target=self.name,
             master=self.master,
@@ -160,51 +179,64 @@ class ClusterTarget:
         except FsrError as exc:
             try:
                 self.kill(submission_id)
-                outcome = "killed it"
             except FsrError as kill_failed:
-                outcome = f"and killing it failed too ({kill_failed}); stop it on the cluster"
+                raise SubmitOutcomeUnknown(
+                    f"{submission_id} was submitted but cannot be recorded ({exc}), and killing "
+                    f"it failed too ({kill_failed}); stop it on the cluster",
+                    run,
+                ) from None
             raise ClusterError(
-                f"{submission_id} was submitted but cannot be recorded ({exc}); {outcome}"
+                f"{submission_id} was submitted but cannot be recorded ({exc}); killed it"
             ) from None
-        running = RunningJob(
-            submission.name, submission.version, submission.run_id, submission_id, submission_id
-        )
-        return Started(running, log=f"{self.name} submission {submission_id}")
+        return Started(run, log=f"{self.name} submission {submission_id}")
 
-    def is_alive(self, running: RunningJob) -> bool:
-        submission_id = running.submission_id
-        return bool(submission_id) and self._state(submission_id).alive
+    def liveness(self, run: Run) -> Liveness:
+        if not run.submission_id:
+            return self.find_run(run)
+        return self._state(run.submission_id).liveness
 
-    def failure_detail(self, running: RunningJob) -> str:
-        if not running.submission_id:
+    def launched(self, run: Run) -> None:
+        """Cluster submissions keep nothing for their launch (spark-submit's private properties
+        file is gone when it returns)."""
+
+    def failure_detail(self, run: Run) -> str:
+        if not run.submission_id:
             return ""
-        state = self._state(running.submission_id, fresh=True)
+        state = self._state(run.submission_id, fresh=True)
         said = f": {state.message}" if state.message else ""
-        return f"{self.name} reports {running.submission_id} {state.state}{said}"
+        return f"{self.name} reports {run.submission_id} {state.state}{said}"
 
-    def stop(self, running: RunningJob, stop_marker: str, timeout: float) -> Stopped:
+    def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:
         begun = self.clock()
-        submission_id = running.submission_id or self._recorded_id(running, stop_marker)
-        if not self._state(submission_id, fresh=True).alive:
+        try:
+            submission_id = run.submission_id or self._recorded_id(run, stop_marker)
+        except ClusterError as exc:
+            raise StopNotConfirmed(str(exc)) from None
+        if self._state(submission_id, fresh=True).liveness is Liveness.GONE:
             return Stopped(True, 0.0, "was not running")
         self.storage.write_text(stop_marker, f"stop requested at {time.time():.0f}\n")
         if self._wait_gone(submission_id, timeout):
             seconds = self.clock() - begun
             return Stopped(True, seconds, f"stopped gracefully in {seconds:.1f} s (stop marker)")
-        self.kill(submission_id)
+        try:
+            self.kill(submission_id)
+        except FsrError as exc:
+            killed = f"the kill through {self.kill_via} failed ({exc})"
+        else:
+            killed = f"killed {submission_id} through {self.kill_via}"
         if not self._wait_gone(submission_id, KILL_WAIT_SECONDS):
             state = self._state(submission_id, fresh=True)
-            raise ClusterError(
-                f"{submission_id} did not stop within {timeout:.0f} s of the stop marker and is "
-                f"still {state.state} {KILL_WAIT_SECONDS:.0f} s after the kill through "
-                f"{self.kill_via}"
+            said = f": {state.message}" if state.message else ""
+            raise StopNotConfirmed(
+                f"{submission_id} did not stop within {timeout:.0f} s of the stop marker; "
+                f"{killed}, and {KILL_WAIT_SECONDS:.0f} s later the cluster still reports it "
+                f"{state.state} ({state.liveness.value}){said}"
             )
         seconds = self.clock() - begun
         return Stopped(
             False,
             seconds,
-            f"did not stop within {timeout:.0f} s of the stop marker; killed {submission_id} "
-            f"through {self.kill_via}",
+            f"did not stop within {timeout:.0f} s of the stop marker; {killed}",
         )
 
     # -- helpers ----------------------------------------------------------------------------
@@ -213,34 +245,36 @@ class ClusterTarget:
         known = self._answers.get(submission_id)
         if known and not fresh and now - known[0] < self.state_ttl:
             return known[1]
-        state = self.driver_state(submission_id)
+        try:
+            state = self.driver_state(submission_id)
+        except FsrError as exc:
+            state = DriverState(Liveness.UNKNOWN, "not known", str(exc).splitlines()[0])
         self._answers[submission_id] = (now, state)
         return state
 
     def _wait_gone(self, submission_id: str, seconds: float) -> bool:
+        """True once the cluster says the run ended; an unknown answer is not an end."""
         deadline = self.clock() + seconds
-        while self._state(submission_id, fresh=True).alive:
+        while self._state(submission_id, fresh=True).liveness is not Liveness.GONE:
             if self.clock() >= deadline:
                 return False
             self.sleep(max(self.poll, self.state_ttl))
         return True
 
-    def _recorded_id(self, running: RunningJob, stop_marker: str) -> str:
+    def _recorded_id(self, run: Run, stop_marker: str) -> str:
         """The submission id recorded beside the stop marker for the run the cluster lists."""
         location = submission_record_beside(stop_marker)
         text = self.storage.read_text(location)
         if not text:
             raise ClusterError(
-                f"{running.name} runs ({running.detail}) but {location} does not exist: "
+                f"{run.name} runs ({run.detail}) but {location} does not exist: "
                 f"no submission id to stop it with; stop it on the cluster"
             )
         record = SubmissionRecord.from_json(text, location)
-        if running.version is not None and record.app_name != app_name(
-            running.name, running.version
-        ):
+        if run.version is not None and record.app_name != app_name(run.name, run.version):
             raise ClusterError(
                 f"{location} records {record.app_name}, but the cluster runs "
-                f"{app_name(running.name, running.version)}; stop it on the cluster"
+                f"{app_name(run.name, run.version)}; stop it on the cluster"
             )
         return record.submission_id
 
@@ -252,7 +286,7 @@ class SparkSubmitTarget(ClusterTarget):
 
     def __init__(
         self,
-        storage: ControlStorage,
+        storage: Storage,
         master: str,
         spark_submit: str | None = None,
         runner: str | None = None,
@@ -265,10 +299,11 @@ class SparkSubmitTarget(ClusterTarget):
         self.submit_timeout = submit_timeout
 
     def spark_submit_cluster_mode(
-        self, submission: Submission, target_conf: dict[str, str]
+        self, submission: Submission, target_conf: dict[str, str], submission_id: str | None = None
     ) -> None:
         """Run `spark-submit --deploy-mode cluster` until the cluster has accepted the run;
-        secret properties only in a private properties file that is gone afterwards."""
+        secret properties only in a private properties file that is gone afterwards. A
+        spark-submit that runs out of time may have submitted: SubmitOutcomeUnknown."""
         with sparksubmit.private_properties(submission.secret_conf) as properties:
             args = sparksubmit.submit_command(
                 sparksubmit.find_spark_submit(self.spark_submit),
@@ -279,7 +314,17 @@ class SparkSubmitTarget(ClusterTarget):
                 deploy_mode="cluster",
                 target_conf=target_conf,
             )
-            done = sparksubmit.run(args, self.submit_timeout)
+            try:
+                done = sparksubmit.run(args, self.submit_timeout)
+            except sparksubmit.SparkSubmitTimeout as exc:
+                run = Run(
+                    submission.name,
+                    submission.version,
+                    submission.run_id,
+                    submission_id or "submission unknown",
+                    submission_id,
+                )
+                raise SubmitOutcomeUnknown(f"spark-submit to {self.cluster}: {exc}", run) from None
         if done.returncode != 0:
             message = sparksubmit.failure_message(done.output)
             raise ClusterError(f"spark-submit to {self.cluster} failed: {message}")

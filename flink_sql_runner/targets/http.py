@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -16,7 +17,13 @@ DEFAULT_TIMEOUT = 30.0
 
 
 class Unreachable(FsrError):
-    """No answer from a cluster's API (refused, timed out, not HTTP)."""
+    """No answer from a cluster's API (refused, timed out, not HTTP). `maybe_sent`: the request
+    may have reached the API (a timeout or a connection dropped after it was sent), as opposed
+    to a connection that was never made."""
+
+    def __init__(self, message: str, maybe_sent: bool):
+        super().__init__(message)
+        self.maybe_sent = maybe_sent
 
 
 @dataclass(frozen=True)
@@ -51,9 +58,13 @@ def call(
             return _reply(exc.code, exc.read())
     except urllib.error.URLError as exc:
         reason = exc.reason
+        maybe_sent = not isinstance(reason, (ConnectionRefusedError, socket.gaierror))
     except (OSError, http.client.HTTPException) as exc:  # timeouts, resets, garbage
         reason = str(exc) or type(exc).__name__
-    raise Unreachable(f"cannot reach {what} at {url}: {reason}" + (f" ({hint})" if hint else ""))
+        maybe_sent = not isinstance(exc, ConnectionRefusedError)
+    raise Unreachable(
+        f"cannot reach {what} at {url}: {reason}" + (f" ({hint})" if hint else ""), maybe_sent
+    )
 
 
 def _reply(status: int, raw: bytes) -> Reply:

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.runs import Liveness
 from flink_sql_runner.runtime import APP_NAME_PREFIX, app_name
 from flink_sql_runner.targets import sparksubmit
 from flink_sql_runner.targets.base import Submission
@@ -23,6 +24,8 @@ from flink_sql_runner.targets.cluster import ClusterError, DriverState, Listed, 
 
 LABEL = "flink-sql-runner"
 ALIVE_PHASES = ("Pending", "Running")
+#: The API server lost touch with the pod's node: it may still run.
+UNKNOWN_PHASES = ("Unknown",)
 MAX_POD_NAME = 63
 CALL_TIMEOUT = 300.0
 _STATUS_HEADER = "Application status (driver):"
@@ -125,7 +128,8 @@ class KubernetesTarget(SparkSubmitTarget):
         ):
             labels = pod["labels"]
             job, version = labels.get(f"{LABEL}/job"), labels.get(f"{LABEL}/version", "")
-            if pod.get("phase") not in ALIVE_PHASES or not job or not version.isdigit():
+            phase = pod.get("phase")
+            if phase not in ALIVE_PHASES + UNKNOWN_PHASES or not job or not version.isdigit():
                 continue
             submission_id = f"{pod.get('namespace', self.namespace)}:{pod.get('pod name')}"
             listed.append(
@@ -135,6 +139,7 @@ class KubernetesTarget(SparkSubmitTarget):
                     submission_id,
                     labels.get(f"{LABEL}/run-id"),
                     _created(pod),
+                    Liveness.ALIVE if phase in ALIVE_PHASES else Liveness.UNKNOWN,
                 )
             )
         return listed
@@ -162,20 +167,26 @@ class KubernetesTarget(SparkSubmitTarget):
             f"{label}.{LABEL}/version": str(submission.version),
             f"{label}.{LABEL}/run-id": submission.run_id,
         }
-        self.spark_submit_cluster_mode(submission, conf)
+        self.spark_submit_cluster_mode(submission, conf, submission_id=f"{self.namespace}:{pod}")
         return f"{self.namespace}:{pod}"
 
     def driver_state(self, submission_id: str) -> DriverState:
         pods = parse_status(self._operation("--status", submission_id))
         if not pods:
-            return DriverState(False, "not found", f"no driver pod {submission_id}")
+            return DriverState(Liveness.GONE, "not found", f"no driver pod {submission_id}")
         pod = pods[0]
         phase = str(pod.get("phase", "Unknown"))
         namespace, _, name = submission_id.partition(":")
         said = _container_words(pod)
         if phase not in ("Pending",):
             said += f"; driver log: kubectl logs -n {namespace} {name}"
-        return DriverState(phase in ALIVE_PHASES, phase, said.strip("; "))
+        if phase in ALIVE_PHASES:
+            liveness = Liveness.ALIVE
+        elif phase in UNKNOWN_PHASES:
+            liveness = Liveness.UNKNOWN
+        else:
+            liveness = Liveness.GONE
+        return DriverState(liveness, phase, said.strip("; "))
 
     def kill(self, submission_id: str) -> None:
         self._operation("--kill", submission_id)

@@ -1,13 +1,18 @@
 """The local target: each job a detached `spark-submit --master local[*]` on this machine.
 
-A registry under `<state-dir>/runs/<name>.json` outlives the deployer: it holds the pid and the
-process's start time, so a reused pid is never taken for the job.
+A registry, `<state-dir>/runs/<name>/<run id>.json`, outlives the deployer: each run's pid and
+process start time, so a reused pid is never taken for the job. A run is recorded before it can
+outlive the deployer: spark-submit is started behind a small gate that waits on a pipe from the
+deployer and only then becomes spark-submit (`exec`, same pid); the deployer opens the gate
+after the record is written. A deployer killed in between closes the pipe, and the gate exits
+without starting anything.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -15,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from flink_sql_runner import procs
-from flink_sql_runner.checkpoints import write_text
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.plan import RunningJob
+from flink_sql_runner.javaprops import properties_text
+from flink_sql_runner.runs import Listing, Liveness, Run
+from flink_sql_runner.storage import FileStorage
 from flink_sql_runner.stored import utc_now_iso
 from flink_sql_runner.stores.local import write_atomically
-from flink_sql_runner.targets.base import Started, Stopped, Submission
+from flink_sql_runner.targets.base import Started, StopNotConfirmed, Stopped, Submission
 from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_submit re-exported
     find_spark_submit,
     runner_script,
@@ -28,6 +34,17 @@ from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_su
 )
 
 LOG_TAIL_LINES = 30
+#: How long a killed job's processes may take to be gone before the stop is not confirmed.
+KILL_WAIT_SECONDS = 30.0
+#: Runs as `python -c GATE spark-submit ...`: becomes spark-submit once the deployer says "go".
+GATE = (
+    "import os, sys\n"
+    "if sys.stdin.readline().strip() != 'go':\n"
+    "    sys.exit(75)\n"
+    "null = os.open(os.devnull, os.O_RDONLY)\n"
+    "os.dup2(null, 0)\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"
+)
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -54,47 +71,77 @@ class LocalTarget:
     ):
         self.state_dir = state_dir
         self.runs = state_dir / "runs"
+        self.secrets = self.runs / ".secrets"
         self.logs = state_dir / "logs"
         self.spark_submit = spark_submit
         self.master = master
         self.extra_args = extra_args
+        self.storage = FileStorage()
 
     # -- registry ---------------------------------------------------------------------------
-    def _record_path(self, name: str) -> Path:
-        return self.runs / f"{name}.json"
+    def _record_path(self, name: str, run_id: str) -> Path:
+        return self.runs / name / f"{run_id}.json"
 
-    def _records(self) -> list[dict[str, Any]]:
+    def _record_files(self) -> list[tuple[str, Path]]:
+        """(job name, record file) of every recorded run; `runs/<name>.json` is the layout of
+        earlier versions."""
         if not self.runs.is_dir():
             return []
-        records = []
-        for path in sorted(self.runs.glob("*.json")):
-            try:
-                records.append(json.loads(path.read_text()))
-            except (OSError, ValueError):
+        found = []
+        for entry in sorted(self.runs.iterdir()):
+            if entry.name.startswith("."):
                 continue
-        return records
+            if entry.is_dir():
+                found += [(entry.name, f) for f in sorted(entry.glob("*.json"))]
+            elif entry.suffix == ".json":
+                found.append((entry.stem, entry))
+        return found
 
-    def _running(self, record: dict[str, Any]) -> RunningJob:
-        return RunningJob(
+    @staticmethod
+    def _read(path: Path) -> dict[str, Any]:
+        record = json.loads(path.read_text())
+        int(record["pid"]), str(record["started"]), str(record["name"])  # all must be there
+        return record
+
+    def _run(self, record: dict[str, Any]) -> Run:
+        return Run(
             name=record["name"],
             version=record.get("version"),
             run_id=record.get("run-id"),
             detail=f"pid {record['pid']}",
         )
 
-    def _record_of(self, running: RunningJob) -> dict[str, Any] | None:
-        try:
-            record = json.loads(self._record_path(running.name).read_text())
-        except (OSError, ValueError):
-            return None
-        return record if record.get("run-id") == running.run_id else None
+    def _record_of(self, run: Run) -> tuple[Path, dict[str, Any] | None] | None:
+        """The record file of `run` and its content (None: unreadable); None: no record."""
+        folder = self.runs / run.name
+        paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+        legacy = self.runs / f"{run.name}.json"
+        for path in [*paths, *([legacy] if legacy.is_file() else [])]:
+            try:
+                record = self._read(path)
+            except (OSError, ValueError, KeyError, TypeError):
+                if path.stem == run.run_id:
+                    return path, None
+                continue
+            if record.get("run-id") == run.run_id:
+                return path, record
+        return None
 
-    def list_running(self) -> dict[str, RunningJob]:
-        found = {}
-        for record in self._records():
-            if procs.is_same_process(int(record.get("pid", 0)), str(record.get("started"))):
-                found[record["name"]] = self._running(record)
-        return found
+    def list_runs(self) -> Listing:
+        found = []
+        for name, path in self._record_files():
+            try:
+                record = self._read(path)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) else "not a run record"
+                found.append(
+                    Run(name, None, path.stem, f"run record {path} is unreadable: {why}",
+                        liveness=Liveness.UNKNOWN)
+                )  # fmt: skip
+                continue
+            if procs.is_same_process(int(record["pid"]), str(record["started"])):
+                found.append(self._run(record))
+        return Listing.of_runs(found)
 
     # -- actions ----------------------------------------------------------------------------
     def command(self, submission: Submission, properties_file: Path | None) -> list[str]:
@@ -107,14 +154,16 @@ class LocalTarget:
             extra_args=self.extra_args,
         )
 
+    def _secrets_file(self, run_id: str | None) -> Path:
+        return self.secrets / f"{run_id}.properties"
+
     def submit(self, submission: Submission) -> Started:
-        self.runs.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(parents=True, exist_ok=True)
         properties_file = None
         if submission.secret_conf:
-            properties_file = self.runs / f"{submission.name}.properties"
-            body = "".join(f"{k}={v}\n" for k, v in submission.secret_conf.items())
-            write_atomically(properties_file, body, mode=0o600)
+            self.secrets.mkdir(parents=True, exist_ok=True, mode=0o700)
+            properties_file = self._secrets_file(submission.run_id)
+            write_atomically(properties_file, properties_text(submission.secret_conf), 0o600)
         log_path = self.logs / f"{submission.name}.log"
         env = dict(os.environ)
         env.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -127,9 +176,9 @@ class LocalTarget:
             )
             log.flush()
             try:
-                process = subprocess.Popen(  # noqa: S603 - a list, never a shell
-                    args,
-                    stdin=subprocess.DEVNULL,
+                gate = subprocess.Popen(  # noqa: S603 - a list, never a shell
+                    [sys.executable, "-c", GATE, *args],
+                    stdin=subprocess.PIPE,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
@@ -137,52 +186,91 @@ class LocalTarget:
                     close_fds=True,
                 )
             except OSError as exc:
-                raise FsrError(f"cannot run {args[0]}: {exc.strerror}") from None
-        started = procs.start_marker(process.pid) or "gone"
+                self._forget_secrets(submission.run_id)
+                raise FsrError(f"cannot run {sys.executable}: {exc.strerror}") from None
         record = {
             "name": submission.name,
             "version": submission.version,
             "run-id": submission.run_id,
-            "pid": process.pid,
-            "started": started,
+            "pid": gate.pid,
+            "started": procs.start_marker(gate.pid) or "gone",
             "started-at": utc_now_iso(),
             "app-name": submission.app_name,
             "log": str(log_path),
             "stop-marker": submission.stop_marker,
             "status-file": submission.status_file,
         }
-        write_atomically(self._record_path(submission.name), json.dumps(record, indent=2))
-        return Started(self._running(record), log=str(log_path))
+        path = self._record_path(submission.name, submission.run_id)
+        try:
+            write_atomically(path, json.dumps(record, indent=2))
+            assert gate.stdin is not None
+            gate.stdin.write(b"go\n")
+            gate.stdin.close()
+        except (FsrError, OSError) as exc:
+            if gate.stdin is not None and not gate.stdin.closed:
+                gate.stdin.close()  # the gate exits without starting spark-submit
+            procs.wait_gone(gate.pid, record["started"], 10)
+            path.unlink(missing_ok=True)
+            self._forget_secrets(submission.run_id)
+            raise FsrError(f"cannot record the run of {submission.name}: {exc}") from None
+        return Started(self._run(record), log=str(log_path))
 
-    def is_alive(self, running: RunningJob) -> bool:
-        record = self._record_of(running)
-        return bool(record) and procs.is_same_process(int(record["pid"]), str(record["started"]))
+    def liveness(self, run: Run) -> Liveness:
+        found = self._record_of(run)
+        if found is None:
+            return Liveness.GONE  # a run is recorded before it can start
+        _, record = found
+        if record is None:
+            return Liveness.UNKNOWN
+        alive = procs.is_same_process(int(record["pid"]), str(record["started"]))
+        return Liveness.ALIVE if alive else Liveness.GONE
 
-    def failure_detail(self, running: RunningJob) -> str:
-        record = self._record_of(running)
+    def launched(self, run: Run) -> None:
+        self._forget_secrets(run.run_id)
+
+    def _forget_secrets(self, run_id: str | None) -> None:
+        self._secrets_file(run_id).unlink(missing_ok=True)
+
+    def failure_detail(self, run: Run) -> str:
+        found = self._record_of(run)
+        record = found[1] if found else None
         if not record:
             return ""
         tail = log_tail(Path(record["log"]))
         return f"last lines of {record['log']}:\n{tail}" if tail else ""
 
-    def stop(self, running: RunningJob, stop_marker: str, timeout: float) -> Stopped:
-        record = self._record_of(running)
+    def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:
+        found = self._record_of(run)
         begun = time.monotonic()
-        if not record:
+        if found is None:
             return Stopped(True, 0.0, "was not running")
+        path, record = found
+        if record is None:
+            raise StopNotConfirmed(
+                f"the run record {path} is unreadable: cannot tell which process to stop; "
+                "stop it by hand and delete the record"
+            )
         pid, started = int(record["pid"]), str(record["started"])
-        write_text(stop_marker, f"stop requested at {time.time():.0f}\n")
-        if procs.wait_gone(pid, started, timeout):
+        if procs.is_same_process(pid, started):
+            self.storage.write_text(stop_marker, f"stop requested at {time.time():.0f}\n")
+        if procs.wait_group_gone(pid, started, timeout):
             seconds = time.monotonic() - begun
             result = Stopped(True, seconds, f"stopped gracefully in {seconds:.1f} s")
         else:
             procs.kill_group(pid, started)
-            procs.wait_gone(pid, started, 10)
+            if not procs.wait_group_gone(pid, started, KILL_WAIT_SECONDS):
+                raise StopNotConfirmed(
+                    f"pid {pid} did not stop within {timeout:.0f} s of the stop marker and its "
+                    f"processes were still there {KILL_WAIT_SECONDS:.0f} s after SIGKILL"
+                )
             seconds = time.monotonic() - begun
             result = Stopped(
                 False,
                 seconds,
                 f"did not stop within {timeout:.0f} s of the stop marker; killed (SIGKILL)",
             )
-        self._record_path(running.name).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+        if path.parent != self.runs and not any(path.parent.iterdir()):
+            shutil.rmtree(path.parent, ignore_errors=True)
+        self._forget_secrets(run.run_id)
         return result

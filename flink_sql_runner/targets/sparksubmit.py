@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.javaprops import properties_text
 from flink_sql_runner.targets.base import Submission
 
 #: How spark-submit reports a failure: the exception of its main thread, or a usage error.
@@ -88,10 +89,14 @@ def private_properties(secret_conf: dict[str, str]) -> Iterator[Path | None]:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write("".join(f"{k}={v}\n" for k, v in secret_conf.items()))
+            handle.write(properties_text(secret_conf))
         yield path
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+class SparkSubmitTimeout(FsrError):
+    """spark-submit ran out of time: what it was asked to do may or may not have happened."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,9 @@ def run(args: list[str], timeout: float) -> Completed:
     except OSError as exc:
         raise FsrError(f"cannot run {args[0]}: {exc.strerror}") from None
     except subprocess.TimeoutExpired:
-        raise FsrError(f"{Path(args[0]).name} did not finish within {timeout:.0f} s") from None
+        raise SparkSubmitTimeout(
+            f"{Path(args[0]).name} did not finish within {timeout:.0f} s"
+        ) from None
     return Completed(done.returncode, done.stdout.decode("utf-8", errors="replace"))
 
 

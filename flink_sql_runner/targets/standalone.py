@@ -6,9 +6,14 @@ class on a worker: the deployer posts a CreateSubmissionRequest whose main class
 `PythonRunner` and whose application resource is the runner file. The worker fetches that file
 into the driver's own folder and `PythonRunner` runs it from there.
 
-    --master spark://HOST:6066          the REST gateway: submit, status, kill
+    --master spark://HOST:7077          the master, as drivers and Spark users know it
+    --rest-gateway http://HOST:6066     its REST gateway: submit, status, kill
+                                        [default: port 6066 on the master's host]
     --cluster-api http://HOST:8080      the master's web UI, whose /json/ lists the applications
-                                        [default: port 8080 on the gateway's host]
+                                        [default: port 8080 on the master's host]
+
+The gateway's own URL as --master (spark://HOST:6066) works too: the gateway then tells the
+driver the master's real address itself.
 """
 
 from __future__ import annotations
@@ -20,26 +25,38 @@ from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.runs import Liveness, Run
 from flink_sql_runner.targets import http
-from flink_sql_runner.targets.base import Submission
+from flink_sql_runner.targets.base import Submission, SubmitOutcomeUnknown
 from flink_sql_runner.targets.cluster import ClusterError, ClusterTarget, DriverState, Listed
 from flink_sql_runner.targets.sparksubmit import runner_script
 
 PYTHON_RUNNER = "org.apache.spark.deploy.PythonRunner"
 #: Driver states in which the driver is, or will again be, running.
-ALIVE_STATES = ("SUBMITTED", "RUNNING", "RELAUNCHING", "UNKNOWN")
+ALIVE_STATES = ("SUBMITTED", "RUNNING", "RELAUNCHING")
+#: What the master says while it recovers: the driver's state is not known.
+UNKNOWN_STATES = ("UNKNOWN",)
+#: Application states of the master's listing in which the application runs or will.
+ALIVE_APP_STATES = ("RUNNING", "WAITING")
+#: Answers that may come from a proxy or gateway before or after the master acted.
+AMBIGUOUS_STATUSES = (408, 429, 502, 503, 504)
 DEFAULT_UI_PORT = 8080
+DEFAULT_REST_PORT = 6066
 
 
-def rest_base(master: str) -> str:
-    """spark://host:6066 -> http://host:6066 (one gateway; a list of masters is not supported)."""
+def rest_base(master: str, gateway: str | None = None) -> str:
+    """The REST gateway: `gateway` if given, else port 6066 on the master's host (spark://h:7077
+    -> http://h:6066; spark://h:6066, the gateway itself, -> http://h:6066). One master: a list
+    of masters is not supported."""
     parsed = urllib.parse.urlsplit(master)
     if parsed.scheme != "spark" or not parsed.hostname or "," in parsed.netloc:
         raise FsrError(
-            f"--master {master}: the standalone target needs the REST gateway of one master, "
-            "spark://HOST:PORT (port 6066 unless spark.master.rest.port says otherwise)"
+            f"--master {master}: the standalone target needs one master, spark://HOST:PORT "
+            "(its REST gateway listens on port 6066 unless --rest-gateway says otherwise)"
         )
-    return f"http://{parsed.netloc}"
+    if gateway:
+        return gateway.rstrip("/")
+    return f"http://{parsed.hostname}:{DEFAULT_REST_PORT}"
 
 
 def runner_resource(runner: str | None) -> str:
@@ -73,10 +90,11 @@ class StandaloneTarget(ClusterTarget):
         web_ui: str | None = None,
         runner: str | None = None,
         timeout: float = http.DEFAULT_TIMEOUT,
+        gateway: str | None = None,
         **kwargs: Any,
     ):
         super().__init__(storage, master, **kwargs)
-        self.rest = rest_base(master)
+        self.rest = rest_base(master, gateway)
         host = urllib.parse.urlsplit(master).hostname
         self.web_ui = (web_ui or f"http://{host}:{DEFAULT_UI_PORT}").rstrip("/")
         self.runner = runner_resource(runner)
@@ -87,7 +105,8 @@ class StandaloneTarget(ClusterTarget):
             method,
             f"{self.rest}{path}",
             what="the Spark master's REST gateway",
-            hint="is spark.master.rest.enabled=true on the master?",
+            hint="is spark.master.rest.enabled=true on the master? If its gateway listens "
+            "elsewhere than port 6066 of the master's host, give it with --rest-gateway",
             body=body,
             timeout=self.timeout,
         )
@@ -106,7 +125,16 @@ class StandaloneTarget(ClusterTarget):
                 "not its state as JSON (set --cluster-api to the master's web UI)"
             )
         return [
-            Listed(app["name"], f"{app.get('id', '?')}", started=float(app.get("starttime", 0)))
+            Listed(
+                app["name"],
+                f"{app.get('id', '?')}",
+                started=float(app.get("starttime", 0)),
+                liveness=(
+                    Liveness.ALIVE
+                    if str(app.get("state", "RUNNING")) in ALIVE_APP_STATES
+                    else Liveness.UNKNOWN
+                ),
+            )
             for app in reply.doc.get("activeapps", [])
             if isinstance(app, dict) and isinstance(app.get("name"), str)
         ]
@@ -136,32 +164,57 @@ class StandaloneTarget(ClusterTarget):
         }
 
     def submit_run(self, submission: Submission) -> str:
-        reply = self._call("POST", "/v1/submissions/create", self.request(submission))
+        run = Run(submission.name, submission.version, submission.run_id, "submission unknown")
+        try:
+            reply = self._call("POST", "/v1/submissions/create", self.request(submission))
+        except http.Unreachable as exc:
+            if exc.maybe_sent:
+                raise SubmitOutcomeUnknown(
+                    f"the submission's answer was lost: {exc}", run
+                ) from None
+            raise
         doc = reply.doc if isinstance(reply.doc, dict) else {}
         if reply.status == 200 and doc.get("success") and doc.get("submissionId"):
             return str(doc["submissionId"])
         said = first_line(str(doc.get("message") or reply.text)) or f"HTTP {reply.status}"
+        if reply.status in AMBIGUOUS_STATUSES or (reply.status >= 500 and not doc):
+            raise SubmitOutcomeUnknown(
+                f"the Spark master's gateway answered HTTP {reply.status} to the submission "
+                f"({said}): it may or may not have been accepted",
+                run,
+            )
         raise ClusterError(f"the Spark master refused the submission: {said}")
 
     def driver_state(self, submission_id: str) -> DriverState:
+        """The master's answer; an error answer (a 503 from a gateway in front of it) is not
+        knowledge, and neither is the master's own UNKNOWN (while it recovers)."""
         reply = self._call("GET", f"/v1/submissions/status/{submission_id}")
         doc = reply.doc if isinstance(reply.doc, dict) else {}
-        if reply.status != 200 or not doc.get("success"):
+        if reply.status != 200 or "success" not in doc:
+            said = first_line(str(doc.get("message") or reply.text)) or "no answer"
+            return DriverState(Liveness.UNKNOWN, f"HTTP {reply.status}", said)
+        if not doc.get("success"):
             said = first_line(str(doc.get("message") or "")) or "the master does not know it"
-            return DriverState(False, "unknown to the master", said)
-        state = str(doc.get("driverState", "UNKNOWN"))
+            return DriverState(Liveness.GONE, "unknown to the master", said)
+        state = str(doc.get("driverState") or "UNKNOWN")
         message = first_line(str(doc.get("message") or ""))
         worker = doc.get("workerHostPort")
         if worker and state not in ("SUBMITTED",):
             message = f"{message} (driver log: work folder {submission_id} on worker {worker})"
-        return DriverState(state in ALIVE_STATES, state, message.strip())
+        if state in ALIVE_STATES:
+            liveness = Liveness.ALIVE
+        elif state in UNKNOWN_STATES:
+            liveness = Liveness.UNKNOWN
+        else:
+            liveness = Liveness.GONE
+        return DriverState(liveness, state, message.strip())
 
     def kill(self, submission_id: str) -> None:
         reply = self._call("POST", f"/v1/submissions/kill/{submission_id}")
         doc = reply.doc if isinstance(reply.doc, dict) else {}
         if reply.status == 200 and doc.get("success"):
             return
-        if not self.driver_state(submission_id).alive:
+        if self._state(submission_id, fresh=True).liveness is Liveness.GONE:
             return  # "has already finished or does not exist"
         said = first_line(str(doc.get("message") or reply.text)) or f"HTTP {reply.status}"
         raise ClusterError(f"the Spark master did not kill {submission_id}: {said}")

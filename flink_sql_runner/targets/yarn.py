@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.runs import Liveness, Run
 from flink_sql_runner.targets import http
-from flink_sql_runner.targets.base import Submission
+from flink_sql_runner.targets.base import Submission, SubmitOutcomeUnknown
 from flink_sql_runner.targets.cluster import ClusterError, DriverState, Listed, SparkSubmitTarget
 
 TAG = "flink-sql-runner"
@@ -141,30 +142,48 @@ class YarnTarget(SparkSubmitTarget):
             "spark.yarn.tags": ",".join(t for t in tags if t),
         }
         self.spark_submit_cluster_mode(submission, conf)
-        apps = self._apps(applicationTags=run_tag(submission.run_id))
+        run = Run(submission.name, submission.version, submission.run_id, "submission unknown")
+        try:
+            apps = self._apps(applicationTags=run_tag(submission.run_id))
+        except FsrError as exc:
+            raise SubmitOutcomeUnknown(
+                f"spark-submit returned, but its application cannot be found: {exc}", run
+            ) from None
         if not apps:
-            raise ClusterError(
+            raise SubmitOutcomeUnknown(
                 f"spark-submit returned, but the ResourceManager at {self.rm} lists no SPARK "
-                f"application tagged {run_tag(submission.run_id)}"
+                f"application tagged {run_tag(submission.run_id)}",
+                run,
             )
         return str(apps[0]["id"])
+
+    def find_run(self, run: Run) -> Liveness:
+        """A run whose application id was not learned: looked up by its run tag."""
+        if not run.run_id:
+            return Liveness.UNKNOWN
+        try:
+            apps = self._apps(applicationTags=run_tag(run.run_id))
+        except FsrError:
+            return Liveness.UNKNOWN
+        if not apps:
+            return Liveness.GONE
+        return self._state(str(apps[0]["id"]), fresh=True).liveness
 
     def driver_state(self, submission_id: str) -> DriverState:
         reply = self._call("GET", f"/ws/v1/cluster/apps/{submission_id}")
         app = reply.doc.get("app") if isinstance(reply.doc, dict) else None
         if reply.status == 404:
-            return DriverState(False, "unknown to the ResourceManager", rm_message(reply))
+            return DriverState(Liveness.GONE, "unknown to the ResourceManager", rm_message(reply))
         if reply.status != 200 or not isinstance(app, dict):
-            raise ClusterError(
-                f"the ResourceManager did not report {submission_id}: {rm_message(reply)}"
-            )
+            return DriverState(Liveness.UNKNOWN, f"HTTP {reply.status}", rm_message(reply))
         state = str(app.get("state", "UNKNOWN"))
         final = app.get("finalStatus")
         diagnostics = str(app.get("diagnostics") or "").strip()
         said = diagnostics.splitlines()[0] if diagnostics else ""
         if final and final != "UNDEFINED":
             state = f"{state} ({final})"
-        return DriverState(str(app.get("state")) in ALIVE_STATES, state, said)
+        alive = str(app.get("state")) in ALIVE_STATES
+        return DriverState(Liveness.ALIVE if alive else Liveness.GONE, state, said)
 
     def kill(self, submission_id: str) -> None:
         path = f"/ws/v1/cluster/apps/{submission_id}/state"

@@ -2,10 +2,12 @@
 CLI: drivers in cluster deploy mode through the master's REST gateway.
 
 new (v1) -> the driver is the worker's child and keeps writing after `deploy` exited ->
-unchanged (noop) -> config change (graceful stop through the stop marker, restart, same version)
--> query change (v2, clean) -> status -> stop past its timeout (killed through the REST API) ->
-deploy (restart from checkpoint) -> stop (graceful). After each step the target, read with
-spark.read, holds every row exactly once.
+unchanged (noop) -> config change while the gateway answers 503 to the status of the old driver
+(it is waited for, never taken for gone: one driver at a time) -> query change (v2, clean) ->
+status, and a listing answered with 503 (an error, nothing acted on) -> stop past its timeout
+(killed through the REST API) -> deploy (restart from checkpoint) -> stop (graceful). After each
+step the target, read with spark.read, holds every row exactly once. The gateway and the web UI
+are reached through fault-injecting proxies on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 
 from tests.e2e.test_local_lifecycle import assert_exactly_once, rows_by_version
 from tests.e2e.workspace import Workspace, wait_for
+from tests.faultproxy import FaultProxy
 from tests.standalone_cluster import Cluster, free_port, standalone_cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e, pytest.mark.spark]
@@ -32,8 +35,22 @@ def cluster(tmp_path_factory) -> Cluster:
 
 
 @pytest.fixture
-def workspace(tmp_path, cluster: Cluster) -> Workspace:
-    ws = Workspace(tmp_path, cluster.rest, "standalone", ("--cluster-api", cluster.web_ui))
+def proxies(cluster: Cluster):
+    """(gateway, web UI) behind fault-injecting proxies."""
+    gateway = FaultProxy(cluster.rest.replace("spark://", "http://")).start()
+    web_ui = FaultProxy(cluster.web_ui).start()
+    try:
+        yield gateway, web_ui
+    finally:
+        gateway.stop()
+        web_ui.stop()
+
+
+@pytest.fixture
+def workspace(tmp_path, cluster: Cluster, proxies) -> Workspace:
+    gateway, web_ui = proxies
+    options = ("--rest-gateway", gateway.url, "--cluster-api", web_ui.url)
+    ws = Workspace(tmp_path, cluster.master, "standalone", options)
     ws.write_tables(
         [
             {
@@ -78,9 +95,10 @@ def driver_parent(submission_id: str) -> int | None:
 
 
 def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
-    workspace: Workspace, cluster: Cluster, spark
+    workspace: Workspace, cluster: Cluster, proxies, spark
 ):
     ws = workspace
+    gateway, web_ui = proxies
     out = ws.root / "out"
     job = {
         "description": "first words",
@@ -113,12 +131,20 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     assert ws.plan_json()["ticks-job"]["action"] == "noop"
     assert record(ws, 1) == first
 
-    # 3. config change: graceful stop through the stop marker, restart from the checkpoint
+    # 3. config change: graceful stop through the stop marker, restart from the checkpoint.
+    # The gateway answers 503 to the first questions about the old driver: an answer that
+    # is no answer, so the deployer keeps waiting for the driver to be gone before it starts
+    # the next one (before, a 503 read as "not running": two drivers wrote at once).
+    status_path = f"/v1/submissions/status/{first['submission_id']}"
+    gateway.clear()
+    gateway.inject("slowdown", times=4, method="GET", path=status_path)
     ws.write_job("ticks-job", **{**job, "description": "second words"})
     result = ws.deploy()
     assert result.returncode == 0, result.stdout + result.stderr
     assert "stop-and-restart-from-checkpoint" in result.stdout
     assert "stopped gracefully" in result.stdout
+    assert [s.fault for s in gateway.seen("GET", status_path)][:4] == ["slowdown"] * 4
+    assert cluster.active_apps() == ["flink-sql-runner-ticks-job-v1"], "one driver at a time"
     second = record(ws, 1)
     assert second["submission_id"] != first["submission_id"]
     stored = ws.stored("ticks-job")
@@ -150,6 +176,12 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     assert row["running-version"] == 2 and row["where"].startswith("app-")
     text = ws.cli("status").stdout
     assert "ticks-job" in text and "v2" in text and "yes (app-" in text
+    # The master's listing answers 503: nothing can be decided, nothing is done, exit 1.
+    web_ui.clear()
+    web_ui.inject("slowdown", times=1, method="GET", path="/json/")
+    refused = ws.deploy()
+    assert refused.returncode == 1 and "answered HTTP 503" in refused.stderr, refused.stderr
+    assert cluster.active_apps() == ["flink-sql-runner-ticks-job-v2"]
 
     # 6. a stop that times out is killed through the master's REST API
     killed = record(ws, 2)["submission_id"]
@@ -193,8 +225,11 @@ def test_the_clusters_own_message_comes_back_when_a_driver_cannot_start(
     assert ws.stored("ticks-job") is None
 
     # No REST gateway there: one clear line naming it, nothing recorded.
-    closed = f"spark://127.0.0.1:{free_port()}"
-    result = ws.cli("deploy", "--master", closed, "--start-timeout", "60", "--stop-timeout", "10")
+    closed = f"127.0.0.1:{free_port()}"
+    result = ws.cli(
+        "deploy", "--master", f"spark://{closed}", "--rest-gateway", f"http://{closed}",
+        "--start-timeout", "60", "--stop-timeout", "10",
+    )  # fmt: skip
     assert result.returncode == 1
     assert "cannot reach the Spark master's REST gateway" in result.stdout
     assert ws.stored("ticks-job") is None

@@ -112,9 +112,21 @@ class Workspace:
         assert result.returncode in (0, 1), result.stderr
         return {j["name"]: j for j in json.loads(result.stdout)["jobs"]}
 
+    def runs(self, name: str) -> list[dict[str, Any]]:
+        """The local target's records of the runs of `name` whose process is alive."""
+        from flink_sql_runner import procs
+
+        folder = self.state / "runs" / name
+        records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+        for record in records:
+            self.remember(record)
+        return [r for r in records if procs.is_same_process(int(r["pid"]), str(r["started"]))]
+
     def record(self, name: str) -> dict[str, Any] | None:
-        path = self.state / "runs" / f"{name}.json"
-        return json.loads(path.read_text()) if path.exists() else None
+        """The one live run of `name`, or None."""
+        runs = self.runs(name)
+        assert len(runs) <= 1, f"{len(runs)} runs of {name} are up: {runs}"
+        return runs[0] if runs else None
 
     def stored(self, name: str) -> dict[str, Any] | None:
         path = self.state / "manifests" / f"{name}.yaml"
@@ -122,8 +134,11 @@ class Workspace:
 
     def _remember_pids(self) -> None:
         runs = self.state / "runs"
-        for path in runs.glob("*.json") if runs.is_dir() else []:
-            record = json.loads(path.read_text())
+        for path in runs.glob("*/*.json") if runs.is_dir() else []:
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
             self.seen_pids.add((int(record["pid"]), str(record["started"])))
 
     def kill_all(self) -> None:

@@ -8,12 +8,13 @@ import pytest
 
 from flink_sql_runner.apply import Executor, Timeouts
 from flink_sql_runner.facts import gather
-from flink_sql_runner.plan import Action, RunningJob, build_plan
-from tests.fakes import FakeClock, FakeState, FakeStore, FakeTarget
+from flink_sql_runner.plan import Action, build_plan
+from flink_sql_runner.runs import Run
+from tests.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
 from tests.unit.test_decisions import BASE, CONFIG, QUERY, ROOT, make_job, stored_of
 
 
-def healthy(state: FakeState, status: str = "active", error: str | None = None):
+def healthy(state: FakeStorage, status: str = "active", error: str | None = None):
     """A target hook that plays the runner: it writes the status file of the new run."""
 
     def write(submission) -> None:
@@ -25,7 +26,7 @@ def healthy(state: FakeState, status: str = "active", error: str | None = None):
 
 
 def setup(on_submit="active", **target_switches):
-    store, state = FakeStore(), FakeState()
+    store, state = FakeStore(), FakeStorage()
     target = FakeTarget(**target_switches)
     if on_submit:
         target.on_submit = healthy(state, on_submit, "boom: division by zero")
@@ -63,8 +64,8 @@ def test_new_job_is_started_then_recorded_with_version_1():
 def test_config_change_restarts_same_version_and_keeps_query_id():
     store, target, state, executor = setup()
     stored = stored_of(BASE, 1)
-    store.manifests["orders"] = stored
-    target.running["orders"] = RunningJob("orders", 1, "old", "pid 1")
+    store.put(stored)
+    target.add_run(Run("orders", 1, "old", "pid 1"))
     state.add_checkpoint(f"{ROOT}/orders/1", 5)
     plan, results = run(store, target, state, executor, [CONFIG])
     assert plan.decisions[0].action is Action.STOP_AND_RESTART
@@ -77,8 +78,8 @@ def test_config_change_restarts_same_version_and_keeps_query_id():
 def test_query_change_starts_clean_with_new_version_and_id():
     store, target, state, executor = setup()
     stored = stored_of(BASE, 1)
-    store.manifests["orders"] = stored
-    target.running["orders"] = RunningJob("orders", 1, "old", "pid 1")
+    store.put(stored)
+    target.add_run(Run("orders", 1, "old", "pid 1"))
     state.add_checkpoint(f"{ROOT}/orders/1", 5)
     _, results = run(store, target, state, executor, [QUERY])
     assert results["orders"].ok
@@ -99,7 +100,7 @@ def test_failed_job_is_not_recorded_and_others_go_on():
             {"run-id": submission.run_id, "state": state_name, "error": "[DIVIDE_BY_ZERO] boom"}
         )
         if submission.name == "bad":
-            target.running.pop("bad")
+            target.runs.pop("bad")
 
     target.on_submit = status
     _, results = run(store, target, state, executor, [bad, BASE])
@@ -137,9 +138,10 @@ def test_refused_submission_is_reported_and_not_recorded():
 
 def test_clean_start_never_reuses_a_non_empty_checkpoint_folder():
     store, target, state, executor = setup()
-    state.files[f"{ROOT}/orders/1/offsets/.0.tmp"] = "junk"
-    plan, results = run(store, target, state, executor, [BASE])
+    plan = build_plan(gather([BASE], store, target, state, workers=1))
     assert plan.decisions[0].version == 1
+    state.files[f"{ROOT}/orders/1/offsets/.0.tmp"] = "junk"  # appeared since the plan
+    results = executor.apply(plan)
     assert not results["orders"].ok
     assert "checkpoint folder /ckpt/orders/1 is not empty" in results["orders"].summary
     assert target.submissions == []
@@ -148,8 +150,8 @@ def test_clean_start_never_reuses_a_non_empty_checkpoint_folder():
 def test_desired_stopped_stops_and_records_the_state_only():
     store, target, state, executor = setup()
     stored = stored_of(BASE, 1)
-    store.manifests["orders"] = stored
-    target.running["orders"] = RunningJob("orders", 1, "old", "pid 1")
+    store.put(stored)
+    target.add_run(Run("orders", 1, "old", "pid 1"))
     state.add_checkpoint(f"{ROOT}/orders/1", 5)
     stopped = make_job(**{"desired-state": "stopped"}, sql="SELECT id FROM src")
     _, results = run(store, target, state, executor, [stopped])
@@ -163,7 +165,19 @@ def test_desired_stopped_stops_and_records_the_state_only():
     assert (resumed.action, resumed.version) == (Action.RESTART, 1)
 
 
-@pytest.mark.parametrize("secret_key", ["spark.hadoop.fs.s3a.secret.key", "my.api.token"])
+@pytest.mark.parametrize(
+    "secret_key",
+    [
+        "spark.hadoop.fs.s3a.secret.key",
+        "my.api.token",
+        "spark.hadoop.fs.s3a.access.key",
+        "spark.hadoop.fs.s3a.accesskey",
+        "spark.kafka.sasl.jaas.config",
+        "spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net",
+        "spark.hadoop.google.cloud.auth.service.account.private.key",
+        "spark.hadoop.fs.azure.sas.container.acct.blob.core.windows.net",
+    ],
+)
 def test_secret_properties_never_reach_the_command_line(secret_key):
     store, target, state, executor = setup()
     job = make_job(sparkProperties={"spark.sql.shuffle.partitions": "4", secret_key: "hunter2"})

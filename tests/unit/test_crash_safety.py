@@ -13,8 +13,9 @@ import pytest
 
 from flink_sql_runner.apply import Executor, Timeouts
 from flink_sql_runner.facts import gather
-from flink_sql_runner.plan import Action, RunningJob, build_plan
-from tests.fakes import FakeClock, FakeState, FakeStore, FakeTarget
+from flink_sql_runner.plan import Action, build_plan
+from flink_sql_runner.runs import Run
+from tests.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
 from tests.unit.test_decisions import BASE, CONFIG, QUERY, ROOT, stored_of
 
 
@@ -30,7 +31,7 @@ class World:
     """Store, cluster and checkpoint storage that outlive any one deployer."""
 
     def __init__(self) -> None:
-        self.store, self.target, self.state = FakeStore(), FakeTarget(), FakeState()
+        self.store, self.target, self.state = FakeStore(), FakeTarget(), FakeStorage()
         self.target.on_submit = self._come_up
 
     def _come_up(self, submission) -> None:
@@ -41,6 +42,7 @@ class World:
         self.state.add_checkpoint(f"{ROOT}/{submission.name}/{submission.version}", 0)
 
     def deploy(self, jobs):
+        self.store.seen = {}  # a new deployer process: it has read nothing yet
         clock = FakeClock()
         executor = Executor(
             self.store,
@@ -60,8 +62,8 @@ class World:
 
 def deployed(world: World, job, version: int) -> World:
     """`job` recorded at `version` and running, with a checkpoint."""
-    world.store.manifests[job.name] = stored_of(job, version)
-    world.target.running[job.name] = RunningJob(job.name, version, "old-run", "fake 0")
+    world.store.put(stored_of(job, version))
+    world.target.add_run(Run(job.name, version, "old-run", "fake 0"))
     world.state.add_checkpoint(f"{ROOT}/{job.name}/{version}", 7)
     return world
 
@@ -135,12 +137,13 @@ def test_a_start_that_took_effect_is_recorded_without_a_second_start():
     submissions = len(world.target.submissions)
     plan, results = world.deploy([QUERY])
     (decision,) = plan.decisions
-    assert decision.action is Action.NOOP
-    assert "interrupted deploy's stop-and-start-clean of v2 took effect (its run is up)" in (
+    assert decision.action is Action.ADOPT
+    assert "interrupted deploy's stop-and-start-clean of v2 is up (fake 1): record it" in (
         decision.reason
     )
-    assert results["orders"].steps == ["recorded v2, started by an interrupted deploy"]
+    assert results["orders"].steps[0] == "recorded v2"
     assert len(world.target.submissions) == submissions, "no second start"
+    assert world.store.side == {}
 
 
 def test_a_start_that_never_happened_is_dropped_and_done_again():
@@ -153,7 +156,7 @@ def test_a_start_that_never_happened_is_dropped_and_done_again():
     plan, results = world.deploy([QUERY])
     (decision,) = plan.decisions
     assert (decision.action, decision.version) == (Action.START_CLEAN, 2)
-    assert "did not take effect; its intent record is dropped" in decision.reason
+    assert "stop-and-start-clean of v2 did not take effect" in decision.reason
     assert results["orders"].ok
 
 

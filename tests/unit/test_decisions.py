@@ -9,9 +9,10 @@ import pytest
 
 from flink_sql_runner.facts import gather
 from flink_sql_runner.manifest import Job
-from flink_sql_runner.plan import Action, RunningJob, build_plan
+from flink_sql_runner.plan import Action, build_plan
+from flink_sql_runner.runs import Run
 from flink_sql_runner.stored import Meta, StoredManifest
-from tests.fakes import FakeState, FakeStore, FakeTarget
+from tests.fakes import FakeStorage, FakeStore, FakeTarget
 
 ROOT = "/ckpt"
 SOURCE = {"format": "json", "options": {"path": "/in"}, "schema": "id BIGINT, ts TIMESTAMP"}
@@ -42,19 +43,24 @@ def stored_of(job: Job, version: int = 1) -> StoredManifest:
     return StoredManifest(copy.deepcopy(job.spec), copy.deepcopy(job.tables), Meta.new(version))
 
 
+def add_version_folder(storage: FakeStorage, name: str, version: int) -> None:
+    """A checkpoint folder of `version` exists (e.g. left by a failed start)."""
+    storage.files[f"{ROOT}/{name}/{version}/metadata"] = '{"id": "x"}'
+
+
 def plan_one(desired, stored=None, running=None, checkpoint_batch=None, highest=None):
-    store, target, state = FakeStore(), FakeTarget(), FakeState()
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
     name = (desired or stored).name
     if stored is not None:
-        store.manifests[name] = stored
+        store.put(stored)
     if running is not None:
-        target.running[name] = RunningJob(name, running, "run-1", "pid 42")
+        target.add_run(Run(name, running, "run-1", "pid 42"))
     if checkpoint_batch is not None and stored is not None:
-        state.add_checkpoint(f"{ROOT}/{name}/{stored.meta.query_version}", checkpoint_batch)
+        storage.add_checkpoint(f"{ROOT}/{name}/{stored.meta.query_version}", checkpoint_batch)
     if highest is not None:
-        state.versions[f"{ROOT}/{name}"] = highest
+        add_version_folder(storage, name, highest)
     jobs = [desired] if desired is not None else []
-    return build_plan(gather(jobs, store, target, state, workers=1)).decisions[0]
+    return build_plan(gather(jobs, store, target, storage, workers=1)).decisions[0]
 
 
 BASE = make_job()
@@ -120,7 +126,7 @@ EXTRA_ROWS = [
         make_job(tables={"src": {**SOURCE, "options": {"path": "/in", "maxFilesPerTrigger": 5}}}),
         Action.STOP_AND_RESTART,
         1,
-        "tables.src.options",
+        "tables.src.options.maxFilesPerTrigger",
     ),
     (
         "source-table-schema-is-query",
@@ -192,24 +198,29 @@ def test_running_job_without_stored_manifest_is_an_error_not_a_second_start():
 
 
 def test_shared_table_change_touches_only_jobs_that_use_it():
-    store, target, state = FakeStore(), FakeTarget(), FakeState()
-    uses = make_job(name="uses-src")
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    uses = make_job(name="uses-src", tables={"out": {**SINK, "options": {"path": "/out-a"}}})
     other = make_job(
         name="other",
         sql="SELECT id FROM src2",
-        tables={"src2": {**SOURCE, "options": {"path": "/in2"}}},
+        tables={
+            "src2": {**SOURCE, "options": {"path": "/in2"}},
+            "out": {**SINK, "options": {"path": "/out-b"}},
+        },
     )
     other = replace(
         other, tables={k: v for k, v in other.tables.items() if k != "src"}, source_tables=("src2",)
     )
     for job in (uses, other):
-        store.manifests[job.name] = stored_of(job, 1)
-        target.running[job.name] = RunningJob(job.name, 1, "r", "pid 1")
+        store.put(stored_of(job, 1))
+        target.add_run(Run(job.name, 1, "r", "pid 1"))
     changed_src = {**SOURCE, "options": {"path": "/in", "maxFilesPerTrigger": 1}}
     desired = [replace(uses, tables={**uses.tables, "src": changed_src}), other]
-    decisions = {d.name: d for d in build_plan(gather(desired, store, target, state)).decisions}
+    decisions = {d.name: d for d in build_plan(gather(desired, store, target, storage)).decisions}
     assert decisions["uses-src"].action is Action.STOP_AND_RESTART
-    assert [c.field for c in decisions["uses-src"].changes] == ["tables.src.options"]
+    assert [c.field for c in decisions["uses-src"].changes] == [
+        "tables.src.options.maxFilesPerTrigger"
+    ]
     assert decisions["other"].action is Action.NOOP
 
 
@@ -240,9 +251,11 @@ def test_running_version_differs_from_stored_is_an_error():
 
 
 def test_orphaned_job_is_listed_and_left_alone():
-    store, target, state = FakeStore(), FakeTarget(), FakeState()
-    store.manifests["gone"] = stored_of(make_job(name="gone"), 3)
-    plan = build_plan(gather([BASE], store, target, state))
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    store.put(
+        stored_of(make_job(name="gone", tables={"out": {**SINK, "options": {"path": "/o2"}}}), 3)
+    )
+    plan = build_plan(gather([BASE], store, target, storage))
     by_name = {d.name: d for d in plan.decisions}
     assert by_name["gone"].action is Action.ORPHANED and by_name["gone"].version == 3
     assert [d.name for d in plan.decisions] == ["gone", "orders"]
@@ -258,12 +271,11 @@ def test_changes_list_old_and_new_values_most_severe_first():
 
 
 def test_plan_is_pending_only_when_something_would_change():
-    from flink_sql_runner.plan import Decision, Plan
+    unchanged = plan_one(BASE, stored_of(BASE, 1), running=1, checkpoint_batch=2)
+    stopped = plan_one(BASE, stored_of(BASE, 1), running=None, checkpoint_batch=2)
+    from flink_sql_runner.plan import Plan
 
-    def plan_of(*actions):
-        return Plan(tuple(Decision(f"j{i}", a, 1, "r") for i, a in enumerate(actions)))
-
-    assert not plan_of().pending
-    assert not plan_of(Action.NOOP, Action.ORPHANED).pending
-    assert plan_of(Action.NOOP, Action.RESTART).pending
-    assert plan_of(Action.ERROR).errors and not plan_of(Action.NOOP).errors
+    assert not Plan(()).pending and not Plan((unchanged,)).pending
+    assert Plan((unchanged, stopped)).pending
+    error = plan_one(BASE, stored_of(BASE, 2), running=1, checkpoint_batch=1)
+    assert Plan((error,)).errors and not Plan((unchanged,)).errors

@@ -269,25 +269,26 @@ def test_paths_that_are_not_files_or_folders(tmp_path: Path) -> None:
 def test_what_looks_odd_but_is_fine_is_accepted(tmp_path: Path) -> None:
     jobs = tmp_path / "jobs"
     jobs.mkdir()
-    (jobs / "bom.yaml").write_bytes(f"\ufeffname: bom\n{VALID_JOB}".encode())
-    (jobs / "crlf.yaml").write_bytes(f"name: crlf\n{VALID_JOB}".replace("\n", "\r\n").encode())
+    # Each job writes its own folder: one sink has one writer.
+    own = VALID_JOB.replace("expensive_orders", "out_per_job")
+    (jobs / "bom.yaml").write_bytes(f"\ufeffname: bom\n{own}".encode())
+    (jobs / "crlf.yaml").write_bytes(f"name: crlf\n{own}".replace("\n", "\r\n").encode())
     (jobs / "quoted-yes.yaml").write_text(
-        f'name: quoted-yes\ndescription: "yes"\n{VALID_JOB}'
+        f'name: quoted-yes\ndescription: "yes"\n{own}'
         "sparkProperties: {'1.5': x, spark.enabled: yes, spark.when: '2024-01-01'}\n"
     )
     (jobs / "anchors.yaml").write_text(
         "name: anchors\n"
         "sparkProperties: &props {spark.a: '1', spark.b: '2'}\n"
         "metadata-columns: {<<: {enabled: true}, create-timestamp-column: at}\n"
-        f"{VALID_JOB}"
+        f"{own}"
     )
-    (jobs / "explicit-str.yaml").write_text(
-        f"name: explicit-str\ndescription: !!str 42\n{VALID_JOB}"
-    )
+    (jobs / "explicit-str.yaml").write_text(f"name: explicit-str\ndescription: !!str 42\n{own}")
     tables = tmp_path / "tables.yaml"
     tables.write_text(
         "tables:\n  - {name: pulsar_in, format: pulsar, options: {topic: t}}\n"
         "  - {name: via_class, format: org.example.spark.Source}\n"
+        "  - {name: out_per_job, format: parquet, options: {path: 'out/{job_name}'}}\n"
     )
     found = load_jobs([jobs], None, load_catalog([TABLES, tables]), tmp_path)
     assert [j.name for j in found] == ["anchors", "bom", "crlf", "explicit-str", "quoted-yes"]

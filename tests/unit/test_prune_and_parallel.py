@@ -7,13 +7,14 @@ import threading
 
 from flink_sql_runner.apply import Executor, Timeouts
 from flink_sql_runner.facts import gather
-from flink_sql_runner.plan import Action, RunningJob, build_plan
-from tests.fakes import FakeState, FakeStore, FakeTarget
+from flink_sql_runner.plan import Action, build_plan
+from flink_sql_runner.runs import Run
+from tests.fakes import FakeStorage, FakeStore, FakeTarget
 from tests.unit.test_decisions import BASE, ROOT, make_job, stored_of
 
 
 def world():
-    store, target, state = FakeStore(), FakeTarget(), FakeState()
+    store, target, state = FakeStore(), FakeTarget(), FakeStorage()
 
     def come_up(submission) -> None:
         state.files[submission.status_file] = json.dumps(
@@ -33,10 +34,10 @@ def executor(store, target, state, parallelism=1):
 def test_orphans_are_left_alone_without_prune_and_archived_with_it():
     store, target, state = world()
     gone = make_job(name="gone")
-    store.manifests["gone"] = stored_of(gone, 3)
-    target.running["gone"] = RunningJob("gone", 3, "r", "pid 9")
-    store.manifests["orders"] = stored_of(BASE, 1)
-    target.running["orders"] = RunningJob("orders", 1, "r", "pid 8")
+    store.put(stored_of(gone, 3))
+    target.add_run(Run("gone", 3, "r", "pid 9"))
+    store.put(stored_of(BASE, 1))
+    target.add_run(Run("orders", 1, "r", "pid 8"))
 
     plan = build_plan(gather([BASE], store, target, state))
     assert {d.name: d.action for d in plan.decisions} == {
@@ -60,7 +61,7 @@ def test_orphans_are_left_alone_without_prune_and_archived_with_it():
 
 def test_a_stopped_orphan_is_archived_without_a_stop():
     store, target, state = world()
-    store.manifests["gone"] = stored_of(make_job(name="gone"), 1)
+    store.put(stored_of(make_job(name="gone"), 1))
     plan = build_plan(gather([BASE], store, target, state), prune=True)
     results = executor(store, target, state).apply(plan)
     assert results["gone"].ok and target.stops == [] and "gone" in store.archived

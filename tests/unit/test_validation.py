@@ -150,3 +150,46 @@ def test_a_file_format_under_its_class_name_gets_the_file_rules(tmp_path: Path):
         f"error: {job}: sql: table 'src' is a json table read as a stream and needs a `schema`",
         "2 problems; nothing was touched.",
     ]
+
+
+def test_two_jobs_on_one_sink_are_refused_naming_both_files_and_the_sink(tmp_path: Path):
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    for name in ("first", "second"):
+        (jobs / f"{name}.yaml").write_text(
+            f"name: {name}\ntarget-table: {name}_out\nsql: SELECT order_id FROM orders\n"
+        )
+    tables = tmp_path / "sinks.yaml"
+    same = tmp_path / "out" / "shared"
+    tables.write_text(
+        "tables:\n"
+        f"  - {{name: first_out, format: parquet, options: {{path: '{same}'}}}}\n"
+        f"  - {{name: second_out, format: json, options: {{path: 'file://{same}/'}}}}\n"
+    )
+    state = tmp_path / "state"
+    result = run_cli(
+        "validate", "--path", str(jobs), "--table-definition-path", str(TABLES),
+        "--table-definition-path", str(tables), "--state-dir", str(state),
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    first, second = jobs / "first.yaml", jobs / "second.yaml"
+    assert result.stderr.splitlines()[:2] == [
+        f"error: {first}: target-table: job 'first' writes folder {same}, as job 'second' "
+        f"({second}) also does: two jobs cannot write one sink",
+        f"error: {second}: target-table: job 'second' writes folder {same}, as job 'first' "
+        f"({first}) also does: two jobs cannot write one sink",
+    ]
+    assert not state.exists()
+
+
+def test_a_checkpoint_location_in_table_options_is_refused(tmp_path: Path):
+    tables = tmp_path / "tables.yaml"
+    tables.write_text(
+        "tables:\n  - {name: out, format: parquet, options: {path: /o, checkpointLocation: /c}}\n"
+    )
+    with pytest.raises(InvalidInput) as raised:
+        load_catalog([tables])
+    assert [str(p) for p in raised.value.problems] == [
+        f"{tables}: tables[0].options.checkpointLocation: the deployer sets the checkpoint "
+        "location per version (<checkpoint-root>/<name>/<version>); remove it"
+    ]

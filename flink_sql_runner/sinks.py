@@ -1,0 +1,117 @@
+"""Which sink a job writes, so that no two jobs write one.
+
+Two writers of one file sink lose rows: Spark's file sink skips every batch id its
+`_spark_metadata` log already holds, so the slower writer's batches vanish (SPEC's file-sink
+trap, across jobs). Two writers of one catalog table or Kafka topic break each job's promise of
+exactly its own rows. A sink is identified by where the data lands:
+
+- a folder (any format with `options.path`): the normalised path; `s3://`, `s3a://` and `s3n://`
+  are one scheme, a relative path is taken from where the deployer runs (as the local runner is),
+  `{job_name}` is resolved, `{query_version}` and `${ENV}` stay as written. A folder inside
+  another job's sink folder is the same sink (its files would be read as part of it).
+- a catalog table (`table:`): its name without case, in `spark_catalog.default` unless qualified.
+- a Kafka topic: the bootstrap servers and the topic.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from flink_sql_runner.errors import Problem
+
+
+@dataclass(frozen=True, order=True)
+class SinkId:
+    kind: str  # "folder", "catalog table", "kafka topic"
+    where: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.where}"
+
+    def overlaps(self, other: SinkId) -> bool:
+        if self.kind != other.kind:
+            return False
+        if self == other:
+            return True
+        if self.kind != "folder":
+            return False
+        return self.where.startswith(other.where + "/") or other.where.startswith(self.where + "/")
+
+
+def normalise_path(path: str, job_name: str) -> str:
+    path = path.replace("{job_name}", job_name)
+    for scheme in ("s3a://", "s3n://"):
+        if path.startswith(scheme):
+            path = "s3://" + path[len(scheme) :]
+    if path.startswith("file://"):
+        path = path[len("file://") :] or "/"
+    elif path.startswith("file:"):
+        path = path[len("file:") :]
+    if "://" in path:
+        scheme, _, rest = path.partition("://")
+        return f"{scheme.lower()}://{posixpath.normpath('/' + rest).lstrip('/')}"
+    return posixpath.normpath(os.path.abspath(path))
+
+
+def catalog_name(name: str) -> str:
+    parts = name.lower().split(".")
+    if len(parts) == 1:
+        parts = ["default", *parts]
+    if len(parts) == 2:
+        parts = ["spark_catalog", *parts]
+    return ".".join(parts)
+
+
+def sink_of(job_name: str, definition: dict[str, Any]) -> SinkId | None:
+    """Where a job's target table lands; None when the definition does not say (a sink whose
+    identity the deployer cannot see, e.g. `foreach` or `console`)."""
+    if "table" in definition:
+        return SinkId("catalog table", catalog_name(str(definition["table"])))
+    options = {str(k).lower(): v for k, v in (definition.get("options") or {}).items()}
+    if definition.get("format") == "kafka":
+        topic = options.get("topic")
+        if topic is None:
+            return None
+        servers = ",".join(sorted(str(options.get("kafka.bootstrap.servers", "")).split(",")))
+        return SinkId("kafka topic", f"{topic} on {servers}")
+    if options.get("path"):
+        return SinkId("folder", normalise_path(str(options["path"]), job_name))
+    return None
+
+
+def target_sink(name: str, spec: dict[str, Any], tables: dict[str, Any]) -> SinkId | None:
+    definition = tables.get(str(spec.get("target-table")))
+    return sink_of(name, definition) if isinstance(definition, dict) else None
+
+
+def shared_sink_problems(jobs: list[Any]) -> list[Problem]:
+    """Every desired job (`manifest.Job`) that would write a sink another one writes: one line
+    per job, in its file, naming the others and their files."""
+    sinks = [(job, target_sink(job.name, job.spec, job.tables)) for job in jobs]
+    problems: list[Problem] = []
+    for job, sink in sinks:
+        if sink is None:
+            continue
+        others = [
+            (other, theirs)
+            for other, theirs in sinks
+            if other is not job and theirs is not None and sink.overlaps(theirs)
+        ]
+        if not others:
+            continue
+        named = ", ".join(
+            f"job {other.name!r} ({other.file}" + ("" if theirs == sink else f", {theirs}") + ")"
+            for other, theirs in others
+        )
+        problems.append(
+            Problem(
+                job.file,
+                "target-table",
+                f"job {job.name!r} writes {sink}, as {named} also does: two jobs cannot write "
+                "one sink",
+            )
+        )
+    return problems

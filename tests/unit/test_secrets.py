@@ -1,0 +1,51 @@
+"""Which properties are secret: Spark's own redaction rule on keys, the credentials it misses,
+and values that assign a secret."""
+
+from __future__ import annotations
+
+import pytest
+
+from flink_sql_runner.secrets import MASK, is_secret, mask, masked_conf_args
+
+SECRET = [
+    ("spark.hadoop.fs.s3a.secret.key", "x"),
+    ("spark.hadoop.fs.s3a.access.key", "x"),  # Spark's `access[.]?key`
+    ("spark.hadoop.fs.s3a.accesskey", "x"),
+    ("my.api.TOKEN", "x"),
+    ("spark.kafka.sasl.jaas.config", "x"),
+    ("spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net", "x"),
+    ("spark.hadoop.google.cloud.auth.service.account.private.key", "x"),
+    ("spark.hadoop.fs.azure.sas.container.acct.blob.core.windows.net", "x"),
+    ("spark.db.passwd", "x"),
+    ("spark.some.credentials.file", "x"),
+    ("spark.foo.url", "jdbc:postgresql://h/db?user=u&password=hunter2"),
+    ("spark.login", 'PlainLoginModule required username="u" password="p";'),
+]
+PLAIN = [
+    ("spark.sql.shuffle.partitions", "4"),
+    ("spark.jars.packages", "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.1"),
+    ("spark.kafka.sasl.mechanism", "PLAIN"),
+    ("path", "s3a://bucket/tokens/2026/"),
+    ("spark.secretary.name", None),
+]
+
+
+@pytest.mark.parametrize("key, value", SECRET)
+def test_secret(key, value):
+    assert is_secret(key, value)
+    assert mask({key: value}) == {key: MASK}
+    assert masked_conf_args(["--conf", f"{key}={value}"]) == ["--conf", f"{key}={MASK}"]
+
+
+@pytest.mark.parametrize("key, value", PLAIN[:4])
+def test_not_secret(key, value):
+    assert not is_secret(key, value)
+    assert mask({key: value}) == {key: value}
+
+
+def test_a_key_that_merely_contains_the_word_is_secret_as_spark_would_have_it():
+    assert is_secret(*PLAIN[4]), "Spark's rule matches `secret` anywhere in a key: so does this"
+
+
+def test_a_secret_mapping_is_masked_whole():
+    assert mask({"credentials": {"user": "u", "key": "k"}}) == {"credentials": MASK}
