@@ -23,6 +23,7 @@ from flink_sql_runner.stores.local import write_atomically
 from flink_sql_runner.targets.base import Started, Stopped, Submission
 from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_submit re-exported
     find_spark_submit,
+    properties_text,
     runner_script,
     submit_command,
 )
@@ -113,7 +114,8 @@ class LocalTarget:
         properties_file = None
         if submission.secret_conf:
             properties_file = self.runs / f"{submission.name}.properties"
-            body = "".join(f"{k}={v}\n" for k, v in submission.secret_conf.items())
+            spark_submit = find_spark_submit(self.spark_submit)
+            body = properties_text(spark_submit, submission.secret_conf)
             write_atomically(properties_file, body, mode=0o600)
         log_path = self.logs / f"{submission.name}.log"
         env = dict(os.environ)
