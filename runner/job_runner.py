@@ -18,6 +18,9 @@ that already hold batches through `foreachBatch` into Spark's own file sink, wit
 shifted past the log's last batch; the shift is fixed when the checkpoint is created and kept in
 it, so restarts stay exactly-once. With nothing to shift past (a new sink), Spark's own sink
 writes directly: foreachBatch turns each micro-batch into an RDD and copies every row again.
+
+Spark: 3.5 and 4.0 to 4.3. The few Spark internals the file sinks need sit in one adapter section,
+chosen by what the running Spark offers; a Spark that lacks one fails the start in one line.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
@@ -287,73 +292,22 @@ def sink_batch_offset(storage: Storage, doc: dict[str, Any], path: str) -> int:
     return offset
 
 
-def catalog_file_table(spark: Any, name: str) -> Any | None:
-    """The session catalog's metadata of table `name` when Spark's file sink writes it (a
-    parquet, json, ... table); None for other tables (v2 tables such as Delta or Iceberg keep
-    their own exactly-once bookkeeping) and for missing ones (`toTable` creates them)."""
-    parts = name.split(".")
-    if len(parts) > 2:
-        return None  # a three-part name lives in a v2 catalog
-    jvm = spark._jvm
-    database = jvm.scala.Option.apply(parts[0] if len(parts) == 2 else None)
-    identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], database)
-    catalog = spark._jsparkSession.sessionState().catalog()
-    if not catalog.tableExists(identifier):
-        return None
-    table = catalog.getTableMetadata(identifier)
-    provider = table.provider()
-    if provider.isEmpty() or not is_file_format(spark, provider.get()):
-        return None
-    return table
-
-
-def is_file_format(spark: Any, fmt: str) -> bool:
-    """Whether Spark writes `fmt` through its file sink (and its `_spark_metadata` log), under
-    any name Spark resolves: `parquet`, `Parquet`, `org.apache.spark.sql.parquet`, a FileFormat
-    or file DataSourceV2 class (a streaming write falls back to the FileFormat). Asks Spark's
-    own lookup; a name it cannot resolve is no file format (starting the query says why)."""
-    if fmt.lower() in FILE_FORMATS:
-        return True
-    jvm = spark._jvm
-    try:
-        conf = spark._jsparkSession.sessionState().conf()
-        found = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
-            fmt, conf
-        )
-    except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException and friends
-        return False
-    package = "org.apache.spark.sql.execution.datasources"
-    bases = (f"{package}.FileFormat", f"{package}.v2.FileDataSourceV2")
-    return any(jvm.java.lang.Class.forName(base).isAssignableFrom(found) for base in bases)
-
-
 def file_sink_writer(
-    spark: Any, fmt: str, options: dict[str, str], offset: int, table: Any = None
-) -> Any:
-    """A foreachBatch function that appends through Spark's own file sink at `offset`, built
-    as `writeStream` builds it (for a catalog table: its partitioning and metadata)."""
-    jvm = spark._jvm
-    utils = jvm.org.apache.spark.api.python.PythonUtils
-    java_options = jvm.java.util.HashMap()
-    for key, value in options.items():
-        java_options.put(key, value)
-    none = jvm.scala.Option.empty()
-    empty = utils.toSeq(jvm.java.util.ArrayList())
-    source = jvm.org.apache.spark.sql.execution.datasources.DataSource(
-        spark._jsparkSession,
-        fmt,
-        empty,
-        none,
-        table.partitionColumnNames() if table is not None else empty,
-        table.bucketSpec() if table is not None else none,
-        utils.toScalaMap(java_options),
-        jvm.scala.Option.apply(table),
-    )
-    sink = source.createSink(jvm.org.apache.spark.sql.streaming.OutputMode.Append())
+    spark: Any,
+    fmt: str,
+    options: dict[str, str],
+    sink_batch_id: Callable[[int], int],
+    schema: Any,
+    table: Any = None,
+) -> Callable[[Any, int], None]:
+    """A foreachBatch function that appends each micro-batch through Spark's own file sink under
+    the sink batch id `sink_batch_id(batch_id)`; the sink is built as `writeStream` builds it
+    (for a catalog table: its partitioning and metadata), for rows of `schema` (Java)."""
+    sink = new_file_sink(spark, fmt, options, schema, table)
 
     def write(batch: Any, batch_id: int) -> None:
         try:
-            sink.addBatch(offset + batch_id, batch._jdf)
+            sink.addBatch(sink_batch_id(batch_id), batch._jdf)
         except Exception as exc:
             # Spark reports a foreachBatch failure as "raised by the Python Proxy"; keep the
             # real cause for the status file.
@@ -372,7 +326,7 @@ def start_query(spark: Any, storage: Storage, doc: dict[str, Any], frame: Any) -
         .trigger(**trigger_args(doc.get("trigger") or {"processingTime": "5 seconds"}))
     )
     options = options_of(target)
-    shifted = shifted_file_sink(spark, storage, doc, target, options)
+    shifted = shifted_file_sink(spark, storage, doc, target, options, frame._jdf.schema())
     if shifted is not None:
         return writer.foreachBatch(shifted).start()
     if "table" in target:
@@ -381,7 +335,12 @@ def start_query(spark: Any, storage: Storage, doc: dict[str, Any], frame: Any) -
 
 
 def shifted_file_sink(
-    spark: Any, storage: Storage, doc: dict[str, Any], target: dict[str, Any], options: Any
+    spark: Any,
+    storage: Storage,
+    doc: dict[str, Any],
+    target: dict[str, Any],
+    options: Any,
+    schema: Any,
 ) -> Any | None:
     """For a file sink that earlier versions wrote to: a foreachBatch function writing through
     Spark's own file sink with this checkpoint's batch ids shifted past theirs. None when there
@@ -401,17 +360,200 @@ def shifted_file_sink(
     else:
         return None
     offset = sink_batch_offset(storage, doc, path)
-    return file_sink_writer(spark, fmt, options, offset, table) if offset else None
+    if not offset:
+        return None
+    return file_sink_writer(spark, fmt, options, lambda batch_id: batch_id + offset, schema, table)
+
+
+# -- Spark internals: the one adapter -------------------------------------------------------------
+#
+# The only place the runner reaches into Spark's JVM internals (through py4j); everything else
+# uses public APIs. No Spark line, 3.5 to 4.3, offers a public way to append a micro-batch to a
+# file sink under a batch id of one's choosing, so the file-sink shift builds Spark's own sink as
+# `writeStream` does. Each internal is chosen by what the running Spark offers (reflection over
+# its constructors and methods), not by its version number. Read with javap on the jars of
+# pyspark 3.5.9, 4.0.5, 4.1.4, 4.2.1 and 4.3.0:
+#
+#   DataSource(<DATA_SOURCE_PARAMETERS>)                           3.5 to 4.1
+#   DataSource(<DATA_SOURCE_PARAMETERS>, streamingSourceName)      4.2, 4.3 (default None)
+#   DataSource.createSink(outputMode)                              3.5 to 4.2
+#   DataSource.createSink(outputMode, schema)                      4.3 (checks partition columns)
+#
+# The same on all five: DataSource.lookupDataSource(String, SQLConf), SessionState.catalog() and
+# conf(), SessionCatalog.tableExists / getTableMetadata(TableIdentifier), TableIdentifier(String,
+# Option), CatalogTable.provider / location / partitionColumnNames / bucketSpec, PythonUtils.toSeq
+# / toScalaMap, OutputMode.Append() and Sink.addBatch(long, Dataset). A Spark without what the
+# runner needs fails the start with UnsupportedSpark, one line, before the query starts.
+
+DATA_SOURCE = "org.apache.spark.sql.execution.datasources.DataSource"
+#: The parameters of DataSource's constructor that the runner passes (simple class names); any
+#: further ones, as 4.2's, get Spark's own defaults, as `writeStream` leaves them.
+DATA_SOURCE_PARAMETERS = (
+    "SparkSession",  # sparkSession
+    "String",  # className
+    "Seq",  # paths
+    "Option",  # userSpecifiedSchema
+    "Seq",  # partitionColumns
+    "Option",  # bucketSpec
+    "Map",  # options
+    "Option",  # catalogTable
+)
+
+
+class UnsupportedSpark(Exception):
+    """The running Spark lacks an internal the runner needs; the message is one line."""
+
+    def __init__(self, spark: Any, what: str):
+        super().__init__(
+            f"Spark {spark.version} is not supported: {what}. The runner knows Spark 3.5 to 4.3."
+        )
+
+
+def missing_internal(exc: BaseException) -> str | None:
+    """What py4j says this Spark lacks (a method, a constructor), in one line; None for any
+    other failure, such as Spark's own exceptions however py4j or pyspark wrap them."""
+    from py4j.protocol import Py4JError, Py4JJavaError
+
+    if not isinstance(exc, Py4JError) or isinstance(exc, Py4JJavaError):
+        return None
+    lines = [line for line in str(exc).splitlines() if "Py4JException:" in line]
+    text = lines[0].split("Py4JException:", 1)[1] if lines else str(exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+@contextmanager
+def spark_internal(spark: Any, what: str) -> Iterator[None]:
+    """Turn a method or constructor this Spark lacks into UnsupportedSpark; Spark's own
+    exceptions pass through."""
+    try:
+        yield
+    except Exception as exc:
+        detail = missing_internal(exc)
+        if detail is None:
+            raise
+        raise UnsupportedSpark(spark, f"{what} ({detail})") from None
+
+
+def parameter_types(spark: Any, class_name: str, method: str | None = None) -> list[list[str]]:
+    """The simple names of the parameter types of each public constructor of `class_name`
+    (`method` None) or of each of its public methods called `method`."""
+    try:
+        found = spark._jvm.java.lang.Class.forName(class_name)
+    except Exception:  # noqa: BLE001 - py4j wraps the ClassNotFoundException
+        raise UnsupportedSpark(spark, f"it has no class {class_name}") from None
+    members = (
+        found.getConstructors()
+        if method is None
+        else [m for m in found.getMethods() if m.getName() == method]
+    )
+    return [[kind.getSimpleName() for kind in member.getParameterTypes()] for member in members]
+
+
+def is_file_format(spark: Any, fmt: str) -> bool:
+    """Whether Spark writes `fmt` through its file sink (and its `_spark_metadata` log), under
+    any name Spark resolves: `parquet`, `Parquet`, `org.apache.spark.sql.parquet`, a FileFormat
+    or file DataSourceV2 class (a streaming write falls back to the FileFormat). Asks Spark's
+    own lookup; a name it cannot resolve is no file format (starting the query says why)."""
+    if fmt.lower() in FILE_FORMATS:
+        return True
+    jvm = spark._jvm
+    conf = spark._jsparkSession.sessionState().conf()
+    try:
+        found = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            fmt, conf
+        )
+    except Exception as exc:  # noqa: BLE001 - Spark's ClassNotFoundException and friends
+        detail = missing_internal(exc)
+        if detail is not None:
+            raise UnsupportedSpark(spark, f"no DataSource.lookupDataSource ({detail})") from None
+        return False  # a name Spark cannot resolve
+    package = "org.apache.spark.sql.execution.datasources"
+    bases = (f"{package}.FileFormat", f"{package}.v2.FileDataSourceV2")
+    return any(jvm.java.lang.Class.forName(base).isAssignableFrom(found) for base in bases)
+
+
+def catalog_file_table(spark: Any, name: str) -> Any | None:
+    """The session catalog's metadata of table `name` when Spark's file sink writes it (a
+    parquet, json, ... table); None for other tables (v2 tables such as Delta or Iceberg keep
+    their own exactly-once bookkeeping) and for missing ones (`toTable` creates them)."""
+    parts = name.split(".")
+    if len(parts) > 2:
+        return None  # a three-part name lives in a v2 catalog
+    jvm = spark._jvm
+    with spark_internal(spark, "its session catalog is not the one the runner knows"):
+        database = jvm.scala.Option.apply(parts[0] if len(parts) == 2 else None)
+        identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], database)
+        catalog = spark._jsparkSession.sessionState().catalog()
+        if not catalog.tableExists(identifier):
+            return None
+        table = catalog.getTableMetadata(identifier)
+        provider = table.provider()
+    if provider.isEmpty() or not is_file_format(spark, provider.get()):
+        return None
+    return table
+
+
+def new_file_sink(
+    spark: Any, fmt: str, options: dict[str, str], schema: Any, table: Any = None
+) -> Any:
+    """Spark's own sink for file format `fmt`, as `writeStream` builds it: a DataSource (with
+    Spark's defaults for parameters past DATA_SOURCE_PARAMETERS), then createSink in append
+    mode (with the query's schema where it takes one)."""
+    constructors = parameter_types(spark, DATA_SOURCE)
+    known = len(DATA_SOURCE_PARAMETERS)
+    fitting = [len(p) for p in constructors if tuple(p[:known]) == DATA_SOURCE_PARAMETERS]
+    if not fitting:
+        shapes = "; ".join(f"({', '.join(p)})" for p in constructors) or "none"
+        raise UnsupportedSpark(spark, f"its DataSource constructors are {shapes}")
+    sink_shapes = parameter_types(spark, DATA_SOURCE, "createSink")
+    if ["OutputMode", "StructType"] not in sink_shapes and ["OutputMode"] not in sink_shapes:
+        shapes = "; ".join(f"({', '.join(p)})" for p in sink_shapes) or "none"
+        raise UnsupportedSpark(spark, f"its DataSource.createSink takes {shapes}")
+    add_batch = parameter_types(spark, "org.apache.spark.sql.execution.streaming.Sink", "addBatch")
+    if ["long", "Dataset"] not in add_batch:
+        raise UnsupportedSpark(spark, "its streaming Sink has no addBatch(long, Dataset)")
+
+    jvm = spark._jvm
+    data_source = jvm.org.apache.spark.sql.execution.datasources.DataSource
+    with spark_internal(spark, "its DataSource is not the one the runner knows"):
+        defaults = [
+            getattr(data_source, f"$lessinit$greater$default${number}")()
+            for number in range(known + 1, min(fitting) + 1)
+        ]
+        utils = jvm.org.apache.spark.api.python.PythonUtils
+        java_options = jvm.java.util.HashMap()
+        for key, value in options.items():
+            java_options.put(key, value)
+        none = jvm.scala.Option.empty()
+        empty = utils.toSeq(jvm.java.util.ArrayList())
+        source = data_source(
+            spark._jsparkSession,
+            fmt,
+            empty,
+            none,
+            table.partitionColumnNames() if table is not None else empty,
+            table.bucketSpec() if table is not None else none,
+            utils.toScalaMap(java_options),
+            jvm.scala.Option.apply(table),
+            *defaults,
+        )
+        append = jvm.org.apache.spark.sql.streaming.OutputMode.Append()
+        if ["OutputMode", "StructType"] in sink_shapes:
+            return source.createSink(append, schema)
+        return source.createSink(append)
 
 
 # -- running --------------------------------------------------------------------------------------
 
 
 class Status:
-    """The status file the deployer reads: run id, state, last batch, error."""
+    """The status file the deployer reads: run id, state, last batch, error, Spark's version."""
 
-    def __init__(self, storage: Storage, location: str | None, run_id: str):
+    def __init__(
+        self, storage: Storage, location: str | None, run_id: str, spark_version: str = ""
+    ):
         self.storage, self.location, self.run_id = storage, location, run_id
+        self.spark_version = spark_version
         self.state: str | None = None
 
     def set(self, state: str, batch_id: int | None = None, error: str | None = None) -> None:
@@ -424,6 +566,7 @@ class Status:
             "batch-id": batch_id,
             "error": error,
             "updated": utc_now(),
+            "spark-version": self.spark_version,
         }
         try:
             self.storage.write(self.location, json.dumps(doc))
@@ -514,16 +657,16 @@ def run(manifest_location: str) -> int:
 
     spark = SparkSession.builder.getOrCreate()
     storage = Storage(spark)
-    status = Status(storage, None, "")
+    status = Status(storage, None, "", spark.version)
     try:
         text = storage.read(manifest_location)
         if text is None:
             raise BadManifest(f"{manifest_location} does not exist")
         doc = load_manifest(text)
-        status = Status(storage, doc.get("status-file"), doc["run-id"])
+        status = Status(storage, doc.get("status-file"), doc["run-id"], spark.version)
         log(
-            f"job {doc['name']} v{doc['meta']['query-version']} run {doc['run-id']}, "
-            f"checkpoint {doc['checkpoint-location']}"
+            f"job {doc['name']} v{doc['meta']['query-version']} run {doc['run-id']} on Spark "
+            f"{spark.version}, checkpoint {doc['checkpoint-location']}"
         )
         status.set("starting")
         register_sources(spark, doc)
@@ -534,6 +677,10 @@ def run(manifest_location: str) -> int:
         log(f"invalid runtime manifest {manifest_location}: {exc}")
         status.set("failed", error=f"invalid runtime manifest: {exc}")
         return EXIT_BAD_MANIFEST
+    except UnsupportedSpark as exc:
+        log(f"the job cannot start: {exc}")
+        status.set("failed", error=str(exc))
+        return EXIT_FAILED
     except Exception as exc:  # noqa: BLE001 - any failure is the job's failure: report, exit 1
         message = error_text(exc)
         traceback.print_exc()

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from flink_sql_runner.targets.sparksubmit import find_spark_submit
 from runner import job_runner
 
 pytestmark = pytest.mark.spark
@@ -241,6 +246,79 @@ def test_a_catalog_table_stored_as_files_is_safe_across_versions(spark, tmp_path
         assert (location / "_spark_metadata").is_dir()
     finally:
         spark.sql("DROP TABLE IF EXISTS IDENTIFIER(:t)", args={"t": name})
+
+
+def test_the_adapter_says_in_one_line_what_spark_lacks_and_passes_spark_errors_on(spark):
+    jvm = spark._jvm
+    with pytest.raises(job_runner.UnsupportedSpark) as missing:
+        with job_runner.spark_internal(spark, "it lacks a method"):
+            jvm.java.lang.StringBuilder().noSuchMethod("1")
+    assert str(missing.value) == (
+        f"Spark {spark.version} is not supported: it lacks a method "
+        "(Method noSuchMethod([class java.lang.String]) does not exist). "
+        "The runner knows Spark 3.5 to 4.3."
+    )
+    with pytest.raises(Exception, match="not a number") as thrown:
+        with job_runner.spark_internal(spark, "it lacks a method"):
+            jvm.java.lang.Integer.parseInt("not a number")
+    assert not isinstance(thrown.value, job_runner.UnsupportedSpark)
+
+
+def test_the_adapter_finds_the_file_sink_this_spark_offers(spark, tmp_path: Path):
+    """By reflection, whatever the line: the sink is Spark's own FileStreamSink."""
+    schema = spark.createDataFrame([], SCHEMA)._jdf.schema()
+    options = {"path": str(tmp_path / "out")}
+    sink = job_runner.new_file_sink(spark, "parquet", options, schema)
+    assert sink.getClass().getSimpleName() == "FileStreamSink"
+
+
+def test_a_spark_the_adapter_does_not_know_fails_the_start_in_one_line(tmp_path: Path):
+    """Through real spark-submit: status `failed` with one line, exit 1, no py4j trace. The
+    unknown Spark is this one, asked for a DataSource constructor no Spark line has."""
+    write_input(tmp_path, "a", range(2))
+    (tmp_path / "out" / "_spark_metadata").mkdir(parents=True)
+    (tmp_path / "out" / "_spark_metadata" / "0").write_text("v1\n")  # an earlier version wrote
+    doc = manifest(tmp_path, version=2)
+    doc["status-file"] = str(tmp_path / "status.json")
+    (tmp_path / "manifest.json").write_text(json.dumps(doc))
+    runner = tmp_path / "unknown_spark_runner.py"
+    runner.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(job_runner.__file__).parent)!r})\n"
+        "import job_runner\n"
+        "job_runner.DATA_SOURCE_PARAMETERS += ('Integer',)\n"
+        "sys.exit(job_runner.main())\n"
+    )
+    argv = [find_spark_submit(), "--master", "local[1]", "--conf", "spark.ui.enabled=false"]
+    argv += [str(runner), "--manifest", str(tmp_path / "manifest.json")]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    process = subprocess.Popen(  # noqa: S603 - a list, never a shell
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
+    try:
+        output = process.communicate(timeout=240)[0].decode("utf-8", errors="replace")
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    status = json.loads((tmp_path / "status.json").read_text())
+    assert process.returncode == job_runner.EXIT_FAILED, output
+    assert status["state"] == "failed"
+    assert status["error"].startswith("Spark ") and "\n" not in status["error"]
+    assert (
+        "is not supported: its DataSource constructors are (SparkSession, String, Seq"
+        in (status["error"])
+    )
+    assert status["error"].endswith("The runner knows Spark 3.5 to 4.3.")
+    assert f"the job cannot start: {status['error']}" in output
+    assert "Traceback" not in output and "Py4J" not in output
+    assert not (tmp_path / "ckpt" / "2" / "commits").exists()
 
 
 @pytest.mark.parametrize(

@@ -304,9 +304,10 @@ class SparkSubmitTarget(ClusterTarget):
         """Run `spark-submit --deploy-mode cluster` until the cluster has accepted the run;
         secret properties only in a private properties file that is gone afterwards. A
         spark-submit that runs out of time may have submitted: SubmitOutcomeUnknown."""
-        with sparksubmit.private_properties(submission.secret_conf) as properties:
+        spark_submit = sparksubmit.find_spark_submit(self.spark_submit)
+        with sparksubmit.private_properties(submission.secret_conf, spark_submit) as properties:
             args = sparksubmit.submit_command(
-                sparksubmit.find_spark_submit(self.spark_submit),
+                spark_submit,
                 self.master,
                 submission,
                 runner=self.runner,

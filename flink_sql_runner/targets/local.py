@@ -21,7 +21,6 @@ from typing import Any
 
 from flink_sql_runner import procs
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.javaprops import properties_text
 from flink_sql_runner.runs import Listing, Liveness, Run
 from flink_sql_runner.storage import FileStorage
 from flink_sql_runner.stored import utc_now_iso
@@ -29,6 +28,7 @@ from flink_sql_runner.stores.local import write_atomically
 from flink_sql_runner.targets.base import Started, StopNotConfirmed, Stopped, Submission
 from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_submit re-exported
     find_spark_submit,
+    properties_file_text,
     runner_script,
     submit_command,
 )
@@ -163,7 +163,9 @@ class LocalTarget:
         if submission.secret_conf:
             self.secrets.mkdir(parents=True, exist_ok=True, mode=0o700)
             properties_file = self._secrets_file(submission.run_id)
-            write_atomically(properties_file, properties_text(submission.secret_conf), 0o600)
+            spark_submit = find_spark_submit(self.spark_submit)
+            body = properties_file_text(spark_submit, submission.secret_conf)
+            write_atomically(properties_file, body, 0o600)
         log_path = self.logs / f"{submission.name}.log"
         env = dict(os.environ)
         env.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -3,6 +3,7 @@ submission, running it to completion, and the line of its output that says why i
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -23,6 +24,10 @@ _MAIN_EXCEPTION = re.compile(r'^Exception in thread "main" (?P<message>.+)$')
 _USAGE_ERROR = re.compile(r"^Error: (?P<message>.+)$")
 _CAUSED_BY = re.compile(r"^Caused by: (?P<message>.+)$")
 _LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN) ")
+#: A Spark distribution's RELEASE file ("Spark 3.5.1 built for Hadoop 3.3.4"), and the jar that
+#: says the version where there is none (pip's pyspark).
+_RELEASE = re.compile(r"^Spark (\d+)\.(\d+)\.")
+_CORE_JAR = re.compile(r"^spark-core_\d+\.\d+-(\d+)\.(\d+)\.")
 
 
 def find_spark_submit(explicit: str | None = None) -> str:
@@ -41,6 +46,61 @@ def find_spark_submit(explicit: str | None = None) -> str:
     if found:
         return found
     raise FsrError("no spark-submit found: install pyspark, set SPARK_HOME or --spark-submit")
+
+
+def spark_home(spark_submit: str) -> Path:
+    """The Spark installation a spark-submit runs: $SPARK_HOME if set (its script uses that),
+    else the folder above its `bin/`."""
+    home = os.environ.get("SPARK_HOME")
+    return Path(home) if home else Path(spark_submit).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=8)
+def _spark_version_at(home: Path) -> tuple[int, int] | None:
+    try:
+        lines = (home / "RELEASE").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        lines = []
+    found = _RELEASE.match(lines[0]) if lines else None
+    if not found:
+        try:
+            jars = [entry.name for entry in os.scandir(home / "jars")]
+        except OSError:
+            jars = []
+        found = next(filter(None, map(_CORE_JAR.match, sorted(jars))), None)
+    return (int(found[1]), int(found[2])) if found else None
+
+
+def spark_version(spark_submit: str) -> tuple[int, int] | None:
+    """(major, minor) of the Spark a spark-submit runs, read from its installation without
+    starting a JVM (its RELEASE file, else its spark-core jar); None if neither says."""
+    return _spark_version_at(spark_home(spark_submit))
+
+
+def properties_file_replaces_defaults(spark_submit: str) -> bool:
+    """Spark before 4.0: `--properties-file` replaces conf/spark-defaults.conf, and there is no
+    `--load-spark-defaults` (spark-submit refuses it). An unknown version counts as 4.0+: a
+    refused option fails the submission visibly, a dropped defaults file would not."""
+    version = spark_version(spark_submit)
+    return version is not None and version < (4, 0)
+
+
+def properties_file_text(spark_submit: str, properties: dict[str, str]) -> str:
+    """The body of the private properties file for `spark_submit`, escaped as
+    `java.util.Properties` reads it. Before Spark 4.0 spark-submit reads that file instead of
+    spark-defaults.conf, so the defaults file comes first there (the later key wins): the
+    cluster's defaults still count, as with --load-spark-defaults on 4.0+."""
+    body = properties_text(properties)
+    if not properties_file_replaces_defaults(spark_submit):
+        return body
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    defaults = Path(conf_dir) if conf_dir else spark_home(spark_submit) / "conf"
+    try:
+        text = (defaults / "spark-defaults.conf").read_text(encoding="utf-8")
+    except OSError:
+        return body
+    # An empty line after it ends a trailing continuation line ("key=value\").
+    return f"{text.rstrip(chr(10))}\n\n{body}"
 
 
 def runner_script() -> str:
@@ -70,15 +130,18 @@ def submit_command(
     for key, value in {**submission.spark_conf, **(target_conf or {})}.items():
         args += ["--conf", f"{key}={value}"]
     if properties_file:
-        # Since Spark 4.0 a properties file replaces conf/spark-defaults.conf unless asked not to.
-        args += ["--properties-file", str(properties_file), "--load-spark-defaults"]
+        args += ["--properties-file", str(properties_file)]
+        if not properties_file_replaces_defaults(spark_submit):
+            # Since 4.0 a properties file replaces conf/spark-defaults.conf unless asked not to;
+            # before, properties_file_text() puts the defaults into the file.
+            args.append("--load-spark-defaults")
     args += list(extra_args)
     args += [runner, "--manifest", submission.runtime_manifest]
     return args
 
 
 @contextmanager
-def private_properties(secret_conf: dict[str, str]) -> Iterator[Path | None]:
+def private_properties(secret_conf: dict[str, str], spark_submit: str) -> Iterator[Path | None]:
     """The secret properties in a 0600 file in a private folder, removed afterwards; None if
     there are none. For spark-submit calls that return once the cluster accepted the run."""
     if not secret_conf:
@@ -89,7 +152,7 @@ def private_properties(secret_conf: dict[str, str]) -> Iterator[Path | None]:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(properties_text(secret_conf))
+            handle.write(properties_file_text(spark_submit, secret_conf))
         yield path
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -12,6 +12,7 @@ import json
 import shutil
 import stat
 
+import pyspark
 import pytest
 
 from tests.e2e.workspace import Workspace, kill_driver, wait_for
@@ -79,6 +80,8 @@ def test_job_lifecycle_keeps_every_row_exactly_once(workspace: Workspace, spark)
     query_id_v1 = stored["meta"]["query-id"]
     runtime = ws.state / "checkpoints" / "ticks-job" / "_control" / "v1.manifest.json"
     assert stat.S_IMODE(runtime.stat().st_mode) == 0o600, "it may hold resolved ${ENV} values"
+    status_file = runtime.with_name("v1.status.json")
+    assert json.loads(status_file.read_text())["spark-version"] == pyspark.__version__
     values = wait_for(progressed(1, 14), what="v1 rows")
     assert_exactly_once(values)
 
