@@ -168,21 +168,20 @@ def diff(
             field, rule = _rule_for(path, target)
             if field in found:
                 continue
-            head = path[0]
-            old = _raw(old_spec, old_tables, field, head)
-            new = _raw(new_spec, new_tables, field, head)
+            old = _raw(old_spec, old_tables, field, path)
+            new = _raw(new_spec, new_tables, field, path)
             if field == "sparkProperties" and _pins(old, new):
                 rule = PINNED_RULE  # all properties set or dropped at once: no key in the path
             found[field] = Change(field, rule.kind, old, new, rule.why)
     return sorted(found.values(), key=lambda c: (-c.kind, c.field))
 
 
-def _raw(spec: dict[str, Any], tables: dict[str, Any], field: str, head: Any) -> Any:
+def _raw(spec: dict[str, Any], tables: dict[str, Any], field: str, path: list[Any]) -> Any:
     """The value as the user wrote it, for showing old -> new."""
+    head = path[0]
     if head == "tables":
-        parts = field.split(".")[1:]
         value: Any = tables
-        for part in parts:
+        for part in path[1:3]:  # a table's name may hold dots (db.orders)
             if not isinstance(value, dict) or part not in value:
                 return MISSING
             value = value[part]

@@ -90,7 +90,8 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
             multiple=True,
             type=EXISTING,
             envvar=_env("TABLE_DEFINITION_PATH"),
-            help="Table catalog: YAML files or folders (repeatable).",
+            help="Table catalog: YAML or SQL (CREATE TABLE) files, or folders of them "
+            "(repeatable).",
         ),
         click.option(
             "--template-file",

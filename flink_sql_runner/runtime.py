@@ -9,7 +9,9 @@ from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.manifest import Job
+from flink_sql_runner.names import parse_name
 from flink_sql_runner.secrets import is_secret_key
+from flink_sql_runner.sqlinfo import point_at_views
 from flink_sql_runner.stored import Meta
 
 RUNTIME_SCHEMA_VERSION = 1
@@ -87,18 +89,24 @@ def spark_conf(job: Job, version: int) -> tuple[dict[str, str], dict[str, str]]:
 def runtime_manifest(job: Job, meta: Meta, run_id: str, control: ControlFiles) -> dict[str, Any]:
     version = meta.query_version
     spec = job.spec
+    # Sources are registered as views named `TableName.view`; the query reads them there.
+    views = {name: parse_name(name).view for name in job.source_tables}
     tables = {
-        name: _resolve(definition, job, version, f"tables.{name}")
+        views.get(name, name): _resolve(definition, job, version, f"tables.{name}")
         for name, definition in job.tables.items()
     }
+    sql = spec.get("sql")
+    moved = {parse_name(name).key: view for name, view in views.items() if view != name}
+    if sql is not None and moved:
+        sql = point_at_views(sql, moved)
     return {
         "schema-version": RUNTIME_SCHEMA_VERSION,
         "name": job.name,
         "description": spec.get("description", ""),
         "target-table": spec["target-table"],
-        "sql": spec.get("sql"),
+        "sql": sql,
         "code": spec.get("code"),
-        "source-tables": list(job.source_tables),
+        "source-tables": [views[name] for name in job.source_tables],
         "outputMode": spec.get("outputMode", "append"),
         "trigger": spec.get("trigger", {"processingTime": "5 seconds"}),
         "metadata-columns": {
