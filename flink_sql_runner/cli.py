@@ -32,6 +32,7 @@ from flink_sql_runner.errors import (
 from flink_sql_runner.manifest import Job
 from flink_sql_runner.plan import Plan
 from flink_sql_runner.progress import Progress
+from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.render import plan_json, plan_text, results_text
 from flink_sql_runner.status import status_json, status_rows, status_text
 from flink_sql_runner.stores import store_uri_from_legacy
@@ -108,6 +109,13 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Local state: manifests (unless --manifest-store), running jobs, "
             "logs, checkpoints of the default template.",
+        ),
+        click.option(
+            "--strict-properties",
+            is_flag=True,
+            envvar=_env("STRICT_PROPERTIES"),
+            help="sparkProperties that Spark ignores (keys not starting with 'spark.') are "
+            "errors (exit 2), not warnings.",
         ),
         click.option("--debug", is_flag=True, help="Show tracebacks."),
     ]
@@ -236,7 +244,18 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
         parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
+        properties=PropertyRules(strict=bool(kw.get("strict_properties"))),
     )
+
+
+def load(deployment: Deployment, path: Path | None = None) -> list[Job]:
+    """The jobs under --path (or the one file `path`); the warnings of loading them go to
+    stderr, one line each, also when the input is invalid."""
+    try:
+        return [deployment.load_one(path)] if path is not None else deployment.load()
+    finally:
+        for warning in deployment.settings.properties.warnings:
+            click.echo(f"warning: {warning}", err=True)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -271,7 +290,7 @@ path_option = click.option(
 @handle_errors
 def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
     """Check every job manifest and table definition, offline. Touches nothing."""
-    jobs = Deployment(settings_from(paths, **kw)).load()
+    jobs = load(Deployment(settings_from(paths, **kw)))
     click.echo(
         f"{len(jobs)} job{'s' if len(jobs) != 1 else ''} valid: " + ", ".join(j.name for j in jobs)
     )
@@ -294,7 +313,7 @@ def plan(
     """Show what deploy would do and why. Reads the store, the target and checkpoints;
     changes nothing."""
     deployment = Deployment(settings_from(paths, **kw))
-    result = deployment.plan(deployment.load())
+    result = deployment.plan(load(deployment))
     click.echo(plan_json(result) if output == "json" else plan_text(result))
     return _plan_exit(result, detailed_exitcode)
 
@@ -367,7 +386,7 @@ def deploy(
     One deploy at a time per manifest store: a second one waits for the lock (--lock-timeout).
     """
     deployment = Deployment(settings_from(paths, **kw))
-    jobs = deployment.load()
+    jobs = load(deployment)
     return _deploy(deployment, jobs, output, dry_run, include_orphans=True, prune=prune)
 
 
@@ -387,7 +406,7 @@ def deploy(
 def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, **kw: Any) -> int:
     """Deploy a single job."""
     deployment = Deployment(settings_from((), **kw))
-    job = deployment.load_one(job_config_path)
+    (job,) = load(deployment, job_config_path)
     return _deploy(deployment, [job], output, dry_run, include_orphans=False)
 
 
@@ -406,7 +425,7 @@ def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, *
 def status(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
     """Per job: stored version, running or not, last committed batch, checkpoint, drift."""
     deployment = Deployment(settings_from(paths, **kw))
-    jobs = deployment.load() if paths else []
+    jobs = load(deployment) if paths else []
     rows = status_rows(deployment, jobs)
     click.echo(status_json(rows) if output == "json" else status_text(rows))
     return EXIT_OK

@@ -18,6 +18,7 @@ from flink_sql_runner.catalog import (
 from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.files import yaml_files
 from flink_sql_runner.names import BadName, TableName, from_parts, name_problem, parse_name
+from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.schemas import document_problem, required_fields, schema_problems, shown
 from flink_sql_runner.sqlinfo import SqlProblem, code_problem, read_tables
 from flink_sql_runner.yamlio import YamlProblem, read_yaml_file
@@ -61,16 +62,19 @@ def packaged_template() -> Path:
     return Path(str(resources.files("flink_sql_runner._templates").joinpath("job-template.yaml")))
 
 
-def load_template(path: Path | None) -> tuple[dict[str, Any] | None, list[Problem]]:
+def load_template(
+    path: Path | None, rules: PropertyRules | None = None
+) -> tuple[dict[str, Any] | None, list[Problem]]:
     """The defaults template, or None when it cannot be read at all; its problems are
-    reported with the jobs'."""
+    reported with the jobs'. `rules` check its properties and add their defaults."""
+    rules = rules or PropertyRules()
     path = path or packaged_template()
     try:
         doc = read_yaml_file(path)
     except YamlProblem as exc:
         return None, [exc.problem]
     if doc is None:
-        return {}, []
+        return rules.complete({}), []
     if not isinstance(doc, dict):
         return None, [document_problem(doc, str(path))]
     # Field by field: a broken field is reported once, here, and left out of the defaults, so
@@ -84,7 +88,8 @@ def load_template(path: Path | None) -> tuple[dict[str, Any] | None, list[Proble
         problems += found
         if not found:
             template[key] = value
-    return template, problems
+    rules.check(template.get("sparkProperties"), str(path), problems)
+    return rules.complete(template), problems
 
 
 def _missing(problem: Problem) -> bool:
@@ -137,13 +142,20 @@ def property_text(value: Any) -> str:
 class JobLoader:
     """Loads job files against one template and one catalog, collecting every problem."""
 
-    def __init__(self, template: dict[str, Any] | None, catalog: Catalog, state_dir: Path):
+    def __init__(
+        self,
+        template: dict[str, Any] | None,
+        catalog: Catalog,
+        state_dir: Path,
+        rules: PropertyRules | None = None,
+    ):
         # None: the template could not be read (that is reported); jobs are not told that
         # they lack what it would have given them.
         self.template = template or {}
         self._template_fields = () if template is None else TEMPLATE_FIELDS
         self.catalog = catalog
         self._state_dir = str(state_dir.resolve())
+        self.rules = rules or PropertyRules()
 
     def load_file(self, path: Path, problems: list[Problem]) -> Job | None:
         source = str(path)
@@ -160,6 +172,7 @@ class JobLoader:
             spec = doc
             found = schema_problems(doc, "job", source) + self._embedded_problems(doc, source)
             found += table_name_problems(doc, source)
+            self.rules.check(doc.get("sparkProperties"), source, found)
         else:
             # The job's own fields, then what the merge with the template still lacks.
             found = final_only_problems(doc, source)
@@ -167,6 +180,7 @@ class JobLoader:
             spec = merge(self.template, doc)
             found += [p for p in schema_problems(doc, "job", source) if not _missing(p)]
             found += table_name_problems(spec, source)
+            self.rules.check(doc.get("sparkProperties"), source, found)
             for field in required_fields("job"):
                 if field in spec:
                     continue
@@ -422,13 +436,15 @@ def load_jobs(
     catalog: Catalog,
     state_dir: Path,
     require_jobs: bool = True,
+    rules: PropertyRules | None = None,
 ) -> list[Job]:
-    """Every job under `paths`, validated together; InvalidInput lists every problem."""
-    template, problems = load_template(template_path)
+    """Every job under `paths`, validated together; InvalidInput lists every problem.
+    `rules` say how properties are checked (and collect the warnings)."""
+    template, problems = load_template(template_path, rules)
     files = yaml_files(paths, problems)
     if require_jobs and not files and not problems:
         problems.append(Problem(", ".join(map(str, paths)), "", "no *.yaml or *.yml job files"))
-    loader = JobLoader(template, catalog, state_dir)
+    loader = JobLoader(template, catalog, state_dir, rules)
     jobs: list[Job] = []
     seen: dict[str, str] = {}
     for path in files:
