@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from flink_sql_runner import __version__
 from flink_sql_runner.apply import Timeouts
@@ -30,6 +31,7 @@ from flink_sql_runner.errors import (
     InvalidInput,
 )
 from flink_sql_runner.manifest import Job
+from flink_sql_runner.original_flags import FsrGroup, original_options, original_settings
 from flink_sql_runner.plan import Plan
 from flink_sql_runner.progress import Progress
 from flink_sql_runner.properties import PropertyRules
@@ -226,6 +228,16 @@ def timeout_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
+    ctx = click.get_current_context(silent=True)
+    target_source = ctx.get_parameter_source("target") if ctx else None
+    original = original_settings(
+        kw,
+        target_given=target_source not in (None, ParameterSource.DEFAULT),
+        offline="target" not in kw,
+    )
+    for warning in original["warnings"]:
+        click.echo(f"warning: {warning}", err=True)
+    kw = {**kw, **{k: original[k] for k in ("target", "master") if k in original}}
     store = kw.get("manifest_store") or store_uri_from_legacy(
         kw.get("external_job_config_bucket"), kw.get("external_job_config_prefix")
     )
@@ -244,7 +256,9 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
         parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
-        properties=PropertyRules(strict=bool(kw.get("strict_properties"))),
+        properties=PropertyRules(
+            strict=bool(kw.get("strict_properties")), defaults=original["defaults"]
+        ),
     )
 
 
@@ -258,7 +272,10 @@ def load(deployment: Deployment, path: Path | None = None) -> list[Job]:
             click.echo(f"warning: {warning}", err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=FsrGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="flink-sql-runner")
 def main() -> None:
     """Deploy streaming SQL jobs on Apache Spark from YAML manifests kept in git.
@@ -287,6 +304,7 @@ path_option = click.option(
 @main.command()
 @path_option
 @input_options
+@original_options(offline=True)
 @handle_errors
 def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
     """Check every job manifest and table definition, offline. Touches nothing."""
@@ -301,6 +319,7 @@ def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
 @path_option
 @input_options
 @remote_options
+@original_options()
 @click.option(
     "--detailed-exitcode",
     is_flag=True,
@@ -361,6 +380,7 @@ def _deploy(
 @path_option
 @input_options
 @remote_options
+@original_options()
 @timeout_options
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option(
@@ -400,6 +420,7 @@ def deploy(
 )
 @input_options
 @remote_options
+@original_options()
 @timeout_options
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @handle_errors
