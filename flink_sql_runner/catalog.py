@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,7 +208,41 @@ def definition_problems(entry: dict[str, Any], source: str, at: tuple[Any, ...])
     return [Problem(source, f"{field_path(at)}.{f}", m) for f, m in _semantic_problems(entry)]
 
 
+#: Placeholders an option value may hold (and ${ENV_VAR}).
+PLACEHOLDERS = ("job_name", "query_version", "state_dir")
+_PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _placeholder_problems(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    """Option values with a `{name}` this product does not replace (the original tool's
+    `{group_id}`, say): Spark would get the braces as they are."""
+    found = []
+    options = entry.get("options")
+    for key, value in (options if isinstance(options, dict) else {}).items():
+        for name in _PLACEHOLDER.findall(value) if isinstance(value, str) else ():
+            if name in PLACEHOLDERS:
+                continue
+            was = (
+                " (the original tool's {group_id} was rta-{job_name}-{query_version})"
+                if name == "group_id"
+                else ""
+            )
+            found.append(
+                (
+                    f"options.{key}",
+                    f"unknown placeholder {{{name}}}: option values may use {{job_name}}, "
+                    f"{{query_version}}, {{state_dir}} and ${{ENV_VAR}}{was}",
+                )
+            )
+    return found
+
+
 def _semantic_problems(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    placeholders = _placeholder_problems(entry)
+    return placeholders + _format_problems(entry)
+
+
+def _format_problems(entry: dict[str, Any]) -> list[tuple[str, str]]:
     has_format, has_table = "format" in entry, "table" in entry
     if has_format == has_table:
         return [
