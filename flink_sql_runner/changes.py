@@ -67,6 +67,9 @@ JOB_RULES: dict[str, Rule] = {
     "desired-state": Rule(ChangeKind.CONFIG, "running or stopped"),
     "metadata-columns": Rule(ChangeKind.CONFIG, "columns appended after the query"),
     "sparkProperties": Rule(ChangeKind.CONFIG, "a Spark setting the checkpoint does not pin"),
+    "migrated-from": Rule(
+        ChangeKind.QUERY, "the original tool's (Flink) state cannot be restored by Spark"
+    ),
 }
 PINNED_RULE = Rule(ChangeKind.QUERY, "the checkpoint pins this Spark setting")
 UNKNOWN_RULE = Rule(ChangeKind.QUERY, "no rule for this field; treated as a query change")

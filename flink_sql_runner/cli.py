@@ -31,13 +31,20 @@ from flink_sql_runner.errors import (
     InvalidInput,
 )
 from flink_sql_runner.manifest import Job
-from flink_sql_runner.original_flags import FsrGroup, original_options, original_settings
+from flink_sql_runner.migrate import migrate as migrate_stores
+from flink_sql_runner.migrate import migration_lines
+from flink_sql_runner.original_flags import (
+    BadFlags,
+    FsrGroup,
+    original_options,
+    original_settings,
+)
 from flink_sql_runner.plan import Plan
 from flink_sql_runner.progress import Progress
 from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.render import plan_json, plan_text, results_text
 from flink_sql_runner.status import status_json, status_rows, status_text
-from flink_sql_runner.stores import store_uri_from_legacy
+from flink_sql_runner.stores import open_store, store_uri_from_legacy
 from flink_sql_runner.timing import mark
 
 ENV = "FLINK_SQL_RUNNER_"
@@ -466,4 +473,73 @@ def stop(name: str, output: str, debug: bool, **kw: Any) -> int:
     """
     message = Deployment(settings_from((), **kw)).stop(name)
     click.echo(json.dumps({"name": name, "result": message}) if output == "json" else message)
+    return EXIT_OK
+
+
+@main.command()
+@click.option(
+    "--from",
+    "source",
+    envvar=_env("MIGRATE_FROM"),
+    help="The original tool's store: s3://bucket/prefix/ or a folder [or the original's "
+    "--external-job-config-bucket and --external-job-config-prefix].",
+)
+@click.option(
+    "--external-job-config-bucket",
+    envvar=_env("EXTERNAL_JOB_CONFIG_BUCKET"),
+    help="The original tool's store bucket (with --external-job-config-prefix: --from).",
+)
+@click.option(
+    "--external-job-config-prefix",
+    envvar=_env("EXTERNAL_JOB_CONFIG_PREFIX"),
+    help="The original tool's store prefix.",
+)
+@click.option(
+    "--to",
+    "destination",
+    envvar=_env("MIGRATE_TO"),
+    help="Where the converted manifests go: s3://bucket/prefix/ or a folder [default: --from, "
+    "in place].",
+)
+@click.option("--dry-run", is_flag=True, help="Print what would be converted; write nothing.")
+@click.option(
+    "--lock-timeout",
+    type=float,
+    default=DEFAULT_LOCK_TIMEOUT,
+    show_default=True,
+    envvar=_env("LOCK_TIMEOUT"),
+    help="Seconds to wait while a deploy holds the destination's lock; then exit 3.",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@handle_errors
+def migrate(
+    source: str | None,
+    destination: str | None,
+    dry_run: bool,
+    lock_timeout: float,
+    debug: bool,
+    **kw: Any,
+) -> int:
+    """Convert the original tool's stored manifests into this product's format.
+
+    Keeps each job's query-id, query-version and query-create-timestamp and marks it
+    `migrated-from`, so the next deploy starts it clean as the next version (Spark cannot
+    restore Flink's state). Every manifest is checked before anything is written; a manifest
+    of this product's format is never overwritten. Run it with --dry-run first.
+    """
+    legacy = store_uri_from_legacy(
+        kw.get("external_job_config_bucket"), kw.get("external_job_config_prefix")
+    )
+    source = source or legacy
+    if not source:
+        raise BadFlags(
+            "give the original tool's store: --from, or --external-job-config-bucket (with "
+            "--external-job-config-prefix)"
+        )
+    state_dir = Path(".flink-sql-runner")  # not used: both stores are named
+    from_store = open_store(source, state_dir)
+    to_store = open_store(destination, state_dir) if destination else from_store
+    result = migrate_stores(from_store, to_store, dry_run, lock_timeout)
+    for line in migration_lines(result, dry_run):
+        click.echo(line)
     return EXIT_OK

@@ -17,6 +17,13 @@ from flink_sql_runner.catalog import (
 )
 from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.files import yaml_files
+from flink_sql_runner.legacy import (
+    flink_code_hint,
+    flink_sql_hints,
+    is_original,
+    parse_failure_hint,
+    with_original_hints,
+)
 from flink_sql_runner.names import BadName, TableName, from_parts, name_problem, parse_name
 from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.schemas import document_problem, required_fields, schema_problems, shown
@@ -30,7 +37,7 @@ VERBATIM_FIELDS = ("sql", "code", "description")
 #: Required fields the template usually provides.
 TEMPLATE_FIELDS = ("checkpoint-root",)
 #: Keys only a final (stored) manifest carries.
-FINAL_MANIFEST_KEYS = ("schema-version", "tables", "meta")
+FINAL_MANIFEST_KEYS = ("schema-version", "tables", "meta", "migrated-from")
 
 
 @dataclass(frozen=True)
@@ -82,9 +89,9 @@ def load_template(
     problems: list[Problem] = []
     template = {}
     for key, value in doc.items():
-        found = final_only_problems({key: value}, str(path)) or [
-            p for p in schema_problems({key: value}, "job", str(path)) if not _missing(p)
-        ]
+        found = final_only_problems({key: value}, str(path)) or with_original_hints(
+            [p for p in schema_problems({key: value}, "job", str(path)) if not _missing(p)]
+        )
         problems += found
         if not found:
             template[key] = value
@@ -168,6 +175,17 @@ class JobLoader:
             problems.append(document_problem(doc, source))
             return None
         final = "meta" in doc
+        if final and is_original(doc):
+            problems.append(
+                Problem(
+                    source,
+                    "(document)",
+                    "a final manifest of the original tool (`meta`, no `schema-version`): give "
+                    "the job's own file, which is merged with the template, or convert stored "
+                    "manifests with `flink-sql-runner migrate` (docs/migrating.md)",
+                )
+            )
+            return None
         if final:
             spec = doc
             found = schema_problems(doc, "job", source) + self._embedded_problems(doc, source)
@@ -178,7 +196,9 @@ class JobLoader:
             found = final_only_problems(doc, source)
             doc = {k: v for k, v in doc.items() if k not in FINAL_MANIFEST_KEYS}
             spec = merge(self.template, doc)
-            found += [p for p in schema_problems(doc, "job", source) if not _missing(p)]
+            found += with_original_hints(
+                [p for p in schema_problems(doc, "job", source) if not _missing(p)]
+            )
             found += table_name_problems(spec, source)
             self.rules.check(doc.get("sparkProperties"), source, found)
             for field in required_fields("job"):
@@ -189,7 +209,8 @@ class JobLoader:
                 elif self._template_fields:
                     found.append(Problem(source, field, "is required (here or in the template)"))
         if found:
-            problems.extend(found)
+            # Not loaded: its query is still read, so one pass says all that must change.
+            problems.extend(found + _query_problems(spec, source))
             return None
         spec = {k: v for k, v in spec.items() if k not in FINAL_MANIFEST_KEYS}
         spec = resolve_placeholders(spec, {"job_name": spec["name"], "state_dir": self._state_dir})
@@ -240,15 +261,17 @@ class JobLoader:
             try:
                 references, ctes = read_tables(spec["sql"])
             except SqlProblem as exc:
-                problem("sql", str(exc))
+                problem("sql", str(exc) + parse_failure_hint(spec["sql"]))
                 references = []
+            for hint in flink_sql_hints(spec["sql"]):
+                problem("sql", hint)
             for reference in references:
                 try:
                     read.append(from_parts(reference.parts))
                 except BadName as exc:
                     problem("sql", f"reads table {exc}")
         else:
-            reason = code_problem(spec["code"])
+            reason = code_problem(spec["code"]) or flink_code_hint(spec["code"])
             if reason:
                 problem("code", reason)
             read = [parse_name(text) for text in spec.get("source-tables", [])]
@@ -410,6 +433,23 @@ def _view_problems(
                 f"{view!r}; rename one",
             )
         seen[view.lower()] = canonical
+
+
+def _query_problems(spec: dict[str, Any], source: str) -> list[Problem]:
+    """What is wrong with a job's SQL on its own: it does not parse, or it uses Flink's
+    functions."""
+    sql, code = spec.get("sql"), spec.get("code")
+    if isinstance(code, str) and "sql" not in spec:
+        reason = code_problem(code) or flink_code_hint(code)
+        return [Problem(source, "code", reason)] if reason else []
+    if not isinstance(sql, str) or "code" in spec:
+        return []
+    found = [Problem(source, "sql", hint) for hint in flink_sql_hints(sql)]
+    try:
+        read_tables(sql)
+    except SqlProblem as exc:
+        found.append(Problem(source, "sql", str(exc) + parse_failure_hint(sql)))
+    return found
 
 
 def table_name_problems(spec: dict[str, Any], source: str) -> list[Problem]:
