@@ -104,6 +104,7 @@ JOB_RULES: dict[str, Rule] = {
     "trigger": Rule(CONFIG, "the checkpoint survives a new trigger interval"),
     "desired-state": Rule(CONFIG, "running or stopped"),
     "metadata-columns": Rule(CONFIG, "columns appended after the query"),
+    "migrated-from": Rule(QUERY, "the original tool's (Flink) state cannot be restored by Spark"),
 }
 PINNED_RULE = Rule(QUERY, "the checkpoint pins this Spark setting")
 SEMANTIC_RULE = Rule(QUERY, "this Spark setting changes what the state means")

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from flink_sql_runner import __version__
 from flink_sql_runner.apply import Timeouts
@@ -30,11 +31,20 @@ from flink_sql_runner.errors import (
     InvalidInput,
 )
 from flink_sql_runner.manifest import Job
+from flink_sql_runner.migrate import migrate as migrate_stores
+from flink_sql_runner.migrate import migration_lines
+from flink_sql_runner.original_flags import (
+    BadFlags,
+    FsrGroup,
+    original_options,
+    original_settings,
+)
 from flink_sql_runner.plan import Plan
 from flink_sql_runner.progress import Progress
+from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.render import plan_json, plan_text, results_text
 from flink_sql_runner.status import status_json, status_rows, status_text
-from flink_sql_runner.stores import store_uri_from_legacy
+from flink_sql_runner.stores import open_store, store_uri_from_legacy
 from flink_sql_runner.timing import mark
 
 ENV = "FLINK_SQL_RUNNER_"
@@ -90,7 +100,8 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
             multiple=True,
             type=EXISTING,
             envvar=_env("TABLE_DEFINITION_PATH"),
-            help="Table catalog: YAML files or folders (repeatable).",
+            help="Table catalog: YAML or SQL (CREATE TABLE) files, or folders of them "
+            "(repeatable).",
         ),
         click.option(
             "--template-file",
@@ -107,6 +118,13 @@ def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
             show_default=True,
             help="Local state: manifests (unless --manifest-store), running jobs, "
             "logs, checkpoints of the default template.",
+        ),
+        click.option(
+            "--strict-properties",
+            is_flag=True,
+            envvar=_env("STRICT_PROPERTIES"),
+            help="sparkProperties that Spark ignores (keys not starting with 'spark.') are "
+            "errors (exit 2), not warnings.",
         ),
         click.option("--debug", is_flag=True, help="Show tracebacks."),
     ]
@@ -222,6 +240,16 @@ def timeout_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
+    ctx = click.get_current_context(silent=True)
+    target_source = ctx.get_parameter_source("target") if ctx else None
+    original = original_settings(
+        kw,
+        target_given=target_source not in (None, ParameterSource.DEFAULT),
+        offline="target" not in kw,
+    )
+    for warning in original["warnings"]:
+        click.echo(f"warning: {warning}", err=True)
+    kw = {**kw, **{k: original[k] for k in ("target", "master") if k in original}}
     store = kw.get("manifest_store") or store_uri_from_legacy(
         kw.get("external_job_config_bucket"), kw.get("external_job_config_prefix")
     )
@@ -241,10 +269,26 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
         parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
+        properties=PropertyRules(
+            strict=bool(kw.get("strict_properties")), defaults=original["defaults"]
+        ),
     )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def load(deployment: Deployment, path: Path | None = None) -> list[Job]:
+    """The jobs under --path (or the one file `path`); the warnings of loading them go to
+    stderr, one line each, also when the input is invalid."""
+    try:
+        return [deployment.load_one(path)] if path is not None else deployment.load()
+    finally:
+        for warning in deployment.settings.properties.warnings:
+            click.echo(f"warning: {warning}", err=True)
+
+
+@click.group(
+    cls=FsrGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(__version__, prog_name="flink-sql-runner")
 def main() -> None:
     """Deploy streaming SQL jobs on Apache Spark from YAML manifests kept in git.
@@ -273,10 +317,11 @@ path_option = click.option(
 @main.command()
 @path_option
 @input_options
+@original_options(offline=True)
 @handle_errors
 def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
     """Check every job manifest and table definition, offline. Touches nothing."""
-    jobs = Deployment(settings_from(paths, **kw)).load()
+    jobs = load(Deployment(settings_from(paths, **kw)))
     click.echo(
         f"{len(jobs)} job{'s' if len(jobs) != 1 else ''} valid: " + ", ".join(j.name for j in jobs)
     )
@@ -287,6 +332,7 @@ def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
 @path_option
 @input_options
 @remote_options
+@original_options()
 @click.option(
     "--detailed-exitcode",
     is_flag=True,
@@ -299,7 +345,7 @@ def plan(
     """Show what deploy would do and why. Reads the store, the target and checkpoints;
     changes nothing."""
     deployment = Deployment(settings_from(paths, **kw))
-    result = deployment.plan(deployment.load())
+    result = deployment.plan(load(deployment))
     click.echo(plan_json(result) if output == "json" else plan_text(result))
     return _plan_exit(result, detailed_exitcode)
 
@@ -347,6 +393,7 @@ def _deploy(
 @path_option
 @input_options
 @remote_options
+@original_options()
 @timeout_options
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option(
@@ -373,7 +420,7 @@ def deploy(
     """
     deployment = Deployment(settings_from(paths, **kw))
     deployment.debug = debug
-    jobs = deployment.load()
+    jobs = load(deployment)
     return _deploy(deployment, jobs, output, dry_run, include_orphans=True, prune=prune)
 
 
@@ -387,6 +434,7 @@ def deploy(
 )
 @input_options
 @remote_options
+@original_options()
 @timeout_options
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @handle_errors
@@ -394,7 +442,7 @@ def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, *
     """Deploy a single job."""
     deployment = Deployment(settings_from((), **kw))
     deployment.debug = debug
-    job = deployment.load_one(job_config_path)
+    (job,) = load(deployment, job_config_path)
     return _deploy(deployment, [job], output, dry_run, include_orphans=False)
 
 
@@ -413,7 +461,7 @@ def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, *
 def status(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
     """Per job: stored version, running or not, last committed batch, checkpoint, drift."""
     deployment = Deployment(settings_from(paths, **kw))
-    jobs = deployment.load() if paths else []
+    jobs = load(deployment) if paths else []
     rows = status_rows(deployment, jobs)
     click.echo(status_json(rows) if output == "json" else status_text(rows))
     return EXIT_OK
@@ -433,4 +481,73 @@ def stop(name: str, output: str, debug: bool, **kw: Any) -> int:
     """
     message = Deployment(settings_from((), **kw)).stop(name)
     click.echo(json.dumps({"name": name, "result": message}) if output == "json" else message)
+    return EXIT_OK
+
+
+@main.command()
+@click.option(
+    "--from",
+    "source",
+    envvar=_env("MIGRATE_FROM"),
+    help="The original tool's store: s3://bucket/prefix/ or a folder [or the original's "
+    "--external-job-config-bucket and --external-job-config-prefix].",
+)
+@click.option(
+    "--external-job-config-bucket",
+    envvar=_env("EXTERNAL_JOB_CONFIG_BUCKET"),
+    help="The original tool's store bucket (with --external-job-config-prefix: --from).",
+)
+@click.option(
+    "--external-job-config-prefix",
+    envvar=_env("EXTERNAL_JOB_CONFIG_PREFIX"),
+    help="The original tool's store prefix.",
+)
+@click.option(
+    "--to",
+    "destination",
+    envvar=_env("MIGRATE_TO"),
+    help="Where the converted manifests go: s3://bucket/prefix/ or a folder [default: --from, "
+    "in place].",
+)
+@click.option("--dry-run", is_flag=True, help="Print what would be converted; write nothing.")
+@click.option(
+    "--lock-timeout",
+    type=float,
+    default=DEFAULT_LOCK_TIMEOUT,
+    show_default=True,
+    envvar=_env("LOCK_TIMEOUT"),
+    help="Seconds to wait while a deploy holds the destination's lock; then exit 3.",
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@handle_errors
+def migrate(
+    source: str | None,
+    destination: str | None,
+    dry_run: bool,
+    lock_timeout: float,
+    debug: bool,
+    **kw: Any,
+) -> int:
+    """Convert the original tool's stored manifests into this product's format.
+
+    Keeps each job's query-id, query-version and query-create-timestamp and marks it
+    `migrated-from`, so the next deploy starts it clean as the next version (Spark cannot
+    restore Flink's state). Every manifest is checked before anything is written; a manifest
+    of this product's format is never overwritten. Run it with --dry-run first.
+    """
+    legacy = store_uri_from_legacy(
+        kw.get("external_job_config_bucket"), kw.get("external_job_config_prefix")
+    )
+    source = source or legacy
+    if not source:
+        raise BadFlags(
+            "give the original tool's store: --from, or --external-job-config-bucket (with "
+            "--external-job-config-prefix)"
+        )
+    state_dir = Path(".flink-sql-runner")  # not used: both stores are named
+    from_store = open_store(source, state_dir)
+    to_store = open_store(destination, state_dir) if destination else from_store
+    result = migrate_stores(from_store, to_store, dry_run, lock_timeout)
+    for line in migration_lines(result, dry_run):
+        click.echo(line)
     return EXIT_OK

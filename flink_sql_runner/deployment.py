@@ -18,6 +18,7 @@ from flink_sql_runner.lock import StoreLock, locked
 from flink_sql_runner.manifest import Job, JobLoader, load_jobs, load_template
 from flink_sql_runner.plan import Plan, build_plan
 from flink_sql_runner.progress import Progress
+from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.runs import Liveness
 from flink_sql_runner.runtime import ControlFiles
 from flink_sql_runner.storage import FileStorage, Storage
@@ -48,6 +49,7 @@ class Settings:
     #: Jobs acted on at once; fact gathering (reads) uses more workers than this.
     parallelism: int = DEFAULT_PARALLELISM
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    properties: PropertyRules = field(default_factory=PropertyRules)  # checks, and warnings
 
 
 def make_target(settings: Settings) -> Target:
@@ -126,7 +128,11 @@ class Deployment:
         catalog, catalog_problems = read_catalog(self.settings.table_paths)
         try:
             jobs = load_jobs(
-                self.settings.paths, self.settings.template, catalog, self.settings.state_dir
+                self.settings.paths,
+                self.settings.template,
+                catalog,
+                self.settings.state_dir,
+                rules=self.settings.properties,
             )
         except InvalidInput as exc:
             raise InvalidInput(catalog_problems + exc.problems) from None
@@ -138,10 +144,11 @@ class Deployment:
     def load_one(self, path: Path) -> Job:
         """One job file (a final manifest, or a plain job merged with the template)."""
         problems: list[Problem] = []
-        template, problems = load_template(self.settings.template)
+        template, problems = load_template(self.settings.template, self.settings.properties)
         catalog, catalog_problems = read_catalog(self.settings.table_paths)
         problems += catalog_problems
-        job = JobLoader(template, catalog, self.settings.state_dir).load_file(path, problems)
+        loader = JobLoader(template, catalog, self.settings.state_dir, self.settings.properties)
+        job = loader.load_file(path, problems)
         if problems or job is None:
             raise InvalidInput(problems)
         return job

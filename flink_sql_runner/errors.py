@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -39,13 +41,20 @@ class Problem:
         return printable(f"{where}: {self.message}")
 
 
+def _reading_order(problem: Problem) -> tuple[str, list[Any], str]:
+    """By file, then field with its numbers as numbers (line 9 before line 10, tables[2]
+    before tables[10]), then message."""
+    parts: list[Any] = [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", problem.field)]
+    return problem.file, parts, problem.message
+
+
 class InvalidInput(FsrError):
     """Every problem found in the inputs, reported at once before anything is touched."""
 
     exit_code = EXIT_INVALID
 
     def __init__(self, problems: list[Problem]):
-        self.problems = sorted(set(problems))
+        self.problems = sorted(set(problems), key=_reading_order)
         super().__init__("\n".join(str(p) for p in self.problems))
 
 

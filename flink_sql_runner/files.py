@@ -13,8 +13,11 @@ from flink_sql_runner.errors import Problem
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
-def yaml_files(paths: list[Path], problems: list[Problem]) -> list[Path]:
-    """Every *.yaml / *.yml file named or below a named folder, sorted; symlinked folders
+def yaml_files(
+    paths: list[Path], problems: list[Problem], suffixes: tuple[str, ...] = YAML_SUFFIXES
+) -> list[Path]:
+    """Every *.yaml / *.yml file (or other `suffixes`) named or below a named folder, sorted;
+    symlinked folders
     are not followed (no loops). Missing paths and unreadable folders become problems: a job
     that cannot be seen must not look deleted."""
     found: list[Path] = []
@@ -35,7 +38,7 @@ def yaml_files(paths: list[Path], problems: list[Problem]) -> list[Path]:
             continue
         for folder, dirs, names in os.walk(root, onerror=unreadable, followlinks=False):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            wanted = (n for n in names if n.endswith(YAML_SUFFIXES) and not n.startswith("."))
+            wanted = (n for n in names if n.endswith(suffixes) and not n.startswith("."))
             found.extend(Path(folder, n) for n in wanted)
     return sorted(dict.fromkeys(found))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -16,9 +17,18 @@ from flink_sql_runner.catalog import (
 )
 from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.files import yaml_files
+from flink_sql_runner.legacy import (
+    flink_code_hint,
+    flink_sql_hints,
+    is_original,
+    parse_failure_hint,
+    with_original_hints,
+)
+from flink_sql_runner.names import BadName, TableName, from_parts, name_problem, parse_name
+from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.schemas import document_problem, required_fields, schema_problems, shown
 from flink_sql_runner.sinks import shared_sink_problems
-from flink_sql_runner.sqlinfo import SqlProblem, code_problem, tables_read
+from flink_sql_runner.sqlinfo import SqlProblem, code_problem, read_tables
 from flink_sql_runner.yamlio import YamlProblem, read_yaml_file
 
 #: Fields merged key by key with the template; every other field replaces the template's.
@@ -28,7 +38,7 @@ VERBATIM_FIELDS = ("sql", "code", "description")
 #: Required fields the template usually provides.
 TEMPLATE_FIELDS = ("checkpoint-root",)
 #: Keys only a final (stored) manifest carries.
-FINAL_MANIFEST_KEYS = ("schema-version", "tables", "meta")
+FINAL_MANIFEST_KEYS = ("schema-version", "tables", "meta", "migrated-from")
 
 
 @dataclass(frozen=True)
@@ -60,16 +70,19 @@ def packaged_template() -> Path:
     return Path(str(resources.files("flink_sql_runner._templates").joinpath("job-template.yaml")))
 
 
-def load_template(path: Path | None) -> tuple[dict[str, Any] | None, list[Problem]]:
+def load_template(
+    path: Path | None, rules: PropertyRules | None = None
+) -> tuple[dict[str, Any] | None, list[Problem]]:
     """The defaults template, or None when it cannot be read at all; its problems are
-    reported with the jobs'."""
+    reported with the jobs'. `rules` check its properties and add their defaults."""
+    rules = rules or PropertyRules()
     path = path or packaged_template()
     try:
         doc = read_yaml_file(path)
     except YamlProblem as exc:
         return None, [exc.problem]
     if doc is None:
-        return {}, []
+        return rules.complete({}), []
     if not isinstance(doc, dict):
         return None, [document_problem(doc, str(path))]
     # Field by field: a broken field is reported once, here, and left out of the defaults, so
@@ -77,13 +90,14 @@ def load_template(path: Path | None) -> tuple[dict[str, Any] | None, list[Proble
     problems: list[Problem] = []
     template = {}
     for key, value in doc.items():
-        found = final_only_problems({key: value}, str(path)) or [
-            p for p in schema_problems({key: value}, "job", str(path)) if not _missing(p)
-        ]
+        found = final_only_problems({key: value}, str(path)) or with_original_hints(
+            [p for p in schema_problems({key: value}, "job", str(path)) if not _missing(p)]
+        )
         problems += found
         if not found:
             template[key] = value
-    return template, problems
+    rules.check(template.get("sparkProperties"), str(path), problems)
+    return rules.complete(template), problems
 
 
 def _missing(problem: Problem) -> bool:
@@ -136,13 +150,20 @@ def property_text(value: Any) -> str:
 class JobLoader:
     """Loads job files against one template and one catalog, collecting every problem."""
 
-    def __init__(self, template: dict[str, Any] | None, catalog: Catalog, state_dir: Path):
+    def __init__(
+        self,
+        template: dict[str, Any] | None,
+        catalog: Catalog,
+        state_dir: Path,
+        rules: PropertyRules | None = None,
+    ):
         # None: the template could not be read (that is reported); jobs are not told that
         # they lack what it would have given them.
         self.template = template or {}
         self._template_fields = () if template is None else TEMPLATE_FIELDS
         self.catalog = catalog
         self._state_dir = str(state_dir.resolve())
+        self.rules = rules or PropertyRules()
 
     def load_file(self, path: Path, problems: list[Problem]) -> Job | None:
         source = str(path)
@@ -155,15 +176,32 @@ class JobLoader:
             problems.append(document_problem(doc, source))
             return None
         final = "meta" in doc
+        if final and is_original(doc):
+            problems.append(
+                Problem(
+                    source,
+                    "(document)",
+                    "a final manifest of the original tool (`meta`, no `schema-version`): give "
+                    "the job's own file, which is merged with the template, or convert stored "
+                    "manifests with `flink-sql-runner migrate` (docs/migrating.md)",
+                )
+            )
+            return None
         if final:
             spec = doc
             found = schema_problems(doc, "job", source) + self._embedded_problems(doc, source)
+            found += table_name_problems(doc, source)
+            self.rules.check(doc.get("sparkProperties"), source, found)
         else:
             # The job's own fields, then what the merge with the template still lacks.
             found = final_only_problems(doc, source)
             doc = {k: v for k, v in doc.items() if k not in FINAL_MANIFEST_KEYS}
             spec = merge(self.template, doc)
-            found += [p for p in schema_problems(doc, "job", source) if not _missing(p)]
+            found += with_original_hints(
+                [p for p in schema_problems(doc, "job", source) if not _missing(p)]
+            )
+            found += table_name_problems(spec, source)
+            self.rules.check(doc.get("sparkProperties"), source, found)
             for field in required_fields("job"):
                 if field in spec:
                     continue
@@ -172,7 +210,8 @@ class JobLoader:
                 elif self._template_fields:
                     found.append(Problem(source, field, "is required (here or in the template)"))
         if found:
-            problems.extend(found)
+            # Not loaded: its query is still read, so one pass says all that must change.
+            problems.extend(found + _query_problems(spec, source))
             return None
         spec = {k: v for k, v in spec.items() if k not in FINAL_MANIFEST_KEYS}
         spec = resolve_placeholders(spec, {"job_name": spec["name"], "state_dir": self._state_dir})
@@ -211,7 +250,8 @@ class JobLoader:
             problems.append(Problem(source, field, message))
 
         has_sql, has_code = "sql" in spec, "code" in spec
-        sources: list[str] = []
+        read: list[TableName] = []
+        ctes: frozenset[str] = frozenset()
         if has_sql == has_code:
             problem("sql", "set exactly one of `sql` or `code`")
         elif has_sql:
@@ -220,42 +260,63 @@ class JobLoader:
                     "source-tables", "only for `code` jobs; a `sql` job's tables come from its SQL"
                 )
             try:
-                sources = tables_read(spec["sql"])
+                references, ctes = read_tables(spec["sql"])
             except SqlProblem as exc:
-                problem("sql", str(exc))
+                problem("sql", str(exc) + parse_failure_hint(spec["sql"]))
+                references = []
+            for hint in flink_sql_hints(spec["sql"]):
+                problem("sql", hint)
+            for reference in references:
+                try:
+                    read.append(from_parts(reference.parts))
+                except BadName as exc:
+                    problem("sql", f"reads table {exc}")
         else:
-            reason = code_problem(spec["code"])
+            reason = code_problem(spec["code"]) or flink_code_hint(spec["code"])
             if reason:
                 problem("code", reason)
-            sources = list(spec.get("source-tables", []))
+            read = [parse_name(text) for text in spec.get("source-tables", [])]
 
+        resolver = _Resolver(self.catalog, embedded, _case_sensitive(spec), self._state_dir)
+        sources: list[str] = []
         tables: dict[str, dict[str, Any]] = {}
-        for name in sources:
-            definition = self._table(name, embedded)
-            if definition is None:
-                if name not in self.catalog.broken:
-                    message = f"reads table {shown(name)}, which is not in the table catalog"
-                    problem(field_for(has_code), message)
+        for name in read:
+            canonical, definition = resolver.resolve(name)
+            if canonical in tables:
+                continue  # the same table, written another way
+            if definition is None or canonical is None:
+                if not resolver.broken(name):
+                    problem(field_for(has_code), "reads " + resolver.missing(name))
                 continue
             fmt = definition.get("format")
             if fmt in SINK_ONLY_FORMATS:
                 problem(
-                    field_for(has_code), f"table {name!r} has format {fmt!r}, which cannot be read"
+                    field_for(has_code),
+                    f"table {canonical!r} has format {fmt!r}, which cannot be read",
                 )
             if file_format(fmt) and "schema" not in definition:
                 problem(
                     field_for(has_code),
-                    f"table {name!r} is a {file_format(fmt)} table read as a stream and needs a "
-                    "`schema`",
+                    f"table {canonical!r} is a {file_format(fmt)} table read as a stream and "
+                    "needs a `schema`",
                 )
-            tables[name] = definition
+            if fmt in FIXED_SCHEMAS and "schema" in definition:
+                problem(
+                    field_for(has_code),
+                    f"table {canonical!r} is a {fmt} table, whose columns Spark fixes "
+                    f"({FIXED_SCHEMAS[fmt]}): drop its `schema` (its columns)",
+                )
+            sources.append(canonical)
+            tables[canonical] = definition
+        _view_problems(sources, ctes, field_for(has_code), problem)
 
-        target = spec["target-table"]
-        target_def = self._table(target, embedded)
-        if target_def is None:
-            if target not in self.catalog.broken:
-                problem("target-table", f"table {shown(target)} is not in the table catalog")
+        target_name = parse_name(spec["target-table"])
+        target, target_def = resolver.resolve(target_name)
+        if target_def is None or target is None:
+            if not resolver.broken(target_name):
+                problem("target-table", resolver.missing(target_name, read=False))
         else:
+            spec["target-table"] = target
             fmt = target_def.get("format")
             if target in sources:
                 problem(
@@ -271,22 +332,139 @@ class JobLoader:
                 message = f"a {file_format(fmt)} target supports only `append`, got {mode!r}"
                 problem("outputMode", message)
             tables[target] = target_def
+        if has_code and "source-tables" in spec:
+            spec["source-tables"] = sources
 
         # A table whose definition has problems (reported with the catalog) is not reported
         # again as missing, but the job cannot be loaded either.
-        uses_broken = any(t in self.catalog.broken for t in (*sources, target))
+        uses_broken = any(resolver.broken(name) for name in (*read, target_name))
         if len(problems) > before or uses_broken:
             return None
         return Job(spec=spec, tables=tables, source_tables=tuple(sources), file=source)
 
-    def _table(self, name: str, embedded: dict[str, Any] | None) -> dict[str, Any] | None:
-        """A table's definition as this job uses it, `{state_dir}` resolved."""
-        if embedded is not None and isinstance(embedded.get(name), dict):
-            return embedded[name]
-        table = self.catalog.get(name)
-        if table is None:
+
+#: Formats whose columns Spark fixes: a user-specified schema is refused when reading.
+FIXED_SCHEMAS = {
+    "kafka": "key, value, topic, partition, offset, timestamp, timestampType",
+    "rate": "timestamp, value",
+    "rate-micro-batch": "timestamp, value",
+    "socket": "value",
+}
+
+
+def _case_sensitive(spec: dict[str, Any]) -> bool:
+    """Spark's `spark.sql.caseSensitive` as the job sets it (false unless set)."""
+    value = spec.get("sparkProperties", {}).get("spark.sql.caseSensitive", "false")
+    return str(value).strip().lower() == "true"
+
+
+class _Resolver:
+    """Table names to definitions, as Spark resolves them: the final manifest's own tables
+    (when it has them), else the catalog's; part by part, ignoring case unless the job sets
+    `spark.sql.caseSensitive`."""
+
+    def __init__(
+        self, catalog: Catalog, embedded: dict[str, Any] | None, sensitive: bool, state_dir: str
+    ):
+        self.catalog = catalog
+        self.embedded = embedded
+        self.sensitive = sensitive
+        self.state_dir = state_dir
+        self._embedded_keys: dict[tuple[str, ...], str] = {}
+        for key in embedded or {}:
+            try:
+                self._embedded_keys[parse_name(str(key)).key] = str(key)
+            except BadName:
+                continue  # reported with the manifest's tables
+
+    def declared(self, name: TableName) -> str | None:
+        if self.embedded is not None and name.key in self._embedded_keys:
+            found: str | None = self._embedded_keys[name.key]
+        else:
+            found = self.catalog.canonical(name)
+        if found is not None and self.sensitive and parse_name(found).parts != name.parts:
             return None
-        return resolve_placeholders(table.definition, {"state_dir": self._state_dir})
+        return found
+
+    def resolve(self, name: TableName) -> tuple[str | None, dict[str, Any] | None]:
+        """The declared name `name` resolves to, and the definition as this job uses it
+        (`{state_dir}` resolved)."""
+        declared = self.declared(name)
+        if declared is None:
+            return None, None
+        if self.embedded is not None and isinstance(self.embedded.get(declared), dict):
+            return declared, self.embedded[declared]
+        table = self.catalog.tables.get(declared)
+        if table is None:
+            return declared, None
+        return declared, resolve_placeholders(table.definition, {"state_dir": self.state_dir})
+
+    def broken(self, name: TableName) -> bool:
+        return self.declared(name) in self.catalog.broken
+
+    def missing(self, name: TableName, read: bool = True) -> str:
+        """Why `name` is not found, in words: how it was read, and what the catalog has."""
+        text = f"table {shown(str(name))}"
+        if len(name.parts) > 1 or str(name) != name.parts[0]:
+            text += f" (read as {name.reading()})"
+        text += ", which is not in the table catalog" if read else " is not in the table catalog"
+        declared = self.catalog.canonical(name)
+        if declared is not None and self.sensitive:
+            return text + f" (spark.sql.caseSensitive is true; the catalog has {declared!r})"
+        similar = [n for n in self.catalog.same_table_name(name) if n != str(name)]
+        if similar:
+            text += "; the catalog has " + ", ".join(repr(n) for n in similar[:3])
+        return text
+
+
+def _view_problems(
+    sources: list[str], ctes: frozenset[str], field: str, problem: Callable[[str, str], None]
+) -> None:
+    """Each source is registered as a view (`TableName.view`): two of them, or one and a CTE,
+    must not share that name."""
+    seen: dict[str, str] = {}
+    for canonical in sources:
+        view = parse_name(canonical).view
+        if view != canonical and view.lower() in ctes:
+            problem(field, f"table {canonical!r} is read as view {view!r}, the name of a CTE here")
+        if view.lower() in seen:
+            problem(
+                field,
+                f"tables {seen[view.lower()]!r} and {canonical!r} would both be read as view "
+                f"{view!r}; rename one",
+            )
+        seen[view.lower()] = canonical
+
+
+def _query_problems(spec: dict[str, Any], source: str) -> list[Problem]:
+    """What is wrong with a job's SQL on its own: it does not parse, or it uses Flink's
+    functions."""
+    sql, code = spec.get("sql"), spec.get("code")
+    if isinstance(code, str) and "sql" not in spec:
+        reason = code_problem(code) or flink_code_hint(code)
+        return [Problem(source, "code", reason)] if reason else []
+    if not isinstance(sql, str) or "code" in spec:
+        return []
+    found = [Problem(source, "sql", hint) for hint in flink_sql_hints(sql)]
+    try:
+        read_tables(sql)
+    except SqlProblem as exc:
+        found.append(Problem(source, "sql", str(exc) + parse_failure_hint(sql)))
+    return found
+
+
+def table_name_problems(spec: dict[str, Any], source: str) -> list[Problem]:
+    """The job's table names that Spark SQL would not read as this product needs them."""
+    named = [("target-table", spec.get("target-table"))]
+    tables = spec.get("source-tables")
+    if isinstance(tables, list):
+        named += [(f"source-tables[{i}]", text) for i, text in enumerate(tables)]
+    found = []
+    for field, text in named:
+        problem = name_problem(text) if isinstance(text, str) else None
+        if problem:
+            found.append(Problem(source, field, problem))
+    return found
 
 
 def field_for(has_code: bool) -> str:
@@ -299,13 +477,15 @@ def load_jobs(
     catalog: Catalog,
     state_dir: Path,
     require_jobs: bool = True,
+    rules: PropertyRules | None = None,
 ) -> list[Job]:
-    """Every job under `paths`, validated together; InvalidInput lists every problem."""
-    template, problems = load_template(template_path)
+    """Every job under `paths`, validated together; InvalidInput lists every problem.
+    `rules` say how properties are checked (and collect the warnings)."""
+    template, problems = load_template(template_path, rules)
     files = yaml_files(paths, problems)
     if require_jobs and not files and not problems:
         problems.append(Problem(", ".join(map(str, paths)), "", "no *.yaml or *.yml job files"))
-    loader = JobLoader(template, catalog, state_dir)
+    loader = JobLoader(template, catalog, state_dir, rules)
     jobs: list[Job] = []
     seen: dict[str, str] = {}
     for path in files:

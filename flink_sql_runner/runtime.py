@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.names import parse_name
 from flink_sql_runner.secrets import is_secret
+from flink_sql_runner.sqlinfo import point_at_views
 from flink_sql_runner.stored import StoredManifest
 
 RUNTIME_SCHEMA_VERSION = 1
@@ -85,8 +87,9 @@ def spark_conf(manifest: StoredManifest, source: str) -> tuple[dict[str, str], d
 
 
 def source_tables(manifest: StoredManifest) -> list[str]:
-    """The tables a job reads: a `code` job names them; a `sql` job's are every table of its
-    manifest but the target (its SQL was read for them when it was loaded)."""
+    """The tables a job reads, by their declared names: a `code` job names them; a `sql` job's
+    are every table of its manifest but the target (its SQL was read for them when it was
+    loaded)."""
     spec = manifest.job
     if "code" in spec:
         return list(spec.get("source-tables", []))
@@ -98,19 +101,26 @@ def runtime_manifest(
 ) -> dict[str, Any]:
     meta = manifest.meta
     spec = manifest.job
+    sources = source_tables(manifest)
+    # Sources are registered as views named `TableName.view`; the query reads them there.
+    views = {name: parse_name(name).view for name in sources}
     tables = {
-        name: _resolve(definition, manifest, f"tables.{name}", source)
+        views.get(name, name): _resolve(definition, manifest, f"tables.{name}", source)
         for name, definition in manifest.tables.items()
     }
+    sql = spec.get("sql")
+    moved = {parse_name(name).key: view for name, view in views.items() if view != name}
+    if sql is not None and moved:
+        sql = point_at_views(sql, moved)
     root = str(spec["checkpoint-root"]).rstrip("/")
     return {
         "schema-version": RUNTIME_SCHEMA_VERSION,
         "name": manifest.name,
         "description": spec.get("description", ""),
         "target-table": spec["target-table"],
-        "sql": spec.get("sql"),
+        "sql": sql,
         "code": spec.get("code"),
-        "source-tables": source_tables(manifest),
+        "source-tables": [views[name] for name in sources],
         "outputMode": spec.get("outputMode", "append"),
         "trigger": spec.get("trigger", {"processingTime": "5 seconds"}),
         "metadata-columns": {

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import hashlib
 import re
+from dataclasses import dataclass
 
 import sqlglot
 from sqlglot import exp
@@ -21,7 +23,10 @@ class SqlProblem(ValueError):
     """The SQL is not one query Spark's streaming runner can run."""
 
 
-def _parse_query(sql: str) -> exp.Expression:
+def _parse_query(sql: str) -> tuple[exp.Expression, list[int]]:
+    """The one query in `sql`, and where `window(` calls were renamed for the parser (their
+    positions in the parsed text, to map the parser's offsets back to `sql`)."""
+    renamed = [m.start() + 4 * i for i, m in enumerate(_WINDOW_CALL.finditer(sql))]
     try:
         text = _WINDOW_CALL.sub(r"fsr_\1\2", sql)
         statements = [s for s in sqlglot.parse(text, read=DIALECT) if s is not None]
@@ -39,21 +44,68 @@ def _parse_query(sql: str) -> exp.Expression:
     if not isinstance(statement, exp.Query):
         kind = type(statement).__name__.upper()
         raise SqlProblem(f"must be a query (SELECT ...), found {kind}")
-    return statement
+    return statement, renamed
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A table the query reads, as written: its parts (backticks stripped) and where it is in
+    the SQL text (`start` to `end`, end exclusive; None when the parser gave no position)."""
+
+    parts: tuple[str, ...]
+    start: int | None
+    end: int | None
+
+
+def table_references(sql: str) -> list[Reference]:
+    """Every table reference of a query, in order; names of its CTEs are not tables (Spark
+    matches them ignoring case). SqlProblem if the SQL is not one query."""
+    return read_tables(sql)[0]
+
+
+def read_tables(sql: str) -> tuple[list[Reference], frozenset[str]]:
+    """`table_references`, and the names of the query's CTEs in lower case."""
+    query, renamed = _parse_query(sql)
+    ctes = frozenset(cte.alias_or_name.lower() for cte in query.find_all(exp.CTE))
+
+    def original(position: int) -> int:
+        return position - 4 * bisect.bisect_right([r + 4 for r in renamed], position)
+
+    found = []
+    for table in query.find_all(exp.Table):
+        if not table.name:
+            continue
+        parts = tuple(part.name for part in table.parts)
+        if len(parts) == 1 and parts[0].lower() in ctes:
+            continue
+        metas = [part.meta for part in table.parts]
+        if all("start" in m and "end" in m for m in metas):
+            start, end = original(metas[0]["start"]), original(metas[-1]["end"]) + 1
+            found.append(Reference(parts, start, end))
+        else:
+            found.append(Reference(parts, None, None))
+    return sorted(found, key=lambda r: (r.start is None, r.start or 0)), ctes
 
 
 def tables_read(sql: str) -> list[str]:
     """Names of the tables a query reads (CTE names excluded), sorted; SqlProblem if invalid."""
-    query = _parse_query(sql)
-    ctes = {cte.alias_or_name for cte in query.find_all(exp.CTE)}
-    names = set()
-    for table in query.find_all(exp.Table):
-        if not table.name:
+    return sorted({".".join(r.parts) for r in table_references(sql)})
+
+
+def point_at_views(sql: str, views: dict[tuple[str, ...], str]) -> str:
+    """`sql` with each table reference whose key (its parts in lower case) is in `views`
+    replaced by that view's name, between backticks. The view names are the deployer's own
+    (letters, digits and '_'); nothing else in the text changes."""
+    pieces, last = [], 0
+    for reference in table_references(sql):
+        view = views.get(tuple(p.lower() for p in reference.parts))
+        if view is None:
             continue
-        name = ".".join(part for part in (table.catalog, table.db, table.name) if part)
-        if name not in ctes:
-            names.add(name)
-    return sorted(names)
+        if reference.start is None or reference.end is None:
+            raise SqlProblem(f"cannot tell where {'.'.join(reference.parts)} is in the SQL")
+        pieces += [sql[last : reference.start], f"`{view}`"]
+        last = reference.end
+    return "".join(pieces) + sql[last:]
 
 
 def sql_fingerprint(sql: str) -> str:

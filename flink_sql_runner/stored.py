@@ -71,6 +71,12 @@ class StoredManifest:
         if not isinstance(doc, dict):
             raise StoreError(f"stored manifest {source}: not a mapping")
         version = doc.get("schema-version")
+        if version is None and isinstance(doc.get("meta"), dict):
+            raise StoreError(
+                f"stored manifest {source}: in the original flink-sql-runner's format (no "
+                "schema-version); convert the store first: flink-sql-runner migrate --from "
+                "<store> (docs/migrating.md)"
+            )
         if version != STORED_SCHEMA_VERSION:
             raise StoreError(
                 f"stored manifest {source}: schema-version {version!r} is not supported "

@@ -241,6 +241,12 @@ def parse_yaml(text: str, source: str) -> Any:
 
 def read_yaml_file(path: Path) -> Any:
     """Read and parse a YAML file that a user wrote, bounded in size."""
+    return parse_yaml(read_text_file(path, "YAML"), str(path))
+
+
+def read_text_file(path: Path, kind: str) -> str:
+    """The text of a file a user wrote (YAML, SQL), bounded in size; UTF-8, a BOM is fine.
+    YamlProblem naming the file (and the line of a byte that is not UTF-8) otherwise."""
     source = str(path)
 
     def problem(field: str, message: str) -> YamlProblem:
@@ -261,16 +267,15 @@ def read_yaml_file(path: Path) -> Any:
         if raw.startswith(bom):
             raise problem("", f"{encoding} text; save the file as UTF-8")
     if b"\x00" in raw:
-        raise problem("", "binary file, expected YAML text")
+        raise problem("", f"binary file, expected {kind} text")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         byte = raw[exc.start]
         raise problem(
             f"line {line}", f"not UTF-8 text (byte 0x{byte:02x}); save the file as UTF-8"
         ) from None
-    return parse_yaml(text, source)
 
 
 def dump_yaml(data: Any) -> str:

@@ -1,0 +1,3 @@
+-- expect: declares no tables (CREATE TABLE ...)
+-- Nothing here but comments.
+;
