@@ -164,7 +164,7 @@ class Deployment:
             workers=max(GATHER_WORKERS, self.settings.parallelism),
         )
         mark("gathered")
-        plan = build_plan(facts, prune=prune)
+        plan = build_plan(facts, prune=prune, spark=self.target.spark_version())
         mark("decided")
         return plan
 

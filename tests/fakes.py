@@ -213,6 +213,11 @@ class FakeTarget:
     #: Every submit made while a run of the same job may still be up: must stay empty.
     double_starts: list[str] = field(default_factory=list)
     launched_runs: list[str] = field(default_factory=list)
+    #: The Spark the next run uses; each run reports it in its status file (tests' hooks).
+    spark: str | None = None
+
+    def spark_version(self) -> str | None:
+        return self.spark
 
     @property
     def running(self) -> dict[str, Run]:

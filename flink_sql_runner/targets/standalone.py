@@ -95,6 +95,7 @@ class StandaloneTarget(ClusterTarget):
     ):
         super().__init__(storage, master, **kwargs)
         self.rest = rest_base(master, gateway)
+        self._server_version: str | None = None
         host = urllib.parse.urlsplit(master).hostname
         self.web_ui = (web_ui or f"http://{host}:{DEFAULT_UI_PORT}").rstrip("/")
         self.runner = runner_resource(runner)
@@ -110,6 +111,19 @@ class StandaloneTarget(ClusterTarget):
             body=body,
             timeout=self.timeout,
         )
+
+    def spark_version(self) -> str | None:
+        """The master's Spark, from its gateway's answer (every answer names it); None when the
+        gateway cannot be asked now."""
+        if self._server_version is None:
+            try:
+                reply = self._call("GET", "/v1/submissions/status/flink-sql-runner-version-probe")
+            except FsrError:
+                return None
+            doc = reply.doc if isinstance(reply.doc, dict) else {}
+            found = doc.get("serverSparkVersion")
+            self._server_version = str(found) if found else None
+        return self._server_version
 
     def listing(self) -> list[Listed]:
         reply = http.call(
