@@ -326,6 +326,15 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
 
     if desired.desired_state == "stopped":
         later = "; changes apply once desired-state is running" if changes else ""
+        if stored.job.get("desired-state") != "stopped":
+            return decision(
+                Action.STOP,
+                version,
+                f"not running; desired-state is stopped: record it, so that watch leaves it "
+                f"down{later}",
+                changes,
+                steps=(Record(as_stopped(stored)),),
+            )
         return decision(Action.NOOP, version, f"stopped, as desired{later}", changes)
     if kind is ChangeKind.QUERY:
         return decision(
@@ -422,3 +431,23 @@ def _respect_owners(
             decision.changes,
         )
     return replace(decision, after=tuple(after))
+
+
+def replace_stalled(facts: JobFacts, why: str) -> Decision:
+    """`watch`'s decision for a run that hangs: stop it (killed if it does not stop), restart
+    the stored manifest from its checkpoint. An error where the facts leave doubt."""
+    stored = facts.stored
+    if stored is None or len(facts.alive) != 1 or facts.unknown:
+        return _error(facts, f"{why}; but not exactly one run of it is known to be up: not acting")
+    run = facts.alive[0]
+    return Decision(
+        facts.name,
+        Action.STOP_AND_RESTART,
+        stored.meta.query_version,
+        f"{why}: stop it (killed if it does not stop), restart from its checkpoint",
+        steps=(
+            StopRun(run, stored),
+            StartRun(stored, clean=False, source="the store"),
+            Record(stored),
+        ),
+    )
