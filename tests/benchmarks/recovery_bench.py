@@ -80,8 +80,11 @@ def recovery_marks(events: list[tuple[str, float]], killed: float) -> dict[str, 
 
 def start_watcher(ws: Workspace, interval: float, log: Path) -> subprocess.Popen[bytes]:
     # Each kill is a first failure (restarted at once): the job is healthy for longer than
-    # --stable-after before each round.
-    argv = ws.argv("watch", "--interval", str(interval), "--stable-after", "2", paths=False)
+    # --stable-after before each round; the rounds' kills are not a crash loop.
+    argv = ws.argv(
+        "watch", "--interval", str(interval), "--stable-after", "2", "--max-failures", "1000",
+        paths=False,
+    )  # fmt: skip
     for option in ("--table-definition-path", "--template-file"):  # watch reads the store only
         at = argv.index(option)
         del argv[at : at + 2]
