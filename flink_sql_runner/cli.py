@@ -30,6 +30,7 @@ from flink_sql_runner.errors import (
     FsrError,
     InvalidInput,
 )
+from flink_sql_runner.lineage import build_lineage
 from flink_sql_runner.manifest import Job
 from flink_sql_runner.migrate import migrate as migrate_stores
 from flink_sql_runner.migrate import migration_lines
@@ -43,6 +44,8 @@ from flink_sql_runner.plan import Plan
 from flink_sql_runner.progress import Progress
 from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.render import plan_json, plan_text, results_text
+from flink_sql_runner.render_lineage import OUTPUTS as LINEAGE_OUTPUTS
+from flink_sql_runner.render_lineage import render_lineage
 from flink_sql_runner.status import status_json, status_rows, status_text
 from flink_sql_runner.stores import open_store, store_uri_from_legacy
 from flink_sql_runner.timing import mark
@@ -326,6 +329,34 @@ def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
         f"{len(jobs)} job{'s' if len(jobs) != 1 else ''} valid: " + ", ".join(j.name for j in jobs)
     )
     return EXIT_OK
+
+
+@main.command()
+@path_option
+@input_options
+@click.option(
+    "--output",
+    type=click.Choice(LINEAGE_OUTPUTS),
+    default="text",
+    show_default=True,
+    envvar=_env("LINEAGE_OUTPUT"),
+    help="text for people, json for machines, mermaid or dot (Graphviz) for a diagram.",
+)
+@handle_errors
+def lineage(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
+    """Show which job writes what another reads, offline: the jobs (producers first), the
+    tables and where their data is, the links between jobs, the tables no job uses, cycles.
+
+    \b
+    Exit codes: 0 ok, 1 jobs feed each other in a cycle (everything is printed all the
+    same; each cycle is named on stderr), 2 invalid input.
+    """
+    deployment = Deployment(settings_from(paths, **kw))
+    graph = build_lineage(load(deployment), catalog=deployment.catalog())
+    click.echo(render_lineage(graph, output, base=str(Path.cwd())))
+    for cycle in graph.cycles:
+        click.echo(f"error: jobs feed each other: {' -> '.join((*cycle, cycle[0]))}", err=True)
+    return EXIT_FAILED if graph.cycles else EXIT_OK
 
 
 @main.command()
