@@ -119,28 +119,33 @@ def _graph(
     changed: Collection[str] = (),
     downstream: Collection[str] = (),
     only: Collection[str] | None = None,
+    tables_too: bool = True,
 ) -> _Graph:
+    """What to draw: with `only`, just those jobs (and the tables they use); without
+    `tables_too`, jobs alone, those linked to another, an arrow from producer to consumer."""
     jobs = [j for j in lineage.jobs.values() if only is None or j.name in only]
-    used = {t for j in jobs for t in (*j.reads, j.writes)}
+    links = [lk for lk in lineage.links if only is None or {lk.producer, lk.consumer} <= set(only)]
+    if not tables_too:
+        linked = {name for lk in links for name in (lk.producer, lk.consumer)}
+        jobs = [j for j in jobs if j.name in linked]
+    used = {t for j in jobs for t in (*j.reads, j.writes)} if tables_too else set()
     tables = [
         t
         for t in lineage.tables.values()
-        if t.name in used or (only is None and t.name in lineage.unused_tables)
+        if t.name in used or (tables_too and only is None and t.name in lineage.unused_tables)
     ]
     job_ids = {job.name: f"job{i}" for i, job in enumerate(jobs, 1)}
     table_ids = {table.name: f"table{i}" for i, table in enumerate(tables, 1)}
     edges: list[tuple[str, str, str]] = []
-    for job in jobs:
-        edges += [(table_ids[t], job_ids[job.name], "") for t in job.reads]
-        edges.append((job_ids[job.name], table_ids[job.writes], ""))
-    aliases = sorted(
-        {
-            (link.table, link.read_as, link.via)
-            for link in lineage.links
-            if link.table != link.read_as and {link.table, link.read_as} <= table_ids.keys()
-        }
-    )
-    edges += [(table_ids[a], table_ids[b], via) for a, b, via in aliases]
+    if tables_too:
+        for job in jobs:
+            edges += [(table_ids[t], job_ids[job.name], "") for t in job.reads]
+            edges.append((job_ids[job.name], table_ids[job.writes], ""))
+        aliases = sorted({(lk.table, lk.read_as, lk.via) for lk in links if lk.table != lk.read_as})
+        edges += [(table_ids[a], table_ids[b], via) for a, b, via in aliases]
+    else:
+        pairs = sorted({(lk.producer, lk.consumer) for lk in links})
+        edges += [(job_ids[a], job_ids[b], "") for a, b in pairs]
     classes: dict[str, str] = {}
     for job in jobs:
         found = {
@@ -172,25 +177,70 @@ def _job_label(lineage: Lineage, name: str) -> list[str]:
     return [name, "stored only, not in git"] if lineage.jobs[name].stored_only else [name]
 
 
+#: Characters written as HTML entities inside a quoted Mermaid label: `"` would end the label,
+#: a leading backtick open a Markdown string, `<`/`&` start HTML, and `#...;` is Mermaid's own
+#: entity syntax (which Mermaid 11.17 leaves undecoded in what it draws). Named entities hold no
+#: `#`, so Mermaid passes them on and the browser shows the character.
+MERMAID_ENTITIES = {
+    '"': "&quot;",
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    "`": "&grave;",
+    "#": "&num;",
+    # Mermaid draws `\n` as a line break, even from entities: a zero-width space keeps a
+    # backslash from reaching the next character.
+    "\\": "&bsol;\u200b",
+    "\n": " ",
+    "\r": " ",
+}
+
+
 def mermaid_text(text: str) -> str:
-    """`text` safe inside a quoted Mermaid label: anything but letters, digits and a few
-    signs becomes an entity code (`#96;`), so a backtick cannot open a Markdown string, a quote
-    cannot end the label and `#` or `;` cannot start or end an entity or a statement."""
-    return "".join(
-        c if (c.isascii() and c.isalnum()) or c in " _-.,:/()+=" else f"#{ord(c)};" for c in text
-    )
+    """`text` safe inside a quoted Mermaid label, shown as written."""
+    return "".join(MERMAID_ENTITIES.get(c, c) for c in text)
+
+
+#: Mermaid's defaults (`maxEdges`, `maxTextSize`), which the renderers of GitHub and GitLab
+#: keep: a diagram past either is not drawn.
+MERMAID_MAX_EDGES = 500
+MERMAID_MAX_TEXT = 50_000
 
 
 def lineage_mermaid(
-    lineage: Lineage,
-    changed: Collection[str] = (),
-    downstream: Collection[str] = (),
-    only: Collection[str] | None = None,
+    lineage: Lineage, changed: Collection[str] = (), downstream: Collection[str] = ()
 ) -> str:
-    """A Mermaid flowchart; `changed` and `downstream` jobs are highlighted; with `only`, just
-    those jobs and the tables they use are drawn."""
-    graph = _graph(lineage, changed, downstream, only)
+    """A Mermaid flowchart; `changed` and `downstream` jobs are highlighted. A lineage too
+    large for one diagram is drawn smaller (`mermaid_diagram`), saying so in a comment."""
+    return mermaid_diagram(lineage, changed, downstream)[0]
+
+
+def mermaid_diagram(
+    lineage: Lineage, changed: Collection[str] = (), downstream: Collection[str] = ()
+) -> tuple[str, str]:
+    """The Mermaid text, and what it leaves out ("" when nothing). Jobs and tables when they
+    fit in Mermaid's limits; else only the changed jobs and those downstream of them (when
+    there are such); else jobs alone, those linked to another."""
+    focus = {*changed, *downstream} or None
+    too_large = "the whole lineage is too large for one Mermaid diagram"
+    tries: list[tuple[Collection[str] | None, bool, str]] = [(None, True, "")]
+    if focus:
+        tries.append((focus, True, f"only the changed jobs and those downstream: {too_large}"))
+    who = "the changed jobs and those downstream" if focus else "jobs"
+    tries.append((focus, False, f"only {who} linked to another, no tables: {too_large}"))
+    for only, tables_too, note in tries:
+        graph = _graph(lineage, changed, downstream, only, tables_too)
+        text = _mermaid(lineage, graph, note)
+        if len(graph.edges) <= MERMAID_MAX_EDGES and len(text) <= MERMAID_MAX_TEXT:
+            return text, note
+    note += f"; still {len(graph.edges)} arrows, more than Mermaid draws (use --output dot)"
+    return _mermaid(lineage, graph, note), note
+
+
+def _mermaid(lineage: Lineage, graph: _Graph, note: str = "") -> str:
     lines = ["flowchart LR"]
+    if note:
+        lines.append(f"  %% {note}")
     for name, node in graph.tables.items():
         label = "<br/>".join(
             mermaid_text(t)
