@@ -46,6 +46,7 @@ from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.render import plan_json, plan_text, results_text
 from flink_sql_runner.render_lineage import OUTPUTS as LINEAGE_OUTPUTS
 from flink_sql_runner.render_lineage import render_lineage
+from flink_sql_runner.render_markdown import plan_markdown
 from flink_sql_runner.status import status_json, status_rows, status_text
 from flink_sql_runner.stores import open_store, store_uri_from_legacy
 from flink_sql_runner.timing import mark
@@ -376,9 +377,18 @@ def plan(
     """Show what deploy would do and why. Reads the store, the target and checkpoints;
     changes nothing."""
     deployment = Deployment(settings_from(paths, **kw))
-    result = deployment.plan(load(deployment))
-    click.echo(plan_json(result) if output == "json" else plan_text(result))
+    jobs = load(deployment)
+    result = deployment.plan(jobs)
+    click.echo(_shown_plan(result, output, deployment, jobs))
     return _plan_exit(result, detailed_exitcode)
+
+
+def _shown_plan(
+    plan: Plan, output: str, deployment: Deployment, jobs: list[Job], **extra: Any
+) -> str:
+    if output == "markdown":
+        return plan_markdown(plan, build_lineage(jobs, catalog=deployment.catalog()))
+    return plan_json(plan, **extra) if output == "json" else plan_text(plan)
 
 
 def _plan_exit(result: Plan, detailed: bool) -> int:
@@ -401,9 +411,11 @@ def _deploy(
         if output == "text":
             click.echo(plan_text(plan))
 
+    if output == "markdown" and not dry_run:
+        raise BadFlags("--output markdown shows a plan: use it with --dry-run (or plan)")
     if dry_run:
         plan = deployment.plan(jobs, include_orphans=include_orphans, prune=prune)
-        click.echo(plan_json(plan, dry_run=True) if output == "json" else plan_text(plan))
+        click.echo(_shown_plan(plan, output, deployment, jobs, dry_run=True))
         if output == "text":
             click.echo("Dry run: nothing was changed.")
         return EXIT_FAILED if plan.errors else EXIT_OK
@@ -513,6 +525,20 @@ def stop(name: str, output: str, debug: bool, **kw: Any) -> int:
     message = Deployment(settings_from((), **kw)).stop(name)
     click.echo(json.dumps({"name": name, "result": message}) if output == "json" else message)
     return EXIT_OK
+
+
+def _markdown_output(*commands: click.Command) -> None:
+    """`--output markdown` (a plan as a pull-request comment) for the commands that show a
+    plan; the other commands keep the shared option's text and json."""
+    for command in commands:
+        (option,) = [p for p in command.params if p.name == "output"]
+        option.type = click.Choice(["text", "json", "markdown"])
+        option.help = "Text for people, JSON for machines, markdown for a pull-request comment" + (
+            " (with --dry-run)." if command.name != "plan" else "."
+        )
+
+
+_markdown_output(plan, deploy, deploy_job)
 
 
 @main.command()

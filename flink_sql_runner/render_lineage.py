@@ -207,20 +207,26 @@ MERMAID_MAX_EDGES = 500
 MERMAID_MAX_TEXT = 50_000
 
 
+@dataclass(frozen=True)
+class Diagram:
+    text: str
+    note: str  # what the diagram leaves out, "" when nothing
+    nodes: int
+
+
 def lineage_mermaid(
     lineage: Lineage, changed: Collection[str] = (), downstream: Collection[str] = ()
 ) -> str:
     """A Mermaid flowchart; `changed` and `downstream` jobs are highlighted. A lineage too
     large for one diagram is drawn smaller (`mermaid_diagram`), saying so in a comment."""
-    return mermaid_diagram(lineage, changed, downstream)[0]
+    return mermaid_diagram(lineage, changed, downstream).text
 
 
 def mermaid_diagram(
     lineage: Lineage, changed: Collection[str] = (), downstream: Collection[str] = ()
-) -> tuple[str, str]:
-    """The Mermaid text, and what it leaves out ("" when nothing). Jobs and tables when they
-    fit in Mermaid's limits; else only the changed jobs and those downstream of them (when
-    there are such); else jobs alone, those linked to another."""
+) -> Diagram:
+    """Jobs and tables when they fit in Mermaid's limits; else only the changed jobs and those
+    downstream of them (when there are such); else jobs alone, those linked to another."""
     focus = {*changed, *downstream} or None
     too_large = "the whole lineage is too large for one Mermaid diagram"
     tries: list[tuple[Collection[str] | None, bool, str]] = [(None, True, "")]
@@ -232,9 +238,9 @@ def mermaid_diagram(
         graph = _graph(lineage, changed, downstream, only, tables_too)
         text = _mermaid(lineage, graph, note)
         if len(graph.edges) <= MERMAID_MAX_EDGES and len(text) <= MERMAID_MAX_TEXT:
-            return text, note
+            return Diagram(text, note, len(graph.jobs) + len(graph.tables))
     note += f"; still {len(graph.edges)} arrows, more than Mermaid draws (use --output dot)"
-    return _mermaid(lineage, graph, note), note
+    return Diagram(_mermaid(lineage, graph, note), note, len(graph.jobs) + len(graph.tables))
 
 
 def _mermaid(lineage: Lineage, graph: _Graph, note: str = "") -> str:

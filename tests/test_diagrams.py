@@ -180,7 +180,8 @@ def test_a_lineage_too_large_for_mermaid_is_drawn_smaller_and_says_so(tmp_path: 
     ]
     jobs += chain("first", "second")
     whole = build_lineage(jobs)
-    text, note = mermaid_diagram(whole)
+    drawn = mermaid_diagram(whole)
+    text, note = drawn.text, drawn.note
     assert note == (
         "only jobs linked to another, no tables: the whole lineage is too large for one "
         "Mermaid diagram"
@@ -194,12 +195,14 @@ def test_a_lineage_too_large_for_mermaid_is_drawn_smaller_and_says_so(tmp_path: 
     long = build_lineage([*jobs, *chain(*(f"step-{i:03d}" for i in range(400)))])
     changed = ["step-100"]
     downstream = long.downstream("step-100")
-    text, note = mermaid_diagram(long, changed, downstream)
+    drawn = mermaid_diagram(long, changed, downstream)
+    text, note = drawn.text, drawn.note
     assert note.startswith("only the changed jobs and those downstream linked to another")
     (result,) = parse_mermaid(text, tmp=tmp_path, draw=False)
     assert len(result["vertices"]) == 300 and len(result["edges"]) == 299
     few = build_lineage([*jobs, *chain(*(f"step-{i:03d}" for i in range(40)))])
-    text, note = mermaid_diagram(few, ["step-030"], few.downstream("step-030"))
+    drawn = mermaid_diagram(few, ["step-030"], few.downstream("step-030"))
+    text, note = drawn.text, drawn.note
     assert note == (
         "only the changed jobs and those downstream: the whole lineage is too large for one "
         "Mermaid diagram"
@@ -215,12 +218,14 @@ def test_the_limit_is_mermaids_own(tmp_path: Path) -> None:
     (These large diagrams are parsed, not drawn: drawing hundreds of nodes takes Chromium
     long; the smaller ones above and below are drawn.)"""
     lineage = build_lineage(chain(*(f"j{i:04d}" for i in range(MERMAID_MAX_EDGES + 2))))
-    text, note = mermaid_diagram(lineage)
+    drawn = mermaid_diagram(lineage)
+    text, note = drawn.text, drawn.note
     assert note.endswith("still 501 arrows, more than Mermaid draws (use --output dot)")
     (refused,) = read_with_node([{"kind": "mermaid", "text": text}])
     assert not refused["ok"] and "Edge limit exceeded" in refused["error"]
     fitting = build_lineage(chain(*(f"j{i:04d}" for i in range(MERMAID_MAX_EDGES + 1))))
-    text, note = mermaid_diagram(fitting)
+    drawn = mermaid_diagram(fitting)
+    text, note = drawn.text, drawn.note
     assert note.startswith("only jobs linked to another")
     parse_mermaid(text, tmp=tmp_path, draw=False)
 

@@ -9,8 +9,9 @@
 //             or {"ok": false, "error": "Parse error on line 2: ..."} (also past Mermaid's
 //             limits on edges and text, with which it refuses to draw)
 //   markdown: {"ok": true, "blocks": [{"type": "heading" | "table" | "code" | "html" |
-//              "paragraph" | "list", ...}]}, each `code` block with lang "mermaid" checked as
-//              above under "diagram".
+//              "paragraph" | "list", ...}]}: tables' "rows" and lists' "items" as written,
+//              "read" as rendered (code spans' text, escapes undone); each `code` block with
+//              lang "mermaid" checked as above under "diagram".
 // Exit code 0 once every document was read (a parse error is a result, not a failure).
 import { JSDOM } from "jsdom";
 
@@ -65,6 +66,14 @@ async function checkMermaid(text) {
   }
 }
 
+// Inline Markdown as a person reads it once rendered: code spans' text, escapes undone, no
+// emphasis marks; HTML stays as written (GitHub would show or drop it).
+function plain(tokens) {
+  return (tokens ?? [])
+    .map((t) => (t.type === "codespan" || t.type === "escape" || !t.tokens ? t.text : plain(t.tokens)))
+    .join("");
+}
+
 async function checkMarkdown(text) {
   const blocks = [];
   for (const token of marked.lexer(text, { gfm: true })) {
@@ -75,6 +84,7 @@ async function checkMarkdown(text) {
         type: "table",
         header: token.header.map((cell) => cell.text),
         rows: token.rows.map((row) => row.map((cell) => cell.text)),
+        read: token.rows.map((row) => row.map((cell) => plain(cell.tokens))),
       });
     } else if (token.type === "code") {
       const block = { type: "code", lang: token.lang ?? "", text: token.text };
@@ -85,9 +95,14 @@ async function checkMarkdown(text) {
     } else if (token.type === "html") {
       blocks.push({ type: "html", text: token.raw });
     } else if (token.type === "paragraph") {
-      blocks.push({ type: "paragraph", text: token.text });
+      blocks.push({ type: "paragraph", text: token.text, read: plain(token.tokens) });
     } else if (token.type === "list") {
-      blocks.push({ type: "list", ordered: token.ordered, items: token.items.map((i) => i.text) });
+      blocks.push({
+        type: "list",
+        ordered: token.ordered,
+        items: token.items.map((i) => i.text),
+        read: token.items.map((i) => plain(i.tokens)),
+      });
     }
   }
   return { ok: true, blocks };
