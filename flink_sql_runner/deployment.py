@@ -16,7 +16,7 @@ from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.facts import GATHER_WORKERS, gather
 from flink_sql_runner.lock import StoreLock, locked
 from flink_sql_runner.manifest import Job, JobLoader, load_jobs, load_template
-from flink_sql_runner.plan import Plan, build_plan
+from flink_sql_runner.plan import Plan, as_stopped, build_plan
 from flink_sql_runner.progress import Progress
 from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.runs import Liveness
@@ -164,7 +164,7 @@ class Deployment:
             workers=max(GATHER_WORKERS, self.settings.parallelism),
         )
         mark("gathered")
-        plan = build_plan(facts, prune=prune)
+        plan = build_plan(facts, prune=prune, spark=self.target.spark_version())
         mark("decided")
         return plan
 
@@ -221,12 +221,14 @@ class Deployment:
             return self._stop(name, lease)
 
     def _stop(self, name: str, lease: StoreLock | None) -> str:
-        """Stop every run of job `name` the target lists, with its checkpoint."""
+        """Stop every run of job `name` the target lists, with its checkpoint, and record it as
+        stopped (desired-state: stopped), as a deploy that stops it does: `watch` leaves it
+        down, and a deploy whose manifest says running resumes it from its checkpoint."""
         runs = self.target.list_runs().of(name)
-        if not runs:
-            raise FsrError(f"job {name!r} is not running")
         stored = self.store.read(name)
         if stored is None:
+            if not runs:
+                raise FsrError(f"job {name!r} is not running")
             raise FsrError(
                 f"job {name!r} runs but has no stored manifest; cannot find its stop marker"
             )
@@ -241,4 +243,10 @@ class Deployment:
             stopped = self.target.stop(run, control.stop_marker, self.settings.timeouts.stop)
             self.storage.delete(control.stop_marker)
             said.append(stopped.how if len(runs) == 1 else f"v{run.version}: {stopped.how}")
-        return f"{name}: {'; '.join(said)}; checkpoint and manifest kept"
+        if stored.job.get("desired-state") != "stopped":
+            if lease is not None:
+                lease.check()
+            self.store.write(as_stopped(stored))
+        if not runs:
+            return f"{name}: was not running; recorded as stopped (checkpoint kept)"
+        return f"{name}: {'; '.join(said)}; checkpoint kept, recorded as stopped"
