@@ -459,7 +459,7 @@ def _deploy(
     default=DEFAULT_PARALLELISM,
     show_default=True,
     envvar=_env("PARALLELISM"),
-    help="Jobs stopped/started at once.",
+    help="Jobs stopped/started at once; producers start first, consumers stop first.",
 )
 @handle_errors
 def deploy(

@@ -145,8 +145,14 @@ def _job_section(decision: Decision, lineage: Lineage | None, diffs: bool) -> li
                 f"If the new run is not healthy: stop it, then {back}; the store is left as it was."
             ),
         ]
+    if decision.downstream:
+        lines += ["", "Downstream, as it starts clean and writes its results again:", ""]
+        lines += [
+            f"- {code(i.job, in_table=False)} **{i.effect}**: {text(i.detail)}"
+            for i in decision.downstream
+        ]
     below = lineage.downstream(decision.name) if lineage is not None and changed(decision) else []
-    if below:
+    if below and not decision.downstream:
         names = ", ".join(code(n, in_table=False) for n in below)
         lines += ["", f"Downstream of it (they read what it writes): {names}."]
     return lines

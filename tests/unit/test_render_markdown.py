@@ -150,7 +150,11 @@ def test_the_plan_reads_as_tables_diffs_steps_and_a_lineage_diagram(tmp_path: Pa
         "record v2",
     ]
     paragraphs = [b["read"] for b in blocks if b["type"] == "paragraph"]
-    assert "Downstream of it (they read what it writes): consumer, last." in paragraphs
+    assert "Downstream, as it starts clean and writes its results again:" in paragraphs
+    (impact,) = [b["read"] for b in steps if not b["ordered"]]
+    assert [line.split(":")[0] for line in impact] == ["consumer reads-again", "last reads-again"]
+    assert impact[0].startswith("consumer reads-again: reads v1's rows again: producer v2 writes")
+    assert impact[1].startswith("last reads-again: reads v1's rows again, through consumer:")
     assert (
         "If the new run is not healthy: stop it, then start v1 from its checkpoint; the store is "
         "left as it was."
