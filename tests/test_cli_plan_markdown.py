@@ -125,3 +125,9 @@ def test_the_readme_example_comment_reads_as_it_says(tmp_path: Path) -> None:
         ["expensive-orders", "stop-and-start-clean"],
         ["order-stats", "stop-and-restart-from-checkpoint"],
     ]
+    (downstream,) = [b["read"] for b in blocks if b["type"] == "list" and not b["ordered"]]
+    assert downstream == [
+        "big-buyer-orders reads-again: reads v1's rows again: expensive-orders v2 writes "
+        "expensive_orders from the start, and its checkpoint takes them as new (reprocessing: "
+        "consistent with {query_version} in expensive_orders_stream's path avoids it)"
+    ]
