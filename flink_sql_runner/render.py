@@ -57,11 +57,14 @@ def steps_lines(decision: Decision) -> list[str]:
     lines = ["do: " + ", then ".join(step.describe() for step in decision.steps)]
     if decision.after:
         lines[0] = f"after {', '.join(decision.after)}: " + lines[0]
+    if decision.stop_after:
+        lines.append(f"stops after {', '.join(decision.stop_after)} stopped (they read it)")
     if decision.rollback:
         back = ", then ".join(step.describe() for step in decision.rollback)
         lines.append(
             f"if the new run is not healthy: stop it, then {back}; the store is left as it was"
         )
+    lines.extend(f"downstream: {i.job} {i.effect}: {i.detail}" for i in decision.downstream)
     return lines
 
 
@@ -95,16 +98,20 @@ def results_text(plan: Plan, results: dict[str, JobResult]) -> str:
     lines = []
     for decision in plan.decisions:
         result = results.get(decision.name)
-        if result is None or (not decision.steps and result.outcome != "held-back"):
+        if result is None or (not decision.steps and result.outcome != "skipped"):
             continue  # nothing done; an error's reason is in the plan above
-        mark = "ok  " if result.ok else "FAIL"
+        mark = "ok  " if result.ok else "SKIP" if result.outcome == "skipped" else "FAIL"
         lines.append(f"{mark} {decision.name}: {result.summary}")
         lines.extend(f"       {step}" for step in result.steps)
         lines.extend(f"       | {line}" for line in result.detail.splitlines())
-    failed = [d.name for d in plan.decisions if d.name in results and not results[d.name].ok]
+    done = [results[d.name] for d in plan.decisions if d.name in results]
+    failed = [r.name for r in done if not r.ok and r.outcome != "skipped"]
+    skipped = [r.name for r in done if r.outcome == "skipped"]
     lines.append("")
-    if failed:
-        lines.append(f"Deploy finished with {len(failed)} failed: {', '.join(failed)}.")
+    if failed or skipped:
+        said = [f"{len(failed)} failed: {', '.join(failed)}"] if failed else []
+        said += [f"{len(skipped)} skipped: {', '.join(skipped)}"] if skipped else []
+        lines.append(f"Deploy finished with {'; '.join(said)}.")
     else:
         lines.append("Deploy finished: all jobs ok.")
     return "\n".join(lines)
