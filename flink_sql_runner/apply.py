@@ -170,7 +170,7 @@ class Executor:
                 results[decision.name] = result
                 stops_done.add(decision.name)
                 if progress and decision.steps:
-                    progress.finished(decision.name, result.ok)
+                    progress.finished(decision.name, result.ok, skipped=result.outcome == "skipped")
 
             index = {d.name: i for i, d in enumerate(plan.decisions)}
             while waiting or stopped or running:
