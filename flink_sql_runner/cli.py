@@ -73,6 +73,8 @@ def handle_errors(func: Callable[..., int]) -> Callable[..., None]:
         except InvalidInput as exc:
             for problem in exc.problems:
                 click.echo(f"error: {problem}", err=True)
+            for hint in exc.hints:
+                click.echo(f"hint: {hint}", err=True)
             count = len(exc.problems)
             click.echo(
                 f"{count} problem{'s' if count != 1 else ''}; nothing was touched.", err=True

@@ -135,7 +135,7 @@ class Deployment:
                 rules=self.settings.properties,
             )
         except InvalidInput as exc:
-            raise InvalidInput(catalog_problems + exc.problems) from None
+            raise InvalidInput(catalog_problems + exc.problems, exc.hints) from None
         if catalog_problems:
             raise InvalidInput(catalog_problems)
         mark("loaded", jobs=len(jobs))
@@ -150,7 +150,7 @@ class Deployment:
         loader = JobLoader(template, catalog, self.settings.state_dir, self.settings.properties)
         job = loader.load_file(path, problems)
         if problems or job is None:
-            raise InvalidInput(problems)
+            raise InvalidInput(problems, loader.hints())
         return job
 
     # -- commands ---------------------------------------------------------------------------
