@@ -277,6 +277,13 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
     )
 
 
+def _drop_options(command: click.Command, *names: str) -> None:
+    """Take options of the shared groups that `command` does not use off it (and its --help)."""
+    unknown = set(names) - {p.name for p in command.params}
+    assert not unknown, unknown
+    command.params = [p for p in command.params if p.name not in names]
+
+
 def load(deployment: Deployment, path: Path | None = None) -> list[Job]:
     """The jobs under --path (or the one file `path`); the warnings of loading them go to
     stderr, one line each, also when the input is invalid."""
@@ -479,11 +486,33 @@ def stop(name: str, output: str, debug: bool, **kw: Any) -> int:
     """Stop job NAME gracefully with its checkpoint; its manifest is kept.
 
     The next deploy restarts it from that checkpoint unless its manifest says
-    `desired-state: stopped`.
+    `desired-state: stopped`. A job that is not running is left as it is (exit 0); a name
+    that is neither stored nor running is an unknown job (exit 1).
     """
-    message = Deployment(settings_from((), **kw)).stop(name)
-    click.echo(json.dumps({"name": name, "result": message}) if output == "json" else message)
+    try:
+        result = Deployment(settings_from((), **kw)).stop(name)
+    except FsrError as exc:
+        if output != "json":
+            raise
+        if debug:
+            traceback.print_exc()
+        # One document on stdout, the error in it: a script reads the same shape either way.
+        click.echo(json.dumps({"name": name, "outcome": "failed", "error": str(exc)}))
+        return exc.exit_code
+    click.echo(json.dumps(result.to_dict()) if output == "json" else result.message)
     return EXIT_OK
+
+
+#: Options of the shared groups that `stop` has no use for: it reads no manifests, tables or
+#: template, and submits nothing.
+_drop_options(
+    stop,
+    "table_paths",
+    "template_file",
+    "strict_properties",
+    "runner_path",
+    "start_timeout",
+)
 
 
 @main.command()

@@ -31,6 +31,24 @@ DEFAULT_PARALLELISM = 4
 DEFAULT_LOCK_TIMEOUT = 300.0
 
 
+class UnknownJob(FsrError):
+    """A job named on the command line that the store does not hold and the target does not
+    run."""
+
+
+@dataclass(frozen=True)
+class StopResult:
+    """What `stop NAME` did: `stopped` (every run of the job is gone now) or `not-running`
+    (there was nothing to stop)."""
+
+    name: str
+    outcome: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "outcome": self.outcome, "result": self.message}
+
+
 @dataclass
 class Settings:
     paths: list[Path] = field(default_factory=list)
@@ -216,16 +234,23 @@ class Deployment:
         """The store's lock, for commands that change jobs (deploy, stop, prune)."""
         return StoreLock(self.store.lock_backend(), command)
 
-    def stop(self, name: str) -> str:
+    def stop(self, name: str) -> StopResult:
         with locked(self.lock("stop"), self.settings.lock_timeout) as lease:
             return self._stop(name, lease)
 
-    def _stop(self, name: str, lease: StoreLock | None) -> str:
+    def _stop(self, name: str, lease: StoreLock | None) -> StopResult:
         """Stop every run of job `name` the target lists, with its checkpoint."""
         runs = self.target.list_runs().of(name)
-        if not runs:
-            raise FsrError(f"job {name!r} is not running")
         stored = self.store.read(name)
+        if not runs and stored is None:
+            raise UnknownJob(
+                f"unknown job {name!r}: no manifest of it in {self.store.location} and no run "
+                f"of it on the {self.target.name} target"
+            )
+        if not runs:
+            return StopResult(
+                name, "not-running", f"{name}: was not running; checkpoint and manifest kept"
+            )
         if stored is None:
             raise FsrError(
                 f"job {name!r} runs but has no stored manifest; cannot find its stop marker"
@@ -241,4 +266,5 @@ class Deployment:
             stopped = self.target.stop(run, control.stop_marker, self.settings.timeouts.stop)
             self.storage.delete(control.stop_marker)
             said.append(stopped.how if len(runs) == 1 else f"v{run.version}: {stopped.how}")
-        return f"{name}: {'; '.join(said)}; checkpoint and manifest kept"
+        message = f"{name}: {'; '.join(said)}; checkpoint and manifest kept"
+        return StopResult(name, "stopped", message)

@@ -84,7 +84,8 @@ def plan_text(plan: Plan) -> str:
     summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
     verdict = "changes pending" if plan.pending else "nothing to do"
     lines.append("")
-    lines.append(f"Plan: {len(plan.decisions)} jobs ({summary}); {verdict}.")
+    jobs = f"{len(plan.decisions)} job{'s' if len(plan.decisions) != 1 else ''}"
+    lines.append(f"Plan: {jobs} ({summary}); {verdict}.")
     if any(d.action is Action.ERROR for d in plan.decisions):
         lines.append("Jobs marked `error` will not be touched; see their reasons above.")
     return "\n".join(lines)

@@ -173,3 +173,10 @@ def test_plan_writes_its_steps_to_the_timing_log_when_asked(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
     assert events == ["command", "loaded", "gathered", "decided", "exit"]
+
+
+def test_a_plan_of_one_job_says_job(tmp_path: Path) -> None:
+    one = ["--path", "examples/queries/tick-log.yaml", "--table-definition-path", "examples/tables"]
+    result = cli("plan", *one, "--state-dir", str(tmp_path / "state"))
+    assert result.returncode == 0, result.stderr
+    assert "Plan: 1 job (1 start-clean); changes pending." in result.stdout

@@ -65,14 +65,10 @@ class Workspace:
         argv = [sys.executable, "-m", "flink_sql_runner", command]
         if paths:
             argv += ["--path", str(self.jobs)]
-        argv += [
-            "--table-definition-path",
-            str(self.tables),
-            "--template-file",
-            str(self.template),
-            "--state-dir",
-            str(self.state),
-        ]
+        if command != "stop":  # stop reads no manifests or tables
+            argv += ["--table-definition-path", str(self.tables)]
+            argv += ["--template-file", str(self.template)]
+        argv += ["--state-dir", str(self.state)]
         if command not in ("validate",):
             argv += ["--master", self.master, "--target", self.target, *self.target_options]
         if command in ("deploy", "deploy-job"):
