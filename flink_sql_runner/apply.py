@@ -21,7 +21,7 @@ import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
@@ -74,6 +74,15 @@ class JobResult:
             "steps": self.steps,
             "detail": self.detail,
         }
+
+
+@dataclass(frozen=True)
+class Healthy:
+    """A run that completed a trigger, and what it reported."""
+
+    run: Run
+    seconds: float
+    spark_version: str | None = None
 
 
 class StartFailed(FsrError):
@@ -262,6 +271,7 @@ class Executor:
         run_id: str,
         phase: Callable[..., None],
     ) -> None:
+        ran_on: str | None = None  # the Spark the healthy run of these steps reported
         for step in steps:
             self._check()
             if isinstance(step, DropIntent):
@@ -277,7 +287,7 @@ class Executor:
             elif isinstance(step, StartRun):
                 phase(Phase.INTENDED)
                 phase(Phase.SUBMITTING)
-                started, seconds = self.start(
+                healthy = self.start(
                     step.manifest,
                     step.clean,
                     run_id,
@@ -285,18 +295,27 @@ class Executor:
                     on_submitted=lambda run: phase(Phase.SUBMITTED, run.submission_id),
                 )
                 phase(Phase.HEALTHY)
+                ran_on = healthy.spark_version
                 how = "clean" if step.clean else "from checkpoint"
                 version = step.manifest.meta.query_version
-                result.steps.append(f"started v{version} ({started.run.detail})")
-                result.summary = f"running v{version} ({how}), healthy after {seconds:.1f} s"
+                result.steps.append(f"started v{version} ({healthy.run.detail})")
+                result.summary = (
+                    f"running v{version} ({how}), healthy after {healthy.seconds:.1f} s"
+                )
             elif isinstance(step, AwaitRun):
                 control = self._control(step.manifest, step.run.version)
-                seconds = self.await_healthy(step.run, control)
+                healthy = self.await_healthy(step.run, control)
                 phase(Phase.HEALTHY)
+                ran_on = healthy.spark_version
                 result.steps.append(f"{step.run.describe()} became healthy")
-                result.summary = f"running v{step.run.version}, healthy after {seconds:.1f} s"
+                result.summary = (
+                    f"running v{step.run.version}, healthy after {healthy.seconds:.1f} s"
+                )
             elif isinstance(step, Record):
-                self.store.write(step.manifest)
+                manifest = step.manifest
+                if ran_on:  # what the run just started reported: the store keeps it
+                    manifest = replace(manifest, meta=replace(manifest.meta, spark_version=ran_on))
+                self.store.write(manifest)
                 mark("recorded", job=result.name)
                 result.steps.append(f"recorded v{step.manifest.meta.query_version}")
                 if result.summary:
@@ -330,7 +349,7 @@ class Executor:
         run_id: str | None = None,
         source: str = "",
         on_submitted: Callable[[Run], None] | None = None,
-    ) -> tuple[Started, float]:
+    ) -> Healthy:
         """Start one run and wait until it is healthy. StartFailed otherwise, saying whether
         the run is confirmed gone."""
         version = manifest.meta.query_version
@@ -378,19 +397,19 @@ class Executor:
         mark("submitted", job=manifest.name)
         if on_submitted is not None:
             on_submitted(started.run)
-        problem = self._wait_healthy(started.run, control)
+        problem, status = self._wait_healthy(started.run, control)
         self.target.launched(started.run)
         if problem is None:
             mark("healthy", job=manifest.name)
-            return started, self.clock() - begun
+            return Healthy(started.run, self.clock() - begun, _spark_version(status))
         raise self._not_healthy(started.run, control, problem)
 
-    def await_healthy(self, run: Run, control: ControlFiles) -> float:
+    def await_healthy(self, run: Run, control: ControlFiles) -> Healthy:
         """Wait for a run started earlier (by an interrupted deploy) to be healthy."""
         begun = self.clock()
-        problem = self._wait_healthy(run, control)
+        problem, status = self._wait_healthy(run, control)
         if problem is None:
-            return self.clock() - begun
+            return Healthy(run, self.clock() - begun, _spark_version(status))
         raise self._not_healthy(run, control, problem)
 
     def _not_healthy(self, run: Run, control: ControlFiles, problem: str) -> StartFailed:
@@ -404,25 +423,28 @@ class Executor:
         detail = self.target.failure_detail(run)
         return StartFailed(f"{problem}\n{detail}".rstrip(), True)
 
-    def _wait_healthy(self, run: Run, control: ControlFiles) -> str | None:
-        """None once the run reports a completed trigger; otherwise why it is not healthy."""
+    def _wait_healthy(
+        self, run: Run, control: ControlFiles
+    ) -> tuple[str | None, dict[str, Any] | None]:
+        """(None, its status) once the run reports a completed trigger; otherwise (why it is not
+        healthy, its last status)."""
         deadline = self.clock() + self.timeouts.start
         while True:
             status = self._status(control, run.run_id)
             if status:
                 self.target.launched(run)
             if status and status.get("state") in HEALTHY_STATES:
-                return None
+                return None, status
             if status and status.get("state") == "failed":
-                return f"the job failed: {status.get('error') or 'no message'}"
+                return f"the job failed: {status.get('error') or 'no message'}", status
             if self.target.liveness(run) is Liveness.GONE:
                 status = self._status(control, run.run_id)
                 if status and status.get("state") in HEALTHY_STATES:
-                    return None
+                    return None, status
                 error = status.get("error") if status else None
-                return f"the job exited before it was healthy: {error or 'see its log'}"
+                return f"the job exited before it was healthy: {error or 'see its log'}", status
             if self.clock() >= deadline:
-                return f"the job was not healthy within {self.timeouts.start:.0f} s"
+                return f"the job was not healthy within {self.timeouts.start:.0f} s", status
             self.sleep(self.timeouts.poll)
 
     def _status(self, control: ControlFiles, run_id: str | None) -> dict[str, Any] | None:
@@ -437,6 +459,11 @@ class Executor:
         except ValueError:
             return None
         return status if isinstance(status, dict) and status.get("run-id") == run_id else None
+
+
+def _spark_version(status: dict[str, Any] | None) -> str | None:
+    found = (status or {}).get("spark-version")
+    return str(found) if found else None
 
 
 def _held_back(decision: Decision, failed: list[str]) -> JobResult:

@@ -23,6 +23,7 @@ from enum import Enum, IntEnum
 from typing import Any
 
 from flink_sql_runner.catalog import file_format
+from flink_sql_runner.sparkversion import stateless_shuffle_partitions_change
 from flink_sql_runner.sqlinfo import code_fingerprint, sql_fingerprint
 
 
@@ -107,13 +108,22 @@ JOB_RULES: dict[str, Rule] = {
     "migrated-from": Rule(QUERY, "the original tool's (Flink) state cannot be restored by Spark"),
 }
 PINNED_RULE = Rule(QUERY, "the checkpoint pins this Spark setting")
+#: Spark 4.1+ (SPARK-53942).
+SHUFFLE_PARTITIONS_RULE = Rule(
+    CONFIG,
+    "Spark 4.1+ applies it to stateless shuffles on restart; state keeps its partitions",
+)
 SEMANTIC_RULE = Rule(QUERY, "this Spark setting changes what the state means")
 PROPERTY_RULE = Rule(CONFIG, "a Spark setting the checkpoint does not pin")
 CONTINUOUS_RULE = Rule(QUERY, "continuous and micro-batch processing keep other progress")
 UNKNOWN_RULE = Rule(QUERY, "no rule for this field; treated as a query change")
 
 
-def property_rule(key: str) -> Rule:
+def property_rule(key: str, spark: str | None = None) -> Rule:
+    """The rule of a Spark setting, for the Spark version `spark` that will run the job (None:
+    unknown, the strictest rules)."""
+    if key == "spark.sql.shuffle.partitions" and stateless_shuffle_partitions_change(spark):
+        return SHUFFLE_PARTITIONS_RULE
     if key in PINNED_SPARK_SETTINGS:
         return PINNED_RULE
     if key in SEMANTIC_SPARK_SETTINGS:
@@ -415,8 +425,10 @@ def diff(
     old_tables: dict[str, Any],
     new_spec: dict[str, Any],
     new_tables: dict[str, Any],
+    spark: str | None = None,
 ) -> list[Change]:
-    """Every change, old -> new, each with its kind and why; most severe first, then by field."""
+    """Every change, old -> new, each with its kind and why; most severe first, then by field.
+    `spark`: the Spark version that will run the job, where a rule depends on it."""
     found: list[Change] = []
     for key in sorted({*old_spec, *new_spec} - {"sparkProperties"}):
         before, after = old_spec.get(key, MISSING), new_spec.get(key, MISSING)
@@ -434,7 +446,7 @@ def diff(
     for key in sorted({*old_props, *new_props}):
         before, after = old_props.get(key, MISSING), new_props.get(key, MISSING)
         if not same(before, after):
-            rule = property_rule(key)
+            rule = property_rule(key, spark)
             found.append(Change(f"sparkProperties.{key}", rule.kind, before, after, rule.why))
     target = new_spec.get("target-table")
     for name in sorted({*old_tables, *new_tables}):
@@ -497,6 +509,10 @@ def safe_to_change_markdown() -> str:
                 f"{CONTINUOUS_RULE.why} |")  # fmt: skip
     for key in sorted(PINNED_SPARK_SETTINGS):
         rows.append(f"| sparkProperties | `{key}` | {verdict(PINNED_RULE)} | {PINNED_RULE.why} |")
+    rows.append(
+        f"| sparkProperties | `spark.sql.shuffle.partitions` on Spark 4.1+ | "
+        f"{verdict(SHUFFLE_PARTITIONS_RULE)} | {SHUFFLE_PARTITIONS_RULE.why} |"
+    )
     for key in sorted(SEMANTIC_SPARK_SETTINGS):
         rows.append(
             f"| sparkProperties | `{key}` | {verdict(SEMANTIC_RULE)} | {SEMANTIC_RULE.why} |"

@@ -94,151 +94,159 @@ def handle_errors(func: Callable[..., int]) -> Callable[..., None]:
     return wrapper
 
 
-def input_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option(
-            "--table-definition-path",
-            "table_paths",
-            multiple=True,
-            type=EXISTING,
-            envvar=_env("TABLE_DEFINITION_PATH"),
-            help="Table catalog: YAML or SQL (CREATE TABLE) files, or folders of them "
-            "(repeatable).",
-        ),
-        click.option(
-            "--template-file",
-            type=EXISTING,
-            envvar=_env("TEMPLATE_FILE"),
-            help="Defaults merged under every job [default: the packaged "
-            "templates/job-template.yaml].",
-        ),
-        click.option(
-            "--state-dir",
-            type=click.Path(path_type=Path),
-            envvar=_env("STATE_DIR"),
-            default=Path(".flink-sql-runner"),
-            show_default=True,
-            help="Local state: manifests (unless --manifest-store), running jobs, "
-            "logs, checkpoints of the default template.",
-        ),
-        click.option(
-            "--strict-properties",
-            is_flag=True,
-            envvar=_env("STRICT_PROPERTIES"),
-            help="sparkProperties that Spark ignores (keys not starting with 'spark.') are "
-            "errors (exit 2), not warnings.",
-        ),
-        click.option("--debug", is_flag=True, help="Show tracebacks."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+#: Every option of the command line, by its long name; each command takes the ones it uses.
+OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {}
 
 
-def remote_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option(
-            "--manifest-store",
-            envvar=_env("MANIFEST_STORE"),
-            help="Where deployed manifests live: s3://bucket/prefix/ or a folder "
-            "[default: <state-dir>/manifests].",
-        ),
-        click.option(
-            "--external-job-config-bucket",
-            envvar=_env("EXTERNAL_JOB_CONFIG_BUCKET"),
-            help="The original tool's store bucket (same as --manifest-store s3://BUCKET/PREFIX/).",
-        ),
-        click.option(
-            "--external-job-config-prefix",
-            envvar=_env("EXTERNAL_JOB_CONFIG_PREFIX"),
-            help="The original tool's store prefix.",
-        ),
-        click.option(
-            "--target",
-            type=click.Choice(["local", "standalone", "yarn", "kubernetes"]),
-            default="local",
-            show_default=True,
-            envvar=_env("TARGET"),
-            help="Where jobs run.",
-        ),
-        click.option(
-            "--master",
-            envvar=_env("MASTER"),
-            help="Spark master URL [default: local[*] for local, yarn for yarn]; standalone: "
-            "spark://HOST:7077; kubernetes: k8s://https://HOST:PORT.",
-        ),
-        click.option(
-            "--rest-gateway",
-            envvar=_env("REST_GATEWAY"),
-            help="standalone: the master's REST gateway [default: http://<master host>:6066].",
-        ),
-        click.option(
-            "--cluster-api",
-            envvar=_env("CLUSTER_API"),
-            help="standalone: the master's web UI [default: http://<master host>:8080]; yarn: "
-            "the ResourceManager, http://HOST:8088 [default: from yarn-site.xml].",
-        ),
-        click.option(
-            "--namespace",
-            envvar=_env("NAMESPACE"),
-            help="kubernetes: the namespace of the driver pods [default: default].",
-        ),
-        click.option(
-            "--runner-path",
-            envvar=_env("RUNNER_PATH"),
-            help="Cluster targets: job_runner.py as the driver can reach it (file:, http(s):, "
-            "hdfs:, s3a:, or local:// inside a Kubernetes image) [default: the packaged one].",
-        ),
-        click.option(
-            "--spark-submit",
-            envvar=_env("SPARK_SUBMIT"),
-            help="spark-submit to use [default: $SPARK_HOME/bin/spark-submit, else "
-            "the one bundled with pyspark].",
-        ),
-        click.option(
-            "--output",
-            type=click.Choice(["text", "json"]),
-            default="text",
-            show_default=True,
-            envvar=_env("OUTPUT"),
-            help="Text for people, JSON for machines.",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+def _register(*decls: str, **attrs: Any) -> None:
+    OPTIONS[next(d for d in decls if d.startswith("--"))] = click.option(*decls, **attrs)
 
 
-def timeout_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option(
-            "--start-timeout",
-            type=float,
-            default=180,
-            show_default=True,
-            envvar=_env("START_TIMEOUT"),
-            help="Seconds a started job has to complete its first trigger.",
-        ),
-        click.option(
-            "--stop-timeout",
-            type=float,
-            default=60,
-            show_default=True,
-            envvar=_env("STOP_TIMEOUT"),
-            help="Seconds from the graceful stop request to a kill.",
-        ),
-        click.option(
-            "--lock-timeout",
-            type=float,
-            default=DEFAULT_LOCK_TIMEOUT,
-            show_default=True,
-            envvar=_env("LOCK_TIMEOUT"),
-            help="Seconds to wait while another deploy holds the store's lock; then exit 3.",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
+def options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding the options `names`, in that order in --help."""
+
+    def apply(func: Callable[..., Any]) -> Callable[..., Any]:
+        for name in reversed(names):
+            func = OPTIONS[name](func)
+        return func
+
+    return apply
+
+
+_register(
+    "--table-definition-path",
+    "table_paths",
+    multiple=True,
+    type=EXISTING,
+    envvar=_env("TABLE_DEFINITION_PATH"),
+    help="Table catalog: YAML or SQL (CREATE TABLE) files, or folders of them (repeatable).",
+)
+_register(
+    "--template-file",
+    type=EXISTING,
+    envvar=_env("TEMPLATE_FILE"),
+    help="Defaults merged under every job [default: the packaged templates/job-template.yaml].",
+)
+_register(
+    "--state-dir",
+    type=click.Path(path_type=Path),
+    envvar=_env("STATE_DIR"),
+    default=Path(".flink-sql-runner"),
+    show_default=True,
+    help="Local state: manifests (unless --manifest-store), running jobs, "
+    "logs, checkpoints of the default template.",
+)
+_register(
+    "--strict-properties",
+    is_flag=True,
+    envvar=_env("STRICT_PROPERTIES"),
+    help="sparkProperties that Spark ignores (keys not starting with 'spark.') are "
+    "errors (exit 2), not warnings.",
+)
+_register("--debug", is_flag=True, help="Show tracebacks.")
+_register(
+    "--manifest-store",
+    envvar=_env("MANIFEST_STORE"),
+    help="Where deployed manifests live: s3://bucket/prefix/ or a folder "
+    "[default: <state-dir>/manifests].",
+)
+_register(
+    "--external-job-config-bucket",
+    envvar=_env("EXTERNAL_JOB_CONFIG_BUCKET"),
+    help="The original tool's store bucket (same as --manifest-store s3://BUCKET/PREFIX/).",
+)
+_register(
+    "--external-job-config-prefix",
+    envvar=_env("EXTERNAL_JOB_CONFIG_PREFIX"),
+    help="The original tool's store prefix.",
+)
+_register(
+    "--target",
+    type=click.Choice(["local", "standalone", "yarn", "kubernetes"]),
+    default="local",
+    show_default=True,
+    envvar=_env("TARGET"),
+    help="Where jobs run.",
+)
+_register(
+    "--master",
+    envvar=_env("MASTER"),
+    help="Spark master URL [default: local[*] for local, yarn for yarn]; standalone: "
+    "spark://HOST:7077; kubernetes: k8s://https://HOST:PORT.",
+)
+_register(
+    "--rest-gateway",
+    envvar=_env("REST_GATEWAY"),
+    help="standalone: the master's REST gateway [default: http://<master host>:6066].",
+)
+_register(
+    "--cluster-api",
+    envvar=_env("CLUSTER_API"),
+    help="standalone: the master's web UI [default: http://<master host>:8080]; yarn: "
+    "the ResourceManager, http://HOST:8088 [default: from yarn-site.xml].",
+)
+_register(
+    "--namespace",
+    envvar=_env("NAMESPACE"),
+    help="kubernetes: the namespace of the driver pods [default: default].",
+)
+_register(
+    "--runner-path",
+    envvar=_env("RUNNER_PATH"),
+    help="Cluster targets: job_runner.py as the driver can reach it (file:, http(s):, "
+    "hdfs:, s3a:, or local:// inside a Kubernetes image) [default: the packaged one].",
+)
+_register(
+    "--spark-submit",
+    envvar=_env("SPARK_SUBMIT"),
+    help="spark-submit to use [default: $SPARK_HOME/bin/spark-submit, else "
+    "the one bundled with pyspark].",
+)
+_register(
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    envvar=_env("OUTPUT"),
+    help="Text for people, JSON for machines.",
+)
+_register(
+    "--start-timeout",
+    type=float,
+    default=180,
+    show_default=True,
+    envvar=_env("START_TIMEOUT"),
+    help="Seconds a started job has to complete its first trigger.",
+)
+_register(
+    "--stop-timeout",
+    type=float,
+    default=60,
+    show_default=True,
+    envvar=_env("STOP_TIMEOUT"),
+    help="Seconds from the graceful stop request to a kill.",
+)
+_register(
+    "--lock-timeout",
+    type=float,
+    default=DEFAULT_LOCK_TIMEOUT,
+    show_default=True,
+    envvar=_env("LOCK_TIMEOUT"),
+    help="Seconds to wait while another deploy holds the store's lock; then exit 3.",
+)
+
+INPUT_OPTIONS = (
+    "--table-definition-path", "--template-file", "--state-dir", "--strict-properties", "--debug"
+)  # fmt: skip
+REMOTE_OPTIONS = (
+    "--manifest-store", "--external-job-config-bucket", "--external-job-config-prefix",
+    "--target", "--master", "--rest-gateway", "--cluster-api", "--namespace", "--runner-path",
+    "--spark-submit", "--output",
+)  # fmt: skip
+TIMEOUT_OPTIONS = ("--start-timeout", "--stop-timeout", "--lock-timeout")
+input_options = options(*INPUT_OPTIONS)
+remote_options = options(*REMOTE_OPTIONS)
+timeout_options = options(*TIMEOUT_OPTIONS)
 
 
 def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
@@ -468,7 +476,10 @@ def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, *
 @remote_options
 @handle_errors
 def status(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
-    """Per job: stored version, running or not, last committed batch, checkpoint, drift."""
+    """Per job: stored version, health (healthy, starting, restarting, backing-off,
+    crash-looping, stalled, stopped, finished, down, unknown), what runs, the last batch with
+    its rates and lag, restarts by `watch` and the last failure, checkpoint, drift from git
+    (with --path). The JSON form is described in docs/status.md."""
     deployment = Deployment(settings_from(paths, **kw))
     jobs = load(deployment) if paths else []
     rows = status_rows(deployment, jobs)
@@ -486,8 +497,9 @@ def stop(name: str, output: str, debug: bool, **kw: Any) -> int:
     """Stop job NAME gracefully with its checkpoint; its manifest is kept.
 
     The next deploy restarts it from that checkpoint unless its manifest says
-    `desired-state: stopped`. A job that is not running is left as it is (exit 0); a name
-    that is neither stored nor running is an unknown job (exit 1).
+    `desired-state: stopped`. Either way the stored manifest records it as stopped. A job that
+    is not running is left as it is (exit 0); a name that is neither stored nor running is an
+    unknown job (exit 2).
     """
     try:
         result = Deployment(settings_from((), **kw)).stop(name)
@@ -582,3 +594,7 @@ def migrate(
     for line in migration_lines(result, dry_run):
         click.echo(line)
     return EXIT_OK
+
+
+# Registers `watch` and `resume` on `main` (their module imports this one).
+from flink_sql_runner import cli_watch  # noqa: E402, F401

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from flink_sql_runner.apply import Executor, JobResult, Timeouts
 from flink_sql_runner.catalog import Catalog, load_catalog, read_catalog
-from flink_sql_runner.errors import FsrError, InvalidInput, Problem
+from flink_sql_runner.errors import FsrError, InvalidInput, Problem, UnknownJob
 from flink_sql_runner.facts import GATHER_WORKERS, gather
 from flink_sql_runner.lock import StoreLock, locked
 from flink_sql_runner.manifest import Job, JobLoader, load_jobs, load_template
-from flink_sql_runner.plan import Plan, build_plan
+from flink_sql_runner.plan import Plan, as_stopped, build_plan
 from flink_sql_runner.progress import Progress
 from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.runs import Liveness
@@ -29,11 +29,6 @@ from flink_sql_runner.timing import mark
 
 DEFAULT_PARALLELISM = 4
 DEFAULT_LOCK_TIMEOUT = 300.0
-
-
-class UnknownJob(FsrError):
-    """A job named on the command line that the store does not hold and the target does not
-    run."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +177,7 @@ class Deployment:
             workers=max(GATHER_WORKERS, self.settings.parallelism),
         )
         mark("gathered")
-        plan = build_plan(facts, prune=prune)
+        plan = build_plan(facts, prune=prune, spark=self.target.spark_version())
         mark("decided")
         return plan
 
@@ -239,22 +234,23 @@ class Deployment:
             return self._stop(name, lease)
 
     def _stop(self, name: str, lease: StoreLock | None) -> StopResult:
-        """Stop every run of job `name` the target lists, with its checkpoint."""
+        """Stop every run of job `name` the target lists, with its checkpoint, and record it as
+        stopped (desired-state: stopped), as a deploy that stops it does: `watch` leaves it
+        down, and a deploy whose manifest says running resumes it from its checkpoint."""
         runs = self.target.list_runs().of(name)
         stored = self.store.read(name)
-        if not runs and stored is None:
-            raise UnknownJob(
-                f"unknown job {name!r}: no manifest of it in {self.store.location} and no run "
-                f"of it on the {self.target.name} target"
-            )
-        if not runs:
-            return StopResult(
-                name, "not-running", f"{name}: was not running; checkpoint and manifest kept"
-            )
         if stored is None:
+            if not runs:
+                raise UnknownJob(
+                    f"unknown job {name!r}: no manifest of it in {self.store.location} and no "
+                    f"run of it on the {self.target.name} target"
+                )
             raise FsrError(
                 f"job {name!r} runs but has no stored manifest; cannot find its stop marker"
             )
+        recorded = stored.job.get("desired-state") == "stopped"
+        if not runs and recorded:
+            return StopResult(name, "not-running", f"{name}: already stopped; checkpoint kept")
         root = str(stored.job["checkpoint-root"]).rstrip("/")
         said = []
         for run in runs:
@@ -266,5 +262,12 @@ class Deployment:
             stopped = self.target.stop(run, control.stop_marker, self.settings.timeouts.stop)
             self.storage.delete(control.stop_marker)
             said.append(stopped.how if len(runs) == 1 else f"v{run.version}: {stopped.how}")
-        message = f"{name}: {'; '.join(said)}; checkpoint and manifest kept"
+        if not recorded:
+            if lease is not None:
+                lease.check()
+            self.store.write(as_stopped(stored))
+        if not runs:
+            message = f"{name}: was not running; recorded as stopped (checkpoint kept)"
+            return StopResult(name, "not-running", message)
+        message = f"{name}: {'; '.join(said)}; checkpoint kept, recorded as stopped"
         return StopResult(name, "stopped", message)

@@ -19,6 +19,12 @@ class FsrError(Exception):
     exit_code = EXIT_FAILED
 
 
+class UnknownJob(FsrError):
+    """A command named a job the store does not record."""
+
+    exit_code = EXIT_INVALID
+
+
 def printable(text: str) -> str:
     """`text` with every character that is not printable (newlines, tabs, terminal escapes,
     zero-width and other invisible characters, lone surrogates) written as an escape: one

@@ -296,6 +296,7 @@ class StoreLock:
         self._lost: str | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._renewing = threading.Lock()  # the heartbeat thread and the owner may both renew
         self.took_over: Holder | None = None
         # What this waiter saw of another's lock, and since when (its own clock).
         self._seen: Any = None
@@ -338,7 +339,7 @@ class StoreLock:
             holder = self.try_acquire()
             if holder is None:
                 if heartbeat:
-                    self._start_heartbeat()
+                    self.start_heartbeat()
                 return
             left = deadline - self.clock()
             if left <= 0:
@@ -355,6 +356,10 @@ class StoreLock:
     def renew_once(self) -> bool:
         """One renewal: True if it succeeded. A failure is remembered; the lease is lost once
         another holder replaced the lock, or no renewal succeeded for long enough."""
+        with self._renewing:
+            return self._renew()
+
+    def _renew(self) -> bool:
         if self.holder is None or self._lost:
             return False
         renewed = self.holder.renewed()
@@ -380,11 +385,11 @@ class StoreLock:
             self._lost = f"it was not renewed within {self.ttl * VALID_SHARE:.0f} s"
         if self._lost:
             raise LeaseLost(
-                f"stopped acting: this deploy lost the manifest store's lock "
+                f"stopped acting: this {self.command} lost the manifest store's lock "
                 f"({self.backend.location}): {self._lost}"
             )
 
-    def _start_heartbeat(self) -> None:
+    def start_heartbeat(self) -> None:
         def beat() -> None:
             wait = self.ttl / 3
             while not self._stop.wait(wait):

@@ -16,6 +16,7 @@ from flink_sql_runner.facts import JobFacts
 from flink_sql_runner.manifest import Job
 from flink_sql_runner.runs import Liveness, Run
 from flink_sql_runner.sinks import SinkId, target_sink
+from flink_sql_runner.sparkversion import is_older, version_tuple
 from flink_sql_runner.steps import (
     Archive,
     AwaitRun,
@@ -111,7 +112,7 @@ def _runs(runs: tuple[Run, ...]) -> str:
     return ", ".join(r.describe() for r in runs)
 
 
-def decide(facts: JobFacts, prune: bool = False) -> Decision:
+def decide(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Decision:
     """One job's decision, following SPEC's decision tree, with its reason in words.
 
     An intent record left by an interrupted deploy is settled first, on evidence of its own
@@ -129,7 +130,7 @@ def decide(facts: JobFacts, prune: bool = False) -> Decision:
         )
     settled = facts.intent
     if settled is None:
-        return _decide(facts, prune)
+        return _decide(facts, prune, spark)
     intent = settled.intent
     what = f"an interrupted deploy's {intent.action} of v{intent.version}"
     prefix: tuple[Step, ...]
@@ -159,7 +160,7 @@ def decide(facts: JobFacts, prune: bool = False) -> Decision:
         adopted = replace(facts, intent=None)
         prefix = (DropIntent("its start did not take effect"),)
         note = f"{what} did not take effect (no run of it is up or was healthy); "
-    decision = _decide(adopted, prune)
+    decision = _decide(adopted, prune, spark)
     if decision.action is Action.ERROR:
         return replace(decision, reason=note + decision.reason)
     action = decision.action if decision.steps else Action.ADOPT
@@ -172,7 +173,48 @@ def decide(facts: JobFacts, prune: bool = False) -> Decision:
     )
 
 
-def _decide(facts: JobFacts, prune: bool = False) -> Decision:
+def _decide(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Decision:
+    decision = _tree(facts, prune, spark)
+    stored = facts.stored
+    if stored is None or decision.action in (Action.ERROR, Action.ORPHANED):
+        return decision
+    return _with_spark_versions(decision, facts, stored.meta.spark_version, spark)
+
+
+def _with_spark_versions(
+    decision: Decision, facts: JobFacts, ran_on: str | None, next_on: str | None
+) -> Decision:
+    """What a change of Spark between the stored version's last run and the next start means
+    for its checkpoint: a newer Spark restores an older one's; an older Spark is not promised to
+    read a newer one's, so such a restart is refused."""
+    if not ran_on or not next_on or version_tuple(ran_on) == version_tuple(next_on):
+        return decision
+    version = facts.stored.meta.query_version if facts.stored else decision.version
+    restarts = any(isinstance(s, StartRun) and not s.clean for s in decision.steps)
+    if restarts and is_older(next_on, ran_on):
+        return _error(
+            facts,
+            f"{decision.reason}; but v{version}'s checkpoint was written by Spark {ran_on} and "
+            f"the next run uses Spark {next_on}, which is older: not restored (run it on Spark "
+            f"{ran_on} or newer, or change the query to start a new version)",
+            decision.version,
+            decision.changes,
+        )
+    if restarts:
+        major = version_tuple(ran_on)[0] != version_tuple(next_on)[0]  # type: ignore[index]
+        note = (
+            f"Spark {ran_on} -> {next_on}: the newer Spark restores v{version}'s checkpoint"
+            + ("; across major versions, see Spark's migration guide for stateful queries"
+               if major else "")
+        )  # fmt: skip
+    elif any(isinstance(s, StartRun) for s in decision.steps):
+        note = f"starts on Spark {next_on} (v{version} last ran on {ran_on})"
+    else:
+        note = f"v{version} runs on Spark {ran_on}; its next start will use Spark {next_on}"
+    return replace(decision, reason=f"{decision.reason}; {note}")
+
+
+def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Decision:
     desired, stored, checkpoint = facts.desired, facts.stored, facts.checkpoint
     name = facts.name
 
@@ -231,7 +273,9 @@ def _decide(facts: JobFacts, prune: bool = False) -> Decision:
         steps = (StartRun(manifest, clean=True, source=desired.file), Record(manifest))
         return decision(Action.START_CLEAN, version, reason, steps=steps)
 
-    changes = diff(stored.job, stored.tables, desired.spec, desired.tables)
+    changes = diff(
+        stored.job, stored.tables, desired.spec, desired.tables, spark or stored.meta.spark_version
+    )
     kind = severity(changes)
     version = stored.meta.query_version
     clean_version = max(version, highest) + 1
@@ -282,6 +326,15 @@ def _decide(facts: JobFacts, prune: bool = False) -> Decision:
 
     if desired.desired_state == "stopped":
         later = "; changes apply once desired-state is running" if changes else ""
+        if stored.job.get("desired-state") != "stopped":
+            return decision(
+                Action.STOP,
+                version,
+                f"not running; desired-state is stopped: record it, so that watch leaves it "
+                f"down{later}",
+                changes,
+                steps=(Record(as_stopped(stored)),),
+            )
         return decision(Action.NOOP, version, f"stopped, as desired{later}", changes)
     if kind is ChangeKind.QUERY:
         return decision(
@@ -312,12 +365,13 @@ def _decide(facts: JobFacts, prune: bool = False) -> Decision:
     )
 
 
-def build_plan(facts: list[JobFacts], prune: bool = False) -> Plan:
+def build_plan(facts: list[JobFacts], prune: bool = False, spark: str | None = None) -> Plan:
     """The decisions for every job, sorted by name. With `prune`, jobs whose manifest left
     --path are stopped and archived instead of left alone. No job starts into a sink another
-    job writes (stored or running), unless that job is stopped first in the same deploy."""
+    job writes (stored or running), unless that job is stopped first in the same deploy.
+    `spark`: the Spark version the target will run jobs on, when it can tell."""
     ordered = sorted(facts, key=lambda f: f.name)
-    decisions = {f.name: decide(f, prune) for f in ordered}
+    decisions = {f.name: decide(f, prune, spark) for f in ordered}
     by_name = {f.name: f for f in ordered}
     owners = {
         f.name: sink
@@ -377,3 +431,23 @@ def _respect_owners(
             decision.changes,
         )
     return replace(decision, after=tuple(after))
+
+
+def replace_stalled(facts: JobFacts, why: str) -> Decision:
+    """`watch`'s decision for a run that hangs: stop it (killed if it does not stop), restart
+    the stored manifest from its checkpoint. An error where the facts leave doubt."""
+    stored = facts.stored
+    if stored is None or len(facts.alive) != 1 or facts.unknown:
+        return _error(facts, f"{why}; but not exactly one run of it is known to be up: not acting")
+    run = facts.alive[0]
+    return Decision(
+        facts.name,
+        Action.STOP_AND_RESTART,
+        stored.meta.query_version,
+        f"{why}: stop it (killed if it does not stop), restart from its checkpoint",
+        steps=(
+            StopRun(run, stored),
+            StartRun(stored, clean=False, source="the store"),
+            Record(stored),
+        ),
+    )

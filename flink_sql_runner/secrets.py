@@ -26,6 +26,10 @@ SECRET_IN_VALUE = re.compile(
     r"(?i)(secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]"
 )
 MASK = "*****"
+_ASSIGNED_SECRET = re.compile(
+    r"(?i)((?:secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]\s*)"
+    r"(\"[^\"]*\"|'[^']*'|[^\s;&,]+)"
+)
 
 
 def is_secret_key(key: str) -> bool:
@@ -51,6 +55,12 @@ def mask(value: Any, key: str = "") -> Any:
     if isinstance(value, str) and SECRET_IN_VALUE.search(value):
         return MASK
     return value
+
+
+def redact_text(text: str) -> str:
+    """Free text (an error message, an event) with every assigned secret's value masked:
+    `password="x"` -> `password=*****`."""
+    return _ASSIGNED_SECRET.sub(lambda m: m.group(1) + MASK, text)
 
 
 def masked_conf_args(args: list[str]) -> list[str]:

@@ -22,17 +22,22 @@ class Meta:
     query_version: int
     query_id: str
     query_create_timestamp: str
+    #: The Spark version the last healthy run of this version reported (its status file).
+    spark_version: str | None = None
 
     @classmethod
     def new(cls, version: int) -> Meta:
         return cls(version, str(uuid.uuid4()), utc_now_iso())
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "query-version": self.query_version,
             "query-id": self.query_id,
             "query-create-timestamp": self.query_create_timestamp,
         }
+        if self.spark_version:
+            doc["spark-version"] = self.spark_version
+        return doc
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ class StoredManifest:
                 query_version=int(meta["query-version"]),
                 query_id=str(meta["query-id"]),
                 query_create_timestamp=str(meta["query-create-timestamp"]),
+                spark_version=str(meta["spark-version"]) if meta.get("spark-version") else None,
             )
         except (TypeError, KeyError, ValueError):
             raise StoreError(

@@ -16,8 +16,11 @@ new checkpoint (batch ids from 0 again) writing into a folder an earlier version
 its first batches. The runner writes file sinks (path tables and catalog tables stored as files)
 that already hold batches through `foreachBatch` into Spark's own file sink, with the batch ids
 shifted past the log's last batch; the shift is fixed when the checkpoint is created and kept in
-it, so restarts stay exactly-once. With nothing to shift past (a new sink), Spark's own sink
-writes directly: foreachBatch turns each micro-batch into an RDD and copies every row again.
+it, so restarts stay exactly-once. Each checkpoint claims the sink ids it writes from (in the
+sink's `_flink-sql-runner/claims/`): a checkpoint restarted after another one wrote past it (a
+failed new version, rolled back) moves its next batches past the log too. With nothing to shift
+past (a new sink), Spark's own sink writes directly: foreachBatch turns each micro-batch into an
+RDD and copies every row again.
 
 Spark: 3.5 and 4.0 to 4.3. The few Spark internals the file sinks need sit in one adapter section,
 chosen by what the running Spark offers; a Spark that lacks one fails the start in one line.
@@ -42,9 +45,14 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_MANIFEST = 0, 1, 2
 SCHEMA_VERSION = 1
 FILE_FORMATS = ("parquet", "json", "csv", "orc", "text", "avro")
 POLL_SECONDS = 0.5
+#: How often the status file is rewritten while the query runs, at the least.
+HEARTBEAT_SECONDS = 10.0
 #: How long a stop waits for the running micro-batch to finish before it interrupts it.
 BATCH_DRAIN_SECONDS = 30.0
 SINK_OFFSET_FILE = "flink-sql-runner-sink.json"
+#: In a file sink's folder: which checkpoint writes from which sink batch id (Spark's readers
+#: skip names starting with "_").
+CLAIMS_FOLDER = "_flink-sql-runner/claims"
 METADATA_COLUMNS = (
     "__query_name",
     "__query_description",
@@ -270,26 +278,113 @@ def last_sink_batch(storage: Storage, path: str) -> int:
     return max(ids, default=-1)
 
 
-def sink_batch_offset(storage: Storage, doc: dict[str, Any], path: str) -> int:
-    """How far this checkpoint's batch ids are shifted in the sink's log.
+def sink_batch_segments(storage: Storage, doc: dict[str, Any], path: str) -> list[list[int]]:
+    """How this checkpoint's batch ids map to the sink's: `[[from batch, offset], ...]`, a batch
+    taking the offset of the last segment it reaches.
 
-    Fixed when the checkpoint is new (past whatever earlier versions wrote) and read back on
-    every restart, so a re-run batch keeps its sink batch id and is skipped if already written.
+    The first segment is fixed when the checkpoint is new (past whatever earlier checkpoints
+    wrote) and kept in the checkpoint, so a re-run batch keeps its sink batch id and is skipped
+    if already written. Each segment is also claimed in the sink (`_flink-sql-runner/claims/`,
+    in order): when this checkpoint restarts after another one claimed and wrote sink ids past
+    it (a new version that failed and was rolled back), its next batches get a new segment past
+    the sink's log instead of ids the other one wrote, which the sink would skip.
     """
     checkpoint = doc["checkpoint-location"].rstrip("/")
-    record = f"{checkpoint}/{SINK_OFFSET_FILE}"
-    text = storage.read(record)
-    if text:
-        return int(json.loads(text)["sink-batch-offset"])
-    started = any(name.isdigit() for name in storage.names(f"{checkpoint}/offsets"))
-    offset = 0 if started else last_sink_batch(storage, path) + 1
-    storage.write(record, json.dumps({"sink-batch-offset": offset, "sink-path": path}))
-    if offset:
-        log(
-            f"the sink {path} already holds batches up to {offset - 1}; this checkpoint's "
-            f"batches are written as {offset}, {offset + 1}, ..."
+    record_location = f"{checkpoint}/{SINK_OFFSET_FILE}"
+    text = storage.read(record_location)
+    offsets = numbers(storage.names(f"{checkpoint}/offsets"))
+    if not text:
+        first = 0 if offsets else last_sink_batch(storage, path) + 1
+        segments = [[0, first]]
+        storage.write(record_location, json.dumps({"segments": segments, "sink-path": path}))
+        if not offsets:  # a checkpoint that started before segments were kept claims nothing
+            claim(storage, doc, path, first)
+        if first:
+            log(
+                f"the sink {path} already holds batches up to {first - 1}; this checkpoint's "
+                f"batches are written as {first}, {first + 1}, ..."
+            )
+        return segments
+    record = json.loads(text)
+    segments = record.get("segments") or [[0, int(record["sink-batch-offset"])]]
+    boundary = foreign_claim(storage, checkpoint, path, sum(segments[-1]))
+    if boundary is None:
+        return segments
+    begin, offset = segments[-1]
+    move_from = boundary - offset
+    commits = numbers(storage.names(f"{checkpoint}/commits"))
+    if commits and move_from <= max(commits):
+        raise BadManifest(
+            f"the sink {path} has batches from {boundary} on claimed by another checkpoint, "
+            f"but this one committed batch {max(commits)} as sink batch {max(commits) + offset}: "
+            "two writers; start a new version"
         )
-    return offset
+    start = last_sink_batch(storage, path) + 1
+    if start - move_from != offset:  # the other wrote: move past it (else the ids are free)
+        segments.append([move_from, start - move_from])
+        storage.write(record_location, json.dumps({"segments": segments, "sink-path": path}))
+    claim(storage, doc, path, start)
+    log(
+        f"another checkpoint wrote the sink {path} from batch {boundary} on; this checkpoint's "
+        f"batches from {move_from} are written as {start}, {start + 1}, ..."
+    )
+    return segments
+
+
+def numbers(names: list[str]) -> list[int]:
+    return [int(name) for name in names if name.isdigit()]
+
+
+def claims_folder(path: str) -> str:
+    return f"{path.rstrip('/')}/{CLAIMS_FOLDER}"
+
+
+def read_claims(storage: Storage, path: str) -> list[tuple[int, int, str]]:
+    """(order, first sink batch id, checkpoint) of every claim in the sink, in order."""
+    found = []
+    for name in storage.names(claims_folder(path)):
+        order, _, rest = name.partition("-")
+        if not (order.isdigit() and rest.removesuffix(".json").isdigit()):
+            continue
+        text = storage.read(f"{claims_folder(path)}/{name}") or "{}"
+        checkpoint = str(json.loads(text).get("checkpoint", ""))
+        found.append((int(order), int(rest.removesuffix(".json")), checkpoint.rstrip("/")))
+    return sorted(found)
+
+
+def claim(storage: Storage, doc: dict[str, Any], path: str, first: int) -> None:
+    """Record in the sink that this checkpoint writes its batches from sink id `first` on."""
+    order = max((c[0] for c in read_claims(storage, path)), default=0) + 1
+    body = {
+        "checkpoint": doc["checkpoint-location"].rstrip("/"),
+        "job": doc["name"],
+        "query-version": doc["meta"]["query-version"],
+        "run-id": doc["run-id"],
+        "claimed": utc_now(),
+    }
+    storage.write(f"{claims_folder(path)}/{order:012d}-{first}.json", json.dumps(body))
+
+
+def foreign_claim(storage: Storage, checkpoint: str, path: str, own_start: int) -> int | None:
+    """The first sink batch id another checkpoint claimed after this one's latest claim (or,
+    for a checkpoint without claims, past the start of its last segment); None if none."""
+    claims = read_claims(storage, path)
+    own = [order for order, _, owner in claims if owner == checkpoint]
+    if own:
+        later = [first for order, first, owner in claims if owner != checkpoint and order > own[-1]]
+    else:
+        later = [first for _, first, owner in claims if owner != checkpoint and first > own_start]
+    return min(later, default=None)
+
+
+def sink_batch_id(segments: list[list[int]]) -> Callable[[int], int]:
+    """The sink batch id of each batch of this checkpoint."""
+
+    def mapped(batch_id: int) -> int:
+        offset = next(o for begin, o in reversed(segments) if begin <= batch_id)
+        return batch_id + offset
+
+    return mapped
 
 
 def file_sink_writer(
@@ -359,10 +454,10 @@ def shifted_file_sink(
         fmt, path = target["format"], options["path"]
     else:
         return None
-    offset = sink_batch_offset(storage, doc, path)
-    if not offset:
+    segments = sink_batch_segments(storage, doc, path)
+    if segments == [[0, 0]]:
         return None
-    return file_sink_writer(spark, fmt, options, lambda batch_id: batch_id + offset, schema, table)
+    return file_sink_writer(spark, fmt, options, sink_batch_id(segments), schema, table)
 
 
 # -- Spark internals: the one adapter -------------------------------------------------------------
@@ -547,7 +642,10 @@ def new_file_sink(
 
 
 class Status:
-    """The status file the deployer reads: run id, state, last batch, error, Spark's version."""
+    """The status file the deployer and `watch` read: run id, state, last batch, error, Spark's
+    version; and, every HEARTBEAT_SECONDS while the query runs, a heartbeat (a counter that
+    only grows: a reader that sees it stop growing knows the driver hangs, whatever the clocks
+    say), how long the current micro-batch has been running, and the last batch's progress."""
 
     def __init__(
         self, storage: Storage, location: str | None, run_id: str, spark_version: str = ""
@@ -555,23 +653,86 @@ class Status:
         self.storage, self.location, self.run_id = storage, location, run_id
         self.spark_version = spark_version
         self.state: str | None = None
+        self.batch_id: int | None = None
+        self.error: str | None = None
+        self.heartbeat = 0
+        self.last_batch: dict[str, Any] | None = None
+        self.trigger_since: float | None = None  # this driver's monotonic clock
+        self.written_at = 0.0
 
     def set(self, state: str, batch_id: int | None = None, error: str | None = None) -> None:
-        self.state = state
+        self.state, self.error = state, error
+        if batch_id is not None:
+            self.batch_id = batch_id
+        self.write()
+
+    def beat(self, query: Any) -> None:
+        """Follow the query; write when a batch completed, else every HEARTBEAT_SECONDS."""
+        now = time.monotonic()
+        try:
+            active = bool((query.status or {}).get("isTriggerActive"))
+            progress = query.lastProgress
+        except Exception:  # noqa: BLE001 - the query is ending; the loop sees it next
+            return
+        if active and self.trigger_since is None:
+            self.trigger_since = now
+        elif not active:
+            self.trigger_since = None
+        summary = progress_summary(progress)
+        new_batch = summary is not None and summary != self.last_batch
+        if new_batch:
+            self.last_batch = summary
+            self.batch_id = summary["id"]
+        if new_batch or now - self.written_at >= HEARTBEAT_SECONDS:
+            self.write()
+
+    def write(self) -> None:
+        self.heartbeat += 1
+        self.written_at = time.monotonic()
         if not self.location:
             return
+        running = None
+        if self.trigger_since is not None:
+            running = round(self.written_at - self.trigger_since, 1)
         doc = {
             "run-id": self.run_id,
-            "state": state,
-            "batch-id": batch_id,
-            "error": error,
+            "state": self.state,
+            "batch-id": self.batch_id,
+            "error": self.error,
             "updated": utc_now(),
             "spark-version": self.spark_version,
+            "heartbeat": self.heartbeat,
+            "batch-running-seconds": running,
+            "last-batch": self.last_batch,
         }
         try:
             self.storage.write(self.location, json.dumps(doc))
         except Exception as exc:  # noqa: BLE001 - the status is advisory; the job goes on
             log(f"cannot write the status file {self.location}: {exc}")
+
+
+def progress_summary(progress: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What Spark's last progress says about the last completed batch: id, when, rows, rates,
+    duration, and for sources that report it (Kafka) how far behind the latest offsets."""
+    if not progress:
+        return None
+    durations = progress.get("durationMs") or {}
+    behind = []
+    for source in progress.get("sources") or []:
+        metrics = source.get("metrics") or {}
+        try:
+            behind.append(float(metrics["maxOffsetsBehindLatest"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return {
+        "id": progress.get("batchId"),
+        "timestamp": progress.get("timestamp"),
+        "num-input-rows": progress.get("numInputRows"),
+        "input-rows-per-second": progress.get("inputRowsPerSecond"),
+        "processed-rows-per-second": progress.get("processedRowsPerSecond"),
+        "duration-ms": durations.get("triggerExecution"),
+        "offsets-behind-latest": max(behind) if behind else None,
+    }
 
 
 class StopRequest:
@@ -635,6 +796,7 @@ def watch(
         if progress is not None and status.state != "active":
             status.set("active", progress.get("batchId"))
             log(f"active: first trigger done (batch {progress.get('batchId')})")
+        status.beat(query)
         wait_a_little(query)
 
 

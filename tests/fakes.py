@@ -37,6 +37,7 @@ class StoreData:
         self.archived: dict[str, StoredManifest] = {}
         self.side: dict[str, str] = {}
         self.lock = MemoryLockBackend()
+        self.locks: dict[str, MemoryLockBackend] = {}
 
 
 class FakeStore:
@@ -146,8 +147,10 @@ class FakeStore:
     def delete_side(self, key: str) -> None:
         self.data.side.pop(key, None)
 
-    def lock_backend(self) -> MemoryLockBackend:
-        return self.data.lock
+    def lock_backend(self, name: str | None = None) -> MemoryLockBackend:
+        if name is None:
+            return self.data.lock
+        return self.data.locks.setdefault(name, MemoryLockBackend())
 
 
 class MemoryLockBackend:
@@ -213,6 +216,11 @@ class FakeTarget:
     #: Every submit made while a run of the same job may still be up: must stay empty.
     double_starts: list[str] = field(default_factory=list)
     launched_runs: list[str] = field(default_factory=list)
+    #: The Spark the next run uses; each run reports it in its status file (tests' hooks).
+    spark: str | None = None
+
+    def spark_version(self) -> str | None:
+        return self.spark
 
     @property
     def running(self) -> dict[str, Run]:

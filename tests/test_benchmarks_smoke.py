@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks import __main__ as cli
-from tests.benchmarks import plan_bench, redeploy_bench, report, runner_bench
+from tests.benchmarks import plan_bench, recovery_bench, redeploy_bench, report, runner_bench
 from tests.benchmarks.common import Measured
 
 pytestmark = pytest.mark.s3
@@ -74,3 +74,19 @@ def test_the_command_line_picks_benchmarks() -> None:
     assert cli.parse(["--only", "plan,redeploy"]).only == ["plan", "redeploy"]
     with pytest.raises(SystemExit):
         cli.parse(["--only", "everything"])
+
+
+def test_recovery_marks_pick_the_first_restart_after_the_kill(tmp_path: Path) -> None:
+    log = tmp_path / "timing.jsonl"
+    events = [("look", 9.0), ("look", 10.5), ("look", 11.5), ("wanted", 11.6),
+              ("submitting", 11.8), ("submitted", 11.9), ("look", 12.5), ("healthy", 20.0),
+              ("look", 21.0), ("wanted", 21.1)]  # fmt: skip
+    log.write_text("".join(json.dumps({"event": e, "at": at}) + "\n" for e, at in events))
+    at = recovery_bench.recovery_marks(recovery_bench.marks(log), killed=10.0)
+    assert at == {"killed": 10.0, "look": 11.5, "wanted": 11.6, "submitting": 11.8,
+                  "submitted": 11.9, "healthy": 20.0}  # fmt: skip
+    assert recovery_bench.recovery_marks(recovery_bench.marks(log)[:6], killed=10.0) is None
+    rounds = (recovery_bench.Round({**at, "commit": 19.0}),)
+    text = report.recovery_section(recovery_bench.RecoveryResult(rounds, 1.0, (0.1, 0.2)))
+    assert "| **SIGKILL to first committed batch** |  | **9.00 s (9.00)** |" in text
+    assert "the watcher's own work under 1 s: 0.40 s" in text

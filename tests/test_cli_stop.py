@@ -19,7 +19,7 @@ def stored_job(state: Path, name: str = "tick-log") -> None:
 def test_a_name_neither_stored_nor_running_is_an_unknown_job(tmp_path: Path):
     state = tmp_path / "state"
     result = cli("stop", "no-such-job", "--state-dir", str(state), cwd=tmp_path)
-    assert result.returncode == 1
+    assert result.returncode == 2, "a name that is nowhere is bad input"
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
         f"error: unknown job 'no-such-job': no manifest of it in {state / 'manifests'} and no "
@@ -30,7 +30,7 @@ def test_a_name_neither_stored_nor_running_is_an_unknown_job(tmp_path: Path):
 def test_an_error_is_one_json_document_with_output_json(tmp_path: Path):
     state = tmp_path / "state"
     result = cli("stop", "no-such-job", "--state-dir", str(state), "--output", "json")
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stderr == ""
     assert json.loads(result.stdout) == {
         "name": "no-such-job",
@@ -54,18 +54,21 @@ def test_a_locked_store_is_a_json_error_with_its_exit_code(tmp_path: Path):
     assert document["error"].startswith("the manifest store is locked by deploy by pid 4242")
 
 
-def test_a_job_that_is_not_running_is_not_a_failure(tmp_path: Path):
+def test_a_job_that_is_not_running_is_recorded_as_stopped_and_then_already_stopped(
+    tmp_path: Path,
+):
     state = tmp_path / "state"
     stored_job(state)
     text = cli("stop", "tick-log", "--state-dir", str(state))
     assert text.returncode == 0, text.stderr
-    assert text.stdout == "tick-log: was not running; checkpoint and manifest kept\n"
+    assert text.stdout == "tick-log: was not running; recorded as stopped (checkpoint kept)\n"
+    assert LocalStore(state / "manifests").read("tick-log").job["desired-state"] == "stopped"
     as_json = cli("stop", "tick-log", "--state-dir", str(state), "--output", "json")
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout) == {
         "name": "tick-log",
         "outcome": "not-running",
-        "result": "tick-log: was not running; checkpoint and manifest kept",
+        "result": "tick-log: already stopped; checkpoint kept",
     }
     assert LocalStore(state / "manifests").list_names() == ["tick-log"]
 

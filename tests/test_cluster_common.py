@@ -194,3 +194,19 @@ def test_stopping_what_the_listing_shows_needs_its_record():
     del state.files[record]
     with pytest.raises(StopNotConfirmed, match="v1.submission.json does not exist"):
         cluster.stop(listed, sub.stop_marker, timeout=0)
+
+
+def test_a_spark_3_master_gets_the_drivers_java_17_options_from_the_request():
+    """A Spark 3.5 worker starts a REST-submitted driver without Java 17's --add-opens."""
+    target = StandaloneTarget(None, "spark://m:7077", runner="http://files/job_runner.py")
+    submission = Submission(
+        name="orders", version=1, run_id="r", app_name="flink-sql-runner-orders-v1",
+        runtime_manifest="/m.json", spark_conf={"spark.driver.extraJavaOptions": "-Dmine=1"},
+    )  # fmt: skip
+    target._server_version = "3.5.9"
+    options = target.request(submission)["sparkProperties"]["spark.driver.extraJavaOptions"]
+    assert "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED" in options
+    assert options.endswith(" -Dmine=1"), "the job's own options come after, and win"
+    target._server_version = "4.3.0"
+    options = target.request(submission)["sparkProperties"]["spark.driver.extraJavaOptions"]
+    assert options == "-Dmine=1"

@@ -181,7 +181,56 @@ def test_a_clean_start_into_a_used_file_sink_loses_no_rows(spark, tmp_path: Path
     assert run_to_end(spark, job(2)) == "ForeachBatchSink"
     assert read_versions(spark, tmp_path / "out") == {1: list(range(8)), 2: list(range(10))}
     record = json.loads((tmp_path / "ckpt" / "2" / job_runner.SINK_OFFSET_FILE).read_text())
-    assert record["sink-batch-offset"] == 2
+    assert record["segments"] == [[0, 2]]
+
+
+def sink_log(path: Path) -> list[int]:
+    return sorted(int(p.name) for p in (path / "_spark_metadata").iterdir() if p.name.isdigit())
+
+
+def test_a_rolled_back_version_never_writes_under_ids_its_failed_successor_wrote(
+    spark, tmp_path: Path
+):
+    """v2 starts clean into v1's sink, writes a batch (sink id 2) and is rolled back: v1 runs
+    again from its checkpoint. Its next batch would be sink id 2, which the sink already holds
+    and would skip: its rows would vanish. It gets a new segment past the log instead."""
+    write_input(tmp_path, "a", range(5))
+    run_to_end(spark, manifest(tmp_path, version=1))
+    write_input(tmp_path, "b", range(5, 8))
+    run_to_end(spark, manifest(tmp_path, version=1))
+    run_to_end(spark, manifest(tmp_path, version=2))  # the failed v2: wrote sink batch 2
+    out = tmp_path / "out"
+    assert sink_log(out) == [0, 1, 2]
+    write_input(tmp_path, "c", range(8, 10))
+    assert run_to_end(spark, manifest(tmp_path, version=1)) == "ForeachBatchSink"
+    assert sink_log(out) == [0, 1, 2, 3], "contiguous: Spark's log compaction needs that"
+    assert read_versions(spark, out) == {1: list(range(10)), 2: list(range(8))}
+    record = json.loads((tmp_path / "ckpt" / "1" / job_runner.SINK_OFFSET_FILE).read_text())
+    assert record["segments"] == [[0, 0], [2, 1]]
+    claims = sorted(p.name for p in (out / "_flink-sql-runner" / "claims").iterdir())
+    assert claims == ["000000000001-0.json", "000000000002-2.json", "000000000003-3.json"]
+    # Restarted again, v1 keeps its segments: nothing claimed after its own last claim.
+    write_input(tmp_path, "d", range(10, 12))
+    run_to_end(spark, manifest(tmp_path, version=1))
+    assert read_versions(spark, out) == {1: list(range(12)), 2: list(range(8))}
+    assert sink_log(out) == [0, 1, 2, 3, 4]
+
+
+def test_a_successor_that_wrote_nothing_changes_nothing_for_the_restarted_version(
+    spark, tmp_path: Path
+):
+    """v2 claimed sink ids from 2 on and failed on its first batch: v1 may use them."""
+    write_input(tmp_path, "a", range(3))
+    run_to_end(spark, manifest(tmp_path, version=1))
+    doc = manifest(tmp_path, version=2)
+    storage = job_runner.Storage(spark)
+    assert job_runner.sink_batch_segments(storage, doc, str(tmp_path / "out")) == [[0, 1]]
+    write_input(tmp_path, "b", range(3, 5))
+    assert run_to_end(spark, manifest(tmp_path, version=1)).startswith("FileSink"), (
+        "no shift to make: Spark's own sink writes directly"
+    )
+    assert read_versions(spark, tmp_path / "out") == {1: list(range(5))}
+    assert sink_log(tmp_path / "out") == [0, 1]
 
 
 @pytest.mark.parametrize(

@@ -71,8 +71,9 @@ class ManifestStore(Protocol):
 
     def delete_side(self, key: str) -> None: ...
 
-    def lock_backend(self) -> LockBackend:
-        """Where this store's lock lives (see lock.py)."""
+    def lock_backend(self, name: str | None = None) -> LockBackend:
+        """Where this store's lock lives (see lock.py); `name` another lock beside it (the
+        watcher's leadership, `_watch/_leader.json`)."""
         ...
 
 

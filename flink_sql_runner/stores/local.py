@@ -111,8 +111,8 @@ class LocalStore:
         except OSError as exc:
             raise StoreError(f"cannot delete {self.folder / key}: {exc.strerror}") from None
 
-    def lock_backend(self) -> FileLockBackend:
-        return FileLockBackend(self.folder / LOCK_FILE)
+    def lock_backend(self, name: str | None = None) -> FileLockBackend:
+        return FileLockBackend(self.folder / (name or LOCK_FILE))
 
 
 def _digest(data: bytes | None) -> str | None:

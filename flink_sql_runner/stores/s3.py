@@ -390,5 +390,5 @@ class S3Store:
         with self._errors(full, "delete"):
             self.client.delete_object(Bucket=self.bucket, Key=full)
 
-    def lock_backend(self) -> S3LockBackend:
-        return S3LockBackend(self.client, self.bucket, f"{self.prefix}{LOCK_KEY}")
+    def lock_backend(self, name: str | None = None) -> S3LockBackend:
+        return S3LockBackend(self.client, self.bucket, f"{self.prefix}{name or LOCK_KEY}")

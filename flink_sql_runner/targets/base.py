@@ -53,6 +53,10 @@ class StopNotConfirmed(FsrError):
 class Target(Protocol):
     name: str
 
+    def spark_version(self) -> str | None:
+        """The Spark version the next run will use, when the target can tell ("4.3.0")."""
+        ...
+
     def list_runs(self) -> Listing:
         """Every run of our jobs this target knows of: one listing per command, not one call
         per job. A listing that fails raises FsrError (nothing can be decided without it)."""

@@ -157,6 +157,11 @@ class ClusterTarget:
         return Liveness.UNKNOWN
 
     # -- the Target protocol ----------------------------------------------------------------
+    def spark_version(self) -> str | None:
+        """The cluster's Spark, where it says (standalone's gateway); None otherwise: the
+        version the last run reported stands in."""
+        return None
+
     def list_runs(self) -> Listing:
         return runs_of(self.listing())
 
@@ -297,6 +302,14 @@ class SparkSubmitTarget(ClusterTarget):
         self.spark_submit = spark_submit
         self.runner = runner or sparksubmit.runner_script()
         self.submit_timeout = submit_timeout
+
+    def spark_version(self) -> str | None:
+        """The Spark of the spark-submit that submits the drivers (on YARN the driver runs the
+        Spark it uploads, unless spark.yarn.archive says otherwise)."""
+        try:
+            return sparksubmit.spark_release(sparksubmit.find_spark_submit(self.spark_submit))
+        except FsrError:
+            return None
 
     def spark_submit_cluster_mode(
         self, submission: Submission, target_conf: dict[str, str], submission_id: str | None = None

@@ -111,6 +111,11 @@ class KubernetesTarget(SparkSubmitTarget):
         self.namespace = namespace or "default"
         self.timeout = timeout
 
+    def spark_version(self) -> str | None:
+        """The driver image decides which Spark runs: unknown here (the version the last run
+        reported stands in)."""
+        return None
+
     def _operation(self, option: str, submission_id: str) -> str:
         args = [sparksubmit.find_spark_submit(self.spark_submit), "--master", self.master]
         done = sparksubmit.run([*args, option, submission_id], self.timeout)

@@ -30,6 +30,7 @@ from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_su
     find_spark_submit,
     properties_file_text,
     runner_script,
+    spark_release,
     submit_command,
 )
 
@@ -77,6 +78,10 @@ class LocalTarget:
         self.master = master
         self.extra_args = extra_args
         self.storage = FileStorage()
+
+    def spark_version(self) -> str | None:
+        """The Spark of the spark-submit that starts the jobs."""
+        return spark_release(find_spark_submit(self.spark_submit))
 
     # -- registry ---------------------------------------------------------------------------
     def _record_path(self, name: str, run_id: str) -> Path:

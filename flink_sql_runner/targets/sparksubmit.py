@@ -17,6 +17,7 @@ from pathlib import Path
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.javaprops import properties_text
+from flink_sql_runner.sparkversion import version_tuple
 from flink_sql_runner.targets.base import Submission
 
 #: How spark-submit reports a failure: the exception of its main thread, or a usage error.
@@ -26,8 +27,8 @@ _CAUSED_BY = re.compile(r"^Caused by: (?P<message>.+)$")
 _LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN) ")
 #: A Spark distribution's RELEASE file ("Spark 3.5.1 built for Hadoop 3.3.4"), and the jar that
 #: says the version where there is none (pip's pyspark).
-_RELEASE = re.compile(r"^Spark (\d+)\.(\d+)\.")
-_CORE_JAR = re.compile(r"^spark-core_\d+\.\d+-(\d+)\.(\d+)\.")
+_RELEASE = re.compile(r"^Spark (\d+\.\d+\.\d+\S*)")
+_CORE_JAR = re.compile(r"^spark-core_\d+\.\d+-(\d+\.\d+\.\d+[^/]*?)\.jar$")
 
 
 def find_spark_submit(explicit: str | None = None) -> str:
@@ -56,7 +57,7 @@ def spark_home(spark_submit: str) -> Path:
 
 
 @functools.lru_cache(maxsize=8)
-def _spark_version_at(home: Path) -> tuple[int, int] | None:
+def _release_at(home: Path) -> str | None:
     try:
         lines = (home / "RELEASE").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
@@ -68,13 +69,19 @@ def _spark_version_at(home: Path) -> tuple[int, int] | None:
         except OSError:
             jars = []
         found = next(filter(None, map(_CORE_JAR.match, sorted(jars))), None)
-    return (int(found[1]), int(found[2])) if found else None
+    return found[1] if found else None
+
+
+def spark_release(spark_submit: str) -> str | None:
+    """The version of the Spark a spark-submit runs ("4.3.0"), read from its installation
+    without starting a JVM (its RELEASE file, else its spark-core jar); None if neither says."""
+    return _release_at(spark_home(spark_submit))
 
 
 def spark_version(spark_submit: str) -> tuple[int, int] | None:
-    """(major, minor) of the Spark a spark-submit runs, read from its installation without
-    starting a JVM (its RELEASE file, else its spark-core jar); None if neither says."""
-    return _spark_version_at(spark_home(spark_submit))
+    """(major, minor) of the Spark a spark-submit runs; None if its installation does not say."""
+    parsed = version_tuple(spark_release(spark_submit))
+    return parsed[:2] if parsed else None
 
 
 def properties_file_replaces_defaults(spark_submit: str) -> bool:

@@ -26,6 +26,7 @@ from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.runs import Liveness, Run
+from flink_sql_runner.sparkversion import version_tuple
 from flink_sql_runner.targets import http
 from flink_sql_runner.targets.base import Submission, SubmitOutcomeUnknown
 from flink_sql_runner.targets.cluster import ClusterError, ClusterTarget, DriverState, Listed
@@ -38,6 +39,32 @@ ALIVE_STATES = ("SUBMITTED", "RUNNING", "RELAUNCHING")
 UNKNOWN_STATES = ("UNKNOWN",)
 #: Application states of the master's listing in which the application runs or will.
 ALIVE_APP_STATES = ("RUNNING", "WAITING")
+#: What Spark's launcher gives a JVM on Java 17 (JavaModuleOptions). A Spark 3.x worker does not
+#: give them to a driver the REST gateway asked for, which then fails on Java 17
+#: (IllegalAccessError ... sun.nio.ch.DirectBuffer); Spark 4 workers do.
+JAVA_17_OPTIONS = " ".join(
+    ["-XX:+IgnoreUnrecognizedVMOptions"]
+    + [
+        f"--add-opens=java.base/{package}=ALL-UNNAMED"
+        for package in (
+            "java.lang",
+            "java.lang.invoke",
+            "java.lang.reflect",
+            "java.io",
+            "java.net",
+            "java.nio",
+            "java.util",
+            "java.util.concurrent",
+            "java.util.concurrent.atomic",
+            "jdk.internal.ref",
+            "sun.nio.ch",
+            "sun.nio.cs",
+            "sun.security.action",
+            "sun.util.calendar",
+        )
+    ]  # fmt: skip
+    + ["--add-opens=java.security.jgss/sun.security.krb5=ALL-UNNAMED"]
+)
 #: Answers that may come from a proxy or gateway before or after the master acted.
 AMBIGUOUS_STATUSES = (408, 429, 502, 503, 504)
 DEFAULT_UI_PORT = 8080
@@ -95,6 +122,7 @@ class StandaloneTarget(ClusterTarget):
     ):
         super().__init__(storage, master, **kwargs)
         self.rest = rest_base(master, gateway)
+        self._server_version: str | None = None
         host = urllib.parse.urlsplit(master).hostname
         self.web_ui = (web_ui or f"http://{host}:{DEFAULT_UI_PORT}").rstrip("/")
         self.runner = runner_resource(runner)
@@ -110,6 +138,19 @@ class StandaloneTarget(ClusterTarget):
             body=body,
             timeout=self.timeout,
         )
+
+    def spark_version(self) -> str | None:
+        """The master's Spark, from its gateway's answer (every answer names it); None when the
+        gateway cannot be asked now."""
+        if self._server_version is None:
+            try:
+                reply = self._call("GET", "/v1/submissions/status/flink-sql-runner-version-probe")
+            except FsrError:
+                return None
+            doc = reply.doc if isinstance(reply.doc, dict) else {}
+            found = doc.get("serverSparkVersion")
+            self._server_version = str(found) if found else None
+        return self._server_version
 
     def listing(self) -> list[Listed]:
         reply = http.call(
@@ -151,6 +192,10 @@ class StandaloneTarget(ClusterTarget):
             "spark.submit.deployMode": "cluster",
             "spark.driver.supervise": "false",
         }
+        server = version_tuple(self.spark_version())
+        if server is not None and server < (4, 0, 0):
+            own = properties.get("spark.driver.extraJavaOptions", "")
+            properties["spark.driver.extraJavaOptions"] = f"{JAVA_17_OPTIONS} {own}".strip()
         return {
             "action": "CreateSubmissionRequest",
             "appResource": self.runner,

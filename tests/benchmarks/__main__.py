@@ -1,7 +1,7 @@
 """Run the benchmarks (docs/benchmarks.md says what each measures):
 
-    python -m tests.benchmarks                      # all three, print the results
-    python -m tests.benchmarks --only plan          # one (plan, runner, redeploy; comma-separated)
+    python -m tests.benchmarks                      # all four, print the results
+    python -m tests.benchmarks --only plan          # one (plan, runner, redeploy, recovery)
     python -m tests.benchmarks --write-docs         # and put them in docs/benchmarks.md
 
 Not part of the pytest suite: they take minutes and want a quiet machine. `--max-load` waits
@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import signal
 import sys
 import tempfile
 from pathlib import Path
 
-from tests.benchmarks import plan_bench, redeploy_bench, report, runner_bench
+from tests.benchmarks import plan_bench, recovery_bench, redeploy_bench, report, runner_bench
 from tests.benchmarks.common import REPO, wait_for_quiet
 
-BENCHMARKS = ("plan", "runner", "redeploy")
+BENCHMARKS = ("plan", "runner", "redeploy", "recovery")
 DOCS = REPO / "docs" / "benchmarks.md"
 
 
@@ -27,7 +28,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m tests.benchmarks", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--only", default=",".join(BENCHMARKS), help="plan,runner,redeploy")
+    parser.add_argument("--only", default=",".join(BENCHMARKS), help=",".join(BENCHMARKS))
     parser.add_argument("--jobs", type=int, default=1000, help="plan: jobs and stored manifests")
     parser.add_argument("--plan-rounds", type=int, default=6)
     parser.add_argument(
@@ -45,6 +46,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="runner: a multiple of 3 puts each way first equally often",
     )
     parser.add_argument("--redeploy-rounds", type=int, default=5)
+    parser.add_argument("--recovery-rounds", type=int, default=5)
+    parser.add_argument(
+        "--watch-interval", type=float, default=1.0, help="recovery: watch's --interval"
+    )
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "fsr-bench")
     parser.add_argument("--max-load", type=float, default=1.5)
     parser.add_argument("--wait", type=float, default=600, help="seconds to wait for quiet")
@@ -63,6 +68,8 @@ def say(text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    # SIGTERM unwinds like Ctrl-C, so that each benchmark stops the jobs and watchers it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     command = "python -m tests.benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
     with tempfile.TemporaryDirectory(prefix="fsr-bench-") as scratch:
         for name in args.only:
@@ -96,6 +103,9 @@ def run_one(name: str, args: argparse.Namespace, scratch: Path) -> list[str]:
             say,
         )
         return [report.runner_section(result)]
+    if name == "recovery":
+        result = recovery_bench.run(scratch, args.recovery_rounds, args.watch_interval, say=say)
+        return [report.recovery_section(result)]
     return [report.redeploy_section(redeploy_bench.run(scratch, args.redeploy_rounds, say=say))]
 
 

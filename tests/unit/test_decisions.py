@@ -231,12 +231,19 @@ def test_clean_start_skips_version_folders_that_already_exist():
     assert (query.action, query.version) == (Action.STOP_AND_START_CLEAN, 6)
 
 
-def test_desired_stopped_and_not_running_is_left_alone_with_changes_listed():
+def test_desired_stopped_and_not_running_is_recorded_stopped_with_changes_listed():
     desired = make_job(**{"desired-state": "stopped"}, sql="SELECT id FROM src")
     decision = plan_one(desired, stored_of(BASE, 1), running=None, checkpoint_batch=2)
-    assert decision.action is Action.NOOP
+    assert decision.action is Action.STOP
+    assert "record it, so that watch leaves it down" in decision.reason
     assert "changes apply once desired-state is running" in decision.reason
     assert "sql" in [c.field for c in decision.changes]
+    (record,) = decision.steps
+    assert record.manifest.job["desired-state"] == "stopped"
+    assert record.manifest.job["sql"] == BASE.spec["sql"], "the query change waits"
+    stored_stopped = stored_of(make_job(**{"desired-state": "stopped"}), 1)
+    again = plan_one(desired, stored_stopped, running=None, checkpoint_batch=2)
+    assert again.action is Action.NOOP and "stopped, as desired" in again.reason
 
 
 def test_new_job_with_desired_state_stopped_is_not_started():

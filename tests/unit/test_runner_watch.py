@@ -3,6 +3,7 @@ next poll, and reports a failed query."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -47,3 +48,59 @@ def test_an_ended_query_is_seen_at_once_not_at_the_next_poll() -> None:
 def test_a_failed_query_is_reported_with_its_error() -> None:
     code, status = watch(FakeQuery(RuntimeError("the sink is gone")))
     assert (code, status.state) == (job_runner.EXIT_FAILED, "failed")
+
+
+class RunningQuery:
+    """A query mid-run: its trigger active or not, its last progress as Spark reports it."""
+
+    def __init__(self) -> None:
+        self.status = {"isTriggerActive": False}
+        self.lastProgress: dict[str, Any] | None = None
+
+
+KAFKA_PROGRESS = {
+    "batchId": 7,
+    "timestamp": "2026-11-23T10:00:00.000Z",
+    "numInputRows": 120,
+    "inputRowsPerSecond": 12.5,
+    "processedRowsPerSecond": 40.0,
+    "durationMs": {"triggerExecution": 3000, "addBatch": 2500},
+    "sources": [
+        {"description": "KafkaV2[Subscribe[a]]", "metrics": {"maxOffsetsBehindLatest": "42"}},
+        {"description": "KafkaV2[Subscribe[b]]", "metrics": {"maxOffsetsBehindLatest": "7"}},
+    ],
+}
+
+
+def test_the_status_file_carries_a_heartbeat_the_running_batch_and_the_last_progress(
+    tmp_path, monkeypatch
+) -> None:
+    location = tmp_path / "v1.status.json"
+    clock = [100.0]
+    monkeypatch.setattr(job_runner.time, "monotonic", lambda: clock[0])
+    status = job_runner.Status(job_runner.Storage(None), str(location), "run-1", "4.3.0")
+    status.set("active", 6)
+    query = RunningQuery()
+    query.status["isTriggerActive"] = True
+    status.beat(query)  # a batch starts; nothing new to say yet
+    clock[0] += job_runner.HEARTBEAT_SECONDS
+    status.beat(query)  # the heartbeat: the batch has been running for 10 s
+    doc = json.loads(location.read_text())
+    assert (doc["heartbeat"], doc["batch-running-seconds"]) == (2, 10.0)
+    query.status["isTriggerActive"] = False
+    query.lastProgress = KAFKA_PROGRESS
+    status.beat(query)  # a batch completed: written at once
+    doc = json.loads(location.read_text())
+    assert doc["heartbeat"] == 3 and doc["batch-running-seconds"] is None
+    assert doc["batch-id"] == 7 and doc["state"] == "active"
+    assert doc["last-batch"] == {
+        "id": 7,
+        "timestamp": "2026-11-23T10:00:00.000Z",
+        "num-input-rows": 120,
+        "input-rows-per-second": 12.5,
+        "processed-rows-per-second": 40.0,
+        "duration-ms": 3000,
+        "offsets-behind-latest": 42.0,
+    }
+    status.beat(query)
+    assert json.loads(location.read_text())["heartbeat"] == 3, "nothing new, not yet due"

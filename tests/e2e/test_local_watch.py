@@ -1,0 +1,274 @@
+"""`watch` on local Spark with real spark-submit, real drivers and real signals.
+
+1. One job and two watchers: the first leads (metrics scraped), the second stands by. SIGKILL
+   the driver: restarted from its checkpoint. SIGSTOP it: stalled, replaced. Kill the driver and
+   deploy a config change at once: the deploy and the watcher never both act, never two runs.
+   SIGKILL the leading watcher: the other takes over and restarts the next killed driver. The
+   target holds every row exactly once.
+2. A job that fails on every start (a poison record): restarted with growing delays, then
+   crash-looping with Spark's error in `status`, the webhook receiving the events in order, no
+   further restarts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tests.e2e.test_local_lifecycle import assert_exactly_once, rows_by_version
+from tests.e2e.workspace import Workspace, kill_driver, wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+WATCH_ARGS = ("--interval", "1", "--stop-timeout", "10", "--start-timeout", "120",
+              "--log-format", "json")  # fmt: skip
+
+
+class Webhook:
+    """A webhook receiver on 127.0.0.1: every JSON body it was POSTed, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        received = self.events
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/events"
+
+    def kinds(self) -> list[str]:
+        return [e["event"] for e in self.events]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class WatchProcess:
+    """`flink-sql-runner watch` as a subprocess of its own session, its output in a file."""
+
+    def __init__(self, ws: Workspace, name: str, *args: str):
+        self.log = ws.root / f"{name}.log"
+        argv = ws.argv("watch", *WATCH_ARGS, *args, paths=False)
+        argv.remove("--table-definition-path")  # watch works from the store alone
+        argv.remove(str(ws.tables))
+        argv.remove("--template-file")
+        argv.remove(str(ws.template))
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(  # noqa: S603 - a list, never a shell
+                argv, cwd=ws.root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def events(self) -> list[dict]:
+        found = []
+        for line in self.log.read_text().splitlines():
+            if line.startswith("{"):
+                found.append(json.loads(line))
+        return found
+
+    def kinds(self) -> list[str]:
+        return [e["event"] for e in self.events() if e["event"] != "warning"]
+
+    def wait_for_event(self, kind: str, after: int = 0, timeout: float = 120) -> dict:
+        def seen():
+            events = [e for e in self.events() if e["event"] == kind]
+            return events[after] if len(events) > after else None
+
+        try:
+            return wait_for(seen, timeout=timeout, interval=0.5, what=f"{kind} #{after + 1}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.log.name}:\n{self.text()[-3000:]}") from None
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+        self.process.wait(30)
+
+
+@pytest.fixture
+def webhook():
+    hook = Webhook()
+    try:
+        yield hook
+    finally:
+        hook.close()
+
+
+@pytest.fixture
+def watchers():
+    started: list[WatchProcess] = []
+    try:
+        yield started
+    finally:
+        for watcher in started:
+            watcher.kill()
+
+
+def driver(ws: Workspace, name: str) -> dict:
+    return wait_for(lambda: ws.record(name), timeout=120, what=f"a run of {name}")
+
+
+def status_of(ws: Workspace, name: str) -> dict:
+    result = ws.cli("status", "--output", "json", paths=False)
+    assert result.returncode == 0, result.stderr
+    return {row["name"]: row for row in json.loads(result.stdout)["jobs"]}[name]
+
+
+def test_watch_restarts_replaces_yields_to_deploy_and_hands_over(
+    workspace: Workspace, spark, webhook: Webhook, watchers: list[WatchProcess]
+):
+    ws = workspace
+    out = ws.root / "out"
+    job = {"description": "first", "sql": "SELECT value FROM ticks"}
+    ws.write_one_job("ticker", str(out), **job)
+    deployed = ws.deploy()
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    first = driver(ws, "ticker")
+
+    common = ("--stall-timeout", "8", "--leader-ttl", "6", "--notify-url", webhook.url)
+    leader = WatchProcess(ws, "watch-a", *common, "--metrics-port", "0")
+    watchers.append(leader)
+    leader.wait_for_event("watching")
+    standby = WatchProcess(ws, "watch-b", *common)
+    watchers.append(standby)
+
+    # Metrics: the per-job series, once the job has committed a batch.
+    url = leader.wait_for_event("metrics")["message"]
+
+    def scraped():
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            text = answer.read().decode()
+        return text if 'flink_sql_runner_job_last_batch_id{job="ticker"}' in text else None
+
+    text = wait_for(scraped, timeout=60, what="a scrape with the last batch")
+    assert 'flink_sql_runner_job_up{job="ticker"} 1.0' in text
+    assert 'flink_sql_runner_job_state{job="ticker",state="healthy"} 1.0' in text
+    assert 'flink_sql_runner_job_input_rows_per_second{job="ticker"}' in text
+    assert "flink_sql_runner_watch_leader 1.0" in text
+
+    # 1. SIGKILL the driver: restarted from its checkpoint, at once.
+    kill_driver(int(first["pid"]))
+    restarted = leader.wait_for_event("restarted")
+    assert "restart from checkpoint" in restarted["message"], restarted
+    second = driver(ws, "ticker")
+    assert second["pid"] != first["pid"]
+    row = status_of(ws, "ticker")
+    assert (row["health"], row["restarts"]) == ("healthy", 1), row
+    assert row["last-failure"]["reason"] == "its driver ended without a word (killed?)"
+
+    # 2. SIGSTOP the driver: its heartbeat stops; stalled, then stopped (killed) and replaced.
+    os.killpg(int(second["pid"]), signal.SIGSTOP)
+    stalled = leader.wait_for_event("stalled")
+    assert "no heartbeat from its driver" in stalled["message"]
+    leader.wait_for_event("restarted", after=1)
+    third = driver(ws, "ticker")
+    assert third["pid"] != second["pid"]
+
+    # 3. The driver dies and a config change is deployed at the same moment: one of the two
+    #    acts first, the other after it, from what it finds then. Never two runs.
+    ws.write_one_job("ticker", str(out), **{**job, "description": "second"})
+    up_at_once: list[int] = []
+    polling = threading.Event()
+
+    def poll() -> None:
+        while not polling.is_set():
+            up_at_once.append(len(ws.runs("ticker")))
+            time.sleep(0.2)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        kill_driver(int(third["pid"]))
+        deployed = ws.deploy("--lock-timeout", "120")
+    finally:
+        polling.set()
+        poller.join()
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    assert max(up_at_once) == 1, "never two runs of one job"
+    fourth = driver(ws, "ticker")
+    assert ws.stored("ticker")["description"] == "second"
+    runtime = json.loads(
+        (ws.state / "checkpoints" / "ticker" / "_control" / "v1.manifest.json").read_text()
+    )
+    assert runtime["description"] == "second", "the run is the deployed one"
+    time.sleep(3)  # a few more looks: the watcher leaves the deployed run alone
+    assert ws.record("ticker")["pid"] == fourth["pid"]
+
+    # 4. SIGKILL the leading watcher: the standby takes over and keeps the job running.
+    assert "watching" not in standby.kinds(), "the standby did not act while the leader lived"
+    leader.kill()
+    standby.wait_for_event("watcher-took-over", timeout=30)
+    kill_driver(int(fourth["pid"]))
+    standby.wait_for_event("restarted")
+    fifth = driver(ws, "ticker")
+    assert fifth["pid"] != fourth["pid"]
+
+    # The webhook heard both watchers, in order; the target holds every row exactly once.
+    kinds = [k for k in webhook.kinds() if k not in ("metrics", "backing-off")]
+    assert kinds[0] == "watching" and kinds[-2:] == ["watcher-took-over", "restarted"], kinds
+    assert kinds.index("stalled") < kinds.index("watcher-took-over")
+    values = wait_for(
+        lambda: (v := rows_by_version(spark, out)[0]) and len(v.get(1, [])) > 20 and v,
+        what="rows after the last restart",
+    )
+    assert set(values) == {1}
+    assert_exactly_once(values)
+
+
+def test_a_job_failing_on_every_start_backs_off_then_is_left_crash_looping(
+    workspace: Workspace, webhook: Webhook, watchers: list[WatchProcess]
+):
+    ws = workspace
+    # A poison record: from value 6 on, every batch fails; a restart from the checkpoint
+    # replays the failing batch.
+    poison = "CAST(CASE WHEN value < 6 THEN CAST(value AS STRING) ELSE 'x' END AS INT)"
+    ws.write_one_job(
+        "poison",
+        str(ws.root / "out"),
+        sql=f"SELECT {poison} AS value FROM ticks",
+        sparkProperties={"spark.sql.ansi.enabled": "true"},
+    )
+    deployed = ws.deploy()
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    watcher = WatchProcess(ws, "watch", "--max-failures", "4", "--backoff-first", "2",
+                           "--notify-url", webhook.url)  # fmt: skip
+    watchers.append(watcher)
+    watcher.wait_for_event("crash-looping", timeout=300)
+
+    kinds = [k for k in webhook.kinds() if k != "watching"]
+    assert kinds == ["restart-failed", "backing-off", "restart-failed", "backing-off",
+                     "restart-failed", "crash-looping"], kinds  # fmt: skip
+    delays = [e["delay-seconds"] for e in webhook.events if e["event"] == "backing-off"]
+    assert delays == [2, 4], "each wait is longer than the one before"
+    looping = webhook.events[-1]
+    assert "CAST_INVALID_INPUT" in looping["reason"]
+    assert "`flink-sql-runner resume poison`" in looping["message"]
+
+    starts = len(list((ws.state / "runs" / "poison").glob("*.json")))
+    time.sleep(6)  # several more looks: it stays down
+    assert len(list((ws.state / "runs" / "poison").glob("*.json"))) == starts
+    assert ws.record("poison") is None
+    row = status_of(ws, "poison")
+    assert row["health"] == "crash-looping" and row["restarts"] == 3, row
+    assert "CAST_INVALID_INPUT" in row["last-failure"]["reason"]
+    text = ws.cli("status", paths=False).stdout
+    assert "crash-looping" in text and "flink-sql-runner resume poison" in text
