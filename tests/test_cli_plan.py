@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +131,9 @@ def test_secrets_are_masked_in_plan_text_and_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.s3
-def test_plan_reads_an_s3_store_over_http(s3_env: dict[str, str], s3_client: Any) -> None:
+def test_plan_reads_an_s3_store_over_http(
+    s3_env: dict[str, str], s3_client: Any, tmp_path: Path
+) -> None:
     from flink_sql_runner.catalog import load_catalog
     from flink_sql_runner.manifest import load_jobs
     from flink_sql_runner.stored import Meta, StoredManifest
@@ -139,7 +144,7 @@ def test_plan_reads_an_s3_store_over_http(s3_env: dict[str, str], s3_client: Any
         [REPO / "examples" / "queries"],
         None,
         load_catalog([REPO / "examples" / "tables"]),
-        REPO / ".flink-sql-runner",
+        Path(os.environ["FLINK_SQL_RUNNER_STATE_DIR"]),  # the state folder the CLI uses here
     )
     store = S3Store("plans", "deployed/", client=s3_client)
     expensive = next(j for j in jobs if j.name == "expensive-orders")
