@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import signal
 import sys
 import traceback
@@ -363,8 +364,18 @@ def plan(
     changes nothing."""
     deployment = Deployment(settings_from(paths, **kw))
     result = deployment.plan(load(deployment))
-    click.echo(plan_json(result) if output == "json" else plan_text(result))
+    click.echo(plan_json(result) if output == "json" else plan_text(result, colour()))
     return _plan_exit(result, detailed_exitcode)
+
+
+def colour() -> bool:
+    """Colour for a terminal only, and not when NO_COLOR is set (no-color.org): plain text in
+    CI, in a pipe, in a file."""
+    return click.get_text_stream("stdout").isatty() and not os.environ.get("NO_COLOR")
+
+
+#: `plan` reads and submits nothing on a cluster: the runner's path is of no use to it.
+_drop_options(plan, "runner_path")
 
 
 def _plan_exit(result: Plan, detailed: bool) -> int:
@@ -385,11 +396,13 @@ def _deploy(
 ) -> int:
     def show(plan: Plan) -> None:
         if output == "text":
-            click.echo(plan_text(plan))
+            click.echo(plan_text(plan, colour()))
 
     if dry_run:
         plan = deployment.plan(jobs, include_orphans=include_orphans, prune=prune)
-        click.echo(plan_json(plan, dry_run=True) if output == "json" else plan_text(plan))
+        click.echo(
+            plan_json(plan, **{"dry-run": True}) if output == "json" else plan_text(plan, colour())
+        )
         if output == "text":
             click.echo("Dry run: nothing was changed.")
         return EXIT_FAILED if plan.errors else EXIT_OK
@@ -485,6 +498,10 @@ def status(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
     rows = status_rows(deployment, jobs)
     click.echo(status_json(rows) if output == "json" else status_text(rows))
     return EXIT_OK
+
+
+#: `status` submits nothing: the runner's path is of no use to it.
+_drop_options(status, "runner_path")
 
 
 @main.command()
