@@ -77,9 +77,9 @@ class Workspace:
         return argv + list(args)
 
     def _target_options(self, command: str) -> list[str]:
-        """The target's options, less --runner-path for `stop` (it submits nothing)."""
+        """The target's options, less --runner-path for the commands that submit nothing."""
         options = list(self.target_options)
-        if command == "stop" and "--runner-path" in options:
+        if command in ("plan", "status", "stop") and "--runner-path" in options:
             at = options.index("--runner-path")
             del options[at : at + 2]
         return options
