@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import signal
 import sys
 import traceback
@@ -77,6 +78,8 @@ def handle_errors(func: Callable[..., int]) -> Callable[..., None]:
         except InvalidInput as exc:
             for problem in exc.problems:
                 click.echo(f"error: {problem}", err=True)
+            for hint in exc.hints:
+                click.echo(f"hint: {hint}", err=True)
             count = len(exc.problems)
             click.echo(
                 f"{count} problem{'s' if count != 1 else ''}; nothing was touched.", err=True
@@ -287,6 +290,13 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
     )
 
 
+def _drop_options(command: click.Command, *names: str) -> None:
+    """Take options of the shared groups that `command` does not use off it (and its --help)."""
+    unknown = set(names) - {p.name for p in command.params}
+    assert not unknown, unknown
+    command.params = [p for p in command.params if p.name not in names]
+
+
 def load(deployment: Deployment, path: Path | None = None) -> list[Job]:
     """The jobs under --path (or the one file `path`); the warnings of loading them go to
     stderr, one line each, also when the input is invalid."""
@@ -396,7 +406,17 @@ def _shown_plan(
 ) -> str:
     if output == "markdown":
         return plan_markdown(plan, build_lineage(jobs, catalog=deployment.catalog()))
-    return plan_json(plan, **extra) if output == "json" else plan_text(plan)
+    return plan_json(plan, **extra) if output == "json" else plan_text(plan, colour())
+
+
+def colour() -> bool:
+    """Colour for a terminal only, and not when NO_COLOR is set (no-color.org): plain text in
+    CI, in a pipe, in a file."""
+    return click.get_text_stream("stdout").isatty() and not os.environ.get("NO_COLOR")
+
+
+#: `plan` reads and submits nothing on a cluster: the runner's path is of no use to it.
+_drop_options(plan, "runner_path")
 
 
 def _plan_exit(result: Plan, detailed: bool) -> int:
@@ -417,13 +437,13 @@ def _deploy(
 ) -> int:
     def show(plan: Plan) -> None:
         if output == "text":
-            click.echo(plan_text(plan))
+            click.echo(plan_text(plan, colour()))
 
     if output == "markdown" and not dry_run:
         raise BadFlags("--output markdown shows a plan: use it with --dry-run (or plan)")
     if dry_run:
         plan = deployment.plan(jobs, include_orphans=include_orphans, prune=prune)
-        click.echo(_shown_plan(plan, output, deployment, jobs, dry_run=True))
+        click.echo(_shown_plan(plan, output, deployment, jobs, **{"dry-run": True}))
         if output == "text":
             click.echo("Dry run: nothing was changed.")
         return EXIT_FAILED if plan.errors else EXIT_OK
@@ -521,6 +541,10 @@ def status(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
     return EXIT_OK
 
 
+#: `status` submits nothing: the runner's path is of no use to it.
+_drop_options(status, "runner_path")
+
+
 @main.command()
 @click.argument("name")
 @input_options
@@ -531,10 +555,21 @@ def stop(name: str, output: str, debug: bool, **kw: Any) -> int:
     """Stop job NAME gracefully with its checkpoint; its manifest is kept.
 
     The next deploy restarts it from that checkpoint unless its manifest says
-    `desired-state: stopped`.
+    `desired-state: stopped`. Either way the stored manifest records it as stopped. A job that
+    is not running is left as it is (exit 0); a name that is neither stored nor running is an
+    unknown job (exit 2).
     """
-    message = Deployment(settings_from((), **kw)).stop(name)
-    click.echo(json.dumps({"name": name, "result": message}) if output == "json" else message)
+    try:
+        result = Deployment(settings_from((), **kw)).stop(name)
+    except FsrError as exc:
+        if output != "json":
+            raise
+        if debug:
+            traceback.print_exc()
+        # One document on stdout, the error in it: a script reads the same shape either way.
+        click.echo(json.dumps({"name": name, "outcome": "failed", "error": str(exc)}))
+        return exc.exit_code
+    click.echo(json.dumps(result.to_dict()) if output == "json" else result.message)
     return EXIT_OK
 
 
@@ -550,6 +585,17 @@ def _markdown_output(*commands: click.Command) -> None:
 
 
 _markdown_output(plan, deploy, deploy_job)
+
+#: Options of the shared groups that `stop` has no use for: it reads no manifests, tables or
+#: template, and submits nothing.
+_drop_options(
+    stop,
+    "table_paths",
+    "template_file",
+    "strict_properties",
+    "runner_path",
+    "start_timeout",
+)
 
 
 @main.command()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from flink_sql_runner.apply import Executor, JobResult, Timeouts
 from flink_sql_runner.catalog import Catalog, load_catalog, read_catalog
-from flink_sql_runner.errors import FsrError, InvalidInput, Problem
+from flink_sql_runner.errors import FsrError, InvalidInput, Problem, UnknownJob
 from flink_sql_runner.facts import GATHER_WORKERS, gather
 from flink_sql_runner.lock import StoreLock, locked
 from flink_sql_runner.manifest import Job, JobLoader, load_jobs, load_template
@@ -29,6 +29,19 @@ from flink_sql_runner.timing import mark
 
 DEFAULT_PARALLELISM = 4
 DEFAULT_LOCK_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class StopResult:
+    """What `stop NAME` did: `stopped` (every run of the job is gone now) or `not-running`
+    (there was nothing to stop)."""
+
+    name: str
+    outcome: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "outcome": self.outcome, "result": self.message}
 
 
 @dataclass
@@ -135,7 +148,7 @@ class Deployment:
                 rules=self.settings.properties,
             )
         except InvalidInput as exc:
-            raise InvalidInput(catalog_problems + exc.problems) from None
+            raise InvalidInput(catalog_problems + exc.problems, exc.hints) from None
         if catalog_problems:
             raise InvalidInput(catalog_problems)
         mark("loaded", jobs=len(jobs))
@@ -150,7 +163,7 @@ class Deployment:
         loader = JobLoader(template, catalog, self.settings.state_dir, self.settings.properties)
         job = loader.load_file(path, problems)
         if problems or job is None:
-            raise InvalidInput(problems)
+            raise InvalidInput(problems, loader.hints())
         return job
 
     # -- commands ---------------------------------------------------------------------------
@@ -216,11 +229,11 @@ class Deployment:
         """The store's lock, for commands that change jobs (deploy, stop, prune)."""
         return StoreLock(self.store.lock_backend(), command)
 
-    def stop(self, name: str) -> str:
+    def stop(self, name: str) -> StopResult:
         with locked(self.lock("stop"), self.settings.lock_timeout) as lease:
             return self._stop(name, lease)
 
-    def _stop(self, name: str, lease: StoreLock | None) -> str:
+    def _stop(self, name: str, lease: StoreLock | None) -> StopResult:
         """Stop every run of job `name` the target lists, with its checkpoint, and record it as
         stopped (desired-state: stopped), as a deploy that stops it does: `watch` leaves it
         down, and a deploy whose manifest says running resumes it from its checkpoint."""
@@ -228,10 +241,16 @@ class Deployment:
         stored = self.store.read(name)
         if stored is None:
             if not runs:
-                raise FsrError(f"job {name!r} is not running")
+                raise UnknownJob(
+                    f"unknown job {name!r}: no manifest of it in {self.store.location} and no "
+                    f"run of it on the {self.target.name} target"
+                )
             raise FsrError(
                 f"job {name!r} runs but has no stored manifest; cannot find its stop marker"
             )
+        recorded = stored.job.get("desired-state") == "stopped"
+        if not runs and recorded:
+            return StopResult(name, "not-running", f"{name}: already stopped; checkpoint kept")
         root = str(stored.job["checkpoint-root"]).rstrip("/")
         said = []
         for run in runs:
@@ -243,10 +262,12 @@ class Deployment:
             stopped = self.target.stop(run, control.stop_marker, self.settings.timeouts.stop)
             self.storage.delete(control.stop_marker)
             said.append(stopped.how if len(runs) == 1 else f"v{run.version}: {stopped.how}")
-        if stored.job.get("desired-state") != "stopped":
+        if not recorded:
             if lease is not None:
                 lease.check()
             self.store.write(as_stopped(stored))
         if not runs:
-            return f"{name}: was not running; recorded as stopped (checkpoint kept)"
-        return f"{name}: {'; '.join(said)}; checkpoint kept, recorded as stopped"
+            message = f"{name}: was not running; recorded as stopped (checkpoint kept)"
+            return StopResult(name, "not-running", message)
+        message = f"{name}: {'; '.join(said)}; checkpoint kept, recorded as stopped"
+        return StopResult(name, "stopped", message)

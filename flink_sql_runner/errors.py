@@ -59,8 +59,10 @@ class InvalidInput(FsrError):
 
     exit_code = EXIT_INVALID
 
-    def __init__(self, problems: list[Problem]):
+    def __init__(self, problems: list[Problem], hints: list[str] | None = None):
         self.problems = sorted(set(problems), key=_reading_order)
+        #: What to do about them beyond what each says; each said once, after them.
+        self.hints = list(dict.fromkeys(hints or ()))
         super().__init__("\n".join(str(p) for p in self.problems))
 
 

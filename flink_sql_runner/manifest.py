@@ -17,6 +17,7 @@ from flink_sql_runner.catalog import (
 )
 from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.files import yaml_files
+from flink_sql_runner.intervals import trigger_problems
 from flink_sql_runner.legacy import (
     flink_code_hint,
     flink_sql_hints,
@@ -26,7 +27,13 @@ from flink_sql_runner.legacy import (
 )
 from flink_sql_runner.names import BadName, TableName, from_parts, name_problem, parse_name
 from flink_sql_runner.properties import PropertyRules
-from flink_sql_runner.schemas import document_problem, required_fields, schema_problems, shown
+from flink_sql_runner.schemas import (
+    document_problem,
+    required_fields,
+    schema_problems,
+    shown,
+    validator,
+)
 from flink_sql_runner.sinks import shared_sink_problems
 from flink_sql_runner.sqlinfo import SqlProblem, code_problem, read_tables
 from flink_sql_runner.yamlio import YamlProblem, read_yaml_file
@@ -39,6 +46,11 @@ VERBATIM_FIELDS = ("sql", "code", "description")
 TEMPLATE_FIELDS = ("checkpoint-root",)
 #: Keys only a final (stored) manifest carries.
 FINAL_MANIFEST_KEYS = ("schema-version", "tables", "meta", "migrated-from")
+#: Said once when jobs name tables and no table is declared at all.
+NO_CATALOG_HINT = (
+    "no table is declared: pass the table catalog (YAML or SQL files, or folders of them) "
+    "with --table-definition-path"
+)
 
 
 @dataclass(frozen=True)
@@ -93,6 +105,8 @@ def load_template(
         found = final_only_problems({key: value}, str(path)) or with_original_hints(
             [p for p in schema_problems({key: value}, "job", str(path)) if not _missing(p)]
         )
+        if not found and key == "trigger":
+            found = trigger_problems(value, str(path))
         problems += found
         if not found:
             template[key] = value
@@ -102,6 +116,23 @@ def load_template(
 
 def _missing(problem: Problem) -> bool:
     return problem.message == "is required"
+
+
+def _top_field(problem: Problem) -> str:
+    """The top-level field a problem is about: `trigger` for `trigger.processingTime`,
+    `source-tables` for `source-tables[0]`."""
+    return problem.field.split(".", 1)[0].split("[", 1)[0]
+
+
+def _embedded_table(problem: Problem) -> str | None:
+    """The table of a final manifest's `tables` that a problem is about, if any."""
+    if not problem.field.startswith("tables."):
+        return None
+    return problem.field.removeprefix("tables.").split(".", 1)[0]
+
+
+#: The fields the job schema knows: a key beyond these is misspelt (`sqll`).
+KNOWN_FIELDS = frozenset(validator("job").schema["properties"])
 
 
 def final_only_problems(doc: dict[str, Any], source: str) -> list[Problem]:
@@ -164,6 +195,14 @@ class JobLoader:
         self.catalog = catalog
         self._state_dir = str(state_dir.resolve())
         self.rules = rules or PropertyRules()
+        #: How many times a job named a table the catalog does not declare.
+        self.missing_tables = 0
+
+    def hints(self) -> list[str]:
+        """What to do about the problems found so far, beyond what each says."""
+        if self.missing_tables and not self.catalog.tables and not self.catalog.broken:
+            return [NO_CATALOG_HINT]
+        return []
 
     def load_file(self, path: Path, problems: list[Problem]) -> Job | None:
         source = str(path)
@@ -191,6 +230,7 @@ class JobLoader:
             spec = doc
             found = schema_problems(doc, "job", source) + self._embedded_problems(doc, source)
             found += table_name_problems(doc, source)
+            found += trigger_problems(doc.get("trigger"), source)
             self.rules.check(doc.get("sparkProperties"), source, found)
         else:
             # The job's own fields, then what the merge with the template still lacks.
@@ -201,6 +241,7 @@ class JobLoader:
                 [p for p in schema_problems(doc, "job", source) if not _missing(p)]
             )
             found += table_name_problems(spec, source)
+            found += trigger_problems(doc.get("trigger"), source)
             self.rules.check(doc.get("sparkProperties"), source, found)
             for field in required_fields("job"):
                 if field in spec:
@@ -210,8 +251,21 @@ class JobLoader:
                 elif self._template_fields:
                     found.append(Problem(source, field, "is required (here or in the template)"))
         if found:
-            # Not loaded: its query is still read, so one pass says all that must change.
-            problems.extend(found + _query_problems(spec, source))
+            # Not loaded, but every other check still runs on the fields that are sound (its
+            # query, its tables), so that one pass says all that must change.
+            problems.extend(found)
+            tables = doc.get("tables") if final else None
+            if final and not isinstance(tables, dict):
+                return None  # reported; its tables cannot be told
+            self._check(
+                dict(spec),
+                source,
+                tables,
+                problems,
+                unsound=frozenset(_top_field(p) for p in found),
+                unsound_tables=frozenset(filter(None, map(_embedded_table, found))),
+                misspelt=bool(set(doc) - KNOWN_FIELDS),
+            )
             return None
         spec = {k: v for k, v in spec.items() if k not in FINAL_MANIFEST_KEYS}
         spec = resolve_placeholders(spec, {"job_name": spec["name"], "state_dir": self._state_dir})
@@ -243,7 +297,14 @@ class JobLoader:
         source: str,
         embedded: dict[str, Any] | None,
         problems: list[Problem],
+        unsound: frozenset[str] = frozenset(),
+        unsound_tables: frozenset[str] = frozenset(),
+        misspelt: bool = False,
     ) -> Job | None:
+        """The checks that need the catalog; None when the job has problems. `unsound`: the
+        job's fields that have problems already reported (their checks are skipped);
+        `unsound_tables`: the final manifest's tables that have; `misspelt`: the job has a
+        field the schema does not know, perhaps meant as `sql` or `code`."""
         before = len(problems)
 
         def problem(field: str, message: str) -> None:
@@ -253,31 +314,37 @@ class JobLoader:
         read: list[TableName] = []
         ctes: frozenset[str] = frozenset()
         if has_sql == has_code:
-            problem("sql", "set exactly one of `sql` or `code`")
+            if has_sql or not misspelt:  # else the misspelt field was told as unknown
+                problem("sql", "set exactly one of `sql` or `code`")
         elif has_sql:
             if "source-tables" in spec:
                 problem(
                     "source-tables", "only for `code` jobs; a `sql` job's tables come from its SQL"
                 )
-            try:
-                references, ctes = read_tables(spec["sql"])
-            except SqlProblem as exc:
-                problem("sql", str(exc) + parse_failure_hint(spec["sql"]))
-                references = []
-            for hint in flink_sql_hints(spec["sql"]):
-                problem("sql", hint)
-            for reference in references:
+            if "sql" not in unsound:
                 try:
-                    read.append(from_parts(reference.parts))
-                except BadName as exc:
-                    problem("sql", f"reads table {exc}")
+                    references, ctes = read_tables(spec["sql"])
+                except SqlProblem as exc:
+                    problem("sql", str(exc) + parse_failure_hint(spec["sql"]))
+                    references = []
+                for hint in flink_sql_hints(spec["sql"]):
+                    problem("sql", hint)
+                for reference in references:
+                    try:
+                        read.append(from_parts(reference.parts))
+                    except BadName as exc:
+                        problem("sql", f"reads table {exc}")
         else:
-            reason = code_problem(spec["code"]) or flink_code_hint(spec["code"])
-            if reason:
-                problem("code", reason)
-            read = [parse_name(text) for text in spec.get("source-tables", [])]
+            if "code" not in unsound:
+                reason = code_problem(spec["code"]) or flink_code_hint(spec["code"])
+                if reason:
+                    problem("code", reason)
+            if "source-tables" not in unsound:
+                read = [parse_name(text) for text in spec.get("source-tables", [])]
 
-        resolver = _Resolver(self.catalog, embedded, _case_sensitive(spec), self._state_dir)
+        resolver = _Resolver(
+            self.catalog, embedded, _case_sensitive(spec), self._state_dir, unsound_tables
+        )
         sources: list[str] = []
         tables: dict[str, dict[str, Any]] = {}
         for name in read:
@@ -286,6 +353,7 @@ class JobLoader:
                 continue  # the same table, written another way
             if definition is None or canonical is None:
                 if not resolver.broken(name):
+                    self.missing_tables += 1
                     problem(field_for(has_code), "reads " + resolver.missing(name))
                 continue
             fmt = definition.get("format")
@@ -310,10 +378,13 @@ class JobLoader:
             tables[canonical] = definition
         _view_problems(sources, ctes, field_for(has_code), problem)
 
+        if "target-table" not in spec or "target-table" in unsound:
+            return None  # reported
         target_name = parse_name(spec["target-table"])
         target, target_def = resolver.resolve(target_name)
         if target_def is None or target is None:
             if not resolver.broken(target_name):
+                self.missing_tables += 1
                 problem("target-table", resolver.missing(target_name, read=False))
         else:
             spec["target-table"] = target
@@ -328,7 +399,7 @@ class JobLoader:
                     "target-table", f"table {target!r} has format {fmt!r}, which cannot be written"
                 )
             mode = spec.get("outputMode", "append")
-            if file_format(fmt) and mode != "append":
+            if file_format(fmt) and mode != "append" and "outputMode" not in unsound:
                 message = f"a {file_format(fmt)} target supports only `append`, got {mode!r}"
                 problem("outputMode", message)
             tables[target] = target_def
@@ -338,7 +409,7 @@ class JobLoader:
         # A table whose definition has problems (reported with the catalog) is not reported
         # again as missing, but the job cannot be loaded either.
         uses_broken = any(resolver.broken(name) for name in (*read, target_name))
-        if len(problems) > before or uses_broken:
+        if len(problems) > before or uses_broken or unsound:
             return None
         return Job(spec=spec, tables=tables, source_tables=tuple(sources), file=source)
 
@@ -354,7 +425,8 @@ FIXED_SCHEMAS = {
 
 def _case_sensitive(spec: dict[str, Any]) -> bool:
     """Spark's `spark.sql.caseSensitive` as the job sets it (false unless set)."""
-    value = spec.get("sparkProperties", {}).get("spark.sql.caseSensitive", "false")
+    properties = spec.get("sparkProperties")
+    value = properties.get("spark.sql.caseSensitive") if isinstance(properties, dict) else None
     return str(value).strip().lower() == "true"
 
 
@@ -364,12 +436,18 @@ class _Resolver:
     `spark.sql.caseSensitive`."""
 
     def __init__(
-        self, catalog: Catalog, embedded: dict[str, Any] | None, sensitive: bool, state_dir: str
+        self,
+        catalog: Catalog,
+        embedded: dict[str, Any] | None,
+        sensitive: bool,
+        state_dir: str,
+        unsound: frozenset[str] = frozenset(),
     ):
         self.catalog = catalog
         self.embedded = embedded
         self.sensitive = sensitive
         self.state_dir = state_dir
+        self.unsound = unsound  # the embedded tables whose definitions have problems
         self._embedded_keys: dict[tuple[str, ...], str] = {}
         for key in embedded or {}:
             try:
@@ -390,8 +468,8 @@ class _Resolver:
         """The declared name `name` resolves to, and the definition as this job uses it
         (`{state_dir}` resolved)."""
         declared = self.declared(name)
-        if declared is None:
-            return None, None
+        if declared is None or declared in self.unsound:
+            return declared, None
         if self.embedded is not None and isinstance(self.embedded.get(declared), dict):
             return declared, self.embedded[declared]
         table = self.catalog.tables.get(declared)
@@ -400,7 +478,8 @@ class _Resolver:
         return declared, resolve_placeholders(table.definition, {"state_dir": self.state_dir})
 
     def broken(self, name: TableName) -> bool:
-        return self.declared(name) in self.catalog.broken
+        declared = self.declared(name)
+        return declared in self.catalog.broken or declared in self.unsound
 
     def missing(self, name: TableName, read: bool = True) -> str:
         """Why `name` is not found, in words: how it was read, and what the catalog has."""
@@ -434,23 +513,6 @@ def _view_problems(
                 f"{view!r}; rename one",
             )
         seen[view.lower()] = canonical
-
-
-def _query_problems(spec: dict[str, Any], source: str) -> list[Problem]:
-    """What is wrong with a job's SQL on its own: it does not parse, or it uses Flink's
-    functions."""
-    sql, code = spec.get("sql"), spec.get("code")
-    if isinstance(code, str) and "sql" not in spec:
-        reason = code_problem(code) or flink_code_hint(code)
-        return [Problem(source, "code", reason)] if reason else []
-    if not isinstance(sql, str) or "code" in spec:
-        return []
-    found = [Problem(source, "sql", hint) for hint in flink_sql_hints(sql)]
-    try:
-        read_tables(sql)
-    except SqlProblem as exc:
-        found.append(Problem(source, "sql", str(exc) + parse_failure_hint(sql)))
-    return found
 
 
 def table_name_problems(spec: dict[str, Any], source: str) -> list[Problem]:
@@ -503,5 +565,5 @@ def load_jobs(
         jobs.append(job)
     problems += shared_sink_problems(jobs)
     if problems:
-        raise InvalidInput(problems)
+        raise InvalidInput(problems, loader.hints())
     return sorted(jobs, key=lambda j: j.name)

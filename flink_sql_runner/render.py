@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import Any
 
+import click
+
 from flink_sql_runner.apply import JobResult
-from flink_sql_runner.changes import Change
+from flink_sql_runner.changes import MISSING, Change
 from flink_sql_runner.plan import Action, Decision, Plan
 from flink_sql_runner.secrets import mask
 
 TEXT_VALUE_LIMIT = 60
+#: Fields whose change the text plan shows as a unified diff of their text, every line of it.
+DIFFED_FIELDS = frozenset({"sql", "code"})
+#: Colours of a diff's lines on a terminal, by their first character.
+DIFF_COLOURS = {"+": "green", "-": "red", "@": "cyan"}
 
 
 def change_dict(change: Change) -> dict[str, Any]:
@@ -31,6 +38,29 @@ def change_line(change: Change) -> str:
         f"{item['field']}: {_short(item['old'])} -> {_short(item['new'])}  "
         f"[{item['kind']}: {change.why}]"
     )
+
+
+def _text_lines(value: Any) -> list[str] | None:
+    """The lines of a text field's value (none when unset); None when it is not text."""
+    if value is None or value == MISSING:
+        return []
+    return value.splitlines() if isinstance(value, str) else None
+
+
+def change_lines(change: Change, color: bool = False) -> list[str]:
+    """A change for people: `field: old -> new`, or for SQL and code a unified diff of the
+    text, deployed (-) against git (+), with every changed line in full; secrets masked first.
+    `color`: the diff's lines coloured (for a terminal)."""
+    item = change_dict(change)
+    old, new = _text_lines(item["old"]), _text_lines(item["new"])
+    if change.field not in DIFFED_FIELDS or old is None or new is None:
+        return [change_line(change)]
+    lines = [f"{item['field']}: deployed -> git  [{item['kind']}: {change.why}]"]
+    diff = difflib.unified_diff(old, new, "deployed", "git", n=2, lineterm="")
+    for line in list(diff)[2:]:  # the hunks, without the ---/+++ file names
+        colour = DIFF_COLOURS.get(line[:1]) if color else None
+        lines.append("  " + (click.style(line, fg=colour) if colour else line))
+    return lines
 
 
 def plan_dict(plan: Plan, results: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -68,7 +98,8 @@ def steps_lines(decision: Decision) -> list[str]:
     return lines
 
 
-def plan_text(plan: Plan) -> str:
+def plan_text(plan: Plan, color: bool = False) -> str:
+    """The plan for people; `color`: SQL and code diffs coloured (for a terminal)."""
     if not plan.decisions:
         return "No jobs."
     width = max(len(d.name) for d in plan.decisions)
@@ -79,7 +110,10 @@ def plan_text(plan: Plan) -> str:
         lines.append(
             f"{d.name:<{width}}  {d.action.value:<{action_width}}  {version:<4}  {d.reason}"
         )
-        lines.extend(f"{'':<{width}}    ~ {change_line(c)}" for c in d.changes)
+        for change in d.changes:
+            first, *rest = change_lines(change, color)
+            lines.append(f"{'':<{width}}    ~ {first}")
+            lines.extend(f"{'':<{width}}      {line}" for line in rest)
         lines.extend(f"{'':<{width}}    {line}" for line in steps_lines(d))
     counts: dict[str, int] = {}
     for d in plan.decisions:
@@ -87,7 +121,8 @@ def plan_text(plan: Plan) -> str:
     summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
     verdict = "changes pending" if plan.pending else "nothing to do"
     lines.append("")
-    lines.append(f"Plan: {len(plan.decisions)} jobs ({summary}); {verdict}.")
+    jobs = f"{len(plan.decisions)} job{'s' if len(plan.decisions) != 1 else ''}"
+    lines.append(f"Plan: {jobs} ({summary}); {verdict}.")
     if any(d.action is Action.ERROR for d in plan.decisions):
         lines.append("Jobs marked `error` will not be touched; see their reasons above.")
     return "\n".join(lines)

@@ -1,10 +1,43 @@
-"""Shared fixtures: one SparkSession for every test that reads or runs Spark in-process."""
+"""Shared fixtures: one SparkSession for every test that reads or runs Spark in-process, and
+the suite's isolation from the user's own `./.flink-sql-runner/` (tests/isolation.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
+from tests.isolation import changes, fingerprint
+
 pytest_plugins = ["tests.fixtures_s3"]
+
+REPO = Path(__file__).resolve().parents[1]
+#: The state folders a test could reach by the CLI's default: the repository's, the working
+#: folder's (where pytest was started).
+USER_STATE = sorted({REPO / ".flink-sql-runner", Path.cwd().resolve() / ".flink-sql-runner"})
+
+
+@pytest.fixture(autouse=True)
+def away_from_the_users_jobs(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """The CLI's default state folder is a fresh temp folder; a test that changes the user's
+    `./.flink-sql-runner/` anyway fails (tests/isolation.py)."""
+    monkeypatch.setenv("FLINK_SQL_RUNNER_STATE_DIR", str(tmp_path_factory.mktemp("default-state")))
+    before = {folder: fingerprint(folder) for folder in USER_STATE}
+    yield
+    changed = [
+        f"{folder}: {line}"
+        for folder in USER_STATE
+        for line in changes(before[folder], fingerprint(folder))
+    ]
+    if changed:
+        pytest.fail(
+            "this test changed the user's state folder (tests must use their own, e.g. "
+            "--state-dir under tmp_path):\n" + "\n".join(changed),
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")

@@ -38,6 +38,7 @@ MATRIX_TESTS = (
     "tests/test_runner.py",
     "tests/unit/test_runner_watch.py",
     "tests/test_sparksubmit.py",
+    "tests/test_intervals.py",
     "tests/e2e/test_local_lifecycle.py",
 )
 #: Settings of the calling shell that would make a line's tests use another Spark or Python.

@@ -97,3 +97,38 @@ def test_nothing_is_pruned_when_input_is_invalid_or_empty(tmp_path: Path):
     assert nothing.returncode == 2
     assert "no *.yaml or *.yml job files" in nothing.stderr
     assert store.list_names() == ["gone"]
+
+
+def test_desired_state_stopped_is_recorded_the_same_whichever_way_the_job_stopped(
+    tmp_path: Path,
+):
+    """`stop` then a deploy of `desired-state: stopped`, or that deploy alone: the same stored
+    manifest, `status` in sync, and a later `stop` says it is already stopped."""
+    from tests.test_cli_plan import stored_examples_with
+
+    jobs = stopped_examples(tmp_path / "jobs")
+    stores = {}
+    for way in ("stop-then-deploy", "deploy-only"):
+        store = stored_examples_with(tmp_path / way, **{n: {} for n in EXAMPLE_JOBS})
+        on = ["--manifest-store", str(store)]  # the state folder the store's jobs were made for
+        if way == "stop-then-deploy":
+            stopped = cli("stop", "tick-log", *on)
+            assert stopped.returncode == 0, stopped.stderr
+            assert "recorded as stopped" in stopped.stdout
+        deployed = cli("deploy", "--path", str(jobs), *TABLES, *on)
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        status = cli("status", "--path", str(jobs), *TABLES, *on, "--output", "json")
+        rows = {row["name"]: row for row in yaml.safe_load(status.stdout)["jobs"]}
+        assert (rows["tick-log"]["desired-state"], rows["tick-log"]["drift"]) == (
+            "stopped",
+            "in sync",
+        ), way
+        assert rows["tick-log"]["health"] == "stopped"
+        again = cli("stop", "tick-log", *on)
+        assert (again.returncode, again.stdout) == (
+            0,
+            "tick-log: already stopped; checkpoint kept\n",
+        )
+        stores[way] = LocalStore(store).read("tick-log")
+    assert stores["stop-then-deploy"].job == stores["deploy-only"].job
+    assert stores["stop-then-deploy"].meta.query_version == stores["deploy-only"].meta.query_version

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import yaml
@@ -176,12 +177,15 @@ def test_help_names_the_outputs_and_exit_codes() -> None:
     assert "lineage" in run_cli("--help").stdout
 
 
-def test_the_readme_shows_the_examples_lineage_as_the_command_prints_it() -> None:
-    """The README's outputs are the command's own (run where the README says, in the
-    repository, with the default state folder, which `lineage` only names)."""
+def test_the_readme_shows_the_examples_lineage_as_the_command_prints_it(tmp_path: Path) -> None:
+    """The README's outputs are the command's own, run as the README says: from a checkout
+    (here a copy of the examples, so that the user's own ./.flink-sql-runner/ is never read)
+    with the default state folder."""
     readme = (REPO / "README.md").read_text()
+    shutil.copytree(REPO / "examples", tmp_path / "examples")
+    default = {"FLINK_SQL_RUNNER_STATE_DIR": ".flink-sql-runner"}
     for output, fence in (("text", "```\n"), ("mermaid", "```mermaid\n"), ("dot", "```dot\n")):
-        result = run_cli("lineage", *EXAMPLES, "--output", output)
+        result = run_cli("lineage", *EXAMPLES, "--output", output, env=default, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         body = result.stdout.rstrip("\n") + "\n```"
         assert body in readme, f"README's lineage --output {output} is out of date"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +131,9 @@ def test_secrets_are_masked_in_plan_text_and_json(tmp_path: Path) -> None:
 
 
 @pytest.mark.s3
-def test_plan_reads_an_s3_store_over_http(s3_env: dict[str, str], s3_client: Any) -> None:
+def test_plan_reads_an_s3_store_over_http(
+    s3_env: dict[str, str], s3_client: Any, tmp_path: Path
+) -> None:
     from flink_sql_runner.catalog import load_catalog
     from flink_sql_runner.manifest import load_jobs
     from flink_sql_runner.stored import Meta, StoredManifest
@@ -139,7 +144,7 @@ def test_plan_reads_an_s3_store_over_http(s3_env: dict[str, str], s3_client: Any
         [REPO / "examples" / "queries"],
         None,
         load_catalog([REPO / "examples" / "tables"]),
-        REPO / ".flink-sql-runner",
+        Path(os.environ["FLINK_SQL_RUNNER_STATE_DIR"]),  # the state folder the CLI uses here
     )
     store = S3Store("plans", "deployed/", client=s3_client)
     expensive = next(j for j in jobs if j.name == "expensive-orders")
@@ -173,3 +178,160 @@ def test_plan_writes_its_steps_to_the_timing_log_when_asked(tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
     assert events == ["command", "loaded", "gathered", "decided", "exit"]
+
+
+def test_a_plan_of_one_job_says_job(tmp_path: Path) -> None:
+    one = ["--path", "examples/queries/tick-log.yaml", "--table-definition-path", "examples/tables"]
+    result = cli("plan", *one, "--state-dir", str(tmp_path / "state"))
+    assert result.returncode == 0, result.stderr
+    assert "Plan: 1 job (1 start-clean); changes pending." in result.stdout
+
+
+def stored_examples_with(tmp_path: Path, **changed: dict[str, Any]) -> Path:
+    """A manifest store holding the examples named in `changed` as deployed (v1), with those
+    fields changed; a query change starts clean, so no checkpoint is needed."""
+    from flink_sql_runner.catalog import load_catalog
+    from flink_sql_runner.manifest import load_jobs
+    from flink_sql_runner.stored import Meta, StoredManifest
+    from flink_sql_runner.stores.local import LocalStore
+
+    catalog = load_catalog([REPO / "examples" / "tables"])
+    state = Path(os.environ["FLINK_SQL_RUNNER_STATE_DIR"])  # the state folder the CLI uses here
+    store = LocalStore(tmp_path / "store")
+    for job in load_jobs([REPO / "examples" / "queries"], None, catalog, state):
+        if job.name not in changed:
+            continue
+        store.write(
+            StoredManifest({**job.spec, **changed.get(job.name, {})}, job.tables, Meta.new(1))
+        )
+    return tmp_path / "store"
+
+
+def test_the_text_plan_shows_sql_and_code_changes_as_a_diff(tmp_path: Path) -> None:
+    store = stored_examples_with(
+        tmp_path,
+        **{
+            "expensive-orders": {
+                "sql": "SELECT order_id, price, buyer_id, order_time\nFROM orders\n"
+                "WHERE price > 5000\n",
+                "description": "old words",
+            },
+            "buyer-orders-code": {
+                "code": (REPO / "examples/queries/buyer-orders-code.yaml")
+                .read_text()
+                .split("code: |\n")[1]
+                .replace("    ", "")
+                .replace("  ", "", 1)
+                .replace('"small"', '"medium"')
+            },
+        },
+    )
+    result = cli("plan", *EXAMPLES, "--manifest-store", str(store))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("expensive-orders")))
+    assert [line.strip() for line in lines[at + 1 : at + 6]] == [
+        "~ sql: deployed -> git  [query: the query changed]",
+        "@@ -1,3 +1,3 @@",
+        "SELECT order_id, price, buyer_id, order_time",
+        "FROM orders",
+        "-WHERE price > 5000",
+    ]
+    assert lines[at + 6].strip() == "+WHERE price > 9000"
+    tilde = lines[at + 1].index("~")
+    assert lines[at + 2].startswith(" " * (tilde + 4) + "@@"), "indented under its field"
+    assert '-    size = F.when(F.col("price") > 9000, "large").otherwise("medium")' not in lines
+    code = [line.strip() for line in lines if "otherwise(" in line]
+    assert code == [
+        '-size = F.when(F.col("price") > 9000, "large").otherwise("medium")',
+        '+size = F.when(F.col("price") > 9000, "large").otherwise("small")',
+    ]
+    assert "~ description: old words -> Orders above 9000  [config: " in result.stdout
+    assert "\x1b[" not in result.stdout, "no colour when stdout is not a terminal"
+
+
+def _plan_on_a_terminal(store: Path, env: dict[str, str]) -> str:
+    """The text plan as a terminal shows it: stdout is a pseudo-terminal."""
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()
+    argv = [sys.executable, "-m", "flink_sql_runner", "plan", *EXAMPLES, "--manifest-store"]
+    try:
+        done = subprocess.run(  # noqa: S603 - a list, never a shell
+            [*argv, str(store)],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            cwd=REPO,
+            env={**os.environ, **env},
+            timeout=120,
+            check=False,
+        )
+        os.close(follower)
+        assert done.returncode == 0, done.stderr
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end is closed: all read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+    return b"".join(chunks).decode()
+
+
+def test_the_sql_diff_is_coloured_on_a_terminal_unless_no_color(tmp_path: Path) -> None:
+    sql = "SELECT order_id, price, buyer_id, order_time\nFROM orders\nWHERE price > 5000\n"
+    store = stored_examples_with(tmp_path, **{"expensive-orders": {"sql": sql}})
+    env = {k: "" for k in ("NO_COLOR",)}
+    coloured = _plan_on_a_terminal(store, env)
+    assert "\x1b[31m-WHERE price > 5000\x1b[0m" in coloured
+    assert "\x1b[32m+WHERE price > 9000\x1b[0m" in coloured
+    plain = _plan_on_a_terminal(store, {"NO_COLOR": "1"})
+    assert "\x1b[" not in plain and "-WHERE price > 5000" in plain
+
+
+KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+def keys_of(doc: Any, path: str = "") -> list[str]:
+    """Every key of a JSON document, with where it is; not inside a change's old and new
+    values (a manifest's own fields, e.g. sparkProperties' keys)."""
+    if isinstance(doc, list):
+        return [k for i, item in enumerate(doc) for k in keys_of(item, f"{path}[{i}]")]
+    if not isinstance(doc, dict):
+        return []
+    found = []
+    for key, value in doc.items():
+        found.append(f"{path}.{key}")
+        if key not in ("old", "new"):
+            found += keys_of(value, f"{path}.{key}")
+    return found
+
+
+def test_every_json_output_has_kebab_case_keys(tmp_path: Path) -> None:
+    sql = "SELECT order_id, price, buyer_id, order_time\nFROM orders\nWHERE price > 5000\n"
+    store = stored_examples_with(tmp_path, **{"expensive-orders": {"sql": sql}})
+    on_store = [*EXAMPLES, "--manifest-store", str(store), "--output", "json"]
+    outputs = {
+        "plan": cli("plan", *on_store),
+        "deploy --dry-run": cli("deploy", *on_store, "--dry-run"),
+        "status": cli("status", *on_store),
+        "stop": cli("stop", "expensive-orders", "--manifest-store", str(store), "--output", "json"),
+        "stop (error)": cli("stop", "no-such-job", "--output", "json"),
+    }
+    for what, result in outputs.items():
+        keys = keys_of(json.loads(result.stdout))
+        assert keys, what
+        assert [k for k in keys if not KEBAB.match(k.rsplit(".", 1)[1])] == [], what
+    dry = json.loads(outputs["deploy --dry-run"].stdout)
+    assert dry["dry-run"] is True and "dry_run" not in dry
+    from flink_sql_runner.apply import JobResult
+
+    fields = inspect.signature(JobResult).parameters
+    result = JobResult(**{n: None for n in fields if fields[n].default is inspect.Parameter.empty})
+    assert all(KEBAB.match(key) for key in result.to_dict()), "a deploy's per-job result"

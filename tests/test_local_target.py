@@ -223,3 +223,28 @@ def test_which_spark_submit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("SPARK_HOME")
     bundled = find_spark_submit()
     assert bundled.endswith("pyspark/bin/spark-submit") and Path(bundled).exists()
+
+
+def test_each_run_logs_to_a_file_of_its_own_and_old_ones_go(tmp_path: Path, fake_submit: Path):
+    target = LocalTarget(tmp_path / "state", spark_submit=str(fake_submit), keep_logs=3)
+    started = []
+    try:
+        # run-0 keeps running: its log stays, however many runs start after it.
+        for i in range(6):
+            sub = submission(tmp_path / f"r{i}", run_id=f"run-{i}")
+            started.append(target.submit(sub))
+            log = Path(started[-1].log)
+            deadline = time.monotonic() + 20
+            while "fake driver up" not in log.read_text() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert log.read_text().startswith("==== ") and f"run run-{i}\n" in log.read_text()
+            if i:
+                assert target.stop(started[-1].run, sub.stop_marker, timeout=20).graceful
+        logs = sorted((tmp_path / "state" / "logs" / "job").glob("*.log"))
+        assert logs == sorted(Path(s.log) for s in [started[0], *started[-3:]])
+        assert [p.name.rsplit("-run-", 1)[1] for p in logs] == ["0.log", "3.log", "4.log", "5.log"]
+    finally:
+        for s in started:
+            found = target._record_of(s.run)
+            if found and found[1]:
+                procs.kill_group(int(found[1]["pid"]), str(found[1]["started"]))

@@ -6,6 +6,10 @@ outlive the deployer: spark-submit is started behind a small gate that waits on 
 deployer and only then becomes spark-submit (`exec`, same pid); the deployer opens the gate
 after the record is written. A deployer killed in between closes the pipe, and the gate exits
 without starting anything.
+
+Each run logs to a file of its own, `<state-dir>/logs/<name>/<UTC start>-<run id>.log`; a start
+keeps the newest `KEEP_LOGS` logs of the job (and those of runs still recorded) and deletes the
+older ones.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_su
 )
 
 LOG_TAIL_LINES = 30
+#: The logs of a job's runs kept on a start (the new run's included).
+KEEP_LOGS = 5
 #: How long a killed job's processes may take to be gone before the stop is not confirmed.
 KILL_WAIT_SECONDS = 30.0
 #: Runs as `python -c GATE spark-submit ...`: becomes spark-submit once the deployer says "go".
@@ -69,11 +75,13 @@ class LocalTarget:
         spark_submit: str | None = None,
         master: str = "local[*]",
         extra_args: tuple[str, ...] = (),
+        keep_logs: int = KEEP_LOGS,
     ):
         self.state_dir = state_dir
         self.runs = state_dir / "runs"
         self.secrets = self.runs / ".secrets"
         self.logs = state_dir / "logs"
+        self.keep_logs = keep_logs
         self.spark_submit = spark_submit
         self.master = master
         self.extra_args = extra_args
@@ -162,8 +170,29 @@ class LocalTarget:
     def _secrets_file(self, run_id: str | None) -> Path:
         return self.secrets / f"{run_id}.properties"
 
+    def _log_path(self, submission: Submission) -> Path:
+        """A file of the run's own; names sort by start time."""
+        now = time.time()
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
+        return self.logs / submission.name / f"{stamp}-{submission.run_id}.log"
+
+    def _prune_logs(self, name: str) -> None:
+        """Keep the newest `keep_logs` logs of job `name`, and every log a run record names."""
+        folder = self.logs / name
+        recorded = set()
+        for _, path in self._record_files():
+            try:
+                recorded.add(Path(json.loads(path.read_text())["log"]).name)
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        logs = sorted(folder.glob("*.log")) if folder.is_dir() else []
+        for old in logs[: max(0, len(logs) - self.keep_logs)]:
+            if old.name not in recorded:
+                old.unlink(missing_ok=True)
+
     def submit(self, submission: Submission) -> Started:
-        self.logs.mkdir(parents=True, exist_ok=True)
+        log_path = self._log_path(submission)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
         properties_file = None
         if submission.secret_conf:
             self.secrets.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -171,14 +200,13 @@ class LocalTarget:
             spark_submit = find_spark_submit(self.spark_submit)
             body = properties_file_text(spark_submit, submission.secret_conf)
             write_atomically(properties_file, body, 0o600)
-        log_path = self.logs / f"{submission.name}.log"
         env = dict(os.environ)
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("PYSPARK_DRIVER_PYTHON", env["PYSPARK_PYTHON"])
         args = self.command(submission, properties_file)
         with log_path.open("ab") as log:
             log.write(
-                f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} {submission.app_name} "
+                f"==== {time.strftime('%Y-%m-%dT%H:%M:%S')} {submission.app_name} "
                 f"run {submission.run_id}\n".encode()
             )
             log.flush()
@@ -220,6 +248,7 @@ class LocalTarget:
             path.unlink(missing_ok=True)
             self._forget_secrets(submission.run_id)
             raise FsrError(f"cannot record the run of {submission.name}: {exc}") from None
+        self._prune_logs(submission.name)
         return Started(self._run(record), log=str(log_path))
 
     def liveness(self, run: Run) -> Liveness:

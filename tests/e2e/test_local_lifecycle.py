@@ -155,6 +155,9 @@ def test_job_lifecycle_keeps_every_row_exactly_once(workspace: Workspace, spark)
     result = ws.cli("stop", "ticks-job", "--stop-timeout", "30", paths=False)
     assert result.returncode == 0, result.stderr
     assert "stopped gracefully" in result.stdout
+    again = ws.cli("stop", "ticks-job", paths=False)  # a stopped job: nothing to do, no failure
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "ticks-job: already stopped; checkpoint kept\n"
     shutil.rmtree(ws.state / "checkpoints" / "ticks-job" / "2")
     result = ws.deploy()
     assert result.returncode == 1

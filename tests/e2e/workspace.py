@@ -65,19 +65,24 @@ class Workspace:
         argv = [sys.executable, "-m", "flink_sql_runner", command]
         if paths:
             argv += ["--path", str(self.jobs)]
-        argv += [
-            "--table-definition-path",
-            str(self.tables),
-            "--template-file",
-            str(self.template),
-            "--state-dir",
-            str(self.state),
-        ]
+        if command != "stop":  # stop reads no manifests or tables
+            argv += ["--table-definition-path", str(self.tables)]
+            argv += ["--template-file", str(self.template)]
+        argv += ["--state-dir", str(self.state)]
         if command not in ("validate",):
-            argv += ["--master", self.master, "--target", self.target, *self.target_options]
+            argv += ["--master", self.master, "--target", self.target]
+            argv += self._target_options(command)
         if command in ("deploy", "deploy-job"):
             argv += ["--start-timeout", "120", "--stop-timeout", "30"]
         return argv + list(args)
+
+    def _target_options(self, command: str) -> list[str]:
+        """The target's options, less --runner-path for the commands that submit nothing."""
+        options = list(self.target_options)
+        if command in ("plan", "status", "stop") and "--runner-path" in options:
+            at = options.index("--runner-path")
+            del options[at : at + 2]
+        return options
 
     def cli(
         self, command: str, *args: str, paths: bool = True, timeout: float = 300

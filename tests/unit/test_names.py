@@ -156,6 +156,9 @@ def test_a_bad_name_in_the_sql_or_manifest_is_reported_as_read(tmp_path: Path):
         load_jobs([jobs], None, catalog, tmp_path / "state")
     file = jobs / "a.yaml"
     assert [str(p) for p in raised.value.problems] == [
+        f"{file}: sql: reads table 'kafka.`bad/name`' is not allowed: read as table `bad/name` "
+        "in database `kafka`; part 'bad/name' may hold letters, digits, '_' and '-' (between "
+        "backticks), not a '-' first",
         f"{file}: target-table: 'kafka.`bad name`' is not allowed: read as table `bad name` in "
         "database `kafka`; part 'bad name' may hold letters, digits, '_' and '-' (between "
         "backticks), not a '-' first",

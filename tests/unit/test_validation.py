@@ -193,3 +193,76 @@ def test_a_checkpoint_location_in_table_options_is_refused(tmp_path: Path):
         f"{tables}: tables[0].options.checkpointLocation: the deployer sets the checkpoint "
         "location per version (<checkpoint-root>/<name>/<version>); remove it"
     ]
+
+
+def test_four_problems_of_one_manifest_are_four_lines_of_one_run(tmp_path: Path):
+    """A schema error (the output mode) does not hide the file's tables or its trigger."""
+    job = tmp_path / "four.yaml"
+    job.write_text(
+        "name: four\n"
+        "target-table: nowhere\n"
+        "outputMode: apend\n"
+        "trigger: {processingTime: 5 secnds}\n"
+        "sql: SELECT order_id FROM nosuch\n"
+    )
+    state = tmp_path / "state"
+    result = run_cli(
+        "validate", "--path", str(job), "--table-definition-path", str(TABLES),
+        "--state-dir", str(state), cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"error: {job}: outputMode: must be one of append, update, complete, got 'apend'",
+        f"error: {job}: sql: reads table 'nosuch', which is not in the table catalog",
+        f"error: {job}: target-table: table 'nowhere' is not in the table catalog",
+        f"error: {job}: trigger.processingTime: '5 secnds' is not an interval Spark reads: "
+        "unknown unit 'secnds' (did you mean 'seconds'?); write a number and a unit, e.g. "
+        "'5 seconds' or '1 minute 30 seconds' (units: microsecond, millisecond, second, minute, "
+        "hour, day, week)",
+        "4 problems; nothing was touched.",
+    ]
+    assert not state.exists()
+
+
+def test_without_a_catalog_the_unknown_tables_come_with_one_hint(tmp_path: Path):
+    result = run_cli(
+        "validate", "--path", str(REPO / "examples" / "queries"),
+        "--state-dir", str(tmp_path / "state"), cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert len([line for line in lines if "is not in the table catalog" in line]) == 8
+    assert [line for line in lines if not line.startswith("error: ")] == [
+        "hint: no table is declared: pass the table catalog (YAML or SQL files, or folders of "
+        "them) with --table-definition-path",
+        "8 problems; nothing was touched.",
+    ]
+
+
+def test_a_catalog_that_lacks_one_table_gets_no_hint(tmp_path: Path):
+    result = run_cli(
+        "validate", "--path", str(BROKEN / "unknown-source-table.yaml"),
+        "--table-definition-path", str(TABLES), "--state-dir", str(tmp_path / "state"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "hint:" not in result.stderr
+
+
+def test_a_template_s_trigger_interval_is_checked_once_against_the_template(tmp_path: Path):
+    template = tmp_path / "template.yaml"
+    template.write_text("checkpoint-root: /tmp/c\ntrigger: {continuous: 1 sec}\n")
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    for name in ("a", "b"):
+        (jobs / f"{name}.yaml").write_text(
+            f"name: {name}\ntarget-table: {name}_out\nsql: SELECT order_id FROM orders\n"
+        )
+    with pytest.raises(InvalidInput) as raised:
+        load_jobs([jobs], template, load_catalog([TABLES]), tmp_path / "state")
+    fields = [(p.file, p.field) for p in raised.value.problems]
+    assert (str(template), "trigger.continuous") in fields
+    assert [f for f in fields if f[1].startswith("trigger")] == [
+        (str(template), "trigger.continuous")
+    ]

@@ -1,0 +1,74 @@
+"""Every command's --help lists only the options it uses: each option of the shared groups is
+of use only to a command that does what it is for (loads manifests, submits, stops, ...), and
+every option a command takes is read by it (by name in its body, or through settings_from)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import click
+
+from flink_sql_runner import cli
+
+#: What each command does, as far as options are concerned.
+DOES = {
+    "validate": {"loads"},
+    "plan": {"loads", "store", "target", "output"},
+    "deploy": {"loads", "store", "target", "output", "submits", "stops", "locks"},
+    "deploy-job": {"loads", "store", "target", "output", "submits", "stops", "locks"},
+    "status": {"loads", "store", "target", "output"},
+    "stop": {"store", "target", "output", "stops", "locks"},
+    "watch": {"store", "target", "submits", "stops"},
+    "resume": {"store"},
+    "migrate": {"locks"},
+    "lineage": {"loads", "output"},
+}
+#: The options of the shared groups, by what they are for.
+FOR = {
+    "--table-definition-path": "loads",
+    "--template-file": "loads",
+    "--strict-properties": "loads",
+    "--manifest-store": "store",
+    "--target": "target",
+    "--master": "target",
+    "--rest-gateway": "target",
+    "--cluster-api": "target",
+    "--namespace": "target",
+    "--spark-submit": "target",
+    "--runner-path": "submits",
+    "--start-timeout": "submits",
+    "--stop-timeout": "stops",
+    "--lock-timeout": "locks",
+    "--output": "output",
+}
+
+
+def options_of(command: click.Command) -> set[str]:
+    return {p.opts[0] for p in command.params if isinstance(p, click.Option)}
+
+
+def test_every_command_is_known_here():
+    assert set(cli.main.commands) == set(DOES), "a new command: say what it does in DOES"
+
+
+def test_each_command_takes_the_shared_options_it_uses_and_no_other():
+    for name, command in cli.main.commands.items():
+        taken = {option for option in options_of(command) if option in FOR}
+        wanted = {option for option, purpose in FOR.items() if purpose in DOES[name]}
+        assert taken == wanted, (name, sorted(taken - wanted), sorted(wanted - taken))
+
+
+def test_every_option_a_command_takes_is_read():
+    assert 'kwargs.get("debug"' in inspect.getsource(cli.handle_errors), "--debug is read there"
+    settings_reads = set(re.findall(r'kw\.get\("(\w+)"', inspect.getsource(cli.settings_from)))
+    for name, command in cli.main.commands.items():
+        callback = inspect.unwrap(command.callback)
+        body = inspect.getsource(callback).split(":\n", 1)[1]  # after the signature
+        named = set(inspect.signature(callback).parameters) - {"kw", "debug"}
+        for param in command.params:
+            if param.name in named:
+                assert re.search(rf"\b{param.name}\b", body), (name, param.name, "never read")
+            elif param.opts[0] in FOR:
+                assert "settings_from(" in body, (name, param.name)
+                assert param.name in settings_reads, (name, param.name, "settings_from skips it")
