@@ -7,6 +7,10 @@ promises that need more than one step:
   phase by phase, so a deployer killed at any moment leaves enough for the next deploy to settle
   on evidence of the run itself.
 - Before every side effect it checks that it still holds the store's lease (lock.py).
+- Interrupted (`interrupt()`, on the first Ctrl-C), it begins no other job but finishes the jobs
+  in flight, each to the end of its steps, so none is left half done; a job never begun writes
+  nothing, not even an intent record. Interrupted again (a KeyboardInterrupt while it waits), it
+  stops acting at once: `Abandoned`, the in-flight jobs' intent records left for the next deploy.
 - A start counts only once its run reports a completed trigger. When it does not, the new run
   is stopped and, once it is confirmed gone, the decision's rollback runs: the previous run is
   started again from its checkpoint and the store keeps the previous manifest. A new run that
@@ -16,6 +20,7 @@ promises that need more than one step:
 from __future__ import annotations
 
 import json
+import threading
 import time
 import traceback
 import uuid
@@ -63,7 +68,7 @@ class JobResult:
     summary: str
     detail: str = ""
     steps: list[str] = field(default_factory=list)
-    #: done, unchanged, failed, rolled-back, held-back
+    #: done, unchanged, failed, rolled-back, held-back, not-begun
     outcome: str = "done"
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +97,26 @@ class StartFailed(FsrError):
     def __init__(self, message: str, gone: bool):
         super().__init__(message)
         self.gone = gone
+
+
+class Abandoned(FsrError):
+    """A deploy interrupted twice stopped at once: the results of the jobs that finished, and
+    what the jobs still in flight were doing (their intent records stay)."""
+
+    exit_code = 130
+
+    def __init__(self, results: dict[str, JobResult], in_flight: dict[str, str]):
+        doing = "; ".join(f"{name}: {what}" for name, what in in_flight.items())
+        super().__init__(
+            "left at once"
+            + (
+                f" while in flight ({doing}); the next deploy settles these from their intent "
+                "records"
+                if in_flight
+                else ""
+            )
+        )
+        self.results, self.in_flight = results, in_flight
 
 
 def _first_line(text: str) -> str:
@@ -125,25 +150,64 @@ class Executor:
         self.parallelism = max(1, parallelism)
         self.lease = lease
         self.debug = debug
+        #: Set by interrupt(): no job is begun from then on.
+        self.stopping = threading.Event()
+        #: The jobs in flight: what each is doing now and what it will still do.
+        self._doing: dict[str, str] = {}
+        #: The jobs with steps not begun yet.
+        self._todo: list[str] = []
+        self._begin = threading.Lock()  # one job begins, or the deploy stops beginning jobs
+
+    # -- interrupting -------------------------------------------------------------------------
+    def interrupt(self) -> tuple[dict[str, str], list[str]]:
+        """Begin no other job; the jobs in flight finish their steps. What each job in flight
+        is doing, and the jobs that will not be begun."""
+        with self._begin:
+            self.stopping.set()
+            return dict(self._doing), list(self._todo)
+
+    def in_flight(self) -> dict[str, str]:
+        with self._begin:
+            return dict(self._doing)
+
+    def _doing_now(self, name: str, steps: tuple[Step, ...], index: int) -> None:
+        now = steps[index].describe()
+        then = ", ".join(step.describe() for step in steps[index + 1 :])
+        with self._begin:
+            self._doing[name] = now + (f" (then {then})" if then else "")
 
     # -- scheduling ---------------------------------------------------------------------------
     def apply(self, plan: Plan, progress: Progress | None = None) -> dict[str, JobResult]:
-        """Every decision's result, by job name in plan order."""
+        """Every decision's result, by job name in plan order. A KeyboardInterrupt while it
+        waits for the jobs in flight abandons them: Abandoned, with the results so far."""
         results: dict[str, JobResult] = {}
         waiting = list(plan.decisions)
         names = {d.name for d in plan.decisions}
+        with self._begin:
+            self._todo = [d.name for d in plan.decisions if d.steps]
 
         def one(decision: Decision) -> JobResult:
             acts = bool(decision.steps)
-            if progress and acts:
-                progress.started(decision.name, decision.action.value)
-            result = self.apply_one(decision)
-            if progress and acts:
-                progress.finished(decision.name, result.ok)
-            return result
+            if acts:
+                with self._begin:
+                    if self.stopping.is_set():
+                        return _not_begun(decision)
+                    self._todo.remove(decision.name)
+                    self._doing[decision.name] = "beginning"
+            try:
+                if progress and acts:
+                    progress.started(decision.name, decision.action.value)
+                result = self.apply_one(decision)
+                if progress and acts:
+                    progress.finished(decision.name, result.ok)
+                return result
+            finally:
+                with self._begin:
+                    self._doing.pop(decision.name, None)
 
-        with ThreadPoolExecutor(self.parallelism, thread_name_prefix="deploy") as pool:
-            running: dict[Future[JobResult], Decision] = {}
+        pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="deploy")
+        running: dict[Future[JobResult], Decision] = {}
+        try:
             while waiting or running:
                 for decision in list(waiting):
                     before = [a for a in decision.after if a in names]
@@ -151,7 +215,11 @@ class Executor:
                         continue
                     waiting.remove(decision)
                     failed = [a for a in before if not results[a].ok]
-                    if failed:
+                    if failed and decision.steps and self.stopping.is_set():
+                        results[decision.name] = _not_begun(decision)
+                    elif failed:
+                        with self._begin:
+                            self._todo = [n for n in self._todo if n != decision.name]
                         results[decision.name] = _held_back(decision, failed)
                     else:
                         running[pool.submit(one, decision)] = decision
@@ -161,7 +229,24 @@ class Executor:
                     break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
-                    results[running.pop(future).name] = future.result()
+                    results[running[future].name] = future.result()
+                    del running[future]
+        except KeyboardInterrupt:
+            in_flight, _ = self.interrupt()
+            if self.lease is not None:
+                self.lease.abandon("the deploy was interrupted twice")
+            pool.shutdown(wait=False, cancel_futures=True)
+            for future, decision in running.items():
+                if future.done() and not future.cancelled():
+                    results[decision.name] = future.result()
+            raise Abandoned(
+                {d.name: results[d.name] for d in plan.decisions if d.name in results},
+                {n: w for n, w in in_flight.items() if n not in results},
+            ) from None
+        except BaseException:
+            pool.shutdown(wait=True)
+            raise
+        pool.shutdown(wait=True)
         return {d.name: results[d.name] for d in plan.decisions}
 
     def apply_one(self, decision: Decision) -> JobResult:
@@ -272,7 +357,8 @@ class Executor:
         phase: Callable[..., None],
     ) -> None:
         ran_on: str | None = None  # the Spark the healthy run of these steps reported
-        for step in steps:
+        for index, step in enumerate(steps):
+            self._doing_now(result.name, steps, index)
             self._check()
             if isinstance(step, DropIntent):
                 self.intents.delete(result.name)
@@ -464,6 +550,15 @@ class Executor:
 def _spark_version(status: dict[str, Any] | None) -> str | None:
     found = (status or {}).get("spark-version")
     return str(found) if found else None
+
+
+def _not_begun(decision: Decision) -> JobResult:
+    return JobResult(
+        decision.name,
+        False,
+        "not begun: the deploy was interrupted before it (deploy again to carry it out)",
+        outcome="not-begun",
+    )
 
 
 def _held_back(decision: Decision, failed: list[str]) -> JobResult:

@@ -90,6 +90,10 @@ def plan_text(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+def _outcome(results: dict[str, JobResult], name: str) -> str | None:
+    return results[name].outcome if name in results else None
+
+
 def results_text(plan: Plan, results: dict[str, JobResult]) -> str:
     """What a deploy did, one block per job that was acted on, in plan order."""
     lines = []
@@ -97,13 +101,24 @@ def results_text(plan: Plan, results: dict[str, JobResult]) -> str:
         result = results.get(decision.name)
         if result is None or (not decision.steps and result.outcome != "held-back"):
             continue  # nothing done; an error's reason is in the plan above
-        mark = "ok  " if result.ok else "FAIL"
+        mark = "ok  " if result.ok else ("--  " if result.outcome == "not-begun" else "FAIL")
         lines.append(f"{mark} {decision.name}: {result.summary}")
         lines.extend(f"       {step}" for step in result.steps)
         lines.extend(f"       | {line}" for line in result.detail.splitlines())
-    failed = [d.name for d in plan.decisions if d.name in results and not results[d.name].ok]
+    not_begun = [d.name for d in plan.decisions if _outcome(results, d.name) == "not-begun"]
+    failed = [
+        d.name
+        for d in plan.decisions
+        if d.name in results and not results[d.name].ok and d.name not in not_begun
+    ]
     lines.append("")
-    if failed:
+    if not_begun:
+        lines.append(
+            f"Deploy interrupted: {len(not_begun)} not begun ({', '.join(not_begun)})"
+            + (f", {len(failed)} failed ({', '.join(failed)})" if failed else "")
+            + "; deploy again to carry out the rest."
+        )
+    elif failed:
         lines.append(f"Deploy finished with {len(failed)} failed: {', '.join(failed)}.")
     else:
         lines.append("Deploy finished: all jobs ok.")
