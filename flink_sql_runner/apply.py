@@ -68,7 +68,7 @@ class JobResult:
     summary: str
     detail: str = ""
     steps: list[str] = field(default_factory=list)
-    #: done, unchanged, failed, rolled-back, held-back, not-begun
+    #: done, unchanged, failed, rolled-back, held-back, not-begun, left-in-flight
     outcome: str = "done"
 
     def to_dict(self) -> dict[str, Any]:
@@ -100,8 +100,9 @@ class StartFailed(FsrError):
 
 
 class Abandoned(FsrError):
-    """A deploy interrupted twice stopped at once: the results of the jobs that finished, and
-    what the jobs still in flight were doing (their intent records stay)."""
+    """A deploy interrupted twice stopped at once: every job's result (`left-in-flight` for the
+    jobs in flight, whose intent records stay; `not-begun`), and what those in flight were
+    doing."""
 
     exit_code = 130
 
@@ -239,9 +240,14 @@ class Executor:
             for future, decision in running.items():
                 if future.done() and not future.cancelled():
                     results[decision.name] = future.result()
+            left = {n: w for n, w in in_flight.items() if n not in results}
+            for decision in plan.decisions:
+                if decision.name in left:
+                    results[decision.name] = _left_in_flight(decision, left[decision.name])
+                elif decision.steps and decision.name not in results:
+                    results[decision.name] = _not_begun(decision)
             raise Abandoned(
-                {d.name: results[d.name] for d in plan.decisions if d.name in results},
-                {n: w for n, w in in_flight.items() if n not in results},
+                {d.name: results[d.name] for d in plan.decisions if d.name in results}, left
             ) from None
         except BaseException:
             pool.shutdown(wait=True)
@@ -558,6 +564,15 @@ def _not_begun(decision: Decision) -> JobResult:
         False,
         "not begun: the deploy was interrupted before it (deploy again to carry it out)",
         outcome="not-begun",
+    )
+
+
+def _left_in_flight(decision: Decision, doing: str) -> JobResult:
+    return JobResult(
+        decision.name,
+        False,
+        f"left in flight ({doing}): its intent record stays; the next deploy settles it",
+        outcome="left-in-flight",
     )
 
 

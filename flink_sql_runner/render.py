@@ -11,6 +11,8 @@ from flink_sql_runner.plan import Action, Decision, Plan
 from flink_sql_runner.secrets import mask
 
 TEXT_VALUE_LIMIT = 60
+#: How the results of an interrupted deploy mark the jobs it did not finish.
+INTERRUPTED_MARKS = {"not-begun": "--  ", "left-in-flight": "??  "}
 
 
 def change_dict(change: Change) -> dict[str, Any]:
@@ -101,22 +103,30 @@ def results_text(plan: Plan, results: dict[str, JobResult]) -> str:
         result = results.get(decision.name)
         if result is None or (not decision.steps and result.outcome != "held-back"):
             continue  # nothing done; an error's reason is in the plan above
-        mark = "ok  " if result.ok else ("--  " if result.outcome == "not-begun" else "FAIL")
+        mark = "ok  " if result.ok else INTERRUPTED_MARKS.get(result.outcome, "FAIL")
         lines.append(f"{mark} {decision.name}: {result.summary}")
         lines.extend(f"       {step}" for step in result.steps)
         lines.extend(f"       | {line}" for line in result.detail.splitlines())
-    not_begun = [d.name for d in plan.decisions if _outcome(results, d.name) == "not-begun"]
+    unfinished = {
+        outcome: [d.name for d in plan.decisions if _outcome(results, d.name) == outcome]
+        for outcome in INTERRUPTED_MARKS
+    }
     failed = [
         d.name
         for d in plan.decisions
-        if d.name in results and not results[d.name].ok and d.name not in not_begun
+        if d.name in results
+        and not results[d.name].ok
+        and results[d.name].outcome not in INTERRUPTED_MARKS
     ]
     lines.append("")
-    if not_begun:
+    if any(unfinished.values()):
+        counts = [
+            f"{len(names)} {outcome.replace('-', ' ')} ({', '.join(names)})"
+            for outcome, names in [*unfinished.items(), ("failed", failed)]
+            if names
+        ]
         lines.append(
-            f"Deploy interrupted: {len(not_begun)} not begun ({', '.join(not_begun)})"
-            + (f", {len(failed)} failed ({', '.join(failed)})" if failed else "")
-            + "; deploy again to carry out the rest."
+            f"Deploy interrupted: {', '.join(counts)}; deploy again to carry out the rest."
         )
     elif failed:
         lines.append(f"Deploy finished with {len(failed)} failed: {', '.join(failed)}.")

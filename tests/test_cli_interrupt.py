@@ -201,6 +201,14 @@ def test_a_second_ctrl_c_leaves_at_once_and_the_next_deploy_settles_the_rest(ws,
     assert code == 130, out + err
     assert "interrupted again: left at once while in flight (job-a: start v1 clean" in err
     assert "the next deploy settles these from their intent records" in err
+    # What it printed: no job finished, two left in flight, one not begun.
+    assert "??   job-a: left in flight (start v1 clean in " in out
+    assert "its intent record stays; the next deploy settles it" in out
+    assert "--   job-c: not begun" in out
+    assert (
+        "Deploy interrupted: 1 not begun (job-c), 2 left in flight (job-a, job-b); deploy again "
+        "to carry out the rest." in out
+    )
     assert intents(ws) == ["job-a.json", "job-b.json"], "the runs in flight may be up"
     assert not (ws.state / "manifests" / ".lock").exists(), "the lock was released"
 
