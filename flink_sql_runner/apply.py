@@ -8,9 +8,10 @@ promises that need more than one step:
   on evidence of the run itself.
 - Before every side effect it checks that it still holds the store's lease (lock.py).
 - Interrupted (`interrupt()`, on the first Ctrl-C), it begins no other job but finishes the jobs
-  in flight, each to the end of its steps, so none is left half done; a job never begun writes
-  nothing, not even an intent record. Interrupted again (a KeyboardInterrupt while it waits), it
-  stops acting at once: `Abandoned`, the in-flight jobs' intent records left for the next deploy.
+  in flight, each to the end of its steps (a job whose stops are done still gets its starts), so
+  none is left half done; a job never begun writes nothing, not even an intent record.
+  Interrupted again (a KeyboardInterrupt while it waits), it stops acting at once: `Abandoned`,
+  the in-flight jobs' intent records left for the next deploy.
 - A start counts only once its run reports a completed trigger. When it does not, the new run
   is stopped and, once it is confirmed gone, the decision's rollback runs: the previous run is
   started again from its checkpoint and the store keeps the previous manifest. A new run that
@@ -24,7 +25,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -68,7 +69,8 @@ class JobResult:
     summary: str
     detail: str = ""
     steps: list[str] = field(default_factory=list)
-    #: done, unchanged, failed, rolled-back, held-back, not-begun, left-in-flight
+    #: done, unchanged, failed, rolled-back, skipped (held back: a job it waits for failed),
+    #: and for an interrupted deploy not-begun, left-in-flight
     outcome: str = "done"
 
     def to_dict(self) -> dict[str, Any]:
@@ -175,70 +177,135 @@ class Executor:
         now = steps[index].describe()
         then = ", ".join(step.describe() for step in steps[index + 1 :])
         with self._begin:
-            self._doing[name] = now + (f" (then {then})" if then else "")
+            if name in self._doing:
+                self._doing[name] = now + (f" (then {then})" if then else "")
+
+    def _begins(self, decision: Decision) -> bool:
+        """Whether `decision` may begin (it is then in flight): not once interrupted."""
+        with self._begin:
+            if self.stopping.is_set():
+                return False
+            if decision.name in self._todo:
+                self._todo.remove(decision.name)
+            self._doing[decision.name] = "beginning"
+            return True
+
+    def _done(self, name: str) -> None:
+        with self._begin:
+            self._doing.pop(name, None)
+            if name in self._todo:
+                self._todo.remove(name)
 
     # -- scheduling ---------------------------------------------------------------------------
     def apply(self, plan: Plan, progress: Progress | None = None) -> dict[str, JobResult]:
-        """Every decision's result, by job name in plan order. A KeyboardInterrupt while it
-        waits for the jobs in flight abandons them: Abandoned, with the results so far."""
+        """Every decision's result, by job name in plan order.
+
+        A decision runs in two parts: its stops (everything before its first start), once the
+        jobs in its `stop_after` have stopped; then its starts, once every job in its `after`
+        is done. When one of those failed, its starts are held back (`skipped`), and what its
+        stops stopped is started again from its checkpoint (its rollback).
+
+        Once interrupted, no decision begins (`not-begun`); one whose stops are done still gets
+        its starts. A KeyboardInterrupt while it waits abandons the jobs in flight: Abandoned,
+        with every result so far."""
         results: dict[str, JobResult] = {}
-        waiting = list(plan.decisions)
         names = {d.name for d in plan.decisions}
         with self._begin:
             self._todo = [d.name for d in plan.decisions if d.steps]
+        waiting = list(plan.decisions)  # nothing done yet
+        stopped: dict[str, tuple[Decision, _Parts]] = {}  # stops done, starts waiting
+        stops_done: set[str] = set()
 
-        def one(decision: Decision) -> JobResult:
-            acts = bool(decision.steps)
-            if acts:
-                with self._begin:
-                    if self.stopping.is_set():
-                        return _not_begun(decision)
-                    self._todo.remove(decision.name)
-                    self._doing[decision.name] = "beginning"
-            try:
-                if progress and acts:
-                    progress.started(decision.name, decision.action.value)
-                result = self.apply_one(decision)
-                if progress and acts:
-                    progress.finished(decision.name, result.ok)
-                return result
-            finally:
-                with self._begin:
-                    self._doing.pop(decision.name, None)
+        announced: set[str] = set()
+
+        def announce(decision: Decision) -> None:
+            """Progress says a job began when it acts, not while it waits for another."""
+            if progress and decision.steps and decision.name not in announced:
+                announced.add(decision.name)
+                progress.started(decision.name, decision.action.value)
+
+        def begin(decision: Decision) -> tuple[_Parts | None, JobResult]:
+            if decision.steps and not self._begins(decision):
+                return None, _not_begun(decision)
+            result = JobResult(decision.name, True, "", outcome="unchanged")
+            if _first_start(decision.steps) > 0:
+                announce(decision)
+            parts = self._parts(decision, result)
+            if parts is not None and not self._advance(parts, result, None):
+                parts = None
+            return parts, result
+
+        def resume(parts: _Parts, result: JobResult, held: list[str] | None) -> JobResult:
+            if not held:
+                announce(parts.decision)
+            self._advance(parts, result, held)
+            return result
 
         pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="deploy")
-        running: dict[Future[JobResult], Decision] = {}
+        running: dict[Future[Any], tuple[str, Decision]] = {}
+
+        def finish(decision: Decision, result: JobResult) -> None:
+            results[decision.name] = result
+            stops_done.add(decision.name)
+            self._done(decision.name)
+            if progress and decision.steps and result.outcome != "not-begun":
+                progress.finished(decision.name, result.ok, skipped=result.outcome == "skipped")
+
         try:
-            while waiting or running:
-                for decision in list(waiting):
-                    before = [a for a in decision.after if a in names]
-                    if any(a not in results for a in before):
+            index = {d.name: i for i, d in enumerate(plan.decisions)}
+            while waiting or stopped or running:
+                ready: list[tuple[int, str, Decision]] = []
+                for decision in waiting:
+                    if not any(s in names and s not in stops_done for s in decision.stop_after):
+                        ready.append((index[decision.name], "begin", decision))
+                for decision, _parts in stopped.values():
+                    if all(a in results for a in decision.after if a in names):
+                        ready.append((index[decision.name], "resume", decision))
+                # Plan order within --parallelism: a job that began goes on before the next.
+                for _, kind, decision in sorted(ready, key=lambda r: r[0]):
+                    if len(running) >= self.parallelism:
+                        break
+                    if kind == "begin":
+                        waiting.remove(decision)
+                        running[pool.submit(begin, decision)] = ("begin", decision)
                         continue
-                    waiting.remove(decision)
+                    _, parts = stopped.pop(decision.name)
+                    before = [a for a in decision.after if a in names]
                     failed = [a for a in before if not results[a].ok]
-                    if failed and decision.steps and self.stopping.is_set():
-                        results[decision.name] = _not_begun(decision)
-                    elif failed:
-                        with self._begin:
-                            self._todo = [n for n in self._todo if n != decision.name]
-                        results[decision.name] = _held_back(decision, failed)
-                    else:
-                        running[pool.submit(one, decision)] = decision
-                if not running:
-                    for decision in waiting:  # a cycle of `after`: never the case in a plan
-                        results[decision.name] = _held_back(decision, list(decision.after))
-                    break
+                    held = [_why_held(a, results[a], decision) for a in failed] or None
+                    running[pool.submit(resume, parts, parts.result, held)] = ("resume", decision)
+                if not running:  # a cycle of `after`/`stop_after`: the plan never makes one
+                    for decision in waiting:
+                        finish(decision, _held_back(decision, ["in a cycle of jobs"]))
+                    waiting.clear()
+                    for decision, parts in stopped.values():
+                        held = ["in a cycle of jobs"]
+                        running[pool.submit(resume, parts, parts.result, held)] = (
+                            "resume",
+                            decision,
+                        )
+                    stopped.clear()
+                    if not running:
+                        break
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
-                    results[running[future].name] = future.result()
-                    del running[future]
+                    kind, decision = running.pop(future)
+                    if kind == "resume":
+                        finish(decision, future.result())
+                        continue
+                    parts, result = future.result()
+                    stops_done.add(decision.name)
+                    if parts is None:
+                        finish(decision, result)
+                    else:
+                        stopped[decision.name] = (decision, parts)
         except KeyboardInterrupt:
             in_flight, _ = self.interrupt()
             if self.lease is not None:
                 self.lease.abandon("the deploy was interrupted twice")
             pool.shutdown(wait=False, cancel_futures=True)
-            for future, decision in running.items():
-                if future.done() and not future.cancelled():
+            for future, (kind, decision) in running.items():
+                if kind == "resume" and future.done() and not future.cancelled():
                     results[decision.name] = future.result()
             left = {n: w for n, w in in_flight.items() if n not in results}
             for decision in plan.decisions:
@@ -256,16 +323,38 @@ class Executor:
         return {d.name: results[d.name] for d in plan.decisions}
 
     def apply_one(self, decision: Decision) -> JobResult:
+        """One decision, stops and starts in one go (no other job to wait for)."""
         result = JobResult(decision.name, True, "", outcome="unchanged")
+        parts = self._parts(decision, result)
+        if parts is not None and self._advance(parts, result, None):
+            self._advance(parts, result, None)
+        return result
+
+    def _parts(self, decision: Decision, result: JobResult) -> _Parts | None:
+        """The decision as a generator paused between its stops and its starts; None when
+        there is nothing to carry out (`result` then says why)."""
+        if decision.action is Action.ERROR:
+            result.ok, result.summary, result.outcome = False, decision.reason, "failed"
+            return None
+        if not decision.steps:
+            orphaned = decision.action is Action.ORPHANED
+            result.summary = "left alone (orphaned)" if orphaned else "unchanged"
+            return None
+        result.outcome = "done"
+        return _Parts(decision, self._carry_out(decision, result), result)
+
+    def _advance(self, parts: _Parts, result: JobResult, held: list[str] | None) -> bool:
+        """Run the next part (the first `send` runs the stops; the second the starts, or with
+        `held` the hold-back); True when the decision paused before its starts."""
         try:
-            if decision.action is Action.ERROR:
-                result.ok, result.summary, result.outcome = False, decision.reason, "failed"
-            elif not decision.steps:
-                orphaned = decision.action is Action.ORPHANED
-                result.summary = "left alone (orphaned)" if orphaned else "unchanged"
+            if not parts.begun:
+                parts.begun = True
+                next(parts.steps)
             else:
-                result.outcome = "done"
-                self._carry_out(decision, result)
+                parts.steps.send(held)
+            return True
+        except StopIteration:
+            return False
         except FsrError as exc:
             result.ok, result.outcome = False, "failed"
             result.summary = _first_line(str(exc))
@@ -275,16 +364,18 @@ class Executor:
             result.summary = f"unexpected error: {type(exc).__name__}: {_first_line(str(exc))}"
             if self.debug:
                 result.detail = traceback.format_exc()
-        return result
+        return False
 
     # -- one decision ---------------------------------------------------------------------------
     def _check(self) -> None:
         if self.lease is not None:
             self.lease.check()
 
-    def _carry_out(self, decision: Decision, result: JobResult) -> None:
+    def _carry_out(self, decision: Decision, result: JobResult) -> Generator[None, Any, None]:
         """The decision's steps; on a start that is not healthy, its rollback. Sets `result`;
-        FsrError when the job failed."""
+        FsrError when the job failed. Pauses (yields) once, after its stops, before its first
+        start; sent a list of reasons there, it holds its starts back: what it stopped is
+        started again from its checkpoint (its rollback) and the job is `skipped`."""
         name = decision.name
         run_id = str(uuid.uuid4())
         record = [s.manifest for s in decision.steps if isinstance(s, Record)]
@@ -307,8 +398,14 @@ class Executor:
                 intent = intent.at(to, submission_id)
             self.intents.write(intent)
 
+        split = _first_start(decision.steps)
         try:
-            self._steps(decision.steps, result, run_id, phase)
+            self._steps(decision.steps[:split], result, run_id, phase)
+            held = (yield) if split < len(decision.steps) else None
+            if held:
+                self._hold_back(decision, result, held, intent is not None, phase)
+                return
+            self._steps(decision.steps[split:], result, run_id, phase)
         except StartFailed as failure:
             if not failure.gone:
                 raise FsrError(
@@ -348,6 +445,42 @@ class Executor:
             self.intents.delete(name)
         if not result.summary:
             result.summary = "; ".join(result.steps[-1:]) or "done"
+
+    def _hold_back(
+        self,
+        decision: Decision,
+        result: JobResult,
+        held: list[str],
+        stopped: bool,
+        phase: Callable[..., None],
+    ) -> None:
+        """Skip the starts of `decision`; a run its stops stopped starts again from its
+        checkpoint, the store unchanged."""
+        result.ok, result.outcome = False, "skipped"
+        result.summary = f"skipped: held back, {'; '.join(held)}"
+        if not stopped:
+            return
+        if not decision.rollback:
+            result.summary += "; it stays stopped (no previous run to start again)"
+            self.intents.delete(decision.name)
+            return
+        phase(Phase.ROLLING_BACK)
+        try:
+            self._steps(decision.rollback, result, str(uuid.uuid4()), lambda *_: None)
+        except StartFailed as again:
+            if again.gone:
+                self.intents.delete(decision.name)
+            raise FsrError(
+                f"held back ({'; '.join(held)}), and starting the previous run again failed: "
+                f"{_first_line(str(again))}"
+            ) from None
+        self.intents.delete(decision.name)
+        back = next(s for s in decision.rollback if isinstance(s, StartRun))
+        result.ok, result.outcome = False, "skipped"
+        result.summary = (
+            f"skipped: held back, {'; '.join(held)}; v{back.manifest.meta.query_version} "
+            "running again from its checkpoint, the store unchanged"
+        )
 
     def _forget_intent(self, name: str) -> None:
         try:
@@ -558,6 +691,31 @@ def _spark_version(status: dict[str, Any] | None) -> str | None:
     return str(found) if found else None
 
 
+@dataclass
+class _Parts:
+    """A decision being carried out: `_carry_out`'s generator and its result."""
+
+    decision: Decision
+    steps: Generator[None, Any, None]
+    result: JobResult
+    begun: bool = False
+
+
+def _first_start(steps: tuple[Step, ...]) -> int:
+    """Where a decision's starts begin: its first StartRun or AwaitRun (len(steps) if none)."""
+    for i, step in enumerate(steps):
+        if isinstance(step, (StartRun, AwaitRun)):
+            return i
+    return len(steps)
+
+
+def _why_held(other: str, result: JobResult, decision: Decision) -> str:
+    if result.outcome == "skipped":
+        return f"{other} was held back"
+    what = decision.why_after.get(other, "must finish first")
+    return f"{other} ({what}) {result.outcome.replace('-', ' ')}"
+
+
 def _not_begun(decision: Decision) -> JobResult:
     return JobResult(
         decision.name,
@@ -576,10 +734,7 @@ def _left_in_flight(decision: Decision, doing: str) -> JobResult:
     )
 
 
-def _held_back(decision: Decision, failed: list[str]) -> JobResult:
+def _held_back(decision: Decision, why: list[str]) -> JobResult:
     return JobResult(
-        decision.name,
-        False,
-        f"held back: {', '.join(failed)} did not finish first",
-        outcome="held-back",
+        decision.name, False, f"skipped: held back, {'; '.join(why)}", outcome="skipped"
     )

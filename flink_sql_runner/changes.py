@@ -39,7 +39,7 @@ class ChangeKind(IntEnum):
         return self.name.lower()
 
 
-CONFIG, QUERY = ChangeKind.CONFIG, ChangeKind.QUERY
+NONE, CONFIG, QUERY = ChangeKind.NONE, ChangeKind.CONFIG, ChangeKind.QUERY
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,7 @@ JOB_RULES: dict[str, Rule] = {
     "description": Rule(CONFIG, "metadata only"),
     "trigger": Rule(CONFIG, "the checkpoint survives a new trigger interval"),
     "desired-state": Rule(CONFIG, "running or stopped"),
+    "reprocessing": Rule(NONE, "how it follows its producers; its run is not touched"),
     "metadata-columns": Rule(CONFIG, "columns appended after the query"),
     "migrated-from": Rule(QUERY, "the original tool's (Flink) state cannot be restored by Spark"),
 }
@@ -500,6 +501,8 @@ def safe_to_change_markdown() -> str:
     flink_sql_runner.changes` prints it)."""
 
     def verdict(rule: Rule) -> str:
+        if rule.kind is NONE:
+            return "nothing (recorded at the next change)"
         return "restart from checkpoint" if rule.kind is CONFIG else "**new version**"
 
     rows = ["| where | what | on change | why |", "|---|---|---|---|"]

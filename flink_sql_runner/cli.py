@@ -32,6 +32,7 @@ from flink_sql_runner.errors import (
     InvalidInput,
 )
 from flink_sql_runner.interrupts import EXIT_INTERRUPTED, DeployInterrupts
+from flink_sql_runner.lineage import build_lineage
 from flink_sql_runner.manifest import Job
 from flink_sql_runner.migrate import migrate as migrate_stores
 from flink_sql_runner.migrate import migration_lines
@@ -45,6 +46,9 @@ from flink_sql_runner.plan import Plan
 from flink_sql_runner.progress import Progress
 from flink_sql_runner.properties import PropertyRules
 from flink_sql_runner.render import plan_json, plan_text, results_text
+from flink_sql_runner.render_lineage import OUTPUTS as LINEAGE_OUTPUTS
+from flink_sql_runner.render_lineage import render_lineage
+from flink_sql_runner.render_markdown import plan_markdown
 from flink_sql_runner.status import status_json, status_rows, status_text
 from flink_sql_runner.stores import open_store, store_uri_from_legacy
 from flink_sql_runner.timing import mark
@@ -341,6 +345,34 @@ def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
 @main.command()
 @path_option
 @input_options
+@click.option(
+    "--output",
+    type=click.Choice(LINEAGE_OUTPUTS),
+    default="text",
+    show_default=True,
+    envvar=_env("LINEAGE_OUTPUT"),
+    help="text for people, json for machines, mermaid or dot (Graphviz) for a diagram.",
+)
+@handle_errors
+def lineage(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
+    """Show which job writes what another reads, offline: the jobs (producers first), the
+    tables and where their data is, the links between jobs, the tables no job uses, cycles.
+
+    \b
+    Exit codes: 0 ok, 1 jobs feed each other in a cycle (everything is printed all the
+    same; each cycle is named on stderr), 2 invalid input.
+    """
+    deployment = Deployment(settings_from(paths, **kw))
+    graph = build_lineage(load(deployment), catalog=deployment.catalog())
+    click.echo(render_lineage(graph, output, base=str(Path.cwd())))
+    for cycle in graph.cycles:
+        click.echo(f"error: jobs feed each other: {' -> '.join((*cycle, cycle[0]))}", err=True)
+    return EXIT_FAILED if graph.cycles else EXIT_OK
+
+
+@main.command()
+@path_option
+@input_options
 @remote_options
 @original_options()
 @click.option(
@@ -355,9 +387,18 @@ def plan(
     """Show what deploy would do and why. Reads the store, the target and checkpoints;
     changes nothing."""
     deployment = Deployment(settings_from(paths, **kw))
-    result = deployment.plan(load(deployment))
-    click.echo(plan_json(result) if output == "json" else plan_text(result))
+    jobs = load(deployment)
+    result = deployment.plan(jobs)
+    click.echo(_shown_plan(result, output, deployment, jobs))
     return _plan_exit(result, detailed_exitcode)
+
+
+def _shown_plan(
+    plan: Plan, output: str, deployment: Deployment, jobs: list[Job], **extra: Any
+) -> str:
+    if output == "markdown":
+        return plan_markdown(plan, build_lineage(jobs, catalog=deployment.catalog()))
+    return plan_json(plan, **extra) if output == "json" else plan_text(plan)
 
 
 def _plan_exit(result: Plan, detailed: bool) -> int:
@@ -380,9 +421,11 @@ def _deploy(
         if output == "text":
             click.echo(plan_text(plan))
 
+    if output == "markdown" and not dry_run:
+        raise BadFlags("--output markdown shows a plan: use it with --dry-run (or plan)")
     if dry_run:
         plan = deployment.plan(jobs, include_orphans=include_orphans, prune=prune)
-        click.echo(plan_json(plan, dry_run=True) if output == "json" else plan_text(plan))
+        click.echo(_shown_plan(plan, output, deployment, jobs, dry_run=True))
         if output == "text":
             click.echo("Dry run: nothing was changed.")
         return EXIT_FAILED if plan.errors else EXIT_OK
@@ -440,7 +483,7 @@ def _deploy_report(plan: Plan, results: dict[str, JobResult], output: str) -> No
     default=DEFAULT_PARALLELISM,
     show_default=True,
     envvar=_env("PARALLELISM"),
-    help="Jobs stopped/started at once.",
+    help="Jobs stopped/started at once; producers start first, consumers stop first.",
 )
 @handle_errors
 def deploy(
@@ -519,6 +562,20 @@ def stop(name: str, output: str, debug: bool, **kw: Any) -> int:
     message = Deployment(settings_from((), **kw)).stop(name)
     click.echo(json.dumps({"name": name, "result": message}) if output == "json" else message)
     return EXIT_OK
+
+
+def _markdown_output(*commands: click.Command) -> None:
+    """`--output markdown` (a plan as a pull-request comment) for the commands that show a
+    plan; the other commands keep the shared option's text and json."""
+    for command in commands:
+        (option,) = [p for p in command.params if p.name == "output"]
+        option.type = click.Choice(["text", "json", "markdown"])
+        option.help = "Text for people, JSON for machines, markdown for a pull-request comment" + (
+            " (with --dry-run)." if command.name != "plan" else "."
+        )
+
+
+_markdown_output(plan, deploy, deploy_job)
 
 
 @main.command()

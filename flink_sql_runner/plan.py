@@ -7,7 +7,7 @@ exactly these steps; `deploy` carries them out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -43,6 +43,20 @@ class Action(str, Enum):
 
 
 @dataclass(frozen=True)
+class Impact:
+    """What a job's decision does to one job downstream of it: `effect` is `reads-again`
+    (it reads rows it has read before), `follows` (it starts clean as a new version with the
+    producer), or `stays` (it keeps reading the producer's old output)."""
+
+    job: str
+    effect: str
+    detail: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"job": self.job, "effect": self.effect, "detail": self.detail}
+
+
+@dataclass(frozen=True)
 class Decision:
     name: str
     action: Action
@@ -53,8 +67,15 @@ class Decision:
     #: Run when a start of `steps` ends without a healthy run (confirmed gone): the previous
     #: run started again from its checkpoint; the store keeps the previous manifest.
     rollback: tuple[Step, ...] = ()
-    #: Jobs whose steps must be done first (e.g. the owner of the sink this job will write).
+    #: Jobs whose steps must be done before this job's starts (the owner of the sink this job
+    #: will write; the producers of what it reads). When one fails, its starts are held back.
     after: tuple[str, ...] = ()
+    #: Jobs whose stops must be done before this job's stops (the consumers of what it writes).
+    stop_after: tuple[str, ...] = ()
+    #: Why, for each job of `after` (said when this job is held back).
+    why_after: dict[str, str] = field(default_factory=dict, compare=False)
+    #: What this decision means for the jobs downstream of it (lineage order).
+    downstream: tuple[Impact, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -68,6 +89,10 @@ class Decision:
         }
         if self.after:
             doc["after"] = list(self.after)
+        if self.stop_after:
+            doc["stop-after"] = list(self.stop_after)
+        if self.downstream:
+            doc["downstream"] = [i.to_dict() for i in self.downstream]
         return doc
 
 
@@ -369,10 +394,23 @@ def build_plan(facts: list[JobFacts], prune: bool = False, spark: str | None = N
     """The decisions for every job, sorted by name. With `prune`, jobs whose manifest left
     --path are stopped and archived instead of left alone. No job starts into a sink another
     job writes (stored or running), unless that job is stopped first in the same deploy.
+    Along the lineage (pipeline.py): producers start first and consumers stop first, consumers
+    with `reprocessing: consistent` follow a producer's new version, and a job that starts
+    clean as a new version names what happens downstream of it.
     `spark`: the Spark version the target will run jobs on, when it can tell."""
+    from flink_sql_runner import pipeline  # it builds on this module's Decision
+    from flink_sql_runner.lineage import build_lineage
+
     ordered = sorted(facts, key=lambda f: f.name)
-    decisions = {f.name: decide(f, prune, spark) for f in ordered}
     by_name = {f.name: f for f in ordered}
+    lineage = build_lineage(
+        [f.desired for f in ordered if f.desired is not None],
+        stored={f.name: f.stored for f in ordered if f.stored is not None},
+    )
+    decisions = {f.name: decide(f, prune, spark) for f in ordered}
+    decisions = pipeline.follow_producers(
+        decisions, by_name, lineage, lambda f: decide(f, prune, spark)
+    )
     owners = {
         f.name: sink
         for f in ordered
@@ -383,6 +421,8 @@ def build_plan(facts: list[JobFacts], prune: bool = False, spark: str | None = N
         for sink in _sinks_started(decision):
             decisions[name] = _respect_owners(decision, sink, owners, decisions, by_name)
             decision = decisions[name]
+    decisions = pipeline.order_by_lineage(decisions, lineage)
+    decisions = pipeline.downstream_impact(decisions, by_name, lineage)
     return Plan(tuple(decisions[f.name] for f in ordered))
 
 
@@ -408,6 +448,7 @@ def _respect_owners(
     if decision.action is Action.ERROR:
         return decision
     after = list(decision.after)
+    why = dict(decision.why_after)
     for other, owned in owners.items():
         if other == decision.name or not owned.overlaps(sink):
             continue
@@ -419,6 +460,7 @@ def _respect_owners(
         running = any(isinstance(s, StopRun) for s in theirs.steps) or not facts[other].alive
         if theirs.action is Action.PRUNE or (moves and running and theirs.steps):
             after.append(other)
+            why.setdefault(other, f"the writer of {sink} until now")
             continue
         state = f"running {_runs(facts[other].alive)}" if facts[other].alive else "not running"
         return _error(
@@ -430,7 +472,7 @@ def _respect_owners(
             decision.version,
             decision.changes,
         )
-    return replace(decision, after=tuple(after))
+    return replace(decision, after=tuple(after), why_after=why)
 
 
 def replace_stalled(facts: JobFacts, why: str) -> Decision:

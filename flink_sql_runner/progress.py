@@ -25,15 +25,19 @@ class Progress:
             else:
                 self._line(f"[{self.done}/{self.total}] {name}: {action} ...")
 
-    def finished(self, name: str, ok: bool) -> None:
+    def finished(self, name: str, ok: bool, skipped: bool = False) -> None:
+        """A job is done: ok, FAILED, or skipped (held back: it never began, so no time)."""
         with self._lock:
-            began = self.active.pop(name, time.monotonic())
+            began = self.active.pop(name, None)
             self.done += 1
-            mark = "ok" if ok else "FAILED"
-            seconds = time.monotonic() - began
+            if skipped:
+                text = "skipped"
+            else:
+                seconds = time.monotonic() - began if began is not None else 0.0
+                text = f"{'ok' if ok else 'FAILED'} ({seconds:.1f} s)"
             if self.live:
                 self.stream.write("\r\033[K")
-            self._line(f"[{self.done}/{self.total}] {name}: {mark} ({seconds:.1f} s)")
+            self._line(f"[{self.done}/{self.total}] {name}: {text}")
             if self.live and self.active:
                 self._redraw()
 

@@ -13,6 +13,8 @@ from flink_sql_runner.secrets import mask
 TEXT_VALUE_LIMIT = 60
 #: How the results of an interrupted deploy mark the jobs it did not finish.
 INTERRUPTED_MARKS = {"not-begun": "--  ", "left-in-flight": "??  "}
+#: The marks of results that are not ok and not failures either.
+RESULT_MARKS = {"skipped": "SKIP", **INTERRUPTED_MARKS}
 
 
 def change_dict(change: Change) -> dict[str, Any]:
@@ -59,11 +61,14 @@ def steps_lines(decision: Decision) -> list[str]:
     lines = ["do: " + ", then ".join(step.describe() for step in decision.steps)]
     if decision.after:
         lines[0] = f"after {', '.join(decision.after)}: " + lines[0]
+    if decision.stop_after:
+        lines.append(f"stops after {', '.join(decision.stop_after)} stopped (they read it)")
     if decision.rollback:
         back = ", then ".join(step.describe() for step in decision.rollback)
         lines.append(
             f"if the new run is not healthy: stop it, then {back}; the store is left as it was"
         )
+    lines.extend(f"downstream: {i.job} {i.effect}: {i.detail}" for i in decision.downstream)
     return lines
 
 
@@ -92,44 +97,37 @@ def plan_text(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def _outcome(results: dict[str, JobResult], name: str) -> str | None:
-    return results[name].outcome if name in results else None
-
-
 def results_text(plan: Plan, results: dict[str, JobResult]) -> str:
     """What a deploy did, one block per job that was acted on, in plan order."""
     lines = []
     for decision in plan.decisions:
         result = results.get(decision.name)
-        if result is None or (not decision.steps and result.outcome != "held-back"):
+        if result is None or (not decision.steps and result.outcome != "skipped"):
             continue  # nothing done; an error's reason is in the plan above
-        mark = "ok  " if result.ok else INTERRUPTED_MARKS.get(result.outcome, "FAIL")
+        mark = "ok  " if result.ok else RESULT_MARKS.get(result.outcome, "FAIL")
         lines.append(f"{mark} {decision.name}: {result.summary}")
         lines.extend(f"       {step}" for step in result.steps)
         lines.extend(f"       | {line}" for line in result.detail.splitlines())
+    done = [results[d.name] for d in plan.decisions if d.name in results]
+    failed = [r.name for r in done if not r.ok and r.outcome not in RESULT_MARKS]
+    skipped = [r.name for r in done if r.outcome == "skipped"]
     unfinished = {
-        outcome: [d.name for d in plan.decisions if _outcome(results, d.name) == outcome]
-        for outcome in INTERRUPTED_MARKS
+        outcome: [r.name for r in done if r.outcome == outcome] for outcome in INTERRUPTED_MARKS
     }
-    failed = [
-        d.name
-        for d in plan.decisions
-        if d.name in results
-        and not results[d.name].ok
-        and results[d.name].outcome not in INTERRUPTED_MARKS
-    ]
     lines.append("")
     if any(unfinished.values()):
         counts = [
             f"{len(names)} {outcome.replace('-', ' ')} ({', '.join(names)})"
-            for outcome, names in [*unfinished.items(), ("failed", failed)]
+            for outcome, names in [*unfinished.items(), ("failed", failed), ("skipped", skipped)]
             if names
         ]
         lines.append(
             f"Deploy interrupted: {', '.join(counts)}; deploy again to carry out the rest."
         )
-    elif failed:
-        lines.append(f"Deploy finished with {len(failed)} failed: {', '.join(failed)}.")
+    elif failed or skipped:
+        said = [f"{len(failed)} failed: {', '.join(failed)}"] if failed else []
+        said += [f"{len(skipped)} skipped: {', '.join(skipped)}"] if skipped else []
+        lines.append(f"Deploy finished with {'; '.join(said)}.")
     else:
         lines.append("Deploy finished: all jobs ok.")
     return "\n".join(lines)

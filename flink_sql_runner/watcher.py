@@ -59,6 +59,10 @@ if TYPE_CHECKING:
     from flink_sql_runner.deployment import Deployment
 
 
+def failures(count: int) -> str:
+    return "1 failure" if count == 1 else f"{count} failures"
+
+
 @dataclass(frozen=True)
 class WatchSettings:
     interval: float = 15.0
@@ -263,7 +267,7 @@ class Watcher:
             if record.consecutive and now - since >= self.settings.stable_after:
                 self.notifier.emit(Event(
                     "recovered", name,
-                    f"healthy for {now - since:.0f} s after {record.consecutive} failures in a "
+                    f"healthy for {now - since:.0f} s after {failures(record.consecutive)} in a "
                     "row; its backoff starts over",
                     {"failures-in-a-row": record.consecutive},
                 ))  # fmt: skip

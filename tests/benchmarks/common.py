@@ -120,6 +120,25 @@ class Stats:
         return statistics.median(self.samples)
 
 
+class Timeline:
+    """One round's events as Unix times (`at`), read through its benchmark's SPANS: (label, from
+    event, to event, whose time). A subclass names its SPANS and the event it counts from."""
+
+    SPANS: tuple[tuple[str, str, str, str], ...] = ()
+    FROM = ""
+    at: dict[str, float]
+
+    def span(self, begin: str, end: str) -> float:
+        return self.at[end] - self.at[begin]
+
+    def share(self, whose: str) -> float:
+        return sum(self.span(b, e) for _, b, e, w in self.SPANS if w == whose)
+
+    @property
+    def to_first_commit(self) -> float:
+        return self.span(self.FROM, "commit")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flink_sql_runner.timing import ENV as TIMING_ENV
-from tests.benchmarks.common import Stats
+from tests.benchmarks.common import Stats, Timeline
 from tests.benchmarks.redeploy_bench import first_commit_after, setup
 from tests.e2e.workspace import Workspace, kill_driver
 
@@ -40,18 +40,10 @@ AFTER = (("first commit to healthy (status polls)", "commit", "healthy"),)
 
 
 @dataclass(frozen=True)
-class Round:
+class Round(Timeline):
+    SPANS = SPANS
+    FROM = "killed"
     at: dict[str, float]  # Unix time of each event of SPANS and AFTER
-
-    def span(self, begin: str, end: str) -> float:
-        return self.at[end] - self.at[begin]
-
-    def share(self, whose: str) -> float:
-        return sum(self.span(b, e) for _, b, e, w in SPANS if w == whose)
-
-    @property
-    def to_first_commit(self) -> float:
-        return self.span("killed", "commit")
 
 
 @dataclass(frozen=True)
@@ -88,8 +80,11 @@ def recovery_marks(events: list[tuple[str, float]], killed: float) -> dict[str, 
 
 def start_watcher(ws: Workspace, interval: float, log: Path) -> subprocess.Popen[bytes]:
     # Each kill is a first failure (restarted at once): the job is healthy for longer than
-    # --stable-after before each round.
-    argv = ws.argv("watch", "--interval", str(interval), "--stable-after", "2", paths=False)
+    # --stable-after before each round; the rounds' kills are not a crash loop.
+    argv = ws.argv(
+        "watch", "--interval", str(interval), "--stable-after", "2", "--max-failures", "1000",
+        paths=False,
+    )  # fmt: skip
     for option in ("--table-definition-path", "--template-file"):  # watch reads the store only
         at = argv.index(option)
         del argv[at : at + 2]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from flink_sql_runner import procs
 from flink_sql_runner.timing import ENV as TIMING_ENV
-from tests.benchmarks.common import Measured, Stats, run_measured, timing_events
+from tests.benchmarks.common import Measured, Stats, Timeline, run_measured, timing_events
 from tests.e2e.workspace import Workspace
 
 JOB = "ticker"
@@ -76,19 +76,11 @@ def first_commit_after(checkpoint: Path, after: float) -> float:
 
 
 @dataclass(frozen=True)
-class Round:
+class Round(Timeline):
     measured: Measured
+    SPANS = SPANS
+    FROM = "started"
     at: dict[str, float]  # Unix time of each event of SPANS and AFTER
-
-    def span(self, begin: str, end: str) -> float:
-        return self.at[end] - self.at[begin]
-
-    def share(self, whose: str) -> float:
-        return sum(self.span(b, e) for _, b, e, w in SPANS if w == whose)
-
-    @property
-    def to_first_commit(self) -> float:
-        return self.span("started", "commit")
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ the results markers (the prose around them is kept)."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from tests.benchmarks import recovery_bench
 from tests.benchmarks.common import Stats, machine, markdown_table
@@ -128,22 +129,35 @@ def runner_section(result: RunnerResult) -> str:
     return "\n".join(lines)
 
 
-def redeploy_section(result: RedeployResult) -> str:
+def timeline_rows(result: Any, spans: Sequence, after: Sequence, totals: Sequence) -> tuple:
+    """The table rows of a timing benchmark: one per span, then the bold totals (label, whose,
+    what to measure per round); and the rows of the spans after the first committed batch."""
     rows = [
         [label, whose, seconds(result.stats(lambda r, b=b, e=e: r.span(b, e)))]
-        for label, b, e, whose in SPANS
+        for label, b, e, whose in spans
     ]
-    deployer = result.stats(lambda r: r.share("deployer"))
-    spark = result.stats(lambda r: r.share("spark"))
-    total = result.stats(lambda r: r.to_first_commit)
     rows += [
-        ["**deployer's own time**", "deployer", f"**{seconds(deployer)}**"],
-        ["**Spark's time**", "spark", f"**{seconds(spark)}**"],
-        ["**deploy start to first committed batch**", "", f"**{seconds(total)}**"],
+        [f"**{label}**", whose, f"**{seconds(result.stats(measure))}**"]
+        for label, whose, measure in totals
     ]
-    after = [
-        [label, seconds(result.stats(lambda r, b=b, e=e: r.span(b, e)))] for label, b, e in AFTER
+    later = [
+        [label, seconds(result.stats(lambda r, b=b, e=e: r.span(b, e)))] for label, b, e in after
     ]
+    return rows, later
+
+
+def redeploy_section(result: RedeployResult) -> str:
+    deployer = result.stats(lambda r: r.share("deployer"))
+    rows, after = timeline_rows(
+        result,
+        SPANS,
+        AFTER,
+        [
+            ("deployer's own time", "deployer", lambda r: r.share("deployer")),
+            ("Spark's time", "spark", lambda r: r.share("spark")),
+            ("deploy start to first committed batch", "", lambda r: r.to_first_commit),
+        ],
+    )
     after.append(["whole `deploy` command", seconds(result.stats(lambda r: r.measured.seconds))])
     lines = [
         "#### Redeploy latency, config change of a running job",
@@ -164,22 +178,16 @@ def redeploy_section(result: RedeployResult) -> str:
 
 
 def recovery_section(result: recovery_bench.RecoveryResult) -> str:
-    rows = [
-        [label, whose, seconds(result.stats(lambda r, b=b, e=e: r.span(b, e)))]
-        for label, b, e, whose in recovery_bench.SPANS
-    ]
-    watcher = result.stats(lambda r: r.share("watcher"))
-    spark = result.stats(lambda r: r.share("spark"))
-    total = result.stats(lambda r: r.to_first_commit)
-    rows += [
-        ["**the watcher's share**", "watcher", f"**{seconds(watcher)}**"],
-        ["**Spark's share**", "spark", f"**{seconds(spark)}**"],
-        ["**SIGKILL to first committed batch**", "", f"**{seconds(total)}**"],
-    ]
-    after = [
-        [label, seconds(result.stats(lambda r, b=b, e=e: r.span(b, e)))]
-        for label, b, e in recovery_bench.AFTER
-    ]
+    rows, after = timeline_rows(
+        result,
+        recovery_bench.SPANS,
+        recovery_bench.AFTER,
+        [
+            ("the watcher's share", "watcher", lambda r: r.share("watcher")),
+            ("Spark's share", "spark", lambda r: r.share("spark")),
+            ("SIGKILL to first committed batch", "", lambda r: r.to_first_commit),
+        ],
+    )
     waited = result.stats(lambda r: r.span("killed", "look"))
     own = result.stats(lambda r: r.share("watcher") - r.span("killed", "look"))
     lines = [

@@ -29,3 +29,14 @@ def test_a_live_line_on_a_terminal_names_what_is_in_flight():
     assert out.getvalue().endswith("\r\033[K[0/2] in progress: a, b")
     progress.finished("a", ok=True)
     assert out.getvalue().endswith("[1/2] a: ok (0.0 s)\n\r\033[K[1/2] in progress: b")
+
+
+def test_a_job_held_back_is_skipped_not_failed():
+    out = io.StringIO()
+    progress = Progress(2, out, live=False)
+    progress.started("producer", "start-clean")
+    progress.finished("producer", ok=False)
+    progress.finished("consumer", ok=False, skipped=True)
+    lines = out.getvalue().splitlines()
+    assert lines[1].startswith("[1/2] producer: FAILED (")
+    assert lines[2] == "[2/2] consumer: skipped"
