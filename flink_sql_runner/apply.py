@@ -7,6 +7,11 @@ promises that need more than one step:
   phase by phase, so a deployer killed at any moment leaves enough for the next deploy to settle
   on evidence of the run itself.
 - Before every side effect it checks that it still holds the store's lease (lock.py).
+- Interrupted (`interrupt()`, on the first Ctrl-C), it begins no other job but finishes the jobs
+  in flight, each to the end of its steps (a job whose stops are done still gets its starts), so
+  none is left half done; a job never begun writes nothing, not even an intent record.
+  Interrupted again (a KeyboardInterrupt while it waits), it stops acting at once: `Abandoned`,
+  the in-flight jobs' intent records left for the next deploy.
 - A start counts only once its run reports a completed trigger. When it does not, the new run
   is stopped and, once it is confirmed gone, the decision's rollback runs: the previous run is
   started again from its checkpoint and the store keeps the previous manifest. A new run that
@@ -16,6 +21,7 @@ promises that need more than one step:
 from __future__ import annotations
 
 import json
+import threading
 import time
 import traceback
 import uuid
@@ -63,7 +69,8 @@ class JobResult:
     summary: str
     detail: str = ""
     steps: list[str] = field(default_factory=list)
-    #: done, unchanged, failed, rolled-back, skipped (held back: a job it waits for failed)
+    #: done, unchanged, failed, rolled-back, skipped (held back: a job it waits for failed),
+    #: and for an interrupted deploy not-begun, left-in-flight
     outcome: str = "done"
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +99,27 @@ class StartFailed(FsrError):
     def __init__(self, message: str, gone: bool):
         super().__init__(message)
         self.gone = gone
+
+
+class Abandoned(FsrError):
+    """A deploy interrupted twice stopped at once: every job's result (`left-in-flight` for the
+    jobs in flight, whose intent records stay; `not-begun`), and what those in flight were
+    doing."""
+
+    exit_code = 130
+
+    def __init__(self, results: dict[str, JobResult], in_flight: dict[str, str]):
+        doing = "; ".join(f"{name}: {what}" for name, what in in_flight.items())
+        super().__init__(
+            "left at once"
+            + (
+                f" while in flight ({doing}); the next deploy settles these from their intent "
+                "records"
+                if in_flight
+                else ""
+            )
+        )
+        self.results, self.in_flight = results, in_flight
 
 
 def _first_line(text: str) -> str:
@@ -125,6 +153,48 @@ class Executor:
         self.parallelism = max(1, parallelism)
         self.lease = lease
         self.debug = debug
+        #: Set by interrupt(): no job is begun from then on.
+        self.stopping = threading.Event()
+        #: The jobs in flight: what each is doing now and what it will still do.
+        self._doing: dict[str, str] = {}
+        #: The jobs with steps not begun yet.
+        self._todo: list[str] = []
+        self._begin = threading.Lock()  # one job begins, or the deploy stops beginning jobs
+
+    # -- interrupting -------------------------------------------------------------------------
+    def interrupt(self) -> tuple[dict[str, str], list[str]]:
+        """Begin no other job; the jobs in flight finish their steps. What each job in flight
+        is doing, and the jobs that will not be begun."""
+        with self._begin:
+            self.stopping.set()
+            return dict(self._doing), list(self._todo)
+
+    def in_flight(self) -> dict[str, str]:
+        with self._begin:
+            return dict(self._doing)
+
+    def _doing_now(self, name: str, steps: tuple[Step, ...], index: int) -> None:
+        now = steps[index].describe()
+        then = ", ".join(step.describe() for step in steps[index + 1 :])
+        with self._begin:
+            if name in self._doing:
+                self._doing[name] = now + (f" (then {then})" if then else "")
+
+    def _begins(self, decision: Decision) -> bool:
+        """Whether `decision` may begin (it is then in flight): not once interrupted."""
+        with self._begin:
+            if self.stopping.is_set():
+                return False
+            if decision.name in self._todo:
+                self._todo.remove(decision.name)
+            self._doing[decision.name] = "beginning"
+            return True
+
+    def _done(self, name: str) -> None:
+        with self._begin:
+            self._doing.pop(name, None)
+            if name in self._todo:
+                self._todo.remove(name)
 
     # -- scheduling ---------------------------------------------------------------------------
     def apply(self, plan: Plan, progress: Progress | None = None) -> dict[str, JobResult]:
@@ -133,9 +203,15 @@ class Executor:
         A decision runs in two parts: its stops (everything before its first start), once the
         jobs in its `stop_after` have stopped; then its starts, once every job in its `after`
         is done. When one of those failed, its starts are held back (`skipped`), and what its
-        stops stopped is started again from its checkpoint (its rollback)."""
+        stops stopped is started again from its checkpoint (its rollback).
+
+        Once interrupted, no decision begins (`not-begun`); one whose stops are done still gets
+        its starts. A KeyboardInterrupt while it waits abandons the jobs in flight: Abandoned,
+        with every result so far."""
         results: dict[str, JobResult] = {}
         names = {d.name for d in plan.decisions}
+        with self._begin:
+            self._todo = [d.name for d in plan.decisions if d.steps]
         waiting = list(plan.decisions)  # nothing done yet
         stopped: dict[str, tuple[Decision, _Parts]] = {}  # stops done, starts waiting
         stops_done: set[str] = set()
@@ -149,6 +225,8 @@ class Executor:
                 progress.started(decision.name, decision.action.value)
 
         def begin(decision: Decision) -> tuple[_Parts | None, JobResult]:
+            if decision.steps and not self._begins(decision):
+                return None, _not_begun(decision)
             result = JobResult(decision.name, True, "", outcome="unchanged")
             if _first_start(decision.steps) > 0:
                 announce(decision)
@@ -163,15 +241,17 @@ class Executor:
             self._advance(parts, result, held)
             return result
 
-        with ThreadPoolExecutor(self.parallelism, thread_name_prefix="deploy") as pool:
-            running: dict[Future[Any], tuple[str, Decision]] = {}
+        pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="deploy")
+        running: dict[Future[Any], tuple[str, Decision]] = {}
 
-            def finish(decision: Decision, result: JobResult) -> None:
-                results[decision.name] = result
-                stops_done.add(decision.name)
-                if progress and decision.steps:
-                    progress.finished(decision.name, result.ok, skipped=result.outcome == "skipped")
+        def finish(decision: Decision, result: JobResult) -> None:
+            results[decision.name] = result
+            stops_done.add(decision.name)
+            self._done(decision.name)
+            if progress and decision.steps and result.outcome != "not-begun":
+                progress.finished(decision.name, result.ok, skipped=result.outcome == "skipped")
 
+        try:
             index = {d.name: i for i, d in enumerate(plan.decisions)}
             while waiting or stopped or running:
                 ready: list[tuple[int, str, Decision]] = []
@@ -219,6 +299,27 @@ class Executor:
                         finish(decision, result)
                     else:
                         stopped[decision.name] = (decision, parts)
+        except KeyboardInterrupt:
+            in_flight, _ = self.interrupt()
+            if self.lease is not None:
+                self.lease.abandon("the deploy was interrupted twice")
+            pool.shutdown(wait=False, cancel_futures=True)
+            for future, (kind, decision) in running.items():
+                if kind == "resume" and future.done() and not future.cancelled():
+                    results[decision.name] = future.result()
+            left = {n: w for n, w in in_flight.items() if n not in results}
+            for decision in plan.decisions:
+                if decision.name in left:
+                    results[decision.name] = _left_in_flight(decision, left[decision.name])
+                elif decision.steps and decision.name not in results:
+                    results[decision.name] = _not_begun(decision)
+            raise Abandoned(
+                {d.name: results[d.name] for d in plan.decisions if d.name in results}, left
+            ) from None
+        except BaseException:
+            pool.shutdown(wait=True)
+            raise
+        pool.shutdown(wait=True)
         return {d.name: results[d.name] for d in plan.decisions}
 
     def apply_one(self, decision: Decision) -> JobResult:
@@ -395,7 +496,8 @@ class Executor:
         phase: Callable[..., None],
     ) -> None:
         ran_on: str | None = None  # the Spark the healthy run of these steps reported
-        for step in steps:
+        for index, step in enumerate(steps):
+            self._doing_now(result.name, steps, index)
             self._check()
             if isinstance(step, DropIntent):
                 self.intents.delete(result.name)
@@ -612,6 +714,24 @@ def _why_held(other: str, result: JobResult, decision: Decision) -> str:
         return f"{other} was held back"
     what = decision.why_after.get(other, "must finish first")
     return f"{other} ({what}) {result.outcome.replace('-', ' ')}"
+
+
+def _not_begun(decision: Decision) -> JobResult:
+    return JobResult(
+        decision.name,
+        False,
+        "not begun: the deploy was interrupted before it (deploy again to carry it out)",
+        outcome="not-begun",
+    )
+
+
+def _left_in_flight(decision: Decision, doing: str) -> JobResult:
+    return JobResult(
+        decision.name,
+        False,
+        f"left in flight ({doing}): its intent record stays; the next deploy settles it",
+        outcome="left-in-flight",
+    )
 
 
 def _held_back(decision: Decision, why: list[str]) -> JobResult:

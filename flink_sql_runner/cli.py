@@ -16,7 +16,7 @@ import click
 from click.core import ParameterSource
 
 from flink_sql_runner import __version__
-from flink_sql_runner.apply import Timeouts
+from flink_sql_runner.apply import Abandoned, JobResult, Timeouts
 from flink_sql_runner.deployment import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_PARALLELISM,
@@ -31,6 +31,7 @@ from flink_sql_runner.errors import (
     FsrError,
     InvalidInput,
 )
+from flink_sql_runner.interrupts import EXIT_INTERRUPTED, DeployInterrupts
 from flink_sql_runner.lineage import build_lineage
 from flink_sql_runner.manifest import Job
 from flink_sql_runner.migrate import migrate as migrate_stores
@@ -448,16 +449,38 @@ def _deploy(
             click.echo("Dry run: nothing was changed.")
         return EXIT_FAILED if plan.errors else EXIT_OK
     progress = Progress(0, sys.stderr, live=sys.stderr.isatty())
-    plan, results = deployment.deploy(
-        jobs, include_orphans=include_orphans, prune=prune, on_plan=show, progress=progress
-    )
+    deployment.say = progress.note
+    shown: list[Plan] = []
+    try:
+        with DeployInterrupts(deployment, progress.note) as interrupts:
+            plan, results = deployment.deploy(
+                jobs,
+                include_orphans=include_orphans,
+                prune=prune,
+                on_plan=lambda plan: (shown.append(plan), show(plan)),
+                progress=progress,
+            )
+    except Abandoned as exc:
+        # A second Ctrl-C: what finished, then leave at once; the worker threads still in flight
+        # would otherwise be waited for at exit.
+        _deploy_report(shown[0], exc.results, output)
+        click.echo(f"interrupted again: {exc}", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
     failed = [d.name for d in plan.decisions if d.name in results and not results[d.name].ok]
+    _deploy_report(plan, results, output)
+    if interrupts.count:
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if failed or plan.errors else EXIT_OK
+
+
+def _deploy_report(plan: Plan, results: dict[str, JobResult], output: str) -> None:
     if output == "json":
         click.echo(plan_json(plan, {n: r.to_dict() for n, r in results.items()}))
     elif results:
         click.echo("")
         click.echo(results_text(plan, results))
-    return EXIT_FAILED if failed or plan.errors else EXIT_OK
 
 
 @main.command()
@@ -487,7 +510,9 @@ def deploy(
 ) -> int:
     """Deploy every job under --path: stop, restart or start each as its plan says.
 
-    One deploy at a time per manifest store: a second one waits for the lock (--lock-timeout).
+    One deploy at a time per manifest store: a second one waits for the lock (--lock-timeout),
+    saying who holds it. Ctrl-C finishes the jobs in flight, begins no other and prints what
+    completed (exit 130); a second Ctrl-C leaves at once.
     """
     deployment = Deployment(settings_from(paths, **kw))
     deployment.debug = debug

@@ -14,7 +14,7 @@ from flink_sql_runner.apply import Executor, JobResult, Timeouts
 from flink_sql_runner.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem, UnknownJob
 from flink_sql_runner.facts import GATHER_WORKERS, gather
-from flink_sql_runner.lock import StoreLock, locked
+from flink_sql_runner.lock import Holder, StoreLock, locked, waiting_line
 from flink_sql_runner.manifest import Job, JobLoader, load_jobs, load_template
 from flink_sql_runner.plan import Plan, as_stopped, build_plan
 from flink_sql_runner.progress import Progress
@@ -117,6 +117,12 @@ class Deployment:
         self._target = target
         self.storage: Storage = FileStorage()
         self.debug = False
+        #: Where lines for people go while a command runs (waiting for the lock).
+        self.say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
+        #: The executor while a deploy carries out its plan; None before and after.
+        self.acting: Executor | None = None
+        #: Whether the deploy's plan was carried out (only its report is left).
+        self.acted = False
 
     @property
     def store(self) -> ManifestStore:
@@ -210,11 +216,14 @@ class Deployment:
             if plan.pending:
                 if progress is not None:
                     progress.total = sum(1 for d in plan.decisions if d.steps)
+                self.acting = self.executor(lease)
                 try:
-                    results = self.executor(lease).apply(plan, progress)
+                    results = self.acting.apply(plan, progress)
                 finally:
+                    self.acting, self.acted = None, True
                     if progress is not None:
                         progress.close()
+            self.acted = True
             self._refresh_index()
             return plan, results
 
@@ -226,8 +235,14 @@ class Deployment:
             print(f"warning: {exc}", file=sys.stderr)
 
     def lock(self, command: str) -> StoreLock:
-        """The store's lock, for commands that change jobs (deploy, stop, prune)."""
-        return StoreLock(self.store.lock_backend(), command)
+        """The store's lock, for commands that change jobs (deploy, stop, prune). While another
+        holds it, who and since when is said at once and every WAIT_REPORT_SECONDS."""
+        backend = self.store.lock_backend()
+
+        def waiting(holder: Holder | None, waited: float, left: float) -> None:
+            self.say(waiting_line(holder, backend.location, waited, left))
+
+        return StoreLock(backend, command, on_wait=waiting)
 
     def stop(self, name: str) -> StopResult:
         with locked(self.lock("stop"), self.settings.lock_timeout) as lease:

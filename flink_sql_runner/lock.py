@@ -46,6 +46,8 @@ DEFAULT_TTL = 120.0
 VALID_SHARE = 0.75
 #: Seconds between attempts when a renewal failed.
 RETRY_SECONDS = 5.0
+#: A waiter says who holds the lock when it starts waiting, then every this many seconds.
+WAIT_REPORT_SECONDS = 10.0
 _BOGUS_ETAG = '"00000000000000000000000000000000"'
 
 
@@ -128,6 +130,15 @@ class Holder:
 
     def describe(self) -> str:
         return f"{self.command} by pid {self.pid} on {self.host} since {self.since}"
+
+
+def waiting_line(holder: Holder | None, location: str, waited: float, left: float) -> str:
+    """What a waiting command says about the lock, at once and then every few seconds."""
+    who = holder.describe() if holder else "an unreadable lock"
+    return (
+        f"waiting for the manifest store's lock ({location}): held by {who}; "
+        f"waited {waited:.0f} s, giving up in {left:.0f} s (--lock-timeout)"
+    )
 
 
 class LockBackend(Protocol):
@@ -286,8 +297,10 @@ class StoreLock:
         ttl: float = DEFAULT_TTL,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
-        on_wait: Callable[[Holder | None, float], None] | None = None,
+        on_wait: Callable[[Holder | None, float, float], None] | None = None,
     ):
+        """`on_wait(holder, waited, left)` is told who holds the lock when this waiter starts
+        waiting and every WAIT_REPORT_SECONDS while it waits (seconds on its own clock)."""
         self.backend, self.command, self.ttl = backend, command, ttl
         self.clock, self.sleep, self.on_wait = clock, sleep, on_wait
         self.holder: Holder | None = None
@@ -334,7 +347,9 @@ class StoreLock:
         self._lost = None
 
     def acquire(self, timeout: float, poll: float = 1.0, heartbeat: bool = True) -> None:
-        deadline = self.clock() + timeout
+        began = self.clock()
+        deadline = began + timeout
+        reported: float | None = None
         while True:
             holder = self.try_acquire()
             if holder is None:
@@ -348,8 +363,12 @@ class StoreLock:
                     f"the manifest store is locked by {who} ({self.backend.location}); "
                     f"waited {timeout:.0f} s"
                 )
-            if self.on_wait is not None:
-                self.on_wait(holder, left)
+            now = self.clock()
+            if self.on_wait is not None and (
+                reported is None or now - reported >= WAIT_REPORT_SECONDS
+            ):
+                reported = now
+                self.on_wait(holder, now - began, left)
             self.sleep(min(poll, max(0.0, left)))
 
     # -- holding ------------------------------------------------------------------------------
@@ -403,6 +422,19 @@ class StoreLock:
         self._stop.clear()
         self._thread = threading.Thread(target=beat, name="lock-heartbeat", daemon=True)
         self._thread.start()
+
+    def abandon(self, why: str) -> None:
+        """Stop acting at once (a deploy interrupted twice): `check()` raises from now on, in
+        every thread, and the lock is released for the next deploy."""
+        with self._renewing:
+            if self.holder is None or self._lost:
+                return
+            self._lost = why
+        self._stop.set()
+        try:
+            self.backend.delete(self._token)
+        except FsrError:
+            pass  # it expires by itself
 
     def release(self) -> None:
         self._stop.set()

@@ -7,8 +7,8 @@ The original (`deploy.py` / `deploy_job.py` of flink-sql-runner) takes `--path`,
 
 - `--table-definition-path a.sql b.sql` is read as the flag given once per path;
 - `--deployment-target yarn` is `--target yarn`; `remote` is `--target standalone`, with
-  `--jobmanager-address HOST:PORT` as `--master spark://HOST:PORT` (the Spark master's REST
-  gateway);
+  `--jobmanager-address HOST:PORT` as `--master spark://HOST:PORT` (the Spark master, e.g. port
+  7077; its REST gateway is found from it);
 - `--pyexec-path PATH` is `spark.pyspark.python` for every job (a job's own value wins);
 - `--pyflink-runner-dir` has no meaning (the runner ships with this package): one warning line
   says so and what to use instead.
@@ -139,7 +139,7 @@ def original_options(offline: bool = False) -> Callable[[Callable[..., Any]], Ca
             metavar="HOST:PORT",
             envvar="FLINK_SQL_RUNNER_JOBMANAGER_ADDRESS",
             help="The original tool's flag, with --deployment-target remote: --master "
-            f"spark://HOST:PORT, your Spark master's REST gateway (port 6066){unused}.",
+            f"spark://HOST:PORT, your Spark master (port 7077 as a rule){unused}.",
         ),
         click.option(
             "--pyexec-path",
@@ -211,7 +211,7 @@ def original_settings(kw: dict[str, Any], target_given: bool, offline: bool) -> 
     elif deployment_target == "remote" and not kw.get("master"):
         raise BadFlags(
             "--deployment-target remote needs --jobmanager-address HOST:PORT (your Spark "
-            "master's REST gateway, port 6066) or --master spark://HOST:PORT"
+            "master, port 7077 as a rule) or --master spark://HOST:PORT"
         )
     if kw.get("pyexec_path"):
         out["defaults"]["spark.pyspark.python"] = kw["pyexec_path"]

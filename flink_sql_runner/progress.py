@@ -14,7 +14,8 @@ class Progress:
         self.total, self.stream, self.live = total, stream, live
         self.done = 0
         self.active: dict[str, float] = {}
-        self._lock = threading.Lock()
+        # Reentrant: a signal handler may call note() in a thread that is inside another call.
+        self._lock = threading.RLock()
 
     def started(self, name: str, action: str) -> None:
         with self._lock:
@@ -37,6 +38,15 @@ class Progress:
             if self.live:
                 self.stream.write("\r\033[K")
             self._line(f"[{self.done}/{self.total}] {name}: {text}")
+            if self.live and self.active:
+                self._redraw()
+
+    def note(self, text: str) -> None:
+        """A line for people between the progress lines (a terminal's live line kept)."""
+        with self._lock:
+            if self.live:
+                self.stream.write("\r\033[K")
+            self._line(text)
             if self.live and self.active:
                 self._redraw()
 

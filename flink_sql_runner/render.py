@@ -18,6 +18,10 @@ TEXT_VALUE_LIMIT = 60
 DIFFED_FIELDS = frozenset({"sql", "code"})
 #: Colours of a diff's lines on a terminal, by their first character.
 DIFF_COLOURS = {"+": "green", "-": "red", "@": "cyan"}
+#: How the results of an interrupted deploy mark the jobs it did not finish.
+INTERRUPTED_MARKS = {"not-begun": "--  ", "left-in-flight": "??  "}
+#: The marks of results that are not ok and not failures either.
+RESULT_MARKS = {"skipped": "SKIP", **INTERRUPTED_MARKS}
 
 
 def change_dict(change: Change) -> dict[str, Any]:
@@ -135,15 +139,27 @@ def results_text(plan: Plan, results: dict[str, JobResult]) -> str:
         result = results.get(decision.name)
         if result is None or (not decision.steps and result.outcome != "skipped"):
             continue  # nothing done; an error's reason is in the plan above
-        mark = "ok  " if result.ok else "SKIP" if result.outcome == "skipped" else "FAIL"
+        mark = "ok  " if result.ok else RESULT_MARKS.get(result.outcome, "FAIL")
         lines.append(f"{mark} {decision.name}: {result.summary}")
         lines.extend(f"       {step}" for step in result.steps)
         lines.extend(f"       | {line}" for line in result.detail.splitlines())
     done = [results[d.name] for d in plan.decisions if d.name in results]
-    failed = [r.name for r in done if not r.ok and r.outcome != "skipped"]
+    failed = [r.name for r in done if not r.ok and r.outcome not in RESULT_MARKS]
     skipped = [r.name for r in done if r.outcome == "skipped"]
+    unfinished = {
+        outcome: [r.name for r in done if r.outcome == outcome] for outcome in INTERRUPTED_MARKS
+    }
     lines.append("")
-    if failed or skipped:
+    if any(unfinished.values()):
+        counts = [
+            f"{len(names)} {outcome.replace('-', ' ')} ({', '.join(names)})"
+            for outcome, names in [*unfinished.items(), ("failed", failed), ("skipped", skipped)]
+            if names
+        ]
+        lines.append(
+            f"Deploy interrupted: {', '.join(counts)}; deploy again to carry out the rest."
+        )
+    elif failed or skipped:
         said = [f"{len(failed)} failed: {', '.join(failed)}"] if failed else []
         said += [f"{len(skipped)} skipped: {', '.join(skipped)}"] if skipped else []
         lines.append(f"Deploy finished with {'; '.join(said)}.")

@@ -13,13 +13,16 @@ into the driver's own folder and `PythonRunner` runs it from there.
                                         [default: port 8080 on the master's host]
 
 The gateway's own URL as --master (spark://HOST:6066) works too: the gateway then tells the
-driver the master's real address itself.
+driver the master's real address itself. When the gateway does not answer, the master's web UI
+page, which shows "REST URL: spark://HOST:PORT" while the gateway is on, tells the one line the
+user gets which URL to give, or that the gateway is off.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import posixpath
+import re
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -86,6 +89,17 @@ def rest_base(master: str, gateway: str | None = None) -> str:
     return f"http://{parsed.hostname}:{DEFAULT_REST_PORT}"
 
 
+#: How the master's web UI page shows its REST gateway while it is on (MasterPage).
+_REST_URL_ON_PAGE = re.compile(r"REST URL:\s*(?:</strong>)?\s*spark://([^\s<]+)")
+
+
+def rest_url_on_page(html: str) -> str | None:
+    """The REST gateway the master's web UI page shows ("REST URL: spark://h:6066 (cluster
+    mode)"), as http://h:6066; None when it shows none (the gateway is off)."""
+    found = _REST_URL_ON_PAGE.search(html)
+    return f"http://{found.group(1).rstrip('/')}" if found else None
+
+
 def runner_resource(runner: str | None) -> str:
     """The runner as a URI a worker can fetch: file: (same path on every worker), http(s):,
     hdfs:, s3a: (when the workers have hadoop-aws)."""
@@ -123,20 +137,62 @@ class StandaloneTarget(ClusterTarget):
         super().__init__(storage, master, **kwargs)
         self.rest = rest_base(master, gateway)
         self._server_version: str | None = None
+        self._hint: tuple[str, bool] | None = None
         host = urllib.parse.urlsplit(master).hostname
         self.web_ui = (web_ui or f"http://{host}:{DEFAULT_UI_PORT}").rstrip("/")
         self.runner = runner_resource(runner)
         self.timeout = timeout
 
     def _call(self, method: str, path: str, body: Any = None) -> http.Reply:
-        return http.call(
-            method,
-            f"{self.rest}{path}",
-            what="the Spark master's REST gateway",
-            hint="is spark.master.rest.enabled=true on the master? If its gateway listens "
-            "elsewhere than port 6066 of the master's host, give it with --rest-gateway",
-            body=body,
-            timeout=self.timeout,
+        try:
+            return http.call(
+                method,
+                f"{self.rest}{path}",
+                what="the Spark master's REST gateway",
+                body=body,
+                timeout=self.timeout,
+            )
+        except http.Unreachable as exc:
+            hint, elsewhere = self.gateway_hint()
+            # What answers at a URL that is not the gateway never got the request to it.
+            maybe_sent = exc.maybe_sent and not elsewhere
+            raise http.Unreachable(f"{exc} ({hint})", maybe_sent) from None
+
+    def gateway_hint(self) -> tuple[str, bool]:
+        """What to give when the gateway does not answer: the gateway the master's web UI page
+        shows, or that it shows none (the gateway is off); and whether the page shows the
+        gateway elsewhere than where it was asked."""
+        if self._hint is None:
+            self._hint = self._find_gateway_hint()
+        return self._hint
+
+    def _find_gateway_hint(self) -> tuple[str, bool]:
+        page = f"{self.web_ui}/"
+        try:
+            reply = http.call("GET", page, what="the Spark master's web UI", timeout=self.timeout)
+        except http.Unreachable:
+            reply = None
+        if reply is None or reply.status != 200 or "Spark Master" not in reply.text:
+            return (
+                f"nor does the master's web UI at {page} answer; give the gateway's URL with "
+                "--rest-gateway http://MASTER-HOST:PORT, PORT being the master's "
+                f"spark.master.rest.port (default {DEFAULT_REST_PORT}), and the web UI with "
+                "--cluster-api; the gateway needs spark.master.rest.enabled=true on the master",
+                False,
+            )
+        shown = rest_url_on_page(reply.text)
+        if shown is None:
+            return (
+                f"the master's web UI at {page} shows no REST URL: its REST gateway is off; "
+                "set spark.master.rest.enabled=true on the master (SPARK_MASTER_OPTS or "
+                "spark-defaults.conf) and restart it",
+                False,
+            )
+        if shown.rstrip("/") == self.rest:
+            return f"the master's web UI at {page} shows this very gateway: try again", False
+        return (
+            f"the master's web UI at {page} shows its REST gateway: give --rest-gateway {shown}",
+            True,
         )
 
     def spark_version(self) -> str | None:

@@ -233,3 +233,24 @@ def test_the_clusters_own_message_comes_back_when_a_driver_cannot_start(
     assert result.returncode == 1
     assert "cannot reach the Spark master's REST gateway" in result.stdout
     assert ws.stored("ticks-job") is None
+
+    # The master's own port given as the gateway (the master as a user knows it): the master
+    # closes the connection without an answer; the line says which URL to give, as the master's
+    # web UI shows it.
+    master = cluster.master.removeprefix("spark://")
+    gateway = cluster.rest.replace("spark://", "http://")
+    result = ws.cli(
+        "deploy", "--master", cluster.master, "--rest-gateway", f"http://{master}",
+        "--cluster-api", cluster.web_ui, "--start-timeout", "60", "--stop-timeout", "10",
+    )  # fmt: skip
+    assert result.returncode == 1
+    failed = next(line for line in result.stdout.splitlines() if line.startswith("FAIL"))
+    assert failed == (
+        f"FAIL ticks-job: cannot reach the Spark master's REST gateway at http://{master}/v1/"
+        "submissions/create: Remote end closed connection without response (the master's web "
+        f"UI at {cluster.web_ui}/ shows its REST gateway: give --rest-gateway {gateway})"
+    ), result.stdout
+    assert ws.stored("ticks-job") is None
+    assert not (ws.state / "manifests" / "_intents").exists() or not any(
+        (ws.state / "manifests" / "_intents").iterdir()
+    ), "nothing can have started: no intent record is left"

@@ -185,3 +185,29 @@ def test_secret_properties_never_reach_the_command_line(secret_key):
     submission = target.submissions[0]
     assert secret_key not in submission.spark_conf
     assert submission.secret_conf == {secret_key: "hunter2"}
+
+
+def test_an_interrupted_executor_finishes_the_job_in_flight_and_begins_no_other():
+    store, target, state, executor = setup()
+    jobs = [
+        make_job(name=name, tables={"out": {"format": "parquet", "options": {"path": f"/{name}"}}})
+        for name in ("a", "b", "c")
+    ]
+    told, sides = [], []
+    written = store.write_side
+    store.write_side = lambda key, text: (sides.append(key), written(key, text))
+    # Ctrl-C arrives while job a is being submitted (parallelism 1: b and c wait).
+    target.before_submit = lambda submission: told.append(executor.interrupt())
+    plan, results = run(store, target, state, executor, jobs)
+    (in_flight, not_begun), *_ = told
+    assert not_begun == ["b", "c"]
+    assert in_flight["a"].startswith("start v1 clean in ") and in_flight["a"].endswith(
+        "(then record v1)"
+    )
+    assert results["a"].ok and store.manifests["a"].meta.query_version == 1
+    for name in ("b", "c"):
+        assert results[name].outcome == "not-begun" and not results[name].ok
+    assert [s.name for s in target.submissions] == ["a"]
+    assert set(sides) == {"_intents/a.json"}, "jobs never begun write no intent record"
+    assert store.data.side == {}, "and the finished job's is gone"
+    assert executor.in_flight() == {}

@@ -23,6 +23,7 @@ from flink_sql_runner.lock import (
     StoreLock,
     locked,
     this_machine,
+    waiting_line,
 )
 from flink_sql_runner.plan import build_plan
 from flink_sql_runner.runs import Run
@@ -43,13 +44,14 @@ def test_second_lock_waits_then_times_out_naming_the_holder(tmp_path):
     first, second = file_lock(tmp_path, clock), file_lock(tmp_path, clock, command="prune")
     first.acquire(timeout=0, heartbeat=False)
     seen = []
-    second.on_wait = lambda holder, left: seen.append((holder.command, left))
+    second.on_wait = lambda holder, waited, left: seen.append((holder.command, waited, left))
     with pytest.raises(LockTimeout) as raised:
-        second.acquire(timeout=5)
+        second.acquire(timeout=25)
     message = str(raised.value)
     assert f"locked by deploy by pid {os.getpid()} on {socket.gethostname()} since 20" in message
-    assert "waited 5 s" in message and raised.value.exit_code == 3
-    assert seen[0] == ("deploy", 5.0) and len(seen) == 5, "it says who holds it, every second"
+    assert "waited 25 s" in message and raised.value.exit_code == 3
+    # Who holds it, at once and then every 10 s of waiting (polled every second).
+    assert seen == [("deploy", 0.0, 25.0), ("deploy", 10.0, 15.0), ("deploy", 20.0, 5.0)]
     first.release()
     second.acquire(timeout=0, heartbeat=False)
     second.release()
@@ -227,3 +229,16 @@ def test_a_live_pid_with_another_start_time_is_not_the_holder(tmp_path):
                     this_machine(), "linux:1")  # fmt: skip
     FileLockBackend(tmp_path / ".lock").create(reused)
     assert file_lock(tmp_path, FakeClock()).try_acquire() is None
+
+
+def test_the_waiting_line_names_the_holder_and_the_time_left(tmp_path):
+    clock = FakeClock()
+    first = file_lock(tmp_path, clock, command="stop")
+    first.acquire(timeout=0, heartbeat=False)
+    line = waiting_line(first.holder, str(tmp_path / ".lock"), 10.4, 289.6)
+    assert line == (
+        f"waiting for the manifest store's lock ({tmp_path / '.lock'}): held by stop by pid "
+        f"{os.getpid()} on {socket.gethostname()} since {first.holder.since}; waited 10 s, "
+        "giving up in 290 s (--lock-timeout)"
+    )
+    first.release()

@@ -122,7 +122,7 @@ def test_the_original_deploy_flags_mean_target_master_and_python():
             {"deployment_target": "remote", "target": "local"},
             False,
             "--deployment-target remote needs --jobmanager-address HOST:PORT (your Spark "
-            "master's REST gateway, port 6066) or --master spark://HOST:PORT",
+            "master, port 7077 as a rule) or --master spark://HOST:PORT",
         ),
     ],
 )

@@ -196,3 +196,37 @@ def test_jobs_in_a_cycle_are_deployed_without_waiting_for_each_other() -> None:
     results = executor.apply(plan)
     assert all(r.ok for r in results.values())
     assert order == ["stop ping", "start ping v2", "stop pong", "start pong v2"]
+
+
+def test_interrupted_mid_chain_the_stopped_consumers_run_again_and_the_producer_is_not_begun():
+    """Ctrl-C while the consumer stops: the producer (stopped only after its consumers) is not
+    begun; the consumers already stopped are in flight, so each goes to the end of its steps:
+    held back (its producer did not start), it runs again from its checkpoint."""
+    jobs = {n: changed(j) for n, j in chain().items()}
+    store, target, state, executor, order = deploy_before(chain())
+    told = []
+
+    def stopping(run) -> None:
+        order.append(f"stop {run.name}")
+        if run.name == CONSUMER:
+            told.append(executor.interrupt())
+
+    target.before_stop = stopping
+    results = executor.apply(plan_for(store, target, state, jobs.values()))
+    (in_flight, not_begun), *_ = told
+    assert not_begun == [PRODUCER] and set(in_flight) == {CONSUMER, LAST}
+    assert results[PRODUCER].outcome == "not-begun"
+    assert [results[n].outcome for n in (CONSUMER, LAST)] == ["skipped", "skipped"]
+    assert order == [
+        f"stop {LAST}",
+        f"stop {CONSUMER}",
+        f"start {CONSUMER} v1",
+        f"start {LAST} v1",
+    ], "the producer is left running as it was; the consumers run v1 again"
+    assert all(store.manifests[n].meta.query_version == 1 for n in jobs)
+    assert store.data.side == {}, "no intent record is left"
+    text = results_text(plan_for(store, target, state, jobs.values()), results)
+    assert text.endswith(
+        f"Deploy interrupted: 1 not begun ({PRODUCER}), 2 skipped ({LAST}, {CONSUMER}); "
+        "deploy again to carry out the rest."
+    )
