@@ -14,7 +14,7 @@ from flink_sql_runner.apply import Executor, JobResult, Timeouts
 from flink_sql_runner.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem, UnknownJob
 from flink_sql_runner.facts import GATHER_WORKERS, gather
-from flink_sql_runner.lock import Holder, StoreLock, locked, waiting_line
+from flink_sql_runner.lock import StoreLock, locked, telling_lock
 from flink_sql_runner.manifest import Job, JobLoader, load_jobs, load_template
 from flink_sql_runner.plan import Plan, as_stopped, build_plan
 from flink_sql_runner.progress import Progress
@@ -235,14 +235,8 @@ class Deployment:
             print(f"warning: {exc}", file=sys.stderr)
 
     def lock(self, command: str) -> StoreLock:
-        """The store's lock, for commands that change jobs (deploy, stop, prune). While another
-        holds it, who and since when is said at once and every WAIT_REPORT_SECONDS."""
-        backend = self.store.lock_backend()
-
-        def waiting(holder: Holder | None, waited: float, left: float) -> None:
-            self.say(waiting_line(holder, backend.location, waited, left))
-
-        return StoreLock(backend, command, on_wait=waiting)
+        """The store's lock, for commands that change jobs (deploy, stop, prune, watch)."""
+        return telling_lock(self.store.lock_backend(), command, self.say)
 
     def stop(self, name: str) -> StopResult:
         with locked(self.lock("stop"), self.settings.lock_timeout) as lease:

@@ -449,6 +449,16 @@ class StoreLock:
             self.holder = None
 
 
+def telling_lock(backend: LockBackend, command: str, say: Callable[[str], None]) -> StoreLock:
+    """The store's lock for a command that changes it: while another holds it, `say` is told
+    who and since when, at once and every WAIT_REPORT_SECONDS."""
+
+    def waiting(holder: Holder | None, waited: float, left: float) -> None:
+        say(waiting_line(holder, backend.location, waited, left))
+
+    return StoreLock(backend, command, on_wait=waiting)
+
+
 @contextmanager
 def locked(lock: StoreLock | None, timeout: float) -> Iterator[StoreLock | None]:
     if lock is None:

@@ -10,12 +10,13 @@ its lock, so a deploy never sees half of it.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from flink_sql_runner.errors import InvalidInput, Problem, StoreError
 from flink_sql_runner.legacy import convert, is_migrated, is_original, same_migration
-from flink_sql_runner.lock import StoreLock, locked
+from flink_sql_runner.lock import locked, telling_lock
 from flink_sql_runner.stored import STORED_SCHEMA_VERSION, StoredManifest
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.local import LocalStore
@@ -174,12 +175,17 @@ def migrate(
         return plan_migration(source, destination)
     if isinstance(destination, LocalStore):
         Path(destination.folder).mkdir(parents=True, exist_ok=True)
-    with locked(StoreLock(destination.lock_backend(), "migrate"), lock_timeout):
+    lock = telling_lock(destination.lock_backend(), "migrate", say_on_stderr)
+    with locked(lock, lock_timeout):
         migration = plan_migration(source, destination)
         for step in migration.to_write:
             assert step.manifest is not None
             destination.write(step.manifest)
     return migration
+
+
+def say_on_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def migration_lines(migration: Migration, dry_run: bool) -> list[str]:

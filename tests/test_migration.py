@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from flink_sql_runner.catalog import load_catalog
+from flink_sql_runner.lock import FileLockBackend, Holder
 from flink_sql_runner.manifest import load_jobs
 from flink_sql_runner.runtime import ControlFiles, runtime_manifest
 from flink_sql_runner.stored import Meta, StoredManifest
@@ -499,3 +500,18 @@ def test_deploy_job_refuses_an_original_final_manifest_with_a_line_saying_what_t
         "1 problem; nothing was touched.",
     ]
     assert not (tmp_path / "state").exists()
+
+
+def test_a_migration_waiting_for_a_deploys_lock_names_it_then_exits_3(tmp_path: Path):
+    source = shutil.copytree(ORIGINAL / "store", tmp_path / "original-store")
+    target = tmp_path / "store"
+    target.mkdir()
+    holder = Holder("other", "ci-runner-7", 4242, "deploy", "2023-11-14T22:13:20Z", 120.0)
+    assert FileLockBackend(target / ".lock").create(holder)
+    result = run_cli("migrate", "--from", str(source), "--to", str(target), "--lock-timeout", "1")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stderr.splitlines()[0].startswith(
+        f"waiting for the manifest store's lock ({target / '.lock'}): held by deploy by pid 4242 "
+        "on ci-runner-7 since 2023-11-14T22:13:20Z; waited 0 s, giving up in 1 s"
+    ), result.stderr
+    assert sorted(p.name for p in target.iterdir()) == [".lock"], "nothing written"
