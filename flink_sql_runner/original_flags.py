@@ -153,7 +153,7 @@ def original_options(offline: bool = False) -> Callable[[Callable[..., Any]], Ca
             metavar="DIR",
             envvar="FLINK_SQL_RUNNER_PYFLINK_RUNNER_DIR",
             help="The original tool's flag; ignored with a warning: the runner ships with this "
-            "package (on a cluster, see --runner-path).",
+            "package (on a cluster, `deploy --runner-path` says where drivers find it).",
         ),
     ]
     if offline:
