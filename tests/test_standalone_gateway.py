@@ -119,6 +119,19 @@ def test_the_masters_own_port_as_gateway_gets_the_url_to_give():
     assert not raised.value.maybe_sent, "what is not the gateway never got the request to it"
 
 
+def test_the_same_port_under_another_host_name_may_be_the_gateway_itself():
+    """The page names its host as the master sees it (10.0.0.5); asked as 127.0.0.1 on the same
+    port, the request may have reached that very gateway: whether it acted stays unknown."""
+    with master_rpc_port() as port, web_ui(PAGE_WITH_GATEWAY.replace("16066", str(port))) as ui:
+        target = StandaloneTarget(
+            None, f"spark://127.0.0.1:{port}", ui, gateway=f"http://127.0.0.1:{port}", timeout=10
+        )
+        with pytest.raises(http.Unreachable) as raised:
+            target.kill("driver-1")
+    assert str(raised.value).endswith(f"give --rest-gateway http://10.0.0.5:{port})")
+    assert raised.value.maybe_sent, "unknown is never 'not sent'"
+
+
 def test_a_master_whose_gateway_is_off_is_told_how_to_turn_it_on():
     closed = free_port()
     with web_ui(PAGE_WITHOUT_GATEWAY) as ui:

@@ -190,9 +190,13 @@ class StandaloneTarget(ClusterTarget):
             )
         if shown.rstrip("/") == self.rest:
             return f"the master's web UI at {page} shows this very gateway: try again", False
+        # Only another port proves the request went elsewhere: the same gateway may be shown
+        # under another name for its host (an IP address for a DNS name), and a request it
+        # received may have started a driver.
+        elsewhere = urllib.parse.urlsplit(shown).port != urllib.parse.urlsplit(self.rest).port
         return (
             f"the master's web UI at {page} shows its REST gateway: give --rest-gateway {shown}",
-            True,
+            elsewhere,
         )
 
     def spark_version(self) -> str | None:
