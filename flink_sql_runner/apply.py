@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.facts import HEALTHY_STATES
+from flink_sql_runner.facts import HEALTHY_STATES, run_status
 from flink_sql_runner.intents import Intent, IntentLog, Phase, new_intent
 from flink_sql_runner.lock import LeaseLost, StoreLock
 from flink_sql_runner.plan import Action, Decision, Plan
@@ -677,13 +677,7 @@ class Executor:
             text = self.storage.read_text(control.status_file)
         except FsrError:
             return None  # not readable now: asked again at the next poll
-        if not text:
-            return None
-        try:
-            status = json.loads(text)
-        except ValueError:
-            return None
-        return status if isinstance(status, dict) and status.get("run-id") == run_id else None
+        return run_status(text, run_id)
 
 
 def _spark_version(status: dict[str, Any] | None) -> str | None:

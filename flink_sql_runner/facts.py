@@ -157,7 +157,7 @@ def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFa
     checkpoint = _checkpoint_facts(facts.name, None, intent.manifest, storage)
     root = str(intent.manifest.job.get("checkpoint-root", "")).rstrip("/")
     control = ControlFiles.of(f"{root}/{facts.name}", intent.version)
-    status = _status(storage.read_text(control.status_file), intent.run_id)
+    status = run_status(storage.read_text(control.status_file), intent.run_id)
     healthy = intent.phase.value == "healthy" or (
         status is not None and status.get("state") in HEALTHY_STATES
     )
@@ -172,7 +172,7 @@ def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFa
     return IntentFacts(intent, Liveness.GONE, None, healthy, checkpoint)
 
 
-def _status(text: str | None, run_id: str) -> dict | None:
+def run_status(text: str | None, run_id: str | None) -> dict | None:
     """The runner's status document of run `run_id`, or None."""
     if not text:
         return None
