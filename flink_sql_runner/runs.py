@@ -6,6 +6,7 @@ record that cannot be read all leave open that a run still writes, so nothing st
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -14,6 +15,14 @@ class Liveness(str, Enum):
     ALIVE = "alive"
     GONE = "gone"
     UNKNOWN = "unknown"
+
+    @classmethod
+    def of(cls, state: str, alive: Collection[str], unknown: Collection[str]) -> Liveness:
+        """A cluster's word for a driver's state as liveness: a state neither alive nor
+        unknown is gone."""
+        if state in alive:
+            return cls.ALIVE
+        return cls.UNKNOWN if state in unknown else cls.GONE
 
 
 @dataclass(frozen=True)

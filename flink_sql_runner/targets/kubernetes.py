@@ -185,12 +185,7 @@ class KubernetesTarget(SparkSubmitTarget):
         said = _container_words(pod)
         if phase not in ("Pending",):
             said += f"; driver log: kubectl logs -n {namespace} {name}"
-        if phase in ALIVE_PHASES:
-            liveness = Liveness.ALIVE
-        elif phase in UNKNOWN_PHASES:
-            liveness = Liveness.UNKNOWN
-        else:
-            liveness = Liveness.GONE
+        liveness = Liveness.of(phase, ALIVE_PHASES, UNKNOWN_PHASES)
         return DriverState(liveness, phase, said.strip("; "))
 
     def kill(self, submission_id: str) -> None:

@@ -306,12 +306,7 @@ class StandaloneTarget(ClusterTarget):
         worker = doc.get("workerHostPort")
         if worker and state not in ("SUBMITTED",):
             message = f"{message} (driver log: work folder {submission_id} on worker {worker})"
-        if state in ALIVE_STATES:
-            liveness = Liveness.ALIVE
-        elif state in UNKNOWN_STATES:
-            liveness = Liveness.UNKNOWN
-        else:
-            liveness = Liveness.GONE
+        liveness = Liveness.of(state, ALIVE_STATES, UNKNOWN_STATES)
         return DriverState(liveness, state, message.strip())
 
     def kill(self, submission_id: str) -> None:
