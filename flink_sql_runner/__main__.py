@@ -1,3 +1,3 @@
-from flink_sql_runner.cli import main
+from flink_sql_runner.cli.main import main
 
 main()

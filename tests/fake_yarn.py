@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from flink_sql_runner.storage import FileStorage
+from flink_sql_runner.stores.storage import FileStorage
 
 STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHED", "FAILED", "KILLED")
 FINAL_STATUSES = ("UNDEFINED", "SUCCEEDED", "FAILED", "KILLED")

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flink_sql_runner.errors import FsrError, StoreError
-from flink_sql_runner.runs import Listing, Liveness, Run
-from flink_sql_runner.storage import StorageError
-from flink_sql_runner.stored import StoredManifest
+from flink_sql_runner.model.runs import Listing, Liveness, Run
+from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.base import Reads, StoreConflict
+from flink_sql_runner.stores.storage import StorageError
 from flink_sql_runner.targets.base import (
     Started,
     StopNotConfirmed,

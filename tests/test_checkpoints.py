@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from flink_sql_runner.checkpoints import CheckpointInfo, highest_version, inspect_checkpoint
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.storage import FileStorage, StorageError, local_path
+from flink_sql_runner.gather.checkpoints import CheckpointInfo, highest_version, inspect_checkpoint
+from flink_sql_runner.stores.storage import FileStorage, StorageError, local_path
 
 METADATA = json.dumps({"id": "5c1b8b55-2f2e-4f4e-9b55-6f7d2e0a4d11"}) + "\n"
 OFFSET = 'v1\n{"batchWatermarkMs":0,"batchTimestampMs":1700000000000}\n{"0":42}\n'

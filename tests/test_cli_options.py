@@ -9,7 +9,7 @@ import re
 
 import click
 
-from flink_sql_runner import cli
+from flink_sql_runner.cli import main as cli
 
 #: What each command does, as far as options are concerned.
 DOES = {

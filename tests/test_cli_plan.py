@@ -114,9 +114,9 @@ def test_secrets_are_masked_in_plan_text_and_json(tmp_path: Path) -> None:
     args = ["--path", str(jobs), "--table-definition-path", "examples/tables"]
     write_job_with_secret(jobs, "first-Secret-value")
     # A stored manifest holding the old secret, so the plan shows a change old -> new.
-    from flink_sql_runner.catalog import load_catalog
-    from flink_sql_runner.manifest import load_jobs
-    from flink_sql_runner.stored import Meta, StoredManifest
+    from flink_sql_runner.model.stored import Meta, StoredManifest
+    from flink_sql_runner.read.catalog import load_catalog
+    from flink_sql_runner.read.manifest import load_jobs
     from flink_sql_runner.stores.local import LocalStore
 
     (job,) = load_jobs([jobs], None, load_catalog([REPO / "examples" / "tables"]), tmp_path)
@@ -134,9 +134,9 @@ def test_secrets_are_masked_in_plan_text_and_json(tmp_path: Path) -> None:
 def test_plan_reads_an_s3_store_over_http(
     s3_env: dict[str, str], s3_client: Any, tmp_path: Path
 ) -> None:
-    from flink_sql_runner.catalog import load_catalog
-    from flink_sql_runner.manifest import load_jobs
-    from flink_sql_runner.stored import Meta, StoredManifest
+    from flink_sql_runner.model.stored import Meta, StoredManifest
+    from flink_sql_runner.read.catalog import load_catalog
+    from flink_sql_runner.read.manifest import load_jobs
     from flink_sql_runner.stores.s3 import S3Store
 
     s3_client.create_bucket(Bucket="plans")
@@ -190,9 +190,9 @@ def test_a_plan_of_one_job_says_job(tmp_path: Path) -> None:
 def stored_examples_with(tmp_path: Path, **changed: dict[str, Any]) -> Path:
     """A manifest store holding the examples named in `changed` as deployed (v1), with those
     fields changed; a query change starts clean, so no checkpoint is needed."""
-    from flink_sql_runner.catalog import load_catalog
-    from flink_sql_runner.manifest import load_jobs
-    from flink_sql_runner.stored import Meta, StoredManifest
+    from flink_sql_runner.model.stored import Meta, StoredManifest
+    from flink_sql_runner.read.catalog import load_catalog
+    from flink_sql_runner.read.manifest import load_jobs
     from flink_sql_runner.stores.local import LocalStore
 
     catalog = load_catalog([REPO / "examples" / "tables"])
@@ -330,7 +330,7 @@ def test_every_json_output_has_kebab_case_keys(tmp_path: Path) -> None:
         assert [k for k in keys if not KEBAB.match(k.rsplit(".", 1)[1])] == [], what
     dry = json.loads(outputs["deploy --dry-run"].stdout)
     assert dry["dry-run"] is True and "dry_run" not in dry
-    from flink_sql_runner.apply import JobResult
+    from flink_sql_runner.act.apply import JobResult
 
     fields = inspect.signature(JobResult).parameters
     result = JobResult(**{n: None for n in fields if fields[n].default is inspect.Parameter.empty})

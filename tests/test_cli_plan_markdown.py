@@ -9,9 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from flink_sql_runner.catalog import load_catalog
-from flink_sql_runner.manifest import load_jobs
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.catalog import load_catalog
+from flink_sql_runner.read.manifest import load_jobs
 from flink_sql_runner.stores.local import LocalStore
 from tests.cli import REPO, run_cli
 from tests.diagrams import parse_markdown, parse_mermaid

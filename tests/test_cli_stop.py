@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
 from tests.cli import run_cli as cli
 
@@ -41,7 +41,7 @@ def test_an_error_is_one_json_document_with_output_json(tmp_path: Path):
 
 
 def test_a_locked_store_is_a_json_error_with_its_exit_code(tmp_path: Path):
-    from flink_sql_runner.lock import FileLockBackend, Holder
+    from flink_sql_runner.stores.lock import FileLockBackend, Holder
 
     state = tmp_path / "state"
     holder = Holder("other", "ci-runner-7", 4242, "deploy", "2023-11-14T22:13:20Z", 120.0)

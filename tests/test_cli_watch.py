@@ -11,10 +11,10 @@ from pathlib import Path
 import click
 import yaml
 
-from flink_sql_runner.cli import main
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.cli.main import main
+from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
-from flink_sql_runner.watchstate import Failure, WatchLog, WatchRecord, manifest_digest
+from flink_sql_runner.watch.records import Failure, WatchLog, WatchRecord, manifest_digest
 from tests.cli import REPO, run_cli
 
 WATCH = main.commands["watch"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from flink_sql_runner.act.runtime import ControlFiles
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.runs import Liveness
-from flink_sql_runner.runtime import ControlFiles
+from flink_sql_runner.model.runs import Liveness
 from flink_sql_runner.targets.base import StopNotConfirmed, Submission
 from flink_sql_runner.targets.cluster import (
     ClusterError,

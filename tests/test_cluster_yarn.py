@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.apply import Timeouts
-from flink_sql_runner.deployment import Deployment, Settings
-from flink_sql_runner.runs import Liveness, Run
-from flink_sql_runner.runtime import ControlFiles
-from flink_sql_runner.storage import FileStorage
+from flink_sql_runner.act.apply import Timeouts
+from flink_sql_runner.act.deployment import Deployment, Settings
+from flink_sql_runner.act.runtime import ControlFiles
+from flink_sql_runner.model.runs import Liveness, Run
+from flink_sql_runner.stores.storage import FileStorage
 from flink_sql_runner.targets.base import Submission
 from flink_sql_runner.targets.cluster import ClusterError
 from flink_sql_runner.targets.yarn import YarnTarget, resource_manager_url

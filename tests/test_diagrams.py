@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from flink_sql_runner.lineage import Lineage, build_lineage
-from flink_sql_runner.render_lineage import (
+from flink_sql_runner.decide.lineage import Lineage, build_lineage
+from flink_sql_runner.render.lineage import (
     MERMAID_MAX_EDGES,
     lineage_dot,
     lineage_mermaid,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from flink_sql_runner.intervals import BadInterval, parse_trigger_interval, trigger_problems
+from flink_sql_runner.read.intervals import BadInterval, parse_trigger_interval, trigger_problems
 
 #: Texts a user may write, and the edges of Spark's rule (units, plurals, fractions, signs,
 #: whitespace, the `interval` prefix, overflow, months).

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.javaprops import properties_text
+from flink_sql_runner.targets.javaprops import properties_text
 
 pytestmark = pytest.mark.spark
 

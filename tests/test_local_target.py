@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner import procs
-from flink_sql_runner.runs import Liveness, Run
+from flink_sql_runner.host import processes as procs
+from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.targets.base import StopNotConfirmed, Submission
 from flink_sql_runner.targets.local import LocalTarget, find_spark_submit
 

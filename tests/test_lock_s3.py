@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.errors import LockTimeout, StoreError
-from flink_sql_runner.lock import S3LockBackend, StoreLock
+from flink_sql_runner.stores.lock import S3LockBackend, StoreLock
 from flink_sql_runner.stores.s3 import S3Store
 from tests.fakes import FakeClock
 from tests.faultproxy import FaultProxy

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from flink_sql_runner.catalog import load_catalog
-from flink_sql_runner.lock import FileLockBackend, Holder
-from flink_sql_runner.manifest import load_jobs
-from flink_sql_runner.runtime import ControlFiles, runtime_manifest
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.act.runtime import ControlFiles, runtime_manifest
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.catalog import load_catalog
+from flink_sql_runner.read.manifest import load_jobs
+from flink_sql_runner.stores.lock import FileLockBackend, Holder
 from tests.cli import REPO, run_cli
 from tests.fake_yarn import FakeResourceManager
 

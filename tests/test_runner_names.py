@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.catalog import load_catalog
-from flink_sql_runner.manifest import load_jobs
-from flink_sql_runner.runtime import ControlFiles, runtime_manifest
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.act.runtime import ControlFiles, runtime_manifest
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.catalog import load_catalog
+from flink_sql_runner.read.manifest import load_jobs
 from runner import job_runner
 
 pytestmark = pytest.mark.spark

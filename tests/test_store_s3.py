@@ -12,11 +12,11 @@ import pytest
 from botocore.config import Config
 
 from flink_sql_runner.errors import FsrError, StoreError
-from flink_sql_runner.s3uri import parse_s3_uri
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import StoreConflict
 from flink_sql_runner.stores.s3 import S3Store, make_s3_client
+from flink_sql_runner.stores.s3uri import parse_s3_uri
 
 
 def manifest(name: str, version: int = 1, description: str = "d") -> StoredManifest:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.errors import FsrError, StoreError
-from flink_sql_runner.stored import StoredManifest
+from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.s3 import S3Store, make_s3_client
 from tests.cli import run_cli
 from tests.faultproxy import FaultProxy

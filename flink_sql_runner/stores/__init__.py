@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.s3uri import is_s3_uri, parse_s3_uri
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.local import LocalStore
+from flink_sql_runner.stores.s3uri import is_s3_uri, parse_s3_uri
 
 
 def open_store(uri: str | None, state_dir: Path) -> ManifestStore:

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from flink_sql_runner.errors import StoreError
-from flink_sql_runner.lock import LockBackend
-from flink_sql_runner.stored import StoredManifest
+from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.stores.lock import LockBackend
 
 
 class StoreConflict(StoreError):

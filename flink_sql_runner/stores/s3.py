@@ -18,9 +18,9 @@ from botocore.exceptions import (
 )
 
 from flink_sql_runner.errors import FsrError, StoreError
-from flink_sql_runner.lock import S3LockBackend
-from flink_sql_runner.stored import StoredManifest
+from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.base import Reads, StoreConflict, read_each
+from flink_sql_runner.stores.lock import S3LockBackend
 
 ARCHIVE_DIR = "_archive"
 LOCK_KEY = "_lock.json"

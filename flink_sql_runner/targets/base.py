@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.runs import Listing, Liveness, Run
+from flink_sql_runner.model.runs import Listing, Liveness, Run
 
 
 @dataclass(frozen=True)

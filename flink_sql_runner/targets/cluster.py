@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from flink_sql_runner.act.runtime import app_name, parse_app_name, submission_record_beside
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.runs import Listing, Liveness, Run
-from flink_sql_runner.runtime import app_name, parse_app_name, submission_record_beside
-from flink_sql_runner.stored import utc_now_iso
+from flink_sql_runner.model.runs import Listing, Liveness, Run
+from flink_sql_runner.model.stored import utc_now_iso
 from flink_sql_runner.targets import sparksubmit
 from flink_sql_runner.targets.base import (
     Started,
@@ -38,7 +38,7 @@ from flink_sql_runner.targets.base import (
 )
 
 if TYPE_CHECKING:
-    from flink_sql_runner.storage import Storage
+    from flink_sql_runner.stores.storage import Storage
 
 RECORD_SCHEMA_VERSION = 1
 #: How long a kill may take before the stop is reported as not confirmed.

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.javaprops import properties_text
-from flink_sql_runner.sparkversion import version_tuple
+from flink_sql_runner.model.sparkversion import version_tuple
 from flink_sql_runner.targets.base import Submission
+from flink_sql_runner.targets.javaprops import properties_text
 
 #: How spark-submit reports a failure: the exception of its main thread, or a usage error.
 _MAIN_EXCEPTION = re.compile(r'^Exception in thread "main" (?P<message>.+)$')

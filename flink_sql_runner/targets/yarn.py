@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.runs import Liveness, Run
+from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.targets import http
 from flink_sql_runner.targets.base import Submission, SubmitOutcomeUnknown
 from flink_sql_runner.targets.cluster import ClusterError, DriverState, Listed, SparkSubmitTarget

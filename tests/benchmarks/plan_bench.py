@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from flink_sql_runner.timing import ENV as TIMING_ENV
+from flink_sql_runner.host.timing import ENV as TIMING_ENV
 from tests.benchmarks.common import (
     Measured,
     Stats,
@@ -122,8 +122,8 @@ def write_inputs(root: Path, jobs: int) -> Workspace:
 
 def stored_manifests(ws: Workspace, mix: Mix) -> tuple[dict[str, str], dict[str, int]]:
     """{name: stored YAML} as an earlier deploy recorded them (some older), and the counts."""
-    from flink_sql_runner.deployment import Deployment, Settings
-    from flink_sql_runner.stored import Meta, StoredManifest
+    from flink_sql_runner.act.deployment import Deployment, Settings
+    from flink_sql_runner.model.stored import Meta, StoredManifest
 
     settings = Settings([ws.jobs], [ws.tables], ws.template, ws.state)
     jobs = Deployment(settings).load()
@@ -142,7 +142,7 @@ def stored_manifests(ws: Workspace, mix: Mix) -> tuple[dict[str, str], dict[str,
 
 def write_state(ws: Workspace, names: list[str]) -> None:
     """A valid checkpoint (one committed batch) and a live run record for every job."""
-    from flink_sql_runner import procs
+    from flink_sql_runner.host import processes as procs
 
     runs = ws.state / "runs"
     runs.mkdir(parents=True)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from flink_sql_runner.timing import ENV as TIMING_ENV
+from flink_sql_runner.host.timing import ENV as TIMING_ENV
 from tests.benchmarks.common import Stats, Timeline
 from tests.benchmarks.redeploy_bench import first_commit_after, setup
 from tests.e2e.workspace import Workspace, kill_driver

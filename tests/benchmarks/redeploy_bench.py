@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from flink_sql_runner import procs
-from flink_sql_runner.timing import ENV as TIMING_ENV
+from flink_sql_runner.host import processes as procs
+from flink_sql_runner.host.timing import ENV as TIMING_ENV
 from tests.benchmarks.common import Measured, Stats, Timeline, run_measured, timing_events
 from tests.e2e.workspace import Workspace
 

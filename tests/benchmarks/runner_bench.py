@@ -110,9 +110,14 @@ class Programs:
 
     def runner(self, folder: Path, version: int = 1) -> list[str]:
         """The deployer's own spark-submit command for this job (LocalTarget.command)."""
-        from flink_sql_runner.manifest import Job
-        from flink_sql_runner.runtime import ControlFiles, app_name, runtime_manifest, spark_conf
-        from flink_sql_runner.stored import Meta
+        from flink_sql_runner.act.runtime import (
+            ControlFiles,
+            app_name,
+            runtime_manifest,
+            spark_conf,
+        )
+        from flink_sql_runner.model.stored import Meta
+        from flink_sql_runner.read.manifest import Job
         from flink_sql_runner.targets.base import Submission
         from flink_sql_runner.targets.local import LocalTarget
 

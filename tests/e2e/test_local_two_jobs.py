@@ -102,6 +102,6 @@ def read_good_rows(spark, path) -> list[int]:
 
 
 def _alive(record) -> bool:
-    from flink_sql_runner import procs
+    from flink_sql_runner.host import processes as procs
 
     return procs.is_same_process(int(record["pid"]), str(record["started"]))

@@ -119,7 +119,7 @@ class Workspace:
 
     def runs(self, name: str) -> list[dict[str, Any]]:
         """The local target's records of the runs of `name` whose process is alive."""
-        from flink_sql_runner import procs
+        from flink_sql_runner.host import processes as procs
 
         folder = self.state / "runs" / name
         records = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
@@ -148,7 +148,7 @@ class Workspace:
 
     def kill_all(self) -> None:
         """Kill every job process group this workspace ever started that is still alive."""
-        from flink_sql_runner import procs
+        from flink_sql_runner.host import processes as procs
 
         self._remember_pids()
         for pid, started in self.seen_pids:

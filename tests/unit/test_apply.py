@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from flink_sql_runner.apply import Executor, Timeouts
-from flink_sql_runner.facts import gather
-from flink_sql_runner.plan import Action, build_plan
-from flink_sql_runner.runs import Run
+from flink_sql_runner.act.apply import Executor, Timeouts
+from flink_sql_runner.decide.plan import Action, build_plan
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.runs import Run
 from tests.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
 from tests.unit.test_decisions import BASE, CONFIG, QUERY, ROOT, make_job, stored_of
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from flink_sql_runner import changes
-from flink_sql_runner.changes import CONFIG, QUERY, ChangeKind, diff, same, severity
+from flink_sql_runner.decide import changes
+from flink_sql_runner.decide.changes import CONFIG, QUERY, ChangeKind, diff, same, severity
 from tests.unit.test_decisions import BASE
 
 KAFKA_IN = {
@@ -306,7 +306,8 @@ def test_the_readme_table_of_what_is_safe_to_change_is_the_rules():
     )
     assert found, "README.md lacks the generated table"
     assert found.group(1) == changes.safe_to_change_markdown(), (
-        "README.md's table differs from the rules: paste `python -m flink_sql_runner.changes`"
+        "README.md's table differs from the rules: paste the output of "
+        "`python -m flink_sql_runner.decide.changes`"
     )
 
 

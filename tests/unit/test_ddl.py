@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.catalog import load_catalog, read_catalog
-from flink_sql_runner.ddl import parse_sql_tables, tokenize
 from flink_sql_runner.errors import InvalidInput
-from flink_sql_runner.manifest import load_jobs
+from flink_sql_runner.read.catalog import load_catalog, read_catalog
+from flink_sql_runner.read.ddl import parse_sql_tables, tokenize
+from flink_sql_runner.read.manifest import load_jobs
 from tests.cli import REPO, run_cli
 
 DDL = REPO / "tests" / "data" / "ddl"

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from flink_sql_runner.facts import gather
-from flink_sql_runner.manifest import Job
-from flink_sql_runner.plan import Action, build_plan
-from flink_sql_runner.runs import Run
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.decide.plan import Action, build_plan
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.manifest import Job
 from tests.fakes import FakeStorage, FakeStore, FakeTarget
 
 ROOT = "/ckpt"
@@ -280,7 +280,7 @@ def test_changes_list_old_and_new_values_most_severe_first():
 def test_plan_is_pending_only_when_something_would_change():
     unchanged = plan_one(BASE, stored_of(BASE, 1), running=1, checkpoint_batch=2)
     stopped = plan_one(BASE, stored_of(BASE, 1), running=None, checkpoint_batch=2)
-    from flink_sql_runner.plan import Plan
+    from flink_sql_runner.decide.plan import Plan
 
     assert not Plan(()).pending and not Plan((unchanged,)).pending
     assert Plan((unchanged, stopped)).pending

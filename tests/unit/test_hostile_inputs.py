@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from flink_sql_runner.catalog import load_catalog, read_catalog
-from flink_sql_runner.cli import main
+from flink_sql_runner.cli.main import main
 from flink_sql_runner.errors import InvalidInput, Problem, printable
-from flink_sql_runner.manifest import load_jobs
+from flink_sql_runner.read.catalog import load_catalog, read_catalog
+from flink_sql_runner.read.manifest import load_jobs
 from tests.cli import REPO, run_cli
 
 HOSTILE = REPO / "tests" / "data" / "hostile"

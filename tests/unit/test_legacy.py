@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime
 
-from flink_sql_runner.changes import ChangeKind, diff, severity
-from flink_sql_runner.legacy import convert, same_migration
+from flink_sql_runner.decide.changes import ChangeKind, diff, severity
+from flink_sql_runner.migrate.convert import convert, same_migration
 
 ORIGINAL = {
     "name": "q",

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from flink_sql_runner.catalog import Catalog, Table
-from flink_sql_runner.lineage import build_lineage
-from flink_sql_runner.manifest import Job
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.decide.lineage import build_lineage
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.catalog import Catalog, Table
+from flink_sql_runner.read.manifest import Job
 
 SCHEMA = "id BIGINT"
 

@@ -12,11 +12,13 @@ import sys
 
 import pytest
 
-from flink_sql_runner import procs
-from flink_sql_runner.apply import Executor, Timeouts
+from flink_sql_runner.act.apply import Executor, Timeouts
+from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.errors import LockTimeout
-from flink_sql_runner.facts import gather
-from flink_sql_runner.lock import (
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.host import processes as procs
+from flink_sql_runner.model.runs import Run
+from flink_sql_runner.stores.lock import (
     FileLockBackend,
     Holder,
     LeaseLost,
@@ -25,8 +27,6 @@ from flink_sql_runner.lock import (
     this_machine,
     waiting_line,
 )
-from flink_sql_runner.plan import build_plan
-from flink_sql_runner.runs import Run
 from tests.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget, MemoryLockBackend
 from tests.unit.test_decisions import BASE, QUERY, ROOT, stored_of
 

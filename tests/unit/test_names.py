@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.catalog import load_catalog
-from flink_sql_runner.changes import diff
+from flink_sql_runner.act.runtime import ControlFiles, runtime_manifest
+from flink_sql_runner.decide.changes import diff
 from flink_sql_runner.errors import InvalidInput
-from flink_sql_runner.manifest import load_jobs
-from flink_sql_runner.names import BadName, parse_name
-from flink_sql_runner.runtime import ControlFiles, runtime_manifest
-from flink_sql_runner.sqlinfo import point_at_views, table_references
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.catalog import load_catalog
+from flink_sql_runner.read.manifest import load_jobs
+from flink_sql_runner.read.names import BadName, parse_name
+from flink_sql_runner.read.sqlinfo import point_at_views, table_references
 
 RULE = "table names use letters, digits and '_', not a digit first (at most 128)"
 

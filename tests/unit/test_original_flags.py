@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.catalog import load_catalog
-from flink_sql_runner.manifest import load_jobs
-from flink_sql_runner.original_flags import BadFlags, expand_greedy, original_settings
-from flink_sql_runner.properties import PropertyRules
+from flink_sql_runner.cli.original_flags import BadFlags, expand_greedy, original_settings
+from flink_sql_runner.read.catalog import load_catalog
+from flink_sql_runner.read.manifest import load_jobs
+from flink_sql_runner.read.properties import PropertyRules
 from tests.cli import REPO, run_cli
 
 QUERIES = str(REPO / "examples" / "queries")

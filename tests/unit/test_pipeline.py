@@ -8,12 +8,12 @@ import copy
 import json
 from typing import Any
 
-from flink_sql_runner.facts import gather
-from flink_sql_runner.manifest import Job
-from flink_sql_runner.plan import Action, build_plan
-from flink_sql_runner.render import plan_json, plan_text, results_text
-from flink_sql_runner.runs import Run
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.decide.plan import Action, build_plan
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.render.plan import plan_json, plan_text, results_text
 from tests.unit.test_apply import setup
 from tests.unit.test_render_markdown import make
 

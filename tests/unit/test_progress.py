@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from flink_sql_runner.progress import Progress
+from flink_sql_runner.act.progress import Progress
 
 
 def test_plain_lines_for_ci_logs():

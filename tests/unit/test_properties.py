@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.properties import ROCKSDB_PROVIDER, ignored_message
+from flink_sql_runner.read.properties import ROCKSDB_PROVIDER, ignored_message
 from tests.cli import REPO, run_cli
 
 IGNORED = "Spark ignores properties whose key does not start with 'spark.'"

@@ -10,13 +10,13 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from flink_sql_runner.facts import gather
-from flink_sql_runner.lineage import Lineage, build_lineage
-from flink_sql_runner.manifest import Job
-from flink_sql_runner.plan import Plan, build_plan
-from flink_sql_runner.render_markdown import MARKER, MAX_LENGTH, code, plan_markdown, text
-from flink_sql_runner.runs import Run
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.decide.lineage import Lineage, build_lineage
+from flink_sql_runner.decide.plan import Plan, build_plan
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.render.markdown import MARKER, MAX_LENGTH, code, plan_markdown, text
 from tests.diagrams import parse_markdown, parse_mermaid
 from tests.fakes import FakeStorage, FakeStore, FakeTarget
 

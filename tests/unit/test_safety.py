@@ -9,12 +9,12 @@ import json
 
 import pytest
 
+from flink_sql_runner.decide.plan import Action, build_plan
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.facts import gather
-from flink_sql_runner.intents import IntentLog, Phase, new_intent
-from flink_sql_runner.plan import Action, build_plan
-from flink_sql_runner.runs import Run
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.intents import IntentLog, Phase, new_intent
+from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.stored import Meta, StoredManifest
 from tests.unit.test_apply import setup
 from tests.unit.test_decisions import BASE, CONFIG, QUERY, ROOT, SINK, make_job, stored_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from flink_sql_runner.secrets import MASK, is_secret, mask, masked_conf_args
+from flink_sql_runner.read.secrets import MASK, is_secret, mask, masked_conf_args
 
 SECRET = [
     ("spark.hadoop.fs.s3a.secret.key", "x"),

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.facts import gather
-from flink_sql_runner.plan import Action, build_plan
-from flink_sql_runner.runs import Run
-from flink_sql_runner.sparkversion import is_older, version_tuple
-from flink_sql_runner.stored import Meta, StoredManifest
+from flink_sql_runner.decide.plan import Action, build_plan
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.sparkversion import is_older, version_tuple
+from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
 from tests.cli import run_cli
 from tests.unit.test_apply import setup
@@ -113,8 +113,8 @@ def test_versions_compare_as_numbers():
 
 def test_the_plan_says_what_a_new_spark_means(tmp_path: Path):
     """The local target's Spark is the installed one; the store says v1 last ran on 3.5.9."""
-    from flink_sql_runner.catalog import load_catalog
-    from flink_sql_runner.manifest import load_jobs
+    from flink_sql_runner.read.catalog import load_catalog
+    from flink_sql_runner.read.manifest import load_jobs
 
     state = tmp_path / "state"
     jobs = load_jobs(

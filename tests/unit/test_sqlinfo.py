@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from flink_sql_runner.sqlinfo import (
+from flink_sql_runner.read.sqlinfo import (
     SqlProblem,
     code_fingerprint,
     code_problem,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner import timing
+from flink_sql_runner.host import timing
 
 
 def test_marks_nothing_without_the_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.catalog import file_format, load_catalog
 from flink_sql_runner.errors import InvalidInput
-from flink_sql_runner.manifest import load_jobs
+from flink_sql_runner.read.catalog import file_format, load_catalog
+from flink_sql_runner.read.manifest import load_jobs
 from tests.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from flink_sql_runner import yamlio
-from flink_sql_runner.yamlio import YamlProblem, parse_yaml
+from flink_sql_runner.read import yamlio
+from flink_sql_runner.read.yamlio import YamlProblem, parse_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = sorted(

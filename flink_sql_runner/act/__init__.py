@@ -1,0 +1,3 @@
+"""Carrying a plan out: the executor, the runtime manifest, interrupts, progress, a deployment's
+commands.
+"""

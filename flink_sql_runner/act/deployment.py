@@ -1,0 +1,282 @@
+"""One deployment setting: inputs, store, target and state storage, and the commands on them.
+
+The CLI builds a `Deployment` from its options and renders what its methods return.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flink_sql_runner.act.apply import Executor, JobResult, Timeouts
+from flink_sql_runner.act.progress import Progress
+from flink_sql_runner.act.runtime import ControlFiles
+from flink_sql_runner.decide.plan import Plan, as_stopped, build_plan
+from flink_sql_runner.errors import FsrError, InvalidInput, Problem, UnknownJob
+from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
+from flink_sql_runner.host.timing import mark
+from flink_sql_runner.model.runs import Liveness
+from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
+from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs, load_template
+from flink_sql_runner.read.properties import PropertyRules
+from flink_sql_runner.stores import open_store
+from flink_sql_runner.stores.base import ManifestStore
+from flink_sql_runner.stores.lock import StoreLock, locked, telling_lock
+from flink_sql_runner.stores.storage import FileStorage, Storage
+from flink_sql_runner.targets.base import Target
+
+DEFAULT_PARALLELISM = 4
+DEFAULT_LOCK_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class StopResult:
+    """What `stop NAME` did: `stopped` (every run of the job is gone now) or `not-running`
+    (there was nothing to stop)."""
+
+    name: str
+    outcome: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "outcome": self.outcome, "result": self.message}
+
+
+@dataclass
+class Settings:
+    paths: list[Path] = field(default_factory=list)
+    table_paths: list[Path] = field(default_factory=list)
+    template: Path | None = None
+    state_dir: Path = Path(".flink-sql-runner")
+    manifest_store: str | None = None
+    target: str = "local"
+    master: str | None = None
+    spark_submit: str | None = None
+    cluster_api: str | None = None  # standalone: the master's web UI; yarn: the ResourceManager
+    namespace: str | None = None  # kubernetes
+    runner_path: str | None = None  # where a cluster's driver finds job_runner.py
+    rest_gateway: str | None = None  # standalone: the master's REST gateway
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    #: Jobs acted on at once; fact gathering (reads) uses more workers than this.
+    parallelism: int = DEFAULT_PARALLELISM
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    properties: PropertyRules = field(default_factory=PropertyRules)  # checks, and warnings
+
+
+def make_target(settings: Settings) -> Target:
+    if settings.target == "local":
+        from flink_sql_runner.targets.local import LocalTarget
+
+        return LocalTarget(
+            settings.state_dir, settings.spark_submit, master=settings.master or "local[*]"
+        )
+    return make_cluster_target(settings, FileStorage())
+
+
+def make_cluster_target(settings: Settings, storage: Storage) -> Target:
+    """A target that runs drivers on a cluster; control files on `storage`."""
+    master = settings.master or ("yarn" if settings.target == "yarn" else None)
+    if not master:
+        raise FsrError(f"--target {settings.target} needs --master")
+    if settings.target == "standalone":
+        from flink_sql_runner.targets.standalone import StandaloneTarget
+
+        return StandaloneTarget(
+            storage,
+            master,
+            settings.cluster_api,
+            settings.runner_path,
+            gateway=settings.rest_gateway,
+        )
+    if settings.target == "yarn":
+        from flink_sql_runner.targets.yarn import YarnTarget
+
+        return YarnTarget(
+            storage, master, settings.cluster_api, settings.spark_submit, settings.runner_path
+        )
+    if settings.target == "kubernetes":
+        from flink_sql_runner.targets.kubernetes import KubernetesTarget
+
+        return KubernetesTarget(
+            storage, master, settings.namespace, settings.spark_submit, settings.runner_path
+        )
+    raise FsrError(f"--target {settings.target}: unknown target")
+
+
+class Deployment:
+    def __init__(
+        self,
+        settings: Settings,
+        store: ManifestStore | None = None,
+        target: Target | None = None,
+    ):
+        self.settings = settings
+        self._store = store
+        self._target = target
+        self.storage: Storage = FileStorage()
+        self.debug = False
+        #: Where lines for people go while a command runs (waiting for the lock).
+        self.say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
+        #: The executor while a deploy carries out its plan; None before and after.
+        self.acting: Executor | None = None
+        #: Whether the deploy's plan was carried out (only its report is left).
+        self.acted = False
+
+    @property
+    def store(self) -> ManifestStore:
+        if self._store is None:
+            self._store = open_store(self.settings.manifest_store, self.settings.state_dir)
+        return self._store
+
+    @property
+    def target(self) -> Target:
+        if self._target is None:
+            self._target = make_target(self.settings)
+        return self._target
+
+    # -- inputs -----------------------------------------------------------------------------
+    def catalog(self) -> Catalog:
+        return load_catalog(self.settings.table_paths)
+
+    def load(self) -> list[Job]:
+        """Every job, validated; InvalidInput (catalog and jobs together) before any I/O."""
+        # The tables without problems still serve the jobs' checks: one broken table file
+        # does not make every job's table look missing.
+        catalog, catalog_problems = read_catalog(self.settings.table_paths)
+        try:
+            jobs = load_jobs(
+                self.settings.paths,
+                self.settings.template,
+                catalog,
+                self.settings.state_dir,
+                rules=self.settings.properties,
+            )
+        except InvalidInput as exc:
+            raise InvalidInput(catalog_problems + exc.problems, exc.hints) from None
+        if catalog_problems:
+            raise InvalidInput(catalog_problems)
+        mark("loaded", jobs=len(jobs))
+        return jobs
+
+    def load_one(self, path: Path) -> Job:
+        """One job file (a final manifest, or a plain job merged with the template)."""
+        problems: list[Problem] = []
+        template, problems = load_template(self.settings.template, self.settings.properties)
+        catalog, catalog_problems = read_catalog(self.settings.table_paths)
+        problems += catalog_problems
+        loader = JobLoader(template, catalog, self.settings.state_dir, self.settings.properties)
+        job = loader.load_file(path, problems)
+        if problems or job is None:
+            raise InvalidInput(problems, loader.hints())
+        return job
+
+    # -- commands ---------------------------------------------------------------------------
+    def plan(self, jobs: list[Job], include_orphans: bool = True, prune: bool = False) -> Plan:
+        facts = gather(
+            jobs,
+            self.store,
+            self.target,
+            self.storage,
+            include_orphans=include_orphans,
+            workers=max(GATHER_WORKERS, self.settings.parallelism),
+        )
+        mark("gathered")
+        plan = build_plan(facts, prune=prune, spark=self.target.spark_version())
+        mark("decided")
+        return plan
+
+    def executor(self, lease: StoreLock | None = None) -> Executor:
+        return Executor(
+            self.store,
+            self.target,
+            self.storage,
+            timeouts=self.settings.timeouts,
+            parallelism=self.settings.parallelism,
+            lease=lease,
+            debug=self.debug,
+        )
+
+    def deploy(
+        self,
+        jobs: list[Job],
+        *,
+        include_orphans: bool,
+        prune: bool,
+        on_plan: Callable[[Plan], None],
+        progress: Progress | None = None,
+    ) -> tuple[Plan, dict[str, JobResult]]:
+        """Under the store's lock: gather facts, decide, show the plan, carry it out."""
+        with locked(self.lock("deploy"), self.settings.lock_timeout) as lease:
+            mark("locked")
+            plan = self.plan(jobs, include_orphans=include_orphans, prune=prune)
+            on_plan(plan)
+            results: dict[str, JobResult] = {}
+            if plan.pending:
+                if progress is not None:
+                    progress.total = sum(1 for d in plan.decisions if d.steps)
+                self.acting = self.executor(lease)
+                try:
+                    results = self.acting.apply(plan, progress)
+                finally:
+                    self.acting, self.acted = None, True
+                    if progress is not None:
+                        progress.close()
+            self.acted = True
+            self._refresh_index()
+            return plan, results
+
+    def _refresh_index(self) -> None:
+        """The store's read cache is only a cache: failing to update it fails nothing."""
+        try:
+            self.store.refresh_index()
+        except FsrError as exc:
+            print(f"warning: {exc}", file=sys.stderr)
+
+    def lock(self, command: str) -> StoreLock:
+        """The store's lock, for commands that change jobs (deploy, stop, prune, watch)."""
+        return telling_lock(self.store.lock_backend(), command, self.say)
+
+    def stop(self, name: str) -> StopResult:
+        with locked(self.lock("stop"), self.settings.lock_timeout) as lease:
+            return self._stop(name, lease)
+
+    def _stop(self, name: str, lease: StoreLock | None) -> StopResult:
+        """Stop every run of job `name` the target lists, with its checkpoint, and record it as
+        stopped (desired-state: stopped), as a deploy that stops it does: `watch` leaves it
+        down, and a deploy whose manifest says running resumes it from its checkpoint."""
+        runs = self.target.list_runs().of(name)
+        stored = self.store.read(name)
+        if stored is None:
+            if not runs:
+                raise UnknownJob(
+                    f"unknown job {name!r}: no manifest of it in {self.store.location} and no "
+                    f"run of it on the {self.target.name} target"
+                )
+            raise FsrError(
+                f"job {name!r} runs but has no stored manifest; cannot find its stop marker"
+            )
+        recorded = stored.job.get("desired-state") == "stopped"
+        if not runs and recorded:
+            return StopResult(name, "not-running", f"{name}: already stopped; checkpoint kept")
+        root = str(stored.job["checkpoint-root"]).rstrip("/")
+        said = []
+        for run in runs:
+            if lease is not None:
+                lease.check()
+            if run.liveness is Liveness.UNKNOWN and run.version is None:
+                raise FsrError(f"{name}: cannot stop {run.describe()}: {run.detail}")
+            control = ControlFiles.of(f"{root}/{name}", run.version or stored.meta.query_version)
+            stopped = self.target.stop(run, control.stop_marker, self.settings.timeouts.stop)
+            self.storage.delete(control.stop_marker)
+            said.append(stopped.how if len(runs) == 1 else f"v{run.version}: {stopped.how}")
+        if not recorded:
+            if lease is not None:
+                lease.check()
+            self.store.write(as_stopped(stored))
+        if not runs:
+            message = f"{name}: was not running; recorded as stopped (checkpoint kept)"
+            return StopResult(name, "not-running", message)
+        message = f"{name}: {'; '.join(said)}; checkpoint kept, recorded as stopped"
+        return StopResult(name, "stopped", message)

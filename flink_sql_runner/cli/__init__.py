@@ -1,0 +1,1 @@
+"""The command line: thin commands that build a deployment, call it and render what it returns."""

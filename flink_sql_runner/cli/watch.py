@@ -1,0 +1,164 @@
+"""The `watch` and `resume` commands (registered on the main group by `cli.py`)."""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import sys
+from typing import Any
+
+import click
+
+from flink_sql_runner.act.deployment import Deployment
+from flink_sql_runner.cli.main import (
+    REMOTE_OPTIONS,
+    _env,
+    handle_errors,
+    main,
+    options,
+    settings_from,
+)
+from flink_sql_runner.errors import EXIT_OK, UnknownJob
+from flink_sql_runner.watch.events import Event, Notifier
+from flink_sql_runner.watch.metrics import Metrics
+from flink_sql_runner.watch.records import WatchLog
+from flink_sql_runner.watch.watcher import Watcher, WatchSettings
+
+#: (option, default, lowest value, help).
+WATCH_OPTIONS = [
+    ("--interval", 15.0, 0.5, "Seconds between two looks at what runs."),
+    ("--stable-after", 600.0, 0.0, "Seconds healthy after which a job's backoff starts over."),
+    ("--backoff-first", 10.0, 0.0,
+     "Seconds before the restart after a second failure in a row (the first restarts at "
+     "once); doubles with each further one."),
+    ("--backoff-max", 600.0, 0.0, "The longest wait before a restart, in seconds."),
+    ("--failure-window", 3600.0, 1.0, "Seconds over which failures count towards crash-looping."),
+    ("--stall-timeout", 180.0, 1.0, "Seconds without a heartbeat from a driver: it is stalled."),
+    ("--batch-timeout", 3600.0, 1.0, "Seconds one micro-batch may run: longer, it is stalled."),
+    ("--leader-ttl", 60.0, 3.0,
+     "Seconds after which a standby watcher takes over a leader that stopped renewing its "
+     "lease (at once when the leader's process on the same machine is gone)."),
+]  # fmt: skip
+
+
+def watch_options(func: Any) -> Any:
+    for name, default, lowest, text in reversed(WATCH_OPTIONS):
+        envvar = _env(name[2:].upper().replace("-", "_"))
+        func = click.option(
+            name, type=click.FloatRange(min=lowest), default=default, show_default=True,
+            envvar=envvar, help=text,
+        )(func)  # fmt: skip
+    return func
+
+
+@main.command()
+@options("--state-dir", *[o for o in REMOTE_OPTIONS if o != "--output"])
+@options("--start-timeout", "--stop-timeout")
+@watch_options
+@click.option(
+    "--max-failures",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    envvar=_env("MAX_FAILURES"),
+    help="Failures within --failure-window after which a job is crash-looping: left down.",
+)
+@click.option("--notify-url", envvar=_env("NOTIFY_URL"), help="POST each event there, as JSON.")
+@click.option(
+    "--notify-command",
+    envvar=_env("NOTIFY_COMMAND"),
+    help="Run this command for each event, the event as JSON on its stdin (split like a shell "
+    "would, but never run by one).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    envvar=_env("METRICS_PORT"),
+    help="Serve Prometheus metrics on this port (0: any free one).",
+)
+@click.option(
+    "--metrics-address",
+    default="127.0.0.1",
+    show_default=True,
+    envvar=_env("METRICS_ADDRESS"),
+    help="The address the metrics listen on (0.0.0.0 for every interface, e.g. in a pod).",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    envvar=_env("LOG_FORMAT"),
+    help="One line per event: text for people, JSON lines for log collectors.",
+)
+@click.option("--once", is_flag=True, help="Look and act once, then exit.")
+@options("--debug")
+@handle_errors
+def watch(
+    debug: bool,
+    notify_url: str | None,
+    notify_command: str | None,
+    metrics_port: int | None,
+    metrics_address: str,
+    log_format: str,
+    once: bool,
+    max_failures: int,
+    **kw: Any,
+) -> int:
+    """Keep every job the store records as running running: restart it from its checkpoint
+    when it dies (with a growing backoff), replace it when it stalls, mark it crash-looping
+    when it keeps failing, and tell people.
+
+    The store is what `deploy` recorded; `watch` never applies git. It takes the store's lock
+    only to act, and waits while a deploy holds it. Several watchers on one store: one acts,
+    the others stand by and take over when it stops. SIGTERM ends it after the step in
+    progress.
+    """
+    settings = WatchSettings(
+        max_failures=max_failures,
+        **{name[2:].replace("-", "_"): kw.pop(name[2:].replace("-", "_"))
+           for name, _, _, _ in WATCH_OPTIONS},
+    )  # fmt: skip
+    deployment = Deployment(settings_from((), **kw))
+    deployment.debug = debug
+    command = shlex.split(notify_command) if notify_command else None
+    notifier = Notifier(sys.stdout, log_format, notify_url, command)
+    metrics = Metrics() if metrics_port is not None else None
+    watcher = Watcher(deployment, settings, notifier, metrics)
+
+    def stop(signum: int, _frame: Any) -> None:
+        if not watcher.stopping.is_set():
+            name = signal.Signals(signum).name
+            notifier.emit(Event("stopping", message=f"{name}: after the step in progress"))
+        watcher.stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        if metrics is not None:
+            port = metrics.serve(metrics_port or 0, metrics_address)
+            notifier.emit(Event("metrics", message=f"http://{metrics_address}:{port}/metrics",
+                                fields={"port": port}))  # fmt: skip
+        watcher.run(once=once)
+    finally:
+        notifier.close()
+        if metrics is not None:
+            metrics.close()
+    return EXIT_OK
+
+
+@main.command()
+@click.argument("name")
+@options("--state-dir", "--manifest-store", "--external-job-config-bucket")
+@options("--external-job-config-prefix", "--debug")
+@handle_errors
+def resume(name: str, debug: bool, **kw: Any) -> int:
+    """Lift job NAME's crash-looping mark: `watch` restarts it at its next look."""
+    deployment = Deployment(settings_from((), **kw))
+    if deployment.store.read(name) is None:
+        raise UnknownJob(f"unknown job {name!r}: the store has no manifest of that name")
+    if not WatchLog(deployment.store).resume(name):
+        click.echo(f"{name}: not crash-looping nor backing off; nothing to lift")
+        return EXIT_OK
+    click.echo(f"{name}: crash-loop mark lifted; watch restarts it at its next look")
+    return EXIT_OK

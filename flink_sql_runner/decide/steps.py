@@ -1,0 +1,125 @@
+"""The steps a decision hands the executor: what to do, as data.
+
+`plan` prints them and `deploy` carries them out; the executor interprets steps and never
+re-derives why. A decision's `rollback` steps run only when one of its starts ends without a
+healthy run, after the new run is confirmed gone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.stored import StoredManifest
+
+
+def _version(manifest: StoredManifest) -> str:
+    return f"v{manifest.meta.query_version}"
+
+
+def checkpoint_location(manifest: StoredManifest) -> str:
+    root = str(manifest.job["checkpoint-root"]).rstrip("/")
+    return f"{root}/{manifest.name}/{manifest.meta.query_version}"
+
+
+@dataclass(frozen=True)
+class StopRun:
+    """Stop a run gracefully, with its checkpoint; kill it only after the stop timeout."""
+
+    run: Run
+    manifest: StoredManifest  # the manifest the run was started with: its control files
+
+    def describe(self) -> str:
+        return f"stop {self.run.describe()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": "stop", "query-version": self.run.version, "run": self.run.detail}
+
+
+@dataclass(frozen=True)
+class StartRun:
+    """Start a manifest, clean in a new checkpoint folder or from its checkpoint, and wait
+    until it has completed a trigger."""
+
+    manifest: StoredManifest
+    clean: bool
+    source: str  # where the manifest comes from, for messages (a job file, the store)
+
+    def describe(self) -> str:
+        how = (
+            f"clean in {checkpoint_location(self.manifest)}"
+            if self.clean
+            else ("from its checkpoint")
+        )
+        return f"start {_version(self.manifest)} {how}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": "start",
+            "query-version": self.manifest.meta.query_version,
+            "clean": self.clean,
+            "checkpoint": checkpoint_location(self.manifest),
+        }
+
+
+@dataclass(frozen=True)
+class AwaitRun:
+    """Wait for a run an interrupted deploy started until it has completed a trigger."""
+
+    run: Run
+    manifest: StoredManifest
+
+    def describe(self) -> str:
+        return f"wait for {self.run.describe()}, started by an interrupted deploy, to be healthy"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": "await", "query-version": self.run.version, "run": self.run.detail}
+
+
+@dataclass(frozen=True)
+class Record:
+    """Record a manifest in the store (conditional on what the deploy read there)."""
+
+    manifest: StoredManifest
+
+    def describe(self) -> str:
+        stopped = self.manifest.job.get("desired-state") == "stopped"
+        return f"record {_version(self.manifest)}" + (" as stopped" if stopped else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        state = self.manifest.job.get("desired-state", "running")
+        return {
+            "step": "record",
+            "query-version": self.manifest.meta.query_version,
+            "desired-state": state,
+        }
+
+
+@dataclass(frozen=True)
+class Archive:
+    """Move a job's manifest to the store's archive (its checkpoint is kept)."""
+
+    name: str
+
+    def describe(self) -> str:
+        return "archive its manifest"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": "archive"}
+
+
+@dataclass(frozen=True)
+class DropIntent:
+    """Delete the intent record an interrupted deploy left behind."""
+
+    why: str
+
+    def describe(self) -> str:
+        return f"drop the interrupted deploy's intent record ({self.why})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": "drop-intent", "why": self.why}
+
+
+Step = StopRun | StartRun | AwaitRun | Record | Archive | DropIntent

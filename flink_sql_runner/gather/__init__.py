@@ -1,0 +1,3 @@
+"""Gathering what is: stored manifests, what runs, what state exists; read before anything is
+decided.
+"""

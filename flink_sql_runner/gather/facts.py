@@ -1,0 +1,190 @@
+"""Gathering the facts a plan is made from: stored manifests, what runs, what state exists.
+
+Everything is read before anything is decided or done. A fact that cannot be read for one job
+(an unreadable manifest or intent record, a checkpoint S3 refuses) is that job's `problem`: its
+decision is an error and the other jobs go on. A listing of the target that fails stops the
+whole command, since no job can be decided without knowing what runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from flink_sql_runner.act.runtime import ControlFiles
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.gather import checkpoints
+from flink_sql_runner.model.intents import Intent, IntentLog
+from flink_sql_runner.model.runs import Listing, Liveness, Run
+from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.stores.base import ManifestStore
+from flink_sql_runner.stores.s3uri import is_s3_uri
+from flink_sql_runner.stores.storage import Storage
+from flink_sql_runner.targets.base import Target
+
+#: Reads (store, checkpoints) are I/O: many at once.
+GATHER_WORKERS = 32
+#: Runner states that say a run completed a trigger.
+HEALTHY_STATES = ("active", "finished")
+
+
+@dataclass(frozen=True)
+class CheckpointFacts:
+    """What exists on the checkpoint storage for one job."""
+
+    location: str  # the stored version's checkpoint
+    valid: bool
+    last_committed: int | None
+    highest_version: int  # largest version folder under <root>/<name>/, 0 if none
+
+
+@dataclass(frozen=True)
+class IntentFacts:
+    """An interrupted deploy's intent record, and the evidence about its run."""
+
+    intent: Intent
+    #: The interrupted deploy's new run: alive (by its run id, or as the only run of its
+    #: version once the old run was confirmed gone), gone, or unknown.
+    run: Liveness
+    alive: Run | None = None  # the listed run that is it, when alive
+    #: Its run reported a completed trigger (status file), or the record says it was healthy.
+    healthy: bool = False
+    checkpoint: CheckpointFacts | None = None  # of the intent's version
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    name: str
+    desired: Job | None
+    stored: StoredManifest | None
+    runs: tuple[Run, ...] = ()
+    checkpoint: CheckpointFacts | None = None
+    intent: IntentFacts | None = None
+    #: A fact that could not be read: the job cannot be decided.
+    problem: str | None = None
+
+    @property
+    def alive(self) -> tuple[Run, ...]:
+        return tuple(r for r in self.runs if r.liveness is Liveness.ALIVE)
+
+    @property
+    def unknown(self) -> tuple[Run, ...]:
+        return tuple(r for r in self.runs if r.liveness is Liveness.UNKNOWN)
+
+
+def gather(
+    jobs: list[Job],
+    store: ManifestStore,
+    target: Target,
+    storage: Storage,
+    include_orphans: bool = True,
+    workers: int = GATHER_WORKERS,
+    listing: Listing | None = None,
+) -> list[JobFacts]:
+    """Every fact the decision tree needs, read before anything is decided or done. `listing`:
+    the target's listing when the caller already has it (one listing per command)."""
+    desired = {job.name: job for job in jobs}
+    names = set(desired)
+    # Three independent questions (the store's listing, its intent records, what runs) are
+    # asked at once; answers are taken in this order, so the first failure is the one reported.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        stored_names = pool.submit(store.list_names)
+        pending = pool.submit(IntentLog(store).read_all)
+        runs = pool.submit(target.list_runs) if listing is None else None
+        listed = stored_names.result()
+        intents = pending.result()
+        listing = runs.result() if runs is not None else listing
+    assert listing is not None
+    if include_orphans:
+        names |= set(listed) | set(listing.runs)
+    wanted = names if include_orphans else set(desired)
+    intent_of = {n: i for n, i in intents.intents.items() if n in wanted}
+    intent_problems = {n: p for n, p in intents.problems.items() if n in wanted}
+    names |= set(intent_of) | set(intent_problems)
+    ordered = sorted(names)
+    reads = store.read_many(ordered, workers)
+
+    def one(name: str) -> JobFacts:
+        job, previous = desired.get(name), reads.manifests.get(name)
+        facts = JobFacts(name, job, previous, listing.of(name))
+        problem = reads.problems.get(name) or intent_problems.get(name)
+        if problem:
+            return JobFacts(name, job, None, facts.runs, problem=problem)
+        try:
+            checkpoint = _checkpoint_facts(name, job, previous, storage)
+            intent = intent_of.get(name)
+            settled = _intent_facts(intent, facts, storage) if intent else None
+        except FsrError as exc:
+            return JobFacts(name, job, previous, facts.runs, problem=str(exc).splitlines()[0])
+        return JobFacts(name, job, previous, facts.runs, checkpoint, settled)
+
+    # Local checkpoint folders answer in microseconds and threads would only queue for the
+    # GIL; remote ones (S3) wait on the network, many at once.
+    remote = _any_remote(desired.values(), reads.manifests.values())
+    if workers <= 1 or len(ordered) <= 1 or not remote:
+        return [one(n) for n in ordered]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, ordered))
+
+
+def _checkpoint_facts(
+    name: str, job: Job | None, stored: StoredManifest | None, storage: Storage
+) -> CheckpointFacts | None:
+    root = job.checkpoint_root if job else None
+    stored_root = str(stored.job.get("checkpoint-root", "")).rstrip("/") if stored else ""
+    root = root or stored_root
+    if not root:
+        return None
+    highest = checkpoints.highest_version(storage, f"{root}/{name}")
+    if stored is None or not stored_root:
+        return CheckpointFacts(f"{root}/{name}", False, None, highest)
+    location = f"{stored_root}/{name}/{stored.meta.query_version}"
+    info = checkpoints.inspect_checkpoint(storage, location)
+    return CheckpointFacts(location, info.valid, info.last_committed, highest)
+
+
+def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFacts:
+    """What shows whether the interrupted deploy's run exists, and whether it was healthy.
+
+    Evidence of the run itself only: its run id in the listing; or, once the record's phase
+    says the old run was confirmed gone and the new one submitted, a run of its version (only
+    one deployer acts at a time). Its status file, with its own run id, tells whether it
+    completed a trigger.
+    """
+    checkpoint = _checkpoint_facts(facts.name, None, intent.manifest, storage)
+    root = str(intent.manifest.job.get("checkpoint-root", "")).rstrip("/")
+    control = ControlFiles.of(f"{root}/{facts.name}", intent.version)
+    status = run_status(storage.read_text(control.status_file), intent.run_id)
+    healthy = intent.phase.value == "healthy" or (
+        status is not None and status.get("state") in HEALTHY_STATES
+    )
+    if not intent.phase.submitted:
+        return IntentFacts(intent, Liveness.GONE, None, healthy, checkpoint)
+    for run in facts.runs:
+        if run.run_id == intent.run_id:
+            return IntentFacts(intent, run.liveness, run, healthy, checkpoint)
+    for run in facts.runs:
+        if run.run_id is None and run.version in (intent.version, None):
+            return IntentFacts(intent, run.liveness, run, healthy, checkpoint)
+    return IntentFacts(intent, Liveness.GONE, None, healthy, checkpoint)
+
+
+def run_status(text: str | None, run_id: str | None) -> dict | None:
+    """The runner's status document of run `run_id`, or None."""
+    if not text:
+        return None
+    try:
+        status = json.loads(text)
+    except ValueError:
+        return None
+    return status if isinstance(status, dict) and status.get("run-id") == run_id else None
+
+
+def _any_remote(jobs: Iterable[Job], stored: Iterable[StoredManifest | None]) -> bool:
+    """Whether any checkpoint root, in git or in the store, is on S3."""
+    roots = [job.checkpoint_root for job in jobs]
+    roots += [str(manifest.job.get("checkpoint-root", "")) for manifest in stored if manifest]
+    return any(is_s3_uri(root) for root in roots)

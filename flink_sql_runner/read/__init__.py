@@ -1,0 +1,3 @@
+"""What users write: job manifests, the table catalog (YAML and SQL DDL), and the rules that read
+them.
+"""

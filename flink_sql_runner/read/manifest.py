@@ -1,0 +1,569 @@
+"""Job manifests: loading, merging with the template, and validating them all at once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from flink_sql_runner.errors import InvalidInput, Problem
+from flink_sql_runner.migrate.convert import (
+    flink_code_hint,
+    flink_sql_hints,
+    is_original,
+    parse_failure_hint,
+    with_original_hints,
+)
+from flink_sql_runner.read.catalog import (
+    SINK_ONLY_FORMATS,
+    SOURCE_ONLY_FORMATS,
+    Catalog,
+    definition_problems,
+    file_format,
+)
+from flink_sql_runner.read.files import yaml_files
+from flink_sql_runner.read.intervals import trigger_problems
+from flink_sql_runner.read.names import BadName, TableName, from_parts, name_problem, parse_name
+from flink_sql_runner.read.properties import PropertyRules
+from flink_sql_runner.read.schemas import (
+    document_problem,
+    required_fields,
+    schema_problems,
+    shown,
+    validator,
+)
+from flink_sql_runner.read.sinks import shared_sink_problems
+from flink_sql_runner.read.sqlinfo import SqlProblem, code_problem, read_tables
+from flink_sql_runner.read.yamlio import YamlProblem, read_yaml_file
+
+#: Fields merged key by key with the template; every other field replaces the template's.
+MERGED_KEY_BY_KEY = ("sparkProperties", "metadata-columns")
+#: Fields whose text is the user's own and never gets placeholders replaced.
+VERBATIM_FIELDS = ("sql", "code", "description")
+#: Required fields the template usually provides.
+TEMPLATE_FIELDS = ("checkpoint-root",)
+#: Keys only a final (stored) manifest carries.
+FINAL_MANIFEST_KEYS = ("schema-version", "tables", "meta", "migrated-from")
+#: Said once when jobs name tables and no table is declared at all.
+NO_CATALOG_HINT = (
+    "no table is declared: pass the table catalog (YAML or SQL files, or folders of them) "
+    "with --table-definition-path"
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One desired job: the merged manifest plus the definitions of the tables it uses."""
+
+    spec: dict[str, Any]
+    tables: dict[str, dict[str, Any]]
+    source_tables: tuple[str, ...]
+    file: str
+
+    @property
+    def name(self) -> str:
+        return str(self.spec["name"])
+
+    @property
+    def desired_state(self) -> str:
+        return str(self.spec.get("desired-state", "running"))
+
+    @property
+    def checkpoint_root(self) -> str:
+        return str(self.spec["checkpoint-root"]).rstrip("/")
+
+    def checkpoint_location(self, version: int) -> str:
+        return f"{self.checkpoint_root}/{self.name}/{version}"
+
+
+def packaged_template() -> Path:
+    return Path(str(resources.files("flink_sql_runner._templates").joinpath("job-template.yaml")))
+
+
+def load_template(
+    path: Path | None, rules: PropertyRules | None = None
+) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """The defaults template, or None when it cannot be read at all; its problems are
+    reported with the jobs'. `rules` check its properties and add their defaults."""
+    rules = rules or PropertyRules()
+    path = path or packaged_template()
+    try:
+        doc = read_yaml_file(path)
+    except YamlProblem as exc:
+        return None, [exc.problem]
+    if doc is None:
+        return rules.complete({}), []
+    if not isinstance(doc, dict):
+        return None, [document_problem(doc, str(path))]
+    # Field by field: a broken field is reported once, here, and left out of the defaults, so
+    # that no job repeats the template's mistake as its own.
+    problems: list[Problem] = []
+    template = {}
+    for key, value in doc.items():
+        found = final_only_problems({key: value}, str(path)) or with_original_hints(
+            [p for p in schema_problems({key: value}, "job", str(path)) if not _missing(p)]
+        )
+        if not found and key == "trigger":
+            found = trigger_problems(value, str(path))
+        problems += found
+        if not found:
+            template[key] = value
+    rules.check(template.get("sparkProperties"), str(path), problems)
+    return rules.complete(template), problems
+
+
+def _missing(problem: Problem) -> bool:
+    return problem.message == "is required"
+
+
+def _top_field(problem: Problem) -> str:
+    """The top-level field a problem is about: `trigger` for `trigger.processingTime`,
+    `source-tables` for `source-tables[0]`."""
+    return problem.field.split(".", 1)[0].split("[", 1)[0]
+
+
+def _embedded_table(problem: Problem) -> str | None:
+    """The table of a final manifest's `tables` that a problem is about, if any."""
+    if not problem.field.startswith("tables."):
+        return None
+    return problem.field.removeprefix("tables.").split(".", 1)[0]
+
+
+#: The fields the job schema knows: a key beyond these is misspelt (`sqll`).
+KNOWN_FIELDS = frozenset(validator("job").schema["properties"])
+
+
+def final_only_problems(doc: dict[str, Any], source: str) -> list[Problem]:
+    """Fields of a final manifest found where the user writes jobs or defaults."""
+    return [
+        Problem(source, key, "only a final manifest (as stored, with `meta`) has this field")
+        for key in FINAL_MANIFEST_KEYS
+        if key in doc
+    ]
+
+
+def merge(template: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """The job over the template: the job's values win; some mappings merge key by key."""
+    merged = {**template, **job}
+    for key in MERGED_KEY_BY_KEY:
+        base, own = template.get(key), job.get(key)
+        if isinstance(base, dict) and isinstance(own, dict):
+            merged[key] = {**base, **own}
+    return merged
+
+
+def resolve_placeholders(spec: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
+    """Replace `{job_name}`-style placeholders in every string value but the user's own text."""
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, str):
+            for key, replacement in values.items():
+                value = value.replace("{" + key + "}", replacement)
+            return value
+        if isinstance(value, dict):
+            return {k: resolve(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [resolve(v) for v in value]
+        return value
+
+    return {k: (v if k in VERBATIM_FIELDS else resolve(v)) for k, v in spec.items()}
+
+
+def property_text(value: Any) -> str:
+    """Spark reads every property as text; YAML booleans become `true`/`false`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class JobLoader:
+    """Loads job files against one template and one catalog, collecting every problem."""
+
+    def __init__(
+        self,
+        template: dict[str, Any] | None,
+        catalog: Catalog,
+        state_dir: Path,
+        rules: PropertyRules | None = None,
+    ):
+        # None: the template could not be read (that is reported); jobs are not told that
+        # they lack what it would have given them.
+        self.template = template or {}
+        self._template_fields = () if template is None else TEMPLATE_FIELDS
+        self.catalog = catalog
+        self._state_dir = str(state_dir.resolve())
+        self.rules = rules or PropertyRules()
+        #: How many times a job named a table the catalog does not declare.
+        self.missing_tables = 0
+
+    def hints(self) -> list[str]:
+        """What to do about the problems found so far, beyond what each says."""
+        if self.missing_tables and not self.catalog.tables and not self.catalog.broken:
+            return [NO_CATALOG_HINT]
+        return []
+
+    def load_file(self, path: Path, problems: list[Problem]) -> Job | None:
+        source = str(path)
+        try:
+            doc = read_yaml_file(path)
+        except YamlProblem as exc:
+            problems.append(exc.problem)
+            return None
+        if not isinstance(doc, dict):
+            problems.append(document_problem(doc, source))
+            return None
+        final = "meta" in doc
+        if final and is_original(doc):
+            problems.append(
+                Problem(
+                    source,
+                    "(document)",
+                    "a final manifest of the original tool (`meta`, no `schema-version`): give "
+                    "the job's own file, which is merged with the template, or convert stored "
+                    "manifests with `flink-sql-runner migrate` (docs/migrating.md)",
+                )
+            )
+            return None
+        if final:
+            spec = doc
+            found = schema_problems(doc, "job", source) + self._embedded_problems(doc, source)
+            found += table_name_problems(doc, source)
+            found += trigger_problems(doc.get("trigger"), source)
+            self.rules.check(doc.get("sparkProperties"), source, found)
+        else:
+            # The job's own fields, then what the merge with the template still lacks.
+            found = final_only_problems(doc, source)
+            doc = {k: v for k, v in doc.items() if k not in FINAL_MANIFEST_KEYS}
+            spec = merge(self.template, doc)
+            found += with_original_hints(
+                [p for p in schema_problems(doc, "job", source) if not _missing(p)]
+            )
+            found += table_name_problems(spec, source)
+            found += trigger_problems(doc.get("trigger"), source)
+            self.rules.check(doc.get("sparkProperties"), source, found)
+            for field in required_fields("job"):
+                if field in spec:
+                    continue
+                if field not in TEMPLATE_FIELDS:
+                    found.append(Problem(source, field, "is required"))
+                elif self._template_fields:
+                    found.append(Problem(source, field, "is required (here or in the template)"))
+        if found:
+            # Not loaded, but every other check still runs on the fields that are sound (its
+            # query, its tables), so that one pass says all that must change.
+            problems.extend(found)
+            tables = doc.get("tables") if final else None
+            if final and not isinstance(tables, dict):
+                return None  # reported; its tables cannot be told
+            self._check(
+                dict(spec),
+                source,
+                tables,
+                problems,
+                unsound=frozenset(_top_field(p) for p in found),
+                unsound_tables=frozenset(filter(None, map(_embedded_table, found))),
+                misspelt=bool(set(doc) - KNOWN_FIELDS),
+            )
+            return None
+        spec = {k: v for k, v in spec.items() if k not in FINAL_MANIFEST_KEYS}
+        spec = resolve_placeholders(spec, {"job_name": spec["name"], "state_dir": self._state_dir})
+        if "sparkProperties" in spec:
+            spec["sparkProperties"] = {
+                k: property_text(v) for k, v in spec["sparkProperties"].items()
+            }
+        embedded = doc.get("tables") if final else None
+        return self._check(spec, source, embedded, problems)
+
+    @staticmethod
+    def _embedded_problems(doc: dict[str, Any], source: str) -> list[Problem]:
+        """A final manifest's table definitions are checked like the catalog's."""
+        tables = doc.get("tables")
+        if not isinstance(tables, dict):
+            return []
+        return [
+            problem
+            for name, definition in tables.items()
+            if isinstance(definition, dict)
+            for problem in definition_problems(
+                {"name": name, **definition}, source, ("tables", name)
+            )
+        ]
+
+    def _check(
+        self,
+        spec: dict[str, Any],
+        source: str,
+        embedded: dict[str, Any] | None,
+        problems: list[Problem],
+        unsound: frozenset[str] = frozenset(),
+        unsound_tables: frozenset[str] = frozenset(),
+        misspelt: bool = False,
+    ) -> Job | None:
+        """The checks that need the catalog; None when the job has problems. `unsound`: the
+        job's fields that have problems already reported (their checks are skipped);
+        `unsound_tables`: the final manifest's tables that have; `misspelt`: the job has a
+        field the schema does not know, perhaps meant as `sql` or `code`."""
+        before = len(problems)
+
+        def problem(field: str, message: str) -> None:
+            problems.append(Problem(source, field, message))
+
+        has_sql, has_code = "sql" in spec, "code" in spec
+        read: list[TableName] = []
+        ctes: frozenset[str] = frozenset()
+        if has_sql == has_code:
+            if has_sql or not misspelt:  # else the misspelt field was told as unknown
+                problem("sql", "set exactly one of `sql` or `code`")
+        elif has_sql:
+            if "source-tables" in spec:
+                problem(
+                    "source-tables", "only for `code` jobs; a `sql` job's tables come from its SQL"
+                )
+            if "sql" not in unsound:
+                try:
+                    references, ctes = read_tables(spec["sql"])
+                except SqlProblem as exc:
+                    problem("sql", str(exc) + parse_failure_hint(spec["sql"]))
+                    references = []
+                for hint in flink_sql_hints(spec["sql"]):
+                    problem("sql", hint)
+                for reference in references:
+                    try:
+                        read.append(from_parts(reference.parts))
+                    except BadName as exc:
+                        problem("sql", f"reads table {exc}")
+        else:
+            if "code" not in unsound:
+                reason = code_problem(spec["code"]) or flink_code_hint(spec["code"])
+                if reason:
+                    problem("code", reason)
+            if "source-tables" not in unsound:
+                read = [parse_name(text) for text in spec.get("source-tables", [])]
+
+        resolver = _Resolver(
+            self.catalog, embedded, _case_sensitive(spec), self._state_dir, unsound_tables
+        )
+        sources: list[str] = []
+        tables: dict[str, dict[str, Any]] = {}
+        for name in read:
+            canonical, definition = resolver.resolve(name)
+            if canonical in tables:
+                continue  # the same table, written another way
+            if definition is None or canonical is None:
+                if not resolver.broken(name):
+                    self.missing_tables += 1
+                    problem(field_for(has_code), "reads " + resolver.missing(name))
+                continue
+            fmt = definition.get("format")
+            if fmt in SINK_ONLY_FORMATS:
+                problem(
+                    field_for(has_code),
+                    f"table {canonical!r} has format {fmt!r}, which cannot be read",
+                )
+            if file_format(fmt) and "schema" not in definition:
+                problem(
+                    field_for(has_code),
+                    f"table {canonical!r} is a {file_format(fmt)} table read as a stream and "
+                    "needs a `schema`",
+                )
+            if fmt in FIXED_SCHEMAS and "schema" in definition:
+                problem(
+                    field_for(has_code),
+                    f"table {canonical!r} is a {fmt} table, whose columns Spark fixes "
+                    f"({FIXED_SCHEMAS[fmt]}): drop its `schema` (its columns)",
+                )
+            sources.append(canonical)
+            tables[canonical] = definition
+        _view_problems(sources, ctes, field_for(has_code), problem)
+
+        if "target-table" not in spec or "target-table" in unsound:
+            return None  # reported
+        target_name = parse_name(spec["target-table"])
+        target, target_def = resolver.resolve(target_name)
+        if target_def is None or target is None:
+            if not resolver.broken(target_name):
+                self.missing_tables += 1
+                problem("target-table", resolver.missing(target_name, read=False))
+        else:
+            spec["target-table"] = target
+            fmt = target_def.get("format")
+            if target in sources:
+                problem(
+                    "target-table",
+                    f"the job also reads {target!r}; a job cannot write the table it reads",
+                )
+            if fmt in SOURCE_ONLY_FORMATS:
+                problem(
+                    "target-table", f"table {target!r} has format {fmt!r}, which cannot be written"
+                )
+            mode = spec.get("outputMode", "append")
+            if file_format(fmt) and mode != "append" and "outputMode" not in unsound:
+                message = f"a {file_format(fmt)} target supports only `append`, got {mode!r}"
+                problem("outputMode", message)
+            tables[target] = target_def
+        if has_code and "source-tables" in spec:
+            spec["source-tables"] = sources
+
+        # A table whose definition has problems (reported with the catalog) is not reported
+        # again as missing, but the job cannot be loaded either.
+        uses_broken = any(resolver.broken(name) for name in (*read, target_name))
+        if len(problems) > before or uses_broken or unsound:
+            return None
+        return Job(spec=spec, tables=tables, source_tables=tuple(sources), file=source)
+
+
+#: Formats whose columns Spark fixes: a user-specified schema is refused when reading.
+FIXED_SCHEMAS = {
+    "kafka": "key, value, topic, partition, offset, timestamp, timestampType",
+    "rate": "timestamp, value",
+    "rate-micro-batch": "timestamp, value",
+    "socket": "value",
+}
+
+
+def _case_sensitive(spec: dict[str, Any]) -> bool:
+    """Spark's `spark.sql.caseSensitive` as the job sets it (false unless set)."""
+    properties = spec.get("sparkProperties")
+    value = properties.get("spark.sql.caseSensitive") if isinstance(properties, dict) else None
+    return str(value).strip().lower() == "true"
+
+
+class _Resolver:
+    """Table names to definitions, as Spark resolves them: the final manifest's own tables
+    (when it has them), else the catalog's; part by part, ignoring case unless the job sets
+    `spark.sql.caseSensitive`."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        embedded: dict[str, Any] | None,
+        sensitive: bool,
+        state_dir: str,
+        unsound: frozenset[str] = frozenset(),
+    ):
+        self.catalog = catalog
+        self.embedded = embedded
+        self.sensitive = sensitive
+        self.state_dir = state_dir
+        self.unsound = unsound  # the embedded tables whose definitions have problems
+        self._embedded_keys: dict[tuple[str, ...], str] = {}
+        for key in embedded or {}:
+            try:
+                self._embedded_keys[parse_name(str(key)).key] = str(key)
+            except BadName:
+                continue  # reported with the manifest's tables
+
+    def declared(self, name: TableName) -> str | None:
+        if self.embedded is not None and name.key in self._embedded_keys:
+            found: str | None = self._embedded_keys[name.key]
+        else:
+            found = self.catalog.canonical(name)
+        if found is not None and self.sensitive and parse_name(found).parts != name.parts:
+            return None
+        return found
+
+    def resolve(self, name: TableName) -> tuple[str | None, dict[str, Any] | None]:
+        """The declared name `name` resolves to, and the definition as this job uses it
+        (`{state_dir}` resolved)."""
+        declared = self.declared(name)
+        if declared is None or declared in self.unsound:
+            return declared, None
+        if self.embedded is not None and isinstance(self.embedded.get(declared), dict):
+            return declared, self.embedded[declared]
+        table = self.catalog.tables.get(declared)
+        if table is None:
+            return declared, None
+        return declared, resolve_placeholders(table.definition, {"state_dir": self.state_dir})
+
+    def broken(self, name: TableName) -> bool:
+        declared = self.declared(name)
+        return declared in self.catalog.broken or declared in self.unsound
+
+    def missing(self, name: TableName, read: bool = True) -> str:
+        """Why `name` is not found, in words: how it was read, and what the catalog has."""
+        text = f"table {shown(str(name))}"
+        if len(name.parts) > 1 or str(name) != name.parts[0]:
+            text += f" (read as {name.reading()})"
+        text += ", which is not in the table catalog" if read else " is not in the table catalog"
+        declared = self.catalog.canonical(name)
+        if declared is not None and self.sensitive:
+            return text + f" (spark.sql.caseSensitive is true; the catalog has {declared!r})"
+        similar = [n for n in self.catalog.same_table_name(name) if n != str(name)]
+        if similar:
+            text += "; the catalog has " + ", ".join(repr(n) for n in similar[:3])
+        return text
+
+
+def _view_problems(
+    sources: list[str], ctes: frozenset[str], field: str, problem: Callable[[str, str], None]
+) -> None:
+    """Each source is registered as a view (`TableName.view`): two of them, or one and a CTE,
+    must not share that name."""
+    seen: dict[str, str] = {}
+    for canonical in sources:
+        view = parse_name(canonical).view
+        if view != canonical and view.lower() in ctes:
+            problem(field, f"table {canonical!r} is read as view {view!r}, the name of a CTE here")
+        if view.lower() in seen:
+            problem(
+                field,
+                f"tables {seen[view.lower()]!r} and {canonical!r} would both be read as view "
+                f"{view!r}; rename one",
+            )
+        seen[view.lower()] = canonical
+
+
+def table_name_problems(spec: dict[str, Any], source: str) -> list[Problem]:
+    """The job's table names that Spark SQL would not read as this product needs them."""
+    named = [("target-table", spec.get("target-table"))]
+    tables = spec.get("source-tables")
+    if isinstance(tables, list):
+        named += [(f"source-tables[{i}]", text) for i, text in enumerate(tables)]
+    found = []
+    for field, text in named:
+        problem = name_problem(text) if isinstance(text, str) else None
+        if problem:
+            found.append(Problem(source, field, problem))
+    return found
+
+
+def field_for(has_code: bool) -> str:
+    return "source-tables" if has_code else "sql"
+
+
+def load_jobs(
+    paths: list[Path],
+    template_path: Path | None,
+    catalog: Catalog,
+    state_dir: Path,
+    require_jobs: bool = True,
+    rules: PropertyRules | None = None,
+) -> list[Job]:
+    """Every job under `paths`, validated together; InvalidInput lists every problem.
+    `rules` say how properties are checked (and collect the warnings)."""
+    template, problems = load_template(template_path, rules)
+    files = yaml_files(paths, problems)
+    if require_jobs and not files and not problems:
+        problems.append(Problem(", ".join(map(str, paths)), "", "no *.yaml or *.yml job files"))
+    loader = JobLoader(template, catalog, state_dir, rules)
+    jobs: list[Job] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        job = loader.load_file(path, problems)
+        if job is None:
+            continue
+        if job.name in seen:
+            problems.append(
+                Problem(
+                    job.file, "name", f"job {job.name!r} is already defined in {seen[job.name]}"
+                )
+            )
+            continue
+        seen[job.name] = job.file
+        jobs.append(job)
+    problems += shared_sink_problems(jobs)
+    if problems:
+        raise InvalidInput(problems, loader.hints())
+    return sorted(jobs, key=lambda j: j.name)

@@ -1,0 +1,1 @@
+"""Showing results: plans, lineage and status as text, JSON, Markdown, Mermaid and DOT."""

@@ -1,0 +1,267 @@
+"""A plan as a pull-request comment: `plan --output markdown` (and `deploy --dry-run`).
+
+It renders the same `Plan` as the text and JSON renderers, as GitHub-flavoured Markdown that
+GitHub and GitLab show alike: a table of the jobs that change (action, version, reason), the
+jobs with nothing to do folded away, then per job its changes as old -> new (secrets masked,
+SQL and code as a diff), its steps and what happens if the new run is not healthy; last, a
+Mermaid lineage diagram with the changed jobs and everything downstream of them highlighted.
+
+Whatever comes from manifests is escaped: values go in code spans (longer fences for values
+holding backticks, `|` escaped in tables), other text has Markdown's and HTML's signs escaped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from flink_sql_runner.decide.changes import Change
+from flink_sql_runner.decide.lineage import Lineage
+from flink_sql_runner.decide.plan import Action, Decision, Plan
+from flink_sql_runner.read.secrets import MASK, mask
+from flink_sql_runner.render.lineage import mermaid_diagram
+
+#: The comment's first line: CI finds its own comment by it to update it.
+MARKER = "<!-- flink-sql-runner plan -->"
+#: GitHub refuses comments over 65,536 characters; past this the comment is made shorter.
+MAX_LENGTH = 60_000
+VALUE_LIMIT = 80
+
+_ESCAPED = re.compile(r"([\\`*_\[\]<>|~&])")
+
+
+def text(value: str) -> str:
+    """Plain text with every sign Markdown or HTML would act on escaped, on one line."""
+    return _ESCAPED.sub(r"\\\1", " ".join(str(value).split()))
+
+
+def code(value: str, in_table: bool = True) -> str:
+    """`value` as a code span: a fence longer than any run of backticks in it; in a table,
+    `|` escaped (GitHub's tables split cells on it even in code)."""
+    value = " ".join(value.split())
+    if not value:
+        return "(empty)"
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", value)), default=0) + 1)
+    pad = " " if value[0] == "`" or value[-1] == "`" else ""
+    if in_table:
+        value = value.replace("|", "\\|")
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, str):
+        shown = value
+    else:
+        shown = json.dumps(value, sort_keys=True, default=str)
+    shown = " ".join(shown.split())
+    return shown if len(shown) <= VALUE_LIMIT else shown[: VALUE_LIMIT - 3] + "..."
+
+
+def _multiline(value: Any) -> bool:
+    return isinstance(value, str) and "\n" in value.strip()
+
+
+def _diff(field: str, old: Any, new: Any) -> list[str]:
+    """A fenced `diff` block of two texts (SQL, code), whole, with no file headers."""
+    before = old.strip("\n").splitlines() if isinstance(old, str) else []
+    after = new.strip("\n").splitlines() if isinstance(new, str) else []
+    lines = list(difflib.unified_diff(before, after, lineterm="", n=max(len(before), len(after))))[
+        3:
+    ]  # no ---, +++ and @@ lines
+    body = "\n".join(lines)
+    fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", body)), default=0) + 1)
+    return [f"{code(field, in_table=False)}:", "", f"{fence}diff", body, fence]
+
+
+def _change_row(change: Change) -> tuple[str, list[str]]:
+    """The change's table row, and the diff block shown below the table (if any)."""
+    old, new = mask(change.old, change.field), mask(change.new, change.field)
+    masked = MASK in (old, new)
+    if not masked and (_multiline(old) or _multiline(new)):
+        shown = "see the diff below"
+        block = _diff(change.field, old, new)
+    else:
+        shown = f"{code(_shown(old))} -> {code(_shown(new))}"
+        block = []
+    row = f"| {code(change.field)} | {shown} | {change.kind.label} | {text(change.why)} |"
+    return row, block
+
+
+def _version(decision: Decision) -> str:
+    return f"v{decision.version}" if decision.version is not None else "-"
+
+
+def _action(decision: Decision) -> str:
+    acting = decision.steps or decision.action is Action.ERROR
+    return f"**{decision.action.value}**" if acting else decision.action.value
+
+
+def _summary(plan: Plan) -> str:
+    counts: dict[str, int] = {}
+    for d in plan.decisions:
+        counts[d.action.value] = counts.get(d.action.value, 0) + 1
+    jobs = f"{len(plan.decisions)} job{'s' if len(plan.decisions) != 1 else ''}"
+    summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
+    verdict = "changes pending" if plan.pending else "nothing to do"
+    return f"{jobs} ({summary}); {verdict}"
+
+
+def _job_table(decisions: list[Decision]) -> list[str]:
+    lines = ["| job | action | version | reason |", "|---|---|---|---|"]
+    for d in decisions:
+        lines.append(f"| {code(d.name)} | {_action(d)} | {_version(d)} | {text(d.reason)} |")
+    return lines
+
+
+def _job_section(decision: Decision, lineage: Lineage | None, diffs: bool) -> list[str]:
+    lines = ["", f"#### {code(decision.name, in_table=False)}: {decision.action.value}"]
+    if decision.changes:
+        rows, blocks = [], []
+        for change in decision.changes:
+            row, block = _change_row(change)
+            rows.append(row)
+            if diffs and block:
+                blocks += ["", *block]
+            elif block:
+                blocks += ["", f"{code(change.field, in_table=False)}: its diff is left out."]
+        lines += ["", "| field | old -> new | kind | why |", "|---|---|---|---|", *rows]
+        lines += blocks
+    if decision.steps:
+        after = (
+            f"After {', '.join(code(a, in_table=False) for a in decision.after)}: "
+            if decision.after
+            else ""
+        )
+        lines += ["", f"{after}steps, in order:" if after else "Steps, in order:", ""]
+        lines += [f"{i}. {text(step.describe())}" for i, step in enumerate(decision.steps, 1)]
+    if decision.rollback:
+        back = ", then ".join(step.describe() for step in decision.rollback)
+        lines += [
+            "",
+            text(
+                f"If the new run is not healthy: stop it, then {back}; the store is left as it was."
+            ),
+        ]
+    if decision.downstream:
+        lines += ["", "Downstream, as it starts clean and writes its results again:", ""]
+        lines += [
+            f"- {code(i.job, in_table=False)} **{i.effect}**: {text(i.detail)}"
+            for i in decision.downstream
+        ]
+    below = lineage.downstream(decision.name) if lineage is not None and changed(decision) else []
+    if below and not decision.downstream:
+        names = ", ".join(code(n, in_table=False) for n in below)
+        lines += ["", f"Downstream of it (they read what it writes): {names}."]
+    return lines
+
+
+def changed(decision: Decision) -> bool:
+    """Whether the pull request changes the job: its manifest (or a table it uses) differs
+    from the deployed one, it is new, or it left git and is pruned. (A restart of a job that
+    stopped, say, acts on it without a change.)"""
+    new = decision.action is Action.START_CLEAN and not decision.changes
+    return bool(decision.changes) or new or decision.action is Action.PRUNE
+
+
+def _lineage_section(plan: Plan, lineage: Lineage) -> list[str]:
+    changed_jobs = [d.name for d in plan.decisions if changed(d) and d.name in lineage.jobs]
+    downstream = sorted(
+        {n for c in changed_jobs for n in lineage.downstream(c)} - set(changed_jobs)
+    )
+    diagram = mermaid_diagram(lineage, changed_jobs, downstream)
+    lines = ["", "### Lineage", ""]
+    if diagram.nodes:
+        fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", diagram.text)), default=0) + 1)
+        lines += [f"{fence}mermaid", diagram.text, fence, ""]
+    if not diagram.nodes:
+        return [
+            *lines,
+            "No diagram: the lineage is too large for one Mermaid diagram "
+            "(`flink-sql-runner lineage --output dot` draws it).",
+        ]
+    legend = []
+    if changed_jobs:
+        legend.append("changed jobs in red")
+    if downstream:
+        legend.append("jobs downstream of them in yellow")
+    if lineage.cycles:
+        legend.append("jobs in a cycle with a red dashed border")
+    # Our own sentences: no text from manifests in them.
+    for sentence in ("; ".join(legend), diagram.note):
+        if sentence:
+            lines += [sentence[0].upper() + sentence[1:] + ".", ""]
+    return lines[:-1]
+
+
+def plan_markdown(plan: Plan, lineage: Lineage | None = None) -> str:
+    """The plan as a pull-request comment; with the `lineage`, its diagram and each changed
+    job's downstream jobs. Past GitHub's size limit: shorter forms, saying what they leave out."""
+    forms: list[Callable[[], list[str]]] = [
+        lambda: _markdown(plan, lineage, sections=True, diffs=True),
+        lambda: _markdown(plan, lineage, sections=True, diffs=False),
+        lambda: _markdown(plan, lineage, sections=False, diffs=False),
+        lambda: _markdown(plan, lineage, sections=False, diffs=False, diagram=False),
+    ]
+    for form in forms:
+        rendered = "\n".join(form()) + "\n"
+        if len(rendered) <= MAX_LENGTH:
+            return rendered
+    return _cut(rendered)
+
+
+def _markdown(
+    plan: Plan, lineage: Lineage | None, sections: bool, diffs: bool, diagram: bool = True
+) -> list[str]:
+    lines = [MARKER, f"### flink-sql-runner plan: {_summary(plan)}"]
+    if not plan.decisions:
+        return [*lines, "", "No jobs."]
+    acting = [d for d in plan.decisions if d.action is not Action.NOOP]
+    idle = [d for d in plan.decisions if d.action is Action.NOOP]
+    if acting:
+        lines += ["", *_job_table(acting)]
+    if any(d.action is Action.ERROR for d in plan.decisions):
+        lines += ["", "Jobs marked `error` will not be touched; see their reasons above."]
+    if idle:
+        count = f"{len(idle)} job{'s' if len(idle) != 1 else ''} with nothing to do"
+        lines += [
+            "",
+            f"<details><summary>{count}</summary>",
+            "",
+            *_job_table(idle),
+            "",
+            "</details>",
+        ]
+    if sections:
+        if not diffs:
+            lines += ["", "The diffs of SQL and code are left out: the comment would be too long."]
+        for d in plan.decisions:
+            if d.steps or d.changes:
+                lines += _job_section(d, lineage, diffs)
+    else:
+        lines += [
+            "",
+            "Each job's changes and steps are left out: the comment would be too long "
+            "(`flink-sql-runner plan` prints them all).",
+        ]
+    if lineage is not None and lineage.jobs:
+        if diagram:
+            lines += _lineage_section(plan, lineage)
+        else:
+            lines += [
+                "",
+                "The lineage diagram is left out: the comment would be too long "
+                "(`flink-sql-runner lineage --output mermaid` draws it).",
+            ]
+    return lines
+
+
+def _cut(rendered: str) -> str:
+    """Past every shorter form (tables of thousands of jobs): the first MAX_LENGTH characters,
+    cut at a line (a table cut between rows is still a table), and a last line saying so."""
+    head = rendered[: MAX_LENGTH - 200].rsplit("\n", 1)[0]
+    if head.count("<details>") > head.count("</details>"):
+        head += "\n\n</details>"
+    return head + "\n\n_The plan is cut here: run `flink-sql-runner plan` for all of it._\n"

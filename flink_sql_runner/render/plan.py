@@ -1,0 +1,168 @@
+"""Rendering results for people (text) and machines (JSON); secrets masked in both."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+import click
+
+from flink_sql_runner.act.apply import JobResult
+from flink_sql_runner.decide.changes import MISSING, Change
+from flink_sql_runner.decide.plan import Action, Decision, Plan
+from flink_sql_runner.read.secrets import mask
+
+TEXT_VALUE_LIMIT = 60
+#: Fields whose change the text plan shows as a unified diff of their text, every line of it.
+DIFFED_FIELDS = frozenset({"sql", "code"})
+#: Colours of a diff's lines on a terminal, by their first character.
+DIFF_COLOURS = {"+": "green", "-": "red", "@": "cyan"}
+#: How the results of an interrupted deploy mark the jobs it did not finish.
+INTERRUPTED_MARKS = {"not-begun": "--  ", "left-in-flight": "??  "}
+#: The marks of results that are not ok and not failures either.
+RESULT_MARKS = {"skipped": "SKIP", **INTERRUPTED_MARKS}
+
+
+def change_dict(change: Change) -> dict[str, Any]:
+    out = change.to_dict()
+    out["old"], out["new"] = mask(change.old, change.field), mask(change.new, change.field)
+    return out
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= TEXT_VALUE_LIMIT else text[: TEXT_VALUE_LIMIT - 3] + "..."
+
+
+def change_line(change: Change) -> str:
+    item = change_dict(change)
+    return (
+        f"{item['field']}: {_short(item['old'])} -> {_short(item['new'])}  "
+        f"[{item['kind']}: {change.why}]"
+    )
+
+
+def _text_lines(value: Any) -> list[str] | None:
+    """The lines of a text field's value (none when unset); None when it is not text."""
+    if value is None or value == MISSING:
+        return []
+    return value.splitlines() if isinstance(value, str) else None
+
+
+def change_lines(change: Change, color: bool = False) -> list[str]:
+    """A change for people: `field: old -> new`, or for SQL and code a unified diff of the
+    text, deployed (-) against git (+), with every changed line in full; secrets masked first.
+    `color`: the diff's lines coloured (for a terminal)."""
+    item = change_dict(change)
+    old, new = _text_lines(item["old"]), _text_lines(item["new"])
+    if change.field not in DIFFED_FIELDS or old is None or new is None:
+        return [change_line(change)]
+    lines = [f"{item['field']}: deployed -> git  [{item['kind']}: {change.why}]"]
+    diff = difflib.unified_diff(old, new, "deployed", "git", n=2, lineterm="")
+    for line in list(diff)[2:]:  # the hunks, without the ---/+++ file names
+        colour = DIFF_COLOURS.get(line[:1]) if color else None
+        lines.append("  " + (click.style(line, fg=colour) if colour else line))
+    return lines
+
+
+def plan_dict(plan: Plan, results: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    jobs = []
+    for decision in plan.decisions:
+        entry = decision.to_dict()
+        entry["changes"] = [change_dict(c) for c in decision.changes]
+        if results is not None and decision.name in results:
+            entry["result"] = results[decision.name]
+        jobs.append(entry)
+    return {"jobs": jobs}
+
+
+def plan_json(plan: Plan, results: dict[str, dict[str, Any]] | None = None, **extra: Any) -> str:
+    doc = plan_dict(plan, results)
+    doc.update(extra)
+    return json.dumps(doc, indent=2, default=str)
+
+
+def steps_lines(decision: Decision) -> list[str]:
+    """What a decision will do, for people: its steps, then its rollback."""
+    if not decision.steps:
+        return []
+    lines = ["do: " + ", then ".join(step.describe() for step in decision.steps)]
+    if decision.after:
+        lines[0] = f"after {', '.join(decision.after)}: " + lines[0]
+    if decision.stop_after:
+        lines.append(f"stops after {', '.join(decision.stop_after)} stopped (they read it)")
+    if decision.rollback:
+        back = ", then ".join(step.describe() for step in decision.rollback)
+        lines.append(
+            f"if the new run is not healthy: stop it, then {back}; the store is left as it was"
+        )
+    lines.extend(f"downstream: {i.job} {i.effect}: {i.detail}" for i in decision.downstream)
+    return lines
+
+
+def plan_text(plan: Plan, color: bool = False) -> str:
+    """The plan for people; `color`: SQL and code diffs coloured (for a terminal)."""
+    if not plan.decisions:
+        return "No jobs."
+    width = max(len(d.name) for d in plan.decisions)
+    action_width = max(len(d.action.value) for d in plan.decisions)
+    lines = []
+    for d in plan.decisions:
+        version = f"v{d.version}" if d.version is not None else "-"
+        lines.append(
+            f"{d.name:<{width}}  {d.action.value:<{action_width}}  {version:<4}  {d.reason}"
+        )
+        for change in d.changes:
+            first, *rest = change_lines(change, color)
+            lines.append(f"{'':<{width}}    ~ {first}")
+            lines.extend(f"{'':<{width}}      {line}" for line in rest)
+        lines.extend(f"{'':<{width}}    {line}" for line in steps_lines(d))
+    counts: dict[str, int] = {}
+    for d in plan.decisions:
+        counts[d.action.value] = counts.get(d.action.value, 0) + 1
+    summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
+    verdict = "changes pending" if plan.pending else "nothing to do"
+    lines.append("")
+    jobs = f"{len(plan.decisions)} job{'s' if len(plan.decisions) != 1 else ''}"
+    lines.append(f"Plan: {jobs} ({summary}); {verdict}.")
+    if any(d.action is Action.ERROR for d in plan.decisions):
+        lines.append("Jobs marked `error` will not be touched; see their reasons above.")
+    return "\n".join(lines)
+
+
+def results_text(plan: Plan, results: dict[str, JobResult]) -> str:
+    """What a deploy did, one block per job that was acted on, in plan order."""
+    lines = []
+    for decision in plan.decisions:
+        result = results.get(decision.name)
+        if result is None or (not decision.steps and result.outcome != "skipped"):
+            continue  # nothing done; an error's reason is in the plan above
+        mark = "ok  " if result.ok else RESULT_MARKS.get(result.outcome, "FAIL")
+        lines.append(f"{mark} {decision.name}: {result.summary}")
+        lines.extend(f"       {step}" for step in result.steps)
+        lines.extend(f"       | {line}" for line in result.detail.splitlines())
+    done = [results[d.name] for d in plan.decisions if d.name in results]
+    failed = [r.name for r in done if not r.ok and r.outcome not in RESULT_MARKS]
+    skipped = [r.name for r in done if r.outcome == "skipped"]
+    unfinished = {
+        outcome: [r.name for r in done if r.outcome == outcome] for outcome in INTERRUPTED_MARKS
+    }
+    lines.append("")
+    if any(unfinished.values()):
+        counts = [
+            f"{len(names)} {outcome.replace('-', ' ')} ({', '.join(names)})"
+            for outcome, names in [*unfinished.items(), ("failed", failed), ("skipped", skipped)]
+            if names
+        ]
+        lines.append(
+            f"Deploy interrupted: {', '.join(counts)}; deploy again to carry out the rest."
+        )
+    elif failed or skipped:
+        said = [f"{len(failed)} failed: {', '.join(failed)}"] if failed else []
+        said += [f"{len(skipped)} skipped: {', '.join(skipped)}"] if skipped else []
+        lines.append(f"Deploy finished with {'; '.join(said)}.")
+    else:
+        lines.append("Deploy finished: all jobs ok.")
+    return "\n".join(lines)

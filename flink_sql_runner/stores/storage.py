@@ -1,0 +1,232 @@
+"""Files on the storage that checkpoints live on: local folders (plain paths or `file:` URIs) and
+`s3://` / `s3a://` URIs, behind one small interface.
+
+The deployer reads and writes the runner's control files here (runtime manifest, stop marker,
+status file, submission records) and inspects checkpoints through it (`checkpoints.py`). Tests
+use the in-memory fake of the same interface (`tests/fakes.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.read.files import replace_file
+from flink_sql_runner.stores.s3uri import is_s3_uri, parse_s3_uri
+
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_CONTENT_TYPES = {".json": "application/json", ".yaml": "text/yaml", ".yml": "text/yaml"}
+
+
+class StorageError(FsrError):
+    """A local folder or S3 could not be read or written."""
+
+
+class IsAFolder(StorageError):
+    """A folder stands where a file was expected."""
+
+
+class Storage(Protocol):
+    """Small file operations on one location scheme or several."""
+
+    def read_bytes(self, location: str) -> bytes | None:
+        """The file's bytes, or None when there is no such file."""
+        ...
+
+    def read_text(self, location: str) -> str | None: ...
+
+    def write_text(self, location: str, text: str, *, private: bool = False) -> None:
+        """Replace the file atomically; `private` files are readable by their owner only."""
+        ...
+
+    def delete(self, location: str) -> None:
+        """Remove the file; a missing file is fine."""
+        ...
+
+    def is_empty(self, location: str) -> bool:
+        """True when nothing (not even junk) is stored under the folder `location`."""
+        ...
+
+    def file_names(self, folder: str) -> list[str]:
+        """Names of the files directly in `folder`; [] when it does not exist."""
+        ...
+
+    def dir_names(self, folder: str) -> list[str]:
+        """Names of the folders directly in `folder`; [] when it does not exist."""
+        ...
+
+
+def local_path(uri: str) -> Path:
+    """A plain path, or `file:/p`, `file:///p`, `file://localhost/p` -> Path("/p")."""
+    if uri.startswith("file:"):
+        rest = uri[len("file:") :]
+        if rest.startswith("//"):
+            host, _, path = rest[2:].partition("/")
+            if host not in ("", "localhost"):
+                raise StorageError(f"{uri}: file URIs on another host ({host}) are not readable")
+            return Path("/" + path)
+        return Path(rest)
+    if _URI_SCHEME.match(uri):
+        raise StorageError(
+            f"{uri}: unsupported storage; use a local folder, a file: URI, s3:// or s3a://"
+        )
+    return Path(uri)
+
+
+class FileStorage:
+    """The real storage: local files directly, S3 through one lazily made boto3 client."""
+
+    def __init__(self, s3_client: Any = None) -> None:
+        self._client = s3_client
+
+    def _s3(self, location: str) -> _S3:
+        if self._client is None:
+            from flink_sql_runner.stores.s3 import make_s3_client
+
+            self._client = make_s3_client()
+        return _S3(location, self._client)
+
+    def read_bytes(self, location: str) -> bytes | None:
+        if is_s3_uri(location):
+            return self._s3(location).read_bytes()
+        path = local_path(location)
+        if path.is_dir():
+            raise IsAFolder(f"cannot read {path}: it is a folder")
+        return _read_local(path)
+
+    def read_text(self, location: str) -> str | None:
+        data = self.read_bytes(location)
+        if data is None:
+            return None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise StorageError(f"{location}: not UTF-8 text") from None
+
+    def write_text(self, location: str, text: str, *, private: bool = False) -> None:
+        if is_s3_uri(location):
+            self._s3(location).put(text.encode("utf-8"), _content_type(location))
+            return
+        path = local_path(location)
+        try:
+            replace_file(path, text, 0o600 if private else 0o644)
+        except OSError as exc:
+            raise StorageError(f"cannot write {path}: {exc.strerror}") from None
+
+    def delete(self, location: str) -> None:
+        if is_s3_uri(location):
+            self._s3(location).delete()
+            return
+        path = local_path(location)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot delete {path}: {exc.strerror}") from None
+
+    def is_empty(self, location: str) -> bool:
+        if is_s3_uri(location):
+            return not self._s3(location).any_object()
+        path = local_path(location)
+        if not path.is_dir():
+            return not (path.exists() or path.is_symlink())
+
+        def fail(exc: OSError) -> None:
+            raise StorageError(f"cannot list {exc.filename}: {exc.strerror}")
+
+        return not any(files for _, _, files in os.walk(path, onerror=fail))
+
+    def file_names(self, folder: str) -> list[str]:
+        if is_s3_uri(folder):
+            return self._s3(folder).names(files=True)
+        return [e.name for e in _entries(local_path(folder)) if not e.is_dir()]
+
+    def dir_names(self, folder: str) -> list[str]:
+        if is_s3_uri(folder):
+            return self._s3(folder).names(files=False)
+        return [e.name for e in _entries(local_path(folder)) if e.is_dir()]
+
+
+def _entries(folder: Path) -> Iterator[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            yield from entries
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise StorageError(f"cannot list {folder}: {exc.strerror}") from None
+
+
+def _read_local(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _content_type(uri: str) -> str:
+    return _CONTENT_TYPES.get(Path(uri).suffix, "text/plain") + "; charset=utf-8"
+
+
+class _S3:
+    """One object, or one folder, at an s3:// or s3a:// URI."""
+
+    def __init__(self, uri: str, client: Any):
+        self.bucket, self.key = parse_s3_uri(uri)
+        self.client = client
+
+    def _errors(self, key: str, action: str) -> Any:
+        from flink_sql_runner.stores.s3 import translated_errors
+
+        return translated_errors(self.bucket, key, action, StorageError)
+
+    def _prefix(self) -> str:
+        key = self.key.rstrip("/")
+        return f"{key}/" if key else ""
+
+    def _pages(self, prefix: str, delimiter: str | None) -> Iterator[dict[str, Any]]:
+        extra = {"Delimiter": delimiter} if delimiter else {}
+        paginator = self.client.get_paginator("list_objects_v2")
+        with self._errors(prefix, "list"):
+            yield from paginator.paginate(Bucket=self.bucket, Prefix=prefix, **extra)
+
+    def any_object(self) -> bool:
+        # Keys ending in "/" are directory markers (e.g. made by Hadoop's S3A on mkdirs).
+        return any(
+            not item["Key"].endswith("/")
+            for page in self._pages(self._prefix(), None)
+            for item in page.get("Contents", [])
+        )
+
+    def names(self, files: bool) -> list[str]:
+        prefix = self._prefix()
+        found = []
+        for page in self._pages(prefix, "/"):
+            if files:
+                found += [item["Key"][len(prefix) :] for item in page.get("Contents", [])]
+            else:
+                found += [
+                    c["Prefix"][len(prefix) :].rstrip("/") for c in page.get("CommonPrefixes", [])
+                ]
+        return [name for name in found if name]
+
+    def read_bytes(self) -> bytes | None:
+        from flink_sql_runner.stores.s3 import get_bytes
+
+        with self._errors(self.key, "read"):
+            return get_bytes(self.client, self.bucket, self.key)
+
+    def put(self, data: bytes, content_type: str) -> None:
+        with self._errors(self.key, "write"):
+            self.client.put_object(
+                Bucket=self.bucket, Key=self.key, Body=data, ContentType=content_type
+            )
+
+    def delete(self) -> None:
+        with self._errors(self.key, "delete"):
+            self.client.delete_object(Bucket=self.bucket, Key=self.key)

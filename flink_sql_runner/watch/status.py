@@ -1,0 +1,203 @@
+"""`status`: per job, what the store records, what runs, how it is doing, and drift.
+
+Health comes from `health.py`: the target's listing, the runner's status file of the stored
+version (heartbeat, last batch, rates, lag) and what `watch` recorded (failures, restarts,
+backoff, crash-looping). The JSON document is described in docs/status.md.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+from flink_sql_runner.act.runtime import ControlFiles
+from flink_sql_runner.decide.changes import ChangeKind, diff, severity
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.gather.facts import JobFacts, gather
+from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.watch.health import Health, State, assess
+from flink_sql_runner.watch.records import WatchLog, WatchRecord, manifest_digest, parse_utc
+
+if TYPE_CHECKING:
+    from flink_sql_runner.act.deployment import Deployment
+
+#: A running job whose status file is older than this, by the clocks, is shown as stalled.
+QUIET_SECONDS = 120.0
+
+
+def _drift(facts: JobFacts, compared: bool) -> str:
+    if not compared:
+        return "-"
+    if facts.desired is None:
+        return "not in git" if facts.stored else "unknown to git and store"
+    if facts.stored is None:
+        return "not deployed"
+    kind = severity(
+        diff(facts.stored.job, facts.stored.tables, facts.desired.spec, facts.desired.tables)
+    )
+    return "in sync" if kind is ChangeKind.NONE else f"git differs ({kind.label})"
+
+
+def _status(deployment: Deployment, stored: StoredManifest) -> dict[str, Any] | None:
+    root = str(stored.job.get("checkpoint-root", "")).rstrip("/")
+    control = ControlFiles.of(f"{root}/{stored.name}", stored.meta.query_version)
+    try:
+        text = deployment.storage.read_text(control.status_file)
+        doc = json.loads(text) if text else None
+    except (FsrError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _quiet(health: Health, now: datetime) -> str | None:
+    """A running job whose runner has not written for long: shown stalled (by the clocks;
+    `watch` judges by its own clock and the heartbeat counter instead)."""
+    updated = parse_utc((health.status or {}).get("updated"))
+    if health.state is not State.HEALTHY or updated is None:
+        return None
+    quiet = (now - updated).total_seconds()
+    return f"no heartbeat for {quiet:.0f} s" if quiet > QUIET_SECONDS else None
+
+
+def health_of(
+    deployment: Deployment, f: JobFacts, records: dict[str, WatchRecord], now: datetime
+) -> tuple[Health, WatchRecord | None]:
+    stored = f.stored
+    assert stored is not None
+    record = records.get(f.name)
+    if record is not None and record.manifest != manifest_digest(stored):
+        record = None  # about a job a deploy has changed since
+    status = _status(deployment, stored)
+    health = assess(stored, f.runs, status, record, now)
+    quiet = _quiet(health, now)
+    if quiet:
+        health = assess(stored, f.runs, status, record, now, stalled=quiet)
+    return health, record
+
+
+def status_rows(
+    deployment: Deployment, jobs: list[Job], now: datetime | None = None
+) -> list[dict[str, Any]]:
+    facts = gather(
+        jobs, deployment.store, deployment.target, deployment.storage,
+        workers=deployment.settings.parallelism,
+    )  # fmt: skip
+    try:
+        records = WatchLog(deployment.store).read_all()
+    except FsrError:
+        records = {}
+    now = now or datetime.now(timezone.utc)
+    rows = []
+    for f in sorted(facts, key=lambda f: f.name):
+        stored = f.stored
+        runs = [
+            {
+                "query-version": r.version,
+                "where": r.detail,
+                "run-id": r.run_id,
+                "liveness": r.liveness.value,
+            }
+            for r in f.runs
+        ]
+        row: dict[str, Any] = {
+            "name": f.name,
+            "stored-version": stored.meta.query_version if stored else None,
+            "desired-state": stored.job.get("desired-state", "running") if stored else None,
+            "spark-version": stored.meta.spark_version if stored else None,
+            "health": None,
+            "health-detail": "",
+            "running": bool(f.alive),
+            "runs": runs,
+            "running-version": f.alive[0].version if len(f.alive) == 1 else None,
+            "where": ", ".join(r.detail for r in f.runs),
+            "problem": f.problem,
+            "last-committed-batch": f.checkpoint.last_committed if f.checkpoint else None,
+            "last-batch": None,
+            "restarts": 0,
+            "restarts-last-hour": 0,
+            "last-failure": None,
+            "checkpoint": f.checkpoint.location if f.checkpoint and stored else None,
+            "drift": _drift(f, bool(jobs)),
+        }
+        if stored is not None:
+            health, record = health_of(deployment, f, records, now)
+            row["health"], row["health-detail"] = health.state.value, health.detail
+            row["last-batch"] = health.last_batch
+            if record is not None:
+                last = record.last_failure
+                row["restarts"] = record.restarts
+                row["restarts-last-hour"] = record.restarts_since(now - timedelta(hours=1))
+                row["last-failure"] = {"at": last.at, "reason": last.reason} if last else None
+        rows.append(row)
+    return rows
+
+
+def status_json(rows: list[dict[str, Any]]) -> str:
+    return json.dumps({"jobs": rows}, indent=2)
+
+
+def _running(r: dict[str, Any]) -> str:
+    if len(r["runs"]) > 1 or any(run["liveness"] != "alive" for run in r["runs"]):
+        return "; ".join(
+            f"{run['liveness']}: v{run['query-version']} ({run['where']})" for run in r["runs"]
+        )
+    if r["running"]:
+        if r["running-version"] not in (None, r["stored-version"]):
+            return f"yes, v{r['running-version']} ({r['where']})"
+        return f"yes ({r['where']})"
+    return "no"
+
+
+def _batch(r: dict[str, Any]) -> str:
+    batch = r["last-batch"] or {}
+    if batch.get("id") is None:
+        return "-" if r["last-committed-batch"] is None else str(r["last-committed-batch"])
+    text = f"{batch['id']}"
+    when = str(batch.get("timestamp") or "")[11:19]
+    if when:
+        text += f" at {when}"
+    rates = (batch.get("input-rows-per-second"), batch.get("processed-rows-per-second"))
+    if all(isinstance(rate, (int, float)) for rate in rates):
+        text += f", {rates[0]:.1f}/{rates[1]:.1f} rows/s"
+    if isinstance(batch.get("duration-ms"), (int, float)):
+        text += f", {batch['duration-ms'] / 1000:.1f} s"
+    if isinstance(batch.get("offsets-behind-latest"), (int, float)):
+        text += f", lag {batch['offsets-behind-latest']:.0f}"
+    return text
+
+
+def status_text(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "No jobs deployed."
+    header = ("JOB", "VERSION", "HEALTH", "RUNNING", "LAST BATCH", "RESTARTS", "GIT",
+              "CHECKPOINT")  # fmt: skip
+    table = [header]
+    notes: dict[int, list[str]] = {}
+    for r in rows:
+        version = f"v{r['stored-version']}" if r["stored-version"] is not None else "-"
+        health = r["health"] or "-"
+        if r["health-detail"] and r["health"] in ("backing-off", "stalled", "unknown"):
+            health += f" ({r['health-detail']})"
+        restarts = f"{r['restarts-last-hour']}/1h, {r['restarts']} in all" if r["restarts"] else "-"
+        table.append(
+            (r["name"], version, health, _running(r), _batch(r), restarts, r["drift"],
+             r["checkpoint"] or "-")
+        )  # fmt: skip
+        lines = []
+        if r["last-failure"]:
+            lines.append(f"last failure {r['last-failure']['at']}: {r['last-failure']['reason']}")
+        if r["health"] == "crash-looping":
+            lines.append(f"not restarted until a deploy changes it or `flink-sql-runner resume "
+                         f"{r['name']}`")  # fmt: skip
+        if r["problem"]:
+            lines.append(f"problem: {r['problem']}")
+        if lines:
+            notes[len(table) - 1] = lines
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    out = []
+    for index, row in enumerate(table):
+        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        out.extend(f"    {line}" for line in notes.get(index, []))
+    return "\n".join(out)

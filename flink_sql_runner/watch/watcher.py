@@ -1,0 +1,414 @@
+"""`flink-sql-runner watch`: keep what the store records running.
+
+The desired state is what `deploy` recorded (the store); `watch` never applies git. Every
+interval the leading watcher lists what runs (one listing), reads each job's status file and
+its own records (`watchstate.py`), and judges each job (`health.py`, `stalls.py`). Jobs that are
+down or stalled are acted on through the same decisions and executor steps as `deploy`, in the
+background (`watch_actions.py`: the looks go on meanwhile), holding the store's lock only while
+restarts are under way: a deploy that holds it is waited out, never joined.
+
+- A job that should run and does not is restarted from its checkpoint at its stored version.
+  The first failure in a row restarts at once, then the delays double from `backoff_first` up
+  to `backoff_max`; they reset once the job has been healthy for `stable_after`. A job that
+  finished on purpose (`availableNow`, `once`) is finished, not failed. After `max_failures`
+  failures within `failure_window` it is crash-looping: left down, with its last error, until a
+  deploy changes it or `flink-sql-runner resume NAME`.
+- A run whose heartbeat (a counter in its status file) does not move for `stall_timeout` on
+  this watcher's clock, or whose micro-batch has run for longer than `batch_timeout`, is
+  stalled: stopped (killed if it does not stop) and restarted, as a failure.
+- Two watchers on one store: one leads (a lease, `_watch/_leader.json`), the other stands by
+  and takes over once the lease is not renewed for `leader_ttl` (at once when the leader's
+  process on this machine is gone).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+from flink_sql_runner.act.apply import JobResult
+from flink_sql_runner.act.runtime import ControlFiles, source_tables
+from flink_sql_runner.decide.plan import Action, Decision, decide, replace_stalled
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.gather.facts import JobFacts, gather
+from flink_sql_runner.host.timing import mark
+from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.stores.lock import LeaseLost, StoreLock
+from flink_sql_runner.watch.events import Event, Notifier
+from flink_sql_runner.watch.health import Health, State, assess, failure_reason
+from flink_sql_runner.watch.metrics import Metrics
+from flink_sql_runner.watch.records import (
+    LEADER_LOCK,
+    WatchLog,
+    WatchRecord,
+    manifest_digest,
+    parse_utc,
+    utc_text,
+)
+from flink_sql_runner.watch.restarts import Actions
+from flink_sql_runner.watch.stalls import UNREADABLE, Stalls, Unreadable
+
+if TYPE_CHECKING:
+    from flink_sql_runner.act.deployment import Deployment
+
+
+def failures(count: int) -> str:
+    return "1 failure" if count == 1 else f"{count} failures"
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    interval: float = 15.0
+    stable_after: float = 600.0
+    backoff_first: float = 10.0
+    backoff_max: float = 600.0
+    max_failures: int = 5
+    failure_window: float = 3600.0
+    stall_timeout: float = 180.0
+    batch_timeout: float = 3600.0
+    leader_ttl: float = 60.0
+
+    def delay(self, consecutive: int) -> float:
+        """The wait before restarting after the `consecutive`-th failure in a row."""
+        if consecutive <= 1:
+            return 0.0
+        return min(self.backoff_first * 2 ** (consecutive - 2), self.backoff_max)
+
+
+def job_of(manifest: StoredManifest, where: str) -> Job:
+    """A stored manifest as the desired job: `watch` wants what the store records."""
+    return Job(
+        spec=manifest.job,
+        tables=manifest.tables,
+        source_tables=tuple(source_tables(manifest)),
+        file=where,
+    )
+
+
+def _same(now: StoredManifest, judged: StoredManifest) -> bool:
+    return (
+        manifest_digest(now) == manifest_digest(judged)
+        and now.meta.query_version == judged.meta.query_version
+    )
+
+
+class Watcher:
+    def __init__(
+        self,
+        deployment: Deployment,
+        settings: WatchSettings,
+        notifier: Notifier,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ):
+        self.deployment, self.settings = deployment, settings
+        self.notifier, self.metrics = notifier, metrics
+        self.clock, self.wall = clock, wall
+        self.store, self.storage = deployment.store, deployment.storage
+        self.watch_log = WatchLog(self.store)
+        self.leader = StoreLock(
+            self.store.lock_backend(LEADER_LOCK), "watch", ttl=settings.leader_ttl, clock=clock
+        )
+        self.leading = False
+        self.stopping = threading.Event()
+        self.stalls = Stalls(settings.stall_timeout, settings.batch_timeout, clock)
+        self._healthy_since: dict[str, float] = {}
+        self._waiting_for: str | None = None  # who held the store's lock when we wanted it
+        self._written: dict[str, WatchRecord] = {}  # what this watcher last wrote, by job
+        self._problem: str | None = None  # why the last look failed, said once
+        self.actions = Actions(deployment, self.stopping)
+
+    # -- the loop ------------------------------------------------------------------------------
+    def run(self, once: bool = False) -> None:
+        """Until `stopping` is set (SIGTERM): the step in progress always ends first."""
+        try:
+            while not self.stopping.is_set():
+                self.step()
+                if once:
+                    return
+                self.stopping.wait(self.settings.interval)
+        finally:
+            self.settle()
+            self.actions.close()
+            self.leader.release()
+            if self.metrics is not None:
+                self.metrics.leader.set(0)
+
+    def step(self) -> None:
+        """One interval's work: keep or take the lead, and look (and act) when leading."""
+        self.lead()
+        if self.leading:
+            self.tick()
+
+    def settle(self) -> None:
+        """Wait for the restarts under way to end, and take note of how they went."""
+        self.actions.wait()
+        self._collect()
+
+    def lead(self) -> None:
+        """Take the lead when it is free or its holder stopped renewing it; keep it."""
+        if self.leading:
+            try:
+                self.leader.renew_once()  # besides its heartbeat: a renewal per look
+                self.leader.check()
+                return
+            except LeaseLost as exc:
+                self.leading = False
+                self.notifier.emit(Event("standing-by", message=str(exc)))
+        try:
+            holder = self.leader.try_acquire()
+        except FsrError as exc:
+            self.notifier.warn(f"cannot reach the store's watch lease: {exc}")
+            return
+        if holder is not None:
+            return
+        self.leading = True
+        self.leader.start_heartbeat()
+        taken = self.leader.took_over
+        if taken is not None:
+            self.notifier.emit(
+                Event("watcher-took-over", message=f"from {taken.describe()}, which stopped")
+            )
+        else:
+            self.notifier.emit(Event("watching", message=f"the store {self.store.location}"))
+        if self.metrics is not None:
+            self.metrics.leader.set(1)
+
+    # -- one look --------------------------------------------------------------------------
+    def tick(self) -> None:
+        mark("look")
+        self._collect()
+        try:
+            listing = self.deployment.target.list_runs()
+            stored, records = self._stored(), self.watch_log.read_all()
+        except FsrError as exc:
+            self._trouble(f"cannot look now: {str(exc).splitlines()[0]}")
+            return
+        self._trouble(None)
+        wanted = []
+        for name, manifest in sorted(stored.items()):
+            if self.actions.busy(name):
+                continue  # its restart is under way
+            record = self._record(name, manifest, records)
+            health = self._assess(name, manifest, listing.of(name), record)
+            self._follow(name, health, record)
+            if health.state in (State.DOWN, State.STALLED):
+                mark("wanted", job=name, state=health.state.value)
+                wanted.append(name)
+        if self.metrics is not None:
+            self.metrics.forget(set(stored))
+        if wanted:
+            self.act(wanted, stored)
+
+    def _trouble(self, problem: str | None) -> None:
+        """Say a problem with looking once, not on every look, and say when it is over."""
+        if problem is not None and problem != self._problem:
+            self.notifier.warn(problem)
+        elif problem is None and self._problem is not None:
+            self.notifier.emit(Event("looking-again", message=f"after: {self._problem}"))
+        self._problem = problem
+
+    def _stored(self) -> dict[str, StoredManifest]:
+        reads = self.store.read_many(self.store.list_names(), 16)
+        for name, problem in sorted(reads.problems.items()):
+            self.notifier.warn(f"{name}: {problem}")
+        return {n: m for n, m in reads.manifests.items() if m is not None}
+
+    def _record(
+        self, name: str, manifest: StoredManifest, records: dict[str, WatchRecord]
+    ) -> WatchRecord:
+        """The job's record; a new one when a deploy changed the job since (which also lifts a
+        crash-loop mark)."""
+        digest = manifest_digest(manifest)
+        record = records.get(name)
+        return (
+            record
+            if record is not None and record.manifest == digest
+            else (WatchRecord(name, digest))
+        )
+
+    def _status(self, manifest: StoredManifest) -> dict[str, Any] | None | Unreadable:
+        """The runner's status file of the stored version: None if there is none, UNREADABLE
+        if the storage did not answer (which says nothing about the run)."""
+        root = str(manifest.job.get("checkpoint-root", "")).rstrip("/")
+        control = ControlFiles.of(f"{root}/{manifest.name}", manifest.meta.query_version)
+        try:
+            text = self.storage.read_text(control.status_file)
+        except FsrError:
+            return UNREADABLE
+        try:
+            doc = json.loads(text) if text else None
+        except ValueError:
+            return UNREADABLE  # caught mid-write on a storage without atomic replaces
+        return doc if isinstance(doc, dict) else None
+
+    def _assess(
+        self, name: str, manifest: StoredManifest, runs: tuple[Run, ...], record: WatchRecord
+    ) -> Health:
+        status = self._status(manifest)
+        readable = None if isinstance(status, Unreadable) else status
+        stalled = self.stalls.judge(name, runs, status)
+        return assess(manifest, runs, readable, record, self.wall(), stalled)
+
+    def _follow(self, name: str, health: Health, record: WatchRecord) -> None:
+        """Keep the record, the metrics and the log up to date with what is seen. A job healthy
+        for `stable_after` after failures has recovered: its backoff starts over."""
+        now = self.clock()
+        if health.state is State.HEALTHY:
+            since = self._healthy_since.setdefault(name, now)
+            if record.consecutive and now - since >= self.settings.stable_after:
+                self.notifier.emit(Event(
+                    "recovered", name,
+                    f"healthy for {now - since:.0f} s after {failures(record.consecutive)} in a "
+                    "row; its backoff starts over",
+                    {"failures-in-a-row": record.consecutive},
+                ))  # fmt: skip
+                record = replace(record, consecutive=0)
+        else:
+            self._healthy_since.pop(name, None)
+        shown = health.state.value
+        if health.state is State.DOWN and record.state == State.BACKING_OFF.value:
+            shown = record.state  # its delay is over: restarted in this tick
+        self._write(replace(record, state=shown))
+        if self.metrics is not None:
+            self.metrics.observe(name, health, record.restarts)
+
+    def _write(self, record: WatchRecord) -> None:
+        """Keep the record in the store when it changed since this watcher last wrote it."""
+        same = replace(record, updated="")
+        if self._written.get(record.name) == same:
+            return
+        try:
+            self.watch_log.write(replace(record, updated=utc_text(self.wall())))
+            self._written[record.name] = same
+        except FsrError as exc:
+            self.notifier.warn(f"{record.name}: cannot keep its watch record: {exc}")
+
+    # -- acting ------------------------------------------------------------------------------
+    def act(self, names: list[str], stored: dict[str, StoredManifest]) -> None:
+        """Under the store's lock, from facts read again under it: restart what is down (after
+        its backoff), replace what is stalled, in the background (watch_actions.py). A deploy
+        holding the lock is waited out."""
+        try:
+            holder = self.actions.hold()
+        except FsrError as exc:
+            self.notifier.warn(f"cannot take the store's lock: {exc}")
+            return
+        if holder is not None:
+            who = holder.describe()
+            if who != self._waiting_for:
+                self.notifier.warn(f"the store is locked by {who}: acting once it is done")
+            self._waiting_for = who
+            return
+        self._waiting_for = None
+        try:
+            # A deploy may have changed a job since the look: act on what the store records
+            # now, and only where it is what was judged (the next look judges the rest).
+            reads = self.store.read_many(names, 16).manifests
+            fresh = {n: m for n, m in reads.items() if m is not None and _same(m, stored[n])}
+            jobs = [job_of(m, f"{self.store.location}{n}.yaml") for n, m in fresh.items()]
+            facts = gather(jobs, self.store, self.deployment.target, self.storage,
+                           include_orphans=False, workers=4)  # fmt: skip
+            records = self.watch_log.read_all()
+            for job_facts in facts:
+                chosen = self._choose(job_facts, fresh[job_facts.name], records)
+                if chosen is not None:
+                    decision, record = chosen
+                    self._write(replace(record, state=State.RESTARTING.value, backoff_until=None))
+                    self.actions.begin(decision, record)
+        except FsrError as exc:
+            self.notifier.warn(f"cannot act now: {str(exc).splitlines()[0]}")
+        finally:
+            self._collect()  # releases the lock when nothing was begun
+
+    def _choose(
+        self, facts: JobFacts, manifest: StoredManifest, records: dict[str, WatchRecord]
+    ) -> tuple[Decision, WatchRecord] | None:
+        """What to do about one job now (None: nothing, yet), its failure counted."""
+        name = facts.name
+        record = self._record(name, manifest, records)
+        health = self._assess(name, manifest, facts.runs, record)
+        now = self.wall()
+        if health.state is State.STALLED:
+            record = self._failed(record, f"stalled: {health.detail}", now)
+            self.notifier.emit(Event("stalled", name, health.detail, {"query-version":
+                                     manifest.meta.query_version}))  # fmt: skip
+            if record.crash_looping:
+                return None
+            return replace_stalled(facts, f"stalled ({health.detail})"), record
+        if health.state is not State.DOWN:
+            return None  # it came up, or a deploy changed it, since the look without the lock
+        if record.state != State.BACKING_OFF.value:
+            reason = failure_reason(health.status)
+            if (health.status or {}).get("state") != "stopped":
+                record = self._failed(record, reason, now)
+                if record.crash_looping:
+                    return None
+                delay = self.settings.delay(record.consecutive)
+                if delay > 0:
+                    until = now + timedelta(seconds=delay)
+                    self._write(replace(record, backoff_until=utc_text(until),
+                                        state=State.BACKING_OFF.value))  # fmt: skip
+                    self.notifier.emit(Event(
+                        "backing-off", name, f"{reason}; restarting in {delay:.0f} s",
+                        {"until": utc_text(until), "delay-seconds": delay,
+                         "failures-in-a-row": record.consecutive, "reason": reason},
+                    ))  # fmt: skip
+                    return None
+        until = parse_utc(record.backoff_until)
+        if until is not None and until > now:
+            return None
+        decision = decide(facts, spark=self.deployment.target.spark_version())
+        if decision.action is Action.ERROR:
+            self.notifier.emit(Event("cannot-act", name, decision.reason))
+            self._write(replace(record, state="cannot-act"))
+            return None
+        return (decision, record) if decision.steps else None
+
+    def _failed(self, record: WatchRecord, reason: str, now: datetime) -> WatchRecord:
+        window = timedelta(seconds=self.settings.failure_window)
+        record = record.failed(reason, now, window)
+        if record.failures_since(now - window) >= self.settings.max_failures:
+            record = replace(record, crash_looping=True, backoff_until=None,
+                             state=State.CRASH_LOOPING.value)  # fmt: skip
+            self.notifier.emit(Event(
+                "crash-looping", record.name,
+                f"{len(record.failures)} failures within {self.settings.failure_window:.0f} s, "
+                f"the last: {reason}; not restarted again until a deploy changes it or "
+                f"`flink-sql-runner resume {record.name}`",
+                {"failures": len(record.failures), "reason": reason},
+            ))  # fmt: skip
+        self._write(record)
+        return record
+
+    def _collect(self) -> None:
+        """Take note of the restarts that ended."""
+        for done in self.actions.finished():
+            if done.problem:
+                self.notifier.warn(done.problem)
+            if done.result is None:  # not begun: its failure is counted, its restart is due
+                self._write(replace(done.record, state=State.BACKING_OFF.value))
+            else:
+                self._restarted(done.decision, done.record, done.result)
+
+    def _restarted(self, decision: Decision, record: WatchRecord, result: JobResult) -> None:
+        name = decision.name
+        record = replace(record.restarted_at(self.wall()), backoff_until=None,
+                         state=State.HEALTHY.value if result.ok else State.DOWN.value)  # fmt: skip
+        self._write(record)
+        self.notifier.emit(Event(
+            "restarted" if result.ok else "restart-failed", name,
+            f"{decision.reason}: {result.summary}",
+            {"query-version": decision.version, "ok": result.ok, "restarts": record.restarts,
+             "failures-in-a-row": record.consecutive},
+        ))  # fmt: skip
+        if self.metrics is not None:
+            self.metrics.restarts.labels(name).set(record.restarts)
