@@ -9,7 +9,8 @@ import yaml
 
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
-from flink_sql_runner.stores.lock import FileLockBackend, Holder, this_machine
+from flink_sql_runner.stores.local_lock import FileLockBackend
+from flink_sql_runner.stores.lock import Holder, this_machine
 from tests.test_cli_plan import EXAMPLE_JOBS, REPO, cli
 
 TABLES = ["--table-definition-path", "examples/tables"]

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.stores.lock import FileLockBackend, StoreLock
+from flink_sql_runner.stores.local_lock import FileLockBackend
+from flink_sql_runner.stores.lock import StoreLock
 from tests.e2e.workspace import Workspace, wait_for
 
 FAKE_SUBMIT = """#!{python}

@@ -41,7 +41,8 @@ def test_an_error_is_one_json_document_with_output_json(tmp_path: Path):
 
 
 def test_a_locked_store_is_a_json_error_with_its_exit_code(tmp_path: Path):
-    from flink_sql_runner.stores.lock import FileLockBackend, Holder
+    from flink_sql_runner.stores.local_lock import FileLockBackend
+    from flink_sql_runner.stores.lock import Holder
 
     state = tmp_path / "state"
     holder = Holder("other", "ci-runner-7", 4242, "deploy", "2023-11-14T22:13:20Z", 120.0)

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.errors import LockTimeout, StoreError
-from flink_sql_runner.stores.lock import S3LockBackend, StoreLock
+from flink_sql_runner.stores.lock import StoreLock
 from flink_sql_runner.stores.s3 import S3Store
+from flink_sql_runner.stores.s3_lock import S3LockBackend
 from tests.fakes import FakeClock
 from tests.faultproxy import FaultProxy
 

@@ -20,7 +20,8 @@ from flink_sql_runner.act.runtime import ControlFiles, runtime_manifest
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.catalog import load_catalog
 from flink_sql_runner.read.manifest import load_jobs
-from flink_sql_runner.stores.lock import FileLockBackend, Holder
+from flink_sql_runner.stores.local_lock import FileLockBackend
+from flink_sql_runner.stores.lock import Holder
 from tests.cli import REPO, run_cli
 from tests.fake_yarn import FakeResourceManager
 

@@ -67,7 +67,8 @@ def read_raw(store: ManifestStore, name: str) -> str | None:
             return None
         except (OSError, UnicodeDecodeError) as exc:
             raise StoreError(f"cannot read {path}: {exc}") from None
-    from flink_sql_runner.stores.s3 import S3Store, get_object, translated_errors
+    from flink_sql_runner.stores.s3 import S3Store
+    from flink_sql_runner.stores.s3_client import get_object, translated_errors
 
     assert isinstance(store, S3Store)
     key = f"{store.prefix}{name}.yaml"

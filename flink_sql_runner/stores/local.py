@@ -11,7 +11,7 @@ from flink_sql_runner.errors import StoreError
 from flink_sql_runner.model.stored import StoredManifest, utc_now_iso
 from flink_sql_runner.read.files import replace_file
 from flink_sql_runner.stores.base import Reads, StoreConflict, read_each
-from flink_sql_runner.stores.lock import FileLockBackend
+from flink_sql_runner.stores.local_lock import FileLockBackend
 
 ARCHIVE_DIR = "_archive"
 LOCK_FILE = ".lock"

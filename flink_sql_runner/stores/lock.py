@@ -2,7 +2,7 @@
 
 On S3 the lock is an object `<prefix>_lock.json` created with a conditional put
 (`If-None-Match: *`) and renewed or taken over with `If-Match: <etag>`; on a local folder it is a
-`.lock` file created exclusively. Either way:
+`.lock` file created exclusively (the backends: s3_lock.py, local_lock.py). Either way:
 
 - **Expiry never compares two machines' clocks.** The holder writes how long its lease lasts
   (`ttl`) and renews it every third of that, which changes the lock's version. A waiter takes the
@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import tempfile
 import threading
 import time
 import uuid
@@ -37,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from flink_sql_runner.errors import EXIT_LOCKED, FsrError, LockTimeout, StoreError
+from flink_sql_runner.errors import EXIT_LOCKED, FsrError, LockTimeout
 from flink_sql_runner.host import processes as procs
 
 #: A holder renews every third of this; a crashed deploy blocks others at most this long.
@@ -48,7 +47,6 @@ VALID_SHARE = 0.75
 RETRY_SECONDS = 5.0
 #: A waiter says who holds the lock when it starts waiting, then every this many seconds.
 WAIT_REPORT_SECONDS = 10.0
-_BOGUS_ETAG = '"00000000000000000000000000000000"'
 
 
 class LeaseLost(FsrError):
@@ -160,131 +158,6 @@ class LockBackend(Protocol):
     def delete(self, token: Any) -> None:
         """Remove the lock if it is still at `token`."""
         ...
-
-
-class FileLockBackend:
-    def __init__(self, path: Path):
-        self.path = path
-        self.location = str(path)
-
-    def create(self, holder: Holder) -> Any:
-        """Write the holder to a temporary file, then hard-link it into place: the lock file
-        appears complete or not at all, and only if it did not exist."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = holder.to_json()
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-            try:
-                os.link(tmp, self.path)
-            except FileExistsError:
-                return None
-            return self.path.stat().st_mtime_ns, text
-        finally:
-            os.unlink(tmp)
-
-    def read(self) -> tuple[Holder | None, Any]:
-        try:
-            text = self.path.read_text()
-            token = self.path.stat().st_mtime_ns, text
-        except FileNotFoundError:
-            return None, None
-        return Holder.from_json(text), token
-
-    def replace(self, holder: Holder, token: Any) -> Any:
-        # Take the old file away atomically; whoever renames it first wins.
-        claim = self.path.with_name(f"{self.path.name}.{holder.owner}.{uuid.uuid4().hex[:8]}")
-        try:
-            os.rename(self.path, claim)
-        except FileNotFoundError:
-            return None
-        if (claim.stat().st_mtime_ns, claim.read_text()) != token:
-            os.rename(claim, self.path)  # not the version we judged; put it back
-            return None
-        claim.unlink()
-        return self.create(holder)
-
-    def delete(self, token: Any) -> None:
-        _, current = self.read()
-        if current == token:
-            self.path.unlink(missing_ok=True)
-
-
-class S3LockBackend:
-    def __init__(self, client: Any, bucket: str, key: str):
-        self.client, self.bucket, self.key = client, bucket, key
-        self.location = f"s3://{bucket}/{key}"
-        self._checked = False
-
-    def _code(self, exc: Exception) -> str:
-        return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
-
-    def _put(self, holder: Holder, action: str, **condition: str) -> str | None:
-        """The new ETag, or None when the condition failed."""
-        from flink_sql_runner.stores.s3 import CONDITION_FAILED_CODES, MISSING_KEY_CODES
-
-        try:
-            answer = self.client.put_object(
-                Bucket=self.bucket, Key=self.key, Body=holder.to_json(), **condition
-            )
-        except Exception as exc:  # botocore ClientError and friends
-            if self._code(exc) not in (*CONDITION_FAILED_CODES, *MISSING_KEY_CODES):
-                raise StoreError(
-                    f"cannot {action} lock {self.location}: {self._code(exc) or exc}"
-                ) from None
-            # A retried put whose first attempt landed finds its own holder there.
-            current, token = self.read()
-            return token if current == holder and action != "check" else None
-        return str(answer.get("ETag", ""))
-
-    def create(self, holder: Holder) -> Any:
-        token = self._put(holder, "create", IfNoneMatch="*")
-        if token is not None and not self._checked:
-            self._check_conditional_writes(holder, token)
-        return token
-
-    def _check_conditional_writes(self, holder: Holder, token: str) -> None:
-        """Both conditions must be refused when they do not hold; an endpoint that ignores
-        them cannot keep two deployers apart."""
-        ignored = []
-        if self._put(holder, "check", IfNoneMatch="*") is not None:
-            ignored.append("If-None-Match")
-        if self._put(holder, "check", IfMatch=_BOGUS_ETAG) is not None:
-            ignored.append("If-Match")
-        if ignored:
-            self.client.delete_object(Bucket=self.bucket, Key=self.key)
-            raise StoreError(
-                f"the S3 endpoint of {self.location} ignores conditional writes "
-                f"({' and '.join(ignored)}), so the store's lock cannot keep two deployers "
-                "apart; use an endpoint that supports them (AWS S3, and recent MinIO, Ceph and "
-                "moto do)"
-            )
-        self._checked = True
-
-    def read(self) -> tuple[Holder | None, Any]:
-        try:
-            answer = self.client.get_object(Bucket=self.bucket, Key=self.key)
-            body = answer["Body"].read().decode("utf-8", "replace")
-        except Exception as exc:
-            if self._code(exc) in ("NoSuchKey", "404"):
-                return None, None
-            raise StoreError(
-                f"cannot read lock {self.location}: {self._code(exc) or exc}"
-            ) from None
-        return Holder.from_json(body), str(answer["ETag"])
-
-    def replace(self, holder: Holder, token: Any) -> Any:
-        return self._put(holder, "renew", IfMatch=str(token))
-
-    def delete(self, token: Any) -> None:
-        try:
-            self.client.delete_object(Bucket=self.bucket, Key=self.key, IfMatch=str(token))
-        except Exception as exc:
-            if self._code(exc) not in ("PreconditionFailed", "NoSuchKey", "404", "412"):
-                raise StoreError(
-                    f"cannot release lock {self.location}: {self._code(exc) or exc}"
-                ) from None
 
 
 class StoreLock:

@@ -85,7 +85,7 @@ class FileStorage:
 
     def _s3(self, location: str) -> _S3:
         if self._client is None:
-            from flink_sql_runner.stores.s3 import make_s3_client
+            from flink_sql_runner.stores.s3_client import make_s3_client
 
             self._client = make_s3_client()
         return _S3(location, self._client)
@@ -181,7 +181,7 @@ class _S3:
         self.client = client
 
     def _errors(self, key: str, action: str) -> Any:
-        from flink_sql_runner.stores.s3 import translated_errors
+        from flink_sql_runner.stores.s3_client import translated_errors
 
         return translated_errors(self.bucket, key, action, StorageError)
 
@@ -216,7 +216,7 @@ class _S3:
         return [name for name in found if name]
 
     def read_bytes(self) -> bytes | None:
-        from flink_sql_runner.stores.s3 import get_bytes
+        from flink_sql_runner.stores.s3_client import get_bytes
 
         with self._errors(self.key, "read"):
             return get_bytes(self.client, self.bucket, self.key)

@@ -1,1 +1,3 @@
-"""Keeping what was deployed running: the watcher, its records, health, stalls, events and metrics."""
+"""Keeping what was deployed running: the watcher, its records, health, stalls, events and
+metrics.
+"""

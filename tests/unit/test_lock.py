@@ -18,8 +18,8 @@ from flink_sql_runner.errors import LockTimeout
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.host import processes as procs
 from flink_sql_runner.model.runs import Run
+from flink_sql_runner.stores.local_lock import FileLockBackend
 from flink_sql_runner.stores.lock import (
-    FileLockBackend,
     Holder,
     LeaseLost,
     StoreLock,
