@@ -32,7 +32,7 @@ from typing import Any
 
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.runtime import ControlFiles, app_name, runtime_manifest, spark_conf
-from flink_sql_runner.decide.plan import Action, Decision, Plan
+from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.decide.steps import (
     Archive,
     AwaitRun,

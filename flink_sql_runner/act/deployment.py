@@ -13,7 +13,9 @@ from pathlib import Path
 from flink_sql_runner.act.apply import Executor, JobResult, Timeouts
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.runtime import ControlFiles
-from flink_sql_runner.decide.plan import Plan, as_stopped, build_plan
+from flink_sql_runner.decide.decisions import Plan
+from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.tree import as_stopped
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem, UnknownJob
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.host.timing import mark

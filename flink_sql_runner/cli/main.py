@@ -31,8 +31,8 @@ from flink_sql_runner.cli.original_flags import (
     original_options,
     original_settings,
 )
+from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.lineage import build_lineage
-from flink_sql_runner.decide.plan import Plan
 from flink_sql_runner.errors import (
     EXIT_CHANGES_PENDING,
     EXIT_FAILED,

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from flink_sql_runner.decide.decisions import Decision, Impact
 from flink_sql_runner.decide.lineage import Lineage
-from flink_sql_runner.decide.plan import Decision, Impact
 from flink_sql_runner.decide.steps import StartRun, StopRun
 from flink_sql_runner.gather.facts import JobFacts
 from flink_sql_runner.read.manifest import resolve_placeholders

@@ -10,7 +10,7 @@ import click
 
 from flink_sql_runner.act.apply import JobResult
 from flink_sql_runner.decide.changes import MISSING, Change
-from flink_sql_runner.decide.plan import Action, Decision, Plan
+from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.read.secrets import mask
 
 TEXT_VALUE_LIMIT = 60

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.act.apply import JobResult
 from flink_sql_runner.act.runtime import ControlFiles, source_tables
-from flink_sql_runner.decide.plan import Action, Decision, decide, replace_stalled
+from flink_sql_runner.decide.decisions import Action, Decision
+from flink_sql_runner.decide.tree import decide, replace_stalled
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.facts import JobFacts, gather
 from flink_sql_runner.host.timing import mark

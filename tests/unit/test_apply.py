@@ -7,7 +7,8 @@ import json
 import pytest
 
 from flink_sql_runner.act.apply import Executor, Timeouts
-from flink_sql_runner.decide.plan import Action, build_plan
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
 from tests.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from flink_sql_runner.decide.plan import Action, build_plan
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Meta, StoredManifest
@@ -280,7 +281,7 @@ def test_changes_list_old_and_new_values_most_severe_first():
 def test_plan_is_pending_only_when_something_would_change():
     unchanged = plan_one(BASE, stored_of(BASE, 1), running=1, checkpoint_batch=2)
     stopped = plan_one(BASE, stored_of(BASE, 1), running=None, checkpoint_batch=2)
-    from flink_sql_runner.decide.plan import Plan
+    from flink_sql_runner.decide.decisions import Plan
 
     assert not Plan(()).pending and not Plan((unchanged,)).pending
     assert Plan((unchanged, stopped)).pending

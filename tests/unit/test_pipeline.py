@@ -8,7 +8,8 @@ import copy
 import json
 from typing import Any
 
-from flink_sql_runner.decide.plan import Action, build_plan
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Meta, StoredManifest

@@ -6,7 +6,8 @@ import json
 import threading
 
 from flink_sql_runner.act.apply import Executor, Timeouts
-from flink_sql_runner.decide.plan import Action, build_plan
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
 from tests.fakes import FakeStorage, FakeStore, FakeTarget

@@ -10,8 +10,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
+from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.lineage import Lineage, build_lineage
-from flink_sql_runner.decide.plan import Plan, build_plan
+from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Meta, StoredManifest

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from flink_sql_runner.decide.plan import Action, build_plan
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.intents import IntentLog, Phase, new_intent

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.decide.plan import Action, build_plan
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.sparkversion import is_older, version_tuple
