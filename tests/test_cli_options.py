@@ -10,6 +10,8 @@ import re
 import click
 
 from flink_sql_runner.cli import main as cli
+from flink_sql_runner.cli.boundary import handle_errors
+from flink_sql_runner.cli.options import settings_from
 
 #: What each command does, as far as options are concerned.
 DOES = {
@@ -60,8 +62,8 @@ def test_each_command_takes_the_shared_options_it_uses_and_no_other():
 
 
 def test_every_option_a_command_takes_is_read():
-    assert 'kwargs.get("debug"' in inspect.getsource(cli.handle_errors), "--debug is read there"
-    settings_reads = set(re.findall(r'kw\.get\("(\w+)"', inspect.getsource(cli.settings_from)))
+    assert 'kwargs.get("debug"' in inspect.getsource(handle_errors), "--debug is read there"
+    settings_reads = set(re.findall(r'kw\.get\("(\w+)"', inspect.getsource(settings_from)))
     for name, command in cli.main.commands.items():
         callback = inspect.unwrap(command.callback)
         body = inspect.getsource(callback).split(":\n", 1)[1]  # after the signature

@@ -1,4 +1,4 @@
-"""The `watch` and `resume` commands (registered on the main group by `cli.py`)."""
+"""Commands that keep jobs running: `watch`, and `resume` of a job `watch` left crash-looping."""
 
 from __future__ import annotations
 
@@ -10,14 +10,9 @@ from typing import Any
 import click
 
 from flink_sql_runner.act.deployment import Deployment
-from flink_sql_runner.cli.main import (
-    REMOTE_OPTIONS,
-    _env,
-    handle_errors,
-    main,
-    options,
-    settings_from,
-)
+from flink_sql_runner.cli.boundary import handle_errors
+from flink_sql_runner.cli.options import REMOTE_OPTIONS, env_var, options, settings_from
+from flink_sql_runner.cli.original_flags import FsrCommand
 from flink_sql_runner.errors import EXIT_OK, UnknownJob
 from flink_sql_runner.watch.events import Event, Notifier
 from flink_sql_runner.watch.metrics import Metrics
@@ -43,7 +38,7 @@ WATCH_OPTIONS = [
 
 def watch_options(func: Any) -> Any:
     for name, default, lowest, text in reversed(WATCH_OPTIONS):
-        envvar = _env(name[2:].upper().replace("-", "_"))
+        envvar = env_var(name[2:].upper().replace("-", "_"))
         func = click.option(
             name, type=click.FloatRange(min=lowest), default=default, show_default=True,
             envvar=envvar, help=text,
@@ -51,7 +46,7 @@ def watch_options(func: Any) -> Any:
     return func
 
 
-@main.command()
+@click.command(cls=FsrCommand)
 @options("--state-dir", *[o for o in REMOTE_OPTIONS if o != "--output"])
 @options("--start-timeout", "--stop-timeout")
 @watch_options
@@ -60,27 +55,27 @@ def watch_options(func: Any) -> Any:
     type=click.IntRange(min=1),
     default=5,
     show_default=True,
-    envvar=_env("MAX_FAILURES"),
+    envvar=env_var("MAX_FAILURES"),
     help="Failures within --failure-window after which a job is crash-looping: left down.",
 )
-@click.option("--notify-url", envvar=_env("NOTIFY_URL"), help="POST each event there, as JSON.")
+@click.option("--notify-url", envvar=env_var("NOTIFY_URL"), help="POST each event there, as JSON.")
 @click.option(
     "--notify-command",
-    envvar=_env("NOTIFY_COMMAND"),
+    envvar=env_var("NOTIFY_COMMAND"),
     help="Run this command for each event, the event as JSON on its stdin (split like a shell "
     "would, but never run by one).",
 )
 @click.option(
     "--metrics-port",
     type=click.IntRange(min=0, max=65535),
-    envvar=_env("METRICS_PORT"),
+    envvar=env_var("METRICS_PORT"),
     help="Serve Prometheus metrics on this port (0: any free one).",
 )
 @click.option(
     "--metrics-address",
     default="127.0.0.1",
     show_default=True,
-    envvar=_env("METRICS_ADDRESS"),
+    envvar=env_var("METRICS_ADDRESS"),
     help="The address the metrics listen on (0.0.0.0 for every interface, e.g. in a pod).",
 )
 @click.option(
@@ -88,7 +83,7 @@ def watch_options(func: Any) -> Any:
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
-    envvar=_env("LOG_FORMAT"),
+    envvar=env_var("LOG_FORMAT"),
     help="One line per event: text for people, JSON lines for log collectors.",
 )
 @click.option("--once", is_flag=True, help="Look and act once, then exit.")
@@ -147,7 +142,7 @@ def watch(
     return EXIT_OK
 
 
-@main.command()
+@click.command(cls=FsrCommand)
 @click.argument("name")
 @options("--state-dir", "--manifest-store", "--external-job-config-bucket")
 @options("--external-job-config-prefix", "--debug")

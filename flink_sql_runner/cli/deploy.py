@@ -1,0 +1,223 @@
+"""Commands that plan and deploy: `plan`, `deploy` and `deploy-job`; their text, JSON and Markdown
+output and exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flink_sql_runner.act.apply import Abandoned, JobResult
+from flink_sql_runner.act.deployment import (
+    DEFAULT_PARALLELISM,
+    Deployment,
+)
+from flink_sql_runner.act.interrupts import EXIT_INTERRUPTED, DeployInterrupts
+from flink_sql_runner.act.progress import Progress
+from flink_sql_runner.cli.boundary import handle_errors
+from flink_sql_runner.cli.inputs import load
+from flink_sql_runner.cli.options import (
+    EXISTING,
+    drop_options,
+    env_var,
+    input_options,
+    path_option,
+    remote_options,
+    settings_from,
+    timeout_options,
+)
+from flink_sql_runner.cli.original_flags import (
+    BadFlags,
+    FsrCommand,
+    original_options,
+)
+from flink_sql_runner.decide.decisions import Plan
+from flink_sql_runner.decide.lineage import build_lineage
+from flink_sql_runner.errors import (
+    EXIT_CHANGES_PENDING,
+    EXIT_FAILED,
+    EXIT_OK,
+)
+from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.render.markdown import plan_markdown
+from flink_sql_runner.render.plan import plan_json, plan_text, results_text
+
+
+@click.command(cls=FsrCommand)
+@path_option
+@input_options
+@remote_options
+@original_options()
+@click.option(
+    "--detailed-exitcode",
+    is_flag=True,
+    help="Exit 4 when changes are pending, 0 when there is nothing to do.",
+)
+@handle_errors
+def plan(
+    paths: tuple[Path, ...], output: str, detailed_exitcode: bool, debug: bool, **kw: Any
+) -> int:
+    """Show what deploy would do and why. Reads the store, the target and checkpoints;
+    changes nothing."""
+    deployment = Deployment(settings_from(paths, **kw))
+    jobs = load(deployment)
+    result = deployment.plan(jobs)
+    click.echo(_shown_plan(result, output, deployment, jobs))
+    return _plan_exit(result, detailed_exitcode)
+
+
+def _shown_plan(
+    plan: Plan, output: str, deployment: Deployment, jobs: list[Job], **extra: Any
+) -> str:
+    if output == "markdown":
+        return plan_markdown(plan, build_lineage(jobs, catalog=deployment.catalog()))
+    return plan_json(plan, **extra) if output == "json" else plan_text(plan, colour())
+
+
+def colour() -> bool:
+    """Colour for a terminal only, and not when NO_COLOR is set (no-color.org): plain text in
+    CI, in a pipe, in a file."""
+    return click.get_text_stream("stdout").isatty() and not os.environ.get("NO_COLOR")
+
+
+#: `plan` reads and submits nothing on a cluster: the runner's path is of no use to it.
+drop_options(plan, "runner_path")
+
+
+def _plan_exit(result: Plan, detailed: bool) -> int:
+    if result.errors:
+        return EXIT_FAILED
+    if detailed and result.pending:
+        return EXIT_CHANGES_PENDING
+    return EXIT_OK
+
+
+def _deploy(
+    deployment: Deployment,
+    jobs: list[Job],
+    output: str,
+    dry_run: bool,
+    include_orphans: bool,
+    prune: bool = False,
+) -> int:
+    def show(plan: Plan) -> None:
+        if output == "text":
+            click.echo(plan_text(plan, colour()))
+
+    if output == "markdown" and not dry_run:
+        raise BadFlags("--output markdown shows a plan: use it with --dry-run (or plan)")
+    if dry_run:
+        plan = deployment.plan(jobs, include_orphans=include_orphans, prune=prune)
+        click.echo(_shown_plan(plan, output, deployment, jobs, **{"dry-run": True}))
+        if output == "text":
+            click.echo("Dry run: nothing was changed.")
+        return EXIT_FAILED if plan.errors else EXIT_OK
+    progress = Progress(0, sys.stderr, live=sys.stderr.isatty())
+    deployment.say = progress.note
+    shown: list[Plan] = []
+    try:
+        with DeployInterrupts(deployment, progress.note) as interrupts:
+            plan, results = deployment.deploy(
+                jobs,
+                include_orphans=include_orphans,
+                prune=prune,
+                on_plan=lambda plan: (shown.append(plan), show(plan)),
+                progress=progress,
+            )
+    except Abandoned as exc:
+        # A second Ctrl-C: what finished, then leave at once; the worker threads still in flight
+        # would otherwise be waited for at exit.
+        _deploy_report(shown[0], exc.results, output)
+        click.echo(f"interrupted again: {exc}", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
+    failed = [d.name for d in plan.decisions if d.name in results and not results[d.name].ok]
+    _deploy_report(plan, results, output)
+    if interrupts.count:
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED if failed or plan.errors else EXIT_OK
+
+
+def _deploy_report(plan: Plan, results: dict[str, JobResult], output: str) -> None:
+    if output == "json":
+        click.echo(plan_json(plan, {n: r.to_dict() for n, r in results.items()}))
+    elif results:
+        click.echo("")
+        click.echo(results_text(plan, results))
+
+
+@click.command(cls=FsrCommand)
+@path_option
+@input_options
+@remote_options
+@original_options()
+@timeout_options
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@click.option(
+    "--prune",
+    is_flag=True,
+    envvar=env_var("PRUNE"),
+    help="Stop jobs whose manifest left --path (checkpoint kept) and archive their manifest.",
+)
+@click.option(
+    "--parallelism",
+    type=click.IntRange(1, 256),
+    default=DEFAULT_PARALLELISM,
+    show_default=True,
+    envvar=env_var("PARALLELISM"),
+    help="Jobs stopped/started at once; producers start first, consumers stop first.",
+)
+@handle_errors
+def deploy(
+    paths: tuple[Path, ...], output: str, dry_run: bool, prune: bool, debug: bool, **kw: Any
+) -> int:
+    """Deploy every job under --path: stop, restart or start each as its plan says.
+
+    One deploy at a time per manifest store: a second one waits for the lock (--lock-timeout),
+    saying who holds it. Ctrl-C finishes the jobs in flight, begins no other and prints what
+    completed (exit 130); a second Ctrl-C leaves at once.
+    """
+    deployment = Deployment(settings_from(paths, **kw))
+    deployment.debug = debug
+    jobs = load(deployment)
+    return _deploy(deployment, jobs, output, dry_run, include_orphans=True, prune=prune)
+
+
+@click.command("deploy-job", cls=FsrCommand)
+@click.option(
+    "--job-config-path",
+    type=EXISTING,
+    required=True,
+    envvar=env_var("JOB_CONFIG_PATH"),
+    help="One job: a final manifest (as stored) or a plain job file to merge.",
+)
+@input_options
+@remote_options
+@original_options()
+@timeout_options
+@click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@handle_errors
+def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, **kw: Any) -> int:
+    """Deploy a single job."""
+    deployment = Deployment(settings_from((), **kw))
+    deployment.debug = debug
+    (job,) = load(deployment, job_config_path)
+    return _deploy(deployment, [job], output, dry_run, include_orphans=False)
+
+
+def _markdown_output(*commands: click.Command) -> None:
+    """`--output markdown` (a plan as a pull-request comment) for the commands that show a
+    plan; the other commands keep the shared option's text and json."""
+    for command in commands:
+        (option,) = [p for p in command.params if p.name == "output"]
+        option.type = click.Choice(["text", "json", "markdown"])
+        option.help = "Text for people, JSON for machines, markdown for a pull-request comment" + (
+            " (with --dry-run)." if command.name != "plan" else "."
+        )
+
+
+_markdown_output(plan, deploy, deploy_job)

@@ -1,0 +1,84 @@
+"""Commands that read only what users wrote: `validate` and `lineage` (offline); `load`, the
+jobs under --path with their warnings, for every command that reads them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flink_sql_runner.act.deployment import (
+    Deployment,
+)
+from flink_sql_runner.cli.boundary import handle_errors
+from flink_sql_runner.cli.options import (
+    env_var,
+    input_options,
+    path_option,
+    settings_from,
+)
+from flink_sql_runner.cli.original_flags import (
+    FsrCommand,
+    original_options,
+)
+from flink_sql_runner.decide.lineage import build_lineage
+from flink_sql_runner.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+)
+from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.render.lineage import OUTPUTS as LINEAGE_OUTPUTS
+from flink_sql_runner.render.lineage import render_lineage
+
+
+def load(deployment: Deployment, path: Path | None = None) -> list[Job]:
+    """The jobs under --path (or the one file `path`); the warnings of loading them go to
+    stderr, one line each, also when the input is invalid."""
+    try:
+        return [deployment.load_one(path)] if path is not None else deployment.load()
+    finally:
+        for warning in deployment.settings.properties.warnings:
+            click.echo(f"warning: {warning}", err=True)
+
+
+@click.command(cls=FsrCommand)
+@path_option
+@input_options
+@original_options(offline=True)
+@handle_errors
+def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
+    """Check every job manifest and table definition, offline. Touches nothing."""
+    jobs = load(Deployment(settings_from(paths, **kw)))
+    click.echo(
+        f"{len(jobs)} job{'s' if len(jobs) != 1 else ''} valid: " + ", ".join(j.name for j in jobs)
+    )
+    return EXIT_OK
+
+
+@click.command(cls=FsrCommand)
+@path_option
+@input_options
+@click.option(
+    "--output",
+    type=click.Choice(LINEAGE_OUTPUTS),
+    default="text",
+    show_default=True,
+    envvar=env_var("LINEAGE_OUTPUT"),
+    help="text for people, json for machines, mermaid or dot (Graphviz) for a diagram.",
+)
+@handle_errors
+def lineage(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
+    """Show which job writes what another reads, offline: the jobs (producers first), the
+    tables and where their data is, the links between jobs, the tables no job uses, cycles.
+
+    \b
+    Exit codes: 0 ok, 1 jobs feed each other in a cycle (everything is printed all the
+    same; each cycle is named on stderr), 2 invalid input.
+    """
+    deployment = Deployment(settings_from(paths, **kw))
+    graph = build_lineage(load(deployment), catalog=deployment.catalog())
+    click.echo(render_lineage(graph, output, base=str(Path.cwd())))
+    for cycle in graph.cycles:
+        click.echo(f"error: jobs feed each other: {' -> '.join((*cycle, cycle[0]))}", err=True)
+    return EXIT_FAILED if graph.cycles else EXIT_OK

@@ -1,0 +1,239 @@
+"""The options the commands share, each registered once by its long name (every one with an
+environment variable CI can set), and the deployment settings they make."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from flink_sql_runner.act.apply import Timeouts
+from flink_sql_runner.act.deployment import (
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_PARALLELISM,
+    Settings,
+)
+from flink_sql_runner.cli.original_flags import (
+    original_settings,
+)
+from flink_sql_runner.read.properties import PropertyRules
+from flink_sql_runner.stores import store_uri_from_legacy
+
+ENV = "FLINK_SQL_RUNNER_"
+EXISTING = click.Path(exists=False, path_type=Path)
+
+
+def env_var(name: str) -> str:
+    return ENV + name
+
+
+#: Every option of the command line, by its long name; each command takes the ones it uses.
+OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {}
+
+
+def _register(*decls: str, **attrs: Any) -> None:
+    OPTIONS[next(d for d in decls if d.startswith("--"))] = click.option(*decls, **attrs)
+
+
+def options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding the options `names`, in that order in --help."""
+
+    def apply(func: Callable[..., Any]) -> Callable[..., Any]:
+        for name in reversed(names):
+            func = OPTIONS[name](func)
+        return func
+
+    return apply
+
+
+_register(
+    "--table-definition-path",
+    "table_paths",
+    multiple=True,
+    type=EXISTING,
+    envvar=env_var("TABLE_DEFINITION_PATH"),
+    help="Table catalog: YAML or SQL (CREATE TABLE) files, or folders of them (repeatable).",
+)
+_register(
+    "--template-file",
+    type=EXISTING,
+    envvar=env_var("TEMPLATE_FILE"),
+    help="Defaults merged under every job [default: the packaged templates/job-template.yaml].",
+)
+_register(
+    "--state-dir",
+    type=click.Path(path_type=Path),
+    envvar=env_var("STATE_DIR"),
+    default=Path(".flink-sql-runner"),
+    show_default=True,
+    help="Local state: manifests (unless --manifest-store), running jobs, "
+    "logs, checkpoints of the default template.",
+)
+_register(
+    "--strict-properties",
+    is_flag=True,
+    envvar=env_var("STRICT_PROPERTIES"),
+    help="sparkProperties that Spark ignores (keys not starting with 'spark.') are "
+    "errors (exit 2), not warnings.",
+)
+_register("--debug", is_flag=True, help="Show tracebacks.")
+_register(
+    "--manifest-store",
+    envvar=env_var("MANIFEST_STORE"),
+    help="Where deployed manifests live: s3://bucket/prefix/ or a folder "
+    "[default: <state-dir>/manifests].",
+)
+_register(
+    "--external-job-config-bucket",
+    envvar=env_var("EXTERNAL_JOB_CONFIG_BUCKET"),
+    help="The original tool's store bucket (same as --manifest-store s3://BUCKET/PREFIX/).",
+)
+_register(
+    "--external-job-config-prefix",
+    envvar=env_var("EXTERNAL_JOB_CONFIG_PREFIX"),
+    help="The original tool's store prefix.",
+)
+_register(
+    "--target",
+    type=click.Choice(["local", "standalone", "yarn", "kubernetes"]),
+    default="local",
+    show_default=True,
+    envvar=env_var("TARGET"),
+    help="Where jobs run.",
+)
+_register(
+    "--master",
+    envvar=env_var("MASTER"),
+    help="Spark master URL [default: local[*] for local, yarn for yarn]; standalone: "
+    "spark://HOST:7077; kubernetes: k8s://https://HOST:PORT.",
+)
+_register(
+    "--rest-gateway",
+    envvar=env_var("REST_GATEWAY"),
+    help="standalone: the master's REST gateway [default: http://<master host>:6066].",
+)
+_register(
+    "--cluster-api",
+    envvar=env_var("CLUSTER_API"),
+    help="standalone: the master's web UI [default: http://<master host>:8080]; yarn: "
+    "the ResourceManager, http://HOST:8088 [default: from yarn-site.xml].",
+)
+_register(
+    "--namespace",
+    envvar=env_var("NAMESPACE"),
+    help="kubernetes: the namespace of the driver pods [default: default].",
+)
+_register(
+    "--runner-path",
+    envvar=env_var("RUNNER_PATH"),
+    help="Cluster targets: job_runner.py as the driver can reach it (file:, http(s):, "
+    "hdfs:, s3a:, or local:// inside a Kubernetes image) [default: the packaged one].",
+)
+_register(
+    "--spark-submit",
+    envvar=env_var("SPARK_SUBMIT"),
+    help="spark-submit to use [default: $SPARK_HOME/bin/spark-submit, else "
+    "the one bundled with pyspark].",
+)
+_register(
+    "--output",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    envvar=env_var("OUTPUT"),
+    help="Text for people, JSON for machines.",
+)
+_register(
+    "--start-timeout",
+    type=float,
+    default=180,
+    show_default=True,
+    envvar=env_var("START_TIMEOUT"),
+    help="Seconds a started job has to complete its first trigger.",
+)
+_register(
+    "--stop-timeout",
+    type=float,
+    default=60,
+    show_default=True,
+    envvar=env_var("STOP_TIMEOUT"),
+    help="Seconds from the graceful stop request to a kill.",
+)
+_register(
+    "--lock-timeout",
+    type=float,
+    default=DEFAULT_LOCK_TIMEOUT,
+    show_default=True,
+    envvar=env_var("LOCK_TIMEOUT"),
+    help="Seconds to wait while another deploy holds the store's lock; then exit 3.",
+)
+
+INPUT_OPTIONS = (
+    "--table-definition-path", "--template-file", "--state-dir", "--strict-properties", "--debug"
+)  # fmt: skip
+REMOTE_OPTIONS = (
+    "--manifest-store", "--external-job-config-bucket", "--external-job-config-prefix",
+    "--target", "--master", "--rest-gateway", "--cluster-api", "--namespace", "--runner-path",
+    "--spark-submit", "--output",
+)  # fmt: skip
+TIMEOUT_OPTIONS = ("--start-timeout", "--stop-timeout", "--lock-timeout")
+input_options = options(*INPUT_OPTIONS)
+remote_options = options(*REMOTE_OPTIONS)
+timeout_options = options(*TIMEOUT_OPTIONS)
+
+
+def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
+    ctx = click.get_current_context(silent=True)
+    target_source = ctx.get_parameter_source("target") if ctx else None
+    original = original_settings(
+        kw,
+        target_given=target_source not in (None, ParameterSource.DEFAULT),
+        offline="target" not in kw,
+    )
+    for warning in original["warnings"]:
+        click.echo(f"warning: {warning}", err=True)
+    kw = {**kw, **{k: original[k] for k in ("target", "master") if k in original}}
+    store = kw.get("manifest_store") or store_uri_from_legacy(
+        kw.get("external_job_config_bucket"), kw.get("external_job_config_prefix")
+    )
+    return Settings(
+        paths=list(paths),
+        table_paths=list(kw.get("table_paths") or ()),
+        template=kw.get("template_file"),
+        state_dir=kw.get("state_dir") or Path(".flink-sql-runner"),
+        manifest_store=store,
+        target=kw.get("target") or "local",
+        master=kw.get("master"),
+        spark_submit=kw.get("spark_submit"),
+        cluster_api=kw.get("cluster_api"),
+        namespace=kw.get("namespace"),
+        runner_path=kw.get("runner_path"),
+        rest_gateway=kw.get("rest_gateway"),
+        timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
+        parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
+        lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
+        properties=PropertyRules(
+            strict=bool(kw.get("strict_properties")), defaults=original["defaults"]
+        ),
+    )
+
+
+def drop_options(command: click.Command, *names: str) -> None:
+    """Take options of the shared groups that `command` does not use off it (and its --help)."""
+    unknown = set(names) - {p.name for p in command.params}
+    assert not unknown, unknown
+    command.params = [p for p in command.params if p.name not in names]
+
+
+path_option = click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    required=True,
+    type=EXISTING,
+    envvar=env_var("PATH"),
+    help="Job manifests: a folder (searched recursively) or a file; repeatable.",
+)
