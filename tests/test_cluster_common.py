@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from flink_sql_runner.act.runtime import ControlFiles
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.runs import Liveness
 from flink_sql_runner.targets.base import StopNotConfirmed, Submission
 from flink_sql_runner.targets.cluster import (

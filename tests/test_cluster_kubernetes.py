@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from flink_sql_runner.act.deployment import Deployment, Settings, make_target
-from flink_sql_runner.act.runtime import ControlFiles
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.runs import Liveness
 from flink_sql_runner.stores.storage import FileStorage
 from flink_sql_runner.targets.base import Submission

@@ -11,7 +11,7 @@ import pytest
 
 from flink_sql_runner.act.apply import Timeouts
 from flink_sql_runner.act.deployment import Deployment, Settings
-from flink_sql_runner.act.runtime import ControlFiles
+from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.stores.storage import FileStorage
 from flink_sql_runner.targets.base import Submission

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flink_sql_runner.act.progress import Progress
-from flink_sql_runner.act.runtime import ControlFiles, app_name, runtime_manifest, spark_conf
+from flink_sql_runner.act.runtime import runtime_manifest, spark_conf
 from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.decide.steps import (
     Archive,
@@ -44,8 +44,8 @@ from flink_sql_runner.decide.steps import (
     checkpoint_location,
 )
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.gather.facts import HEALTHY_STATES, run_status
 from flink_sql_runner.host.timing import mark
+from flink_sql_runner.model.control import HEALTHY_STATES, ControlFiles, app_name, run_status
 from flink_sql_runner.model.intents import Intent, IntentLog, Phase, new_intent
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.stored import StoredManifest

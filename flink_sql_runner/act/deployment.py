@@ -12,13 +12,13 @@ from pathlib import Path
 
 from flink_sql_runner.act.apply import Executor, JobResult, Timeouts
 from flink_sql_runner.act.progress import Progress
-from flink_sql_runner.act.runtime import ControlFiles
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.tree import as_stopped
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem, UnknownJob
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.host.timing import mark
+from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.runs import Liveness
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs, load_template

@@ -1,58 +1,21 @@
-"""The runtime manifest handed to the runner (docs/runtime-manifest.md), built per run."""
+"""The runtime manifest handed to the runner (docs/runtime-manifest.md), built per run, and the
+Spark properties it is submitted with."""
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.names import parse_name
 from flink_sql_runner.read.secrets import is_secret
 from flink_sql_runner.read.sqlinfo import point_at_views
 
 RUNTIME_SCHEMA_VERSION = 1
-APP_NAME_PREFIX = "flink-sql-runner-"
 _ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_APP_NAME = re.compile(rf"^{APP_NAME_PREFIX}(?P<name>[a-z0-9][a-z0-9_-]*)-v(?P<version>\d+)$")
-
-
-def app_name(name: str, version: int) -> str:
-    """The stable Spark application name of one version of a job."""
-    return f"{APP_NAME_PREFIX}{name}-v{version}"
-
-
-def parse_app_name(text: str) -> tuple[str, int] | None:
-    match = _APP_NAME.match(text)
-    return (match["name"], int(match["version"])) if match else None
-
-
-@dataclass(frozen=True)
-class ControlFiles:
-    """Files beside a job's checkpoints, in `<checkpoint-root>/<name>/_control/`: the runtime
-    manifest the runner reads, the stop marker it polls and the status file it writes. They live
-    on the checkpoint's own storage, which both the deployer and the driver can reach."""
-
-    runtime_manifest: str
-    stop_marker: str
-    status_file: str
-
-    @classmethod
-    def of(cls, job_root: str, version: int) -> ControlFiles:
-        control = f"{job_root}/_control/v{version}"
-        return cls(f"{control}.manifest.json", f"{control}.stop", f"{control}.status.json")
-
-    @property
-    def submission_record(self) -> str:
-        """Where a cluster target records the submission id of the version's current run."""
-        return submission_record_beside(self.stop_marker)
-
-
-def submission_record_beside(stop_marker: str) -> str:
-    """`_control/v<N>.submission.json`, found from the version's stop marker."""
-    return stop_marker.removesuffix(".stop") + ".submission.json"
 
 
 def resolve_text(value: str, manifest: StoredManifest, field: str, source: str) -> str:

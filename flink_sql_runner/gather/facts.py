@@ -8,14 +8,13 @@ whole command, since no job can be decided without knowing what runs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from flink_sql_runner.act.runtime import ControlFiles
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather import checkpoints
+from flink_sql_runner.model.control import HEALTHY_STATES, ControlFiles, run_status
 from flink_sql_runner.model.intents import Intent, IntentLog
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import StoredManifest
@@ -27,8 +26,6 @@ from flink_sql_runner.targets.base import Target
 
 #: Reads (store, checkpoints) are I/O: many at once.
 GATHER_WORKERS = 32
-#: Runner states that say a run completed a trigger.
-HEALTHY_STATES = ("active", "finished")
 
 
 @dataclass(frozen=True)
@@ -170,17 +167,6 @@ def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFa
         if run.run_id is None and run.version in (intent.version, None):
             return IntentFacts(intent, run.liveness, run, healthy, checkpoint)
     return IntentFacts(intent, Liveness.GONE, None, healthy, checkpoint)
-
-
-def run_status(text: str | None, run_id: str | None) -> dict | None:
-    """The runner's status document of run `run_id`, or None."""
-    if not text:
-        return None
-    try:
-        status = json.loads(text)
-    except ValueError:
-        return None
-    return status if isinstance(status, dict) and status.get("run-id") == run_id else None
 
 
 def _any_remote(jobs: Iterable[Job], stored: Iterable[StoredManifest | None]) -> bool:

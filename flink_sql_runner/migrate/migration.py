@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flink_sql_runner.errors import InvalidInput, Problem, StoreError
-from flink_sql_runner.migrate.convert import convert, is_migrated, is_original, same_migration
+from flink_sql_runner.migrate.convert import convert, is_migrated, same_migration
 from flink_sql_runner.model.stored import STORED_SCHEMA_VERSION, StoredManifest
+from flink_sql_runner.read.original import is_original
 from flink_sql_runner.read.yamlio import YamlProblem, parse_yaml
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.local import LocalStore

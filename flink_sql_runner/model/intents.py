@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from flink_sql_runner.errors import StoreError
 from flink_sql_runner.model.stored import StoredManifest, utc_now_iso
-from flink_sql_runner.stores.base import ManifestStore
 
 INTENTS_FOLDER = "_intents"
 INTENT_SCHEMA_VERSION = 2
@@ -116,10 +115,23 @@ class IntentReads:
     problems: dict[str, str]
 
 
+class SideFiles(Protocol):
+    """What the intent records need of a manifest store (stores/base.py): documents beside
+    the manifests."""
+
+    location: str
+
+    def write_side(self, key: str, text: str) -> None: ...
+
+    def read_side_folder(self, folder: str) -> dict[str, str]: ...
+
+    def delete_side(self, key: str) -> None: ...
+
+
 class IntentLog:
     """The intent records of one manifest store."""
 
-    def __init__(self, store: ManifestStore):
+    def __init__(self, store: SideFiles):
         self.store = store
 
     def _key(self, name: str) -> str:

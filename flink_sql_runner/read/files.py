@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from flink_sql_runner.errors import Problem
@@ -41,21 +40,3 @@ def yaml_files(
             wanted = (n for n in names if n.endswith(suffixes) and not n.startswith("."))
             found.extend(Path(folder, n) for n in wanted)
     return sorted(dict.fromkeys(found))
-
-
-def replace_file(path: Path, text: str, mode: int = 0o644) -> None:
-    """Write `text` to a temporary file beside `path` and rename it over `path`: readers see
-    the old or the new content, never a part. `mode` holds from the first byte. OSError on
-    failure, with nothing left behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

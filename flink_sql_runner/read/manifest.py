@@ -9,13 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.errors import InvalidInput, Problem
-from flink_sql_runner.migrate.convert import (
-    flink_code_hint,
-    flink_sql_hints,
-    is_original,
-    parse_failure_hint,
-    with_original_hints,
-)
 from flink_sql_runner.read.catalog import (
     SINK_ONLY_FORMATS,
     SOURCE_ONLY_FORMATS,
@@ -26,6 +19,13 @@ from flink_sql_runner.read.catalog import (
 from flink_sql_runner.read.files import yaml_files
 from flink_sql_runner.read.intervals import trigger_problems
 from flink_sql_runner.read.names import BadName, TableName, from_parts, name_problem, parse_name
+from flink_sql_runner.read.original import (
+    flink_code_hint,
+    flink_sql_hints,
+    is_original,
+    parse_failure_hint,
+    with_original_hints,
+)
 from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.read.schemas import (
     document_problem,

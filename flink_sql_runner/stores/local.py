@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from flink_sql_runner.errors import StoreError
+from flink_sql_runner.host.atomic import write_atomically
 from flink_sql_runner.model.stored import StoredManifest, utc_now_iso
-from flink_sql_runner.read.files import replace_file
 from flink_sql_runner.stores.base import Reads, StoreConflict, read_each
 from flink_sql_runner.stores.local_lock import FileLockBackend
 
@@ -117,11 +117,3 @@ class LocalStore:
 
 def _digest(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
-
-
-def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
-    """Replace the file atomically (files.replace_file); StoreError on failure."""
-    try:
-        replace_file(path, text, mode)
-    except OSError as exc:
-        raise StoreError(f"cannot write {path}: {exc.strerror}") from None

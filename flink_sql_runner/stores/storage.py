@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.read.files import replace_file
+from flink_sql_runner.host.atomic import replace_file
 from flink_sql_runner.stores.s3uri import is_s3_uri, parse_s3_uri
 
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from flink_sql_runner.act.runtime import app_name, parse_app_name, submission_record_beside
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.model.control import app_name, parse_app_name, submission_record_beside
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import utc_now_iso
 from flink_sql_runner.targets import sparksubmit

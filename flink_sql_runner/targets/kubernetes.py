@@ -15,8 +15,8 @@ import re
 from datetime import datetime
 from typing import Any
 
-from flink_sql_runner.act.runtime import APP_NAME_PREFIX, app_name
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.model.control import APP_NAME_PREFIX, app_name
 from flink_sql_runner.model.runs import Liveness
 from flink_sql_runner.targets import sparksubmit
 from flink_sql_runner.targets.base import Submission

@@ -25,9 +25,9 @@ from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host import processes as procs
+from flink_sql_runner.host.atomic import write_atomically
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import utc_now_iso
-from flink_sql_runner.stores.local import write_atomically
 from flink_sql_runner.stores.storage import FileStorage
 from flink_sql_runner.targets.base import Started, StopNotConfirmed, Stopped, Submission
 from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_submit re-exported

@@ -11,10 +11,10 @@ import json
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from flink_sql_runner.act.runtime import ControlFiles
 from flink_sql_runner.decide.changes import ChangeKind, diff, severity
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.facts import JobFacts, gather
+from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.watch.health import Health, State, assess

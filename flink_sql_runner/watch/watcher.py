@@ -32,12 +32,13 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.act.apply import JobResult
-from flink_sql_runner.act.runtime import ControlFiles, source_tables
+from flink_sql_runner.act.runtime import source_tables
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.tree import decide, replace_stalled
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.facts import JobFacts, gather
 from flink_sql_runner.host.timing import mark
+from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job

@@ -1,0 +1,35 @@
+"""Writing a file on this machine so that readers see the old content or the new, never a part."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from flink_sql_runner.errors import StoreError
+
+
+def replace_file(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write `text` to a temporary file beside `path` and rename it over `path`: readers see
+    the old or the new content, never a part. `mode` holds from the first byte. OSError on
+    failure, with nothing left behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
+    """Replace the file atomically (replace_file); StoreError on failure."""
+    try:
+        replace_file(path, text, mode)
+    except OSError as exc:
+        raise StoreError(f"cannot write {path}: {exc.strerror}") from None

@@ -1,0 +1,63 @@
+"""What the deployer and the runner agree on: the Spark application name of each version of a job,
+the control files beside its checkpoints (runtime manifest, stop marker, status file, submission
+record), and how the runner's status document is read."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+APP_NAME_PREFIX = "flink-sql-runner-"
+_APP_NAME = re.compile(rf"^{APP_NAME_PREFIX}(?P<name>[a-z0-9][a-z0-9_-]*)-v(?P<version>\d+)$")
+
+
+def app_name(name: str, version: int) -> str:
+    """The stable Spark application name of one version of a job."""
+    return f"{APP_NAME_PREFIX}{name}-v{version}"
+
+
+def parse_app_name(text: str) -> tuple[str, int] | None:
+    match = _APP_NAME.match(text)
+    return (match["name"], int(match["version"])) if match else None
+
+
+@dataclass(frozen=True)
+class ControlFiles:
+    """Files beside a job's checkpoints, in `<checkpoint-root>/<name>/_control/`: the runtime
+    manifest the runner reads, the stop marker it polls and the status file it writes. They live
+    on the checkpoint's own storage, which both the deployer and the driver can reach."""
+
+    runtime_manifest: str
+    stop_marker: str
+    status_file: str
+
+    @classmethod
+    def of(cls, job_root: str, version: int) -> ControlFiles:
+        control = f"{job_root}/_control/v{version}"
+        return cls(f"{control}.manifest.json", f"{control}.stop", f"{control}.status.json")
+
+    @property
+    def submission_record(self) -> str:
+        """Where a cluster target records the submission id of the version's current run."""
+        return submission_record_beside(self.stop_marker)
+
+
+def submission_record_beside(stop_marker: str) -> str:
+    """`_control/v<N>.submission.json`, found from the version's stop marker."""
+    return stop_marker.removesuffix(".stop") + ".submission.json"
+
+
+#: Runner states that say a run completed a trigger.
+HEALTHY_STATES = ("active", "finished")
+
+
+def run_status(text: str | None, run_id: str | None) -> dict | None:
+    """The runner's status document of run `run_id`, or None."""
+    if not text:
+        return None
+    try:
+        status = json.loads(text)
+    except ValueError:
+        return None
+    return status if isinstance(status, dict) and status.get("run-id") == run_id else None
