@@ -330,7 +330,7 @@ def test_every_json_output_has_kebab_case_keys(tmp_path: Path) -> None:
         assert [k for k in keys if not KEBAB.match(k.rsplit(".", 1)[1])] == [], what
     dry = json.loads(outputs["deploy --dry-run"].stdout)
     assert dry["dry-run"] is True and "dry_run" not in dry
-    from flink_sql_runner.act.apply import JobResult
+    from flink_sql_runner.act.results import JobResult
 
     fields = inspect.signature(JobResult).parameters
     result = JobResult(**{n: None for n in fields if fields[n].default is inspect.Parameter.empty})

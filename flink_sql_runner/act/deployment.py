@@ -10,8 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flink_sql_runner.act.apply import Executor, JobResult, Timeouts
+from flink_sql_runner.act.executor import Executor
 from flink_sql_runner.act.progress import Progress
+from flink_sql_runner.act.results import JobResult
+from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.tree import as_stopped

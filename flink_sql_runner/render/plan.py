@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from flink_sql_runner.act.apply import JobResult
+from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.decide.changes import MISSING, Change
 from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.read.secrets import mask

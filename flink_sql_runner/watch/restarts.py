@@ -15,7 +15,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from flink_sql_runner.act.apply import Executor, JobResult
+from flink_sql_runner.act.executor import Executor
+from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.decide.decisions import Decision
 from flink_sql_runner.stores.lock import Holder, LeaseLost, StoreLock
 from flink_sql_runner.watch.records import WatchRecord

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from flink_sql_runner.act.apply import JobResult
+from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.act.runtime import source_tables
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.tree import decide, replace_stalled

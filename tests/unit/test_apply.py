@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from flink_sql_runner.act.apply import Executor, Timeouts
+from flink_sql_runner.act.executor import Executor
+from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather

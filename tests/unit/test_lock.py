@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from flink_sql_runner.act.apply import Executor, Timeouts
+from flink_sql_runner.act.executor import Executor
+from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.errors import LockTimeout
 from flink_sql_runner.gather.facts import gather

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.act.apply import Timeouts
 from flink_sql_runner.act.deployment import Deployment, Settings
+from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.stores.lock import Holder
 from flink_sql_runner.watch.events import Event, Notifier

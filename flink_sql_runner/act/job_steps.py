@@ -1,0 +1,300 @@
+"""Carrying out one job's decision: its steps in order, and around them the promises that need
+more than one step.
+
+- An intent record (model/intents.py) is written before the job's first side effect and moved
+  forward phase by phase, so a deployer killed at any moment leaves enough for the next deploy to
+  settle on evidence of the run itself.
+- Before every side effect it checks that it still holds the store's lease (stores/lock.py).
+- A start that ends without a healthy run is undone once that run is confirmed gone: the
+  decision's rollback starts the previous run again from its checkpoint and the store keeps the
+  previous manifest. A new run that cannot be confirmed gone is never joined by another: the job
+  is reported, the intent kept.
+- The steps pause once, after the stops and before the first start, so that the scheduler
+  (executor.py) can wait for the jobs this one must follow; held back there, what the stops
+  stopped is started again from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import traceback
+import uuid
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from flink_sql_runner.act.results import JobResult, first_line
+from flink_sql_runner.act.runs import RunControl, StartFailed
+from flink_sql_runner.decide.decisions import Action, Decision
+from flink_sql_runner.decide.steps import (
+    Archive,
+    AwaitRun,
+    DropIntent,
+    Record,
+    StartRun,
+    Step,
+    StopRun,
+)
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.host.timing import mark
+from flink_sql_runner.model.intents import Intent, IntentLog, Phase, new_intent
+from flink_sql_runner.stores.base import ManifestStore
+from flink_sql_runner.stores.lock import LeaseLost, StoreLock
+
+
+class JobSteps:
+    """Carries out decisions on one store through `runs`; `doing(name, steps, index)` is told
+    each step as it begins."""
+
+    def __init__(
+        self,
+        store: ManifestStore,
+        runs: RunControl,
+        lease: StoreLock | None,
+        doing: Callable[[str, tuple[Step, ...], int], None],
+        debug: bool = False,
+    ):
+        self.store = store
+        self.intents = IntentLog(store)
+        self.runs = runs
+        self.lease = lease
+        self.doing = doing
+        self.debug = debug
+
+    def parts(self, decision: Decision, result: JobResult) -> Parts | None:
+        """The decision as a generator paused between its stops and its starts; None when
+        there is nothing to carry out (`result` then says why)."""
+        if decision.action is Action.ERROR:
+            result.ok, result.summary, result.outcome = False, decision.reason, "failed"
+            return None
+        if not decision.steps:
+            orphaned = decision.action is Action.ORPHANED
+            result.summary = "left alone (orphaned)" if orphaned else "unchanged"
+            return None
+        result.outcome = "done"
+        return Parts(decision, self._carry_out(decision, result), result)
+
+    def advance(self, parts: Parts, result: JobResult, held: list[str] | None) -> bool:
+        """Run the next part (the first `send` runs the stops; the second the starts, or with
+        `held` the hold-back); True when the decision paused before its starts."""
+        try:
+            if not parts.begun:
+                parts.begun = True
+                next(parts.steps)
+            else:
+                parts.steps.send(held)
+            return True
+        except StopIteration:
+            return False
+        except FsrError as exc:
+            result.ok, result.outcome = False, "failed"
+            result.summary = first_line(str(exc))
+            result.detail = "\n".join(str(exc).splitlines()[1:])
+        except Exception as exc:  # noqa: BLE001 - one job's surprise must not stop the others
+            result.ok, result.outcome = False, "failed"
+            result.summary = f"unexpected error: {type(exc).__name__}: {first_line(str(exc))}"
+            if self.debug:
+                result.detail = traceback.format_exc()
+        return False
+
+    # -- one decision ---------------------------------------------------------------------------
+    def _check(self) -> None:
+        if self.lease is not None:
+            self.lease.check()
+
+    def _carry_out(self, decision: Decision, result: JobResult) -> Generator[None, Any, None]:
+        """The decision's steps; on a start that is not healthy, its rollback. Sets `result`;
+        FsrError when the job failed. Pauses (yields) once, after its stops, before its first
+        start; sent a list of reasons there, it holds its starts back: what it stopped is
+        started again from its checkpoint (its rollback) and the job is `skipped`."""
+        name = decision.name
+        run_id = str(uuid.uuid4())
+        record = [s.manifest for s in decision.steps if isinstance(s, Record)]
+        intent: Intent | None = None
+
+        def phase(to: Phase, submission_id: str | None = None) -> None:
+            """Write the intent record before the first stop or start (an interrupted deploy's
+            own record, if any, stays until its DropIntent step), then move it forward."""
+            nonlocal intent
+            self._check()
+            if intent is None:
+                if to is not Phase.INTENDED:
+                    return
+                first = next(s for s in decision.steps if isinstance(s, (StopRun, StartRun)))
+                manifest = record[-1] if record else first.manifest
+                intent = new_intent(manifest, decision.action.value, run_id)
+            elif to is Phase.INTENDED:
+                return
+            else:
+                intent = intent.at(to, submission_id)
+            self.intents.write(intent)
+
+        split = first_start(decision.steps)
+        try:
+            self._steps(decision.steps[:split], result, run_id, phase)
+            held = (yield) if split < len(decision.steps) else None
+            if held:
+                self._hold_back(decision, result, held, intent is not None, phase)
+                return
+            self._steps(decision.steps[split:], result, run_id, phase)
+        except StartFailed as failure:
+            if not failure.gone:
+                raise FsrError(
+                    f"{first_line(str(failure))}; the run may still be up, so nothing else "
+                    f"is started for {name} (the next deploy settles it)"
+                ) from None
+            phase(Phase.FAILED)
+            if not decision.rollback:
+                self.intents.delete(name)
+                raise
+            phase(Phase.ROLLING_BACK)
+            try:
+                self._steps(decision.rollback, result, str(uuid.uuid4()), lambda *_: None)
+            except StartFailed as again:
+                if again.gone:
+                    self.intents.delete(name)
+                raise FsrError(
+                    f"{first_line(str(failure))}; and the rollback failed too: "
+                    f"{first_line(str(again))}"
+                ) from None
+            self.intents.delete(name)
+            back = next(s for s in decision.rollback if isinstance(s, StartRun))
+            result.ok, result.outcome = False, "rolled-back"
+            result.summary = (
+                f"rolled back: v{back.manifest.meta.query_version} running again from its "
+                f"checkpoint, the store unchanged ({first_line(str(failure))})"
+            )
+            result.detail = "\n".join(str(failure).splitlines()[1:])
+            return
+        except LeaseLost:
+            raise  # not this deploy's store any more: no cleanup either
+        except BaseException:
+            if intent is not None and not intent.phase.submitted:
+                self._forget_intent(name)  # nothing new can exist: the old facts stand
+            raise
+        if intent is not None or any(isinstance(s, DropIntent) for s in decision.steps):
+            self.intents.delete(name)
+        if not result.summary:
+            result.summary = "; ".join(result.steps[-1:]) or "done"
+
+    def _hold_back(
+        self,
+        decision: Decision,
+        result: JobResult,
+        held: list[str],
+        stopped: bool,
+        phase: Callable[..., None],
+    ) -> None:
+        """Skip the starts of `decision`; a run its stops stopped starts again from its
+        checkpoint, the store unchanged."""
+        result.ok, result.outcome = False, "skipped"
+        result.summary = f"skipped: held back, {'; '.join(held)}"
+        if not stopped:
+            return
+        if not decision.rollback:
+            result.summary += "; it stays stopped (no previous run to start again)"
+            self.intents.delete(decision.name)
+            return
+        phase(Phase.ROLLING_BACK)
+        try:
+            self._steps(decision.rollback, result, str(uuid.uuid4()), lambda *_: None)
+        except StartFailed as again:
+            if again.gone:
+                self.intents.delete(decision.name)
+            raise FsrError(
+                f"held back ({'; '.join(held)}), and starting the previous run again failed: "
+                f"{first_line(str(again))}"
+            ) from None
+        self.intents.delete(decision.name)
+        back = next(s for s in decision.rollback if isinstance(s, StartRun))
+        result.ok, result.outcome = False, "skipped"
+        result.summary = (
+            f"skipped: held back, {'; '.join(held)}; v{back.manifest.meta.query_version} "
+            "running again from its checkpoint, the store unchanged"
+        )
+
+    def _forget_intent(self, name: str) -> None:
+        try:
+            self.intents.delete(name)
+        except FsrError:
+            pass  # the next deploy drops it on the same evidence
+
+    def _steps(
+        self,
+        steps: tuple[Step, ...],
+        result: JobResult,
+        run_id: str,
+        phase: Callable[..., None],
+    ) -> None:
+        ran_on: str | None = None  # the Spark the healthy run of these steps reported
+        for index, step in enumerate(steps):
+            self.doing(result.name, steps, index)
+            self._check()
+            if isinstance(step, DropIntent):
+                self.intents.delete(result.name)
+                result.steps.append(
+                    f"dropped the intent record of an interrupted deploy ({step.why})"
+                )
+            elif isinstance(step, StopRun):
+                phase(Phase.INTENDED)
+                how = self.runs.stop(step.run, step.manifest)
+                phase(Phase.OLD_STOPPED)
+                result.steps.append(f"stopped v{step.run.version}: {how}")
+            elif isinstance(step, StartRun):
+                phase(Phase.INTENDED)
+                phase(Phase.SUBMITTING)
+                healthy = self.runs.start(
+                    step.manifest,
+                    step.clean,
+                    run_id,
+                    step.source,
+                    on_submitted=lambda run: phase(Phase.SUBMITTED, run.submission_id),
+                )
+                phase(Phase.HEALTHY)
+                ran_on = healthy.spark_version
+                how = "clean" if step.clean else "from checkpoint"
+                version = step.manifest.meta.query_version
+                result.steps.append(f"started v{version} ({healthy.run.detail})")
+                result.summary = (
+                    f"running v{version} ({how}), healthy after {healthy.seconds:.1f} s"
+                )
+            elif isinstance(step, AwaitRun):
+                control = self.runs.control(step.manifest, step.run.version)
+                healthy = self.runs.await_healthy(step.run, control)
+                phase(Phase.HEALTHY)
+                ran_on = healthy.spark_version
+                result.steps.append(f"{step.run.describe()} became healthy")
+                result.summary = (
+                    f"running v{step.run.version}, healthy after {healthy.seconds:.1f} s"
+                )
+            elif isinstance(step, Record):
+                manifest = step.manifest
+                if ran_on:  # what the run just started reported: the store keeps it
+                    manifest = replace(manifest, meta=replace(manifest.meta, spark_version=ran_on))
+                self.store.write(manifest)
+                mark("recorded", job=result.name)
+                result.steps.append(f"recorded v{step.manifest.meta.query_version}")
+                if result.summary:
+                    result.summary += "; manifest recorded"
+                elif step.manifest.job.get("desired-state") == "stopped":
+                    result.summary = "stopped with its checkpoint; stays stopped"
+            elif isinstance(step, Archive):
+                where = self.store.archive(step.name)
+                result.summary = f"pruned: checkpoint kept, manifest archived to {where}"
+
+
+@dataclass
+class Parts:
+    """A decision being carried out: `JobSteps._carry_out`'s generator and its result."""
+
+    decision: Decision
+    steps: Generator[None, Any, None]
+    result: JobResult
+    begun: bool = False
+
+
+def first_start(steps: tuple[Step, ...]) -> int:
+    """Where a decision's starts begin: its first StartRun or AwaitRun (len(steps) if none)."""
+    for i, step in enumerate(steps):
+        if isinstance(step, (StartRun, AwaitRun)):
+            return i
+    return len(steps)
