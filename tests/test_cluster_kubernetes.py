@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.act.deployment import Deployment, Settings, make_target
+from flink_sql_runner.act.deployment import Deployment
+from flink_sql_runner.act.settings import Settings, make_target
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.runs import Liveness

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.act.deployment import Deployment, Settings
+from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.act.settings import Settings
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.stores.storage import FileStorage

@@ -7,106 +7,25 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from flink_sql_runner.act.executor import Executor
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import JobResult
-from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.act.settings import Settings, make_target
+from flink_sql_runner.act.stop import StopResult, stop_job
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.plan import build_plan
-from flink_sql_runner.decide.tree import as_stopped
-from flink_sql_runner.errors import FsrError, InvalidInput, Problem, UnknownJob
+from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.host.timing import mark
-from flink_sql_runner.model.control import ControlFiles
-from flink_sql_runner.model.runs import Liveness
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs, load_template
-from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock, locked, telling_lock
 from flink_sql_runner.stores.storage import FileStorage, Storage
 from flink_sql_runner.targets.base import Target
-
-DEFAULT_PARALLELISM = 4
-DEFAULT_LOCK_TIMEOUT = 300.0
-
-
-@dataclass(frozen=True)
-class StopResult:
-    """What `stop NAME` did: `stopped` (every run of the job is gone now) or `not-running`
-    (there was nothing to stop)."""
-
-    name: str
-    outcome: str
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "outcome": self.outcome, "result": self.message}
-
-
-@dataclass
-class Settings:
-    paths: list[Path] = field(default_factory=list)
-    table_paths: list[Path] = field(default_factory=list)
-    template: Path | None = None
-    state_dir: Path = Path(".flink-sql-runner")
-    manifest_store: str | None = None
-    target: str = "local"
-    master: str | None = None
-    spark_submit: str | None = None
-    cluster_api: str | None = None  # standalone: the master's web UI; yarn: the ResourceManager
-    namespace: str | None = None  # kubernetes
-    runner_path: str | None = None  # where a cluster's driver finds job_runner.py
-    rest_gateway: str | None = None  # standalone: the master's REST gateway
-    timeouts: Timeouts = field(default_factory=Timeouts)
-    #: Jobs acted on at once; fact gathering (reads) uses more workers than this.
-    parallelism: int = DEFAULT_PARALLELISM
-    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
-    properties: PropertyRules = field(default_factory=PropertyRules)  # checks, and warnings
-
-
-def make_target(settings: Settings) -> Target:
-    if settings.target == "local":
-        from flink_sql_runner.targets.local import LocalTarget
-
-        return LocalTarget(
-            settings.state_dir, settings.spark_submit, master=settings.master or "local[*]"
-        )
-    return make_cluster_target(settings, FileStorage())
-
-
-def make_cluster_target(settings: Settings, storage: Storage) -> Target:
-    """A target that runs drivers on a cluster; control files on `storage`."""
-    master = settings.master or ("yarn" if settings.target == "yarn" else None)
-    if not master:
-        raise FsrError(f"--target {settings.target} needs --master")
-    if settings.target == "standalone":
-        from flink_sql_runner.targets.standalone import StandaloneTarget
-
-        return StandaloneTarget(
-            storage,
-            master,
-            settings.cluster_api,
-            settings.runner_path,
-            gateway=settings.rest_gateway,
-        )
-    if settings.target == "yarn":
-        from flink_sql_runner.targets.yarn import YarnTarget
-
-        return YarnTarget(
-            storage, master, settings.cluster_api, settings.spark_submit, settings.runner_path
-        )
-    if settings.target == "kubernetes":
-        from flink_sql_runner.targets.kubernetes import KubernetesTarget
-
-        return KubernetesTarget(
-            storage, master, settings.namespace, settings.spark_submit, settings.runner_path
-        )
-    raise FsrError(f"--target {settings.target}: unknown target")
 
 
 class Deployment:
@@ -244,43 +163,6 @@ class Deployment:
 
     def stop(self, name: str) -> StopResult:
         with locked(self.lock("stop"), self.settings.lock_timeout) as lease:
-            return self._stop(name, lease)
-
-    def _stop(self, name: str, lease: StoreLock | None) -> StopResult:
-        """Stop every run of job `name` the target lists, with its checkpoint, and record it as
-        stopped (desired-state: stopped), as a deploy that stops it does: `watch` leaves it
-        down, and a deploy whose manifest says running resumes it from its checkpoint."""
-        runs = self.target.list_runs().of(name)
-        stored = self.store.read(name)
-        if stored is None:
-            if not runs:
-                raise UnknownJob(
-                    f"unknown job {name!r}: no manifest of it in {self.store.location} and no "
-                    f"run of it on the {self.target.name} target"
-                )
-            raise FsrError(
-                f"job {name!r} runs but has no stored manifest; cannot find its stop marker"
+            return stop_job(
+                self.store, self.target, self.storage, name, self.settings.timeouts.stop, lease
             )
-        recorded = stored.job.get("desired-state") == "stopped"
-        if not runs and recorded:
-            return StopResult(name, "not-running", f"{name}: already stopped; checkpoint kept")
-        root = str(stored.job["checkpoint-root"]).rstrip("/")
-        said = []
-        for run in runs:
-            if lease is not None:
-                lease.check()
-            if run.liveness is Liveness.UNKNOWN and run.version is None:
-                raise FsrError(f"{name}: cannot stop {run.describe()}: {run.detail}")
-            control = ControlFiles.of(f"{root}/{name}", run.version or stored.meta.query_version)
-            stopped = self.target.stop(run, control.stop_marker, self.settings.timeouts.stop)
-            self.storage.delete(control.stop_marker)
-            said.append(stopped.how if len(runs) == 1 else f"v{run.version}: {stopped.how}")
-        if not recorded:
-            if lease is not None:
-                lease.check()
-            self.store.write(as_stopped(stored))
-        if not runs:
-            message = f"{name}: was not running; recorded as stopped (checkpoint kept)"
-            return StopResult(name, "not-running", message)
-        message = f"{name}: {'; '.join(said)}; checkpoint kept, recorded as stopped"
-        return StopResult(name, "stopped", message)

@@ -10,13 +10,11 @@ from typing import Any
 
 import click
 
-from flink_sql_runner.act.deployment import (
-    DEFAULT_PARALLELISM,
-    Deployment,
-)
+from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.interrupts import EXIT_INTERRUPTED, DeployInterrupts
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import Abandoned, JobResult
+from flink_sql_runner.act.settings import DEFAULT_PARALLELISM
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (

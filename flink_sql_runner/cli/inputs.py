@@ -8,9 +8,7 @@ from typing import Any
 
 import click
 
-from flink_sql_runner.act.deployment import (
-    Deployment,
-)
+from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import (
     env_var,

@@ -9,9 +9,7 @@ from typing import Any
 
 import click
 
-from flink_sql_runner.act.deployment import (
-    Deployment,
-)
+from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
@@ -30,7 +28,8 @@ from flink_sql_runner.errors import (
     EXIT_OK,
     FsrError,
 )
-from flink_sql_runner.watch.status import status_json, status_rows, status_text
+from flink_sql_runner.render.status import status_json, status_text
+from flink_sql_runner.watch.status import status_rows
 
 
 @click.command(cls=FsrCommand)

@@ -7,9 +7,7 @@ from typing import Any
 
 import click
 
-from flink_sql_runner.act.deployment import (
-    DEFAULT_LOCK_TIMEOUT,
-)
+from flink_sql_runner.act.settings import DEFAULT_LOCK_TIMEOUT
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import (
     env_var,

@@ -10,12 +10,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from flink_sql_runner.act.deployment import (
-    DEFAULT_LOCK_TIMEOUT,
-    DEFAULT_PARALLELISM,
-    Settings,
-)
 from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.act.settings import DEFAULT_LOCK_TIMEOUT, DEFAULT_PARALLELISM, Settings
 from flink_sql_runner.cli.original_flags import (
     original_settings,
 )

@@ -122,7 +122,8 @@ def write_inputs(root: Path, jobs: int) -> Workspace:
 
 def stored_manifests(ws: Workspace, mix: Mix) -> tuple[dict[str, str], dict[str, int]]:
     """{name: stored YAML} as an earlier deploy recorded them (some older), and the counts."""
-    from flink_sql_runner.act.deployment import Deployment, Settings
+    from flink_sql_runner.act.deployment import Deployment
+    from flink_sql_runner.act.settings import Settings
     from flink_sql_runner.model.stored import Meta, StoredManifest
 
     settings = Settings([ws.jobs], [ws.tables], ws.template, ws.state)

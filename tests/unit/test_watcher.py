@@ -16,14 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.act.deployment import Deployment, Settings
+from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.act.settings import Settings
 from flink_sql_runner.model.runs import Run
+from flink_sql_runner.render.status import status_text
 from flink_sql_runner.stores.lock import Holder
 from flink_sql_runner.watch.events import Event, Notifier
 from flink_sql_runner.watch.metrics import Metrics
 from flink_sql_runner.watch.records import WatchLog
-from flink_sql_runner.watch.status import status_rows, status_text
+from flink_sql_runner.watch.status import status_rows
 from flink_sql_runner.watch.watcher import Watcher, WatchSettings
 from tests.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
 from tests.unit.test_decisions import BASE, ROOT, make_job, stored_of

@@ -1,0 +1,79 @@
+"""One deployment setting, as the command line gives it (docs in `--help`): the inputs, the
+manifest store, the target and its cluster, timeouts and parallelism; and the target it names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.read.properties import PropertyRules
+from flink_sql_runner.stores.storage import FileStorage, Storage
+from flink_sql_runner.targets.base import Target
+
+DEFAULT_PARALLELISM = 4
+
+
+DEFAULT_LOCK_TIMEOUT = 300.0
+
+
+@dataclass
+class Settings:
+    paths: list[Path] = field(default_factory=list)
+    table_paths: list[Path] = field(default_factory=list)
+    template: Path | None = None
+    state_dir: Path = Path(".flink-sql-runner")
+    manifest_store: str | None = None
+    target: str = "local"
+    master: str | None = None
+    spark_submit: str | None = None
+    cluster_api: str | None = None  # standalone: the master's web UI; yarn: the ResourceManager
+    namespace: str | None = None  # kubernetes
+    runner_path: str | None = None  # where a cluster's driver finds job_runner.py
+    rest_gateway: str | None = None  # standalone: the master's REST gateway
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    #: Jobs acted on at once; fact gathering (reads) uses more workers than this.
+    parallelism: int = DEFAULT_PARALLELISM
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    properties: PropertyRules = field(default_factory=PropertyRules)  # checks, and warnings
+
+
+def make_target(settings: Settings) -> Target:
+    if settings.target == "local":
+        from flink_sql_runner.targets.local import LocalTarget
+
+        return LocalTarget(
+            settings.state_dir, settings.spark_submit, master=settings.master or "local[*]"
+        )
+    return make_cluster_target(settings, FileStorage())
+
+
+def make_cluster_target(settings: Settings, storage: Storage) -> Target:
+    """A target that runs drivers on a cluster; control files on `storage`."""
+    master = settings.master or ("yarn" if settings.target == "yarn" else None)
+    if not master:
+        raise FsrError(f"--target {settings.target} needs --master")
+    if settings.target == "standalone":
+        from flink_sql_runner.targets.standalone import StandaloneTarget
+
+        return StandaloneTarget(
+            storage,
+            master,
+            settings.cluster_api,
+            settings.runner_path,
+            gateway=settings.rest_gateway,
+        )
+    if settings.target == "yarn":
+        from flink_sql_runner.targets.yarn import YarnTarget
+
+        return YarnTarget(
+            storage, master, settings.cluster_api, settings.spark_submit, settings.runner_path
+        )
+    if settings.target == "kubernetes":
+        from flink_sql_runner.targets.kubernetes import KubernetesTarget
+
+        return KubernetesTarget(
+            storage, master, settings.namespace, settings.spark_submit, settings.runner_path
+        )
+    raise FsrError(f"--target {settings.target}: unknown target")
