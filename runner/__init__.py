@@ -1,2 +1,14 @@
-# Makes the top-level runner/ folder installable as flink_sql_runner._runner.
-# The runner itself (job_runner.py) imports nothing from the deployer.
+"""The generic runner that `spark-submit` starts for every job (job_runner.py is the entry).
+
+It needs only pyspark and the standard library, and imports nothing from the deployer: it runs
+on cluster nodes. It reads the runtime manifest (docs/runtime-manifest.md), registers each source
+table as a streaming temporary view, runs the SQL or the PySpark code, appends the `__query_*`
+metadata columns as typed literals, and writes to the target with the job's checkpoint, trigger
+and output mode.
+
+Its modules, in the order a run meets them: job_runner.py (the entry: finds the rest),
+lifecycle.py (one run: start, follow, stop, exit code), manifest.py, storage.py, query.py,
+file_sink.py (exactly once into file sinks across versions), spark_internals.py (the one adapter
+to Spark's internals, chosen by what the running Spark offers: 3.5 and 4.0 to 4.3), status.py,
+failures.py, log.py.
+"""

@@ -289,7 +289,7 @@ class FakeStorage:
     """Checkpoint storage in memory: files by location. `fail` makes every call a 503."""
 
     def __init__(self) -> None:
-        self.files: dict[str, str] = {}
+        self.files: dict[str, str] = {}  # write_bytes keeps bytes
         self.fail = False
 
     def _check(self) -> None:
@@ -306,8 +306,9 @@ class FakeStorage:
             self.files[f"{location}/commits/{batch}"] = "v1\n{}"
 
     def read_bytes(self, location: str) -> bytes | None:
-        text = self.read_text(location)
-        return None if text is None else text.encode()
+        self._check()
+        found = self.files.get(location)
+        return found.encode() if isinstance(found, str) else found
 
     def read_text(self, location: str) -> str | None:
         self._check()
@@ -316,6 +317,10 @@ class FakeStorage:
     def write_text(self, location: str, text: str, *, private: bool = False) -> None:
         self._check()
         self.files[location] = text
+
+    def write_bytes(self, location: str, data: bytes) -> None:
+        self._check()
+        self.files[location] = data  # type: ignore[assignment]
 
     def delete(self, location: str) -> None:
         self._check()

@@ -5,6 +5,7 @@ against no cluster, to see its own errors come back."""
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,11 @@ def test_submit_list_and_stop_gracefully_through_the_stop_marker(
         f"spark.kubernetes.driver.label.flink-sql-runner/run-id={RUN_ID}",
     ]
     assert "--properties-file" in args and not any("t0ps3cret" in a for a in args)
-    assert args[-3:] == [RUNNER, "--manifest", sub.runtime_manifest]
+    assert args[-5:-1] == [RUNNER, "--manifest", sub.runtime_manifest, "--package"]
+    # The rest of the runner travels beside the runtime manifest, as a zip of its modules.
+    package = Path(args[-1])
+    assert package.parent == Path(sub.runtime_manifest).parent
+    assert "flink_sql_runner_job/lifecycle.py" in zipfile.ZipFile(package).namelist()
     record = json.loads(
         Path(ControlFiles.of(f"{tmp_path}/orders_daily", 3).submission_record).read_text()
     )

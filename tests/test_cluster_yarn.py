@@ -5,6 +5,7 @@ One test also runs the real spark-submit, to see YARN's own refusal come back.""
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,11 @@ def test_submit_list_and_stop_gracefully_through_the_stop_marker(
         f"spark.yarn.tags=team-a,flink-sql-runner,flink-sql-runner-run-{sub.run_id}",
         "spark.yarn.submit.waitAppCompletion=false",
     ]
-    assert args[-3:] == [RUNNER, "--manifest", sub.runtime_manifest]
+    assert args[-5:-1] == [RUNNER, "--manifest", sub.runtime_manifest, "--package"]
+    # The rest of the runner travels beside the runtime manifest, as a zip of its modules.
+    package = Path(args[-1])
+    assert package.parent == Path(sub.runtime_manifest).parent
+    assert "flink_sql_runner_job/lifecycle.py" in zipfile.ZipFile(package).namelist()
     assert not any("hunter2" in a for a in args), "secrets never on the command line"
     assert rm.submissions[0]["properties"] == "spark.hadoop.fs.s3a.secret.key=hunter2\n"
     assert not Path(args[args.index("--properties-file") + 1]).exists(), "removed afterwards"

@@ -423,7 +423,7 @@ def test_every_edited_query_runs_on_spark_against_kafka_shaped_input(spark, tmp_
     """No Kafka here: each Kafka source is replaced by a JSON source with the Kafka source's
     columns, watermarked as its table says, under the view name the runner gives it. Spark then
     analyses and runs every edited query (streaming, availableNow) as the runner would."""
-    from runner import job_runner
+    from runner.query import query_frame, with_metadata
 
     jobs_dir = edited_jobs(tmp_path, root=str(tmp_path / "checkpoints"))
     catalog = load_catalog([jobs_dir / "schemas"])
@@ -451,7 +451,7 @@ def test_every_edited_query_runs_on_spark_against_kafka_shaped_input(spark, tmp_
                 mark = table["watermark"]
                 frame = frame.withWatermark(mark["column"], mark["delay"])
             frame.createOrReplaceTempView(view)
-        frame = job_runner.with_metadata(job_runner.query_frame(spark, doc), doc)
+        frame = with_metadata(query_frame(spark, doc), doc)
         assert frame.isStreaming
         assert frame.schema.fields[0].name == "value", job.name
         queries[job.name] = (

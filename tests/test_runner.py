@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import signal
 import subprocess
 import sys
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -14,9 +16,14 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.targets.sparksubmit import find_spark_submit
-from runner import job_runner
+from runner import failures, file_sink, job_runner, lifecycle, spark_internals
+from runner.manifest import load_manifest
+from runner.query import query_frame, register_sources, start_query, with_metadata
+from runner.storage import Storage
 
 pytestmark = pytest.mark.spark
+
+RUNNER = Path(lifecycle.__file__).parent
 
 HOSTILE = "it's \"quoted\" \\ back\\slash -- not a comment; DROP TABLE x;\nsecond line\t'); --"
 SCHEMA = "id BIGINT, name STRING"
@@ -64,9 +71,9 @@ def write_input(tmp_path: Path, name: str, ids: range) -> None:
 def run_to_end(spark: Any, doc: dict[str, Any]) -> str:
     """Register, build and run one availableNow query to its end, as the runner does; the
     description of the sink it wrote through."""
-    job_runner.register_sources(spark, doc)
-    frame = job_runner.with_metadata(job_runner.query_frame(spark, doc), doc)
-    query = job_runner.start_query(spark, job_runner.Storage(spark), doc, frame)
+    register_sources(spark, doc)
+    frame = with_metadata(query_frame(spark, doc), doc)
+    query = start_query(spark, Storage(spark), doc, frame)
     query.awaitTermination(120)
     assert query.exception() is None
     progress = query.lastProgress
@@ -76,8 +83,8 @@ def run_to_end(spark: Any, doc: dict[str, Any]) -> str:
 def test_metadata_columns_follow_the_query_columns_as_typed_values(spark, tmp_path: Path):
     write_input(tmp_path, "a", range(3))
     doc = manifest(tmp_path, description=HOSTILE)
-    job_runner.register_sources(spark, doc)
-    frame = job_runner.with_metadata(job_runner.query_frame(spark, doc), doc)
+    register_sources(spark, doc)
+    frame = with_metadata(query_frame(spark, doc), doc)
     assert [(f.name, f.dataType.simpleString()) for f in frame.schema.fields] == [
         ("id", "bigint"),
         ("name", "string"),
@@ -105,11 +112,11 @@ def test_metadata_columns_follow_the_query_columns_as_typed_values(spark, tmp_pa
 def test_metadata_columns_can_be_renamed_or_switched_off(spark, tmp_path: Path):
     write_input(tmp_path, "a", range(1))
     doc = manifest(tmp_path, **{"metadata-columns": {"create-timestamp-column": "made_at"}})
-    job_runner.register_sources(spark, doc)
-    columns = job_runner.with_metadata(job_runner.query_frame(spark, doc), doc).columns
+    register_sources(spark, doc)
+    columns = with_metadata(query_frame(spark, doc), doc).columns
     assert columns[2] == "made_at" and "__create_timestamp" not in columns
     off = manifest(tmp_path, **{"metadata-columns": {"enabled": False}})
-    assert job_runner.with_metadata(job_runner.query_frame(spark, off), off).columns == [
+    assert with_metadata(query_frame(spark, off), off).columns == [
         "id",
         "name",
     ]
@@ -118,9 +125,9 @@ def test_metadata_columns_can_be_renamed_or_switched_off(spark, tmp_path: Path):
 def test_a_query_column_named_like_a_metadata_column_is_refused(spark, tmp_path: Path):
     write_input(tmp_path, "a", range(1))
     doc = manifest(tmp_path, sql="SELECT id, name AS __query_name FROM people")
-    job_runner.register_sources(spark, doc)
+    register_sources(spark, doc)
     with pytest.raises(ValueError, match="already has column"):
-        job_runner.with_metadata(job_runner.query_frame(spark, doc), doc)
+        with_metadata(query_frame(spark, doc), doc)
 
 
 def test_code_jobs_see_spark_f_and_the_views(spark, tmp_path: Path):
@@ -135,9 +142,9 @@ def test_code_jobs_see_spark_f_and_the_views(spark, tmp_path: Path):
 def test_code_must_produce_a_streaming_dataframe(spark, tmp_path: Path):
     write_input(tmp_path, "a", range(1))
     doc = manifest(tmp_path, sql=None, code="execution_output = spark.range(3)")
-    job_runner.register_sources(spark, doc)
+    register_sources(spark, doc)
     with pytest.raises(ValueError, match="must be a streaming DataFrame"):
-        job_runner.query_frame(spark, doc)
+        query_frame(spark, doc)
 
 
 def read_versions(spark: Any, path: Path) -> dict[int, list[int]]:
@@ -180,7 +187,7 @@ def test_a_clean_start_into_a_used_file_sink_loses_no_rows(spark, tmp_path: Path
     write_input(tmp_path, "c", range(8, 10))
     assert run_to_end(spark, job(2)) == "ForeachBatchSink"
     assert read_versions(spark, tmp_path / "out") == {1: list(range(8)), 2: list(range(10))}
-    record = json.loads((tmp_path / "ckpt" / "2" / job_runner.SINK_OFFSET_FILE).read_text())
+    record = json.loads((tmp_path / "ckpt" / "2" / file_sink.SINK_OFFSET_FILE).read_text())
     assert record["segments"] == [[0, 2]]
 
 
@@ -205,7 +212,7 @@ def test_a_rolled_back_version_never_writes_under_ids_its_failed_successor_wrote
     assert run_to_end(spark, manifest(tmp_path, version=1)) == "ForeachBatchSink"
     assert sink_log(out) == [0, 1, 2, 3], "contiguous: Spark's log compaction needs that"
     assert read_versions(spark, out) == {1: list(range(10)), 2: list(range(8))}
-    record = json.loads((tmp_path / "ckpt" / "1" / job_runner.SINK_OFFSET_FILE).read_text())
+    record = json.loads((tmp_path / "ckpt" / "1" / file_sink.SINK_OFFSET_FILE).read_text())
     assert record["segments"] == [[0, 0], [2, 1]]
     claims = sorted(p.name for p in (out / "_flink-sql-runner" / "claims").iterdir())
     assert claims == ["000000000001-0.json", "000000000002-2.json", "000000000003-3.json"]
@@ -223,8 +230,8 @@ def test_a_successor_that_wrote_nothing_changes_nothing_for_the_restarted_versio
     write_input(tmp_path, "a", range(3))
     run_to_end(spark, manifest(tmp_path, version=1))
     doc = manifest(tmp_path, version=2)
-    storage = job_runner.Storage(spark)
-    assert job_runner.sink_batch_segments(storage, doc, str(tmp_path / "out")) == [[0, 1]]
+    storage = Storage(spark)
+    assert file_sink.sink_batch_segments(storage, doc, str(tmp_path / "out")) == [[0, 1]]
     write_input(tmp_path, "b", range(3, 5))
     assert run_to_end(spark, manifest(tmp_path, version=1)).startswith("FileSink"), (
         "no shift to make: Spark's own sink writes directly"
@@ -251,7 +258,7 @@ def test_a_successor_that_wrote_nothing_changes_nothing_for_the_restarted_versio
     ],
 )
 def test_spark_itself_says_which_formats_are_file_sinks(spark, fmt: str, expected: bool):
-    assert job_runner.is_file_format(spark, fmt) is expected
+    assert spark_internals.is_file_format(spark, fmt) is expected
 
 
 def test_a_re_run_batch_is_not_written_twice(spark, tmp_path: Path):
@@ -299,8 +306,8 @@ def test_a_catalog_table_stored_as_files_is_safe_across_versions(spark, tmp_path
 
 def test_the_adapter_says_in_one_line_what_spark_lacks_and_passes_spark_errors_on(spark):
     jvm = spark._jvm
-    with pytest.raises(job_runner.UnsupportedSpark) as missing:
-        with job_runner.spark_internal(spark, "it lacks a method"):
+    with pytest.raises(spark_internals.UnsupportedSpark) as missing:
+        with spark_internals.spark_internal(spark, "it lacks a method"):
             jvm.java.lang.StringBuilder().noSuchMethod("1")
     assert str(missing.value) == (
         f"Spark {spark.version} is not supported: it lacks a method "
@@ -308,16 +315,16 @@ def test_the_adapter_says_in_one_line_what_spark_lacks_and_passes_spark_errors_o
         "The runner knows Spark 3.5 to 4.3."
     )
     with pytest.raises(Exception, match="not a number") as thrown:
-        with job_runner.spark_internal(spark, "it lacks a method"):
+        with spark_internals.spark_internal(spark, "it lacks a method"):
             jvm.java.lang.Integer.parseInt("not a number")
-    assert not isinstance(thrown.value, job_runner.UnsupportedSpark)
+    assert not isinstance(thrown.value, spark_internals.UnsupportedSpark)
 
 
 def test_the_adapter_finds_the_file_sink_this_spark_offers(spark, tmp_path: Path):
     """By reflection, whatever the line: the sink is Spark's own FileStreamSink."""
     schema = spark.createDataFrame([], SCHEMA)._jdf.schema()
     options = {"path": str(tmp_path / "out")}
-    sink = job_runner.new_file_sink(spark, "parquet", options, schema)
+    sink = spark_internals.new_file_sink(spark, "parquet", options, schema)
     assert sink.getClass().getSimpleName() == "FileStreamSink"
 
 
@@ -333,10 +340,10 @@ def test_a_spark_the_adapter_does_not_know_fails_the_start_in_one_line(tmp_path:
     runner = tmp_path / "unknown_spark_runner.py"
     runner.write_text(
         "import sys\n"
-        f"sys.path.insert(0, {str(Path(job_runner.__file__).parent)!r})\n"
-        "import job_runner\n"
-        "job_runner.DATA_SOURCE_PARAMETERS += ('Integer',)\n"
-        "sys.exit(job_runner.main())\n"
+        f"sys.path.insert(0, {str(RUNNER.parent)!r})\n"
+        "from runner import lifecycle, spark_internals\n"
+        "spark_internals.DATA_SOURCE_PARAMETERS += ('Integer',)\n"
+        "sys.exit(lifecycle.main(sys.argv[1:]))\n"
     )
     argv = [find_spark_submit(), "--master", "local[1]", "--conf", "spark.ui.enabled=false"]
     argv += [str(runner), "--manifest", str(tmp_path / "manifest.json")]
@@ -357,7 +364,7 @@ def test_a_spark_the_adapter_does_not_know_fails_the_start_in_one_line(tmp_path:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
     status = json.loads((tmp_path / "status.json").read_text())
-    assert process.returncode == job_runner.EXIT_FAILED, output
+    assert process.returncode == lifecycle.EXIT_FAILED, output
     assert status["state"] == "failed"
     assert status["error"].startswith("Spark ") and "\n" not in status["error"]
     assert (
@@ -379,10 +386,31 @@ def test_a_spark_the_adapter_does_not_know_fails_the_start_in_one_line(tmp_path:
     ],
 )
 def test_bad_runtime_manifests_are_refused(text: str, message: str):
-    with pytest.raises(job_runner.BadManifest, match=message):
-        job_runner.load_manifest(text)
+    with pytest.raises(failures.BadManifest, match=message):
+        load_manifest(text)
 
 
 def test_the_runner_imports_nothing_from_the_deployer():
-    source = Path(job_runner.__file__).read_text()
-    assert "flink_sql_runner" not in source.replace("flink-sql-runner", "")
+    for module in RUNNER.glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            assert not [n for n in names if n.split(".")[0] == "flink_sql_runner"], module
+
+
+def test_a_driver_given_only_the_entry_gets_the_runner_from_its_package(spark, tmp_path: Path):
+    """The zip the deployer places beside the control files, read back as a driver does: through
+    Spark's Hadoop file system (here its file: one), then imported as the runner's package."""
+    from flink_sql_runner.targets.runner_files import PACKAGE, runner_zip
+
+    name, data = runner_zip()
+    (tmp_path / name).write_bytes(data)
+    assert job_runner.PACKAGE == PACKAGE
+    assert job_runner.hadoop_bytes(spark, (tmp_path / name).as_uri()) == data
+    assert name == runner_zip()[0], "one runner makes one zip, byte for byte"
+    names = zipfile.ZipFile(tmp_path / name).namelist()
+    assert sorted(names) == sorted(f"{PACKAGE}/{m.name}" for m in RUNNER.glob("*.py"))

@@ -13,7 +13,8 @@ from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.catalog import load_catalog
 from flink_sql_runner.read.manifest import load_jobs
-from runner import job_runner
+from runner.query import query_frame, register_sources, start_query, with_metadata
+from runner.storage import Storage
 
 pytestmark = pytest.mark.spark
 
@@ -52,10 +53,10 @@ def test_backticked_qualified_tables_from_sql_ddl_run_on_spark(spark, tmp_path: 
     )
     assert doc["source-tables"] == ["kafka__some_input"]
 
-    job_runner.register_sources(spark, doc)
-    frame = job_runner.with_metadata(job_runner.query_frame(spark, doc), doc)
+    register_sources(spark, doc)
+    frame = with_metadata(query_frame(spark, doc), doc)
     assert frame.isStreaming
-    query = job_runner.start_query(spark, job_runner.Storage(spark), doc, frame)
+    query = start_query(spark, Storage(spark), doc, frame)
     query.awaitTermination(120)
     assert query.exception() is None
 

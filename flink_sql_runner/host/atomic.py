@@ -9,7 +9,7 @@ from pathlib import Path
 from flink_sql_runner.errors import StoreError
 
 
-def replace_file(path: Path, text: str, mode: int = 0o644) -> None:
+def replace_file(path: Path, text: str | bytes, mode: int = 0o644) -> None:
     """Write `text` to a temporary file beside `path` and rename it over `path`: readers see
     the old or the new content, never a part. `mode` holds from the first byte. OSError on
     failure, with nothing left behind."""
@@ -17,8 +17,9 @@ def replace_file(path: Path, text: str, mode: int = 0o644) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)

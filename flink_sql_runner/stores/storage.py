@@ -19,7 +19,12 @@ from flink_sql_runner.host.atomic import replace_file
 from flink_sql_runner.stores.s3uri import is_s3_uri, parse_s3_uri
 
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_CONTENT_TYPES = {".json": "application/json", ".yaml": "text/yaml", ".yml": "text/yaml"}
+_CONTENT_TYPES = {
+    ".json": "application/json",
+    ".yaml": "text/yaml",
+    ".yml": "text/yaml",
+    ".zip": "application/zip",
+}
 
 
 class StorageError(FsrError):
@@ -41,6 +46,10 @@ class Storage(Protocol):
 
     def write_text(self, location: str, text: str, *, private: bool = False) -> None:
         """Replace the file atomically; `private` files are readable by their owner only."""
+        ...
+
+    def write_bytes(self, location: str, data: bytes) -> None:
+        """Replace the file atomically."""
         ...
 
     def delete(self, location: str) -> None:
@@ -108,12 +117,18 @@ class FileStorage:
             raise StorageError(f"{location}: not UTF-8 text") from None
 
     def write_text(self, location: str, text: str, *, private: bool = False) -> None:
+        self._write(location, text.encode("utf-8"), 0o600 if private else 0o644)
+
+    def write_bytes(self, location: str, data: bytes) -> None:
+        self._write(location, data, 0o644)
+
+    def _write(self, location: str, data: bytes, mode: int) -> None:
         if is_s3_uri(location):
-            self._s3(location).put(text.encode("utf-8"), _content_type(location))
+            self._s3(location).put(data, _content_type(location))
             return
         path = local_path(location)
         try:
-            replace_file(path, text, 0o600 if private else 0o644)
+            replace_file(path, data, mode)
         except OSError as exc:
             raise StorageError(f"cannot write {path}: {exc.strerror}") from None
 

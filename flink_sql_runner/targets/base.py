@@ -22,6 +22,8 @@ class Submission:
     secret_conf: dict[str, str] = field(default_factory=dict)  # never on a command line
     stop_marker: str = ""
     status_file: str = ""
+    #: Cluster targets: the runner's modules as a zip the driver reads (--package).
+    runner_package: str = ""
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.control import app_name, parse_app_name, submission_record_beside
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import utc_now_iso
-from flink_sql_runner.targets import sparksubmit
+from flink_sql_runner.targets import runner_files, sparksubmit
 from flink_sql_runner.targets.base import (
     Started,
     StopNotConfirmed,
@@ -166,6 +166,8 @@ class ClusterTarget:
         return runs_of(self.listing())
 
     def submit(self, submission: Submission) -> Started:
+        package = runner_files.place_runner_package(self.storage, submission.runtime_manifest)
+        submission = replace(submission, runner_package=package)
         submission_id = self.submit_run(submission)
         run = Run(
             submission.name, submission.version, submission.run_id, submission_id, submission_id
@@ -300,7 +302,7 @@ class SparkSubmitTarget(ClusterTarget):
     ):
         super().__init__(storage, master, **kwargs)
         self.spark_submit = spark_submit
-        self.runner = runner or sparksubmit.runner_script()
+        self.runner = runner or runner_files.runner_script()
         self.submit_timeout = submit_timeout
 
     def spark_version(self) -> str | None:

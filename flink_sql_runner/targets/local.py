@@ -30,10 +30,10 @@ from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import utc_now_iso
 from flink_sql_runner.stores.storage import FileStorage
 from flink_sql_runner.targets.base import Started, StopNotConfirmed, Stopped, Submission
+from flink_sql_runner.targets.runner_files import runner_script
 from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_submit re-exported
     find_spark_submit,
     properties_file_text,
-    runner_script,
     spark_release,
     submit_command,
 )

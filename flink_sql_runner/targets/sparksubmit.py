@@ -110,13 +110,6 @@ def properties_file_text(spark_submit: str, properties: dict[str, str]) -> str:
     return f"{text.rstrip(chr(10))}\n\n{body}"
 
 
-def runner_script() -> str:
-    """The packaged runner, `job_runner.py`, as a local path."""
-    from importlib import resources
-
-    return str(resources.files("flink_sql_runner._runner").joinpath("job_runner.py"))
-
-
 def submit_command(
     spark_submit: str,
     master: str,
@@ -129,7 +122,8 @@ def submit_command(
     extra_args: tuple[str, ...] = (),
 ) -> list[str]:
     """The argument list that submits one run: the job's Spark properties, then the target's own
-    (which win), secrets only through `properties_file`, then the runner and its manifest."""
+    (which win), secrets only through `properties_file`, then the runner, its manifest and
+    (cluster targets) its package."""
     args = [spark_submit, "--master", master]
     if deploy_mode:
         args += ["--deploy-mode", deploy_mode]
@@ -144,6 +138,8 @@ def submit_command(
             args.append("--load-spark-defaults")
     args += list(extra_args)
     args += [runner, "--manifest", submission.runtime_manifest]
+    if submission.runner_package:
+        args += ["--package", submission.runner_package]
     return args
 
 

@@ -33,7 +33,7 @@ from flink_sql_runner.model.sparkversion import version_tuple
 from flink_sql_runner.targets import http
 from flink_sql_runner.targets.base import Submission, SubmitOutcomeUnknown
 from flink_sql_runner.targets.cluster import ClusterError, ClusterTarget, DriverState, Listed
-from flink_sql_runner.targets.sparksubmit import runner_script
+from flink_sql_runner.targets.runner_files import runner_script
 
 PYTHON_RUNNER = "org.apache.spark.deploy.PythonRunner"
 #: Driver states in which the driver is, or will again be, running.
@@ -262,7 +262,8 @@ class StandaloneTarget(ClusterTarget):
             "mainClass": PYTHON_RUNNER,
             # PythonRunner's arguments: the script (fetched into the driver's folder, which is
             # its working directory), the py-files (none), then the runner's own arguments.
-            "appArgs": [script, "", "--manifest", submission.runtime_manifest],
+            "appArgs": [script, "", "--manifest", submission.runtime_manifest]
+            + (["--package", submission.runner_package] if submission.runner_package else []),
             "clientSparkVersion": importlib.metadata.version("pyspark"),
             "environmentVariables": {},
             "sparkProperties": properties,

@@ -7,7 +7,9 @@ import json
 import time
 from typing import Any
 
-from runner import job_runner
+from runner import lifecycle
+from runner.status import HEARTBEAT_SECONDS, Status
+from runner.storage import Storage
 
 
 class FakeQuery:
@@ -30,9 +32,9 @@ class FakeQuery:
         return self.failure
 
 
-def watch(query: FakeQuery) -> tuple[int, job_runner.Status]:
-    status = job_runner.Status(storage=None, location=None, run_id="run-1")  # type: ignore[arg-type]
-    code = job_runner.watch(query, None, {}, status, job_runner.StopRequest())  # type: ignore[arg-type]
+def watch(query: FakeQuery) -> tuple[int, Status]:
+    status = Status(storage=None, location=None, run_id="run-1")  # type: ignore[arg-type]
+    code = lifecycle.watch(query, None, {}, status, lifecycle.StopRequest())  # type: ignore[arg-type]
     return code, status
 
 
@@ -40,14 +42,14 @@ def test_an_ended_query_is_seen_at_once_not_at_the_next_poll() -> None:
     query = FakeQuery()
     begun = time.monotonic()
     code, status = watch(query)
-    assert (code, status.state) == (job_runner.EXIT_OK, "finished")
-    assert query.waits == [job_runner.POLL_SECONDS]
-    assert time.monotonic() - begun < job_runner.POLL_SECONDS / 2
+    assert (code, status.state) == (lifecycle.EXIT_OK, "finished")
+    assert query.waits == [lifecycle.POLL_SECONDS]
+    assert time.monotonic() - begun < lifecycle.POLL_SECONDS / 2
 
 
 def test_a_failed_query_is_reported_with_its_error() -> None:
     code, status = watch(FakeQuery(RuntimeError("the sink is gone")))
-    assert (code, status.state) == (job_runner.EXIT_FAILED, "failed")
+    assert (code, status.state) == (lifecycle.EXIT_FAILED, "failed")
 
 
 class RunningQuery:
@@ -77,13 +79,13 @@ def test_the_status_file_carries_a_heartbeat_the_running_batch_and_the_last_prog
 ) -> None:
     location = tmp_path / "v1.status.json"
     clock = [100.0]
-    monkeypatch.setattr(job_runner.time, "monotonic", lambda: clock[0])
-    status = job_runner.Status(job_runner.Storage(None), str(location), "run-1", "4.3.0")
+    monkeypatch.setattr(lifecycle.time, "monotonic", lambda: clock[0])
+    status = Status(Storage(None), str(location), "run-1", "4.3.0")
     status.set("active", 6)
     query = RunningQuery()
     query.status["isTriggerActive"] = True
     status.beat(query)  # a batch starts; nothing new to say yet
-    clock[0] += job_runner.HEARTBEAT_SECONDS
+    clock[0] += HEARTBEAT_SECONDS
     status.beat(query)  # the heartbeat: the batch has been running for 10 s
     doc = json.loads(location.read_text())
     assert (doc["heartbeat"], doc["batch-running-seconds"]) == (2, 10.0)

@@ -1,0 +1,206 @@
+"""File sinks exactly once across versions.
+
+Spark's file sink skips every batch id its `_spark_metadata` log already holds, so a new
+checkpoint (batch ids from 0 again) writing into a folder an earlier version wrote would lose its
+first batches. The runner writes file sinks (path tables and catalog tables stored as files) that
+already hold batches through `foreachBatch` into Spark's own file sink, with the batch ids shifted
+past the log's last batch; the shift is fixed when the checkpoint is created and kept in it, so
+restarts stay exactly-once. Each checkpoint claims the sink ids it writes from (in the sink's
+`_flink-sql-runner/claims/`): a checkpoint restarted after another one wrote past it (a failed new
+version, rolled back) moves its next batches past the log too. With nothing to shift past (a new
+sink), Spark's own sink writes directly: foreachBatch turns each micro-batch into an RDD and copies
+every row again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from .failures import FAILURES, BadManifest, error_text
+from .log import log, utc_now
+from .spark_internals import catalog_file_table, is_file_format, new_file_sink
+from .storage import Storage
+
+SINK_OFFSET_FILE = "flink-sql-runner-sink.json"
+
+
+#: In a file sink's folder: which checkpoint writes from which sink batch id (Spark's readers
+#: skip names starting with "_").
+CLAIMS_FOLDER = "_flink-sql-runner/claims"
+
+
+def last_sink_batch(storage: Storage, path: str) -> int:
+    """The largest batch id in the file sink's `_spark_metadata` log, -1 if none."""
+    ids = []
+    for name in storage.names(f"{path.rstrip('/')}/_spark_metadata"):
+        stem = name.removesuffix(".compact")
+        if stem.isdigit():
+            ids.append(int(stem))
+    return max(ids, default=-1)
+
+
+def sink_batch_segments(storage: Storage, doc: dict[str, Any], path: str) -> list[list[int]]:
+    """How this checkpoint's batch ids map to the sink's: `[[from batch, offset], ...]`, a batch
+    taking the offset of the last segment it reaches.
+
+    The first segment is fixed when the checkpoint is new (past whatever earlier checkpoints
+    wrote) and kept in the checkpoint, so a re-run batch keeps its sink batch id and is skipped
+    if already written. Each segment is also claimed in the sink (`_flink-sql-runner/claims/`,
+    in order): when this checkpoint restarts after another one claimed and wrote sink ids past
+    it (a new version that failed and was rolled back), its next batches get a new segment past
+    the sink's log instead of ids the other one wrote, which the sink would skip.
+    """
+    checkpoint = doc["checkpoint-location"].rstrip("/")
+    record_location = f"{checkpoint}/{SINK_OFFSET_FILE}"
+    text = storage.read(record_location)
+    offsets = numbers(storage.names(f"{checkpoint}/offsets"))
+    if not text:
+        first = 0 if offsets else last_sink_batch(storage, path) + 1
+        segments = [[0, first]]
+        storage.write(record_location, json.dumps({"segments": segments, "sink-path": path}))
+        if not offsets:  # a checkpoint that started before segments were kept claims nothing
+            claim(storage, doc, path, first)
+        if first:
+            log(
+                f"the sink {path} already holds batches up to {first - 1}; this checkpoint's "
+                f"batches are written as {first}, {first + 1}, ..."
+            )
+        return segments
+    record = json.loads(text)
+    segments = record.get("segments") or [[0, int(record["sink-batch-offset"])]]
+    boundary = foreign_claim(storage, checkpoint, path, sum(segments[-1]))
+    if boundary is None:
+        return segments
+    begin, offset = segments[-1]
+    move_from = boundary - offset
+    commits = numbers(storage.names(f"{checkpoint}/commits"))
+    if commits and move_from <= max(commits):
+        raise BadManifest(
+            f"the sink {path} has batches from {boundary} on claimed by another checkpoint, "
+            f"but this one committed batch {max(commits)} as sink batch {max(commits) + offset}: "
+            "two writers; start a new version"
+        )
+    start = last_sink_batch(storage, path) + 1
+    if start - move_from != offset:  # the other wrote: move past it (else the ids are free)
+        segments.append([move_from, start - move_from])
+        storage.write(record_location, json.dumps({"segments": segments, "sink-path": path}))
+    claim(storage, doc, path, start)
+    log(
+        f"another checkpoint wrote the sink {path} from batch {boundary} on; this checkpoint's "
+        f"batches from {move_from} are written as {start}, {start + 1}, ..."
+    )
+    return segments
+
+
+def numbers(names: list[str]) -> list[int]:
+    return [int(name) for name in names if name.isdigit()]
+
+
+def claims_folder(path: str) -> str:
+    return f"{path.rstrip('/')}/{CLAIMS_FOLDER}"
+
+
+def read_claims(storage: Storage, path: str) -> list[tuple[int, int, str]]:
+    """(order, first sink batch id, checkpoint) of every claim in the sink, in order."""
+    found = []
+    for name in storage.names(claims_folder(path)):
+        order, _, rest = name.partition("-")
+        if not (order.isdigit() and rest.removesuffix(".json").isdigit()):
+            continue
+        text = storage.read(f"{claims_folder(path)}/{name}") or "{}"
+        checkpoint = str(json.loads(text).get("checkpoint", ""))
+        found.append((int(order), int(rest.removesuffix(".json")), checkpoint.rstrip("/")))
+    return sorted(found)
+
+
+def claim(storage: Storage, doc: dict[str, Any], path: str, first: int) -> None:
+    """Record in the sink that this checkpoint writes its batches from sink id `first` on."""
+    order = max((c[0] for c in read_claims(storage, path)), default=0) + 1
+    body = {
+        "checkpoint": doc["checkpoint-location"].rstrip("/"),
+        "job": doc["name"],
+        "query-version": doc["meta"]["query-version"],
+        "run-id": doc["run-id"],
+        "claimed": utc_now(),
+    }
+    storage.write(f"{claims_folder(path)}/{order:012d}-{first}.json", json.dumps(body))
+
+
+def foreign_claim(storage: Storage, checkpoint: str, path: str, own_start: int) -> int | None:
+    """The first sink batch id another checkpoint claimed after this one's latest claim (or,
+    for a checkpoint without claims, past the start of its last segment); None if none."""
+    claims = read_claims(storage, path)
+    own = [order for order, _, owner in claims if owner == checkpoint]
+    if own:
+        later = [first for order, first, owner in claims if owner != checkpoint and order > own[-1]]
+    else:
+        later = [first for _, first, owner in claims if owner != checkpoint and first > own_start]
+    return min(later, default=None)
+
+
+def sink_batch_id(segments: list[list[int]]) -> Callable[[int], int]:
+    """The sink batch id of each batch of this checkpoint."""
+
+    def mapped(batch_id: int) -> int:
+        offset = next(o for begin, o in reversed(segments) if begin <= batch_id)
+        return batch_id + offset
+
+    return mapped
+
+
+def file_sink_writer(
+    spark: Any,
+    fmt: str,
+    options: dict[str, str],
+    sink_batch_id: Callable[[int], int],
+    schema: Any,
+    table: Any = None,
+) -> Callable[[Any, int], None]:
+    """A foreachBatch function that appends each micro-batch through Spark's own file sink under
+    the sink batch id `sink_batch_id(batch_id)`; the sink is built as `writeStream` builds it
+    (for a catalog table: its partitioning and metadata), for rows of `schema` (Java)."""
+    sink = new_file_sink(spark, fmt, options, schema, table)
+
+    def write(batch: Any, batch_id: int) -> None:
+        try:
+            sink.addBatch(sink_batch_id(batch_id), batch._jdf)
+        except Exception as exc:
+            # Spark reports a foreachBatch failure as "raised by the Python Proxy"; keep the
+            # real cause for the status file.
+            FAILURES.append(error_text(exc))
+            raise
+
+    return write
+
+
+def shifted_file_sink(
+    spark: Any,
+    storage: Storage,
+    doc: dict[str, Any],
+    target: dict[str, Any],
+    options: Any,
+    schema: Any,
+) -> Any | None:
+    """For a file sink that earlier versions wrote to: a foreachBatch function writing through
+    Spark's own file sink with this checkpoint's batch ids shifted past theirs. None when there
+    is nothing to shift past (not a file sink, or a checkpoint that started on an empty log):
+    Spark's own sink then writes directly, without foreachBatch's copy of every row."""
+    table = None
+    if "table" in target:
+        table = catalog_file_table(spark, target["table"])
+        if table is None:
+            return None
+        fmt, path = table.provider().get(), table.location().toString()
+        options = {**options, "path": path}
+    elif "format" in target and is_file_format(spark, target["format"]):
+        if not options.get("path"):
+            raise BadManifest(f"the {target['format']} target needs options.path")
+        fmt, path = target["format"], options["path"]
+    else:
+        return None
+    segments = sink_batch_segments(storage, doc, path)
+    if segments == [[0, 0]]:
+        return None
+    return file_sink_writer(spark, fmt, options, sink_batch_id(segments), schema, table)

@@ -1,0 +1,138 @@
+"""One run of a job, from its runtime manifest to its exit code.
+
+Stopping: SIGTERM to the Python driver only sets a flag; a stop marker on the checkpoint's own
+storage does the same. Either way the query is stopped between micro-batches, Spark is stopped and
+the process exits 0. Exit codes: 0 stopped or finished, 1 the query failed, 2 bad manifest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import time
+import traceback
+from typing import Any
+
+from .failures import FAILURES, BadManifest, error_text
+from .log import log
+from .manifest import load_manifest
+from .query import query_frame, register_sources, start_query, with_metadata
+from .spark_internals import UnsupportedSpark
+from .status import Status
+from .storage import Storage
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_MANIFEST = 0, 1, 2
+POLL_SECONDS = 0.5
+#: How long a stop waits for the running micro-batch to finish before it interrupts it.
+BATCH_DRAIN_SECONDS = 30.0
+
+
+class StopRequest:
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    def handle(self, signum: int, _frame: Any) -> None:
+        self.reason = f"signal {signal.Signals(signum).name}"
+
+
+def stop_gracefully(query: Any, reason: str) -> None:
+    """Let the running micro-batch finish (up to a limit), then stop the query."""
+    log(f"stop requested ({reason}); waiting for the current micro-batch")
+    deadline = time.monotonic() + BATCH_DRAIN_SECONDS
+    while time.monotonic() < deadline and query.isActive and query.status.get("isTriggerActive"):
+        time.sleep(0.1)
+    query.stop()
+
+
+def watch(
+    query: Any, storage: Storage, doc: dict[str, Any], status: Status, stop: StopRequest
+) -> int:
+    marker = doc.get("stop-marker")
+    while True:
+        if stop.reason is None and marker and storage.exists(marker):
+            stop.reason = f"stop marker {marker}"
+        if stop.reason is not None:
+            stop_gracefully(query, stop.reason)
+            batch = (query.lastProgress or {}).get("batchId")
+            status.set("stopped", batch)
+            log(f"stopped gracefully after batch {batch}")
+            return EXIT_OK
+        if not query.isActive:
+            failure = query.exception()
+            if failure is not None:
+                message = FAILURES[-1] if FAILURES else error_text(failure)
+                status.set("failed", error=message)
+                log(f"the query failed: {message}")
+                return EXIT_FAILED
+            status.set("finished", (query.lastProgress or {}).get("batchId"))
+            log("the query finished (its trigger ran out of data)")
+            return EXIT_OK
+        progress = query.lastProgress
+        if progress is not None and status.state != "active":
+            status.set("active", progress.get("batchId"))
+            log(f"active: first trigger done (batch {progress.get('batchId')})")
+        status.beat(query)
+        wait_a_little(query)
+
+
+def wait_a_little(query: Any) -> None:
+    """Up to POLL_SECONDS, less when the query ends (an availableNow or once trigger runs out of
+    data): the runner exits as soon as the query does."""
+    try:
+        query.awaitTermination(POLL_SECONDS)
+    except Exception:  # noqa: BLE001 - the query failed; watch() reports query.exception()
+        if query.isActive:  # something else failed: do not spin
+            time.sleep(POLL_SECONDS)
+
+
+def run(manifest_location: str) -> int:
+    stop = StopRequest()
+    signal.signal(signal.SIGTERM, stop.handle)
+    signal.signal(signal.SIGINT, stop.handle)
+
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.getOrCreate()
+    storage = Storage(spark)
+    status = Status(storage, None, "", spark.version)
+    try:
+        text = storage.read(manifest_location)
+        if text is None:
+            raise BadManifest(f"{manifest_location} does not exist")
+        doc = load_manifest(text)
+        status = Status(storage, doc.get("status-file"), doc["run-id"], spark.version)
+        log(
+            f"job {doc['name']} v{doc['meta']['query-version']} run {doc['run-id']} on Spark "
+            f"{spark.version}, checkpoint {doc['checkpoint-location']}"
+        )
+        status.set("starting")
+        register_sources(spark, doc)
+        frame = with_metadata(query_frame(spark, doc), doc)
+        query = start_query(spark, storage, doc, frame)
+        return watch(query, storage, doc, status, stop)
+    except BadManifest as exc:
+        log(f"invalid runtime manifest {manifest_location}: {exc}")
+        status.set("failed", error=f"invalid runtime manifest: {exc}")
+        return EXIT_BAD_MANIFEST
+    except UnsupportedSpark as exc:
+        log(f"the job cannot start: {exc}")
+        status.set("failed", error=str(exc))
+        return EXIT_FAILED
+    except Exception as exc:  # noqa: BLE001 - any failure is the job's failure: report, exit 1
+        message = error_text(exc)
+        traceback.print_exc()
+        log(f"the job failed: {message}")
+        status.set("failed", error=message)
+        return EXIT_FAILED
+    finally:
+        try:
+            spark.stop()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--manifest", required=True, help="runtime manifest: a file or URI")
+    args = parser.parse_args(argv)
+    return run(args.manifest)

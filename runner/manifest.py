@@ -1,0 +1,46 @@
+"""The runtime manifest the deployer writes for each run (docs/runtime-manifest.md), checked."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .failures import BadManifest
+
+SCHEMA_VERSION = 1
+
+
+def load_manifest(text: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise BadManifest(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("schema-version") != SCHEMA_VERSION:
+        raise BadManifest(f"schema-version must be {SCHEMA_VERSION}")
+    required = ("name", "target-table", "tables", "checkpoint-location", "meta", "run-id")
+    missing = [key for key in required if key not in doc]
+    if missing:
+        raise BadManifest(f"missing fields: {', '.join(missing)}")
+    if (doc.get("sql") is None) == (doc.get("code") is None):
+        raise BadManifest("exactly one of sql / code must be set")
+    for name in [*doc.get("source-tables", []), doc["target-table"]]:
+        if name not in doc["tables"]:
+            raise BadManifest(f"table {name!r} has no definition")
+    return doc
+
+
+def option_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def options_of(table: dict[str, Any]) -> dict[str, str]:
+    return {str(k): option_text(v) for k, v in (table.get("options") or {}).items()}
+
+
+def trigger_args(trigger: dict[str, Any]) -> dict[str, Any]:
+    allowed = ("processingTime", "availableNow", "once", "continuous")
+    if len(trigger) != 1 or next(iter(trigger)) not in allowed:
+        raise BadManifest(f"trigger must be one of {', '.join(allowed)}")
+    return dict(trigger)

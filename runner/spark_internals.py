@@ -1,0 +1,186 @@
+"""The one adapter to Spark's internals.
+
+The only place the runner reaches into Spark's JVM internals (through py4j); everything else
+uses public APIs. No Spark line, 3.5 to 4.3, offers a public way to append a micro-batch to a
+file sink under a batch id of one's choosing, so the file-sink shift builds Spark's own sink as
+`writeStream` does. Each internal is chosen by what the running Spark offers (reflection over
+its constructors and methods), not by its version number. Read with javap on the jars of
+pyspark 3.5.9, 4.0.5, 4.1.4, 4.2.1 and 4.3.0:
+
+  DataSource(<DATA_SOURCE_PARAMETERS>)                           3.5 to 4.1
+  DataSource(<DATA_SOURCE_PARAMETERS>, streamingSourceName)      4.2, 4.3 (default None)
+  DataSource.createSink(outputMode)                              3.5 to 4.2
+  DataSource.createSink(outputMode, schema)                      4.3 (checks partition columns)
+
+The same on all five: DataSource.lookupDataSource(String, SQLConf), SessionState.catalog() and
+conf(), SessionCatalog.tableExists / getTableMetadata(TableIdentifier), TableIdentifier(String,
+Option), CatalogTable.provider / location / partitionColumnNames / bucketSpec, PythonUtils.toSeq
+/ toScalaMap, OutputMode.Append() and Sink.addBatch(long, Dataset). A Spark without what the
+runner needs fails the start with UnsupportedSpark, one line, before the query starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+FILE_FORMATS = ("parquet", "json", "csv", "orc", "text", "avro")
+DATA_SOURCE = "org.apache.spark.sql.execution.datasources.DataSource"
+
+
+#: The parameters of DataSource's constructor that the runner passes (simple class names); any
+#: further ones, as 4.2's, get Spark's own defaults, as `writeStream` leaves them.
+DATA_SOURCE_PARAMETERS = (
+    "SparkSession",  # sparkSession
+    "String",  # className
+    "Seq",  # paths
+    "Option",  # userSpecifiedSchema
+    "Seq",  # partitionColumns
+    "Option",  # bucketSpec
+    "Map",  # options
+    "Option",  # catalogTable
+)
+
+
+class UnsupportedSpark(Exception):
+    """The running Spark lacks an internal the runner needs; the message is one line."""
+
+    def __init__(self, spark: Any, what: str):
+        super().__init__(
+            f"Spark {spark.version} is not supported: {what}. The runner knows Spark 3.5 to 4.3."
+        )
+
+
+def missing_internal(exc: BaseException) -> str | None:
+    """What py4j says this Spark lacks (a method, a constructor), in one line; None for any
+    other failure, such as Spark's own exceptions however py4j or pyspark wrap them."""
+    from py4j.protocol import Py4JError, Py4JJavaError
+
+    if not isinstance(exc, Py4JError) or isinstance(exc, Py4JJavaError):
+        return None
+    lines = [line for line in str(exc).splitlines() if "Py4JException:" in line]
+    text = lines[0].split("Py4JException:", 1)[1] if lines else str(exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+@contextmanager
+def spark_internal(spark: Any, what: str) -> Iterator[None]:
+    """Turn a method or constructor this Spark lacks into UnsupportedSpark; Spark's own
+    exceptions pass through."""
+    try:
+        yield
+    except Exception as exc:
+        detail = missing_internal(exc)
+        if detail is None:
+            raise
+        raise UnsupportedSpark(spark, f"{what} ({detail})") from None
+
+
+def parameter_types(spark: Any, class_name: str, method: str | None = None) -> list[list[str]]:
+    """The simple names of the parameter types of each public constructor of `class_name`
+    (`method` None) or of each of its public methods called `method`."""
+    try:
+        found = spark._jvm.java.lang.Class.forName(class_name)
+    except Exception:  # noqa: BLE001 - py4j wraps the ClassNotFoundException
+        raise UnsupportedSpark(spark, f"it has no class {class_name}") from None
+    members = (
+        found.getConstructors()
+        if method is None
+        else [m for m in found.getMethods() if m.getName() == method]
+    )
+    return [[kind.getSimpleName() for kind in member.getParameterTypes()] for member in members]
+
+
+def is_file_format(spark: Any, fmt: str) -> bool:
+    """Whether Spark writes `fmt` through its file sink (and its `_spark_metadata` log), under
+    any name Spark resolves: `parquet`, `Parquet`, `org.apache.spark.sql.parquet`, a FileFormat
+    or file DataSourceV2 class (a streaming write falls back to the FileFormat). Asks Spark's
+    own lookup; a name it cannot resolve is no file format (starting the query says why)."""
+    if fmt.lower() in FILE_FORMATS:
+        return True
+    jvm = spark._jvm
+    conf = spark._jsparkSession.sessionState().conf()
+    try:
+        found = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            fmt, conf
+        )
+    except Exception as exc:  # noqa: BLE001 - Spark's ClassNotFoundException and friends
+        detail = missing_internal(exc)
+        if detail is not None:
+            raise UnsupportedSpark(spark, f"no DataSource.lookupDataSource ({detail})") from None
+        return False  # a name Spark cannot resolve
+    package = "org.apache.spark.sql.execution.datasources"
+    bases = (f"{package}.FileFormat", f"{package}.v2.FileDataSourceV2")
+    return any(jvm.java.lang.Class.forName(base).isAssignableFrom(found) for base in bases)
+
+
+def catalog_file_table(spark: Any, name: str) -> Any | None:
+    """The session catalog's metadata of table `name` when Spark's file sink writes it (a
+    parquet, json, ... table); None for other tables (v2 tables such as Delta or Iceberg keep
+    their own exactly-once bookkeeping) and for missing ones (`toTable` creates them)."""
+    parts = name.split(".")
+    if len(parts) > 2:
+        return None  # a three-part name lives in a v2 catalog
+    jvm = spark._jvm
+    with spark_internal(spark, "its session catalog is not the one the runner knows"):
+        database = jvm.scala.Option.apply(parts[0] if len(parts) == 2 else None)
+        identifier = jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], database)
+        catalog = spark._jsparkSession.sessionState().catalog()
+        if not catalog.tableExists(identifier):
+            return None
+        table = catalog.getTableMetadata(identifier)
+        provider = table.provider()
+    if provider.isEmpty() or not is_file_format(spark, provider.get()):
+        return None
+    return table
+
+
+def new_file_sink(
+    spark: Any, fmt: str, options: dict[str, str], schema: Any, table: Any = None
+) -> Any:
+    """Spark's own sink for file format `fmt`, as `writeStream` builds it: a DataSource (with
+    Spark's defaults for parameters past DATA_SOURCE_PARAMETERS), then createSink in append
+    mode (with the query's schema where it takes one)."""
+    constructors = parameter_types(spark, DATA_SOURCE)
+    known = len(DATA_SOURCE_PARAMETERS)
+    fitting = [len(p) for p in constructors if tuple(p[:known]) == DATA_SOURCE_PARAMETERS]
+    if not fitting:
+        shapes = "; ".join(f"({', '.join(p)})" for p in constructors) or "none"
+        raise UnsupportedSpark(spark, f"its DataSource constructors are {shapes}")
+    sink_shapes = parameter_types(spark, DATA_SOURCE, "createSink")
+    if ["OutputMode", "StructType"] not in sink_shapes and ["OutputMode"] not in sink_shapes:
+        shapes = "; ".join(f"({', '.join(p)})" for p in sink_shapes) or "none"
+        raise UnsupportedSpark(spark, f"its DataSource.createSink takes {shapes}")
+    add_batch = parameter_types(spark, "org.apache.spark.sql.execution.streaming.Sink", "addBatch")
+    if ["long", "Dataset"] not in add_batch:
+        raise UnsupportedSpark(spark, "its streaming Sink has no addBatch(long, Dataset)")
+
+    jvm = spark._jvm
+    data_source = jvm.org.apache.spark.sql.execution.datasources.DataSource
+    with spark_internal(spark, "its DataSource is not the one the runner knows"):
+        defaults = [
+            getattr(data_source, f"$lessinit$greater$default${number}")()
+            for number in range(known + 1, min(fitting) + 1)
+        ]
+        utils = jvm.org.apache.spark.api.python.PythonUtils
+        java_options = jvm.java.util.HashMap()
+        for key, value in options.items():
+            java_options.put(key, value)
+        none = jvm.scala.Option.empty()
+        empty = utils.toSeq(jvm.java.util.ArrayList())
+        source = data_source(
+            spark._jsparkSession,
+            fmt,
+            empty,
+            none,
+            table.partitionColumnNames() if table is not None else empty,
+            table.bucketSpec() if table is not None else none,
+            utils.toScalaMap(java_options),
+            jvm.scala.Option.apply(table),
+            *defaults,
+        )
+        append = jvm.org.apache.spark.sql.streaming.OutputMode.Append()
+        if ["OutputMode", "StructType"] in sink_shapes:
+            return source.createSink(append, schema)
+        return source.createSink(append)
