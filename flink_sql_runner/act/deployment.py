@@ -20,7 +20,8 @@ from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
-from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs, load_template
+from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs
+from flink_sql_runner.read.template import load_template
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock, locked, telling_lock

@@ -22,7 +22,7 @@ from flink_sql_runner.decide.decisions import Decision, Impact
 from flink_sql_runner.decide.lineage import Lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
 from flink_sql_runner.gather.facts import JobFacts
-from flink_sql_runner.read.manifest import resolve_placeholders
+from flink_sql_runner.read.template import resolve_placeholders
 
 CONSISTENT = "consistent"
 INDEPENDENT = "independent"  # the default

@@ -1,10 +1,10 @@
-"""Job manifests: loading, merging with the template, and validating them all at once."""
+"""Job manifests: loading them, merged with the template (template.py), and validating them all
+at once."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +36,19 @@ from flink_sql_runner.read.schemas import (
 )
 from flink_sql_runner.read.sinks import shared_sink_problems
 from flink_sql_runner.read.sqlinfo import SqlProblem, code_problem, read_tables
+from flink_sql_runner.read.template import (
+    FINAL_MANIFEST_KEYS,
+    final_only_problems,
+    load_template,
+    merge,
+    missing_field,
+    property_text,
+    resolve_placeholders,
+)
 from flink_sql_runner.read.yamlio import YamlProblem, read_yaml_file
 
-#: Fields merged key by key with the template; every other field replaces the template's.
-MERGED_KEY_BY_KEY = ("sparkProperties", "metadata-columns")
-#: Fields whose text is the user's own and never gets placeholders replaced.
-VERBATIM_FIELDS = ("sql", "code", "description")
 #: Required fields the template usually provides.
 TEMPLATE_FIELDS = ("checkpoint-root",)
-#: Keys only a final (stored) manifest carries.
-FINAL_MANIFEST_KEYS = ("schema-version", "tables", "meta", "migrated-from")
 #: Said once when jobs name tables and no table is declared at all.
 NO_CATALOG_HINT = (
     "no table is declared: pass the table catalog (YAML or SQL files, or folders of them) "
@@ -78,46 +81,6 @@ class Job:
         return f"{self.checkpoint_root}/{self.name}/{version}"
 
 
-def packaged_template() -> Path:
-    return Path(str(resources.files("flink_sql_runner._templates").joinpath("job-template.yaml")))
-
-
-def load_template(
-    path: Path | None, rules: PropertyRules | None = None
-) -> tuple[dict[str, Any] | None, list[Problem]]:
-    """The defaults template, or None when it cannot be read at all; its problems are
-    reported with the jobs'. `rules` check its properties and add their defaults."""
-    rules = rules or PropertyRules()
-    path = path or packaged_template()
-    try:
-        doc = read_yaml_file(path)
-    except YamlProblem as exc:
-        return None, [exc.problem]
-    if doc is None:
-        return rules.complete({}), []
-    if not isinstance(doc, dict):
-        return None, [document_problem(doc, str(path))]
-    # Field by field: a broken field is reported once, here, and left out of the defaults, so
-    # that no job repeats the template's mistake as its own.
-    problems: list[Problem] = []
-    template = {}
-    for key, value in doc.items():
-        found = final_only_problems({key: value}, str(path)) or with_original_hints(
-            [p for p in schema_problems({key: value}, "job", str(path)) if not _missing(p)]
-        )
-        if not found and key == "trigger":
-            found = trigger_problems(value, str(path))
-        problems += found
-        if not found:
-            template[key] = value
-    rules.check(template.get("sparkProperties"), str(path), problems)
-    return rules.complete(template), problems
-
-
-def _missing(problem: Problem) -> bool:
-    return problem.message == "is required"
-
-
 def _top_field(problem: Problem) -> str:
     """The top-level field a problem is about: `trigger` for `trigger.processingTime`,
     `source-tables` for `source-tables[0]`."""
@@ -133,49 +96,6 @@ def _embedded_table(problem: Problem) -> str | None:
 
 #: The fields the job schema knows: a key beyond these is misspelt (`sqll`).
 KNOWN_FIELDS = frozenset(validator("job").schema["properties"])
-
-
-def final_only_problems(doc: dict[str, Any], source: str) -> list[Problem]:
-    """Fields of a final manifest found where the user writes jobs or defaults."""
-    return [
-        Problem(source, key, "only a final manifest (as stored, with `meta`) has this field")
-        for key in FINAL_MANIFEST_KEYS
-        if key in doc
-    ]
-
-
-def merge(template: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
-    """The job over the template: the job's values win; some mappings merge key by key."""
-    merged = {**template, **job}
-    for key in MERGED_KEY_BY_KEY:
-        base, own = template.get(key), job.get(key)
-        if isinstance(base, dict) and isinstance(own, dict):
-            merged[key] = {**base, **own}
-    return merged
-
-
-def resolve_placeholders(spec: dict[str, Any], values: dict[str, str]) -> dict[str, Any]:
-    """Replace `{job_name}`-style placeholders in every string value but the user's own text."""
-
-    def resolve(value: Any) -> Any:
-        if isinstance(value, str):
-            for key, replacement in values.items():
-                value = value.replace("{" + key + "}", replacement)
-            return value
-        if isinstance(value, dict):
-            return {k: resolve(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [resolve(v) for v in value]
-        return value
-
-    return {k: (v if k in VERBATIM_FIELDS else resolve(v)) for k, v in spec.items()}
-
-
-def property_text(value: Any) -> str:
-    """Spark reads every property as text; YAML booleans become `true`/`false`."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 class JobLoader:
@@ -238,7 +158,7 @@ class JobLoader:
             doc = {k: v for k, v in doc.items() if k not in FINAL_MANIFEST_KEYS}
             spec = merge(self.template, doc)
             found += with_original_hints(
-                [p for p in schema_problems(doc, "job", source) if not _missing(p)]
+                [p for p in schema_problems(doc, "job", source) if not missing_field(p)]
             )
             found += table_name_problems(spec, source)
             found += trigger_problems(doc.get("trigger"), source)

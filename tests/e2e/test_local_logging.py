@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flink_sql_runner.read.manifest import packaged_template
+from flink_sql_runner.read.template import packaged_template
 from tests.e2e.workspace import TEST_TEMPLATE, Workspace
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
