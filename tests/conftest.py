@@ -1,5 +1,5 @@
 """Shared fixtures: one SparkSession for every test that reads or runs Spark in-process, and
-the suite's isolation from the user's own `./.flink-sql-runner/` (tests/isolation.py)."""
+the suite's isolation from the user's own `./.flink-sql-runner/` (tests/support/isolation.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.isolation import changes, fingerprint
+from tests.support.isolation import changes, fingerprint
 
-pytest_plugins = ["tests.fixtures_s3"]
+pytest_plugins = ["tests.support.fixtures_s3"]
 
 REPO = Path(__file__).resolve().parents[1]
 #: The state folders a test could reach by the CLI's default: the repository's, the working
@@ -23,7 +23,7 @@ def away_from_the_users_jobs(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[None]:
     """The CLI's default state folder is a fresh temp folder; a test that changes the user's
-    `./.flink-sql-runner/` anyway fails (tests/isolation.py)."""
+    `./.flink-sql-runner/` anyway fails (tests/support/isolation.py)."""
     monkeypatch.setenv("FLINK_SQL_RUNNER_STATE_DIR", str(tmp_path_factory.mktemp("default-state")))
     before = {folder: fingerprint(folder) for folder in USER_STATE}
     yield

@@ -35,10 +35,10 @@ DEFAULT_LINE = "4.3"  # the whole suite runs on it (.ci/run); the matrix adds th
 #: options, and one lifecycle (deploy, config change, query change into a used file sink,
 #: SIGKILL and restart, stop) that checks every row lands exactly once.
 MATRIX_TESTS = (
-    "tests/test_runner.py",
-    "tests/unit/test_runner_watch.py",
-    "tests/test_sparksubmit.py",
-    "tests/test_intervals.py",
+    "tests/runner/test_runner.py",
+    "tests/runner/test_lifecycle.py",
+    "tests/targets/test_sparksubmit.py",
+    "tests/read/test_intervals.py",
     "tests/e2e/test_local_lifecycle.py",
 )
 #: Settings of the calling shell that would make a line's tests use another Spark or Python.

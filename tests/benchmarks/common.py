@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.s3server import CLEARED_ENV, TEST_ENV
+from tests.support.s3server import CLEARED_ENV, TEST_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None

@@ -30,7 +30,7 @@ from tests.benchmarks.common import (
     s3_env,
     timing_events,
 )
-from tests.e2e.workspace import Workspace
+from tests.support.workspace import Workspace
 
 SOURCES = 20
 BUCKET = "bench-manifests"

@@ -24,7 +24,7 @@ from pathlib import Path
 from flink_sql_runner.host.timing import ENV as TIMING_ENV
 from tests.benchmarks.common import Stats, Timeline
 from tests.benchmarks.redeploy_bench import first_commit_after, setup
-from tests.e2e.workspace import Workspace, kill_driver
+from tests.support.workspace import Workspace, kill_driver
 
 JOB = "ticker"
 #: (label, from event, to event, whose time). "killed" is the SIGKILL, "commit" the first

@@ -21,7 +21,7 @@ from pathlib import Path
 from flink_sql_runner.host import processes as procs
 from flink_sql_runner.host.timing import ENV as TIMING_ENV
 from tests.benchmarks.common import Measured, Stats, Timeline, run_measured, timing_events
-from tests.e2e.workspace import Workspace
+from tests.support.workspace import Workspace
 
 JOB = "ticker"
 #: (label, from event, to event, whose time). "gone" is the old JVM's exit, "commit" the first

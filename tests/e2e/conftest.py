@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.workspace import Workspace
+from tests.support.workspace import Workspace
 
 
 @pytest.fixture

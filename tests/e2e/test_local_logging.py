@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from flink_sql_runner.read.template import packaged_template
-from tests.e2e.workspace import TEST_TEMPLATE, Workspace
+from tests.support.workspace import TEST_TEMPLATE, Workspace
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 

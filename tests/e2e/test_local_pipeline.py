@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from tests.e2e.workspace import Workspace, wait_for
+from tests.support.workspace import Workspace, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_local_lifecycle import assert_exactly_once, rows_by_version
-from tests.e2e.workspace import Workspace, wait_for
+from tests.support.rows import assert_exactly_once, rows_by_version
+from tests.support.workspace import Workspace, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 

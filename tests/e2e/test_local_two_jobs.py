@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.e2e.workspace import Workspace, wait_for
+from tests.support.workspace import Workspace, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_local_lifecycle import assert_exactly_once, rows_by_version
-from tests.e2e.workspace import Workspace, wait_for
-from tests.faultproxy import FaultProxy
-from tests.standalone_cluster import Cluster, free_port, standalone_cluster
+from tests.support.faultproxy import FaultProxy
+from tests.support.rows import assert_exactly_once, rows_by_version
+from tests.support.standalone_cluster import Cluster, free_port, standalone_cluster
+from tests.support.workspace import Workspace, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e, pytest.mark.spark]
 

@@ -1,0 +1,173 @@
+"""A deployer killed at any moment: the next deploy converges. The job runs once, at the right
+version, from the right state; no intent record is left behind.
+
+A kill is simulated by a `Crash` (a BaseException, which nothing in the deployer catches) raised
+from a fake at one step; the next deploy is a new Executor on the same store, cluster and storage.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flink_sql_runner.act.executor import Executor
+from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.runs import Run
+from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
+from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, stored_of
+
+
+class Crash(BaseException):
+    """The deployer process dies here."""
+
+
+def crash(*_args, **_kwargs):
+    raise Crash
+
+
+class World:
+    """Store, cluster and checkpoint storage that outlive any one deployer."""
+
+    def __init__(self) -> None:
+        self.store, self.target, self.state = FakeStore(), FakeTarget(), FakeStorage()
+        self.target.on_submit = self._come_up
+
+    def _come_up(self, submission) -> None:
+        """Like the runner: the first trigger completes, the checkpoint becomes valid."""
+        self.state.files[submission.status_file] = json.dumps(
+            {"run-id": submission.run_id, "state": "active"}
+        )
+        self.state.add_checkpoint(f"{ROOT}/{submission.name}/{submission.version}", 0)
+
+    def deploy(self, jobs):
+        self.store.seen = {}  # a new deployer process: it has read nothing yet
+        clock = FakeClock()
+        executor = Executor(
+            self.store,
+            self.target,
+            self.state,
+            timeouts=Timeouts(start=30, stop=5, poll=1),
+            clock=clock,
+            sleep=clock.sleep,
+        )
+        plan = build_plan(gather(jobs, self.store, self.target, self.state, workers=1))
+        return plan, executor.apply(plan)
+
+    def running_version(self, name: str) -> int | None:
+        job = self.target.running.get(name)
+        return job.version if job else None
+
+
+def deployed(world: World, job, version: int) -> World:
+    """`job` recorded at `version` and running, with a checkpoint."""
+    world.store.put(stored_of(job, version))
+    world.target.add_run(Run(job.name, version, "old-run", "fake 0"))
+    world.state.add_checkpoint(f"{ROOT}/{job.name}/{version}", 7)
+    return world
+
+
+# (id, before, desired, expected version, expected description)
+CHANGES = [
+    ("new-job", None, BASE, 1),
+    ("config-change", BASE, CONFIG, 1),
+    ("query-change", BASE, QUERY, 2),
+]
+# Where the deployer dies.
+KILL_POINTS = ["before-stop", "before-submit", "while-waiting-for-health", "before-record"]
+
+
+def arm(world: World, point: str) -> None:
+    if point == "before-stop":
+        world.target.before_stop = crash
+    elif point == "before-submit":
+        world.target.before_submit = crash
+    elif point == "while-waiting-for-health":
+        world.target.on_submit = lambda submission: (world._come_up(submission), crash())
+    elif point == "before-record":
+        world.store.before_write = crash
+
+
+def disarm(world: World) -> None:
+    world.target.before_stop = world.target.before_submit = None
+    world.target.on_submit = world._come_up
+    world.store.before_write = None
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+@pytest.mark.parametrize(
+    "before, desired, version", [c[1:] for c in CHANGES], ids=[c[0] for c in CHANGES]
+)
+def test_a_killed_deploy_converges_on_the_next(before, desired, version, point):
+    world = World()
+    original = None
+    if before is not None:
+        original = deployed(world, before, 1).store.manifests[before.name].meta
+    arm(world, point)
+    try:
+        world.deploy([desired])
+    except Crash:
+        pass
+    disarm(world)
+
+    plan, results = world.deploy([desired])
+    assert results[desired.name].ok, (plan.decisions[0], results[desired.name])
+
+    stored = world.store.manifests[desired.name]
+    assert stored.job == desired.spec, "the store records what git says"
+    assert stored.meta.query_version == version
+    assert world.running_version(desired.name) == version, "it runs, at the right version"
+    assert world.target.double_starts == [], "never started while a run was still up"
+    assert world.store.side == {}, "no intent record left behind"
+    if original is not None:
+        same_query = stored.meta.query_id == original.query_id
+        assert same_query == (version == original.query_version), "query id kept iff same version"
+
+    again, _ = world.deploy([desired])
+    assert [d.action for d in again.decisions] == [Action.NOOP], again.decisions[0].reason
+
+
+def test_a_start_that_took_effect_is_recorded_without_a_second_start():
+    world = deployed(World(), BASE, 1)
+    world.store.before_write = crash
+    with pytest.raises(Crash):
+        world.deploy([QUERY])
+    disarm(world)
+    submissions = len(world.target.submissions)
+    plan, results = world.deploy([QUERY])
+    (decision,) = plan.decisions
+    assert decision.action is Action.ADOPT
+    assert "interrupted deploy's stop-and-start-clean of v2 is up (fake 1): record it" in (
+        decision.reason
+    )
+    assert results["orders"].steps[0] == "recorded v2"
+    assert len(world.target.submissions) == submissions, "no second start"
+    assert world.store.side == {}
+
+
+def test_a_start_that_never_happened_is_dropped_and_done_again():
+    world = deployed(World(), BASE, 1)
+    world.target.before_submit = crash
+    with pytest.raises(Crash):
+        world.deploy([QUERY])
+    disarm(world)
+    assert world.running_version("orders") is None  # stopped, then the deployer died
+    plan, results = world.deploy([QUERY])
+    (decision,) = plan.decisions
+    assert (decision.action, decision.version) == (Action.START_CLEAN, 2)
+    assert "stop-and-start-clean of v2 did not take effect" in decision.reason
+    assert results["orders"].ok
+
+
+def test_the_plan_only_reads_an_intent_record():
+    world = deployed(World(), BASE, 1)
+    world.store.before_write = crash
+    with pytest.raises(Crash):
+        world.deploy([CONFIG])
+    disarm(world)
+    side = dict(world.store.side)
+    build_plan(gather([CONFIG], world.store, world.target, world.state, workers=1))
+    assert world.store.side == side and world.store.manifests["orders"].job == BASE.spec

@@ -1,0 +1,88 @@
+"""`stop` through the real command line, without Spark: unknown jobs, jobs that do not run,
+JSON on every outcome, and a --help of what it uses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.stores.local import LocalStore
+from tests.support.cli import run_cli as cli
+
+
+def stored_job(state: Path, name: str = "tick-log") -> None:
+    job = {"name": name, "target-table": "t", "sql": "SELECT 1", "checkpoint-root": "/ck"}
+    LocalStore(state / "manifests").write(StoredManifest(job, {}, Meta.new(1)))
+
+
+def test_a_name_neither_stored_nor_running_is_an_unknown_job(tmp_path: Path):
+    state = tmp_path / "state"
+    result = cli("stop", "no-such-job", "--state-dir", str(state), cwd=tmp_path)
+    assert result.returncode == 2, "a name that is nowhere is bad input"
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"error: unknown job 'no-such-job': no manifest of it in {state / 'manifests'} and no "
+        "run of it on the local target"
+    ]
+
+
+def test_an_error_is_one_json_document_with_output_json(tmp_path: Path):
+    state = tmp_path / "state"
+    result = cli("stop", "no-such-job", "--state-dir", str(state), "--output", "json")
+    assert result.returncode == 2
+    assert result.stderr == ""
+    assert json.loads(result.stdout) == {
+        "name": "no-such-job",
+        "outcome": "failed",
+        "error": f"unknown job 'no-such-job': no manifest of it in {state / 'manifests'} and "
+        "no run of it on the local target",
+    }
+
+
+def test_a_locked_store_is_a_json_error_with_its_exit_code(tmp_path: Path):
+    from flink_sql_runner.stores.local_lock import FileLockBackend
+    from flink_sql_runner.stores.lock import Holder
+
+    state = tmp_path / "state"
+    holder = Holder("other", "ci-runner-7", 4242, "deploy", "2023-11-14T22:13:20Z", 120.0)
+    assert FileLockBackend(state / "manifests" / ".lock").create(holder)
+    args = ["--state-dir", str(state), "--lock-timeout", "0", "--output", "json"]
+    result = cli("stop", "tick-log", *args)
+    assert result.returncode == 3
+    document = json.loads(result.stdout)
+    assert document["outcome"] == "failed"
+    assert document["error"].startswith("the manifest store is locked by deploy by pid 4242")
+
+
+def test_a_job_that_is_not_running_is_recorded_as_stopped_and_then_already_stopped(
+    tmp_path: Path,
+):
+    state = tmp_path / "state"
+    stored_job(state)
+    text = cli("stop", "tick-log", "--state-dir", str(state))
+    assert text.returncode == 0, text.stderr
+    assert text.stdout == "tick-log: was not running; recorded as stopped (checkpoint kept)\n"
+    assert LocalStore(state / "manifests").read("tick-log").job["desired-state"] == "stopped"
+    as_json = cli("stop", "tick-log", "--state-dir", str(state), "--output", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout) == {
+        "name": "tick-log",
+        "outcome": "not-running",
+        "result": "tick-log: already stopped; checkpoint kept",
+    }
+    assert LocalStore(state / "manifests").list_names() == ["tick-log"]
+
+
+def test_help_lists_only_the_options_stop_uses():
+    result = cli("stop", "--help")
+    assert result.returncode == 0
+    for used in ("--state-dir", "--manifest-store", "--target", "--master", "--output",
+                 "--stop-timeout", "--lock-timeout", "--spark-submit", "--namespace"):  # fmt: skip
+        assert used in result.stdout, used
+    for unused in ("--table-definition-path", "--template-file", "--strict-properties",
+                   "--runner-path", "--start-timeout"):  # fmt: skip
+        assert unused not in result.stdout, unused
+    refused = cli("stop", "tick-log", "--table-definition-path", "examples/tables")
+    assert refused.returncode == 2
+    assert "--table-definition-path: no such option of `flink-sql-runner stop`" in refused.stderr

@@ -1,0 +1,108 @@
+"""`watch` and `resume` through the real command line, without Spark; and the service examples
+in examples/watch/ use only options and environment variables `watch` has."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import click
+import yaml
+
+from flink_sql_runner.cli.main import main
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.stores.local import LocalStore
+from flink_sql_runner.watch.records import Failure, WatchLog, WatchRecord, manifest_digest
+from tests.support.cli import REPO, run_cli
+
+WATCH = main.commands["watch"]
+EXAMPLES = REPO / "examples" / "watch"
+
+
+def envvars(command: click.Command) -> set[str]:
+    found = set()
+    for param in command.params:
+        names = param.envvar if isinstance(param.envvar, list) else [param.envvar]
+        found.update(n for n in names if n)
+    return found
+
+
+def assert_watch_takes(args: list[str], env: dict[str, str], where: str) -> None:
+    unknown = {k for k in env if k.startswith("FLINK_SQL_RUNNER_")} - envvars(WATCH)
+    assert not unknown, f"{where}: watch reads no {sorted(unknown)}"
+    context = WATCH.make_context("watch", list(args), default_map=None)
+    assert context.params["log_format"] == "json", where
+
+
+def test_the_systemd_unit_runs_watch_with_options_it_has():
+    text = (EXAMPLES / "flink-sql-runner-watch.service").read_text()
+    env = dict(re.findall(r"^Environment=(\w+)=(.*)$", text, re.M))
+    command = re.search(r"^ExecStart=(.*?)(?<!\\)$", text, re.M | re.S)
+    assert command is not None
+    argv = shlex.split(command.group(1).replace("\\\n", " "))
+    assert argv[0].endswith("flink-sql-runner") and argv[1] == "watch"
+    assert_watch_takes(argv[2:], env, "the systemd unit")
+    assert re.search(r"^TimeoutStopSec=600$", text, re.M), "time for the step in progress"
+
+
+def test_the_kubernetes_deployment_runs_watch_with_options_it_has():
+    deployment = yaml.safe_load((EXAMPLES / "kubernetes.yaml").read_text())
+    assert deployment["spec"]["replicas"] == 2, "one acts, one stands by"
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e.get("value", "") for e in container["env"]}
+    assert container["args"][0] == "watch"
+    assert_watch_takes(container["args"][1:], env, "the Kubernetes Deployment")
+    assert pod["terminationGracePeriodSeconds"] >= 600
+
+
+def stopped_job(store: LocalStore, name: str = "quiet") -> StoredManifest:
+    job = {"name": name, "target-table": "t", "sql": "SELECT 1", "checkpoint-root": "/nowhere",
+           "desired-state": "stopped"}  # fmt: skip
+    manifest = StoredManifest(job, {}, Meta(1, "id-1", "2026-11-23T10:00:00Z"))
+    store.write(manifest)
+    return manifest
+
+
+def test_watch_once_leads_looks_and_exits_and_resume_lifts_a_crash_loop_mark(tmp_path: Path):
+    state = tmp_path / "state"
+    store = LocalStore(state / "manifests")
+    manifest = stopped_job(store)
+    looked = run_cli("watch", "--once", "--state-dir", str(state), "--log-format", "json")
+    assert looked.returncode == 0, looked.stderr
+    events = [json.loads(line) for line in looked.stdout.splitlines()]
+    assert [e["event"] for e in events] == ["watching"]
+    assert WatchLog(store).read_all()["quiet"].state == "stopped"
+    assert not (state / "manifests" / "_watch" / "_leader.json").exists(), "lease released"
+
+    failure = Failure("2026-11-23T11:00:00Z", "[CAST_INVALID_INPUT] bad row")
+    record = WatchRecord("quiet", manifest_digest(manifest), (failure,), restarts=5,
+                         consecutive=5, crash_looping=True)  # fmt: skip
+    WatchLog(store).write(record)
+    status = run_cli("status", "--state-dir", str(state))
+    assert "crash-looping" not in status.stdout, "a stopped job is stopped, whatever watch saw"
+    resumed = run_cli("resume", "quiet", "--state-dir", str(state))
+    assert resumed.returncode == 0, resumed.stderr
+    assert (
+        resumed.stdout.strip()
+        == "quiet: crash-loop mark lifted; watch restarts it at its next look"
+    )
+    lifted = WatchLog(store).read_all()["quiet"]
+    assert (lifted.crash_looping, lifted.consecutive, lifted.restarts) == (False, 0, 5)
+    again = run_cli("resume", "quiet", "--state-dir", str(state))
+    assert again.returncode == 0 and "nothing to lift" in again.stdout
+
+    unknown = run_cli("resume", "nosuch", "--state-dir", str(state))
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip() == (
+        "error: unknown job 'nosuch': the store has no manifest of that name"
+    )
+
+
+def test_bad_watch_settings_exit_2_naming_the_option(tmp_path: Path):
+    result = run_cli("watch", "--interval", "0", "--state-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "Invalid value for '--interval': 0.0 is not in the range x>=0.5" in result.stderr
+    assert not (tmp_path / "manifests").exists(), "nothing touched"

@@ -1,0 +1,260 @@
+"""Table-driven tests of the decision tree: every row of SPEC's table, and the extra cases."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.runs import Run
+from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
+from tests.support.jobs import (
+    BASE,
+    CONFIG,
+    QUERY,
+    ROOT,
+    SINK,
+    SOURCE,
+    add_version_folder,
+    make_job,
+    stored_of,
+)
+
+
+def plan_one(desired, stored=None, running=None, checkpoint_batch=None, highest=None):
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    name = (desired or stored).name
+    if stored is not None:
+        store.put(stored)
+    if running is not None:
+        target.add_run(Run(name, running, "run-1", "pid 42"))
+    if checkpoint_batch is not None and stored is not None:
+        storage.add_checkpoint(f"{ROOT}/{name}/{stored.meta.query_version}", checkpoint_batch)
+    if highest is not None:
+        add_version_folder(storage, name, highest)
+    jobs = [desired] if desired is not None else []
+    return build_plan(gather(jobs, store, target, storage, workers=1)).decisions[0]
+
+
+# (id, desired, stored version, running version, checkpoint last batch, action, version, reason)
+SPEC_ROWS = [
+    ("new", BASE, None, None, None, Action.START_CLEAN, 1, "new job"),
+    ("running-unchanged", BASE, 1, 1, 7, Action.NOOP, 1, "running, nothing changed"),
+    ("running-config", CONFIG, 1, 1, 7, Action.STOP_AND_RESTART, 1, "config changed (description)"),
+    ("running-query", QUERY, 1, 1, 7, Action.STOP_AND_START_CLEAN, 2, "query changed (sql)"),
+    ("stopped-unchanged", BASE, 1, None, 7, Action.RESTART, 1, "last committed batch 7"),
+    ("stopped-unchanged-no-state", BASE, 1, None, None, Action.ERROR, 1, "no valid checkpoint"),
+    ("stopped-config", CONFIG, 1, None, 7, Action.RESTART, 1, "config changed (description)"),
+    ("stopped-query", QUERY, 1, None, 7, Action.START_CLEAN, 2, "query changed (sql)"),
+]
+
+
+@pytest.mark.parametrize(
+    "desired, stored_version, running, batch, action, version, reason",
+    [row[1:] for row in SPEC_ROWS],
+    ids=[row[0] for row in SPEC_ROWS],
+)
+def test_spec_decision_table(desired, stored_version, running, batch, action, version, reason):
+    stored = stored_of(BASE, stored_version) if stored_version else None
+    decision = plan_one(desired, stored, running, batch)
+    assert decision.action is action
+    assert decision.version == version
+    assert reason in decision.reason
+
+
+EXTRA_ROWS = [
+    (
+        "pinned-setting-is-a-query-change",
+        make_job(
+            sparkProperties={"spark.sql.shuffle.partitions": "8", "spark.executor.memory": "1g"}
+        ),
+        Action.STOP_AND_START_CLEAN,
+        2,
+        "sparkProperties.spark.sql.shuffle.partitions",
+    ),
+    (
+        "other-setting-is-a-config-change",
+        make_job(
+            sparkProperties={"spark.sql.shuffle.partitions": "4", "spark.executor.memory": "2g"}
+        ),
+        Action.STOP_AND_RESTART,
+        1,
+        "sparkProperties.spark.executor.memory",
+    ),
+    (
+        "whitespace-comment-and-keyword-case-only-sql-edit",
+        make_job(
+            sql="-- the filter\nselect id,\n       ts\n  from src   /* all */ where id > 0;\n"
+        ),
+        Action.NOOP,
+        1,
+        "nothing changed",
+    ),
+    (
+        "source-table-options-are-config",
+        make_job(tables={"src": {**SOURCE, "options": {"path": "/in", "maxFilesPerTrigger": 5}}}),
+        Action.STOP_AND_RESTART,
+        1,
+        "tables.src.options.maxFilesPerTrigger",
+    ),
+    (
+        "source-table-schema-is-query",
+        make_job(tables={"src": {**SOURCE, "schema": "id BIGINT, ts TIMESTAMP, extra STRING"}}),
+        Action.STOP_AND_START_CLEAN,
+        2,
+        "tables.src.schema",
+    ),
+    (
+        "source-watermark-is-query",
+        make_job(tables={"src": {**SOURCE, "watermark": {"column": "ts", "delay": "1 minute"}}}),
+        Action.STOP_AND_START_CLEAN,
+        2,
+        "tables.src.watermark",
+    ),
+    (
+        "target-table-is-query",
+        make_job(**{"target-table": "other"}, tables={"other": SINK}),
+        Action.STOP_AND_START_CLEAN,
+        2,
+        "target-table",
+    ),
+    (
+        "output-mode-is-query",
+        make_job(outputMode="update"),
+        Action.STOP_AND_START_CLEAN,
+        2,
+        "outputMode",
+    ),
+    (
+        "trigger-is-config",
+        make_job(trigger={"availableNow": True}),
+        Action.STOP_AND_RESTART,
+        1,
+        "trigger",
+    ),
+    (
+        "checkpoint-root-is-query",
+        make_job(**{"checkpoint-root": "/elsewhere"}),
+        Action.STOP_AND_START_CLEAN,
+        2,
+        "checkpoint-root",
+    ),
+    (
+        "desired-stopped-stops-running-job",
+        make_job(**{"desired-state": "stopped"}),
+        Action.STOP,
+        1,
+        "desired-state is stopped",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "desired, action, version, reason", [r[1:] for r in EXTRA_ROWS], ids=[r[0] for r in EXTRA_ROWS]
+)
+def test_field_rules_on_a_running_job(desired, action, version, reason):
+    decision = plan_one(desired, stored_of(BASE, 1), running=1, checkpoint_batch=4)
+    assert decision.action is action
+    assert decision.version == version
+    assert reason in decision.reason or any(c.field == reason for c in decision.changes)
+
+
+def test_running_job_without_stored_manifest_is_an_error_not_a_second_start():
+    decision = plan_one(BASE, stored=None, running=1)
+    assert decision.action is Action.ERROR
+    assert "no manifest is stored" in decision.reason
+    assert "not starting it a second time" in decision.reason
+
+
+def test_shared_table_change_touches_only_jobs_that_use_it():
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    uses = make_job(name="uses-src", tables={"out": {**SINK, "options": {"path": "/out-a"}}})
+    other = make_job(
+        name="other",
+        sql="SELECT id FROM src2",
+        tables={
+            "src2": {**SOURCE, "options": {"path": "/in2"}},
+            "out": {**SINK, "options": {"path": "/out-b"}},
+        },
+    )
+    other = replace(
+        other, tables={k: v for k, v in other.tables.items() if k != "src"}, source_tables=("src2",)
+    )
+    for job in (uses, other):
+        store.put(stored_of(job, 1))
+        target.add_run(Run(job.name, 1, "r", "pid 1"))
+    changed_src = {**SOURCE, "options": {"path": "/in", "maxFilesPerTrigger": 1}}
+    desired = [replace(uses, tables={**uses.tables, "src": changed_src}), other]
+    decisions = {d.name: d for d in build_plan(gather(desired, store, target, storage)).decisions}
+    assert decisions["uses-src"].action is Action.STOP_AND_RESTART
+    assert [c.field for c in decisions["uses-src"].changes] == [
+        "tables.src.options.maxFilesPerTrigger"
+    ]
+    assert decisions["other"].action is Action.NOOP
+
+
+def test_clean_start_skips_version_folders_that_already_exist():
+    decision = plan_one(BASE, stored=None, highest=3)
+    assert (decision.action, decision.version) == (Action.START_CLEAN, 4)
+    query = plan_one(QUERY, stored_of(BASE, 1), running=1, checkpoint_batch=2, highest=5)
+    assert (query.action, query.version) == (Action.STOP_AND_START_CLEAN, 6)
+
+
+def test_desired_stopped_and_not_running_is_recorded_stopped_with_changes_listed():
+    desired = make_job(**{"desired-state": "stopped"}, sql="SELECT id FROM src")
+    decision = plan_one(desired, stored_of(BASE, 1), running=None, checkpoint_batch=2)
+    assert decision.action is Action.STOP
+    assert "record it, so that watch leaves it down" in decision.reason
+    assert "changes apply once desired-state is running" in decision.reason
+    assert "sql" in [c.field for c in decision.changes]
+    (record,) = decision.steps
+    assert record.manifest.job["desired-state"] == "stopped"
+    assert record.manifest.job["sql"] == BASE.spec["sql"], "the query change waits"
+    stored_stopped = stored_of(make_job(**{"desired-state": "stopped"}), 1)
+    again = plan_one(desired, stored_stopped, running=None, checkpoint_batch=2)
+    assert again.action is Action.NOOP and "stopped, as desired" in again.reason
+
+
+def test_new_job_with_desired_state_stopped_is_not_started():
+    decision = plan_one(make_job(**{"desired-state": "stopped"}))
+    assert decision.action is Action.NOOP and decision.version is None
+
+
+def test_running_version_differs_from_stored_is_an_error():
+    decision = plan_one(BASE, stored_of(BASE, 2), running=1, checkpoint_batch=1)
+    assert decision.action is Action.ERROR
+    assert "runs version 1" in decision.reason and "records version 2" in decision.reason
+
+
+def test_orphaned_job_is_listed_and_left_alone():
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    store.put(
+        stored_of(make_job(name="gone", tables={"out": {**SINK, "options": {"path": "/o2"}}}), 3)
+    )
+    plan = build_plan(gather([BASE], store, target, storage))
+    by_name = {d.name: d for d in plan.decisions}
+    assert by_name["gone"].action is Action.ORPHANED and by_name["gone"].version == 3
+    assert [d.name for d in plan.decisions] == ["gone", "orders"]
+
+
+def test_changes_list_old_and_new_values_most_severe_first():
+    desired = make_job(description="new words", sql="SELECT id FROM src")
+    decision = plan_one(desired, stored_of(BASE, 1), running=1, checkpoint_batch=0)
+    fields = [(c.field, c.kind.label) for c in decision.changes]
+    assert fields == [("sql", "query"), ("description", "config")]
+    description = decision.changes[1]
+    assert (description.old, description.new) == ("all orders", "new words")
+
+
+def test_plan_is_pending_only_when_something_would_change():
+    unchanged = plan_one(BASE, stored_of(BASE, 1), running=1, checkpoint_batch=2)
+    stopped = plan_one(BASE, stored_of(BASE, 1), running=None, checkpoint_batch=2)
+    from flink_sql_runner.decide.decisions import Plan
+
+    assert not Plan(()).pending and not Plan((unchanged,)).pending
+    assert Plan((unchanged, stopped)).pending
+    error = plan_one(BASE, stored_of(BASE, 2), running=1, checkpoint_batch=1)
+    assert Plan((error,)).errors and not Plan((unchanged,)).errors

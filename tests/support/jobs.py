@@ -1,0 +1,101 @@
+"""Jobs and manifests as tests build them: one job with every field a deploy needs, its config
+and query changes, manifests as a store holds them; and a world of fakes with an executor."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from flink_sql_runner.act.executor import Executor
+from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.manifest import Job
+from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
+
+ROOT = "/ckpt"
+
+
+SOURCE = {"format": "json", "options": {"path": "/in"}, "schema": "id BIGINT, ts TIMESTAMP"}
+
+
+SINK = {"format": "parquet", "options": {"path": "/out"}}
+
+
+def make_job(**overrides) -> Job:
+    spec = {
+        "name": "orders",
+        "description": "all orders",
+        "target-table": "out",
+        "sql": "SELECT id, ts FROM src WHERE id > 0",
+        "desired-state": "running",
+        "outputMode": "append",
+        "trigger": {"processingTime": "5 seconds"},
+        "checkpoint-root": ROOT,
+        "metadata-columns": {"enabled": True, "create-timestamp-column": "__create_timestamp"},
+        "sparkProperties": {"spark.sql.shuffle.partitions": "4", "spark.executor.memory": "1g"},
+    }
+    tables = {"src": copy.deepcopy(SOURCE), "out": copy.deepcopy(SINK)}
+    for key, value in overrides.pop("tables", {}).items():
+        tables[key] = value
+    spec.update(overrides)
+    return Job(spec=spec, tables=tables, source_tables=("src",), file="queries/orders.yaml")
+
+
+def stored_of(job: Job, version: int = 1) -> StoredManifest:
+    return StoredManifest(copy.deepcopy(job.spec), copy.deepcopy(job.tables), Meta.new(version))
+
+
+def add_version_folder(storage: FakeStorage, name: str, version: int) -> None:
+    """A checkpoint folder of `version` exists (e.g. left by a failed start)."""
+    storage.files[f"{ROOT}/{name}/{version}/metadata"] = '{"id": "x"}'
+
+
+BASE = make_job()
+
+
+CONFIG = make_job(description="orders, now documented")
+
+
+QUERY = make_job(sql="SELECT id, ts FROM src WHERE id > 100")
+
+
+def healthy(state: FakeStorage, status: str = "active", error: str | None = None):
+    """A target hook that plays the runner: it writes the status file of the new run."""
+
+    def write(submission) -> None:
+        state.files[submission.status_file] = json.dumps(
+            {"run-id": submission.run_id, "state": status, "error": error}
+        )
+
+    return write
+
+
+def fake_world(on_submit="active", **target_switches):
+    store, state = FakeStore(), FakeStorage()
+    target = FakeTarget(**target_switches)
+    if on_submit:
+        target.on_submit = healthy(state, on_submit, "boom: division by zero")
+    clock = FakeClock()
+    executor = Executor(
+        store,
+        target,
+        state,
+        timeouts=Timeouts(start=30, stop=5, poll=1),
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    return store, target, state, executor
+
+
+def manifest(name: str, version: int = 1, description: str = "d") -> StoredManifest:
+    job = {
+        "name": name,
+        "description": description,
+        "target-table": "out",
+        "sql": "SELECT a, b FROM src WHERE a > 1",
+        "sparkProperties": {"spark.sql.shuffle.partitions": "4"},
+    }
+    tables = {"src": {"format": "rate", "options": {"rowsPerSecond": "1"}}}
+    return StoredManifest(
+        job, tables, Meta(version, f"id-{name}-{version}", "2024-01-01T00:00:00Z")
+    )

@@ -1,0 +1,63 @@
+"""The suite's guard against touching the user's `./.flink-sql-runner/`
+(tests/support/isolation.py): what it notices, what running jobs do that it must not mistake for
+a test's doing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.support.cli import run_cli
+from tests.support.isolation import changes, fingerprint
+
+
+def example_state(root: Path) -> Path:
+    """A state folder as the README's deploy leaves it, one job running."""
+    state = root / ".flink-sql-runner"
+    for path in (
+        "manifests/tick-log.yaml",
+        "runs/tick-log/run-1.json",
+        "logs/tick-log/20261123T124611.934Z-run-1.log",
+        "checkpoints/tick-log/1/commits/0",
+        "output/tick_log/part-0.parquet",
+    ):
+        (state / path).parent.mkdir(parents=True, exist_ok=True)
+        (state / path).write_text("x")
+    return state
+
+
+def test_what_running_jobs_write_is_not_a_change(tmp_path: Path):
+    state = example_state(tmp_path)
+    before = fingerprint(state)
+    (state / "checkpoints/tick-log/1/commits/1").write_text("y")
+    (state / "output/tick_log/part-1.parquet").write_text("y")
+    with (state / "logs/tick-log/20261123T124611.934Z-run-1.log").open("a") as log:
+        log.write("more")
+    assert changes(before, fingerprint(state)) == []
+
+
+def test_what_a_deployer_writes_is_a_change(tmp_path: Path):
+    state = example_state(tmp_path)
+    before = fingerprint(state)
+    (state / "manifests/tick-log.yaml").write_text("changed")
+    (state / "manifests/.lock").write_text("{}")
+    (state / "runs/tick-log/run-1.json").unlink()
+    (state / "checkpoints/order-stats").mkdir()
+    (state / "logs/tick-log/20261124T000000.000Z-run-2.log").write_text("")
+    assert changes(before, fingerprint(state)) == [
+        "checkpoints/order-stats: created",
+        "logs/tick-log/20261124T000000.000Z-run-2.log: created",
+        "manifests/.lock: created",
+        "runs/tick-log/run-1.json: deleted",
+        "manifests/tick-log.yaml: written",
+    ]
+    assert changes(None, fingerprint(state)) == ["it was created"]
+    assert changes(None, None) == []
+
+
+def test_a_command_without_state_dir_uses_the_tests_own_folder(tmp_path: Path):
+    default = Path(os.environ["FLINK_SQL_RUNNER_STATE_DIR"])
+    assert default.is_relative_to(tmp_path.parents[1]), "a temp folder of this test session"
+    result = run_cli("stop", "no-such-job")  # takes the store's lock: writes into the state
+    assert result.returncode == 2, result.stderr
+    assert str(default / "manifests") in result.stderr
