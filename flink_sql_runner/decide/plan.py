@@ -15,7 +15,7 @@ from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.decide.lineage import build_lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
 from flink_sql_runner.decide.tree import decide, describe_runs, error
-from flink_sql_runner.gather.facts import JobFacts
+from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.read.sinks import SinkId, target_sink
 
 

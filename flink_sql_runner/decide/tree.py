@@ -17,7 +17,7 @@ from flink_sql_runner.decide.steps import (
     Step,
     StopRun,
 )
-from flink_sql_runner.gather.facts import JobFacts
+from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.sparkversion import is_older, version_tuple
 from flink_sql_runner.model.stored import Meta, StoredManifest

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather import checkpoints
 from flink_sql_runner.model.control import HEALTHY_STATES, ControlFiles, run_status
+from flink_sql_runner.model.facts import CheckpointFacts, IntentFacts, JobFacts
 from flink_sql_runner.model.intents import Intent, IntentLog
-from flink_sql_runner.model.runs import Listing, Liveness, Run
+from flink_sql_runner.model.runs import Listing, Liveness
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.stores.base import ManifestStore
@@ -26,50 +26,6 @@ from flink_sql_runner.targets.base import Target
 
 #: Reads (store, checkpoints) are I/O: many at once.
 GATHER_WORKERS = 32
-
-
-@dataclass(frozen=True)
-class CheckpointFacts:
-    """What exists on the checkpoint storage for one job."""
-
-    location: str  # the stored version's checkpoint
-    valid: bool
-    last_committed: int | None
-    highest_version: int  # largest version folder under <root>/<name>/, 0 if none
-
-
-@dataclass(frozen=True)
-class IntentFacts:
-    """An interrupted deploy's intent record, and the evidence about its run."""
-
-    intent: Intent
-    #: The interrupted deploy's new run: alive (by its run id, or as the only run of its
-    #: version once the old run was confirmed gone), gone, or unknown.
-    run: Liveness
-    alive: Run | None = None  # the listed run that is it, when alive
-    #: Its run reported a completed trigger (status file), or the record says it was healthy.
-    healthy: bool = False
-    checkpoint: CheckpointFacts | None = None  # of the intent's version
-
-
-@dataclass(frozen=True)
-class JobFacts:
-    name: str
-    desired: Job | None
-    stored: StoredManifest | None
-    runs: tuple[Run, ...] = ()
-    checkpoint: CheckpointFacts | None = None
-    intent: IntentFacts | None = None
-    #: A fact that could not be read: the job cannot be decided.
-    problem: str | None = None
-
-    @property
-    def alive(self) -> tuple[Run, ...]:
-        return tuple(r for r in self.runs if r.liveness is Liveness.ALIVE)
-
-    @property
-    def unknown(self) -> tuple[Run, ...]:
-        return tuple(r for r in self.runs if r.liveness is Liveness.UNKNOWN)
 
 
 def gather(

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.decide.changes import ChangeKind, diff, severity
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.gather.facts import JobFacts, gather
+from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.control import ControlFiles
+from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.watch.health import Health, State, assess

@@ -36,9 +36,10 @@ from flink_sql_runner.act.runtime import source_tables
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.tree import decide, replace_stalled
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.gather.facts import JobFacts, gather
+from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.control import ControlFiles
+from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
