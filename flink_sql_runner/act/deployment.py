@@ -6,14 +6,14 @@ The CLI builds a `Deployment` from its options and renders what its methods retu
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from flink_sql_runner.act.executor import Executor
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.act.settings import Settings, make_target
-from flink_sql_runner.act.stop import StopResult, stop_job
+from flink_sql_runner.act.stop import StopResult, stop_jobs
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
@@ -162,8 +162,15 @@ class Deployment:
         """The store's lock, for commands that change jobs (deploy, stop, prune, watch)."""
         return telling_lock(self.store.lock_backend(), command, self.say)
 
-    def stop(self, name: str) -> StopResult:
+    def stop(self, names: list[str] | None) -> Iterator[StopResult]:
+        """Under the store's lock: stop the jobs `names` (None: all), each result as it comes."""
         with locked(self.lock("stop"), self.settings.lock_timeout) as lease:
-            return stop_job(
-                self.store, self.target, self.storage, name, self.settings.timeouts.stop, lease
+            yield from stop_jobs(
+                self.store,
+                self.target,
+                self.storage,
+                names,
+                self.settings.timeouts.stop,
+                lease,
+                self.settings.parallelism,
             )

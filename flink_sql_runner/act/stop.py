@@ -1,14 +1,20 @@
-"""`stop NAME`: every run of a job stopped with its checkpoint, and the job recorded as stopped
-(desired-state: stopped), as a deploy that stops it records it."""
+"""`stop NAME...` and `stop --all`: every run of each job stopped with its checkpoint, and the job
+recorded as stopped (desired-state: stopped), as a deploy that stops it records it.
+
+Every name is checked before anything is stopped: a name that is neither stored nor running is
+bad input, and then no job is stopped. One job failing to stop does not keep the others from
+stopping; each has its own result."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from flink_sql_runner.decide.tree import as_stopped
 from flink_sql_runner.errors import FsrError, UnknownJob
 from flink_sql_runner.model.control import ControlFiles
-from flink_sql_runner.model.runs import Liveness
+from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock
 from flink_sql_runner.stores.storage import Storage
@@ -17,15 +23,60 @@ from flink_sql_runner.targets.base import Target
 
 @dataclass(frozen=True)
 class StopResult:
-    """What `stop NAME` did: `stopped` (every run of the job is gone now) or `not-running`
-    (there was nothing to stop)."""
+    """What stopping one job did: `stopped` (every run of it is gone now), `not-running` (there
+    was nothing to stop) or `failed` (`message` says why; `exit_code` is its error's)."""
 
     name: str
     outcome: str
     message: str
+    exit_code: int = 0
 
     def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "outcome": self.outcome, "result": self.message}
+        key = "error" if self.outcome == "failed" else "result"
+        return {"name": self.name, "outcome": self.outcome, key: self.message}
+
+
+def unknown_names(names: list[str], stored: set[str], listing: Listing) -> list[str]:
+    """The names that are neither stored nor running."""
+    return [name for name in names if name not in stored and not listing.of(name)]
+
+
+def stop_jobs(
+    store: ManifestStore,
+    target: Target,
+    storage: Storage,
+    names: list[str] | None,
+    timeout: float,
+    lease: StoreLock | None = None,
+    parallelism: int = 1,
+) -> Iterator[StopResult]:
+    """Stop the jobs `names` (None: every job stored or running), `parallelism` at a time; each
+    job's result in the order of the names, as soon as it is known. UnknownJob, before anything
+    is stopped, when a name is neither stored nor running."""
+    listing = target.list_runs()
+    stored = set(store.list_names())
+    chosen = sorted(stored | set(listing.runs)) if names is None else list(dict.fromkeys(names))
+    unknown = unknown_names(chosen, stored, listing)
+    if unknown:
+        quoted = ", ".join(repr(name) for name in unknown)
+        them = "it" if len(unknown) == 1 else "them"
+        raise UnknownJob(
+            f"unknown job{'s' if len(unknown) > 1 else ''} {quoted}: no manifest of {them} in "
+            f"{store.location} and no run of {them} on the {target.name} target"
+        )
+
+    def one(name: str) -> StopResult:
+        try:
+            return stop_job(store, target, storage, name, timeout, lease, listing.of(name))
+        except FsrError as exc:
+            return StopResult(name, "failed", str(exc), exc.exit_code)
+
+    with ThreadPoolExecutor(max(1, parallelism), thread_name_prefix="stop") as pool:
+        futures: list[Callable[[], StopResult]] = []
+        for name in chosen:
+            futures.append(pool.submit(one, name).result)
+        for result in futures:
+            yield result()
 
 
 def stop_job(
@@ -35,11 +86,13 @@ def stop_job(
     name: str,
     timeout: float,
     lease: StoreLock | None = None,
+    runs: tuple[Run, ...] | None = None,
 ) -> StopResult:
-    """Stop every run of job `name` the target lists, with its checkpoint, and record it as
-    stopped (desired-state: stopped), as a deploy that stops it does: `watch` leaves it
-    down, and a deploy whose manifest says running resumes it from its checkpoint."""
-    runs = target.list_runs().of(name)
+    """Stop every run of job `name` the target lists (`runs`, when the caller listed already),
+    with its checkpoint, and record it as stopped (desired-state: stopped), as a deploy that
+    stops it does: `watch` leaves it down, and a deploy whose manifest says running resumes it
+    from its checkpoint."""
+    runs = target.list_runs().of(name) if runs is None else runs
     stored = store.read(name)
     if stored is None:
         if not runs:

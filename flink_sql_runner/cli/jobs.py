@@ -1,4 +1,4 @@
-"""Commands on deployed jobs: `status` and `stop`."""
+"""Commands on deployed jobs: `status`, and `stop` of some or all of them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from flink_sql_runner.act.deployment import Deployment
+from flink_sql_runner.act.settings import DEFAULT_PARALLELISM
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
@@ -21,9 +22,7 @@ from flink_sql_runner.cli.options import (
     settings_from,
     timeout_options,
 )
-from flink_sql_runner.cli.original_flags import (
-    FsrCommand,
-)
+from flink_sql_runner.cli.original_flags import BadFlags, FsrCommand
 from flink_sql_runner.errors import (
     EXIT_OK,
     FsrError,
@@ -61,31 +60,54 @@ drop_options(status, "runner_path")
 
 
 @click.command(cls=FsrCommand)
-@click.argument("name")
+@click.argument("names", metavar="[NAME]...", nargs=-1)
+@click.option(
+    "--all", "every", is_flag=True, help="Stop every job the store records or the target runs."
+)
 @input_options
 @remote_options
 @timeout_options
+@click.option(
+    "--parallelism",
+    type=click.IntRange(1, 256),
+    default=DEFAULT_PARALLELISM,
+    show_default=True,
+    envvar=env_var("PARALLELISM"),
+    help="Jobs stopped at once.",
+)
 @handle_errors
-def stop(name: str, output: str, debug: bool, **kw: Any) -> int:
-    """Stop job NAME gracefully with its checkpoint; its manifest is kept.
+def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: Any) -> int:
+    """Stop jobs gracefully with their checkpoints (each NAME, or --all); manifests are kept.
 
-    The next deploy restarts it from that checkpoint unless its manifest says
-    `desired-state: stopped`. Either way the stored manifest records it as stopped. A job that
-    is not running is left as it is (exit 0); a name that is neither stored nor running is an
-    unknown job (exit 2).
+    The next deploy restarts a stopped job from its checkpoint unless its manifest says
+    `desired-state: stopped`. Either way the stored manifest records it as stopped. Each job
+    gets one line (with --output json, one document per line). A job that is not running is
+    left as it is. Exit codes: 0 every job stopped or not running, 1 a job could not be
+    stopped (the others are stopped all the same), 2 a NAME that is neither stored nor running
+    (then nothing is stopped), 3 the store is locked.
     """
+    if bool(names) == every:
+        raise BadFlags("name the jobs to stop, or give --all (not both)")
+    worst = EXIT_OK
     try:
-        result = Deployment(settings_from((), **kw)).stop(name)
+        for result in Deployment(settings_from((), **kw)).stop(None if every else list(names)):
+            if output == "json":
+                click.echo(json.dumps(result.to_dict()))
+            elif result.outcome == "failed":
+                click.echo(f"error: {result.message}", err=True)
+            else:
+                click.echo(result.message)
+            worst = max(worst, result.exit_code)
     except FsrError as exc:
         if output != "json":
             raise
         if debug:
             traceback.print_exc()
-        # One document on stdout, the error in it: a script reads the same shape either way.
-        click.echo(json.dumps({"name": name, "outcome": "failed", "error": str(exc)}))
+        # One document per job it concerns, the error in it: a script reads the same shape.
+        for name in names or [None]:
+            click.echo(json.dumps({"name": name, "outcome": "failed", "error": str(exc)}))
         return exc.exit_code
-    click.echo(json.dumps(result.to_dict()) if output == "json" else result.message)
-    return EXIT_OK
+    return worst
 
 
 #: Options of the shared groups that `stop` has no use for: it reads no manifests, tables or

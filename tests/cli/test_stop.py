@@ -86,3 +86,57 @@ def test_help_lists_only_the_options_stop_uses():
     refused = cli("stop", "tick-log", "--table-definition-path", "examples/tables")
     assert refused.returncode == 2
     assert "--table-definition-path: no such option of `flink-sql-runner stop`" in refused.stderr
+
+
+def test_several_names_and_all_each_get_a_line_and_an_unknown_name_stops_none(tmp_path: Path):
+    state = tmp_path / "state"
+    for name in ("tick-log", "order-stats", "expensive-orders"):
+        stored_job(state, name)
+    store = LocalStore(state / "manifests")
+    args = ["--state-dir", str(state)]
+
+    typo = cli("stop", "tick-log", "tick-lgo", "order-stat", *args)
+    assert typo.returncode == 2
+    assert typo.stdout == ""
+    assert typo.stderr.splitlines() == [
+        f"error: unknown jobs 'tick-lgo', 'order-stat': no manifest of them in "
+        f"{state / 'manifests'} and no run of them on the local target"
+    ]
+    assert "desired-state" not in store.read("tick-log").job, "nothing stopped"
+
+    two = cli("stop", "tick-log", "order-stats", *args)
+    assert two.returncode == 0, two.stderr
+    assert two.stdout.splitlines() == [
+        "tick-log: was not running; recorded as stopped (checkpoint kept)",
+        "order-stats: was not running; recorded as stopped (checkpoint kept)",
+    ]
+
+    every = cli("stop", "--all", *args, "--output", "json")
+    assert every.returncode == 0, every.stderr
+    assert [json.loads(line) for line in every.stdout.splitlines()] == [
+        {
+            "name": "expensive-orders",
+            "outcome": "not-running",
+            "result": "expensive-orders: was not running; recorded as stopped (checkpoint kept)",
+        },
+        {
+            "name": "order-stats",
+            "outcome": "not-running",
+            "result": "order-stats: already stopped; checkpoint kept",
+        },
+        {
+            "name": "tick-log",
+            "outcome": "not-running",
+            "result": "tick-log: already stopped; checkpoint kept",
+        },
+    ]
+    assert all(store.read(n).job["desired-state"] == "stopped" for n in store.list_names())
+
+
+def test_stop_needs_names_or_all_but_not_both(tmp_path: Path):
+    for args in ((), ("tick-log", "--all")):
+        result = cli("stop", *args, "--state-dir", str(tmp_path / "state"))
+        assert result.returncode == 2, args
+        assert result.stderr.splitlines() == [
+            "error: name the jobs to stop, or give --all (not both)"
+        ], args
