@@ -13,6 +13,8 @@ from tests.support.isolation import changes, fingerprint
 pytest_plugins = ["tests.support.fixtures_s3"]
 
 REPO = Path(__file__).resolve().parents[1]
+#: Markers of tests that start Spark, a server or a browser: any other test is in the fast lane.
+HEAVY = ("spark", "e2e", "cluster", "s3", "diagrams")
 #: The state folders a test could reach by the CLI's default: the repository's, the working
 #: folder's (where pytest was started).
 USER_STATE = sorted({REPO / ".flink-sql-runner", Path.cwd().resolve() / ".flink-sql-runner"})
@@ -56,3 +58,10 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """`fast` for every test that starts no Spark, no server and no browser: `pytest -m fast`."""
+    for item in items:
+        if not any(item.get_closest_marker(name) for name in HEAVY):
+            item.add_marker(pytest.mark.fast)

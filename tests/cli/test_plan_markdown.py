@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 
 from flink_sql_runner.model.stored import Meta, StoredManifest
@@ -14,7 +15,7 @@ from flink_sql_runner.read.catalog import load_catalog
 from flink_sql_runner.read.manifest import load_jobs
 from flink_sql_runner.stores.local import LocalStore
 from tests.support.cli import REPO, run_cli
-from tests.support.diagrams import parse_markdown, parse_mermaid
+from tests.support.diagrams import DRAWN, parse_markdown, parse_mermaid
 
 TABLES = ["examples/tables", "examples/pipeline/tables"]
 
@@ -42,7 +43,8 @@ def deployed_examples(tmp_path: Path) -> tuple[list[str], Path]:
     return args, state
 
 
-def test_plan_as_a_pull_request_comment(tmp_path: Path) -> None:
+@pytest.mark.parametrize("draw", DRAWN)
+def test_plan_as_a_pull_request_comment(tmp_path: Path, draw: bool) -> None:
     args, state = deployed_examples(tmp_path)
     result = run_cli("plan", *args, "--output", "markdown")
     assert result.returncode == 0, result.stderr
@@ -69,7 +71,7 @@ def test_plan_as_a_pull_request_comment(tmp_path: Path) -> None:
     assert "-WHERE price > 9000" in diff["text"].splitlines()
     assert "+WHERE price > 10000" in diff["text"].splitlines()
     (diagram,) = [b for b in blocks if b["type"] == "code" and b["lang"] == "mermaid"]
-    (parsed,) = parse_mermaid(diagram["text"], tmp=tmp_path)
+    (parsed,) = parse_mermaid(diagram["text"], tmp=tmp_path, draw=draw)
     classes = {v["text"]: v["classes"] for v in parsed["vertices"]}
     assert classes["expensive-orders"] == ["changed"]
     assert classes["big-buyer-orders"] == ["downstream"]
@@ -106,7 +108,8 @@ def test_json_and_text_are_as_before(tmp_path: Path) -> None:
     assert "expensive-orders   start-clean" in text
 
 
-def test_the_readme_example_comment_reads_as_it_says(tmp_path: Path) -> None:
+@pytest.mark.parametrize("draw", DRAWN)
+def test_the_readme_example_comment_reads_as_it_says(tmp_path: Path, draw: bool) -> None:
     """The README shows a comment from a real deployment of the examples: it must read as
     Markdown, with the diagram highlighting what it says."""
     readme = (REPO / "README.md").read_text()
@@ -116,7 +119,7 @@ def test_the_readme_example_comment_reads_as_it_says(tmp_path: Path) -> None:
     assert comment.startswith("<!-- flink-sql-runner plan -->\n")
     blocks = parse_markdown(comment)
     (diagram,) = [b for b in blocks if b["type"] == "code" and b["lang"] == "mermaid"]
-    (parsed,) = parse_mermaid(diagram["text"], tmp=tmp_path)
+    (parsed,) = parse_mermaid(diagram["text"], tmp=tmp_path, draw=draw)
     classes = {v["text"]: v["classes"] for v in parsed["vertices"]}
     assert classes["expensive-orders"] == classes["order-stats"] == ["changed"]
     assert classes["big-buyer-orders"] == ["downstream"]

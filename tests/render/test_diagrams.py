@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from flink_sql_runner.decide.lineage import Lineage, build_lineage
 from flink_sql_runner.render.lineage import (
     MERMAID_MAX_EDGES,
@@ -23,7 +25,13 @@ from flink_sql_runner.render.lineage import (
     mermaid_diagram,
 )
 from tests.support.cli import run_cli
-from tests.support.diagrams import dot_nodes_and_edges, parse_dot, parse_mermaid, read_with_node
+from tests.support.diagrams import (
+    DRAWN,
+    dot_nodes_and_edges,
+    parse_dot,
+    parse_mermaid,
+    read_with_node,
+)
 from tests.support.examples import ALL_EXAMPLES
 from tests.support.graphs import catalog, chain, folder, job, stored
 
@@ -87,7 +95,8 @@ def assert_dot_draws(lineage: Lineage, text: str, tmp: Path) -> None:
     assert len(arrows) == len(edges)
 
 
-def test_the_examples_lineage_renders_in_mermaid_and_graphviz(tmp_path: Path) -> None:
+@pytest.mark.parametrize("draw", DRAWN)
+def test_the_examples_lineage_renders_in_mermaid_and_graphviz(tmp_path: Path, draw: bool) -> None:
     state = ["--state-dir", str(tmp_path / "state")]
     outputs = {
         o: run_cli("lineage", *ALL_EXAMPLES, *state, "--output", o)
@@ -95,7 +104,7 @@ def test_the_examples_lineage_renders_in_mermaid_and_graphviz(tmp_path: Path) ->
     }
     assert all(r.returncode == 0 for r in outputs.values()), [r.stderr for r in outputs.values()]
     doc = json.loads(outputs["json"].stdout)
-    (result,) = parse_mermaid(outputs["mermaid"].stdout, tmp=tmp_path)
+    (result,) = parse_mermaid(outputs["mermaid"].stdout, tmp=tmp_path, draw=draw)
     assert result["type"] == "flowchart-v2"
     # The expected graph, from the JSON the same command printed.
     labels = {v["text"] for v in result["vertices"]}
@@ -108,6 +117,8 @@ def test_the_examples_lineage_renders_in_mermaid_and_graphviz(tmp_path: Path) ->
     wanted |= {(j["name"], j["writes"], "") for j in doc["jobs"]}
     wanted.add(("expensive_orders", "expensive_orders_stream", "same folder"))
     assert arrows == wanted
+    if not draw:
+        return
     labels_dot, arrows_dot = dot_nodes_and_edges(parse_dot(outputs["dot"].stdout, tmp_path))
     names_dot = {n: unescape_dot(label)[0] for n, label in labels_dot.items()}
     assert {(names_dot[a], names_dot[b], *(r or ("",))) for a, b, *r in arrows_dot} == wanted
@@ -142,17 +153,22 @@ def hostile_lineage() -> Lineage:
     return build_lineage(jobs, stored=[stored(orphan)], catalog=spare)
 
 
-def test_hostile_names_render_as_written_in_mermaid_and_graphviz(tmp_path: Path) -> None:
+@pytest.mark.parametrize("draw", DRAWN)
+def test_hostile_names_render_as_written_in_mermaid_and_graphviz(
+    tmp_path: Path, draw: bool
+) -> None:
     lineage = hostile_lineage()
     assert lineage.unused_tables == ("kafka.`unused-topic`", "style")
     assert any(link.via == "same folder" for link in lineage.links)
-    (result,) = parse_mermaid(lineage_mermaid(lineage), tmp=tmp_path)
+    (result,) = parse_mermaid(lineage_mermaid(lineage), tmp=tmp_path, draw=draw)
     assert_mermaid_draws(lineage, result)
-    assert_dot_draws(lineage, lineage_dot(lineage), tmp_path)
+    if draw:
+        assert_dot_draws(lineage, lineage_dot(lineage), tmp_path)
 
 
+@pytest.mark.parametrize("draw", DRAWN)
 def test_highlights_cycles_unused_and_stored_jobs_are_classes_mermaid_knows(
-    tmp_path: Path,
+    tmp_path: Path, draw: bool
 ) -> None:
     jobs = [
         job("a", {"b_out": folder("/out/b")}, "a_out", folder("/out/a")),
@@ -162,7 +178,7 @@ def test_highlights_cycles_unused_and_stored_jobs_are_classes_mermaid_knows(
     orphan = job("gone", {"src": folder("/in")}, "g_out", folder("/out/g"))
     lineage = build_lineage(jobs, stored=[stored(orphan)], catalog=catalog("spare"))
     text = lineage_mermaid(lineage, changed=["c"], downstream=lineage.downstream("c"))
-    (result,) = parse_mermaid(text, tmp=tmp_path)
+    (result,) = parse_mermaid(text, tmp=tmp_path, draw=draw)
     assert_mermaid_draws(lineage, result)
     classes = {v["text"]: v["classes"] for v in result["vertices"]}
     assert classes["c"] == ["changed"]
@@ -171,7 +187,8 @@ def test_highlights_cycles_unused_and_stored_jobs_are_classes_mermaid_knows(
     assert classes["gone<br>stored only, not in git"] == ["stored"]
     assert classes["spare<br>parquet, unused"] == ["unused"]
     assert set(result["classes"]) == {"changed", "downstream", "cycle", "stored", "unused"}
-    assert_dot_draws(lineage, lineage_dot(lineage), tmp_path)
+    if draw:
+        assert_dot_draws(lineage, lineage_dot(lineage), tmp_path)
 
 
 def test_a_lineage_too_large_for_mermaid_is_drawn_smaller_and_says_so(tmp_path: Path) -> None:
@@ -231,7 +248,9 @@ def test_the_limit_is_mermaids_own(tmp_path: Path) -> None:
     parse_mermaid(text, tmp=tmp_path, draw=False)
 
 
-def test_a_diagram_with_nothing_to_draw_still_parses(tmp_path: Path) -> None:
+@pytest.mark.parametrize("draw", DRAWN)
+def test_a_diagram_with_nothing_to_draw_still_parses(tmp_path: Path, draw: bool) -> None:
     empty = build_lineage([])
-    parse_mermaid(lineage_mermaid(empty), tmp=tmp_path)
-    assert parse_dot(lineage_dot(empty), tmp_path).get("objects", []) == []
+    parse_mermaid(lineage_mermaid(empty), tmp=tmp_path, draw=draw)
+    if draw:
+        assert parse_dot(lineage_dot(empty), tmp_path).get("objects", []) == []

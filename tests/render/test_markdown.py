@@ -10,6 +10,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.lineage import Lineage, build_lineage
 from flink_sql_runner.decide.plan import build_plan
@@ -17,7 +19,7 @@ from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.render.markdown import MARKER, MAX_LENGTH, code, plan_markdown, text
-from tests.support.diagrams import parse_markdown, parse_mermaid
+from tests.support.diagrams import DRAWN, parse_markdown, parse_mermaid
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
 from tests.support.graphs import pipeline_job
 
@@ -64,7 +66,10 @@ def blocks_of(markdown: str) -> list[dict[str, Any]]:
     return parse_markdown(markdown)
 
 
-def test_the_plan_reads_as_tables_diffs_steps_and_a_lineage_diagram(tmp_path: Path) -> None:
+@pytest.mark.parametrize("draw", DRAWN)
+def test_the_plan_reads_as_tables_diffs_steps_and_a_lineage_diagram(
+    tmp_path: Path, draw: bool
+) -> None:
     plan, lineage = scenario()
     markdown = plan_markdown(plan, lineage)
     assert markdown.startswith(MARKER + "\n")
@@ -144,7 +149,7 @@ def test_the_plan_reads_as_tables_diffs_steps_and_a_lineage_diagram(tmp_path: Pa
     # The lineage: the changed jobs and everything downstream of them highlighted.
     (diagram,) = [b for b in blocks if b["type"] == "code" and b["lang"] == "mermaid"]
     assert diagram["diagram"]["ok"], diagram["diagram"]
-    (parsed,) = parse_mermaid(diagram["text"], tmp=tmp_path)
+    (parsed,) = parse_mermaid(diagram["text"], tmp=tmp_path, draw=draw)
     classes = {v["text"]: v["classes"] for v in parsed["vertices"]}
     assert classes["producer"] == classes["tuned"] == classes["fresh"] == ["changed"]
     assert classes["consumer"] == classes["last"] == ["downstream"]

@@ -8,7 +8,10 @@
   and arrow's text as a person would see it.
 - Graphviz DOT: the `dot` program (Debian's `graphviz`; `.ci/run` installs it).
 
-Neither is optional: without them these tests fail, saying what to install.
+Neither is optional where they are asked for: without them these tests fail, saying what to
+install. A test that draws takes `draw` from DRAWN: its `parsed` case reads with Node only and runs
+with the whole suite; its `drawn` case also draws, with Chromium and Graphviz, and carries the
+`diagrams` marker: `.ci/run` runs those in a stage of their own, after installing both.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ import pytest
 from tests.support.cli import REPO
 
 CHECKER = REPO / "tests" / "mermaid"
+#: `draw` for a test that draws: read only (Node), and read and drawn (Chromium, Graphviz).
+DRAWN = [
+    pytest.param(False, id="parsed"),
+    pytest.param(True, id="drawn", marks=pytest.mark.diagrams),
+]
 
 
 def _node() -> str:
