@@ -4,7 +4,7 @@ Each job reads tables and writes one. A job feeds another when the table it writ
 the other reads, that is when the two tables
 
 - are one entry of the table catalog (the same name, as Spark resolves names), or
-- land in one place, by the identity `sinks.py` gives a sink: the same folder (or one inside
+- land in one place, by the identity `read/sinks.py` gives a sink: the same folder (or one inside
   the other, or a source's path pattern that matches it; `s3://` and `s3a://` are one), the
   same catalog table (`table:`), the same Kafka topic (or a `subscribePattern` matching it) on
   the same bootstrap servers.

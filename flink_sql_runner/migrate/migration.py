@@ -1,6 +1,6 @@
 """`flink-sql-runner migrate`: a store of the original tool's manifests, in this product's format.
 
-Every manifest is read and converted (legacy.py) before anything is written; a problem in any
+Every manifest is read and converted (convert.py) before anything is written; a problem in any
 of them stops the whole migration (exit 2, nothing written). A manifest of this product's format
 is never overwritten: in the source it is left alone, at the destination it stops the
 migration, unless it is this very conversion written by an earlier run (running the migration

@@ -2,8 +2,8 @@
 `s3://` / `s3a://` URIs, behind one small interface.
 
 The deployer reads and writes the runner's control files here (runtime manifest, stop marker,
-status file, submission records) and inspects checkpoints through it (`checkpoints.py`). Tests
-use the in-memory fake of the same interface (`tests/fakes.py`).
+status file, submission records) and inspects checkpoints through it (`gather/checkpoints.py`).
+Tests use the in-memory fake of the same interface (`tests/support/fakes.py`).
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 The desired state is what `deploy` recorded (the store); `watch` never applies git. Every
 interval the leading watcher lists what runs (one listing), reads each job's status file and
-its own records (`watchstate.py`), and judges each job (`health.py`, `stalls.py`). Jobs that are
+its own records (`records.py`), and judges each job (`health.py`, `stalls.py`). Jobs that are
 down or stalled are acted on through the same decisions and executor steps as `deploy`, in the
-background (`watch_actions.py`: the looks go on meanwhile), holding the store's lock only while
+background (`restarts.py`: the looks go on meanwhile), holding the store's lock only while
 restarts are under way: a deploy that holds it is waited out, never joined.
 
 - A job that should run and does not is restarted from its checkpoint at its stored version.
@@ -298,7 +298,7 @@ class Watcher:
     # -- acting ------------------------------------------------------------------------------
     def act(self, names: list[str], stored: dict[str, StoredManifest]) -> None:
         """Under the store's lock, from facts read again under it: restart what is down (after
-        its backoff), replace what is stalled, in the background (watch_actions.py). A deploy
+        its backoff), replace what is stalled, in the background (restarts.py). A deploy
         holding the lock is waited out."""
         try:
             holder = self.actions.hold()

@@ -1,4 +1,4 @@
-"""The original tool's stored manifests, converted (legacy.py)."""
+"""The original tool's stored manifests, converted (migrate/convert.py)."""
 
 from __future__ import annotations
 
