@@ -14,7 +14,6 @@ from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.interrupts import EXIT_INTERRUPTED, DeployInterrupts
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import Abandoned, JobResult
-from flink_sql_runner.act.settings import DEFAULT_PARALLELISM
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
@@ -22,6 +21,7 @@ from flink_sql_runner.cli.options import (
     drop_options,
     env_var,
     input_options,
+    parallelism_option,
     path_option,
     remote_options,
     settings_from,
@@ -161,14 +161,7 @@ def _deploy_report(plan: Plan, results: dict[str, JobResult], output: str) -> No
     envvar=env_var("PRUNE"),
     help="Stop jobs whose manifest left --path (checkpoint kept) and archive their manifest.",
 )
-@click.option(
-    "--parallelism",
-    type=click.IntRange(1, 256),
-    default=DEFAULT_PARALLELISM,
-    show_default=True,
-    envvar=env_var("PARALLELISM"),
-    help="Jobs stopped/started at once; producers start first, consumers stop first.",
-)
+@parallelism_option("Jobs stopped/started at once; producers start first, consumers stop first.")
 @handle_errors
 def deploy(
     paths: tuple[Path, ...], output: str, dry_run: bool, prune: bool, debug: bool, **kw: Any

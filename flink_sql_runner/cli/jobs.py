@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from flink_sql_runner.act.deployment import Deployment
-from flink_sql_runner.act.settings import DEFAULT_PARALLELISM
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
@@ -18,6 +17,7 @@ from flink_sql_runner.cli.options import (
     drop_options,
     env_var,
     input_options,
+    parallelism_option,
     remote_options,
     settings_from,
     timeout_options,
@@ -67,14 +67,7 @@ drop_options(status, "runner_path")
 @input_options
 @remote_options
 @timeout_options
-@click.option(
-    "--parallelism",
-    type=click.IntRange(1, 256),
-    default=DEFAULT_PARALLELISM,
-    show_default=True,
-    envvar=env_var("PARALLELISM"),
-    help="Jobs stopped at once.",
-)
+@parallelism_option("Jobs stopped at once.")
 @handle_errors
 def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: Any) -> int:
     """Stop jobs gracefully with their checkpoints (each NAME, or --all); manifests are kept.

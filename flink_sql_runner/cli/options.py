@@ -181,6 +181,18 @@ remote_options = options(*REMOTE_OPTIONS)
 timeout_options = options(*TIMEOUT_OPTIONS)
 
 
+def parallelism_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--parallelism`, with what it means for the command using it."""
+    return click.option(
+        "--parallelism",
+        type=click.IntRange(1, 256),
+        default=DEFAULT_PARALLELISM,
+        show_default=True,
+        envvar=env_var("PARALLELISM"),
+        help=help,
+    )
+
+
 def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
     ctx = click.get_current_context(silent=True)
     target_source = ctx.get_parameter_source("target") if ctx else None
