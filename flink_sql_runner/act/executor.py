@@ -5,8 +5,9 @@ The executor interprets steps (decide/steps.py); it does not re-derive why. Inte
 (`interrupt()`, on the first Ctrl-C), it begins no other job but finishes the jobs in flight, each
 to the end of its steps (a job whose stops are done still gets its starts), so none is left half
 done; a job never begun writes nothing, not even an intent record. Interrupted again (a
-KeyboardInterrupt while it waits), it stops acting at once: `Abandoned`, the in-flight jobs'
-intent records left for the next deploy.
+KeyboardInterrupt while it waits), it begins no other side effect: each worker ends the call it
+is in (a submit, a stop) and stops at its next lease check; the lock stays held until then.
+`Abandoned`: the in-flight jobs' intent records are left for the next deploy.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ class Executor:
     ):
         self.parallelism = max(1, parallelism)
         self.lease = lease
-        self.runs = RunControl(target, storage, timeouts, clock, sleep)
+        self.runs = RunControl(
+            target, storage, timeouts, clock, sleep, lease.check if lease else lambda: None
+        )
         self.job = JobSteps(store, self.runs, lease, self._doing_now, debug)
         #: Set by interrupt(): no job is begun from then on.
         self.stopping = threading.Event()
@@ -206,9 +209,13 @@ class Executor:
             in_flight, _ = self.interrupt()
             if self.lease is not None:
                 self.lease.abandon("the deploy was interrupted twice")
-            pool.shutdown(wait=False, cancel_futures=True)
+            finished = {future for future in running if future.done()}
+            # The lock is held (and renewed) until no worker can act: a worker inside a submit
+            # or a stop ends that call, then stops at its next lease check; what it was doing
+            # is left in flight, its intent record kept.
+            pool.shutdown(wait=True, cancel_futures=True)
             for future, (kind, decision) in running.items():
-                if kind == "resume" and future.done() and not future.cancelled():
+                if kind == "resume" and future in finished and not future.cancelled():
                     results[decision.name] = future.result()
             left = {n: w for n, w in in_flight.items() if n not in results}
             for decision in plan.decisions:

@@ -36,7 +36,8 @@ from flink_sql_runner.decide.steps import (
 )
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host.timing import mark
-from flink_sql_runner.model.intents import Intent, IntentLog, Phase, new_intent
+from flink_sql_runner.model.intents import Intent, IntentLog, Kind, Phase, new_intent
+from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 
@@ -97,9 +98,14 @@ class JobSteps:
         return False
 
     # -- one decision ---------------------------------------------------------------------------
-    def _check(self) -> None:
+    def _check(self, evidence: bool = False) -> None:
         if self.lease is not None:
-            self.lease.check()
+            self.lease.check(evidence)
+
+    def _fresh_lease(self, what: str) -> None:
+        """Before a step that may outlast the lease's trust: renewed, or the step not begun."""
+        if self.lease is not None:
+            self.lease.renewed_for_step(what)
 
     def _carry_out(self, decision: Decision, result: JobResult) -> Generator[None, Any, None]:
         """The decision's steps; on a start that is not healthy, its rollback. Sets `result`;
@@ -107,82 +113,103 @@ class JobSteps:
         start; sent a list of reasons there, it holds its starts back: what it stopped is
         started again from its checkpoint (its rollback) and the job is `skipped`."""
         name = decision.name
-        run_id = str(uuid.uuid4())
         record = [s.manifest for s in decision.steps if isinstance(s, Record)]
-        intent: Intent | None = None
-
-        def phase(to: Phase, submission_id: str | None = None) -> None:
-            """Write the intent record before the first stop or start (an interrupted deploy's
-            own record, if any, stays until its DropIntent step), then move it forward."""
-            nonlocal intent
-            self._check()
-            if intent is None:
-                if to is not Phase.INTENDED:
-                    return
-                first = next(s for s in decision.steps if isinstance(s, (StopRun, StartRun)))
-                manifest = record[-1] if record else first.manifest
-                intent = new_intent(manifest, decision.action.value, run_id)
-            elif to is Phase.INTENDED:
-                return
-            else:
-                intent = intent.at(to, submission_id)
-            self.intents.write(intent)
-
+        first = next((s for s in decision.steps if isinstance(s, (StopRun, StartRun))), None)
+        manifest = record[-1] if record else (first.manifest if first else None)
+        tracker = Tracker(self.intents, self._check, manifest, decision.action.value,
+                          KIND_OF_ACTION.get(decision.action, Kind.START),
+                          self.runs.submit_timeout)  # fmt: skip
         split = first_start(decision.steps)
         try:
-            self._steps(decision.steps[:split], result, run_id, phase)
+            self._steps(decision.steps[:split], result, tracker)
             held = (yield) if split < len(decision.steps) else None
             if held:
-                self._hold_back(decision, result, held, intent is not None, phase)
+                self._hold_back(decision, result, held, tracker.written)
                 return
-            self._steps(decision.steps[split:], result, run_id, phase)
+            self._steps(decision.steps[split:], result, tracker)
         except StartFailed as failure:
             if not failure.gone:
                 raise FsrError(
                     f"{first_line(str(failure))}; the run may still be up, so nothing else "
                     f"is started for {name} (the next deploy settles it)"
                 ) from None
-            phase(Phase.FAILED)
-            if not decision.rollback:
-                self.intents.delete(name)
-                raise
-            phase(Phase.ROLLING_BACK)
-            try:
-                self._steps(decision.rollback, result, str(uuid.uuid4()), lambda *_: None)
-            except StartFailed as again:
-                if again.gone:
-                    self.intents.delete(name)
-                raise FsrError(
-                    f"{first_line(str(failure))}; and the rollback failed too: "
-                    f"{first_line(str(again))}"
-                ) from None
-            self.intents.delete(name)
-            back = next(s for s in decision.rollback if isinstance(s, StartRun))
-            result.ok, result.outcome = False, "rolled-back"
-            result.summary = (
-                f"rolled back: v{back.manifest.meta.query_version} running again from its "
-                f"checkpoint, the store unchanged ({first_line(str(failure))})"
-            )
-            result.detail = "\n".join(str(failure).splitlines()[1:])
+            tracker.to(Phase.FAILED)
+            self._after_failed_start(decision, result, tracker, failure)
             return
         except LeaseLost:
             raise  # not this deploy's store any more: no cleanup either
         except BaseException:
-            if intent is not None and not intent.phase.submitted:
+            intent = tracker.intent
+            if intent is not None and (
+                intent.phase is Phase.INTENDED
+                or (
+                    intent.kind is Kind.START
+                    and intent.phase in (Phase.STOPPING, Phase.OLD_STOPPED)
+                )
+            ):
                 self._forget_intent(name)  # nothing new can exist: the old facts stand
             raise
-        if intent is not None or any(isinstance(s, DropIntent) for s in decision.steps):
+        if tracker.written or any(isinstance(s, DropIntent) for s in decision.steps):
             self.intents.delete(name)
         if not result.summary:
             result.summary = "; ".join(result.steps[-1:]) or "done"
 
+    def _after_failed_start(
+        self, decision: Decision, result: JobResult, tracker: Tracker, failure: StartFailed
+    ) -> None:
+        """A start that ended without a healthy run, confirmed gone. A restart of the same
+        version whose run committed batches is not rolled back: the old manifest would resume
+        after those batches, and their rows would exist only where the new one wrote them. The
+        new manifest is recorded instead and the job is left down. Otherwise: the rollback."""
+        name = decision.name
+        intent = tracker.intent
+        assert intent is not None
+        if intent.committed_before is not None:
+            now = self.runs.committed(intent.manifest)
+            if now > intent.committed_before:
+                self._check()
+                self.store.write(intent.manifest)
+                self.intents.delete(name)
+                raise FsrError(
+                    f"{first_line(str(failure))}; its run committed batch {now} (the checkpoint "
+                    f"had {intent.committed_before}) before it ended, so it is not rolled back "
+                    f"(the previous manifest would resume after those batches): "
+                    f"v{intent.version} is recorded with the new manifest and is down; fix it "
+                    "and deploy again"
+                ) from None
+        if not decision.rollback:
+            self.intents.delete(name)
+            raise failure
+        try:
+            self._roll_back(decision, result)
+        except StartFailed as again:
+            raise FsrError(
+                f"{first_line(str(failure))}; and the rollback failed too: {first_line(str(again))}"
+            ) from None
+        back = next(s for s in decision.rollback if isinstance(s, StartRun))
+        result.ok, result.outcome = False, "rolled-back"
+        result.summary = (
+            f"rolled back: v{back.manifest.meta.query_version} running again from its "
+            f"checkpoint, the store unchanged ({first_line(str(failure))})"
+        )
+        result.detail = "\n".join(str(failure).splitlines()[1:])
+
+    def _roll_back(self, decision: Decision, result: JobResult) -> None:
+        """Start the previous manifest again from its checkpoint, under an intent of its own
+        (a rollback's start is as much a start as any other): StartFailed if it fails."""
+        back = next(s for s in decision.rollback if isinstance(s, StartRun))
+        tracker = Tracker(self.intents, self._check, back.manifest, "rollback", Kind.ROLLBACK,
+                          self.runs.submit_timeout)  # fmt: skip
+        try:
+            self._steps(decision.rollback, result, tracker)
+        except StartFailed as again:
+            if again.gone:
+                self.intents.delete(decision.name)
+            raise
+        self.intents.delete(decision.name)
+
     def _hold_back(
-        self,
-        decision: Decision,
-        result: JobResult,
-        held: list[str],
-        stopped: bool,
-        phase: Callable[..., None],
+        self, decision: Decision, result: JobResult, held: list[str], stopped: bool
     ) -> None:
         """Skip the starts of `decision`; a run its stops stopped starts again from its
         checkpoint, the store unchanged."""
@@ -194,17 +221,13 @@ class JobSteps:
             result.summary += "; it stays stopped (no previous run to start again)"
             self.intents.delete(decision.name)
             return
-        phase(Phase.ROLLING_BACK)
         try:
-            self._steps(decision.rollback, result, str(uuid.uuid4()), lambda *_: None)
+            self._roll_back(decision, result)
         except StartFailed as again:
-            if again.gone:
-                self.intents.delete(decision.name)
             raise FsrError(
                 f"held back ({'; '.join(held)}), and starting the previous run again failed: "
                 f"{first_line(str(again))}"
             ) from None
-        self.intents.delete(decision.name)
         back = next(s for s in decision.rollback if isinstance(s, StartRun))
         result.ok, result.outcome = False, "skipped"
         result.summary = (
@@ -218,13 +241,7 @@ class JobSteps:
         except FsrError:
             pass  # the next deploy drops it on the same evidence
 
-    def _steps(
-        self,
-        steps: tuple[Step, ...],
-        result: JobResult,
-        run_id: str,
-        phase: Callable[..., None],
-    ) -> None:
+    def _steps(self, steps: tuple[Step, ...], result: JobResult, tracker: Tracker) -> None:
         ran_on: str | None = None  # the Spark the healthy run of these steps reported
         for index, step in enumerate(steps):
             self.doing(result.name, steps, index)
@@ -232,24 +249,29 @@ class JobSteps:
             if isinstance(step, DropIntent):
                 self.intents.delete(result.name)
                 result.steps.append(
-                    f"dropped the intent record of an interrupted deploy ({step.why})"
+                    f"dropped the intent record of an interrupted command ({step.why})"
                 )
             elif isinstance(step, StopRun):
-                phase(Phase.INTENDED)
+                self._fresh_lease(f"stop {result.name}")
+                tracker.to(Phase.INTENDED)
+                tracker.to(Phase.STOPPING)
                 how = self.runs.stop(step.run, step.manifest)
-                phase(Phase.OLD_STOPPED)
+                tracker.to(Phase.OLD_STOPPED)
                 result.steps.append(f"stopped v{step.run.version}: {how}")
             elif isinstance(step, StartRun):
-                phase(Phase.INTENDED)
-                phase(Phase.SUBMITTING)
+                self._fresh_lease(f"start {result.name}")
+                tracker.to(Phase.INTENDED)
+                before = None if step.clean else self.runs.committed(step.manifest)
+                tracker.to(Phase.SUBMITTING, committed_before=before)
                 healthy = self.runs.start(
                     step.manifest,
                     step.clean,
-                    run_id,
+                    tracker.run_id,
                     step.source,
-                    on_submitted=lambda run: phase(Phase.SUBMITTED, run.submission_id),
+                    on_submitted=lambda run: tracker.to(Phase.SUBMITTED, run.submission_id),
+                    before_wait=lambda: self._fresh_lease(f"wait for {result.name}"),
                 )
-                phase(Phase.HEALTHY)
+                tracker.to(Phase.HEALTHY)
                 ran_on = healthy.spark_version
                 how = "clean" if step.clean else "from checkpoint"
                 version = step.manifest.meta.query_version
@@ -259,8 +281,9 @@ class JobSteps:
                 )
             elif isinstance(step, AwaitRun):
                 control = self.runs.control(step.manifest, step.run.version)
+                self._fresh_lease(f"wait for {result.name}")
                 healthy = self.runs.await_healthy(step.run, control)
-                phase(Phase.HEALTHY)
+                tracker.to(Phase.HEALTHY)
                 ran_on = healthy.spark_version
                 result.steps.append(f"{step.run.describe()} became healthy")
                 result.summary = (
@@ -280,6 +303,58 @@ class JobSteps:
             elif isinstance(step, Archive):
                 where = self.store.archive(step.name)
                 result.summary = f"pruned: checkpoint kept, manifest archived to {where}"
+
+
+class Tracker:
+    """One command's intent record for one job: written before the job's first side effect
+    (an interrupted command's own record, if any, stays until its DropIntent step), then moved
+    forward phase by phase, each write after a lease check."""
+
+    def __init__(
+        self,
+        log: IntentLog,
+        check: Callable[[bool], None],
+        manifest: StoredManifest | None,
+        action: str,
+        kind: Kind,
+        submit_timeout: float,
+    ):
+        self.log, self.check = log, check
+        self.manifest, self.action, self.kind = manifest, action, kind
+        self.submit_timeout = submit_timeout
+        self.run_id = str(uuid.uuid4())
+        self.intent: Intent | None = None
+
+    @property
+    def written(self) -> bool:
+        return self.intent is not None
+
+    def to(
+        self, phase: Phase, submission_id: str | None = None, committed_before: int | None = None
+    ) -> None:
+        self.check(phase in AFTER_EFFECTS)
+        if self.intent is None:
+            if self.manifest is None:
+                return
+            self.intent = new_intent(self.manifest, self.action, self.run_id, self.kind,
+                                     self.submit_timeout)  # fmt: skip
+            if phase is not Phase.INTENDED:
+                self.intent = self.intent.at(phase, submission_id)
+        elif phase is Phase.INTENDED:
+            return
+        else:
+            self.intent = self.intent.at(phase, submission_id)
+        if committed_before is not None:
+            self.intent = replace(self.intent, committed_before=committed_before)
+        self.log.write(self.intent)
+
+
+#: Phases that record what already happened: written even by a command that was told to begin
+#: nothing more, as long as it holds the lock.
+AFTER_EFFECTS = (Phase.OLD_STOPPED, Phase.SUBMITTED, Phase.HEALTHY, Phase.FAILED)
+
+#: The kind of intent each action writes; any other writes a start's.
+KIND_OF_ACTION = {Action.STOP: Kind.STOP, Action.PRUNE: Kind.PRUNE}
 
 
 @dataclass

@@ -31,16 +31,16 @@ class JobResult:
 
 
 class Abandoned(FsrError):
-    """A deploy interrupted twice stopped at once: every job's result (`left-in-flight` for the
-    jobs in flight, whose intent records stay; `not-begun`), and what those in flight were
-    doing."""
+    """A deploy interrupted twice stopped acting once the calls in flight returned: every
+    job's result (`left-in-flight` for the jobs in flight, whose intent records stay;
+    `not-begun`), and what those in flight were doing."""
 
     exit_code = 130
 
     def __init__(self, results: dict[str, JobResult], in_flight: dict[str, str]):
         doing = "; ".join(f"{name}: {what}" for name, what in in_flight.items())
         super().__init__(
-            "left at once"
+            "stopped acting"
             + (
                 f" while in flight ({doing}); the next deploy settles these from their intent "
                 "records"

@@ -18,8 +18,10 @@ from typing import Any
 from flink_sql_runner.act.runtime import runtime_manifest, spark_conf
 from flink_sql_runner.decide.steps import checkpoint_location
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.gather.checkpoints import inspect_checkpoint
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.control import HEALTHY_STATES, ControlFiles, app_name, run_status
+from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import Storage
@@ -64,9 +66,22 @@ class RunControl:
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
+        still_acting: Callable[[], None] = lambda: None,
     ):
+        """`still_acting()` raises when the command must stop acting (its lease lost, or it
+        was interrupted twice): a health wait ends at its next poll."""
         self.target, self.storage, self.timeouts = target, storage, timeouts
-        self.clock, self.sleep = clock, sleep
+        self.clock, self.sleep, self.still_acting = clock, sleep, still_acting
+
+    @property
+    def submit_timeout(self) -> float:
+        """How long a run the target accepted may take to show in its listing."""
+        return float(getattr(self.target, "submit_timeout", DEFAULT_SUBMIT_TIMEOUT))
+
+    def committed(self, manifest: StoredManifest) -> int:
+        """The last batch the checkpoint of `manifest`'s version has committed; -1 if none."""
+        info = inspect_checkpoint(self.storage, checkpoint_location(manifest))
+        return info.last_committed if info.last_committed is not None else -1
 
     @staticmethod
     def control(manifest: StoredManifest, version: int | None) -> ControlFiles:
@@ -90,9 +105,11 @@ class RunControl:
         run_id: str | None = None,
         source: str = "",
         on_submitted: Callable[[Run], None] | None = None,
+        before_wait: Callable[[], None] | None = None,
     ) -> Healthy:
         """Start one run and wait until it is healthy. StartFailed otherwise, saying whether
-        the run is confirmed gone."""
+        the run is confirmed gone. `on_submitted` is told the run once the target accepted it,
+        `before_wait` is called before the wait for its health begins."""
         version = manifest.meta.query_version
         run_id = run_id or str(uuid.uuid4())
         control = self.control(manifest, version)
@@ -138,6 +155,8 @@ class RunControl:
         mark("submitted", job=manifest.name)
         if on_submitted is not None:
             on_submitted(started.run)
+        if before_wait is not None:
+            before_wait()
         problem, status = self._wait_healthy(started.run, control)
         self.target.launched(started.run)
         if problem is None:
@@ -186,6 +205,7 @@ class RunControl:
                 return f"the job exited before it was healthy: {error or 'see its log'}", status
             if self.clock() >= deadline:
                 return f"the job was not healthy within {self.timeouts.start:.0f} s", status
+            self.still_acting()
             self.sleep(self.timeouts.poll)
 
     def _status(self, control: ControlFiles, run_id: str | None) -> dict[str, Any] | None:

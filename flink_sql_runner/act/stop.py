@@ -11,9 +11,11 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from flink_sql_runner.act.job_steps import Tracker
 from flink_sql_runner.decide.tree import as_stopped
 from flink_sql_runner.errors import FsrError, UnknownJob
 from flink_sql_runner.model.control import ControlFiles
+from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT, IntentLog, Kind, Phase
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock
@@ -104,21 +106,31 @@ def stop_job(
     recorded = stored.job.get("desired-state") == "stopped"
     if not runs and recorded:
         return StopResult(name, "not-running", f"{name}: already stopped; checkpoint kept")
+    check = lease.check if lease is not None else (lambda evidence=False: None)
+    submit_timeout = float(getattr(target, "submit_timeout", DEFAULT_SUBMIT_TIMEOUT))
+    # An intent first: a stop done but not yet recorded is recorded by whoever comes next,
+    # never undone (model/intents.py).
+    tracker = Tracker(IntentLog(store), check, as_stopped(stored), "stop", Kind.STOP,
+                      submit_timeout)  # fmt: skip
     root = str(stored.job["checkpoint-root"]).rstrip("/")
     said = []
     for run in runs:
-        if lease is not None:
-            lease.check()
         if run.liveness is Liveness.UNKNOWN and run.version is None:
             raise FsrError(f"{name}: cannot stop {run.describe()}: {run.detail}")
+        if lease is not None:
+            lease.renewed_for_step(f"stop {name}")
+        tracker.to(Phase.STOPPING)
         control = ControlFiles.of(f"{root}/{name}", run.version or stored.meta.query_version)
         stopped = target.stop(run, control.stop_marker, timeout)
         storage.delete(control.stop_marker)
         said.append(stopped.how if len(runs) == 1 else f"v{run.version}: {stopped.how}")
+    if runs:
+        tracker.to(Phase.OLD_STOPPED)
     if not recorded:
-        if lease is not None:
-            lease.check()
+        check()
         store.write(as_stopped(stored))
+    if tracker.written:
+        IntentLog(store).delete(name)
     if not runs:
         message = f"{name}: was not running; recorded as stopped (checkpoint kept)"
         return StopResult(name, "not-running", message)

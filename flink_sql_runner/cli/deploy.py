@@ -126,13 +126,11 @@ def _deploy(
                 progress=progress,
             )
     except Abandoned as exc:
-        # A second Ctrl-C: what finished, then leave at once; the worker threads still in flight
-        # would otherwise be waited for at exit.
+        # A second Ctrl-C: the calls in flight have returned and the lock is released; what
+        # finished, then leave.
         _deploy_report(shown[0], exc.results, output)
         click.echo(f"interrupted again: {exc}", err=True)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
     failed = [d.name for d in plan.decisions if d.name in results and not results[d.name].ok]
     _deploy_report(plan, results, output)
     if interrupts.count:

@@ -18,7 +18,8 @@ from flink_sql_runner.decide.steps import (
     StopRun,
 )
 from flink_sql_runner.model.facts import JobFacts
-from flink_sql_runner.model.runs import Liveness, Run
+from flink_sql_runner.model.intents import Kind, Outcome
+from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.sparkversion import is_older, version_tuple
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.manifest import Job
@@ -51,10 +52,10 @@ def describe_runs(runs: tuple[Run, ...]) -> str:
 def decide(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Decision:
     """One job's decision, following SPEC's decision tree, with its reason in words.
 
-    An intent record left by an interrupted deploy is settled first, on evidence of its own
-    run: a run that is up is waited for and recorded; one that was healthy and is gone is
-    recorded and restarted from its checkpoint; one that never took effect is dropped, and the
-    manifest stored before stands.
+    An intent record left by an interrupted command is settled first, by its own rules
+    (model/intents.py): what took effect is completed (recorded, or archived), a run that is up
+    is waited for and recorded, what never took effect is dropped and the stored manifest
+    stands; while its run may exist, nothing is started or recorded for the job.
     """
     if facts.problem:
         return error(facts, f"cannot be decided: {facts.problem}")
@@ -65,40 +66,12 @@ def decide(facts: JobFacts, prune: bool = False, spark: str | None = None) -> De
             "started while a run may be alive (deploy again once the target answers, or stop it "
             "there)",
         )
-    settled = facts.intent
-    if settled is None:
+    if facts.intent is None:
         return _decide(facts, prune, spark)
-    intent = settled.intent
-    what = f"an interrupted deploy's {intent.action} of v{intent.version}"
-    prefix: tuple[Step, ...]
-    rollback: tuple[Step, ...] = ()
-    if settled.run is Liveness.UNKNOWN:
-        return error(
-            facts, f"{what} may be up: cannot tell ({describe_runs(facts.runs)}); not acting"
-        )
-    if settled.run is Liveness.ALIVE:
-        assert settled.alive is not None
-        adopted = replace(facts, stored=intent.manifest, checkpoint=settled.checkpoint, intent=None)
-        if settled.healthy:
-            prefix = (Record(intent.manifest), DropIntent("its run is up and was healthy"))
-            note = f"{what} is up ({settled.alive.detail}): record it; "
-        else:
-            prefix = (
-                AwaitRun(settled.alive, intent.manifest),
-                Record(intent.manifest),
-                DropIntent("its run is up"),
-            )
-            note = f"{what} is up ({settled.alive.detail}): wait until it is healthy, record it; "
-            if facts.stored is not None and intent.action.startswith("stop-and-"):
-                rollback = (StartRun(facts.stored, clean=False, source="the store"),)
-    elif settled.healthy:
-        adopted = replace(facts, stored=intent.manifest, checkpoint=settled.checkpoint, intent=None)
-        prefix = (Record(intent.manifest), DropIntent("its run was healthy, then ended"))
-        note = f"{what} took effect (its run reported healthy) and has ended: record it; "
-    else:
-        adopted = replace(facts, intent=None)
-        prefix = (DropIntent("its start did not take effect"),)
-        note = f"{what} did not take effect (no run of it is up or was healthy); "
+    settled = settle_intent(facts)
+    if isinstance(settled, Decision):
+        return settled
+    adopted, prefix, rollback, note = settled
     decision = _decide(adopted, prune, spark)
     if decision.action is Action.ERROR:
         return replace(decision, reason=note + decision.reason)
@@ -110,6 +83,61 @@ def decide(facts: JobFacts, prune: bool = False, spark: str | None = None) -> De
         steps=prefix + decision.steps,
         rollback=decision.rollback or rollback,
     )
+
+
+def settle_intent(
+    facts: JobFacts,
+) -> Decision | tuple[JobFacts, tuple[Step, ...], tuple[Step, ...], str]:
+    """The steps that settle `facts`' intent, the facts as they stand once it is settled, the
+    rollback of awaiting its run and the reason so far; or the job's decision when nothing else
+    may be decided for it now."""
+    assert facts.intent is not None
+    settled, checkpoint = facts.intent.settled, facts.intent.checkpoint
+    intent = settled.intent
+    what = intent.describe()
+    if settled.outcome is Outcome.UNKNOWN:
+        return error(
+            facts,
+            f"{what}: {settled.why}; nothing is started or recorded for it until that is known",
+            intent.version,
+        )
+    # A version an interrupted start was begun for is never started clean again.
+    if facts.checkpoint is not None and facts.checkpoint.highest_version < intent.version:
+        facts = replace(facts, checkpoint=replace(facts.checkpoint, highest_version=intent.version))
+    untouched = replace(facts, intent=None)
+    note = f"{what}: {settled.why}; "
+    if settled.outcome is Outcome.NOT_TAKEN:
+        return untouched, (DropIntent(f"it did not take effect: {settled.why}"),), (), note
+    if intent.kind is Kind.STOP:
+        recorded = (Record(intent.manifest), DropIntent("its stop took effect"))
+        return replace(untouched, stored=intent.manifest), recorded, (), note + "record it; "
+    if intent.kind is Kind.PRUNE:
+        if facts.desired is not None:  # back under --path: not pruned after all
+            return untouched, (DropIntent("the job is back under --path"),), (), note
+        archive = (Archive(facts.name), DropIntent("its prune took effect"))
+        return Decision(facts.name, Action.PRUNE, intent.version, note + "archive its manifest",
+                        steps=archive)  # fmt: skip
+    if intent.kind is Kind.ROLLBACK:
+        if settled.outcome is Outcome.UP and not settled.healthy:
+            assert settled.run is not None
+            steps = (AwaitRun(settled.run, intent.manifest), DropIntent("its run is up"))
+            return untouched, steps, (), note + "wait until it is healthy; "
+        return untouched, (DropIntent(f"the rollback took effect: {settled.why}"),), (), note
+    adopted = replace(untouched, stored=intent.manifest, checkpoint=checkpoint)
+    if settled.outcome is Outcome.TOOK_EFFECT or settled.healthy:
+        return (
+            adopted,
+            (Record(intent.manifest), DropIntent("it took effect")),
+            (),
+            note + ("record it; "),
+        )
+    assert settled.run is not None
+    steps = (AwaitRun(settled.run, intent.manifest), Record(intent.manifest),
+             DropIntent("its run is up"))  # fmt: skip
+    rollback: tuple[Step, ...] = ()
+    if facts.stored is not None and intent.action.startswith("stop-and-"):
+        rollback = (StartRun(facts.stored, clean=False, source="the store"),)
+    return adopted, steps, rollback, note + "wait until it is healthy, record it; "
 
 
 def _decide(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Decision:
@@ -304,17 +332,39 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
     )
 
 
-def replace_stalled(facts: JobFacts, why: str) -> Decision:
+def replace_stalled(facts: JobFacts, why: str, spark: str | None = None) -> Decision:
     """`watch`'s decision for a run that hangs: stop it (killed if it does not stop), restart
-    the stored manifest from its checkpoint. An error where the facts leave doubt."""
+    the stored manifest from its checkpoint, on the rules a deploy's restart follows: only the
+    stored version's run is replaced, a job recorded as stopped is stopped and stays so, and a
+    checkpoint is not restored onto an older Spark. An error where the facts leave doubt."""
     stored = facts.stored
+    if facts.problem:
+        return error(facts, f"{why}; but it cannot be decided: {facts.problem}")
     if stored is None or len(facts.alive) != 1 or facts.unknown:
         return error(facts, f"{why}; but not exactly one run of it is known to be up: not acting")
-    run = facts.alive[0]
-    return Decision(
+    if facts.intent is not None:
+        return error(
+            facts, f"{why}; but {facts.intent.intent.describe()} is open: left to the next deploy"
+        )
+    run, version = facts.alive[0], stored.meta.query_version
+    if run.version is not None and run.version != version:
+        return error(
+            facts,
+            f"{why}; but it runs v{run.version} and the store records v{version}: not replaced "
+            "(the next deploy decides)",
+        )
+    if stored.job.get("desired-state") == "stopped":
+        return Decision(
+            facts.name,
+            Action.STOP,
+            version,
+            f"{why}; it is recorded as stopped: stop it (killed if it does not stop)",
+            steps=(StopRun(run, stored),),
+        )
+    decision = Decision(
         facts.name,
         Action.STOP_AND_RESTART,
-        stored.meta.query_version,
+        version,
         f"{why}: stop it (killed if it does not stop), restart from its checkpoint",
         steps=(
             StopRun(run, stored),
@@ -322,3 +372,4 @@ def replace_stalled(facts: JobFacts, why: str) -> Decision:
             Record(stored),
         ),
     )
+    return _with_spark_versions(decision, facts, stored.meta.spark_version, spark)

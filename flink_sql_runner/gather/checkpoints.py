@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from flink_sql_runner.stores.storage import IsAFolder, Storage
 
 MAX_METADATA_BYTES = 1024 * 1024
+_CONTROL = re.compile(r"v(\d+)\.")
 _NUMERIC = re.compile(r"[0-9]+")
 
 
@@ -52,8 +53,16 @@ def inspect_checkpoint(storage: Storage, location: str) -> CheckpointInfo:
 
 
 def highest_version(storage: Storage, job_location: str) -> int:
-    """The largest numeric sub-folder of `<root>/<name>`, 0 when there is none."""
-    return max(numbers(storage.dir_names(job_location.rstrip("/"))), default=0)
+    """The largest version used under `<root>/<name>`, 0 when there is none: its numeric
+    sub-folders (checkpoints) and the versions control files were written for
+    (`_control/v<N>.*`, written before a run is submitted). A version a start was begun for is
+    never started clean again, even when that run left no checkpoint: it may still appear."""
+    location = job_location.rstrip("/")
+    used = numbers(storage.dir_names(location))
+    used += [
+        int(m[1]) for f in storage.file_names(f"{location}/_control") if (m := _CONTROL.match(f))
+    ]
+    return max(used, default=0)
 
 
 def numbers(names: list[str]) -> list[int]:

@@ -13,10 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather import checkpoints
-from flink_sql_runner.model.control import HEALTHY_STATES, ControlFiles, run_status
+from flink_sql_runner.model.control import ControlFiles, run_status
 from flink_sql_runner.model.facts import CheckpointFacts, IntentFacts, JobFacts
-from flink_sql_runner.model.intents import Intent, IntentLog
-from flink_sql_runner.model.runs import Listing, Liveness
+from flink_sql_runner.model.intents import Intent, IntentLog, settle
+from flink_sql_runner.model.runs import Listing
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.stores.base import ManifestStore
@@ -100,29 +100,16 @@ def _checkpoint_facts(
 
 
 def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFacts:
-    """What shows whether the interrupted deploy's run exists, and whether it was healthy.
-
-    Evidence of the run itself only: its run id in the listing; or, once the record's phase
-    says the old run was confirmed gone and the new one submitted, a run of its version (only
-    one deployer acts at a time). Its status file, with its own run id, tells whether it
-    completed a trigger.
-    """
+    """The evidence about an interrupted command's run, settled by its intent's own rules
+    (model/intents.py): the listing, its run's status file, its checkpoint's commits."""
     checkpoint = _checkpoint_facts(facts.name, None, intent.manifest, storage)
-    root = str(intent.manifest.job.get("checkpoint-root", "")).rstrip("/")
-    control = ControlFiles.of(f"{root}/{facts.name}", intent.version)
-    status = run_status(storage.read_text(control.status_file), intent.run_id)
-    healthy = intent.phase.value == "healthy" or (
-        status is not None and status.get("state") in HEALTHY_STATES
-    )
-    if not intent.phase.submitted:
-        return IntentFacts(intent, Liveness.GONE, None, healthy, checkpoint)
-    for run in facts.runs:
-        if run.run_id == intent.run_id:
-            return IntentFacts(intent, run.liveness, run, healthy, checkpoint)
-    for run in facts.runs:
-        if run.run_id is None and run.version in (intent.version, None):
-            return IntentFacts(intent, run.liveness, run, healthy, checkpoint)
-    return IntentFacts(intent, Liveness.GONE, None, healthy, checkpoint)
+    status = None
+    if intent.kind.starts:
+        root = str(intent.manifest.job.get("checkpoint-root", "")).rstrip("/")
+        control = ControlFiles.of(f"{root}/{facts.name}", intent.version)
+        status = run_status(storage.read_text(control.status_file), intent.run_id)
+    committed = checkpoint.last_committed if checkpoint is not None else None
+    return IntentFacts(settle(intent, facts.runs, status, committed), checkpoint)
 
 
 def _any_remote(jobs: Iterable[Job], stored: Iterable[StoredManifest | None]) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flink_sql_runner.model.intents import Intent
+from flink_sql_runner.model.intents import Intent, Settlement
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
@@ -24,16 +24,14 @@ class CheckpointFacts:
 
 @dataclass(frozen=True)
 class IntentFacts:
-    """An interrupted deploy's intent record, and the evidence about its run."""
+    """An interrupted command's intent record, settled on the evidence about its run."""
 
-    intent: Intent
-    #: The interrupted deploy's new run: alive (by its run id, or as the only run of its
-    #: version once the old run was confirmed gone), gone, or unknown.
-    run: Liveness
-    alive: Run | None = None  # the listed run that is it, when alive
-    #: Its run reported a completed trigger (status file), or the record says it was healthy.
-    healthy: bool = False
+    settled: Settlement
     checkpoint: CheckpointFacts | None = None  # of the intent's version
+
+    @property
+    def intent(self) -> Intent:
+        return self.settled.intent
 
 
 @dataclass(frozen=True)

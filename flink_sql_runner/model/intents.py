@@ -1,13 +1,25 @@
-"""Intent records: what a deploy is doing to a job, written before its first side effect.
+"""Intents: what a command is doing to a job, written before its first side effect, and how the
+next command settles one that was interrupted. This module is their one owner: the kinds and
+phases, the record, the evidence, and `settle`, a pure function of the intent, what the target
+lists, the run's status file, the intent's age and its kind.
 
-A deploy writes `<store>/_intents/<name>.json` before it stops or starts anything for a job, moves
-its `phase` forward as it goes, and deletes it once the job's steps are done (recorded, or settled
-with nothing new running). A deployer killed in between leaves the record behind; the next deploy
-reads it with the other facts and settles it on evidence of the interrupted run itself: its run id
-in the target's listing, or a phase at or past `submitting` with a run of its version up (only one
-deployer acts at a time, and it starts a run only after the old one was confirmed gone), or its
-status file reporting that run healthy. Nothing else counts: the old version's checkpoint says
-nothing about whether the new run ever started.
+A deploy, `stop`, a prune and a rollback each write `<store>/_intents/<name>.json` before they
+stop or start anything for a job, move its `phase` forward as they go, and delete it once the
+job's steps are done. A command killed in between leaves the record behind; the next one reads
+it with the other facts and settles it on evidence of the interrupted command's own run:
+
+- a start's run is up (its run id in the listing; or, once the old run was confirmed gone and
+  the new one submitted, the one run of its version): wait until it is healthy and record it;
+- it reported a completed trigger, or committed a batch its checkpoint did not have before, and
+  has ended: it took effect, record it (a run that wrote rows must not be undone by resuming the
+  old manifest after them);
+- it was submitted but is not listed: unknown until the target's own submit timeout has passed
+  since that phase was written (a cluster may list a run long after it accepted it), then it
+  did not take effect;
+- a stop (deploy's, `stop NAME`'s, a prune's) whose job has no run up took effect: record it.
+
+Ages are measured on the store's clock (the record's modification time against the store's
+"now"), so two deployers whose clocks differ agree on them.
 """
 
 from __future__ import annotations
@@ -18,22 +30,41 @@ from enum import Enum
 from typing import Any, Protocol
 
 from flink_sql_runner.errors import StoreError
+from flink_sql_runner.model.control import HEALTHY_STATES
+from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.stored import StoredManifest, utc_now_iso
 
 INTENTS_FOLDER = "_intents"
-INTENT_SCHEMA_VERSION = 2
+INTENT_SCHEMA_VERSION = 3
+
+#: How long a submission may take to show in a listing when the record does not say (records
+#: written before version 3): the longest submit timeout of any target.
+DEFAULT_SUBMIT_TIMEOUT = 300.0
+
+
+class Kind(str, Enum):
+    """What the command that wrote an intent was doing to the job."""
+
+    START = "start"  # start a run (after stopping the old one, if any); record it once healthy
+    STOP = "stop"  # stop every run with its checkpoint; record desired-state stopped
+    PRUNE = "prune"  # stop with its checkpoint; archive the manifest
+    ROLLBACK = "rollback"  # start the stored manifest again after a failed start; record nothing
+
+    @property
+    def starts(self) -> bool:
+        return self in (Kind.START, Kind.ROLLBACK)
 
 
 class Phase(str, Enum):
-    """How far the interrupted deploy got, in order."""
+    """How far the interrupted command got, in order."""
 
     INTENDED = "intended"  # nothing done yet
+    STOPPING = "stopping"  # a run is being stopped: it may be gone from here on
     OLD_STOPPED = "old-stopped"  # the previous run is confirmed gone
     SUBMITTING = "submitting"  # the new run is being submitted: it may exist from here on
     SUBMITTED = "submitted"  # the target accepted the new run
     HEALTHY = "healthy"  # the new run completed a trigger; only the record is missing
     FAILED = "failed"  # the new run is confirmed gone without being healthy
-    ROLLING_BACK = "rolling-back"  # the previous manifest is being started again
 
     @property
     def submitted(self) -> bool:
@@ -41,14 +72,28 @@ class Phase(str, Enum):
         return self in (Phase.SUBMITTING, Phase.SUBMITTED, Phase.HEALTHY)
 
 
+# Actions of version 2 records, by the kind they were.
+_KIND_OF_ACTION = {"stop": Kind.STOP, "prune": Kind.PRUNE}
+
+
 @dataclass(frozen=True)
 class Intent:
-    manifest: StoredManifest  # what is recorded once the new run is healthy
-    action: str
-    run_id: str
-    written: str
+    #: What is recorded once the command is done: the new manifest of a start, the stopped
+    #: manifest of a stop; the stored manifest of a prune (archived) or a rollback (kept).
+    manifest: StoredManifest
+    action: str  # the decision's action, for messages
+    run_id: str  # the id the new run reports in its status file
+    written: str  # the writer's clock, for people; ages come from the store's clock
     phase: Phase = Phase.INTENDED
     submission_id: str | None = None
+    kind: Kind = Kind.START
+    #: The target's submit timeout: a submission not listed after this long did not start.
+    submit_timeout: float = DEFAULT_SUBMIT_TIMEOUT
+    #: The last batch the checkpoint had committed before the new run started (a restart of
+    #: the same version): a later commit is the new run's.
+    committed_before: int | None = None
+    #: Seconds since the record was last written, on the store's clock (set when read).
+    age: float = 0.0
 
     @property
     def name(self) -> str:
@@ -64,16 +109,26 @@ class Intent:
             phase=phase,
             submission_id=submission_id or self.submission_id,
             written=utc_now_iso(),
+            age=0.0,
         )
+
+    def describe(self) -> str:
+        """`an interrupted deploy's start of v3`, for reasons."""
+        what = {Kind.START: "start", Kind.STOP: "stop", Kind.PRUNE: "prune",
+                Kind.ROLLBACK: "rollback"}[self.kind]  # fmt: skip
+        return f"an interrupted {what} of v{self.version} ({self.action}, at {self.phase.value})"
 
     def to_json(self) -> str:
         return json.dumps(
             {
                 "schema-version": INTENT_SCHEMA_VERSION,
+                "kind": self.kind.value,
                 "action": self.action,
                 "run-id": self.run_id,
                 "phase": self.phase.value,
                 "submission-id": self.submission_id,
+                "submit-timeout": self.submit_timeout,
+                "committed-before": self.committed_before,
                 "written": self.written,
                 "manifest": self.manifest.to_dict(),
             },
@@ -81,30 +136,165 @@ class Intent:
         )
 
     @classmethod
-    def from_json(cls, text: str, source: str) -> Intent:
+    def from_json(cls, text: str, source: str, age: float = 0.0) -> Intent:
         try:
             doc: Any = json.loads(text)
             version = doc.get("schema-version")
-            if version not in (1, INTENT_SCHEMA_VERSION):
+            if version not in (1, 2, INTENT_SCHEMA_VERSION):
                 raise ValueError(f"schema-version {version!r}")
             manifest = StoredManifest.from_dict(doc["manifest"], source)
+            action = str(doc["action"])
             # Version 1 records (no phase) were written before anything was done and kept
-            # until the record: the run may have been submitted.
-            phase = Phase(doc.get("phase", Phase.SUBMITTING.value))
+            # until the record: the run may have been submitted. Version 2 had no kinds; its
+            # rolling-back phase was a rollback's start that recorded no phase of its own.
+            raw_phase = doc.get("phase", Phase.SUBMITTING.value)
+            kind = Kind(doc["kind"]) if "kind" in doc else _KIND_OF_ACTION.get(action, Kind.START)
+            if raw_phase == "rolling-back":
+                kind, raw_phase = Kind.ROLLBACK, Phase.SUBMITTING.value
+            committed = doc.get("committed-before")
             return cls(
                 manifest,
-                str(doc["action"]),
+                action,
                 str(doc["run-id"]),
                 str(doc["written"]),
-                phase,
+                Phase(raw_phase),
                 doc.get("submission-id"),
+                kind,
+                float(doc.get("submit-timeout", DEFAULT_SUBMIT_TIMEOUT)),
+                int(committed) if committed is not None else None,
+                age,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StoreError(f"intent record {source} is unreadable ({exc}); delete it") from None
 
 
-def new_intent(manifest: StoredManifest, action: str, run_id: str) -> Intent:
-    return Intent(manifest, action, run_id, utc_now_iso())
+def new_intent(
+    manifest: StoredManifest,
+    action: str,
+    run_id: str,
+    kind: Kind = Kind.START,
+    submit_timeout: float = DEFAULT_SUBMIT_TIMEOUT,
+    committed_before: int | None = None,
+) -> Intent:
+    return Intent(
+        manifest,
+        action,
+        run_id,
+        utc_now_iso(),
+        kind=kind,
+        submit_timeout=submit_timeout,
+        committed_before=committed_before,
+    )
+
+
+# -- settling ----------------------------------------------------------------------------------
+class Outcome(str, Enum):
+    """What an interrupted command's intent comes to."""
+
+    UP = "up"  # its new run is alive: wait until it is healthy, then complete it
+    TOOK_EFFECT = "took-effect"  # it did what it meant to, nothing of it runs: complete it
+    NOT_TAKEN = "not-taken"  # nothing of it exists: drop it, the stored manifest stands
+    UNKNOWN = "unknown"  # its run may exist: nothing is started or recorded for the job
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """An intent with what the evidence says of it."""
+
+    intent: Intent
+    outcome: Outcome
+    why: str  # the evidence, in words
+    run: Run | None = None  # the listed run that is its new run, when UP
+    healthy: bool = False  # its run reported a completed trigger (or the record says so)
+
+    @property
+    def completes(self) -> bool:
+        """Whether the command's record is due: it took effect, or its run is up."""
+        return self.outcome in (Outcome.UP, Outcome.TOOK_EFFECT)
+
+
+def settle(
+    intent: Intent,
+    runs: tuple[Run, ...],
+    status: dict[str, Any] | None,
+    committed_now: int | None = None,
+) -> Settlement:
+    """What `intent` comes to, from the job's listed runs, the status document its run wrote
+    (None if none or another run's), and the last batch its checkpoint has committed now.
+
+    Pure: the same evidence always settles the same way."""
+    if not intent.kind.starts:
+        return _settle_stop(intent, runs)
+    healthy = intent.phase is Phase.HEALTHY or (
+        status is not None
+        and status.get("run-id") == intent.run_id
+        and status.get("state") in HEALTHY_STATES
+    )
+    if not intent.phase.submitted and intent.phase is not Phase.FAILED:
+        return Settlement(intent, Outcome.NOT_TAKEN, "its new run was never submitted")
+    mine = [r for r in runs if r.run_id == intent.run_id]
+    if not mine and intent.phase.submitted:
+        # A listing without run ids (some targets): the one run of its version, for only one
+        # command acts at a time and it submits only once the old run was confirmed gone.
+        mine = [r for r in runs if r.run_id is None and r.version in (intent.version, None)]
+    for run in mine:
+        if run.liveness is Liveness.UNKNOWN:
+            return Settlement(intent, Outcome.UNKNOWN, f"cannot tell whether {run.describe()} "
+                              f"is up ({run.detail})", run, healthy)  # fmt: skip
+    alive = [r for r in mine if r.liveness is Liveness.ALIVE]
+    if alive:
+        return Settlement(intent, Outcome.UP, f"its run is up ({alive[0].detail})", alive[0],
+                          healthy)  # fmt: skip
+    wrote = (
+        committed_now is not None
+        and intent.committed_before is not None
+        and committed_now > intent.committed_before
+    )
+    if healthy:
+        return Settlement(intent, Outcome.TOOK_EFFECT, "its run was healthy, then ended",
+                          healthy=True)  # fmt: skip
+    if wrote:
+        return Settlement(
+            intent,
+            Outcome.TOOK_EFFECT,
+            f"its run committed batch {committed_now} (the checkpoint had "
+            f"{intent.committed_before}) before it ended",
+        )
+    if intent.phase is Phase.FAILED:
+        return Settlement(intent, Outcome.NOT_TAKEN, "its run is confirmed gone, never healthy")
+    if intent.age < intent.submit_timeout:
+        left = intent.submit_timeout - intent.age
+        return Settlement(
+            intent,
+            Outcome.UNKNOWN,
+            f"submitted {intent.age:.0f} s ago and not listed: it may still appear for "
+            f"another {left:.0f} s (the target's submit timeout)",
+        )
+    return Settlement(
+        intent,
+        Outcome.NOT_TAKEN,
+        f"not listed {intent.age:.0f} s after it was submitted, never healthy",
+    )
+
+
+def _settle_stop(intent: Intent, runs: tuple[Run, ...]) -> Settlement:
+    unknown = [r for r in runs if r.liveness is Liveness.UNKNOWN]
+    if unknown:
+        return Settlement(intent, Outcome.UNKNOWN, f"cannot tell whether "
+                          f"{unknown[0].describe()} is up ({unknown[0].detail})")  # fmt: skip
+    alive = [r for r in runs if r.liveness is Liveness.ALIVE]
+    if alive:
+        return Settlement(intent, Outcome.NOT_TAKEN, f"{alive[0].describe()} is still up")
+    return Settlement(intent, Outcome.TOOK_EFFECT, "no run of it is up")
+
+
+# -- the records -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SideDoc:
+    """A side document as read: its text and its age on the store's clock (seconds)."""
+
+    text: str
+    age: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -123,7 +313,7 @@ class SideFiles(Protocol):
 
     def write_side(self, key: str, text: str) -> None: ...
 
-    def read_side_folder(self, folder: str) -> dict[str, str]: ...
+    def read_side_docs(self, folder: str) -> dict[str, SideDoc]: ...
 
     def delete_side(self, key: str) -> None: ...
 
@@ -148,12 +338,12 @@ class IntentLog:
         cannot be read is that job's problem, not every job's."""
         found: dict[str, Intent] = {}
         problems: dict[str, str] = {}
-        for file_name, text in self.store.read_side_folder(INTENTS_FOLDER).items():
+        for file_name, doc in self.store.read_side_docs(INTENTS_FOLDER).items():
             if not file_name.endswith(".json"):
                 continue
             source = f"{self.store.location.rstrip('/')}/{INTENTS_FOLDER}/{file_name}"
             try:
-                intent = Intent.from_json(text, source)
+                intent = Intent.from_json(doc.text, source, doc.age)
             except StoreError as exc:
                 problems[file_name.removesuffix(".json")] = str(exc)
                 continue

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from flink_sql_runner.errors import StoreError
+from flink_sql_runner.model.intents import SideDoc
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.lock import LockBackend
 
@@ -67,6 +68,10 @@ class ManifestStore(Protocol):
 
     def read_side_folder(self, folder: str) -> dict[str, str]:
         """`{file name: text}` of the side documents in `folder`: one listing."""
+        ...
+
+    def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
+        """`read_side_folder`, each document with its age on the store's own clock."""
         ...
 
     def delete_side(self, key: str) -> None: ...

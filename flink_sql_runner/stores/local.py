@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from flink_sql_runner.errors import StoreError
 from flink_sql_runner.host.atomic import write_atomically
+from flink_sql_runner.model.intents import SideDoc
 from flink_sql_runner.model.stored import StoredManifest, utc_now_iso
 from flink_sql_runner.stores.base import Reads, StoreConflict, read_each
 from flink_sql_runner.stores.local_lock import FileLockBackend
@@ -91,8 +93,9 @@ class LocalStore:
     def write_side(self, key: str, text: str) -> None:
         write_atomically(self.folder / key, text)
 
-    def read_side_folder(self, folder: str) -> dict[str, str]:
-        """`{file name: text}` of every file in the side folder `folder`."""
+    def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
+        """`{file name: document}` of every file in the side folder `folder`, each with its
+        age (this machine's clock against the file's modification time)."""
         path = self.folder / folder
         if not path.is_dir():
             return {}
@@ -100,10 +103,18 @@ class LocalStore:
         for item in sorted(path.iterdir()):
             if item.is_file() and not item.name.startswith("."):
                 try:
-                    found[item.name] = item.read_text(encoding="utf-8")
+                    text = item.read_text(encoding="utf-8")
+                    age = max(0.0, time.time() - item.stat().st_mtime)
+                except FileNotFoundError:
+                    continue  # deleted since the listing
                 except (OSError, UnicodeDecodeError) as exc:
                     raise StoreError(f"cannot read {item}: {exc}") from None
+                found[item.name] = SideDoc(text, age)
         return found
+
+    def read_side_folder(self, folder: str) -> dict[str, str]:
+        """`{file name: text}` of every file in the side folder `folder`."""
+        return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
 
     def delete_side(self, key: str) -> None:
         try:

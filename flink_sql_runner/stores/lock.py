@@ -45,6 +45,8 @@ DEFAULT_TTL = 120.0
 VALID_SHARE = 0.75
 #: Seconds between attempts when a renewal failed.
 RETRY_SECONDS = 5.0
+#: Renewals tried before a long step; the step is not begun when none succeeds.
+RENEW_TRIES = 2
 #: A waiter says who holds the lock when it starts waiting, then every this many seconds.
 WAIT_REPORT_SECONDS = 10.0
 
@@ -180,6 +182,8 @@ class StoreLock:
         self._token: Any = None
         self._valid_until = 0.0
         self._lost: str | None = None
+        self._abandoned: str | None = None  # no new side effects; the lock still held
+        self._keep = False  # left to expire rather than deleted
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._renewing = threading.Lock()  # the heartbeat thread and the owner may both renew
@@ -268,9 +272,10 @@ class StoreLock:
         self._held(renewed, token, sent)
         return True
 
-    def check(self) -> None:
+    def check(self, evidence: bool = False) -> None:
         """Raise LeaseLost unless this deployer still holds the lock: call before each side
-        effect."""
+        effect. `evidence`: the write records what already happened (an intent's phase after a
+        submit), which an abandoned command still holding the lock may do."""
         if self.holder is None:
             return
         if self._lost is None and self.clock() >= self._valid_until:
@@ -280,6 +285,8 @@ class StoreLock:
                 f"stopped acting: this {self.command} lost the manifest store's lock "
                 f"({self.backend.location}): {self._lost}"
             )
+        if self._abandoned and not evidence:
+            raise LeaseLost(f"stopped acting: {self._abandoned}")
 
     def start_heartbeat(self) -> None:
         def beat() -> None:
@@ -296,25 +303,41 @@ class StoreLock:
         self._thread = threading.Thread(target=beat, name="lock-heartbeat", daemon=True)
         self._thread.start()
 
+    def renewed_for_step(self, what: str) -> None:
+        """Renew now, before a step that may outlast the lease's trust (a submit, a stop, a
+        health wait): LeaseLost, and the step is not begun, when the lease cannot be renewed.
+        The heartbeat keeps renewing it while the step runs."""
+        if self.holder is None:
+            return
+        for _ in range(RENEW_TRIES):
+            if self.renew_once():
+                return
+            self.check()
+        raise LeaseLost(
+            f"not beginning to {what}: this {self.command} could not renew the manifest "
+            f"store's lock ({self.backend.location})"
+        )
+
     def abandon(self, why: str) -> None:
-        """Stop acting at once (a deploy interrupted twice): `check()` raises from now on, in
-        every thread, and the lock is released for the next deploy."""
+        """Begin no other side effect (a deploy interrupted twice): `check()` raises from now
+        on, in every thread. The lock stays held, and renewed, until `release()`: the caller
+        releases it only once no worker can still act."""
         with self._renewing:
             if self.holder is None or self._lost:
                 return
-            self._lost = why
-        self._stop.set()
-        try:
-            self.backend.delete(self._token)
-        except FsrError:
-            pass  # it expires by itself
+            self._abandoned = why
+
+    def keep_until_expiry(self) -> None:
+        """Leave the lock to expire by itself (a process leaving while a worker may still be
+        acting): `release()` stops renewing it but does not delete it."""
+        self._keep = True
 
     def release(self) -> None:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=5)
         if self.holder is not None:
-            if not self._lost:
+            if not self._lost and not self._keep:
                 try:
                     self.backend.delete(self._token)
                 except FsrError:

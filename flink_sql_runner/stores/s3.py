@@ -12,13 +12,15 @@ from botocore.exceptions import (
 )
 
 from flink_sql_runner.errors import StoreError
+from flink_sql_runner.model.intents import SideDoc
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.base import Reads, StoreConflict, read_each
 from flink_sql_runner.stores.s3_client import (
     CONDITION_FAILED_CODES,
     MISSING_KEY_CODES,
+    age_of,
     error_code,
-    get_bytes,
+    get_answer,
     get_object,
     make_s3_client,
     translated_errors,
@@ -230,8 +232,9 @@ class S3Store:
         with self._errors(full, "write"):
             self.client.put_object(Bucket=self.bucket, Key=full, Body=text.encode("utf-8"))
 
-    def read_side_folder(self, folder: str) -> dict[str, str]:
-        """`{file name: text}` of every object directly under the side folder `folder`."""
+    def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
+        """`{file name: document}` of every object directly under the side folder `folder`,
+        each with its age on S3's clock."""
         prefix = f"{self.prefix}{folder}/"
         found = {}
         paginator = self.client.get_paginator("list_objects_v2")
@@ -239,10 +242,15 @@ class S3Store:
             for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/"):
                 for item in page.get("Contents", []):
                     with self._errors(item["Key"], "read"):
-                        body = get_bytes(self.client, self.bucket, item["Key"])
-                    if body is not None:
-                        found[item["Key"][len(prefix) :]] = body.decode("utf-8", "replace")
+                        got = get_answer(self.client, self.bucket, item["Key"])
+                    if got is not None:
+                        text = got[0].decode("utf-8", "replace")
+                        found[item["Key"][len(prefix) :]] = SideDoc(text, age_of(got[1]))
         return found
+
+    def read_side_folder(self, folder: str) -> dict[str, str]:
+        """`{file name: text}` of every object directly under the side folder `folder`."""
+        return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
 
     def delete_side(self, key: str) -> None:
         full = f"{self.prefix}{key}"

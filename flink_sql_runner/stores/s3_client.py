@@ -3,6 +3,7 @@ errors turned into one line for people, and the error codes that conditional wri
 
 from __future__ import annotations
 
+import email.utils
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -147,7 +148,27 @@ def get_bytes(client: Any, bucket: str, key: str) -> bytes | None:
 
 
 def get_object(client: Any, bucket: str, key: str) -> tuple[bytes, str] | None:
-    """The object's bytes and ETag, or None when there is no such key; other errors propagate.
+    """The object's bytes and ETag, or None when there is no such key; other errors propagate."""
+    found = get_answer(client, bucket, key)
+    return (found[0], str(found[1].get("ETag", ""))) if found is not None else None
+
+
+def age_of(answer: dict[str, Any]) -> float:
+    """Seconds since the object of a GET answer was last written, on S3's own clock (its
+    `Date` header against the object's `LastModified`); 0 when either is missing."""
+    modified = answer.get("LastModified")
+    date = answer.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    if modified is None or not date:
+        return 0.0
+    try:
+        now = email.utils.parsedate_to_datetime(date)
+    except (TypeError, ValueError):
+        return 0.0
+    return max(0.0, (now - modified).total_seconds())
+
+
+def get_answer(client: Any, bucket: str, key: str) -> tuple[bytes, dict[str, Any]] | None:
+    """The object's bytes and the GET's answer (headers), or None when there is no such key.
 
     botocore retries a request until its response headers arrive; a body cut off after that
     is not retried by it, so the whole GET is, as often as the client retries requests.
@@ -162,7 +183,7 @@ def get_object(client: Any, bucket: str, key: str) -> tuple[bytes, str] | None:
                 return None
             raise
         try:
-            return answer["Body"].read(), str(answer.get("ETag", ""))
+            return answer["Body"].read(), answer
         except (IncompleteReadError, ResponseStreamingError):
             if attempt >= attempts:
                 raise

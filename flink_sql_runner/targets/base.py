@@ -54,6 +54,9 @@ class StopNotConfirmed(FsrError):
 
 class Target(Protocol):
     name: str
+    #: Seconds within which a run this target accepted shows in its listing (its submission's
+    #: own timeout): a submitted run not listed for longer did not start.
+    submit_timeout: float
 
     def spark_version(self) -> str | None:
         """The Spark version the next run will use, when the target can tell ("4.3.0")."""

@@ -114,6 +114,8 @@ class ClusterTarget:
     """The Target protocol on top of four questions each cluster answers its own way."""
 
     name = "cluster"
+    #: How long an accepted submission may take to show in the cluster's listing.
+    submit_timeout = 300.0
     #: Words for messages: "through <kill_via>".
     kill_via = "the cluster's API"
     #: Seconds for which one answer about a submission is reused (each question may be costly).

@@ -68,6 +68,8 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 class LocalTarget:
     name = "local"
+    #: A local run is a child process, listed from the moment it exists.
+    submit_timeout = 30.0
 
     def __init__(
         self,

@@ -237,7 +237,7 @@ def test_an_old_checkpoint_is_no_evidence_that_a_restart_took_effect():
     )
     IntentLog(store).write(intent)
     (decision,) = plan_of(store, target, state, [CONFIG]).decisions
-    assert "did not take effect" in decision.reason
+    assert "its new run was never submitted" in decision.reason
     assert decision.action is Action.RESTART
 
 

@@ -1,6 +1,7 @@
 """A deploy as people live it, with the real command line in a subprocess: it says who holds the
 store's lock while it waits, and Ctrl-C (a real SIGINT) finishes what is in flight, prints what
-completed and leaves no intent record behind; a second Ctrl-C leaves at once.
+completed and leaves no intent record behind; a second Ctrl-C begins nothing more: the calls in
+flight return first, and only then is the lock released.
 
 spark-submit is a stand-in (a small Python program behaving like the runner: it reports its run
 healthy in the status file, and stops at the stop marker) whose runs report healthy only once the
@@ -187,7 +188,7 @@ def test_ctrl_c_finishes_the_jobs_in_flight_and_prints_what_completed(ws, env, t
     assert "job-a" not in again.stderr
 
 
-def test_a_second_ctrl_c_leaves_at_once_and_the_next_deploy_settles_the_rest(ws, env, tmp_path):
+def test_a_second_ctrl_c_stops_acting_and_the_next_deploy_settles_the_rest(ws, env, tmp_path):
     three_jobs(ws)
     deployer = Deployer(ws, env, "--parallelism", "2")
     try:
@@ -195,12 +196,14 @@ def test_a_second_ctrl_c_leaves_at_once_and_the_next_deploy_settles_the_rest(ws,
         deployer.process.send_signal(signal.SIGINT)
         deployer.wait_line("interrupted: finishing")
         deployer.process.send_signal(signal.SIGINT)
-        # It leaves while the gate is still closed: the starts in flight are not waited for.
+        # It leaves while the gate is still closed: the health waits in flight end at their
+        # next poll, and nothing more is begun.
         code, out, err = deployer.finish()
     finally:
         deployer.kill()
     assert code == 130, out + err
-    assert "interrupted again: left at once while in flight (job-a: start v1 clean" in err
+    assert "interrupted again: beginning nothing more; the calls in flight end first" in err
+    assert "interrupted again: stopped acting while in flight (job-a: start v1 clean" in err
     assert "the next deploy settles these from their intent records" in err
     # What it printed: no job finished, two left in flight, one not begun.
     assert "??   job-a: left in flight (start v1 clean in " in out
@@ -216,7 +219,7 @@ def test_a_second_ctrl_c_leaves_at_once_and_the_next_deploy_settles_the_rest(ws,
     (tmp_path / "gate").touch()
     again = ws.cli("deploy")
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "interrupted deploy's start-clean of v1 is up" in again.stdout
+    assert "interrupted start of v1 (start-clean, at submitted): its run is up" in again.stdout
     assert up(tmp_path) == ["job-a", "job-b", "job-c"]
     assert intents(ws) == []
     assert {row["drift"] for row in status(ws, env).values()} == {"in sync"}

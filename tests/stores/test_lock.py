@@ -139,9 +139,9 @@ def test_a_holder_that_lost_its_lease_stops_before_its_next_write():
     clock = FakeClock()
     lease = make(store.lock, clock, ttl=60)
     assert lease.try_acquire() is None
-    store.lock.fail_replace = 100
 
     def slow_stop(run):  # the stop takes long, the renewals meanwhile all fail
+        store.lock.fail_replace = 100
         clock.now += 50
         assert not lease.renew_once()
 
@@ -154,6 +154,29 @@ def test_a_holder_that_lost_its_lease_stops_before_its_next_write():
     assert not result.ok and "lost the manifest store's lock" in result.summary
     assert target.submissions == [], "nothing started after the lease was lost"
     assert store.writes == [] and store.manifests["orders"].meta.query_version == 1
+
+
+def test_a_long_step_is_not_begun_on_a_lease_that_cannot_be_renewed():
+    """Finding 1: the lease is trusted for 45 s here, a stop or a submit may take minutes. Before,
+    the stop was begun on a lease whose renewals failed, and it could lapse mid-way, letting
+    another deployer act on the same job; now the lease is renewed first, or the step is not
+    begun."""
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    store.put(stored_of(BASE, 1))
+    target.add_run(Run("orders", 1, "old", "pid 1"))
+    storage.add_checkpoint(f"{ROOT}/orders/1", 4)
+    clock = FakeClock()
+    lease = make(store.lock, clock, ttl=60)
+    assert lease.try_acquire() is None
+    store.lock.fail_replace = 100  # S3 answers 503 to every renewal from now on
+    executor = Executor(
+        store, target, storage, Timeouts(start=30, stop=5, poll=1), clock, clock.sleep, lease=lease
+    )
+    result = executor.apply(build_plan(gather([QUERY], store, target, storage, workers=1)))
+    assert not result["orders"].ok
+    assert "not beginning to stop orders" in result["orders"].summary
+    assert target.stops == [] and target.submissions == [], "nothing begun"
+    assert store.side == {}, "nothing was done: no intent left"
 
 
 def test_lock_is_released_when_the_body_raises(tmp_path):

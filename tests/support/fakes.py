@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flink_sql_runner.errors import FsrError, StoreError
+from flink_sql_runner.model.intents import SideDoc
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.base import Reads, StoreConflict
@@ -38,6 +39,9 @@ class StoreData:
         self.side: dict[str, str] = {}
         self.lock = MemoryLockBackend()
         self.locks: dict[str, MemoryLockBackend] = {}
+        #: The store's own clock (S3's, not the deployer's): side documents' ages follow it.
+        self.clock: Callable[[], float] = FakeClock(1_000_000.0)
+        self.side_written: dict[str, float] = {}
 
 
 class FakeStore:
@@ -50,6 +54,7 @@ class FakeStore:
         self.seen: dict[str, int | None] = {}
         #: Called before each manifest write, e.g. to simulate a deployer killed right there.
         self.before_write: Callable[[StoredManifest], None] | None = None
+        self.before_archive: Callable[[str], None] | None = None
         self.fail_reads = False
         self.fail_writes = False
         self.unreadable: set[str] = set()
@@ -124,6 +129,8 @@ class FakeStore:
         self.writes.append(manifest.name)
 
     def archive(self, name: str) -> str:
+        if self.before_archive is not None:
+            self.before_archive(name)
         if name not in self.data.manifests:
             raise StoreError(f"cannot archive {name}: it does not exist")
         self._expect_unchanged(name)
@@ -136,12 +143,20 @@ class FakeStore:
         if self.fail_writes:
             raise StoreError("cannot write memory://store/: InternalError (HTTP 500) (switch)")
         self.data.side[key] = text
+        self.data.side_written[key] = self.data.clock()
 
     def read_side_folder(self, folder: str) -> dict[str, str]:
+        return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
+
+    def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
+        """Each document with its age on the store's clock (`data.clock`)."""
         self._fail()
         prefix = folder + "/"
+        now = self.data.clock()
         return {
-            k[len(prefix) :]: v for k, v in sorted(self.data.side.items()) if k.startswith(prefix)
+            k[len(prefix) :]: SideDoc(v, max(0.0, now - self.data.side_written.get(k, now)))
+            for k, v in sorted(self.data.side.items())
+            if k.startswith(prefix)
         }
 
     def delete_side(self, key: str) -> None:
@@ -199,6 +214,7 @@ class FakeTarget:
     `stop_unconfirmed` (a stop that cannot confirm the run is gone), `graceful`."""
 
     name: str = "fake"
+    submit_timeout: float = 300.0
     runs: dict[str, list[Run]] = field(default_factory=dict)
     submissions: list[Submission] = field(default_factory=list)
     stops: list[str] = field(default_factory=list)

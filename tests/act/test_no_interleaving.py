@@ -1,0 +1,237 @@
+"""Interleavings that used to run a job twice, revert a deploy or undo a stop (issue 20's review
+findings), each pinned by a test that failed before its fix. The seeded simulation
+(tests/simulation/) searches the same space at random; these are the cases worth naming.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+from flink_sql_runner.act.executor import Executor
+from flink_sql_runner.act.results import Abandoned
+from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.intents import IntentLog, Phase
+from flink_sql_runner.model.runs import Run
+from flink_sql_runner.stores.lock import StoreLock
+from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
+from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, stored_of
+
+TIMEOUTS = Timeouts(start=30, stop=5, poll=1)
+
+
+def world(version: int = 1, committed: int = 5):
+    """`orders` recorded at `version` and running, its checkpoint at batch `committed`."""
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    store.put(stored_of(BASE, version))
+    target.add_run(Run("orders", version, "old", "pid 1"))
+    storage.add_checkpoint(f"{ROOT}/orders/{version}", committed)
+    return store, target, storage
+
+
+def plan_of(store, target, storage, jobs, prune=False):
+    return build_plan(gather(jobs, store, target, storage, workers=1), prune=prune)
+
+
+def executor(store, target, storage, lease=None) -> Executor:
+    clock = FakeClock()
+    return Executor(store, target, storage, TIMEOUTS, clock, clock.sleep, lease=lease)
+
+
+# -- finding 1: the lock is never given up while a worker may still act ------------------------
+def test_a_second_ctrl_c_keeps_the_lock_until_the_submit_in_flight_has_returned():
+    """Before, the lease was abandoned (the lock deleted) at once while a worker was still inside
+    `target.submit()`: the next deployer took the lock, saw the intent at `submitting` with no
+    run listed, and started the same version a second time."""
+    store, target, storage = world()
+    lease = StoreLock(store.lock, "deploy", ttl=600)
+    lease.acquire(timeout=0)
+    entered, release = threading.Event(), threading.Event()
+    held_during_submit: list[bool] = []
+
+    def slow_submit(submission):
+        entered.set()
+        assert release.wait(30)
+
+    target.before_submit = slow_submit
+
+    def ctrl_c_twice_then_release():
+        assert entered.wait(30)
+        os.kill(os.getpid(), signal.SIGINT)  # the deploy's second Ctrl-C, while it waits
+        threading.Event().wait(0.3)
+        held_during_submit.append(store.lock.holder is not None)
+        release.set()
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    helper = threading.Thread(target=ctrl_c_twice_then_release)
+    helper.start()
+    try:
+        with pytest.raises(Abandoned) as left:
+            executor(store, target, storage, lease).apply(plan_of(store, target, storage, [CONFIG]))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        release.set()
+        helper.join()
+    assert held_during_submit == [True], "the lock stays held while the submit is in flight"
+    assert "orders" in left.value.in_flight
+    intent = IntentLog(store).read_all().intents["orders"]
+    assert intent.phase is Phase.SUBMITTED, "its run exists: the record says so"
+    lease.release()
+    storage.files[f"{ROOT}/orders/_control/v1.status.json"] = json.dumps(
+        {"run-id": intent.run_id, "state": "active"}  # the submitted run comes up
+    )
+
+    # The next deploy finds the run the submit started and adopts it: one run, never two.
+    results = executor(store, target, storage).apply(plan_of(store, target, storage, [CONFIG]))
+    assert results["orders"].ok, results["orders"].summary
+    assert target.double_starts == [] and len(target.runs["orders"]) == 1
+
+
+def test_a_submission_not_listed_is_unknown_until_the_targets_submit_timeout_has_passed():
+    """Before, an intent at `submitting` with no run listed counted as gone at once; on YARN or
+    Kubernetes a run shows in the listing well after its submission began, so the next deploy
+    started the same version beside it."""
+    store, target, storage = world()
+    target.before_submit = lambda submission: (_ for _ in ()).throw(SystemExit)  # killed
+    with pytest.raises(SystemExit):
+        executor(store, target, storage).apply(plan_of(store, target, storage, [QUERY]))
+    target.before_submit = None
+    store.data.clock.sleep(target.submit_timeout - 1)
+    (decision,) = plan_of(store, target, storage, [QUERY]).decisions
+    assert decision.action is Action.ERROR
+    assert "it may still appear for another 1 s (the target's submit timeout)" in decision.reason
+    store.data.clock.sleep(1)
+    (decision,) = plan_of(store, target, storage, [QUERY]).decisions
+    assert (decision.action, decision.version) == (Action.START_CLEAN, 3), decision.reason
+
+
+def test_a_deployer_killed_during_a_rollback_leaves_an_intent_the_next_one_settles():
+    """Before, the rollback's start wrote no phase (`rolling-back` counted as not submitted):
+    a deployer killed while the previous run was being started again left a record the next
+    deploy dropped; with the rollback's run not listed yet (a cluster lists it later), that
+    deploy started the old version beside it."""
+    store, target, storage = world()
+    attempts = []
+
+    def first_refused(submission):
+        attempts.append(submission.run_id)
+        target.fail_submit = len(attempts) == 1  # the new config is refused, the rollback not
+
+    def killed_after_the_rollbacks_submit(submission):
+        raise SystemExit  # the deployer dies right after submitting the rollback's run
+
+    target.before_submit = first_refused
+    target.on_submit = killed_after_the_rollbacks_submit
+    with pytest.raises(SystemExit):
+        executor(store, target, storage).apply(plan_of(store, target, storage, [CONFIG]))
+    target.before_submit = target.on_submit = None
+    pending = target.runs.pop("orders")  # submitted, not listed yet
+
+    (decision,) = plan_of(store, target, storage, [BASE]).decisions
+    assert decision.action is Action.ERROR, decision.reason
+    assert "an interrupted rollback of v1" in decision.reason
+    assert "it may still appear" in decision.reason
+
+    target.runs["orders"] = pending  # the cluster lists it, and it comes up
+    storage.files[f"{ROOT}/orders/_control/v1.status.json"] = json.dumps(
+        {"run-id": pending[0].run_id, "state": "active"}
+    )
+    results = executor(store, target, storage).apply(plan_of(store, target, storage, [BASE]))
+    assert results["orders"].ok, results["orders"].summary
+    assert target.double_starts == [] and len(target.submissions) == 1, "adopted, not joined"
+
+
+# -- finding 4: a stop that was done but not recorded is not undone ----------------------------
+@pytest.mark.parametrize("how", ["deploy", "stop-command", "prune"])
+def test_a_stop_done_but_not_recorded_is_recorded_by_the_next_command(how):
+    """Before, the run was stopped first and "stopped" recorded after, with the intent at
+    `old-stopped` counting as "did not take effect" (and `stop NAME` wrote no intent at all): a
+    deployer killed in between left a job that watch restarted."""
+    from flink_sql_runner.act.stop import stop_job
+    from tests.support.jobs import make_job
+
+    store, target, storage = world()
+    store.before_write = lambda manifest: (_ for _ in ()).throw(SystemExit)  # killed
+    store.data.side_written.clear()
+    if how == "stop-command":
+        with pytest.raises(SystemExit):
+            stop_job(store, target, storage, "orders", 5)
+    elif how == "deploy":
+        with pytest.raises(SystemExit):
+            stopped = make_job(**{"desired-state": "stopped"})
+            executor(store, target, storage).apply(plan_of(store, target, storage, [stopped]))
+    else:
+        store.before_write = None
+        store.before_archive = lambda name: (_ for _ in ()).throw(SystemExit)
+        with pytest.raises(SystemExit):
+            executor(store, target, storage).apply(plan_of(store, target, storage, [], True))
+    store.before_write = None
+    store.before_archive = None
+    assert target.runs.get("orders", []) == [], "the run was stopped"
+
+    # What comes next settles the stop as done: recorded stopped (or archived), never restarted.
+    if how == "prune":
+        results = executor(store, target, storage).apply(plan_of(store, target, storage, [], True))
+        assert "orders" in store.archived and results["orders"].ok
+    else:
+        results = executor(store, target, storage).apply(plan_of(store, target, storage, []))
+        assert store.manifests["orders"].job["desired-state"] == "stopped"
+    assert target.submissions == [], "nothing started again"
+    assert store.side == {}
+
+
+# -- finding 5: a rollback never resumes the old manifest after the new one's batches ----------
+def test_a_restart_whose_run_committed_batches_is_not_rolled_back():
+    """Before, a config-only change (here: the sink's Kafka topic, which Spark lets a checkpoint
+    keep) whose new run committed batches and then failed was rolled back: the old manifest
+    resumed after those batches, which then existed only in the new sink, and the result said
+    "the store unchanged"."""
+    store, target, storage = world(committed=5)
+
+    def commits_two_batches_then_fails(submission):
+        location = f"{ROOT}/orders/1"
+        for batch in (6, 7):
+            storage.files[f"{location}/offsets/{batch}"] = "v1\n{}\n{}"
+            storage.files[f"{location}/commits/{batch}"] = "v1\n{}"
+        storage.files[submission.status_file] = json.dumps(
+            {"run-id": submission.run_id, "state": "failed", "error": "sink unreachable"}
+        )
+        target.runs["orders"] = []  # ... and it is gone
+
+    target.on_submit = commits_two_batches_then_fails
+    results = executor(store, target, storage).apply(plan_of(store, target, storage, [CONFIG]))
+    result = results["orders"]
+    assert not result.ok and result.outcome == "failed"
+    assert "committed batch 7 (the checkpoint had 5)" in result.summary
+    assert len(target.submissions) == 1, "no rollback start"
+    assert store.manifests["orders"].job["description"] == CONFIG.spec["description"], (
+        "the new manifest is recorded: a restart resumes it, not the old one"
+    )
+
+
+def test_an_interrupted_restart_whose_run_committed_is_recorded_not_dropped():
+    """The same evidence settles an intent: a run that committed a batch took effect, even if
+    it never reported `active` (it may have failed within one of the runner's polls)."""
+    store, target, storage = world(committed=5)
+
+    def committed_then_killed(submission):
+        location = f"{ROOT}/orders/1"
+        storage.files[f"{location}/offsets/6"] = "v1\n{}\n{}"
+        storage.files[f"{location}/commits/6"] = "v1\n{}"
+        target.runs["orders"] = []
+        raise SystemExit  # the deployer dies while the new run commits and dies
+
+    target.on_submit = committed_then_killed
+    with pytest.raises(SystemExit):
+        executor(store, target, storage).apply(plan_of(store, target, storage, [CONFIG]))
+    target.on_submit = None
+    (decision,) = plan_of(store, target, storage, [CONFIG]).decisions
+    assert "its run committed batch 6 (the checkpoint had 5) before it ended" in decision.reason
+    assert decision.steps[0].describe().startswith("record")
