@@ -24,6 +24,7 @@ from typing import Any
 
 from flink_sql_runner.model.sparkversion import stateless_shuffle_partitions_change
 from flink_sql_runner.read.catalog import file_format
+from flink_sql_runner.read.sinks import kafka_servers
 from flink_sql_runner.read.sqlinfo import code_fingerprint, sql_fingerprint
 
 
@@ -359,6 +360,16 @@ def option_text(value: Any) -> str:
     return str(value)
 
 
+#: Option values compared by what they mean (lower-case keys): a broker list is a set.
+OPTION_NORMALIZE: dict[str, Callable[[str], str]] = {"kafka.bootstrap.servers": kafka_servers}
+SAME_BROKERS = Rule(NONE, "the same brokers: a broker list compares as a set")
+
+
+def _same_option(key: str, old: str, new: str) -> bool:
+    normalize = OPTION_NORMALIZE.get(key)
+    return old == new or (normalize is not None and normalize(old) == normalize(new))
+
+
 def _options(definition: dict[str, Any]) -> dict[str, tuple[str, str]]:
     """`{lower-case key: (key as written, value as text)}`: Spark matches option keys without
     case and receives every value as text."""
@@ -385,8 +396,9 @@ def table_changes(name: str, role: Role, old: dict[str, Any], new: dict[str, Any
     before, after = _options(old), _options(new)
     for key in sorted({*before, *after}):
         old_value, new_value = before.get(key), after.get(key)
-        if old_value is not None and new_value is not None and old_value[1] == new_value[1]:
-            continue
+        if old_value is not None and new_value is not None:
+            if _same_option(key, old_value[1], new_value[1]):
+                continue
         written = (new_value or old_value or (key, ""))[0]
         if format_rule is not None and format_rule.kind is CONFIG and new_value is None:
             rule = Rule(CONFIG, "an option of the sink it no longer writes")
@@ -535,6 +547,11 @@ def safe_to_change_markdown() -> str:
         for rule, keys in grouped.items():
             shown = ", ".join(f"`{k}`" for k in keys)
             rows.append(f"| {fam} {role.value} | {shown} | {verdict(rule)} | {rule.why} |")
+    for key in OPTION_NORMALIZE:
+        rows.append(
+            f"| any table | `{key}` written in another order or spacing | "
+            f"{verdict(SAME_BROKERS)} | {SAME_BROKERS.why} |"
+        )
     rows.append(f"| any table | `checkpointLocation` | refused by `validate` | {_CHECKPOINT.why} |")
     rows.append(
         f"| any table | any other option | {verdict(UNKNOWN_OPTION_RULE)} | "

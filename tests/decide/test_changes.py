@@ -313,3 +313,26 @@ def test_the_readme_table_of_what_is_safe_to_change_is_the_rules():
 
 def test_every_kind_has_a_label():
     assert [k.label for k in ChangeKind] == ["none", "config", "query"]
+
+
+# -- Kafka broker lists ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table", ["src", "out"])
+def test_kafka_brokers_in_another_order_or_spacing_are_no_change(table: str) -> None:
+    """One cluster, written otherwise: neither a clean start (source) nor a restart (sink)."""
+    source, sink = copy.deepcopy(KAFKA_IN), copy.deepcopy(KAFKA_OUT)
+    for definition in (source, sink):
+        definition["options"]["kafka.bootstrap.servers"] = "a:9092,b:9092"
+    edited = copy.deepcopy(source if table == "src" else sink)
+    edited["options"]["kafka.bootstrap.servers"] = " b:9092 ,a:9092, "
+    after = (edited, sink) if table == "src" else (source, edited)
+    assert diff(*job_with(source, sink), *job_with(*after)) == []
+
+
+def test_another_kafka_broker_is_still_a_change() -> None:
+    before = options(KAFKA_IN, **{"kafka.bootstrap.servers": "a:9092, b:9092"})
+    after = options(KAFKA_IN, **{"kafka.bootstrap.servers": "a:9092, c:9092"})
+    [change] = diff(*job_with(before, FILES_OUT), *job_with(after, FILES_OUT))
+    assert (change.field, change.kind) == ("tables.src.options.kafka.bootstrap.servers", QUERY)
+    assert (change.old, change.new) == ("a:9092, b:9092", "a:9092, c:9092")  # as written
