@@ -7,8 +7,10 @@ clean, version + 1); a CONFIG change reaches the running job and keeps its state
 the checkpoint). A field or option with no rule counts as QUERY: when in doubt, the deployer
 prefers a clean start to restoring state that may not fit.
 
-- `JOB_RULES`: the job's own fields; `sparkProperties` key by key (the settings a checkpoint pins,
-  and those that change what state means, are QUERY).
+- `JOB_RULES`: the job's own fields; `sparkProperties` key by key (`property_rule`): the settings
+  the checkpoint pins (the `conf` map of its offsets files, read by gather/; the hand-kept
+  `PINNED_SPARK_SETTINGS` as well, for what a newer Spark pins in an older checkpoint and where no
+  checkpoint is readable), and those that change what state means, are QUERY.
 - Tables, by the role the table plays for the job (source or sink) and its format family
   (`family()`): `TABLE_FIELD_RULES` for format, table, schema and watermark, `OPTION_RULES` for
   options (matched case-insensitively, as Spark matches them), `SINK_FORMAT_CHANGES` for the sink
@@ -17,13 +19,14 @@ prefers a clean start to restoring state that may not fit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 from typing import Any
 
 from flink_sql_runner.model.sparkversion import stateless_shuffle_partitions_change
 from flink_sql_runner.read.catalog import file_format
+from flink_sql_runner.read.sinks import kafka_servers
 from flink_sql_runner.read.sqlinfo import code_fingerprint, sql_fingerprint
 
 
@@ -72,7 +75,10 @@ MISSING = "<unset>"
 
 # -- the job's own fields -------------------------------------------------------------------------
 
-#: Spark settings a checkpoint pins: on restart Spark silently keeps the old value (SPEC).
+#: Spark settings a checkpoint pins: on restart Spark silently keeps the old value (SPEC). What a
+#: checkpoint pins is read from the checkpoint itself; this list (Spark 4.3's) still counts where
+#: none is readable, and for a checkpoint an older Spark wrote: a newer Spark pins what the older
+#: one did not write down to a legacy default (OffsetSeqMetadata's `relevantSQLConfDefaultValues`).
 PINNED_SPARK_SETTINGS = frozenset(
     {
         "spark.sql.shuffle.partitions",
@@ -80,7 +86,13 @@ PINNED_SPARK_SETTINGS = frozenset(
         "spark.sql.streaming.stateStore.rocksdb.formatVersion",
         "spark.sql.streaming.stateStore.encodingFormat",
         "spark.sql.streaming.stateStore.compression.codec",
+        "spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion",
+        "spark.sql.streaming.stateStore.rowChecksum.enabled",
         "spark.sql.streaming.statefulOperator.useStrictDistribution",
+        "spark.sql.streaming.statefulOperator.alwaysNullableOutput.enabled",
+        "spark.sql.streaming.queryEvolution.enableSourceEvolution",
+        "spark.sql.dropDuplicates.deterministicKeyOrder.enabled",
+        "spark.sql.function.protobufExtensions.enabled",
         "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion",
         "spark.sql.streaming.aggregation.stateFormatVersion",
         "spark.sql.streaming.join.stateFormatVersion",
@@ -114,22 +126,49 @@ SHUFFLE_PARTITIONS_RULE = Rule(
     CONFIG,
     "Spark 4.1+ applies it to stateless shuffles on restart; state keeps its partitions",
 )
+#: A setting the checkpoint pins, changed (`kept`: the value Spark restores from it).
+CHECKPOINT_PINNED_WHY = (
+    "pinned by the checkpoint: Spark would restore {kept} and ignore the new value"
+)
+#: A pinned setting set to the value its checkpoint holds.
+CHECKPOINT_VALUE_RULE = Rule(
+    CONFIG, "pinned by the checkpoint, set to the checkpoint's own value: the restart runs with it"
+)
 SEMANTIC_RULE = Rule(QUERY, "this Spark setting changes what the state means")
 PROPERTY_RULE = Rule(CONFIG, "a Spark setting the checkpoint does not pin")
 CONTINUOUS_RULE = Rule(QUERY, "continuous and micro-batch processing keep other progress")
 UNKNOWN_RULE = Rule(QUERY, "no rule for this field; treated as a query change")
 
 
-def property_rule(key: str, spark: str | None = None) -> Rule:
-    """The rule of a Spark setting, for the Spark version `spark` that will run the job (None:
-    unknown, the strictest rules)."""
+def property_rule(
+    key: str,
+    spark: str | None = None,
+    pinned: Mapping[str, str] | None = None,
+    new: Any = MISSING,
+) -> Rule:
+    """The rule of a Spark setting changed to `new`, for the Spark version `spark` that will run
+    the job (None: unknown, the strictest rules) and the settings its checkpoint pins (`pinned`,
+    setting -> value; None: unknown). Spark restores a pinned setting's value from the
+    checkpoint and ignores the new one: a restart from it would silently keep the old value,
+    unless the new value is the one the checkpoint holds."""
     if key == "spark.sql.shuffle.partitions" and stateless_shuffle_partitions_change(spark):
         return SHUFFLE_PARTITIONS_RULE
+    if pinned is not None and key in pinned:
+        if new is not MISSING and _same_setting(option_text(new), pinned[key]):
+            return CHECKPOINT_VALUE_RULE
+        return Rule(QUERY, CHECKPOINT_PINNED_WHY.format(kept=repr(pinned[key])))
     if key in PINNED_SPARK_SETTINGS:
         return PINNED_RULE
     if key in SEMANTIC_SPARK_SETTINGS:
         return SEMANTIC_RULE
     return PROPERTY_RULE
+
+
+def _same_setting(value: str, pinned: str) -> bool:
+    """Whether Spark reads `value` as the checkpoint's `pinned` (its booleans without case)."""
+    if value.lower() in ("true", "false"):
+        return value.lower() == pinned.lower()
+    return value == pinned
 
 
 def _trigger_rule(old: Any, new: Any) -> Rule:
@@ -359,6 +398,16 @@ def option_text(value: Any) -> str:
     return str(value)
 
 
+#: Option values compared by what they mean (lower-case keys): a broker list is a set.
+OPTION_NORMALIZE: dict[str, Callable[[str], str]] = {"kafka.bootstrap.servers": kafka_servers}
+SAME_BROKERS = Rule(NONE, "the same brokers: a broker list compares as a set")
+
+
+def _same_option(key: str, old: str, new: str) -> bool:
+    normalize = OPTION_NORMALIZE.get(key)
+    return old == new or (normalize is not None and normalize(old) == normalize(new))
+
+
 def _options(definition: dict[str, Any]) -> dict[str, tuple[str, str]]:
     """`{lower-case key: (key as written, value as text)}`: Spark matches option keys without
     case and receives every value as text."""
@@ -385,8 +434,9 @@ def table_changes(name: str, role: Role, old: dict[str, Any], new: dict[str, Any
     before, after = _options(old), _options(new)
     for key in sorted({*before, *after}):
         old_value, new_value = before.get(key), after.get(key)
-        if old_value is not None and new_value is not None and old_value[1] == new_value[1]:
-            continue
+        if old_value is not None and new_value is not None:
+            if _same_option(key, old_value[1], new_value[1]):
+                continue
         written = (new_value or old_value or (key, ""))[0]
         if format_rule is not None and format_rule.kind is CONFIG and new_value is None:
             rule = Rule(CONFIG, "an option of the sink it no longer writes")
@@ -427,9 +477,11 @@ def diff(
     new_spec: dict[str, Any],
     new_tables: dict[str, Any],
     spark: str | None = None,
+    pinned: Mapping[str, str] | None = None,
 ) -> list[Change]:
     """Every change, old -> new, each with its kind and why; most severe first, then by field.
-    `spark`: the Spark version that will run the job, where a rule depends on it."""
+    `spark`: the Spark version that will run the job, where a rule depends on it; `pinned`: the
+    settings the stored version's checkpoint pins (None: no checkpoint was readable)."""
     found: list[Change] = []
     for key in sorted({*old_spec, *new_spec} - {"sparkProperties"}):
         before, after = old_spec.get(key, MISSING), new_spec.get(key, MISSING)
@@ -447,7 +499,7 @@ def diff(
     for key in sorted({*old_props, *new_props}):
         before, after = old_props.get(key, MISSING), new_props.get(key, MISSING)
         if not same(before, after):
-            rule = property_rule(key, spark)
+            rule = property_rule(key, spark, pinned, after)
             found.append(Change(f"sparkProperties.{key}", rule.kind, before, after, rule.why))
     target = new_spec.get("target-table")
     for name in sorted({*old_tables, *new_tables}):
@@ -510,6 +562,15 @@ def safe_to_change_markdown() -> str:
         rows.append(f"| job | `{key}` | {verdict(rule)} | {rule.why} |")
     rows.append(f"| job | `trigger` to or from `continuous` | {verdict(CONTINUOUS_RULE)} | "
                 f"{CONTINUOUS_RULE.why} |")  # fmt: skip
+    pinned = CHECKPOINT_PINNED_WHY.format(kept="its value")
+    rows.append(
+        "| sparkProperties | any setting the checkpoint pins (the `conf` map of its latest offsets "
+        f"file) | {verdict(Rule(QUERY, pinned))} | {pinned} |"
+    )
+    rows.append(
+        "| sparkProperties | a setting the checkpoint pins, set to the checkpoint's own value | "
+        f"{verdict(CHECKPOINT_VALUE_RULE)} | {CHECKPOINT_VALUE_RULE.why} |"
+    )
     for key in sorted(PINNED_SPARK_SETTINGS):
         rows.append(f"| sparkProperties | `{key}` | {verdict(PINNED_RULE)} | {PINNED_RULE.why} |")
     rows.append(
@@ -535,6 +596,11 @@ def safe_to_change_markdown() -> str:
         for rule, keys in grouped.items():
             shown = ", ".join(f"`{k}`" for k in keys)
             rows.append(f"| {fam} {role.value} | {shown} | {verdict(rule)} | {rule.why} |")
+    for key in OPTION_NORMALIZE:
+        rows.append(
+            f"| any table | `{key}` written in another order or spacing | "
+            f"{verdict(SAME_BROKERS)} | {SAME_BROKERS.why} |"
+        )
     rows.append(f"| any table | `checkpointLocation` | refused by `validate` | {_CHECKPOINT.why} |")
     rows.append(
         f"| any table | any other option | {verdict(UNKNOWN_OPTION_RULE)} | "

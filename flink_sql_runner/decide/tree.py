@@ -241,7 +241,12 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
         return decision(Action.START_CLEAN, version, reason, steps=steps)
 
     changes = diff(
-        stored.job, stored.tables, desired.spec, desired.tables, spark or stored.meta.spark_version
+        stored.job,
+        stored.tables,
+        desired.spec,
+        desired.tables,
+        spark or stored.meta.spark_version,
+        checkpoint.pinned if checkpoint else None,
     )
     kind = severity(changes)
     version = stored.meta.query_version

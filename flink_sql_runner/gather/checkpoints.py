@@ -1,7 +1,10 @@
 """Checkpoint inspection without Spark, through a `Storage` (local folders or S3).
 
 The layout Spark writes: `metadata` (JSON with an "id"), `offsets/N`, `commits/N`; only numeric
-names count, dot-files (`.0.crc`) and temporaries (`.1.tmp`) are ignored.
+names count, dot-files (`.0.crc`) and temporaries (`.1.tmp`) are ignored. An offsets file is
+`v1` on its first line, then a JSON line with the batch's metadata, whose `conf` map holds the
+Spark settings the checkpoint pins (Spark restores them on restart and ignores the session's),
+then one line per source.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from flink_sql_runner.stores.storage import IsAFolder, Storage
 
 MAX_METADATA_BYTES = 1024 * 1024
 _CONTROL = re.compile(r"v(\d+)\.")
+#: An offsets file larger than this is not read for its pins (one line per source; thousands of
+#: Kafka partitions take a few hundred KiB).
+MAX_OFFSETS_BYTES = 8 * 1024 * 1024
 _NUMERIC = re.compile(r"[0-9]+")
 
 
@@ -50,6 +56,39 @@ def inspect_checkpoint(storage: Storage, location: str) -> CheckpointInfo:
     return CheckpointInfo(
         location, True, valid, max(commits, default=None), max(offsets, default=None)
     )
+
+
+def pinned_settings(
+    storage: Storage, location: str, batch: int | None = None
+) -> dict[str, str] | None:
+    """The Spark settings the checkpoint pins, setting -> value as Spark wrote it: the `conf` map
+    of its latest offsets file (`batch`, when the caller already listed `offsets/`). None when
+    that is not readable (no offsets file, no `conf` map, not Spark's format): what it pins is
+    then unknown."""
+    location = location.rstrip("/")
+    if batch is None:
+        batch = max(numbers(storage.file_names(f"{location}/offsets")), default=None)
+        if batch is None:
+            return None
+    try:
+        data = storage.read_bytes(f"{location}/offsets/{batch}")
+    except IsAFolder:
+        return None
+    if data is None or len(data) > MAX_OFFSETS_BYTES:
+        return None
+    lines = data.split(b"\n", 2)
+    if len(lines) < 2:
+        return None
+    try:
+        metadata = json.loads(lines[1].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    conf = metadata.get("conf") if isinstance(metadata, dict) else None
+    if not isinstance(conf, dict):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in conf.items()):
+        return None
+    return dict(conf)
 
 
 def highest_version(storage: Storage, job_location: str) -> int:

@@ -96,7 +96,10 @@ def _checkpoint_facts(
         return CheckpointFacts(f"{root}/{name}", False, None, highest)
     location = f"{stored_root}/{name}/{stored.meta.query_version}"
     info = checkpoints.inspect_checkpoint(storage, location)
-    return CheckpointFacts(location, info.valid, info.last_committed, highest)
+    pinned = None
+    if info.last_offset is not None:
+        pinned = checkpoints.pinned_settings(storage, location, info.last_offset)
+    return CheckpointFacts(location, info.valid, info.last_committed, highest, pinned)
 
 
 def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFacts:

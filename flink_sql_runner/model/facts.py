@@ -4,7 +4,7 @@ gather/ reads them; decide/ decides on them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flink_sql_runner.model.intents import Intent, Settlement
 from flink_sql_runner.model.runs import Liveness, Run
@@ -20,6 +20,9 @@ class CheckpointFacts:
     valid: bool
     last_committed: int | None
     highest_version: int  # largest version folder under <root>/<name>/, 0 if none
+    #: The Spark settings the checkpoint pins (the `conf` map of its latest offsets file),
+    #: setting -> value; None when no checkpoint is readable (what it pins is unknown).
+    pinned: dict[str, str] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ exactly its own rows. A sink is identified by where the data lands:
   `{job_name}` is resolved, `{query_version}` and `${ENV}` stay as written. A folder inside
   another job's sink folder is the same sink (its files would be read as part of it).
 - a catalog table (`table:`): its name without case, in `spark_catalog.default` unless qualified.
-- a Kafka topic: the bootstrap servers and the topic.
+- a Kafka topic: the bootstrap servers (as a set: order, spacing and repeats do not count) and
+  the topic.
 """
 
 from __future__ import annotations
@@ -56,6 +57,13 @@ def normalise_path(path: str, job_name: str) -> str:
     return posixpath.normpath(os.path.abspath(path))
 
 
+def kafka_servers(servers: Any) -> str:
+    """A `kafka.bootstrap.servers` list as one text per cluster: "b:9092, a:9092" and
+    "a:9092,b:9092" name the same brokers (the client tries them in any order)."""
+    found = {server.strip() for server in str(servers).split(",")}
+    return ",".join(sorted(server for server in found if server))
+
+
 def catalog_name(name: str) -> str:
     parts = name.lower().split(".")
     if len(parts) == 1:
@@ -75,7 +83,7 @@ def sink_of(job_name: str, definition: dict[str, Any]) -> SinkId | None:
         topic = options.get("topic")
         if topic is None:
             return None
-        servers = ",".join(sorted(str(options.get("kafka.bootstrap.servers", "")).split(",")))
+        servers = kafka_servers(options.get("kafka.bootstrap.servers", ""))
         return SinkId("kafka topic", f"{topic} on {servers}")
     if options.get("path"):
         return SinkId("folder", normalise_path(str(options["path"]), job_name))

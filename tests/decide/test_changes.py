@@ -313,3 +313,106 @@ def test_the_readme_table_of_what_is_safe_to_change_is_the_rules():
 
 def test_every_kind_has_a_label():
     assert [k.label for k in ChangeKind] == ["none", "config", "query"]
+
+
+# -- Kafka broker lists ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table", ["src", "out"])
+def test_kafka_brokers_in_another_order_or_spacing_are_no_change(table: str) -> None:
+    """One cluster, written otherwise: neither a clean start (source) nor a restart (sink)."""
+    source, sink = copy.deepcopy(KAFKA_IN), copy.deepcopy(KAFKA_OUT)
+    for definition in (source, sink):
+        definition["options"]["kafka.bootstrap.servers"] = "a:9092,b:9092"
+    edited = copy.deepcopy(source if table == "src" else sink)
+    edited["options"]["kafka.bootstrap.servers"] = " b:9092 ,a:9092, "
+    after = (edited, sink) if table == "src" else (source, edited)
+    assert diff(*job_with(source, sink), *job_with(*after)) == []
+
+
+def test_another_kafka_broker_is_still_a_change() -> None:
+    before = options(KAFKA_IN, **{"kafka.bootstrap.servers": "a:9092, b:9092"})
+    after = options(KAFKA_IN, **{"kafka.bootstrap.servers": "a:9092, c:9092"})
+    [change] = diff(*job_with(before, FILES_OUT), *job_with(after, FILES_OUT))
+    assert (change.field, change.kind) == ("tables.src.options.kafka.bootstrap.servers", QUERY)
+    assert (change.old, change.new) == ("a:9092, b:9092", "a:9092, c:9092")  # as written
+
+
+# -- settings the checkpoint pins -----------------------------------------------------------------
+
+MERGE_OPERATOR = "spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion"
+#: The `conf` map of a Spark 4.3 checkpoint's offsets file (in part).
+PINNED_43 = {
+    "spark.sql.shuffle.partitions": "4",
+    MERGE_OPERATOR: "2",
+    "spark.sql.streaming.stateStore.rowChecksum.enabled": "false",
+    "spark.sql.streaming.statefulOperator.alwaysNullableOutput.enabled": "true",
+    "spark.sql.streaming.queryEvolution.enableSourceEvolution": "false",
+}
+
+
+def property_diff(before: dict[str, Any], after: dict[str, Any], **kw: Any) -> list:
+    old = {**BASE.spec, "sparkProperties": before}
+    new = {**BASE.spec, "sparkProperties": after}
+    return diff(old, BASE.tables, new, BASE.tables, **kw)
+
+
+@pytest.mark.parametrize("key", sorted(set(PINNED_43) - {"spark.sql.shuffle.partitions"}))
+def test_a_setting_the_checkpoint_names_is_a_query_change(key: str) -> None:
+    """Spark restores the checkpoint's value and ignores the new one: a restart from the
+    checkpoint would silently keep the old value, so the job starts clean."""
+    [change] = property_diff({}, {key: "7"}, pinned=PINNED_43)
+    assert (change.field, change.kind) == (f"sparkProperties.{key}", QUERY)
+    assert change.why == (
+        f"pinned by the checkpoint: Spark would restore {PINNED_43[key]!r} and ignore the new value"
+    )
+
+
+def test_a_setting_the_checkpoint_does_not_name_is_a_config_change() -> None:
+    [change] = property_diff({}, {"spark.sql.streaming.someNewSetting": "7"}, pinned=PINNED_43)
+    assert change.kind is CONFIG
+
+
+def test_setting_a_pinned_setting_to_the_checkpoints_own_value_restarts_from_it() -> None:
+    """The restart gets the value asked for: nothing is lost by keeping the state."""
+    [change] = property_diff({}, {MERGE_OPERATOR: "2"}, pinned=PINNED_43)
+    assert change.kind is CONFIG
+    assert "the checkpoint's own value" in change.why
+    [removed] = property_diff({MERGE_OPERATOR: "2"}, {}, pinned=PINNED_43)
+    assert removed.kind is QUERY  # back to Spark's default, which the checkpoint may not hold
+
+
+def test_a_boolean_is_compared_as_the_text_spark_gets() -> None:
+    key = "spark.sql.streaming.statefulOperator.alwaysNullableOutput.enabled"
+    [change] = property_diff({}, {key: True}, pinned=PINNED_43)
+    assert change.kind is CONFIG
+
+
+def test_shuffle_partitions_on_spark_4_1_or_later_restart_from_the_checkpoint() -> None:
+    [change] = property_diff(
+        {"spark.sql.shuffle.partitions": "4"},
+        {"spark.sql.shuffle.partitions": "8"},
+        pinned=PINNED_43,
+        spark="4.3.0",
+    )
+    assert change.kind is CONFIG
+    [before_41] = property_diff(
+        {"spark.sql.shuffle.partitions": "4"},
+        {"spark.sql.shuffle.partitions": "8"},
+        pinned=PINNED_43,
+        spark="4.0.1",
+    )
+    assert before_41.kind is QUERY
+
+
+def test_the_known_list_still_counts_where_the_checkpoint_does_not_name_a_setting() -> None:
+    """An older Spark's checkpoint lacks what a newer one pins; the newer Spark pins it to a
+    legacy default (OffsetSeqMetadata), so the hand-kept list counts too; and it is all there is
+    where no checkpoint was readable (`pinned=None`)."""
+    key = "spark.sql.streaming.stateStore.encodingFormat"
+    for pinned in (PINNED_43, None):
+        [change] = property_diff({}, {key: "avro"}, pinned=pinned)
+        assert (change.kind, change.why) == (QUERY, "the checkpoint pins this Spark setting")
+    for key in sorted(set(PINNED_43) - {"spark.sql.shuffle.partitions"}):
+        [change] = property_diff({}, {key: "7"}, pinned=None)
+        assert change.kind is QUERY, key

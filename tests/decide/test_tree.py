@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -201,6 +202,46 @@ def test_clean_start_skips_version_folders_that_already_exist():
     assert (decision.action, decision.version) == (Action.START_CLEAN, 4)
     query = plan_one(QUERY, stored_of(BASE, 1), running=1, checkpoint_batch=2, highest=5)
     assert (query.action, query.version) == (Action.STOP_AND_START_CLEAN, 6)
+
+
+FUTURE_SETTING = "spark.sql.streaming.someFutureStateFormat.version"
+
+
+def checkpoint_pins(conf: dict[str, str]) -> FakeStorage:
+    """A checkpoint of version 1 whose latest offsets file pins `conf`, as Spark writes it."""
+    storage = FakeStorage()
+    storage.add_checkpoint(f"{ROOT}/orders/1", 2)
+    line = {"batchWatermarkMs": 0, "batchTimestampMs": 1700000000000, "conf": conf}
+    storage.files[f"{ROOT}/orders/1/offsets/2"] = "v1\n" + json.dumps(line) + '\n{"0":7}'
+    return storage
+
+
+@pytest.mark.parametrize("running", [1, None], ids=["running", "stopped"])
+def test_a_setting_the_checkpoint_pins_starts_clean_though_no_list_names_it(running):
+    """What the checkpoint's offsets file pins counts, not only the list kept by hand: a restart
+    would keep the checkpoint's value and silently ignore the new one."""
+    store, target = FakeStore(), FakeTarget()
+    store.put(stored_of(BASE, 1))
+    if running:
+        target.add_run(Run("orders", running, "run-1", "pid 42"))
+    storage = checkpoint_pins({"spark.sql.shuffle.partitions": "4", FUTURE_SETTING: "1"})
+    desired = make_job(sparkProperties={**BASE.spec["sparkProperties"], FUTURE_SETTING: "2"})
+    [decision] = build_plan(gather([desired], store, target, storage, workers=1)).decisions
+    assert decision.action is (Action.STOP_AND_START_CLEAN if running else Action.START_CLEAN)
+    assert decision.version == 2
+    [change] = decision.changes
+    assert change.field == f"sparkProperties.{FUTURE_SETTING}"
+    assert change.why.startswith("pinned by the checkpoint")
+
+
+def test_a_pinned_setting_set_to_the_checkpoints_own_value_restarts_from_it():
+    store, target = FakeStore(), FakeTarget()
+    stored = stored_of(make_job(sparkProperties={"spark.executor.memory": "1g"}), 1)
+    store.put(stored)
+    target.add_run(Run("orders", 1, "run-1", "pid 42"))
+    storage = checkpoint_pins({"spark.sql.shuffle.partitions": "4"})
+    [decision] = build_plan(gather([BASE], store, target, storage, workers=1)).decisions
+    assert (decision.action, decision.version) == (Action.STOP_AND_RESTART, 1)
 
 
 def test_desired_stopped_and_not_running_is_recorded_stopped_with_changes_listed():

@@ -13,7 +13,13 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.gather.checkpoints import CheckpointInfo, highest_version, inspect_checkpoint
+from flink_sql_runner.gather.checkpoints import (
+    MAX_OFFSETS_BYTES,
+    CheckpointInfo,
+    highest_version,
+    inspect_checkpoint,
+    pinned_settings,
+)
 from flink_sql_runner.stores.storage import FileStorage, StorageError, local_path
 
 METADATA = json.dumps({"id": "5c1b8b55-2f2e-4f4e-9b55-6f7d2e0a4d11"}) + "\n"
@@ -233,6 +239,99 @@ def test_trailing_slash_is_the_same_folder(storage: Storage) -> None:
     write_checkpoint(storage, "job/1", offsets=range(2), commits=range(1))
     info = inspect_checkpoint(files(storage), storage.uri("job/1") + "/")
     assert (info.valid, info.last_committed, info.last_offset) == (True, 0, 1)
+
+
+# -- pinned_settings ------------------------------------------------------------------------------
+
+PINNED = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion": "2",
+    "spark.sql.streaming.stateStore.rowChecksum.enabled": "false",
+}
+
+
+def offsets_file(conf: Any, **more: Any) -> str:
+    line = {"batchWatermarkMs": 0, "batchTimestampMs": 1700000000000, "conf": conf, **more}
+    return "v1\n" + json.dumps(line) + '\n{"0":42}\n'
+
+
+def pinned(storage: Storage, rel: str) -> dict[str, str] | None:
+    return pinned_settings(files(storage), storage.uri(rel))
+
+
+def test_pinned_settings_are_the_conf_map_of_the_latest_offsets_file(storage: Storage) -> None:
+    write_checkpoint(storage, "job/1", offsets=range(0), commits=range(0))
+    storage.put("job/1/offsets/9", offsets_file({"spark.sql.shuffle.partitions": "200"}))
+    storage.put("job/1/offsets/10", offsets_file(PINNED))  # 10 > 9, not "10" < "9"
+    storage.put("job/1/offsets/.10.crc", b"\x00")
+    storage.put("job/1/offsets/11.tmp", offsets_file({}))
+    assert pinned(storage, "job/1") == PINNED
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        OFFSET,  # a metadata line without `conf` (Spark 2.1): what it pins is not written down
+        "v1\n",
+        "v1\nnot json\n",
+        "v1\n[1, 2]\n",
+        offsets_file(["spark.sql.shuffle.partitions"]),
+        offsets_file({"spark.sql.shuffle.partitions": 4}),
+        b"v1\n\xff\xfe\n",
+    ],
+    ids=["no-conf", "no-metadata-line", "not-json", "not-an-object", "conf-not-a-map",
+         "value-not-text", "not-utf8"],
+)  # fmt: skip
+def test_an_offsets_file_without_a_readable_conf_map_pins_nothing_known(
+    storage: Storage, text: str | bytes
+) -> None:
+    """None: not readable, so the plan falls back to the list kept by hand."""
+    write_checkpoint(storage, "job/1", offsets=range(0), commits=range(0))
+    storage.put("job/1/offsets/0", text)
+    assert pinned(storage, "job/1") is None
+
+
+def test_no_offsets_file_pins_nothing_known(storage: Storage) -> None:
+    assert pinned(storage, "job/1") is None
+    write_checkpoint(storage, "job/1", offsets=range(0), commits=range(0))
+    assert pinned(storage, "job/1") is None
+
+
+def test_an_oversized_offsets_file_is_not_read_as_pins(tmp_path: Path) -> None:
+    folder = tmp_path / "job" / "offsets"
+    folder.mkdir(parents=True)
+    (folder / "0").write_text(offsets_file(PINNED) + "x" * MAX_OFFSETS_BYTES)
+    assert pinned_settings(FileStorage(), str(tmp_path / "job")) is None
+
+
+@pytest.mark.spark
+def test_the_pins_of_a_checkpoint_spark_wrote(spark: Any, tmp_path: Path) -> None:
+    """A real micro-batch query on the shared session (its own SQL settings, in a new session):
+    what its checkpoint pins, as Spark wrote it."""
+    session = spark.newSession()
+    session.conf.set("spark.sql.shuffle.partitions", "3")
+    session.conf.set("spark.sql.streaming.stateStore.rowChecksum.enabled", "true")
+    checkpoint = tmp_path / "ckpt" / "1"
+    frame = session.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
+    query = (
+        frame.writeStream.format("parquet")
+        .option("path", str(tmp_path / "out"))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    found = pinned_settings(FileStorage(), f"file://{checkpoint}")
+    assert found is not None
+    assert found["spark.sql.shuffle.partitions"] == "3"
+    assert found["spark.sql.streaming.stateStore.rowChecksum.enabled"] == "true"
+    # Settings Spark 4.x pins beyond the list kept by hand before the checkpoint was read:
+    assert {
+        "spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion",
+        "spark.sql.streaming.statefulOperator.alwaysNullableOutput.enabled",
+    } <= set(found)
+    assert "spark.sql.session.timeZone" not in found  # only what Spark pins
 
 
 # -- highest_version ------------------------------------------------------------------------------

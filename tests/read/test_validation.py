@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from flink_sql_runner.errors import InvalidInput
 from flink_sql_runner.read.catalog import file_format, load_catalog
 from flink_sql_runner.read.manifest import load_jobs
+from flink_sql_runner.read.sinks import sink_of
 from tests.support.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -266,3 +268,18 @@ def test_a_template_s_trigger_interval_is_checked_once_against_the_template(tmp_
     assert [f for f in fields if f[1].startswith("trigger")] == [
         (str(template), "trigger.continuous")
     ]
+
+
+def test_one_kafka_cluster_written_two_ways_is_one_sink() -> None:
+    """Broker lists compare as sets: order, spacing and repeats do not make another cluster."""
+
+    def kafka(servers: str, topic: str = "orders") -> dict[str, Any]:
+        return {"format": "kafka", "options": {"kafka.bootstrap.servers": servers, "topic": topic}}
+
+    one = sink_of("a", kafka("a:9092, b:9092"))
+    assert (
+        one == sink_of("b", kafka("b:9092,a:9092")) == sink_of("c", kafka(" a:9092,b:9092,a:9092 "))
+    )
+    assert str(one) == "kafka topic orders on a:9092,b:9092"
+    assert one != sink_of("d", kafka("a:9092,c:9092"))
+    assert one != sink_of("e", kafka("a:9092,b:9092", topic="other"))
