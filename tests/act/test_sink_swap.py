@@ -18,18 +18,28 @@ def writing(name: str, path: str) -> Job:
     return make_job(name=name, tables={"out": {**SINK, "options": {"path": path}}})
 
 
-class SwapWorld:
-    """a writes /out/x and b /out/y, both running v1; the deploy swaps them. Every submit
-    checks that no run still listed writes the sink it will write (`collisions` stays empty);
-    the jobs in `failing` start runs that fail before their first batch."""
+SWAP = {"a": ("/out/x", "/out/y"), "b": ("/out/y", "/out/x")}
 
-    def __init__(self, parallelism: int, failing: tuple[str, ...] = ()):
+
+class SwapWorld:
+    """Each job of `sinks` runs v1 writing its first folder; the deploy moves it to its second
+    (by default a writes /out/x and b /out/y, and they swap). Every submit checks that no run
+    still listed writes the sink it will write (`collisions` stays empty); the jobs in `failing`
+    start runs that fail before their first batch."""
+
+    def __init__(
+        self,
+        parallelism: int,
+        failing: tuple[str, ...] = (),
+        sinks: dict[str, tuple[str, str]] = SWAP,
+    ):
+        self.moves = sinks
         self.store, self.target, self.state, self.executor = fake_world()
         self.executor.parallelism = parallelism
         self.sinks: dict[str, str] = {}  # run id: the folder it writes
         self.collisions: list[str] = []
         self.events: list[str] = []
-        for name, path in (("a", "/out/x"), ("b", "/out/y")):
+        for name, (path, _) in sinks.items():
             self.store.put(stored_of(writing(name, path), 1))
             self.target.add_run(Run(name, 1, f"old-{name}", f"pid {len(self.sinks) + 1}"))
             self.state.add_checkpoint(f"{ROOT}/{name}/1", 5)
@@ -67,7 +77,7 @@ class SwapWorld:
 
     def deploy(self):
         facts = gather(
-            [writing("a", "/out/y"), writing("b", "/out/x")],
+            [writing(name, path) for name, (_, path) in self.moves.items()],
             self.store,
             self.target,
             self.state,
@@ -159,3 +169,17 @@ def test_a_failed_stop_of_the_first_holds_the_second_back(parallelism: int) -> N
     assert results["b"].outcome == "skipped"
     assert world.collisions == []
     assert not any(e.startswith("start b v2") for e in world.events)
+
+
+@pytest.mark.parametrize("parallelism", [1, 3])
+def test_three_jobs_passing_sinks_round_change_over_in_one_deploy(parallelism: int) -> None:
+    world = SwapWorld(
+        parallelism,
+        sinks={"a": ("/out/a", "/out/b"), "b": ("/out/b", "/out/c"), "c": ("/out/c", "/out/a")},
+    )
+    results = world.deploy()
+    assert all(r.ok for r in results.values()), results
+    assert world.writing_now() == {"a": "/out/b", "b": "/out/c", "c": "/out/a"}
+    assert world.collisions == []
+    starts = [e for e in world.events if e.startswith("start")]
+    assert starts == ["start a v2 into /out/b", "start c v2 into /out/a", "start b v2 into /out/c"]
