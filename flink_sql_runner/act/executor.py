@@ -39,7 +39,8 @@ from flink_sql_runner.targets.base import Target
 
 class Executor:
     """Carries out a plan, `parallelism` jobs at a time, each job after the jobs its decision
-    names in `after`; each job's result is reported as it completes."""
+    names in `after` (and its starts after the stops of those in `after_stops`); each job's
+    result is reported as it completes."""
 
     def __init__(
         self,
@@ -108,8 +109,9 @@ class Executor:
 
         A decision runs in two parts: its stops (everything before its first start), once the
         jobs in its `stop_after` have stopped; then its starts, once every job in its `after`
-        is done. When one of those failed, its starts are held back (`skipped`), and what its
-        stops stopped is started again from its checkpoint (its rollback).
+        is done and every job in its `after_stops` has done its stops. When one of those failed,
+        its starts are held back (`skipped`), and what its stops stopped is started again from
+        its checkpoint (its rollback).
 
         Once interrupted, no decision begins (`not-begun`); one whose stops are done still gets
         its starts. A KeyboardInterrupt while it waits abandons the jobs in flight: Abandoned,
@@ -121,6 +123,7 @@ class Executor:
         waiting = list(plan.decisions)  # nothing done yet
         stopped: dict[str, tuple[Decision, Parts]] = {}  # stops done, starts waiting
         stops_done: set[str] = set()
+        stops_ok: dict[str, bool] = {}  # whether a decision's stops were done (it let go)
 
         announced: set[str] = set()
 
@@ -153,6 +156,7 @@ class Executor:
         def finish(decision: Decision, result: JobResult) -> None:
             results[decision.name] = result
             stops_done.add(decision.name)
+            stops_ok.setdefault(decision.name, False)
             self._done(decision.name)
             if progress and decision.steps and result.outcome != "not-begun":
                 progress.finished(decision.name, result.ok, skipped=result.outcome == "skipped")
@@ -165,7 +169,9 @@ class Executor:
                     if not any(s in names and s not in stops_done for s in decision.stop_after):
                         ready.append((index[decision.name], "begin", decision))
                 for decision, _parts in stopped.values():
-                    if all(a in results for a in decision.after if a in names):
+                    if all(a in results for a in decision.after if a in names) and all(
+                        s in stops_done for s in decision.after_stops if s in names
+                    ):
                         ready.append((index[decision.name], "resume", decision))
                 # Plan order within --parallelism: a job that began goes on before the next.
                 for _, kind, decision in sorted(ready, key=lambda r: r[0]):
@@ -178,9 +184,17 @@ class Executor:
                     _, parts = stopped.pop(decision.name)
                     before = [a for a in decision.after if a in names]
                     failed = [a for a in before if not results[a].ok]
-                    held = [why_held(a, results[a], decision) for a in failed] or None
-                    running[pool.submit(resume, parts, parts.result, held)] = ("resume", decision)
-                if not running:  # a cycle of `after`/`stop_after`: the plan never makes one
+                    held = [why_held(a, results[a], decision) for a in failed]
+                    held += [
+                        f"{s} ({decision.why_after.get(s, 'must stop first')}) did not stop"
+                        for s in decision.after_stops
+                        if s in names and not stops_ok[s]
+                    ]
+                    running[pool.submit(resume, parts, parts.result, held or None)] = (
+                        "resume",
+                        decision,
+                    )
+                if not running:  # a cycle of `after`/`after_stops`/`stop_after`: no plan makes one
                     for decision in waiting:
                         finish(decision, held_back(decision, ["in a cycle of jobs"]))
                     waiting.clear()
@@ -201,6 +215,7 @@ class Executor:
                         continue
                     parts, result = future.result()
                     stops_done.add(decision.name)
+                    stops_ok[decision.name] = parts is not None or result.ok
                     if parts is None:
                         finish(decision, result)
                     else:

@@ -53,9 +53,14 @@ class Decision:
     #: Jobs whose steps must be done before this job's starts (the owner of the sink this job
     #: will write; the producers of what it reads). When one fails, its starts are held back.
     after: tuple[str, ...] = ()
+    #: Jobs whose stops must be done before this job's starts, not their whole decision: each
+    #: lets go of the sink this job will write, and neither starts its old run there again (no
+    #: rollback into it). Where `after` would wait in a circle (two jobs swapping sinks). When a
+    #: stop fails, this job's starts are held back.
+    after_stops: tuple[str, ...] = ()
     #: Jobs whose stops must be done before this job's stops (the consumers of what it writes).
     stop_after: tuple[str, ...] = ()
-    #: Why, for each job of `after` (said when this job is held back).
+    #: Why, for each job of `after` and `after_stops` (said when this job is held back).
     why_after: dict[str, str] = field(default_factory=dict, compare=False)
     #: What this decision means for the jobs downstream of it (lineage order).
     downstream: tuple[Impact, ...] = ()
@@ -72,6 +77,8 @@ class Decision:
         }
         if self.after:
             doc["after"] = list(self.after)
+        if self.after_stops:
+            doc["after-stops"] = list(self.after_stops)
         if self.stop_after:
             doc["stop-after"] = list(self.stop_after)
         if self.downstream:

@@ -110,7 +110,7 @@ def order_by_lineage(decisions: dict[str, Decision], lineage: Lineage) -> dict[s
         if consumer in lineage.upstream(producer):
             continue  # one cycle: no order among its jobs
         if starts(decisions[producer]) and starts(decisions[consumer]):
-            if producer not in after[consumer] and not _reaches(producer, consumer, after):
+            if producer not in after[consumer] and not reaches(producer, consumer, after):
                 after[consumer].append(producer)
                 why[consumer].setdefault(producer, f"writes {link.table}, which it reads")
         if stops(decisions[producer]) and stops(decisions[consumer]):
@@ -133,7 +133,7 @@ def order_by_lineage(decisions: dict[str, Decision], lineage: Lineage) -> dict[s
     return ordered
 
 
-def _reaches(start: str, goal: str, edges: dict[str, list[str]]) -> bool:
+def reaches(start: str, goal: str, edges: dict[str, list[str]]) -> bool:
     """Whether `goal` is reachable from `start` along `edges` (an edge a->b: a after b)."""
     seen, todo = set(), [start]
     while todo:

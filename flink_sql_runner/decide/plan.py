@@ -9,6 +9,7 @@ exactly these steps; `deploy` carries them out.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 from flink_sql_runner.decide import pipeline
 from flink_sql_runner.decide.decisions import Action, Decision, Plan
@@ -23,6 +24,7 @@ def build_plan(facts: list[JobFacts], prune: bool = False, spark: str | None = N
     """The decisions for every job, sorted by name. With `prune`, jobs whose manifest left
     --path are stopped and archived instead of left alone. No job starts into a sink another
     job writes (stored or running), unless that job is stopped first in the same deploy.
+    A job starting into a sink another job lets go of starts after that job (`_hand_over`).
     Along the lineage (pipeline.py): producers start first and consumers stop first, consumers
     with `reprocessing: consistent` follow a producer's new version, and a job that starts
     clean as a new version names what happens downstream of it.
@@ -43,11 +45,14 @@ def build_plan(facts: list[JobFacts], prune: bool = False, spark: str | None = N
         if f.stored is not None
         and (sink := target_sink(f.name, f.stored.job, f.stored.tables)) is not None
     }
+    handovers: list[Handover] = []
     for name, decision in decisions.items():
         for sink in _sinks_started(decision):
-            decisions[name] = _respect_owners(decision, sink, owners, decisions, by_name)
-            decision = decisions[name]
+            decision, givers = _respect_owners(decision, sink, owners, decisions, by_name)
+            decisions[name] = decision
+            handovers += [Handover(name, giver, sink) for giver in givers]
     decisions = pipeline.order_by_lineage(decisions, lineage)
+    decisions = _hand_over(decisions, handovers)
     decisions = pipeline.downstream_impact(decisions, by_name, lineage)
     return Plan(tuple(decisions[f.name] for f in ordered))
 
@@ -62,19 +67,26 @@ def _sinks_started(decision: Decision) -> list[SinkId]:
     return found
 
 
+class Handover(NamedTuple):
+    """`taker` will start into `sink`, which `giver` writes until it stops in this deploy."""
+
+    taker: str
+    giver: str
+    sink: SinkId
+
+
 def _respect_owners(
     decision: Decision,
     sink: SinkId,
     owners: dict[str, SinkId],
     decisions: dict[str, Decision],
     facts: dict[str, JobFacts],
-) -> Decision:
-    """`decision` ordered after every other job that writes `sink` and lets go of it in this
-    deploy; an error when one keeps writing it."""
+) -> tuple[Decision, list[str]]:
+    """`decision` and the other jobs that write `sink` and let go of it in this deploy (it
+    starts after them, `_hand_over`); an error (and none) when one keeps writing it."""
     if decision.action is Action.ERROR:
-        return decision
-    after = list(decision.after)
-    why = dict(decision.why_after)
+        return decision, []
+    givers = []
     for other, owned in owners.items():
         if other == decision.name or not owned.overlaps(sink):
             continue
@@ -85,8 +97,7 @@ def _respect_owners(
         )
         running = any(isinstance(s, StopRun) for s in theirs.steps) or not facts[other].alive
         if theirs.action is Action.PRUNE or (moves and running and theirs.steps):
-            after.append(other)
-            why.setdefault(other, f"the writer of {sink} until now")
+            givers.append(other)
             continue
         state = (
             f"running {describe_runs(facts[other].alive)}" if facts[other].alive else "not running"
@@ -99,5 +110,46 @@ def _respect_owners(
             "jobs no longer under --path)",
             decision.version,
             decision.changes,
+        ), []
+    return decision, givers
+
+
+def _hand_over(decisions: dict[str, Decision], handovers: list[Handover]) -> dict[str, Decision]:
+    """Each taker's starts ordered after its giver. After the giver's whole decision (`after`)
+    where it can: a giver whose new run fails starts its old run in the sink again (its
+    rollback), and the taker is then held back. Where that would wait in a circle (jobs that
+    swap sinks, or pass them round), after the giver's stops only (`after_stops`), and the giver
+    has no rollback: once it stopped, its old sink is the taker's. The lineage's order, made
+    before, stands; otherwise the first in name order starts first."""
+    after = {n: list(d.after) for n, d in decisions.items()}
+    after_stops = {n: list(d.after_stops) for n, d in decisions.items()}
+    why = {n: dict(d.why_after) for n, d in decisions.items()}
+    given: dict[str, list[str]] = {}  # giver: who takes which of its sinks once it stopped
+    for taker, giver, sink in sorted(handovers, key=lambda h: (h.taker, h.giver), reverse=True):
+        if decisions[taker].action is Action.ERROR or giver in after_stops[taker]:
+            continue
+        why[taker].setdefault(giver, f"the writer of {sink} until now")
+        if giver in after[taker]:
+            continue
+        if pipeline.reaches(giver, taker, after):
+            after_stops[taker].append(giver)
+            given.setdefault(giver, []).append(f"{taker} takes over {sink} once it has stopped")
+        else:
+            after[taker].append(giver)
+    result = {}
+    for name, decision in decisions.items():
+        decision = replace(
+            decision,
+            after=tuple(after[name]),
+            after_stops=tuple(after_stops[name]),
+            why_after=why[name],
         )
-    return replace(decision, after=tuple(after), why_after=why)
+        if name in given and decision.rollback:
+            decision = replace(
+                decision,
+                rollback=(),
+                reason=f"{decision.reason}; no rollback: if the new run is not healthy, it "
+                f"stays stopped ({'; '.join(given[name])})",
+            )
+        result[name] = decision
+    return result

@@ -130,12 +130,16 @@ def _job_section(decision: Decision, lineage: Lineage | None, diffs: bool) -> li
         lines += ["", "| field | old -> new | kind | why |", "|---|---|---|---|", *rows]
         lines += blocks
     if decision.steps:
-        after = (
-            f"After {', '.join(code(a, in_table=False) for a in decision.after)}: "
-            if decision.after
-            else ""
-        )
-        lines += ["", f"{after}steps, in order:" if after else "Steps, in order:", ""]
+        order = []
+        if decision.after:
+            order.append(f"after {', '.join(code(a, in_table=False) for a in decision.after)}")
+        if decision.after_stops:
+            names = ", ".join(code(a, in_table=False) for a in decision.after_stops)
+            have = "has" if len(decision.after_stops) == 1 else "have"
+            order.append(f"starts once {names} {have} stopped")
+        intro = "; ".join(order)
+        intro = f"{intro[:1].upper()}{intro[1:]}: steps, in order:" if intro else "Steps, in order:"
+        lines += ["", intro, ""]
         lines += [f"{i}. {text(step.describe())}" for i, step in enumerate(decision.steps, 1)]
     if decision.rollback:
         back = ", then ".join(step.describe() for step in decision.rollback)

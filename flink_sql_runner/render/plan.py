@@ -84,13 +84,21 @@ def plan_json(plan: Plan, results: dict[str, dict[str, Any]] | None = None, **ex
     return json.dumps(doc, indent=2, default=str)
 
 
+def _stopped(names: tuple[str, ...]) -> str:
+    """`a has stopped`, `a, b have stopped`: the jobs a decision's starts wait for."""
+    return f"{', '.join(names)} {'has' if len(names) == 1 else 'have'} stopped"
+
+
 def steps_lines(decision: Decision) -> list[str]:
     """What a decision will do, for people: its steps, then its rollback."""
     if not decision.steps:
         return []
     lines = ["do: " + ", then ".join(step.describe() for step in decision.steps)]
-    if decision.after:
-        lines[0] = f"after {', '.join(decision.after)}: " + lines[0]
+    order = [f"after {', '.join(decision.after)}"] if decision.after else []
+    if decision.after_stops:
+        order.append(f"starts once {_stopped(decision.after_stops)}")
+    if order:
+        lines[0] = "; ".join(order) + ": " + lines[0]
     if decision.stop_after:
         lines.append(f"stops after {', '.join(decision.stop_after)} stopped (they read it)")
     if decision.rollback:
