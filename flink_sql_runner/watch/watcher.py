@@ -32,7 +32,6 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.act.results import JobResult
-from flink_sql_runner.act.runtime import source_tables
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.tree import decide, replace_stalled
 from flink_sql_runner.errors import FsrError
@@ -42,10 +41,10 @@ from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import StoredManifest
-from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 from flink_sql_runner.watch.events import Event, Notifier
 from flink_sql_runner.watch.health import Health, State, assess, failure_reason
+from flink_sql_runner.watch.limits import job_of, refusal_of, wanted
 from flink_sql_runner.watch.metrics import Metrics
 from flink_sql_runner.watch.records import (
     LEADER_LOCK,
@@ -83,16 +82,6 @@ class WatchSettings:
         if consecutive <= 1:
             return 0.0
         return min(self.backoff_first * 2 ** (consecutive - 2), self.backoff_max)
-
-
-def job_of(manifest: StoredManifest, where: str) -> Job:
-    """A stored manifest as the desired job: `watch` wants what the store records."""
-    return Job(
-        spec=manifest.job,
-        tables=manifest.tables,
-        source_tables=tuple(source_tables(manifest)),
-        file=where,
-    )
 
 
 def _same(now: StoredManifest, judged: StoredManifest) -> bool:
@@ -322,7 +311,8 @@ class Watcher:
                            include_orphans=False, workers=4)  # fmt: skip
             records = self.watch_log.read_all()
             for job_facts in facts:
-                chosen = self._choose(job_facts, fresh[job_facts.name], records)
+                job_facts = wanted(job_facts, f"{self.store.location}{job_facts.name}.yaml")
+                chosen = self._choose(job_facts, fresh[job_facts.name], records, stored)
                 if chosen is not None:
                     decision, record = chosen
                     self._write(replace(record, state=State.RESTARTING.value, backoff_until=None))
@@ -333,7 +323,11 @@ class Watcher:
             self._collect()  # releases the lock when nothing was begun
 
     def _choose(
-        self, facts: JobFacts, manifest: StoredManifest, records: dict[str, WatchRecord]
+        self,
+        facts: JobFacts,
+        manifest: StoredManifest,
+        records: dict[str, WatchRecord],
+        stored: dict[str, StoredManifest] | None = None,
     ) -> tuple[Decision, WatchRecord] | None:
         """What to do about one job now (None: nothing, yet), its failure counted."""
         name = facts.name
@@ -346,7 +340,9 @@ class Watcher:
                                      manifest.meta.query_version}))  # fmt: skip
             if record.crash_looping:
                 return None
-            return replace_stalled(facts, f"stalled ({health.detail})"), record
+            spark = self.deployment.target.spark_version()
+            decision = replace_stalled(facts, f"stalled ({health.detail})", spark)
+            return self._allowed(decision, facts, record, stored or {})
         if health.state is not State.DOWN:
             return None  # it came up, or a deploy changed it, since the look without the lock
         if record.state != State.BACKING_OFF.value:
@@ -370,8 +366,20 @@ class Watcher:
         if until is not None and until > now:
             return None
         decision = decide(facts, spark=self.deployment.target.spark_version())
-        if decision.action is Action.ERROR:
-            self.notifier.emit(Event("cannot-act", name, decision.reason))
+        return self._allowed(decision, facts, record, stored or {})
+
+    def _allowed(
+        self,
+        decision: Decision,
+        facts: JobFacts,
+        record: WatchRecord,
+        stored: dict[str, StoredManifest],
+    ) -> tuple[Decision, WatchRecord] | None:
+        """`decision` to carry out, or None with a `cannot-act` event saying why not."""
+        refusal = refusal_of(decision, facts, stored)
+        if decision.action is Action.ERROR or refusal is not None:
+            why = decision.reason if refusal is None else f"{decision.reason}; but {refusal}"
+            self.notifier.emit(Event("cannot-act", facts.name, why))
             self._write(replace(record, state="cannot-act"))
             return None
         return (decision, record) if decision.steps else None
