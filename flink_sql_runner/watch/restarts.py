@@ -3,14 +3,18 @@ through the deploy's executor, under the store's lock.
 
 The watcher's loop never waits for a restart (one can take `--start-timeout`): it goes on
 looking, and a job that dies meanwhile is restarted beside the ones under way. The lock is taken
-when the first restart begins and released once none is under way, so a deploy waits at most
-for the restarts in progress. When the watcher stops, the restarts in progress end (a stop is
-always followed by its start); those not begun yet are not begun.
+when the first restart begins and released once none is under way; once it has been held for
+`HOLD_LIMIT` seconds, no other restart begins until those under way have ended and the lock was
+released, so a deploy waiting for it is not starved by restarts that keep overlapping. When the
+watcher stops, the restarts in progress end (a stop is always followed by its start); those not
+begun yet are not begun.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,9 +37,19 @@ class Finished:
     problem: str = ""
 
 
+#: Seconds the watcher holds the store's lock before it lets restarts drain (see above).
+HOLD_LIMIT = 60.0
+
+
 class Actions:
-    def __init__(self, deployment: Deployment, stopping: threading.Event):
-        self.deployment, self.stopping = deployment, stopping
+    def __init__(
+        self,
+        deployment: Deployment,
+        stopping: threading.Event,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.deployment, self.stopping, self.clock = deployment, stopping, clock
+        self._held_since = 0.0
         self._lock: StoreLock | None = None
         self._executor: Executor | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -43,6 +57,10 @@ class Actions:
 
     def busy(self, name: str) -> bool:
         return name in self._under_way
+
+    def draining(self) -> bool:
+        """Whether the lock was held for `HOLD_LIMIT`: no restart begins until it is released."""
+        return self._lock is not None and self.clock() - self._held_since >= HOLD_LIMIT
 
     def hold(self) -> Holder | None:
         """Hold the store's lock, taking it if needed: None once held, else who holds it.
@@ -56,6 +74,7 @@ class Actions:
             return holder
         lock.start_heartbeat()
         self._lock, self._executor = lock, self.deployment.executor(lock)
+        self._held_since = self.clock()
         return None
 
     def begin(self, decision: Decision, record: WatchRecord) -> None:

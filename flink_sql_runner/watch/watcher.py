@@ -116,7 +116,7 @@ class Watcher:
         self._waiting_for: str | None = None  # who held the store's lock when we wanted it
         self._written: dict[str, WatchRecord] = {}  # what this watcher last wrote, by job
         self._problem: str | None = None  # why the last look failed, said once
-        self.actions = Actions(deployment, self.stopping)
+        self.actions = Actions(deployment, self.stopping, clock)
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self, once: bool = False) -> None:
@@ -289,6 +289,12 @@ class Watcher:
         """Under the store's lock, from facts read again under it: restart what is down (after
         its backoff), replace what is stalled, in the background (restarts.py). A deploy
         holding the lock is waited out."""
+        if self.actions.draining():
+            self.notifier.warn(
+                "restarts wait until those under way have ended: the store's lock is released "
+                "in between, for a deploy that may be waiting for it"
+            )
+            return
         try:
             holder = self.actions.hold()
         except FsrError as exc:

@@ -129,3 +129,41 @@ def test_watch_does_not_restart_a_job_into_a_sink_another_recorded_job_writes():
     assert world.target.submissions == []
     said = [e for e in world.events() if e["event"] == "cannot-act" and e.get("job") == "b"]
     assert said and "is recorded as written by a" in said[-1]["message"]
+
+
+def test_restarts_that_keep_overlapping_let_the_lock_go_for_a_waiting_deploy():
+    """Before, a restart begun while another was under way extended the watcher's hold of the
+    store's lock, without end while jobs kept failing: a deploy could wait past its
+    --lock-timeout. Now, once held for HOLD_LIMIT, no restart begins until the lock was
+    released in between."""
+    import threading
+    import time
+
+    from flink_sql_runner.watch.restarts import HOLD_LIMIT
+    from flink_sql_runner.watch.watcher import WatchSettings
+
+    world = World()
+    names = ["a", "b", "c"]
+    for name in names:
+        path = {"format": "parquet", "options": {"path": f"/out/{name}"}}
+        world.deployed(make_job(name=name, tables={"src": BASE.tables["src"], "out": path}))
+    settings = WatchSettings(interval=10, backoff_first=10, stall_timeout=3600, leader_ttl=600)
+    watcher = world.watcher(settings, parallelism=3)
+    world.look(watcher)
+    gates = {name: threading.Event() for name in names}
+    world.target.before_submit = lambda s: gates[s.name].wait(30)
+    world.dies("a")
+    watcher.step()  # a's restart begins: the lock is taken
+    world.clock.now += HOLD_LIMIT
+    world.dies("b")
+    watcher.step()  # held for HOLD_LIMIT: b's restart waits
+    time.sleep(0.2)
+    assert [e for e in world.events() if "restarts wait until" in e.get("message", "")]
+    gates["a"].set()
+    watcher.settle()
+    assert world.store.data.lock.holder is None, "released in between"
+    gates["b"].set()
+    world.clock.now += 10
+    watcher.step()
+    watcher.settle()
+    assert sorted(s.name for s in world.target.submissions) == ["a", "b"]
