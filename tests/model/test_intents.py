@@ -1,0 +1,88 @@
+"""`settle`: what an interrupted command's intent comes to, as a pure function of the intent,
+the listing, its run's status, its checkpoint's commits and its age on the store's clock."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from flink_sql_runner.model.intents import Intent, Kind, Outcome, Phase, new_intent, settle
+from flink_sql_runner.model.runs import Liveness, Run
+from tests.support.jobs import BASE, stored_of
+
+MANIFEST = stored_of(BASE, 2)
+
+
+def start(phase: Phase, age: float = 0.0, **kw) -> Intent:
+    intent = new_intent(MANIFEST, "stop-and-start-clean", "run-2", **kw).at(phase)
+    return replace(intent, age=age)
+
+
+def run(run_id: str | None = "run-2", version: int = 2, liveness=Liveness.ALIVE) -> Run:
+    return Run("orders", version, run_id, "pid 9", liveness=liveness)
+
+
+HEALTHY = {"run-id": "run-2", "state": "active"}
+
+
+@pytest.mark.parametrize(
+    "intent, runs, status, committed, outcome",
+    [
+        (start(Phase.INTENDED), (), None, None, Outcome.NOT_TAKEN),
+        (start(Phase.OLD_STOPPED), (run(),), None, None, Outcome.NOT_TAKEN),
+        (start(Phase.SUBMITTING), (run(),), None, None, Outcome.UP),
+        (start(Phase.SUBMITTED), (run(None),), None, None, Outcome.UP),
+        (start(Phase.SUBMITTED), (run(liveness=Liveness.UNKNOWN),), None, None, Outcome.UNKNOWN),
+        (start(Phase.SUBMITTING, age=10), (), None, None, Outcome.UNKNOWN),
+        (start(Phase.SUBMITTING, age=300), (), None, None, Outcome.NOT_TAKEN),
+        (start(Phase.SUBMITTED, age=10), (), HEALTHY, None, Outcome.TOOK_EFFECT),
+        (start(Phase.HEALTHY), (), None, None, Outcome.TOOK_EFFECT),
+        (start(Phase.FAILED), (), None, None, Outcome.NOT_TAKEN),
+        (start(Phase.FAILED, committed_before=5), (), None, 6, Outcome.TOOK_EFFECT),
+        (start(Phase.SUBMITTED, age=400, committed_before=5), (), None, 5, Outcome.NOT_TAKEN),
+        (start(Phase.SUBMITTED, age=400, committed_before=-1), (), None, 0, Outcome.TOOK_EFFECT),
+        # another run's status file says nothing about this intent's run
+        (start(Phase.SUBMITTED, age=400), (), {"run-id": "x", "state": "active"}, None,
+         Outcome.NOT_TAKEN),
+    ],
+)  # fmt: skip
+def test_a_start_settles_on_evidence_of_its_own_run(intent, runs, status, committed, outcome):
+    assert settle(intent, runs, status, committed).outcome is outcome
+
+
+def test_the_submit_timeout_is_the_one_the_record_carries():
+    intent = start(Phase.SUBMITTING, age=40, submit_timeout=30.0)
+    assert settle(intent, (), None).outcome is Outcome.NOT_TAKEN
+
+
+@pytest.mark.parametrize(
+    "runs, outcome",
+    [
+        ((), Outcome.TOOK_EFFECT),
+        ((run("old", 1),), Outcome.NOT_TAKEN),
+        ((run("old", 1, Liveness.UNKNOWN),), Outcome.UNKNOWN),
+    ],
+)
+@pytest.mark.parametrize("kind", [Kind.STOP, Kind.PRUNE])
+def test_a_stop_took_effect_once_no_run_of_the_job_is_up(kind, runs, outcome):
+    intent = new_intent(MANIFEST, "stop", "-", kind).at(Phase.STOPPING)
+    assert settle(intent, runs, None).outcome is outcome
+
+
+def test_settling_is_pure():
+    intent = start(Phase.SUBMITTED, age=12)
+    assert settle(intent, (), None) == settle(intent, (), None)
+
+
+def test_records_of_the_previous_schema_are_read_with_their_kind():
+    old = json.loads(start(Phase.SUBMITTED).to_json())
+    for key in ("kind", "submit-timeout", "committed-before"):
+        del old[key]
+    old["schema-version"] = 2
+    old["phase"] = "rolling-back"
+    intent = Intent.from_json(json.dumps(old), "memory://x", age=3.0)
+    assert (intent.kind, intent.phase, intent.age) == (Kind.ROLLBACK, Phase.SUBMITTING, 3.0)
+    old["phase"], old["action"] = "old-stopped", "stop"
+    assert Intent.from_json(json.dumps(old), "memory://x").kind is Kind.STOP
