@@ -17,13 +17,13 @@ more than one step.
 from __future__ import annotations
 
 import traceback
-import uuid
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from flink_sql_runner.act.results import JobResult, first_line
 from flink_sql_runner.act.runs import RunControl, StartFailed
+from flink_sql_runner.act.tracker import KIND_OF_ACTION, Tracker
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.steps import (
     Archive,
@@ -36,8 +36,7 @@ from flink_sql_runner.decide.steps import (
 )
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host.timing import mark
-from flink_sql_runner.model.intents import Intent, IntentLog, Kind, Phase, new_intent
-from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.model.intents import IntentLog, Kind, Phase
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 
@@ -303,58 +302,6 @@ class JobSteps:
             elif isinstance(step, Archive):
                 where = self.store.archive(step.name)
                 result.summary = f"pruned: checkpoint kept, manifest archived to {where}"
-
-
-class Tracker:
-    """One command's intent record for one job: written before the job's first side effect
-    (an interrupted command's own record, if any, stays until its DropIntent step), then moved
-    forward phase by phase, each write after a lease check."""
-
-    def __init__(
-        self,
-        log: IntentLog,
-        check: Callable[[bool], None],
-        manifest: StoredManifest | None,
-        action: str,
-        kind: Kind,
-        submit_timeout: float,
-    ):
-        self.log, self.check = log, check
-        self.manifest, self.action, self.kind = manifest, action, kind
-        self.submit_timeout = submit_timeout
-        self.run_id = str(uuid.uuid4())
-        self.intent: Intent | None = None
-
-    @property
-    def written(self) -> bool:
-        return self.intent is not None
-
-    def to(
-        self, phase: Phase, submission_id: str | None = None, committed_before: int | None = None
-    ) -> None:
-        self.check(phase in AFTER_EFFECTS)
-        if self.intent is None:
-            if self.manifest is None:
-                return
-            self.intent = new_intent(self.manifest, self.action, self.run_id, self.kind,
-                                     self.submit_timeout)  # fmt: skip
-            if phase is not Phase.INTENDED:
-                self.intent = self.intent.at(phase, submission_id)
-        elif phase is Phase.INTENDED:
-            return
-        else:
-            self.intent = self.intent.at(phase, submission_id)
-        if committed_before is not None:
-            self.intent = replace(self.intent, committed_before=committed_before)
-        self.log.write(self.intent)
-
-
-#: Phases that record what already happened: written even by a command that was told to begin
-#: nothing more, as long as it holds the lock.
-AFTER_EFFECTS = (Phase.OLD_STOPPED, Phase.SUBMITTED, Phase.HEALTHY, Phase.FAILED)
-
-#: The kind of intent each action writes; any other writes a start's.
-KIND_OF_ACTION = {Action.STOP: Kind.STOP, Action.PRUNE: Kind.PRUNE}
 
 
 @dataclass

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from flink_sql_runner.act.job_steps import Tracker
+from flink_sql_runner.act.tracker import Tracker
 from flink_sql_runner.decide.tree import as_stopped
 from flink_sql_runner.errors import FsrError, UnknownJob
 from flink_sql_runner.model.control import ControlFiles

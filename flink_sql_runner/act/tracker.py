@@ -1,0 +1,65 @@
+"""One command's intent record for one job, as it acts: written before the job's first side
+effect, moved forward phase by phase (model/intents.py says what each phase means and how the
+next command settles a record left behind)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.model.intents import Intent, IntentLog, Kind, Phase, new_intent
+from flink_sql_runner.model.stored import StoredManifest
+
+
+class Tracker:
+    """One command's intent record for one job: written before the job's first side effect
+    (an interrupted command's own record, if any, stays until its DropIntent step), then moved
+    forward phase by phase, each write after a lease check."""
+
+    def __init__(
+        self,
+        log: IntentLog,
+        check: Callable[[bool], None],
+        manifest: StoredManifest | None,
+        action: str,
+        kind: Kind,
+        submit_timeout: float,
+    ):
+        self.log, self.check = log, check
+        self.manifest, self.action, self.kind = manifest, action, kind
+        self.submit_timeout = submit_timeout
+        self.run_id = str(uuid.uuid4())
+        self.intent: Intent | None = None
+
+    @property
+    def written(self) -> bool:
+        return self.intent is not None
+
+    def to(
+        self, phase: Phase, submission_id: str | None = None, committed_before: int | None = None
+    ) -> None:
+        self.check(phase in AFTER_EFFECTS)
+        if self.intent is None:
+            if self.manifest is None:
+                return
+            self.intent = new_intent(self.manifest, self.action, self.run_id, self.kind,
+                                     self.submit_timeout)  # fmt: skip
+            if phase is not Phase.INTENDED:
+                self.intent = self.intent.at(phase, submission_id)
+        elif phase is Phase.INTENDED:
+            return
+        else:
+            self.intent = self.intent.at(phase, submission_id)
+        if committed_before is not None:
+            self.intent = replace(self.intent, committed_before=committed_before)
+        self.log.write(self.intent)
+
+
+#: Phases that record what already happened: written even by a command that was told to begin
+#: nothing more, as long as it holds the lock.
+AFTER_EFFECTS = (Phase.OLD_STOPPED, Phase.SUBMITTED, Phase.HEALTHY, Phase.FAILED)
+
+#: The kind of intent each action writes; any other writes a start's.
+KIND_OF_ACTION = {Action.STOP: Kind.STOP, Action.PRUNE: Kind.PRUNE}
