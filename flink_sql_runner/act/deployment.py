@@ -174,3 +174,4 @@ class Deployment:
                 lease,
                 self.settings.parallelism,
             )
+            self._refresh_index()

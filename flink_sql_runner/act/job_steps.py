@@ -37,6 +37,7 @@ from flink_sql_runner.decide.steps import (
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.intents import Intent, IntentLog, Phase, new_intent
+from flink_sql_runner.model.stored import Token
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 
@@ -59,6 +60,9 @@ class JobSteps:
         self.lease = lease
         self.doing = doing
         self.debug = debug
+        #: Per job being carried out: the token of its stored manifest, from its decision
+        #: (what the plan was made on), moved on by each of its own writes.
+        self._tokens: dict[str, Token] = {}
 
     def parts(self, decision: Decision, result: JobResult) -> Parts | None:
         """The decision as a generator paused between its stops and its starts; None when
@@ -107,6 +111,7 @@ class JobSteps:
         start; sent a list of reasons there, it holds its starts back: what it stopped is
         started again from its checkpoint (its rollback) and the job is `skipped`."""
         name = decision.name
+        self._tokens[name] = decision.token
         run_id = str(uuid.uuid4())
         record = [s.manifest for s in decision.steps if isinstance(s, Record)]
         intent: Intent | None = None
@@ -270,7 +275,7 @@ class JobSteps:
                 manifest = step.manifest
                 if ran_on:  # what the run just started reported: the store keeps it
                     manifest = replace(manifest, meta=replace(manifest.meta, spark_version=ran_on))
-                self.store.write(manifest)
+                self._tokens[result.name] = self.store.write(manifest, self._tokens[result.name])
                 mark("recorded", job=result.name)
                 result.steps.append(f"recorded v{step.manifest.meta.query_version}")
                 if result.summary:
@@ -278,7 +283,7 @@ class JobSteps:
                 elif step.manifest.job.get("desired-state") == "stopped":
                     result.summary = "stopped with its checkpoint; stays stopped"
             elif isinstance(step, Archive):
-                where = self.store.archive(step.name)
+                where = self.store.archive(step.name, self._tokens[result.name])
                 result.summary = f"pruned: checkpoint kept, manifest archived to {where}"
 
 

@@ -93,7 +93,8 @@ def stop_job(
     stops it does: `watch` leaves it down, and a deploy whose manifest says running resumes it
     from its checkpoint."""
     runs = target.list_runs().of(name) if runs is None else runs
-    stored = store.read(name)
+    read = store.read(name)
+    stored = read.manifest
     if stored is None:
         if not runs:
             raise UnknownJob(
@@ -118,7 +119,7 @@ def stop_job(
     if not recorded:
         if lease is not None:
             lease.check()
-        store.write(as_stopped(stored))
+        store.write(as_stopped(stored), read.token)  # only over what was read here
     if not runs:
         message = f"{name}: was not running; recorded as stopped (checkpoint kept)"
         return StopResult(name, "not-running", message)
