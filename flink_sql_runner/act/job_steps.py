@@ -37,7 +37,7 @@ from flink_sql_runner.decide.steps import (
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.intents import Intent, IntentLog, Phase, new_intent
-from flink_sql_runner.model.stored import Token
+from flink_sql_runner.model.stored import Stored, Token
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 
@@ -63,6 +63,9 @@ class JobSteps:
         #: Per job being carried out: the token of its stored manifest, from its decision
         #: (what the plan was made on), moved on by each of its own writes.
         self._tokens: dict[str, Token] = {}
+        #: What this executor's Record steps wrote, with the tokens the store answered (the
+        #: deploy hands them to the store's index, so it need not read them back).
+        self.recorded: dict[str, Stored] = {}
 
     def parts(self, decision: Decision, result: JobResult) -> Parts | None:
         """The decision as a generator paused between its stops and its starts; None when
@@ -276,6 +279,7 @@ class JobSteps:
                 if ran_on:  # what the run just started reported: the store keeps it
                     manifest = replace(manifest, meta=replace(manifest.meta, spark_version=ran_on))
                 self._tokens[result.name] = self.store.write(manifest, self._tokens[result.name])
+                self.recorded[result.name] = Stored(manifest, self._tokens[result.name])
                 mark("recorded", job=result.name)
                 result.steps.append(f"recorded v{step.manifest.meta.query_version}")
                 if result.summary:
