@@ -148,6 +148,8 @@ class LocalStore:
 
     def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:
         path = self.folder / key
+        if not self.folder.is_dir():
+            return  # no store yet, so no such document
         with self._guard():
             current = token_of(_bytes(path))
             if expected is not ANY and current not in (expected, ABSENT):

@@ -1,9 +1,10 @@
 """In-memory fakes of every side effect, with failure switches, for the decision logic.
 
-Each fake can fail the way its real part fails: the store answers 503 or finds its object
-changed under a conditional write; the lock's renewals fail or another deployer takes it over;
-the target cannot tell whether a run is alive, answers a submission with a timeout after it
-started the run, or cannot confirm a stop; checkpoint storage answers 503.
+Each fake can fail the way its real part fails: the store answers 503, finds its object
+changed under a conditional write, or stores a write and loses its answer; the lock's renewals
+fail or another deployer takes it over; the target cannot tell whether a run is alive, answers a
+submission with a timeout after it started the run, or cannot confirm a stop; checkpoint storage
+answers 503.
 """
 
 from __future__ import annotations
