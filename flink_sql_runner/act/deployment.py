@@ -19,11 +19,12 @@ from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.host.timing import mark
+from flink_sql_runner.model.stored import Stored
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs
 from flink_sql_runner.read.template import load_template
 from flink_sql_runner.stores import open_store
-from flink_sql_runner.stores.base import ManifestStore
+from flink_sql_runner.stores.base import ManifestStore, Reads
 from flink_sql_runner.stores.lock import StoreLock, locked, telling_lock
 from flink_sql_runner.stores.storage import FileStorage, Storage
 from flink_sql_runner.targets.base import Target
@@ -137,10 +138,12 @@ class Deployment:
             plan = self.plan(jobs, include_orphans=include_orphans, prune=prune)
             on_plan(plan)
             results: dict[str, JobResult] = {}
+            recorded: dict[str, Stored] = {}
             if plan.pending:
                 if progress is not None:
                     progress.total = sum(1 for d in plan.decisions if d.steps)
                 self.acting = self.executor(lease)
+                recorded = self.acting.job.recorded
                 try:
                     results = self.acting.apply(plan, progress)
                 finally:
@@ -148,13 +151,18 @@ class Deployment:
                     if progress is not None:
                         progress.close()
             self.acted = True
-            self._refresh_index()
+            known = Reads(
+                {n: s.manifest for n, s in recorded.items()},
+                tokens={n: s.token for n, s in recorded.items()},
+            )
+            self._refresh_index(known)
             return plan, results
 
-    def _refresh_index(self) -> None:
-        """The store's read cache is only a cache: failing to update it fails nothing."""
+    def _refresh_index(self, known: Reads | None = None) -> None:
+        """The store's read cache is only a cache: failing to update it fails nothing.
+        `known`: what this deploy wrote, with the tokens the store answered."""
         try:
-            self.store.refresh_index()
+            self.store.refresh_index(known)
         except FsrError as exc:
             print(f"warning: {exc}", file=sys.stderr)
 
@@ -174,3 +182,4 @@ class Deployment:
                 lease,
                 self.settings.parallelism,
             )
+            self._refresh_index()

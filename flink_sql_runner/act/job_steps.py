@@ -37,6 +37,7 @@ from flink_sql_runner.decide.steps import (
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.intents import IntentLog, Kind, Phase
+from flink_sql_runner.model.stored import Stored, Token
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 
@@ -59,6 +60,12 @@ class JobSteps:
         self.lease = lease
         self.doing = doing
         self.debug = debug
+        #: Per job being carried out: the token of its stored manifest, from its decision
+        #: (what the plan was made on), moved on by each of its own writes.
+        self._tokens: dict[str, Token] = {}
+        #: What this executor's Record steps wrote, with the tokens the store answered (the
+        #: deploy hands them to the store's index, so it need not read them back).
+        self.recorded: dict[str, Stored] = {}
 
     def parts(self, decision: Decision, result: JobResult) -> Parts | None:
         """The decision as a generator paused between its stops and its starts; None when
@@ -112,6 +119,7 @@ class JobSteps:
         start; sent a list of reasons there, it holds its starts back: what it stopped is
         started again from its checkpoint (its rollback) and the job is `skipped`."""
         name = decision.name
+        self._tokens[name] = decision.token
         record = [s.manifest for s in decision.steps if isinstance(s, Record)]
         first = next((s for s in decision.steps if isinstance(s, (StopRun, StartRun))), None)
         manifest = record[-1] if record else (first.manifest if first else None)
@@ -123,7 +131,7 @@ class JobSteps:
             self._steps(decision.steps[:split], result, tracker)
             held = (yield) if split < len(decision.steps) else None
             if held:
-                self._hold_back(decision, result, held, tracker.written)
+                self._hold_back(decision, result, held, tracker)
                 return
             self._steps(decision.steps[split:], result, tracker)
         except StartFailed as failure:
@@ -146,10 +154,10 @@ class JobSteps:
                     and intent.phase in (Phase.STOPPING, Phase.OLD_STOPPED)
                 )
             ):
-                self._forget_intent(name)  # nothing new can exist: the old facts stand
+                self._forget_intent(tracker)  # nothing new can exist: the old facts stand
             raise
-        if tracker.written or any(isinstance(s, DropIntent) for s in decision.steps):
-            self.intents.delete(name)
+        if tracker.written:
+            tracker.forget()
         if not result.summary:
             result.summary = "; ".join(result.steps[-1:]) or "done"
 
@@ -167,8 +175,10 @@ class JobSteps:
             now = self.runs.committed(intent.manifest)
             if now > intent.committed_before:
                 self._check()
-                self.store.write(intent.manifest)
-                self.intents.delete(name)
+                token = self.store.write(intent.manifest, self._tokens[name])
+                self._tokens[name] = token
+                self.recorded[name] = Stored(intent.manifest, token)
+                tracker.forget()
                 raise FsrError(
                     f"{first_line(str(failure))}; its run committed batch {now} (the checkpoint "
                     f"had {intent.committed_before}) before it ended, so it is not rolled back "
@@ -177,10 +187,10 @@ class JobSteps:
                     "and deploy again"
                 ) from None
         if not decision.rollback:
-            self.intents.delete(name)
+            tracker.forget()
             raise failure
         try:
-            self._roll_back(decision, result)
+            self._roll_back(decision, result, tracker)
         except StartFailed as again:
             raise FsrError(
                 f"{first_line(str(failure))}; and the rollback failed too: {first_line(str(again))}"
@@ -193,35 +203,36 @@ class JobSteps:
         )
         result.detail = "\n".join(str(failure).splitlines()[1:])
 
-    def _roll_back(self, decision: Decision, result: JobResult) -> None:
+    def _roll_back(self, decision: Decision, result: JobResult, undone: Tracker) -> None:
         """Start the previous manifest again from its checkpoint, under an intent of its own
-        (a rollback's start is as much a start as any other): StartFailed if it fails."""
+        that replaces the record of the start it undoes (a rollback's start is as much a start
+        as any other): StartFailed if it fails."""
         back = next(s for s in decision.rollback if isinstance(s, StartRun))
         tracker = Tracker(self.intents, self._check, back.manifest, "rollback", Kind.ROLLBACK,
-                          self.runs.submit_timeout)  # fmt: skip
+                          self.runs.submit_timeout, over=undone.token)  # fmt: skip
         try:
             self._steps(decision.rollback, result, tracker)
         except StartFailed as again:
             if again.gone:
-                self.intents.delete(decision.name)
+                tracker.forget()
             raise
-        self.intents.delete(decision.name)
+        tracker.forget()
 
     def _hold_back(
-        self, decision: Decision, result: JobResult, held: list[str], stopped: bool
+        self, decision: Decision, result: JobResult, held: list[str], tracker: Tracker
     ) -> None:
         """Skip the starts of `decision`; a run its stops stopped starts again from its
         checkpoint, the store unchanged."""
         result.ok, result.outcome = False, "skipped"
         result.summary = f"skipped: held back, {'; '.join(held)}"
-        if not stopped:
+        if not tracker.written:
             return
         if not decision.rollback:
             result.summary += "; it stays stopped (no previous run to start again)"
-            self.intents.delete(decision.name)
+            tracker.forget()
             return
         try:
-            self._roll_back(decision, result)
+            self._roll_back(decision, result, tracker)
         except StartFailed as again:
             raise FsrError(
                 f"held back ({'; '.join(held)}), and starting the previous run again failed: "
@@ -234,9 +245,9 @@ class JobSteps:
             "running again from its checkpoint, the store unchanged"
         )
 
-    def _forget_intent(self, name: str) -> None:
+    def _forget_intent(self, tracker: Tracker) -> None:
         try:
-            self.intents.delete(name)
+            tracker.forget()
         except FsrError:
             pass  # the next deploy drops it on the same evidence
 
@@ -292,7 +303,8 @@ class JobSteps:
                 manifest = step.manifest
                 if ran_on:  # what the run just started reported: the store keeps it
                     manifest = replace(manifest, meta=replace(manifest.meta, spark_version=ran_on))
-                self.store.write(manifest)
+                self._tokens[result.name] = self.store.write(manifest, self._tokens[result.name])
+                self.recorded[result.name] = Stored(manifest, self._tokens[result.name])
                 mark("recorded", job=result.name)
                 result.steps.append(f"recorded v{step.manifest.meta.query_version}")
                 if result.summary:
@@ -300,7 +312,7 @@ class JobSteps:
                 elif step.manifest.job.get("desired-state") == "stopped":
                     result.summary = "stopped with its checkpoint; stays stopped"
             elif isinstance(step, Archive):
-                where = self.store.archive(step.name)
+                where = self.store.archive(step.name, self._tokens[result.name])
                 result.summary = f"pruned: checkpoint kept, manifest archived to {where}"
 
 

@@ -17,6 +17,7 @@ from flink_sql_runner.errors import FsrError, UnknownJob
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT, IntentLog, Kind, Phase
 from flink_sql_runner.model.runs import Listing, Liveness, Run
+from flink_sql_runner.model.stored import ANY
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock
 from flink_sql_runner.stores.storage import Storage
@@ -95,7 +96,8 @@ def stop_job(
     stops it does: `watch` leaves it down, and a deploy whose manifest says running resumes it
     from its checkpoint."""
     runs = target.list_runs().of(name) if runs is None else runs
-    stored = store.read(name)
+    read = store.read(name)
+    stored = read.manifest
     if stored is None:
         if not runs:
             raise UnknownJob(
@@ -111,7 +113,7 @@ def stop_job(
     # An intent first: a stop done but not yet recorded is recorded by whoever comes next,
     # never undone (model/intents.py).
     tracker = Tracker(IntentLog(store), check, as_stopped(stored), "stop", Kind.STOP,
-                      submit_timeout)  # fmt: skip
+                      submit_timeout, over=ANY)  # fmt: skip
     root = str(stored.job["checkpoint-root"]).rstrip("/")
     said = []
     for run in runs:
@@ -128,9 +130,9 @@ def stop_job(
         tracker.to(Phase.OLD_STOPPED)
     if not recorded:
         check()
-        store.write(as_stopped(stored))
+        store.write(as_stopped(stored), read.token)  # only over what was read here
     if tracker.written:
-        IntentLog(store).delete(name)
+        tracker.forget()
     if not runs:
         message = f"{name}: was not running; recorded as stopped (checkpoint kept)"
         return StopResult(name, "not-running", message)

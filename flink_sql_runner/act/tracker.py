@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.model.intents import Intent, IntentLog, Kind, Phase, new_intent
-from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.model.stored import ABSENT, StoredManifest, Token, Unconditional
 
 
 class Tracker:
@@ -26,8 +26,12 @@ class Tracker:
         action: str,
         kind: Kind,
         submit_timeout: float,
+        over: Token | Unconditional = ABSENT,
     ):
+        """`over`: the record its first write replaces (ABSENT: none may exist; a rollback
+        replaces the record of the start it undoes)."""
         self.log, self.check = log, check
+        self.token: Token | Unconditional = over
         self.manifest, self.action, self.kind = manifest, action, kind
         self.submit_timeout = submit_timeout
         self.run_id = str(uuid.uuid4())
@@ -54,7 +58,12 @@ class Tracker:
             self.intent = self.intent.at(phase, submission_id)
         if committed_before is not None:
             self.intent = replace(self.intent, committed_before=committed_before)
-        self.log.write(self.intent)
+        self.token = self.log.write(self.intent, self.token)
+
+    def forget(self) -> None:
+        """Delete the record, if it is still the one this command wrote last."""
+        if self.intent is not None:
+            self.log.delete(self.intent.name, self.token)
 
 
 #: Phases that record what already happened: written even by a command that was told to begin

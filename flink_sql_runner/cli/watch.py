@@ -150,7 +150,7 @@ def watch(
 def resume(name: str, debug: bool, **kw: Any) -> int:
     """Lift job NAME's crash-looping mark: `watch` restarts it at its next look."""
     deployment = Deployment(settings_from((), **kw))
-    if deployment.store.read(name) is None:
+    if deployment.store.read(name).manifest is None:
         raise UnknownJob(f"unknown job {name!r}: the store has no manifest of that name")
     if not WatchLog(deployment.store).resume(name):
         click.echo(f"{name}: not crash-looping nor backing off; nothing to lift")

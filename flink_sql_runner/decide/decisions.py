@@ -10,6 +10,7 @@ from typing import Any
 
 from flink_sql_runner.decide.changes import Change
 from flink_sql_runner.decide.steps import Step
+from flink_sql_runner.model.stored import ABSENT, Token
 
 
 class Action(str, Enum):
@@ -64,6 +65,9 @@ class Decision:
     why_after: dict[str, str] = field(default_factory=dict, compare=False)
     #: What this decision means for the jobs downstream of it (lineage order).
     downstream: tuple[Impact, ...] = ()
+    #: The version token of the stored manifest the decision was made on (its facts'): its
+    #: Record and Archive steps write only while the store still holds that version.
+    token: Token = field(default=ABSENT, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {

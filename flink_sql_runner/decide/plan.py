@@ -54,7 +54,7 @@ def build_plan(facts: list[JobFacts], prune: bool = False, spark: str | None = N
     decisions = pipeline.order_by_lineage(decisions, lineage)
     decisions = _hand_over(decisions, handovers)
     decisions = pipeline.downstream_impact(decisions, by_name, lineage)
-    return Plan(tuple(decisions[f.name] for f in ordered))
+    return Plan(tuple(replace(decisions[f.name], token=f.token) for f in ordered))
 
 
 def _sinks_started(decision: Decision) -> list[SinkId]:

@@ -44,25 +44,26 @@ def gather(
     # Three independent questions (the store's listing, its intent records, what runs) are
     # asked at once; answers are taken in this order, so the first failure is the one reported.
     with ThreadPoolExecutor(max_workers=3) as pool:
-        stored_names = pool.submit(store.list_names)
+        stored_names = pool.submit(store.snapshot)
         pending = pool.submit(IntentLog(store).read_all)
         runs = pool.submit(target.list_runs) if listing is None else None
-        listed = stored_names.result()
+        snapshot = stored_names.result()
         intents = pending.result()
         listing = runs.result() if runs is not None else listing
     assert listing is not None
     if include_orphans:
-        names |= set(listed) | set(listing.runs)
+        names |= set(snapshot.names) | set(listing.runs)
     wanted = names if include_orphans else set(desired)
     intent_of = {n: i for n, i in intents.intents.items() if n in wanted}
     intent_problems = {n: p for n, p in intents.problems.items() if n in wanted}
     names |= set(intent_of) | set(intent_problems)
     ordered = sorted(names)
-    reads = store.read_many(ordered, workers)
+    reads = store.read_many(ordered, workers, snapshot=snapshot)
 
     def one(name: str) -> JobFacts:
-        job, previous = desired.get(name), reads.manifests.get(name)
-        facts = JobFacts(name, job, previous, listing.of(name))
+        job, read = desired.get(name), reads.stored(name)
+        previous, token = read.manifest, read.token
+        facts = JobFacts(name, job, previous, listing.of(name), token=token)
         problem = reads.problems.get(name) or intent_problems.get(name)
         if problem:
             return JobFacts(name, job, None, facts.runs, problem=problem)
@@ -71,8 +72,9 @@ def gather(
             intent = intent_of.get(name)
             settled = _intent_facts(intent, facts, storage) if intent else None
         except FsrError as exc:
-            return JobFacts(name, job, previous, facts.runs, problem=str(exc).splitlines()[0])
-        return JobFacts(name, job, previous, facts.runs, checkpoint, settled)
+            problem = str(exc).splitlines()[0]
+            return JobFacts(name, job, previous, facts.runs, problem=problem, token=token)
+        return JobFacts(name, job, previous, facts.runs, checkpoint, settled, token=token)
 
     # Local checkpoint folders answer in microseconds and threads would only queue for the
     # GIL; remote ones (S3) wait on the network, many at once.

@@ -14,9 +14,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flink_sql_runner.errors import InvalidInput, Problem, StoreError
+from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.migrate.convert import convert, is_migrated, same_migration
-from flink_sql_runner.model.stored import STORED_SCHEMA_VERSION, StoredManifest
+from flink_sql_runner.model.stored import ABSENT, STORED_SCHEMA_VERSION, StoredManifest, Token
 from flink_sql_runner.read.original import is_original
 from flink_sql_runner.read.yamlio import YamlProblem, parse_yaml
 from flink_sql_runner.stores.base import ManifestStore
@@ -38,6 +38,7 @@ class Step:
     why: str = ""  # for KEEP
     manifest: StoredManifest | None = None  # for CONVERT
     carried: tuple[str, ...] = ()  # the original's fields kept under `migrated-from`
+    token: Token = ABSENT  # for CONVERT: what the destination held when read (see `write`)
 
 
 @dataclass
@@ -58,41 +59,16 @@ def where(store: ManifestStore, name: str) -> str:
     return f"{store.location}{name}.yaml"
 
 
-def read_raw(store: ManifestStore, name: str) -> str | None:
-    """The stored text of `<name>.yaml`, or None; StoreError when it cannot be read."""
-    if isinstance(store, LocalStore):
-        path = store.folder / f"{name}.yaml"
-        try:
-            return path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StoreError(f"cannot read {path}: {exc}") from None
-    from flink_sql_runner.stores.s3 import S3Store
-    from flink_sql_runner.stores.s3_client import get_object, translated_errors
-
-    assert isinstance(store, S3Store)
-    key = f"{store.prefix}{name}.yaml"
-    with translated_errors(store.bucket, key, "read"):
-        found = get_object(store.client, store.bucket, key)
-    if found is None:
-        return None
-    try:
-        return found[0].decode("utf-8")
-    except UnicodeDecodeError:
-        raise StoreError(f"stored manifest s3://{store.bucket}/{key}: not UTF-8 text") from None
-
-
-def _read(store: ManifestStore, name: str, problems: list[Problem]) -> tuple[bool, object]:
-    """(found, document) of one stored manifest; a problem when it is not YAML."""
-    text = read_raw(store, name)
+def _read(store: ManifestStore, name: str, problems: list[Problem]) -> tuple[bool, object, Token]:
+    """(found, document, token) of one stored manifest; a problem when it is not YAML."""
+    text, token = store.read_text(name)
     if text is None:
-        return False, None
+        return False, None, token
     try:
-        return True, parse_yaml(text, where(store, name))
+        return True, parse_yaml(text, where(store, name)), token
     except YamlProblem as exc:
         problems.append(exc.problem)
-        return True, None
+        return True, None, token
 
 
 def plan_migration(source: ManifestStore, destination: ManifestStore) -> Migration:
@@ -107,7 +83,7 @@ def plan_migration(source: ManifestStore, destination: ManifestStore) -> Migrati
     problems: list[Problem] = []
     for name in names:
         origin = where(source, name)
-        found, doc = _read(source, name, problems)
+        found, doc, token = _read(source, name, problems)
         if not found or doc is None:
             continue
         if not is_original(doc):
@@ -130,7 +106,7 @@ def plan_migration(source: ManifestStore, destination: ManifestStore) -> Migrati
             continue
         target = where(destination, name)
         if not in_place and name in at_destination:
-            _, existing = _read(destination, name, problems)
+            _, existing, _ = _read(destination, name, problems)
             if same_migration(existing, converted.manifest):
                 why = "converted earlier: left alone"
                 migration.steps.append(Step(name, KEEP, origin, target, why))
@@ -161,6 +137,8 @@ def plan_migration(source: ManifestStore, destination: ManifestStore) -> Migrati
                 target,
                 manifest=converted.manifest,
                 carried=converted.carried,
+                # In place, over the very original read; elsewhere, where there was none.
+                token=token if in_place else ABSENT,
             )
         )
     if problems:
@@ -182,7 +160,7 @@ def migrate(
         migration = plan_migration(source, destination)
         for step in migration.to_write:
             assert step.manifest is not None
-            destination.write(step.manifest)
+            destination.write(step.manifest, step.token)
     return migration
 
 

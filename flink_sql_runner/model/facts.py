@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from flink_sql_runner.model.intents import Intent, Settlement
 from flink_sql_runner.model.runs import Liveness, Run
-from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.model.stored import ABSENT, StoredManifest, Token
 from flink_sql_runner.read.manifest import Job
 
 
@@ -47,6 +47,9 @@ class JobFacts:
     intent: IntentFacts | None = None
     #: A fact that could not be read: the job cannot be decided.
     problem: str | None = None
+    #: The version token of `stored` as read (ABSENT: none stored): the write that records
+    #: the job passes it back, so it lands only on what was decided on.
+    token: Token = ABSENT
 
     @property
     def alive(self) -> tuple[Run, ...]:

@@ -32,7 +32,14 @@ from typing import Any, Protocol
 from flink_sql_runner.errors import StoreError
 from flink_sql_runner.model.control import HEALTHY_STATES
 from flink_sql_runner.model.runs import Liveness, Run
-from flink_sql_runner.model.stored import StoredManifest, utc_now_iso
+from flink_sql_runner.model.stored import (
+    ANY,
+    SideDoc,
+    StoredManifest,
+    Token,
+    Unconditional,
+    utc_now_iso,
+)
 
 INTENTS_FOLDER = "_intents"
 INTENT_SCHEMA_VERSION = 3
@@ -290,14 +297,6 @@ def _settle_stop(intent: Intent, runs: tuple[Run, ...]) -> Settlement:
 
 # -- the records -------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class SideDoc:
-    """A side document as read: its text and its age on the store's clock (seconds)."""
-
-    text: str
-    age: float = 0.0
-
-
-@dataclass(frozen=True)
 class IntentReads:
     """The store's intent records: readable ones by job name, unreadable ones with why."""
 
@@ -307,19 +306,23 @@ class IntentReads:
 
 class SideFiles(Protocol):
     """What the intent records need of a manifest store (stores/base.py): documents beside
-    the manifests."""
+    the manifests, written and deleted on condition of their version token."""
 
     location: str
 
-    def write_side(self, key: str, text: str) -> None: ...
+    def write_side(
+        self, key: str, text: str, *, expected: Token | Unconditional = ANY
+    ) -> Token: ...
 
     def read_side_docs(self, folder: str) -> dict[str, SideDoc]: ...
 
-    def delete_side(self, key: str) -> None: ...
+    def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None: ...
 
 
 class IntentLog:
-    """The intent records of one manifest store."""
+    """The intent records of one manifest store. A command writes and deletes its own record
+    on condition that it is still the version it wrote (`expected`), so one that lost the lock
+    without knowing cannot overwrite or delete what the next one wrote: StoreConflict."""
 
     def __init__(self, store: SideFiles):
         self.store = store
@@ -327,11 +330,11 @@ class IntentLog:
     def _key(self, name: str) -> str:
         return f"{INTENTS_FOLDER}/{name}.json"
 
-    def write(self, intent: Intent) -> None:
-        self.store.write_side(self._key(intent.name), intent.to_json())
+    def write(self, intent: Intent, expected: Token | Unconditional = ANY) -> Token:
+        return self.store.write_side(self._key(intent.name), intent.to_json(), expected=expected)
 
-    def delete(self, name: str) -> None:
-        self.store.delete_side(self._key(name))
+    def delete(self, name: str, expected: Token | Unconditional = ANY) -> None:
+        self.store.delete_side(self._key(name), expected=expected)
 
     def read_all(self) -> IntentReads:
         """Every pending intent, by job name: one listing (normally empty). A record that

@@ -5,12 +5,31 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from enum import Enum
 from typing import Any
 
 from flink_sql_runner.errors import StoreError
 from flink_sql_runner.read.yamlio import YamlProblem, dump_yaml, parse_yaml
 
 STORED_SCHEMA_VERSION = 1
+
+#: Which version of a stored object a reader saw, as its store names it: S3's ETag, a digest of
+#: a file's bytes, a fake's counter. Opaque: only compared, and passed back to a conditional
+#: write. None: the object did not exist.
+Token = str | None
+
+#: The token of an object that does not exist.
+ABSENT: Token = None
+
+
+class Unconditional(Enum):
+    """A side document's write or delete that does not care what is stored (the default)."""
+
+    ANY = "any"
+
+
+#: `expected=ANY`: write or delete whatever is stored.
+ANY = Unconditional.ANY
 
 
 def utc_now_iso() -> str:
@@ -105,3 +124,24 @@ class StoredManifest:
         if not isinstance(job.get("name"), str) or not isinstance(tables, dict):
             raise StoreError(f"stored manifest {source}: needs a name and a tables mapping")
         return cls(job=job, tables=tables, meta=parsed_meta)
+
+
+@dataclass(frozen=True)
+class SideDoc:
+    """A side document as read (an intent record, a watch record): its text, its version token,
+    and its age: seconds since it was last written, on the store's own clock (S3's `Date` against
+    its `LastModified`; a folder's modification time against this machine's clock)."""
+
+    text: str
+    token: Token
+    age: float = 0.0
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A stored manifest as read, with its version token: the write that replaces it passes
+    the token back, and succeeds only while the store still holds that version. `manifest`
+    None (token ABSENT): nothing is stored under that name."""
+
+    manifest: StoredManifest | None
+    token: Token = ABSENT

@@ -1,4 +1,9 @@
-"""What every manifest store offers. Implementations: local folder, S3."""
+"""What every manifest store offers. Implementations: local folder, S3.
+
+No store object remembers what it read. A read returns the manifest with its version token
+(`model/stored.py`); a write passes the token back and succeeds only while the store still holds
+that version. A listing is a `Snapshot` the caller holds and hands to `read_many`.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +13,44 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from flink_sql_runner.errors import StoreError
-from flink_sql_runner.model.intents import SideDoc
-from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.model.stored import (
+    ABSENT,
+    ANY,
+    SideDoc,
+    Stored,
+    StoredManifest,
+    Token,
+    Unconditional,
+)
 from flink_sql_runner.stores.lock import LockBackend
 
 
 class StoreConflict(StoreError):
-    """A conditional write found the stored object changed since this deployer read it."""
+    """A conditional write found the stored object changed since the caller read it."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One listing of the store, held by whoever listed: the names of the stored manifests
+    (archived ones excluded), sorted, and each one's token where the listing tells it (S3's
+    ETag; a folder's listing tells none)."""
+
+    names: tuple[str, ...]
+    etags: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Reads:
-    """Stored manifests by name (None: not stored), and the names that could not be read, with
-    why: one unreadable manifest is its job's problem, not every job's."""
+    """Stored manifests by name (None: not stored) with their tokens, and the names that could
+    not be read, with why: one unreadable manifest is its job's problem, not every job's."""
 
     manifests: dict[str, StoredManifest | None]
     problems: dict[str, str] = field(default_factory=dict)
+    tokens: dict[str, Token] = field(default_factory=dict)
+
+    def stored(self, name: str) -> Stored:
+        """What was read of `name` (absent if nothing was)."""
+        return Stored(self.manifests.get(name), self.tokens.get(name, ABSENT))
 
 
 class ManifestStore(Protocol):
@@ -32,38 +59,55 @@ class ManifestStore(Protocol):
     #: Where the store is, for messages (e.g. "s3://bucket/prefix/").
     location: str
 
+    def snapshot(self) -> Snapshot:
+        """One listing of the stored jobs, for the caller to hold."""
+        ...
+
     def list_names(self) -> list[str]:
-        """Names of all stored jobs (archived ones excluded), sorted."""
+        """Names of all stored jobs (archived ones excluded), sorted: `snapshot().names`."""
         ...
 
-    def read_many(self, names: Iterable[str], max_workers: int) -> Reads:
+    def read_many(
+        self, names: Iterable[str], max_workers: int, snapshot: Snapshot | None = None
+    ) -> Reads:
         """`read` for every name, concurrently where it pays; a name that cannot be read is
-        reported in `Reads.problems`."""
+        reported in `Reads.problems`. With the caller's `snapshot`, a name it does not list is
+        absent, and a store may serve a manifest from its index where the index holds it
+        under the very token the snapshot lists."""
         ...
 
-    def refresh_index(self) -> bool:
-        """Bring a store's read cache up to date after a deploy (under the lock); True if it
-        wrote anything. Stores without one return False."""
+    def refresh_index(self, known: Reads | None = None) -> bool:
+        """Bring a store's index up to date (call it holding the lock); True if it wrote
+        anything. It lists afresh; `known` (reads the caller holds) saves reading again what
+        is still stored under the token read. Stores without an index return False."""
         ...
 
-    def read(self, name: str) -> StoredManifest | None:
-        """The stored manifest of `name`, or None; StoreError when unreadable."""
+    def read(self, name: str) -> Stored:
+        """The stored manifest of `name` and its token (None, ABSENT if not stored);
+        StoreError when unreadable."""
         ...
 
-    def write(self, manifest: StoredManifest) -> None:
+    def read_text(self, name: str) -> tuple[str | None, Token]:
+        """The stored text of `<name>.yaml` (None if absent) and its token, unparsed (the
+        migration reads the original tool's manifests)."""
+        ...
+
+    def write(self, manifest: StoredManifest, expected: Token) -> Token:
         """Store atomically (a reader sees the old or the new manifest, never a part), and only
-        if the stored object is still what this store object last read, listed or wrote for
-        that name (absent if it saw none): StoreConflict otherwise, so a deployer that lost the
-        lock cannot overwrite what another one recorded."""
+        if the stored object is still at `expected` (ABSENT: there is none); StoreConflict
+        otherwise, so a deployer that lost the lock cannot overwrite what another recorded.
+        Returns the new token."""
         ...
 
-    def archive(self, name: str) -> str:
-        """Move `name` out of the live set, keeping a copy; returns where it went. Conditional
-        like `write`."""
+    def archive(self, name: str, expected: Token) -> str:
+        """Move `name` out of the live set, keeping a copy, only while it is at `expected`
+        (StoreConflict otherwise); returns where it went. Its token afterwards is ABSENT."""
         ...
 
-    def write_side(self, key: str, text: str) -> None:
-        """Write a side document (e.g. `_intents/<name>.json`) beside the manifests."""
+    def write_side(self, key: str, text: str, *, expected: Token | Unconditional = ANY) -> Token:
+        """Write a side document (e.g. `_intents/<name>.json`) beside the manifests; with
+        `expected`, only while it is at that token (ABSENT: there is none), StoreConflict
+        otherwise. Returns the new token."""
         ...
 
     def read_side_folder(self, folder: str) -> dict[str, str]:
@@ -71,10 +115,14 @@ class ManifestStore(Protocol):
         ...
 
     def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
-        """`read_side_folder`, each document with its age on the store's own clock."""
+        """`{file name: document}` of the side documents in `folder` (one listing), each with
+        its token and its age on the store's own clock."""
         ...
 
-    def delete_side(self, key: str) -> None: ...
+    def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:
+        """Delete a side document; with `expected`, only while it is at that token
+        (StoreConflict otherwise). A document already gone is deleted."""
+        ...
 
     def lock_backend(self, name: str | None = None) -> LockBackend:
         """Where this store's lock lives (see lock.py); `name` another lock beside it (the
@@ -86,7 +134,7 @@ def read_each(store: ManifestStore, names: Iterable[str], max_workers: int) -> R
     """`store.read` for every name, `max_workers` at a time; a StoreError is that name's."""
     names = list(dict.fromkeys(names))
 
-    def one(name: str) -> StoredManifest | None | StoreError:
+    def one(name: str) -> Stored | StoreError:
         try:
             return store.read(name)
         except StoreError as exc:
@@ -98,10 +146,17 @@ def read_each(store: ManifestStore, names: Iterable[str], max_workers: int) -> R
         with ThreadPoolExecutor(max_workers=min(max_workers, len(names))) as pool:
             answers = list(pool.map(one, names))
     manifests: dict[str, StoredManifest | None] = {}
+    tokens: dict[str, Token] = {}
     problems: dict[str, str] = {}
     for name, answer in zip(names, answers, strict=True):
         if isinstance(answer, StoreError):
             problems[name] = str(answer)
         else:
-            manifests[name] = answer
-    return Reads(manifests, problems)
+            manifests[name], tokens[name] = answer.manifest, answer.token
+    return Reads(manifests, problems, tokens)
+
+
+def conflict(where: str, doing: str = "overwriting") -> StoreConflict:
+    return StoreConflict(
+        f"{where} changed since this deploy read it (another deployer?); not {doing}"
+    )

@@ -1,18 +1,33 @@
-"""Manifest store in a local folder: the embedded default under --state-dir."""
+"""Manifest store in a local folder: the embedded default under --state-dir.
+
+A file's token is a digest of its bytes. A conditional write compares and replaces while holding
+an exclusive `flock` on the store's folder itself (no extra file in it): deployers on this
+machine that lost the store's lock still cannot overwrite each other's writes unseen.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from flink_sql_runner.errors import StoreError
 from flink_sql_runner.host.atomic import write_atomically
-from flink_sql_runner.model.intents import SideDoc
-from flink_sql_runner.model.stored import StoredManifest, utc_now_iso
-from flink_sql_runner.stores.base import Reads, StoreConflict, read_each
+from flink_sql_runner.model.stored import (
+    ABSENT,
+    ANY,
+    SideDoc,
+    Stored,
+    StoredManifest,
+    Token,
+    Unconditional,
+    utc_now_iso,
+)
+from flink_sql_runner.stores.base import Reads, Snapshot, conflict, read_each
 from flink_sql_runner.stores.local_lock import FileLockBackend
 
 ARCHIVE_DIR = "_archive"
@@ -23,108 +38,147 @@ class LocalStore:
     def __init__(self, folder: Path):
         self.folder = folder
         self.location = str(folder)
-        #: What this store object last read or wrote of each name: a digest, None if absent.
-        self._seen: dict[str, str | None] = {}
 
     def _path(self, name: str) -> Path:
         return self.folder / f"{name}.yaml"
 
-    def list_names(self) -> list[str]:
+    def snapshot(self) -> Snapshot:
         if not self.folder.is_dir():
-            return []
-        return sorted(p.stem for p in self.folder.glob("*.yaml") if p.is_file())
+            return Snapshot(())
+        return Snapshot(tuple(sorted(p.stem for p in self.folder.glob("*.yaml") if p.is_file())))
 
-    def read(self, name: str) -> StoredManifest | None:
+    def list_names(self) -> list[str]:
+        return list(self.snapshot().names)
+
+    def read(self, name: str) -> Stored:
+        text, token = self.read_text(name)
+        if text is None:
+            return Stored(None, ABSENT)
+        return Stored(StoredManifest.from_yaml(text, str(self._path(name))), token)
+
+    def read_text(self, name: str) -> tuple[str | None, Token]:
         path = self._path(name)
-        data = self._bytes(path)
-        self._seen[name] = _digest(data)
+        data = _bytes(path)
         if data is None:
-            return None
+            return None, ABSENT
         try:
-            text = data.decode("utf-8")
+            return data.decode("utf-8"), token_of(data)
         except UnicodeDecodeError:
             raise StoreError(f"stored manifest {path}: not UTF-8 text") from None
-        return StoredManifest.from_yaml(text, str(path))
 
-    @staticmethod
-    def _bytes(path: Path) -> bytes | None:
+    def read_many(
+        self, names: Iterable[str], max_workers: int, snapshot: Snapshot | None = None
+    ) -> Reads:
+        names = list(dict.fromkeys(names))
+        listed = set(snapshot.names) if snapshot is not None else None
+        reads = read_each(self, [n for n in names if listed is None or n in listed], max_workers)
+        absent = [n for n in names if listed is not None and n not in listed]
+        return Reads(
+            {**reads.manifests, **dict.fromkeys(absent)},
+            reads.problems,
+            {**reads.tokens, **dict.fromkeys(absent, ABSENT)},
+        )
+
+    def refresh_index(self, known: Reads | None = None) -> bool:
+        return False  # reading local files needs no index
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """An exclusive flock on the store's folder for one compare-and-swap."""
         try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            return None
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
         except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+            raise StoreError(f"cannot use {self.folder}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
 
-    def _expect_unchanged(self, name: str) -> None:
-        """The compare half of a compare-and-swap (the store's lock serialises deployers on one
-        machine; this catches one that lost it)."""
-        path = self._path(name)
-        if _digest(self._bytes(path)) != self._seen.get(name):
-            raise StoreConflict(
-                f"{path} changed since this deploy read it (another deployer?); not overwriting"
-            )
+    def _swap(self, path: Path, text: str, expected: Token | Unconditional) -> Token:
+        with self._guard():
+            if expected is not ANY and token_of(_bytes(path)) != expected:
+                raise conflict(str(path))
+            write_atomically(path, text)
+        return token_of(text.encode("utf-8"))
 
-    def read_many(self, names: Iterable[str], max_workers: int) -> Reads:
-        return read_each(self, names, max_workers)
+    def write(self, manifest: StoredManifest, expected: Token) -> Token:
+        return self._swap(self._path(manifest.name), manifest.to_yaml(), expected)
 
-    def refresh_index(self) -> bool:
-        return False  # reading local files needs no cache
-
-    def write(self, manifest: StoredManifest) -> None:
-        self._expect_unchanged(manifest.name)
-        text = manifest.to_yaml()
-        write_atomically(self._path(manifest.name), text)
-        self._seen[manifest.name] = _digest(text.encode("utf-8"))
-
-    def archive(self, name: str) -> str:
-        self._expect_unchanged(name)
+    def archive(self, name: str, expected: Token) -> str:
         source = self._path(name)
         stamp = utc_now_iso().replace(":", "")
         target = self.folder / ARCHIVE_DIR / name / f"{stamp}.yaml"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(source, target)
-        except OSError as exc:
-            raise StoreError(f"cannot archive {source}: {exc.strerror}") from None
-        self._seen[name] = None
+        with self._guard():
+            current = token_of(_bytes(source))
+            if current != expected:
+                raise conflict(str(source), "archiving")
+            if current is ABSENT:
+                raise StoreError(f"cannot archive {source}: it does not exist")
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(source, target)
+            except OSError as exc:
+                raise StoreError(f"cannot archive {source}: {exc.strerror}") from None
         return str(target)
 
     # -- side documents (intents) and the lock, beside the manifests ---------------------------
-    def write_side(self, key: str, text: str) -> None:
-        write_atomically(self.folder / key, text)
+    def write_side(self, key: str, text: str, *, expected: Token | Unconditional = ANY) -> Token:
+        return self._swap(self.folder / key, text, expected)
+
+    def read_side_folder(self, folder: str) -> dict[str, str]:
+        """`{file name: text}` of every file in the side folder `folder`."""
+        return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
 
     def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
         """`{file name: document}` of every file in the side folder `folder`, each with its
-        age (this machine's clock against the file's modification time)."""
+        token and its age (this machine's clock against the file's modification time)."""
         path = self.folder / folder
         if not path.is_dir():
             return {}
         found = {}
         for item in sorted(path.iterdir()):
             if item.is_file() and not item.name.startswith("."):
+                data = _bytes(item)
+                if data is None:
+                    continue  # deleted since the listing
                 try:
-                    text = item.read_text(encoding="utf-8")
                     age = max(0.0, time.time() - item.stat().st_mtime)
                 except FileNotFoundError:
-                    continue  # deleted since the listing
-                except (OSError, UnicodeDecodeError) as exc:
+                    continue
+                try:
+                    found[item.name] = SideDoc(data.decode("utf-8"), token_of(data), age)
+                except UnicodeDecodeError as exc:
                     raise StoreError(f"cannot read {item}: {exc}") from None
-                found[item.name] = SideDoc(text, age)
         return found
 
-    def read_side_folder(self, folder: str) -> dict[str, str]:
-        """`{file name: text}` of every file in the side folder `folder`."""
-        return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
-
-    def delete_side(self, key: str) -> None:
-        try:
-            (self.folder / key).unlink(missing_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot delete {self.folder / key}: {exc.strerror}") from None
+    def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:
+        path = self.folder / key
+        if not self.folder.is_dir():
+            return  # no store yet, so no such document
+        with self._guard():
+            current = token_of(_bytes(path))
+            if expected is not ANY and current not in (expected, ABSENT):
+                raise conflict(str(path), "deleting")
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot delete {path}: {exc.strerror}") from None
 
     def lock_backend(self, name: str | None = None) -> FileLockBackend:
         return FileLockBackend(self.folder / (name or LOCK_FILE))
 
 
-def _digest(data: bytes | None) -> str | None:
-    return None if data is None else hashlib.sha256(data).hexdigest()
+def _bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def token_of(data: bytes | None) -> Token:
+    """A file's token: the SHA-256 of its bytes (ABSENT: no file)."""
+    return ABSENT if data is None else hashlib.sha256(data).hexdigest()

@@ -1,4 +1,9 @@
-"""Manifest store in S3 (or any S3-compatible endpoint): `s3://bucket/prefix/<name>.yaml`."""
+"""Manifest store in S3 (or any S3-compatible endpoint): `s3://bucket/prefix/<name>.yaml`.
+
+A manifest's token is its ETag; writes are conditional PUTs (`If-Match`, `If-None-Match: *`)
+and deletes conditional DELETEs (`If-Match`). `_index.json` holds every manifest under its
+ETag, so a reader holding a fresh listing fetches only the manifests changed since.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,16 @@ from botocore.exceptions import (
 )
 
 from flink_sql_runner.errors import StoreError
-from flink_sql_runner.model.intents import SideDoc
-from flink_sql_runner.model.stored import StoredManifest
-from flink_sql_runner.stores.base import Reads, StoreConflict, read_each
+from flink_sql_runner.model.stored import (
+    ABSENT,
+    ANY,
+    SideDoc,
+    Stored,
+    StoredManifest,
+    Token,
+    Unconditional,
+)
+from flink_sql_runner.stores.base import Reads, Snapshot, StoreConflict, conflict, read_each
 from flink_sql_runner.stores.s3_client import (
     CONDITION_FAILED_CODES,
     MISSING_KEY_CODES,
@@ -46,9 +58,6 @@ class S3Store:
         self.prefix = prefix
         self.location = f"s3://{bucket}/{prefix}"
         self.client = client if client is not None else make_s3_client()
-        self._listed: dict[str, str] | None = None  # name -> ETag, from the last listing
-        self._known: dict[str, tuple[str, StoredManifest]] = {}  # read or written, by name
-        self._index_written: dict[str, Any] | None = None
 
     def _key(self, name: str) -> str:
         return f"{self.prefix}{name}{SUFFIX}"
@@ -56,8 +65,8 @@ class S3Store:
     def _errors(self, key: str, action: str) -> Any:
         return translated_errors(self.bucket, key, action, StoreError)
 
-    def list_names(self) -> list[str]:
-        """One listing (paginated); it also notes each manifest's ETag for `read_many`."""
+    def snapshot(self) -> Snapshot:
+        """One listing (paginated), with each manifest's ETag."""
         etags = {}
         paginator = self.client.get_paginator("list_objects_v2")
         with self._errors(self.prefix, "list"):
@@ -66,139 +75,161 @@ class S3Store:
                     rest = item["Key"][len(self.prefix) :]
                     if rest.endswith(SUFFIX) and len(rest) > len(SUFFIX) and "/" not in rest:
                         etags[rest[: -len(SUFFIX)]] = str(item.get("ETag", ""))
-        self._listed = etags
-        return sorted(etags)
+        return Snapshot(tuple(sorted(etags)), etags)
 
-    def read(self, name: str) -> StoredManifest | None:
+    def list_names(self) -> list[str]:
+        return list(self.snapshot().names)
+
+    def read_text(self, name: str) -> tuple[str | None, Token]:
         key = self._key(name)
         with self._errors(key, "read"):
             found = get_object(self.client, self.bucket, key)
         if found is None:
-            self._known.pop(name, None)
-            if self._listed is not None:
-                self._listed.pop(name, None)
-            return None
+            return None, ABSENT
         body, etag = found
-        source = f"s3://{self.bucket}/{key}"
         try:
-            text = body.decode("utf-8")
+            return body.decode("utf-8"), etag
         except UnicodeDecodeError:
-            raise StoreError(f"stored manifest {source}: not UTF-8 text") from None
-        manifest = StoredManifest.from_yaml(text, source)
-        self._known[name] = (etag, manifest)
-        return manifest
+            raise StoreError(f"stored manifest s3://{self.bucket}/{key}: not UTF-8 text") from None
 
-    def read_many(self, names: Iterable[str], max_workers: int = DEFAULT_READ_WORKERS) -> Reads:
-        """Every named manifest. Those whose ETag in a fresh listing matches the store's index
-        (`_index.json`, kept by deploys) come from the index; only the others are fetched, one
-        GET each, `max_workers` at a time."""
+    def read(self, name: str) -> Stored:
+        text, etag = self.read_text(name)
+        if text is None:
+            return Stored(None, ABSENT)
+        return Stored(StoredManifest.from_yaml(text, f"s3://{self.bucket}/{self._key(name)}"), etag)
+
+    def read_many(
+        self,
+        names: Iterable[str],
+        max_workers: int = DEFAULT_READ_WORKERS,
+        snapshot: Snapshot | None = None,
+    ) -> Reads:
+        """Every named manifest, one GET each, `max_workers` at a time. With the caller's
+        `snapshot`: a name it does not list is absent, and a manifest the store's index
+        (`_index.json`, kept by deploys) holds under the very ETag the snapshot lists comes
+        from the index instead."""
         names = list(dict.fromkeys(names))
-        if self._listed is None:
-            self.list_names()
-        listed = self._listed or {}
-        index = self._read_index() if names else {}
-        for name, (etag, cached) in index.items():
-            if listed.get(name) == etag:
-                self._known.setdefault(name, (etag, cached))
+        if snapshot is None:
+            return read_each(self, names, max_workers)
+        listed = snapshot.etags
+        index = self._read_index()[0] if any(n in listed for n in names) else {}
         found: dict[str, StoredManifest | None] = {}
+        tokens: dict[str, Token] = {}
         fetch = []
         for name in names:
             if name not in listed:
-                found[name] = None
+                found[name], tokens[name] = None, ABSENT
             elif name in index and index[name][0] == listed[name]:
-                found[name] = index[name][1]
+                tokens[name], found[name] = index[name]
             else:
                 fetch.append(name)
         fetched = read_each(self, fetch, max_workers)
         found.update(fetched.manifests)
-        return Reads({n: found[n] for n in names if n in found}, fetched.problems)
+        tokens.update(fetched.tokens)
+        return Reads(
+            {n: found[n] for n in names if n in found},
+            fetched.problems,
+            {n: tokens[n] for n in names if n in tokens},
+        )
 
-    def _expected(self, name: str) -> str | None:
-        """The ETag this object last saw for `name` (read, listed or written); None: absent."""
-        if name in self._known:
-            return self._known[name][0]
-        return (self._listed or {}).get(name)
-
-    def write(self, manifest: StoredManifest) -> None:
-        """One conditional PutObject: S3 replaces an object atomically (readers never see a
-        part), and only if it still has the ETag this deployer saw (`If-Match`), or does not
-        exist if it saw none (`If-None-Match: *`)."""
-        key = self._key(manifest.name)
-        body = manifest.to_yaml().encode("utf-8")
-        expected = self._expected(manifest.name)
-        condition = {"IfMatch": expected} if expected else {"IfNoneMatch": "*"}
+    def _put(
+        self, key: str, body: bytes, expected: Token | Unconditional, content_type: str
+    ) -> Token:
+        """One PutObject, conditional unless `expected` is ANY: S3 replaces an object
+        atomically (readers never see a part), and only if it still has the ETag `expected`
+        (`If-Match`), or does not exist when that is ABSENT (`If-None-Match: *`)."""
+        condition = {}
+        if expected is not ANY:
+            condition = {"IfMatch": expected} if expected else {"IfNoneMatch": "*"}
         with self._errors(key, "write"):
             try:
                 answer = self.client.put_object(
-                    Bucket=self.bucket, Key=key, Body=body, ContentType="text/yaml", **condition
+                    Bucket=self.bucket, Key=key, Body=body, ContentType=content_type, **condition
                 )
             except ClientError as exc:
-                if error_code(exc) not in (*CONDITION_FAILED_CODES, *MISSING_KEY_CODES):
+                if not condition or error_code(exc) not in (
+                    *CONDITION_FAILED_CODES,
+                    *MISSING_KEY_CODES,
+                ):
                     raise
                 # A retried PUT whose first attempt landed (its answer was lost) finds its own
                 # object there: that is success, not a conflict.
                 found = get_object(self.client, self.bucket, key)
                 if found is None or found[0] != body:
-                    raise StoreConflict(
-                        f"s3://{self.bucket}/{key} changed since this deploy read it (another "
-                        "deployer?); not overwriting"
-                    ) from None
-                answer = {"ETag": found[1]}
-        self._known[manifest.name] = (str(answer.get("ETag", "")), manifest)
-        if self._listed is not None:
-            self._listed[manifest.name] = str(answer.get("ETag", ""))
+                    raise conflict(f"s3://{self.bucket}/{key}") from None
+                return found[1]
+        return str(answer.get("ETag", ""))
+
+    def write(self, manifest: StoredManifest, expected: Token) -> Token:
+        body = manifest.to_yaml().encode("utf-8")
+        return self._put(self._key(manifest.name), body, expected, "text/yaml")
 
     # -- the index: every manifest under its ETag, in one object ------------------------------
-    def _read_index(self) -> dict[str, tuple[str, StoredManifest]]:
-        """`{name: (etag, manifest)}` from `_index.json`; {} when missing or unusable (it is
-        only a cache: every entry is checked against the listing's ETag before use)."""
+    def _read_index(self) -> tuple[dict[str, tuple[str, StoredManifest]], Token]:
+        """`{name: (etag, manifest)}` from `_index.json` and the index's own ETag; no entries
+        when missing or unusable (it is only a cache: every entry is checked against a
+        listing's ETag before use)."""
         key = f"{self.prefix}{INDEX_KEY}"
         with self._errors(key, "read"):
             found = get_object(self.client, self.bucket, key)
         if found is None:
-            return {}
+            return {}, ABSENT
         try:
             doc = json.loads(found[0].decode("utf-8"))
             if doc.get("schema-version") != INDEX_SCHEMA_VERSION:
-                return {}
+                return {}, found[1]
             source = f"{self.location}{INDEX_KEY}"
-            return {
+            entries = {
                 str(name): (str(entry["etag"]), StoredManifest.from_dict(entry["manifest"], source))
                 for name, entry in doc["entries"].items()
             }
+            return entries, found[1]
         except (ValueError, KeyError, TypeError, AttributeError, StoreError):
-            return {}
+            return {}, found[1]
 
-    def refresh_index(self) -> bool:
-        """Rewrite `_index.json` from what this process read and wrote, when that covers every
-        manifest listed; True if written. Call it holding the store's lock."""
-        listed = self._listed
-        if listed is None or any(self._known.get(n, ("",))[0] != e for n, e in listed.items()):
+    def refresh_index(self, known: Reads | None = None, max_workers: int = 16) -> bool:
+        """Rewrite `_index.json` from a fresh listing: each listed manifest under its ETag,
+        taken from `known` or the index where they hold it under that ETag, else read (one GET
+        each). Conditional on the index being what was read (a concurrent refresh wins: False).
+        True if written. Call it holding the store's lock."""
+        snapshot = self.snapshot()
+        index, index_token = self._read_index()
+        entries: dict[str, tuple[str, StoredManifest]] = {}
+        fetch = []
+        for name in snapshot.names:
+            etag = snapshot.etags[name]
+            manifest = known.manifests.get(name) if known is not None else None
+            if manifest is not None and known is not None and known.tokens.get(name) == etag:
+                entries[name] = (etag, manifest)
+            elif name in index and index[name][0] == etag:
+                entries[name] = index[name]
+            else:
+                fetch.append(name)
+        fetched = read_each(self, fetch, max_workers)
+        for name in fetch:
+            manifest, token = fetched.manifests.get(name), fetched.tokens.get(name)
+            if manifest is not None and token:
+                entries[name] = (token, manifest)  # read together: the pair is consistent
+        if entries == index:
             return False
-        entries = {
-            n: {"etag": listed[n], "manifest": self._known[n][1].to_dict()} for n in sorted(listed)
-        }
-        if entries == self._index_written:
+        doc = {n: {"etag": e, "manifest": m.to_dict()} for n, (e, m) in sorted(entries.items())}
+        body = json.dumps({"schema-version": INDEX_SCHEMA_VERSION, "entries": doc})
+        try:
+            self.write_side(INDEX_KEY, body, expected=index_token)
+        except StoreConflict:
             return False
-        body = json.dumps({"schema-version": INDEX_SCHEMA_VERSION, "entries": entries})
-        self.write_side(INDEX_KEY, body)
-        self._index_written = entries
         return True
 
-    def archive(self, name: str) -> str:
+    def archive(self, name: str, expected: Token) -> str:
         """Copy to `<prefix>_archive/<name>/<UTC timestamp>.yaml`, then delete the live object;
-        both only while it is what this deploy read (a GET and a DELETE with `If-Match`)."""
+        both only while it is at `expected` (a GET and a DELETE with `If-Match`)."""
         source = self._key(name)
         stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M%S.%fZ")
         target = f"{self.prefix}{ARCHIVE_DIR}/{name}/{stamp}{SUFFIX}"
-        expected = self._expected(name)
-        condition = {"IfMatch": expected} if expected else {}
-        changed = StoreConflict(
-            f"s3://{self.bucket}/{source} changed since this deploy read it (another "
-            "deployer?); not archiving"
-        )
+        changed = conflict(f"s3://{self.bucket}/{source}", "archiving")
         with self._errors(source, "archive"):
             try:
+                condition = {"IfMatch": expected} if expected else {}
                 answer = self.client.get_object(Bucket=self.bucket, Key=source, **condition)
                 body = answer["Body"].read()
             except ClientError as exc:
@@ -209,32 +240,38 @@ class S3Store:
                 raise StoreError(
                     f"cannot archive s3://{self.bucket}/{source}: it does not exist"
                 ) from None
+            if expected is ABSENT:
+                raise changed  # it was absent when read, and exists now
             self.client.put_object(
                 Bucket=self.bucket, Key=target, Body=body, ContentType="text/yaml"
             )
-        with self._errors(source, "delete (after archiving)"):
+        self._delete(source, str(answer.get("ETag", "")), changed)
+        return f"s3://{self.bucket}/{target}"
+
+    def _delete(self, key: str, expected: Token | Unconditional, changed: StoreConflict) -> None:
+        """DeleteObject, with `If-Match` unless `expected` is ANY; an object already gone (a
+        retried DELETE whose first attempt landed) is deleted."""
+        condition = {"IfMatch": expected} if isinstance(expected, str) else {}
+        with self._errors(key, "delete"):
             try:
-                self.client.delete_object(
-                    Bucket=self.bucket, Key=source, IfMatch=str(answer.get("ETag", ""))
-                )
+                self.client.delete_object(Bucket=self.bucket, Key=key, **condition)
             except ClientError as exc:
                 if error_code(exc) in CONDITION_FAILED_CODES:
                     raise changed from None
-                raise
-        self._known.pop(name, None)
-        if self._listed is not None:
-            self._listed.pop(name, None)
-        return f"s3://{self.bucket}/{target}"
+                if error_code(exc) not in MISSING_KEY_CODES:
+                    raise
 
     # -- side documents (intents) and the lock, beside the manifests ---------------------------
-    def write_side(self, key: str, text: str) -> None:
-        full = f"{self.prefix}{key}"
-        with self._errors(full, "write"):
-            self.client.put_object(Bucket=self.bucket, Key=full, Body=text.encode("utf-8"))
+    def write_side(self, key: str, text: str, *, expected: Token | Unconditional = ANY) -> Token:
+        return self._put(f"{self.prefix}{key}", text.encode("utf-8"), expected, "application/json")
+
+    def read_side_folder(self, folder: str) -> dict[str, str]:
+        """`{file name: text}` of every object directly under the side folder `folder`."""
+        return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
 
     def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
-        """`{file name: document}` of every object directly under the side folder `folder`,
-        each with its age on S3's clock."""
+        """`{file name: document}` of every object directly under the side folder, each with
+        its ETag and its age on S3's clock."""
         prefix = f"{self.prefix}{folder}/"
         found = {}
         paginator = self.client.get_paginator("list_objects_v2")
@@ -245,17 +282,19 @@ class S3Store:
                         got = get_answer(self.client, self.bucket, item["Key"])
                     if got is not None:
                         text = got[0].decode("utf-8", "replace")
-                        found[item["Key"][len(prefix) :]] = SideDoc(text, age_of(got[1]))
+                        etag = str(got[1].get("ETag", ""))
+                        found[item["Key"][len(prefix) :]] = SideDoc(text, etag, age_of(got[1]))
         return found
 
-    def read_side_folder(self, folder: str) -> dict[str, str]:
-        """`{file name: text}` of every object directly under the side folder `folder`."""
-        return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
-
-    def delete_side(self, key: str) -> None:
+    def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:
         full = f"{self.prefix}{key}"
-        with self._errors(full, "delete"):
-            self.client.delete_object(Bucket=self.bucket, Key=full)
+        changed = conflict(f"s3://{self.bucket}/{full}", "deleting")
+        if expected is ABSENT:
+            with self._errors(full, "read"):
+                if get_object(self.client, self.bucket, full) is not None:
+                    raise changed
+            return
+        self._delete(full, expected, changed)
 
     def lock_backend(self, name: str | None = None) -> S3LockBackend:
         return S3LockBackend(self.client, self.bucket, f"{self.prefix}{name or LOCK_KEY}")

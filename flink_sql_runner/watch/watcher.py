@@ -40,7 +40,7 @@ from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.runs import Run
-from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.model.stored import Stored, StoredManifest
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 from flink_sql_runner.watch.events import Event, Notifier
 from flink_sql_runner.watch.health import Health, State, assess, failure_reason
@@ -82,13 +82,6 @@ class WatchSettings:
         if consecutive <= 1:
             return 0.0
         return min(self.backoff_first * 2 ** (consecutive - 2), self.backoff_max)
-
-
-def _same(now: StoredManifest, judged: StoredManifest) -> bool:
-    return (
-        manifest_digest(now) == manifest_digest(judged)
-        and now.meta.query_version == judged.meta.query_version
-    )
 
 
 class Watcher:
@@ -186,7 +179,9 @@ class Watcher:
             return
         self._trouble(None)
         wanted = []
-        for name, manifest in sorted(stored.items()):
+        for name, read in sorted(stored.items()):
+            manifest = read.manifest
+            assert manifest is not None
             if self.actions.busy(name):
                 continue  # its restart is under way
             record = self._record(name, manifest, records)
@@ -208,11 +203,13 @@ class Watcher:
             self.notifier.emit(Event("looking-again", message=f"after: {self._problem}"))
         self._problem = problem
 
-    def _stored(self) -> dict[str, StoredManifest]:
-        reads = self.store.read_many(self.store.list_names(), 16)
+    def _stored(self) -> dict[str, Stored]:
+        """What the store records now: one listing, and the manifests as of it."""
+        snapshot = self.store.snapshot()
+        reads = self.store.read_many(snapshot.names, 16, snapshot=snapshot)
         for name, problem in sorted(reads.problems.items()):
             self.notifier.warn(f"{name}: {problem}")
-        return {n: m for n, m in reads.manifests.items() if m is not None}
+        return {n: reads.stored(n) for n, m in reads.manifests.items() if m is not None}
 
     def _record(
         self, name: str, manifest: StoredManifest, records: dict[str, WatchRecord]
@@ -285,10 +282,11 @@ class Watcher:
             self.notifier.warn(f"{record.name}: cannot keep its watch record: {exc}")
 
     # -- acting ------------------------------------------------------------------------------
-    def act(self, names: list[str], stored: dict[str, StoredManifest]) -> None:
+    def act(self, names: list[str], stored: dict[str, Stored]) -> None:
         """Under the store's lock, from facts read again under it: restart what is down (after
         its backoff), replace what is stalled, in the background (restarts.py). A deploy
-        holding the lock is waited out."""
+        holding the lock is waited out; a job the store records differently than the look
+        judged (a deploy or a `stop` since) is left to the next look."""
         if self.actions.draining():
             self.notifier.warn(
                 "restarts wait until those under way have ended: the store's lock is released "
@@ -308,19 +306,28 @@ class Watcher:
             return
         self._waiting_for = None
         try:
-            # A deploy may have changed a job since the look: act on what the store records
-            # now, and only where it is what was judged (the next look judges the rest).
-            reads = self.store.read_many(names, 16).manifests
-            fresh = {n: m for n, m in reads.items() if m is not None and _same(m, stored[n])}
-            jobs = [job_of(m, f"{self.store.location}{n}.yaml") for n, m in fresh.items()]
+            # A deploy or a stop may have changed a job since the look: act on what the store
+            # records now (read under the lock, nothing reused from the look), and only where
+            # it is the very version that was judged (the next look judges the rest).
+            judged = {n: stored[n].token for n in names}
+            recorded = {n: s.manifest for n, s in stored.items() if s.manifest is not None}
+            jobs = [
+                job_of(m, f"{self.store.location}{n}.yaml")
+                for n in names
+                if (m := stored[n].manifest) is not None
+            ]
             facts = gather(jobs, self.store, self.deployment.target, self.storage,
                            include_orphans=False, workers=4)  # fmt: skip
             records = self.watch_log.read_all()
             for job_facts in facts:
+                now = job_facts.stored
+                if now is None or job_facts.token != judged.get(job_facts.name):
+                    continue
                 job_facts = wanted(job_facts, f"{self.store.location}{job_facts.name}.yaml")
-                chosen = self._choose(job_facts, fresh[job_facts.name], records, stored)
+                chosen = self._choose(job_facts, now, records, recorded)
                 if chosen is not None:
                     decision, record = chosen
+                    decision = replace(decision, token=job_facts.token)
                     self._write(replace(record, state=State.RESTARTING.value, backoff_until=None))
                     self.actions.begin(decision, record)
         except FsrError as exc:

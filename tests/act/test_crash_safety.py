@@ -44,7 +44,6 @@ class World:
         self.state.add_checkpoint(f"{ROOT}/{submission.name}/{submission.version}", 0)
 
     def deploy(self, jobs):
-        self.store.seen = {}  # a new deployer process: it has read nothing yet
         clock = FakeClock()
         executor = Executor(
             self.store,

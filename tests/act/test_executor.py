@@ -166,7 +166,7 @@ def test_an_interrupted_executor_finishes_the_job_in_flight_and_begins_no_other(
     ]
     told, sides = [], []
     written = store.write_side
-    store.write_side = lambda key, text: (sides.append(key), written(key, text))
+    store.write_side = lambda key, text, **kw: (sides.append(key), written(key, text, **kw))[1]
     # Ctrl-C arrives while job a is being submitted (parallelism 1: b and c wait).
     target.before_submit = lambda submission: told.append(executor.interrupt())
     plan, results = run(store, target, state, executor, jobs)

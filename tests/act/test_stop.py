@@ -33,8 +33,10 @@ def test_a_job_that_cannot_be_stopped_fails_alone_and_the_others_stop():
     assert failed.exit_code == 1
     assert failed.message == "pid of b: the cluster cannot say it stopped (switch)"
     assert target.list_runs().of("a") == () and target.list_runs().of("c") == ()
-    assert store.read("a").job["desired-state"] == "stopped"
-    assert store.read("b").job["desired-state"] == "running", "not recorded: it may still run"
+    assert store.read("a").manifest.job["desired-state"] == "stopped"
+    assert store.read("b").manifest.job["desired-state"] == "running", (
+        "not recorded: it may still run"
+    )
 
 
 def test_an_unknown_name_stops_nothing():

@@ -182,7 +182,6 @@ def upload(client: Any, manifests: dict[str, str]) -> bytes:
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(put, manifests.items()))
     store = S3Store(BUCKET, PREFIX, client=client)
-    store.read_many(store.list_names(), 16)
     if not store.refresh_index():
         raise RuntimeError("the store did not write its index")
     return client.get_object(Bucket=BUCKET, Key=f"{PREFIX}{INDEX_KEY}")["Body"].read()

@@ -31,7 +31,7 @@ def stopped_examples(folder: Path) -> Path:
 def store_with_orphan(folder: Path) -> LocalStore:
     store = LocalStore(folder)
     job = {"name": "gone", "target-table": "t", "sql": "SELECT 1", "checkpoint-root": "/ck"}
-    store.write(StoredManifest(job, {}, Meta(4, "id-4", "2026-01-01T00:00:00Z")))
+    store.write(StoredManifest(job, {}, Meta(4, "id-4", "2026-01-01T00:00:00Z")), None)
     return store
 
 
@@ -135,6 +135,6 @@ def test_desired_state_stopped_is_recorded_the_same_whichever_way_the_job_stoppe
             0,
             "tick-log: already stopped; checkpoint kept\n",
         )
-        stores[way] = LocalStore(store).read("tick-log")
+        stores[way] = LocalStore(store).read("tick-log").manifest
     assert stores["stop-then-deploy"].job == stores["deploy-only"].job
     assert stores["stop-then-deploy"].meta.query_version == stores["deploy-only"].meta.query_version

@@ -119,7 +119,7 @@ def test_secrets_are_masked_in_plan_text_and_json(tmp_path: Path) -> None:
     from flink_sql_runner.stores.local import LocalStore
 
     (job,) = load_jobs([jobs], None, load_catalog([REPO / "examples" / "tables"]), tmp_path)
-    LocalStore(store).write(StoredManifest(job.spec, job.tables, Meta.new(1)))
+    LocalStore(store).write(StoredManifest(job.spec, job.tables, Meta.new(1)), None)
     write_job_with_secret(jobs, "second-Secret-value")
     for output in ("text", "json"):
         result = cli("plan", *args, "--manifest-store", str(store), "--output", output)
@@ -148,7 +148,7 @@ def test_plan_reads_an_s3_store_over_http(
     store = S3Store("plans", "deployed/", client=s3_client)
     expensive = next(j for j in jobs if j.name == "expensive-orders")
     changed = {**expensive.spec, "sql": "SELECT order_id FROM orders WHERE price > 1"}
-    store.write(StoredManifest(changed, expensive.tables, Meta.new(3)))
+    store.write(StoredManifest(changed, expensive.tables, Meta.new(3)), None)
     result = cli("plan", *EXAMPLES, "--manifest-store", "s3://plans/deployed/", "--output", "json")
     assert result.returncode == 0, result.stderr
     plan = {j["name"]: j for j in json.loads(result.stdout)["jobs"]}

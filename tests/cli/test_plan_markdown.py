@@ -29,7 +29,9 @@ def deployed_examples(tmp_path: Path) -> tuple[list[str], Path]:
     state = tmp_path / "state"
     catalog = load_catalog([REPO / t for t in TABLES])
     for job in load_jobs([jobs], None, catalog, state):
-        LocalStore(state / "manifests").write(StoredManifest(job.spec, job.tables, Meta.new(1)))
+        LocalStore(state / "manifests").write(
+            StoredManifest(job.spec, job.tables, Meta.new(1)), None
+        )
         checkpoint = Path(job.checkpoint_location(1))
         (checkpoint / "offsets").mkdir(parents=True)
         (checkpoint / "commits").mkdir()

@@ -13,7 +13,7 @@ from tests.support.cli import run_cli as cli
 
 def stored_job(state: Path, name: str = "tick-log") -> None:
     job = {"name": name, "target-table": "t", "sql": "SELECT 1", "checkpoint-root": "/ck"}
-    LocalStore(state / "manifests").write(StoredManifest(job, {}, Meta.new(1)))
+    LocalStore(state / "manifests").write(StoredManifest(job, {}, Meta.new(1)), None)
 
 
 def test_a_name_neither_stored_nor_running_is_an_unknown_job(tmp_path: Path):
@@ -63,7 +63,8 @@ def test_a_job_that_is_not_running_is_recorded_as_stopped_and_then_already_stopp
     text = cli("stop", "tick-log", "--state-dir", str(state))
     assert text.returncode == 0, text.stderr
     assert text.stdout == "tick-log: was not running; recorded as stopped (checkpoint kept)\n"
-    assert LocalStore(state / "manifests").read("tick-log").job["desired-state"] == "stopped"
+    stored = LocalStore(state / "manifests").read("tick-log").manifest
+    assert stored is not None and stored.job["desired-state"] == "stopped"
     as_json = cli("stop", "tick-log", "--state-dir", str(state), "--output", "json")
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout) == {
@@ -102,7 +103,7 @@ def test_several_names_and_all_each_get_a_line_and_an_unknown_name_stops_none(tm
         f"error: unknown jobs 'tick-lgo', 'order-stat': no manifest of them in "
         f"{state / 'manifests'} and no run of them on the local target"
     ]
-    assert "desired-state" not in store.read("tick-log").job, "nothing stopped"
+    assert "desired-state" not in store.read("tick-log").manifest.job, "nothing stopped"
 
     two = cli("stop", "tick-log", "order-stats", *args)
     assert two.returncode == 0, two.stderr
@@ -130,7 +131,7 @@ def test_several_names_and_all_each_get_a_line_and_an_unknown_name_stops_none(tm
             "result": "tick-log: already stopped; checkpoint kept",
         },
     ]
-    assert all(store.read(n).job["desired-state"] == "stopped" for n in store.list_names())
+    assert all(store.read(n).manifest.job["desired-state"] == "stopped" for n in store.list_names())
 
 
 def test_stop_needs_names_or_all_but_not_both(tmp_path: Path):

@@ -62,7 +62,7 @@ def stopped_job(store: LocalStore, name: str = "quiet") -> StoredManifest:
     job = {"name": name, "target-table": "t", "sql": "SELECT 1", "checkpoint-root": "/nowhere",
            "desired-state": "stopped"}  # fmt: skip
     manifest = StoredManifest(job, {}, Meta(1, "id-1", "2026-11-23T10:00:00Z"))
-    store.write(manifest)
+    store.write(manifest, None)
     return manifest
 
 

@@ -123,7 +123,7 @@ def test_the_plan_says_what_a_new_spark_means(tmp_path: Path):
     tick = next(job for job in jobs if job.name == "tick-log")
     store = LocalStore(state / "manifests")
     store.write(StoredManifest(tick.spec, tick.tables, Meta(1, "id-1", "2026-01-01T00:00:00Z",
-                                                             "3.5.9")))  # fmt: skip
+                                                             "3.5.9")), None)  # fmt: skip
     checkpoint = state / "checkpoints" / "tick-log" / "1"
     (checkpoint / "offsets").mkdir(parents=True)
     (checkpoint / "metadata").write_text('{"id": "x"}')

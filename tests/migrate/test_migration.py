@@ -316,6 +316,21 @@ def test_an_original_store_in_a_folder_converted_to_another_then_planned(tmp_pat
     assert decisions == {name: ("start-clean", v + 1) for name, v in VERSIONS.items()}
 
 
+def test_an_original_store_in_a_folder_converted_in_place(tmp_path: Path):
+    """Issue 20, finding 6: in place on a folder, the migration read each manifest raw and then
+    wrote it conditional on a read it never made ("changed since this deploy read it")."""
+    store = shutil.copytree(ORIGINAL / "store", tmp_path / "store")
+    done = run_cli("migrate", "--from", str(store))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "Migration: 10 manifests converted."
+    for name, version in VERSIONS.items():
+        stored = yaml.safe_load((store / f"{name}.yaml").read_text())
+        assert (stored["schema-version"], stored["meta"]["query-version"]) == (1, version)
+    again = run_cli("migrate", "--from", str(store))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[-1] == "Migration: 0 manifests converted, 10 left alone."
+
+
 def test_a_migration_with_problems_reports_them_all_and_writes_nothing(tmp_path: Path):
     source = shutil.copytree(ORIGINAL / "store", tmp_path / "from")
     (source / "broken.yaml").write_text("name: broken\nmeta: {query-version: 0}\nsql: [\n")

@@ -12,7 +12,7 @@ import pytest
 from botocore.config import Config
 
 from flink_sql_runner.errors import FsrError, StoreError
-from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.model.stored import Stored, StoredManifest
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import StoreConflict
 from flink_sql_runner.stores.s3 import S3Store, make_s3_client
@@ -95,7 +95,7 @@ def test_the_client_really_talks_http_to_127_0_0_1(
     s3_client: Any, s3_bucket: str, s3_endpoint: str
 ) -> None:
     puts = calls_to(s3_client, "PutObject")
-    S3Store(s3_bucket, "jobs/", s3_client).write(manifest("over-http"))
+    S3Store(s3_bucket, "jobs/", s3_client).write(manifest("over-http"), None)
     assert puts == [f"{s3_endpoint}/{s3_bucket}/jobs/over-http.yaml"]
     # Read back with plain urllib, no boto: the object is in the server behind that port.
     url = s3_client.generate_presigned_url(
@@ -113,7 +113,7 @@ def test_open_store_builds_an_s3_store_from_the_environment(
     store = open_store(f"s3a://{s3_bucket}/team/jobs", tmp_path)
     assert isinstance(store, S3Store)
     assert store.location == f"s3://{s3_bucket}/team/jobs/"
-    store.write(manifest("via-open-store"))
+    store.write(manifest("via-open-store"), None)
     assert store.list_names() == ["via-open-store"]
 
 
@@ -125,8 +125,9 @@ def test_round_trip(s3_client: Any, s3_bucket: str) -> None:
     store = S3Store(s3_bucket, "prod/jobs", s3_client)
     assert store.location == f"s3://{s3_bucket}/prod/jobs/"
     original = manifest("orders", 3, description="quotes ' \" \\ -- /* ü 日本 */")
-    store.write(original)
-    assert store.read("orders") == original
+    token = store.write(original, None)
+    assert store.read("orders") == Stored(original, token)
+    assert token == s3_client.head_object(Bucket=s3_bucket, Key="prod/jobs/orders.yaml")["ETag"]
     head = s3_client.head_object(Bucket=s3_bucket, Key="prod/jobs/orders.yaml")
     assert head["ContentType"] == "text/yaml"
     assert keys(s3_client, s3_bucket) == ["prod/jobs/orders.yaml"]
@@ -136,23 +137,23 @@ def test_round_trip(s3_client: Any, s3_bucket: str) -> None:
 def test_store_at_the_bucket_root(s3_client: Any, s3_bucket: str) -> None:
     store = S3Store(s3_bucket, "", s3_client)
     assert store.location == f"s3://{s3_bucket}/"
-    store.write(manifest("at-root"))
+    token = store.write(manifest("at-root"), None)
     assert store.list_names() == ["at-root"]
-    assert store.read("at-root") == manifest("at-root")
-    archived = store.archive("at-root")
+    assert store.read("at-root") == Stored(manifest("at-root"), token)
+    archived = store.archive("at-root", token)
     assert archived.startswith(f"s3://{s3_bucket}/_archive/at-root/")
     assert store.list_names() == []
 
 
 @pytest.mark.s3
 def test_missing_manifest_reads_as_none(s3_client: Any, s3_bucket: str) -> None:
-    assert S3Store(s3_bucket, "jobs/", s3_client).read("nobody") is None
+    assert S3Store(s3_bucket, "jobs/", s3_client).read("nobody") == Stored(None, None)
 
 
 @pytest.mark.s3
 def test_write_is_one_put_and_readers_never_see_a_part(s3_client: Any, s3_bucket: str) -> None:
     store = S3Store(s3_bucket, "jobs/", s3_client)
-    store.write(manifest("busy", 1, "v1-" + "x" * 20_001))
+    token = store.write(manifest("busy", 1, "v1-" + "x" * 20_001), None)
     puts = calls_to(s3_client, "PutObject")
     seen: set[int] = set()
     done = threading.Event()
@@ -160,7 +161,7 @@ def test_write_is_one_put_and_readers_never_see_a_part(s3_client: Any, s3_bucket
     def reader() -> None:
         readers_store = S3Store(s3_bucket, "jobs/", s3_client)  # another process's view
         while not done.is_set():
-            got = readers_store.read("busy")
+            got = readers_store.read("busy").manifest
             assert got is not None
             version = got.meta.query_version
             # The body carries its version twice, far apart: a torn read would not match.
@@ -170,14 +171,15 @@ def test_write_is_one_put_and_readers_never_see_a_part(s3_client: Any, s3_bucket
     with ThreadPoolExecutor(max_workers=4) as pool:
         readers = [pool.submit(reader) for _ in range(3)]
         for version in range(2, 12):
-            store.write(manifest("busy", version, f"v{version}-" + "x" * (20_000 + version)))
+            body = manifest("busy", version, f"v{version}-" + "x" * (20_000 + version))
+            token = store.write(body, token)
         done.set()
         for future in readers:
             future.result()
     assert len(puts) == 10  # a single PutObject per write, no multipart, no temporary object
     assert len(seen) > 1
     assert keys(s3_client, s3_bucket) == ["jobs/busy.yaml"]
-    assert store.read("busy").meta.query_version == 11
+    assert store.read("busy").manifest.meta.query_version == 11
 
 
 @pytest.mark.s3
@@ -209,8 +211,8 @@ def test_missing_bucket_is_a_clear_store_error(s3_client: Any, s3_env: dict[str,
     attempts = [
         store.list_names,
         lambda: store.read("a"),
-        lambda: store.write(manifest("a")),
-        lambda: store.archive("a"),
+        lambda: store.write(manifest("a"), None),
+        lambda: store.archive("a", '"etag"'),
     ]
     for attempt in attempts:
         with pytest.raises(StoreError) as caught:
@@ -247,7 +249,7 @@ def test_listing_more_than_1000_manifests_pages(s3_client: Any, s3_bucket: str) 
     store = S3Store(s3_bucket, "many/", s3_client)
     names = [f"job-{i:04d}" for i in range(1050)]
     with ThreadPoolExecutor(max_workers=32) as pool:
-        list(pool.map(lambda n: store.write(manifest(n)), names))
+        list(pool.map(lambda n: store.write(manifest(n), None), names))
     listings = calls_to(s3_client, "ListObjectsV2")
     assert store.list_names() == names
     assert len(listings) == 2  # S3 answers at most 1,000 keys per page
@@ -258,8 +260,8 @@ def test_listing_skips_sub_folders_other_files_and_other_prefixes(
     s3_client: Any, s3_bucket: str
 ) -> None:
     store = S3Store(s3_bucket, "jobs/", s3_client)
-    store.write(manifest("b-job"))
-    store.write(manifest("a-job"))
+    store.write(manifest("b-job"), None)
+    store.write(manifest("a-job"), None)
     for key in [
         "jobs/_archive/old/2024-01-01T000000Z.yaml",
         "jobs/team/nested.yaml",
@@ -284,18 +286,18 @@ def test_empty_store_lists_nothing(s3_client: Any, s3_bucket: str) -> None:
 @pytest.mark.s3
 def test_archive_moves_the_manifest_out_of_the_live_set(s3_client: Any, s3_bucket: str) -> None:
     store = S3Store(s3_bucket, "jobs/", s3_client)
-    store.write(manifest("keep"))
-    store.write(manifest("gone", 4))
-    first = store.archive("gone")
+    store.write(manifest("keep"), None)
+    token = store.write(manifest("gone", 4), None)
+    first = store.archive("gone", token)
     assert first.startswith(f"s3://{s3_bucket}/jobs/_archive/gone/") and first.endswith(".yaml")
-    assert store.read("gone") is None
+    assert store.read("gone") == Stored(None, None)
     assert store.list_names() == ["keep"]
     bucket, key = parse_s3_uri(first)
     body = s3_client.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
     assert StoredManifest.from_yaml(body, first) == manifest("gone", 4)
     # Archiving the same name again keeps both copies.
-    store.write(manifest("gone", 5))
-    second = store.archive("gone")
+    token = store.write(manifest("gone", 5), None)
+    second = store.archive("gone", token)
     assert second != first
     assert [k for k in keys(s3_client, s3_bucket) if "_archive" in k] == sorted(
         [parse_s3_uri(first)[1], parse_s3_uri(second)[1]]
@@ -305,7 +307,7 @@ def test_archive_moves_the_manifest_out_of_the_live_set(s3_client: Any, s3_bucke
 @pytest.mark.s3
 def test_archiving_a_missing_manifest_is_a_store_error(s3_client: Any, s3_bucket: str) -> None:
     with pytest.raises(StoreError, match=r"cannot archive .*jobs/ghost\.yaml: it does not exist"):
-        S3Store(s3_bucket, "jobs/", s3_client).archive("ghost")
+        S3Store(s3_bucket, "jobs/", s3_client).archive("ghost", '"some-etag"')
 
 
 # -- read_many ------------------------------------------------------------------------------------
@@ -316,7 +318,7 @@ def test_archiving_a_missing_manifest_is_a_store_error(s3_client: Any, s3_bucket
 def test_read_many(s3_client: Any, s3_bucket: str, workers: int) -> None:
     store = S3Store(s3_bucket, "jobs/", s3_client)
     for i in range(40):
-        store.write(manifest(f"job-{i}", i + 1))
+        store.write(manifest(f"job-{i}", i + 1), None)
     wanted = [f"job-{i}" for i in range(40)] + ["missing"]
     got = store.read_many(wanted, max_workers=workers).manifests
     assert list(got) == wanted
@@ -328,7 +330,7 @@ def test_read_many(s3_client: Any, s3_bucket: str, workers: int) -> None:
 def test_read_many_reports_a_broken_manifest(s3_client: Any, s3_bucket: str) -> None:
     store = S3Store(s3_bucket, "jobs/", s3_client)
     for i in range(10):
-        store.write(manifest(f"job-{i}"))
+        store.write(manifest(f"job-{i}"), None)
     s3_client.put_object(Bucket=s3_bucket, Key="jobs/job-5.yaml", Body=b"schema-version: 7\n")
     reads = S3Store(s3_bucket, "jobs/", s3_client).read_many(
         [f"job-{i}" for i in range(10)], max_workers=8
@@ -343,7 +345,7 @@ def test_read_many_works_for_the_local_store_too(tmp_path: Any) -> None:
 
     store = LocalStore(tmp_path / "manifests")
     for i in range(5):
-        store.write(manifest(f"job-{i}", i + 1))
+        store.write(manifest(f"job-{i}", i + 1), None)
     got = store.read_many(["job-3", "nope", "job-0", "job-3"], max_workers=4).manifests
     assert got == {"job-3": manifest("job-3", 4), "nope": None, "job-0": manifest("job-0", 1)}
 
@@ -357,15 +359,15 @@ def test_a_refreshed_index_answers_reads_without_a_get_per_manifest(
 ) -> None:
     writer = S3Store(s3_bucket, "jobs/", s3_client)
     for i in range(30):
-        writer.write(manifest(f"job-{i}", i + 1))
-    assert not writer.refresh_index(), "it has not seen every manifest listed yet"
-    writer.read_many(writer.list_names(), max_workers=8)
+        writer.write(manifest(f"job-{i}", i + 1), None)
     assert writer.refresh_index()
     assert not writer.refresh_index(), "nothing changed since"
 
     reader = S3Store(s3_bucket, "jobs/", s3_client)
+    snapshot = reader.snapshot()
     gets = calls_to(s3_client, "GetObject")
-    got = reader.read_many([f"job-{i}" for i in range(30)] + ["nope"], max_workers=8).manifests
+    names = [f"job-{i}" for i in range(30)] + ["nope"]
+    got = reader.read_many(names, max_workers=8, snapshot=snapshot).manifests
     assert got["nope"] is None
     assert all(got[f"job-{i}"] == manifest(f"job-{i}", i + 1) for i in range(30))
     assert [url.rsplit("/", 1)[1] for url in gets] == ["_index.json"]
@@ -375,20 +377,17 @@ def test_a_refreshed_index_answers_reads_without_a_get_per_manifest(
 def test_an_index_entry_is_used_only_while_its_etag_matches(s3_client: Any, s3_bucket: str) -> None:
     store = S3Store(s3_bucket, "jobs/", s3_client)
     for i in range(3):
-        store.write(manifest(f"job-{i}"))
-    store.read_many(store.list_names(), max_workers=2)
-    store.refresh_index()
+        store.write(manifest(f"job-{i}"), None)
+    assert store.refresh_index()
     # Changed behind the index's back (another deploy, or a hand edit): the GET wins.
     s3_client.put_object(
         Bucket=s3_bucket, Key="jobs/job-1.yaml", Body=manifest("job-1", 9).to_yaml().encode()
     )
     s3_client.delete_object(Bucket=s3_bucket, Key="jobs/job-2.yaml")
+    reader = S3Store(s3_bucket, "jobs/", s3_client)
+    snapshot = reader.snapshot()
     gets = calls_to(s3_client, "GetObject")
-    got = (
-        S3Store(s3_bucket, "jobs/", s3_client)
-        .read_many(["job-0", "job-1", "job-2"], max_workers=2)
-        .manifests
-    )
+    got = reader.read_many(["job-0", "job-1", "job-2"], 2, snapshot=snapshot).manifests
     assert got == {"job-0": manifest("job-0"), "job-1": manifest("job-1", 9), "job-2": None}
     assert sorted(url.rsplit("/", 1)[1] for url in gets) == ["_index.json", "job-1.yaml"]
 
@@ -397,9 +396,10 @@ def test_an_index_entry_is_used_only_while_its_etag_matches(s3_client: Any, s3_b
 @pytest.mark.parametrize("body", [b"not json", b'{"schema-version": 99}', b'{"entries": 1}'])
 def test_an_unusable_index_is_ignored(s3_client: Any, s3_bucket: str, body: bytes) -> None:
     store = S3Store(s3_bucket, "jobs/", s3_client)
-    store.write(manifest("job-0"))
+    store.write(manifest("job-0"), None)
     s3_client.put_object(Bucket=s3_bucket, Key="jobs/_index.json", Body=body)
-    assert S3Store(s3_bucket, "jobs/", s3_client).read_many(["job-0"], 1).manifests == {
+    reader = S3Store(s3_bucket, "jobs/", s3_client)
+    assert reader.read_many(["job-0"], 1, snapshot=reader.snapshot()).manifests == {
         "job-0": manifest("job-0")
     }
 
@@ -409,29 +409,31 @@ def test_a_deployer_cannot_overwrite_what_another_recorded_since_it_read(
     s3_client: Any, s3_bucket: str
 ) -> None:
     """Fencing: the one that lost the lock read v1, the next holder recorded v2 meanwhile."""
-    S3Store(s3_bucket, "jobs/", s3_client).write(manifest("job", 1))
+    S3Store(s3_bucket, "jobs/", s3_client).write(manifest("job", 1), None)
     stale, current = S3Store(s3_bucket, "jobs/", s3_client), S3Store(s3_bucket, "jobs/", s3_client)
-    stale.read("job")
-    current.read("job")
-    current.write(manifest("job", 2))
+    stale_read = stale.read("job")
+    current_token = current.write(manifest("job", 2), current.read("job").token)
     with pytest.raises(StoreConflict, match="changed since this deploy read it"):
-        stale.write(manifest("job", 3))
+        stale.write(manifest("job", 3), stale_read.token)
     with pytest.raises(StoreConflict):
-        stale.archive("job")
-    assert current.read("job") == manifest("job", 2)
+        stale.archive("job", stale_read.token)
+    assert current.read("job") == Stored(manifest("job", 2), current_token)
     fresh = S3Store(s3_bucket, "jobs/", s3_client)
     with pytest.raises(StoreConflict):
-        fresh.write(manifest("job", 4)), "a blind write of an existing manifest is refused too"
+        fresh.write(manifest("job", 4), None), "a write of a new manifest finds one there"
 
 
 def test_the_local_store_fences_its_writes_the_same_way(tmp_path: Any) -> None:
     from flink_sql_runner.stores.local import LocalStore
 
-    LocalStore(tmp_path).write(manifest("job", 1))
+    LocalStore(tmp_path).write(manifest("job", 1), None)
     stale, current = LocalStore(tmp_path), LocalStore(tmp_path)
-    stale.read("job")
-    current.read("job")
-    current.write(manifest("job", 2))
+    stale_read = stale.read("job")
+    current_token = current.write(manifest("job", 2), current.read("job").token)
     with pytest.raises(StoreConflict):
-        stale.write(manifest("job", 3))
-    assert current.read("job") == manifest("job", 2)
+        stale.write(manifest("job", 3), stale_read.token)
+    with pytest.raises(StoreConflict):
+        stale.archive("job", stale_read.token)
+    with pytest.raises(StoreConflict):
+        stale.write(manifest("job", 4), None), "a write of a new manifest finds one there"
+    assert current.read("job") == Stored(manifest("job", 2), current_token)

@@ -57,14 +57,13 @@ def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, float]]:
 
 
 def read_then_write(store: S3Store) -> None:
-    store.read("job")
-    store.write(manifest("job", 2))
+    store.write(manifest("job", 2), store.read("job").token)
 
 
 def operations(bucket: str, store: S3Store) -> dict[str, tuple[str, str, Callable[[], Any], Any]]:
     """op -> (HTTP method, path, call, what it returns when it works)."""
     return {
-        "read": ("GET", f"/{bucket}/{KEY}", lambda: store.read("job"), manifest("job", 1)),
+        "read": ("GET", f"/{bucket}/{KEY}", lambda: store.read("job").manifest, manifest("job", 1)),
         # A deployer writes what it read: the write is conditional on that.
         "write": ("PUT", f"/{bucket}/{KEY}", lambda: read_then_write(store), None),
         "list": ("GET", f"/{bucket}", store.list_names, ["job"]),
@@ -74,7 +73,7 @@ def operations(bucket: str, store: S3Store) -> dict[str, tuple[str, str, Callabl
 @pytest.fixture
 def stored(s3_client: Any, s3_bucket: str) -> str:
     """A bucket holding jobs/job.yaml (version 1), written past the proxy."""
-    S3Store(s3_bucket, "jobs/", s3_client).write(manifest("job", 1))
+    S3Store(s3_bucket, "jobs/", s3_client).write(manifest("job", 1), None)
     return s3_bucket
 
 
@@ -95,7 +94,7 @@ def test_a_few_faults_are_retried_with_backoff(
         # The first PUT landed and only its answer was lost; the retry, conditional on the
         # old ETag, is refused, and the store finds its own manifest there: done.
         assert [s.fault for s in fault_proxy.seen(method, path)] == [fault, fault]
-        assert S3Store(stored, "jobs/", proxied_client).read("job") == manifest("job", 2)
+        assert S3Store(stored, "jobs/", proxied_client).read("job").manifest == manifest("job", 2)
         return
     assert [s.fault for s in fault_proxy.seen(method, path)] == [fault, fault, None]
     if fault == "reset" and op == "read":
@@ -201,7 +200,7 @@ def test_a_slow_answer_is_given_up_on_and_asked_again(
     config = Config(retries=retries, read_timeout=2, connect_timeout=5)
     client = s3_session.client("s3", endpoint_url=fault_proxy.url, config=config)
     fault_proxy.inject("delay", times=1, method="GET", seconds=30)
-    assert S3Store(stored, "jobs/", client).read("job") == manifest("job", 1)
+    assert S3Store(stored, "jobs/", client).read("job").manifest == manifest("job", 1)
     assert [s.fault for s in fault_proxy.seen("GET")][:2] == ["delay", None]
 
 
@@ -223,7 +222,7 @@ def test_a_cut_upload_never_leaves_a_partial_manifest(
         while True:
             last = done.is_set()
             try:
-                seen.append(reader.read("job"))
+                seen.append(reader.read("job").manifest)
             except StoreError as exc:  # e.g. a manifest that does not parse: a partial one
                 seen.append(str(exc))
             if last:
@@ -234,17 +233,17 @@ def test_a_cut_upload_never_leaves_a_partial_manifest(
     try:
         # Every attempt cut: the write fails, and the old manifest stays, whole.
         fault_proxy.inject("cut-request", times=100, method="PUT")
-        writer.read("job")
+        token = writer.read("job").token
         with pytest.raises(StoreError, match="^cannot write .*jobs/job.yaml: Connection was"):
-            writer.write(new)
+            writer.write(new, token)
         cuts = fault_proxy.seen("PUT")
         assert len(cuts) == 5
         assert all(0 < s.forwarded_bytes < s.body_bytes for s in cuts)  # moto got part of each
-        assert reader.read("job") == old
+        assert reader.read("job").manifest == old
         # Two attempts cut, the third whole: the new manifest, whole.
         fault_proxy.clear()
         fault_proxy.inject("cut-request", times=2, method="PUT")
-        writer.write(new)
+        writer.write(new, token)
         assert [s.fault for s in fault_proxy.seen("PUT")] == ["cut-request", "cut-request", None]
     finally:
         done.set()

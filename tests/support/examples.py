@@ -29,7 +29,8 @@ def stored_examples_with(tmp_path: Path, **changed: dict[str, Any]) -> Path:
         if job.name not in changed:
             continue
         store.write(
-            StoredManifest({**job.spec, **changed.get(job.name, {})}, job.tables, Meta.new(1))
+            StoredManifest({**job.spec, **changed.get(job.name, {})}, job.tables, Meta.new(1)),
+            None,
         )
     return tmp_path / "store"
 

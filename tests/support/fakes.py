@@ -1,9 +1,10 @@
 """In-memory fakes of every side effect, with failure switches, for the decision logic.
 
-Each fake can fail the way its real part fails: the store answers 503 or finds its object
-changed under a conditional write; the lock's renewals fail or another deployer takes it over;
-the target cannot tell whether a run is alive, answers a submission with a timeout after it
-started the run, or cannot confirm a stop; checkpoint storage answers 503.
+Each fake can fail the way its real part fails: the store answers 503, finds its object
+changed under a conditional write, or stores a write and loses its answer; the lock's renewals
+fail or another deployer takes it over; the target cannot tell whether a run is alive, answers a
+submission with a timeout after it started the run, or cannot confirm a stop; checkpoint storage
+answers 503.
 """
 
 from __future__ import annotations
@@ -15,10 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flink_sql_runner.errors import FsrError, StoreError
-from flink_sql_runner.model.intents import SideDoc
 from flink_sql_runner.model.runs import Listing, Liveness, Run
-from flink_sql_runner.model.stored import StoredManifest
-from flink_sql_runner.stores.base import Reads, StoreConflict
+from flink_sql_runner.model.stored import (
+    ABSENT,
+    ANY,
+    SideDoc,
+    Stored,
+    StoredManifest,
+    Token,
+    Unconditional,
+)
+from flink_sql_runner.stores.base import Reads, Snapshot, StoreConflict
 from flink_sql_runner.stores.storage import StorageError
 from flink_sql_runner.targets.base import (
     Started,
@@ -30,33 +38,48 @@ from flink_sql_runner.targets.base import (
 
 
 class StoreData:
-    """What a manifest store holds, shared by every deployer (FakeStore) that uses it."""
+    """What a manifest store holds, shared by every deployer (FakeStore) that uses it. Every
+    manifest and side document has a token: a counter that moves on each write."""
 
     def __init__(self) -> None:
         self.manifests: dict[str, StoredManifest] = {}
         self.versions: dict[str, int] = {}
         self.archived: dict[str, StoredManifest] = {}
         self.side: dict[str, str] = {}
+        self.side_versions: dict[str, int] = {}
+        self.counter = 0
         self.lock = MemoryLockBackend()
         self.locks: dict[str, MemoryLockBackend] = {}
         #: The store's own clock (S3's, not the deployer's): side documents' ages follow it.
         self.clock: Callable[[], float] = FakeClock(1_000_000.0)
         self.side_written: dict[str, float] = {}
 
+    def next(self) -> int:
+        self.counter += 1
+        return self.counter
+
+
+def _token(versions: dict[str, int], key: str) -> Token:
+    return f"t{versions[key]}" if key in versions else ABSENT
+
 
 class FakeStore:
-    """One deployer's view of a store: its writes are conditional on what it read."""
+    """One deployer's view of a store: writes are conditional on the token the caller passes.
+
+    Switches: `fail_reads` / `fail_writes` (a 503 / 500), `unreadable` (names whose manifest is
+    not a mapping), `lose_answers` (that many writes store their object, then raise as if the
+    answer was lost on the way back), `before_write` (called before each manifest write)."""
 
     location = "memory://store/"
 
     def __init__(self, data: StoreData | None = None) -> None:
         self.data = data or StoreData()
-        self.seen: dict[str, int | None] = {}
         #: Called before each manifest write, e.g. to simulate a deployer killed right there.
         self.before_write: Callable[[StoredManifest], None] | None = None
         self.before_archive: Callable[[str], None] | None = None
         self.fail_reads = False
         self.fail_writes = False
+        self.lose_answers = 0
         self.unreadable: set[str] = set()
         self.writes: list[str] = []
 
@@ -81,86 +104,129 @@ class FakeStore:
     def lock(self) -> MemoryLockBackend:
         return self.data.lock
 
-    def put(self, manifest: StoredManifest) -> None:
-        """Seed the store (what an earlier deploy recorded)."""
+    def put(self, manifest: StoredManifest) -> Token:
+        """Seed the store (what an earlier deploy recorded), unconditionally."""
         self.data.manifests[manifest.name] = manifest
-        self.data.versions[manifest.name] = self.data.versions.get(manifest.name, 0) + 1
+        self.data.versions[manifest.name] = self.data.next()
+        return self.token(manifest.name)
+
+    def token(self, name: str) -> Token:
+        """The token of `name`'s stored manifest now (ABSENT if none)."""
+        return _token(self.data.versions, name)
 
     def _fail(self) -> None:
         if self.fail_reads:
             raise StoreError("cannot read memory://store/: SlowDown (HTTP 503) (switch)")
 
-    def list_names(self) -> list[str]:
-        self._fail()
-        return sorted(self.data.manifests)
+    def _fail_write(self) -> None:
+        if self.fail_writes:
+            raise StoreError("cannot write memory://store/: InternalError (HTTP 500) (switch)")
 
-    def read(self, name: str) -> StoredManifest | None:
+    def _answer_lost(self) -> None:
+        """After a write stored its object: raise if its answer is to be lost."""
+        if self.lose_answers > 0:
+            self.lose_answers -= 1
+            raise StoreError("cannot write memory://store/: the connection broke (switch)")
+
+    def snapshot(self) -> Snapshot:
+        self._fail()
+        names = tuple(sorted(self.data.manifests))
+        return Snapshot(names, {n: str(self.token(n)) for n in names})
+
+    def list_names(self) -> list[str]:
+        return list(self.snapshot().names)
+
+    def read(self, name: str) -> Stored:
         self._fail()
         if name in self.unreadable:
             raise StoreError(f"stored manifest memory://store/{name}.yaml: not a mapping")
-        self.seen[name] = self.data.versions.get(name) if name in self.data.manifests else None
-        return self.data.manifests.get(name)
+        return Stored(self.data.manifests.get(name), self.token(name))
 
-    def read_many(self, names, max_workers: int) -> Reads:
-        found, problems = {}, {}
+    def read_text(self, name: str) -> tuple[str | None, Token]:
+        stored = self.read(name)
+        return (stored.manifest.to_yaml() if stored.manifest else None), stored.token
+
+    def read_many(self, names, max_workers: int, snapshot: Snapshot | None = None) -> Reads:
+        found, tokens, problems = {}, {}, {}
         for name in names:
+            if snapshot is not None and name not in snapshot.names:
+                found[name], tokens[name] = None, ABSENT
+                continue
             try:
-                found[name] = self.read(name)
+                stored = self.read(name)
+                found[name], tokens[name] = stored.manifest, stored.token
             except StoreError as exc:
                 problems[name] = str(exc)
-        return Reads(found, problems)
+        return Reads(found, problems, tokens)
 
-    def refresh_index(self) -> bool:
+    def refresh_index(self, known: Reads | None = None) -> bool:
         return False
 
-    def _expect_unchanged(self, name: str) -> None:
-        current = self.data.versions.get(name) if name in self.data.manifests else None
-        if current != self.seen.get(name):
+    def _expect(self, name: str, expected: Token) -> None:
+        if self.token(name) != expected:
             raise StoreConflict(f"memory://store/{name}.yaml changed since this deploy read it")
 
-    def write(self, manifest: StoredManifest) -> None:
+    def write(self, manifest: StoredManifest, expected: Token) -> Token:
         if self.before_write is not None:
             self.before_write(manifest)
-        if self.fail_writes:
-            raise StoreError("cannot write memory://store/: InternalError (HTTP 500) (switch)")
-        self._expect_unchanged(manifest.name)
-        self.put(manifest)
-        self.seen[manifest.name] = self.data.versions[manifest.name]
+        self._fail_write()
+        self._expect(manifest.name, expected)
+        token = self.put(manifest)
         self.writes.append(manifest.name)
+        self._answer_lost()
+        return token
 
-    def archive(self, name: str) -> str:
+    def archive(self, name: str, expected: Token) -> str:
         if self.before_archive is not None:
             self.before_archive(name)
-        if name not in self.data.manifests:
+        self._fail_write()
+        if name not in self.data.manifests and expected is not ABSENT:
             raise StoreError(f"cannot archive {name}: it does not exist")
-        self._expect_unchanged(name)
+        self._expect(name, expected)
+        if expected is ABSENT:
+            raise StoreError(f"cannot archive {name}: it does not exist")
         self.data.archived[name] = self.data.manifests.pop(name)
-        self.seen[name] = None
+        del self.data.versions[name]
+        self._answer_lost()
         return f"memory://archive/{name}"
 
     # side documents (intent records) and the lock
-    def write_side(self, key: str, text: str) -> None:
-        if self.fail_writes:
-            raise StoreError("cannot write memory://store/: InternalError (HTTP 500) (switch)")
+    def _expect_side(self, key: str, expected: Token | Unconditional) -> None:
+        if expected is not ANY and _token(self.data.side_versions, key) != expected:
+            raise StoreConflict(f"memory://store/{key} changed since it was read")
+
+    def write_side(self, key: str, text: str, *, expected: Token | Unconditional = ANY) -> Token:
+        self._fail_write()
+        self._expect_side(key, expected)
         self.data.side[key] = text
+        self.data.side_versions[key] = self.data.next()
         self.data.side_written[key] = self.data.clock()
+        self._answer_lost()
+        return _token(self.data.side_versions, key)
 
     def read_side_folder(self, folder: str) -> dict[str, str]:
         return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
 
     def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
-        """Each document with its age on the store's clock (`data.clock`)."""
+        """Each document with its token and its age on the store's clock (`data.clock`)."""
         self._fail()
         prefix = folder + "/"
         now = self.data.clock()
         return {
-            k[len(prefix) :]: SideDoc(v, max(0.0, now - self.data.side_written.get(k, now)))
+            k[len(prefix) :]: SideDoc(
+                v,
+                _token(self.data.side_versions, k),
+                max(0.0, now - self.data.side_written.get(k, now)),
+            )
             for k, v in sorted(self.data.side.items())
             if k.startswith(prefix)
         }
 
-    def delete_side(self, key: str) -> None:
+    def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:
+        if expected is not ANY and key in self.data.side:
+            self._expect_side(key, expected)
         self.data.side.pop(key, None)
+        self.data.side_versions.pop(key, None)
 
     def lock_backend(self, name: str | None = None) -> MemoryLockBackend:
         if name is None:
