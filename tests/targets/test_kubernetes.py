@@ -255,3 +255,82 @@ def test_a_pod_in_phase_unknown_is_a_run_that_may_be_alive(tmp_path: Path, spark
     assert listed.liveness is Liveness.UNKNOWN
     target.state_ttl = 0
     assert target.liveness(run) is Liveness.UNKNOWN
+
+
+def _set_pods(tmp_path: Path, **fields: str) -> None:
+    state = tmp_path / "pods.json"
+    pods = json.loads(state.read_text())
+    for pod in pods.values():
+        pod.update(fields)
+    state.write_text(json.dumps(pods))
+
+
+def test_a_pod_phase_the_deployer_does_not_know_is_unknown_not_gone(
+    tmp_path: Path, spark_submit: Path
+):
+    """Only Succeeded and Failed are known to be final: a phase some later Kubernetes adds (or
+    a word the deployer cannot read) may be a driver that still writes. Before, it was gone."""
+    target = target_for(spark_submit)
+    run = target.submit(submission(tmp_path)).run
+    _set_pods(tmp_path, phase="Terminating")
+    (listed,) = target.list_runs().of("orders_daily")
+    assert listed.liveness is Liveness.UNKNOWN
+    target.state_ttl = 0
+    assert target.liveness(run) is Liveness.UNKNOWN
+    _set_pods(tmp_path, phase="Succeeded", container="terminated", exit="0", reason="Completed")
+    assert target.list_runs().of("orders_daily") == ()
+    assert target.liveness(run) is Liveness.GONE
+
+
+def test_a_pod_whose_version_cannot_be_read_is_an_unknown_run_of_its_job(
+    tmp_path: Path, spark_submit: Path
+):
+    """The job's label is readable, its version is not: that job cannot be decided, every
+    other job still can."""
+    target = target_for(spark_submit)
+    target.submit(submission(tmp_path))
+    state = tmp_path / "pods.json"
+    pods = json.loads(state.read_text())
+    for pod in pods.values():
+        pod["labels"]["flink-sql-runner/version"] = "three"
+    state.write_text(json.dumps(pods))
+    (listed,) = target.list_runs().of("orders_daily")
+    assert (listed.liveness, listed.version) == (Liveness.UNKNOWN, None)
+
+
+def test_status_output_the_deployer_cannot_read_fails_the_listing(
+    tmp_path: Path, spark_submit: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """spark-submit answered, but in words the deployer does not recognise (another Spark's
+    format, a truncated answer): no job may be read as stopped. Before, the listing was empty
+    and every job looked stopped."""
+    target = target_for(spark_submit)
+    run = target.submit(submission(tmp_path)).run
+    monkeypatch.setenv("FAKE_K8S_STATUS_FORMAT", "unreadable")
+    with pytest.raises(ClusterError, match="cannot read"):
+        target.list_runs()
+    target.state_ttl = 0
+    assert target.liveness(run) is Liveness.UNKNOWN
+
+
+def test_a_pod_block_without_readable_labels_fails_the_listing(
+    tmp_path: Path, spark_submit: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A driver pod of ours whose labels cannot be read may be any job's: the listing fails
+    rather than leave it out."""
+    target = target_for(spark_submit)
+    target.submit(submission(tmp_path))
+    monkeypatch.setenv("FAKE_K8S_STATUS_FORMAT", "labels-as-json")
+    with pytest.raises(ClusterError, match="labels"):
+        target.list_runs()
+
+
+def test_status_of_a_stopped_driver_pod_says_gone_only_when_spark_says_not_found(
+    tmp_path: Path, spark_submit: Path
+):
+    target = target_for(spark_submit, timeout=30)
+    run = target.submit(submission(tmp_path)).run
+    target.kill(run.submission_id)
+    target.state_ttl = 0
+    assert target.liveness(run) is Liveness.GONE
+    assert target.list_runs().of("orders_daily") == ()
