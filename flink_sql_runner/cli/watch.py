@@ -117,9 +117,11 @@ def watch(
     )  # fmt: skip
     deployment = Deployment(settings_from((), **kw))
     deployment.debug = debug
+    metrics = Metrics() if metrics_port is not None else None
+    # First: a port in use is an error (exit 2) before anything starts.
+    port = metrics.serve(metrics_port or 0, metrics_address) if metrics is not None else None
     command = shlex.split(notify_command) if notify_command else None
     notifier = Notifier(sys.stdout, log_format, notify_url, command)
-    metrics = Metrics() if metrics_port is not None else None
     watcher = Watcher(deployment, settings, notifier, metrics)
 
     def stop(signum: int, _frame: Any) -> None:
@@ -132,7 +134,6 @@ def watch(
     signal.signal(signal.SIGINT, stop)
     try:
         if metrics is not None:
-            port = metrics.serve(metrics_port or 0, metrics_address)
             notifier.emit(Event("metrics", message=f"http://{metrics_address}:{port}/metrics",
                                 fields={"port": port}))  # fmt: skip
         watcher.run(once=once)

@@ -3,9 +3,12 @@ in examples/watch/ use only options and environment variables `watch` has."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import shlex
+import socket
 from pathlib import Path
 
 import click
@@ -107,6 +110,28 @@ def test_bad_watch_settings_exit_2_naming_the_option(tmp_path: Path):
     assert result.returncode == 2
     assert "Invalid value for '--interval': 0.0 is not in the range x>=0.5" in result.stderr
     assert not (tmp_path / "manifests").exists(), "nothing touched"
+
+
+def test_watch_on_a_metrics_port_in_use_exits_2_and_starts_nothing(tmp_path: Path):
+    """Before, a traceback (OSError: Address already in use) after the watcher was built."""
+    state = tmp_path / "state"
+    stopped_job(LocalStore(state / "manifests"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli(
+            "watch", "--once", "--state-dir", str(state), "--metrics-port", str(port),
+            "--log-format", "json",
+        )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [
+        f"error: --metrics-port {port}: cannot serve metrics on 127.0.0.1:{port}: "
+        f"{os.strerror(errno.EADDRINUSE)}"
+    ]
+    assert result.stdout == "", "no event: nothing started"
+    assert not (state / "manifests" / "_watch").exists(), "no watch record, no leader lease"
 
 
 def test_resume_takes_the_stores_lock_and_waits_for_its_holder(tmp_path: Path):
