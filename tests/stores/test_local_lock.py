@@ -19,7 +19,7 @@ from flink_sql_runner.stores.lock import Holder
 from tests.support.cli import REPO, run_cli
 
 PROCESSES = 4
-ROUNDS = 1500
+ROUNDS = 400
 
 
 def _holder(owner: str) -> Holder:
