@@ -334,3 +334,35 @@ def test_status_of_a_stopped_driver_pod_says_gone_only_when_spark_says_not_found
     target.state_ttl = 0
     assert target.liveness(run) is Liveness.GONE
     assert target.list_runs().of("orders_daily") == ()
+
+
+def test_a_pod_that_cannot_be_read_holds_back_its_job_only(tmp_path: Path, spark_submit: Path):
+    """Through the CLI: the job whose pod's version cannot be read is an error ("cannot tell
+    whether it runs"), the other job is decided as usual."""
+    ws = Workspace(
+        tmp_path / "ws",
+        MASTER,
+        "kubernetes",
+        ("--namespace", "jobs", "--spark-submit", str(spark_submit), "--runner-path", RUNNER),
+    )
+    ws.write_tables(
+        [
+            {"name": "ticks", "format": "rate-micro-batch", "options": {"rowsPerBatch": 1}},
+            {"name": "out1", "format": "parquet", "options": {"path": "s3a://b/out1"}},
+            {"name": "out2", "format": "parquet", "options": {"path": "s3a://b/out2"}},
+        ]
+    )
+    ws.write_job("orders", **{"target-table": "out1", "sql": "SELECT value FROM ticks"})
+    ws.write_job("clicks", **{"target-table": "out2", "sql": "SELECT value FROM ticks"})
+    result = ws.deploy()
+    assert result.returncode == 0, result.stdout + result.stderr
+    state = tmp_path / "pods.json"
+    pods = json.loads(state.read_text())
+    for pod in pods.values():
+        if pod["labels"]["flink-sql-runner/job"] == "orders":
+            pod["labels"]["flink-sql-runner/version"] = "one"
+    state.write_text(json.dumps(pods))
+    plan = ws.plan_json()
+    assert plan["orders"]["action"] == "error"
+    assert "cannot tell whether it runs" in plan["orders"]["reason"]
+    assert plan["clicks"]["action"] == "noop", plan["clicks"]
