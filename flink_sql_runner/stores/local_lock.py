@@ -1,11 +1,11 @@
 """The store lock on a local folder: a `.lock` file (lock.py has the lease).
 
 Every create, renewal, take-over and release is one compare-and-swap across processes: it holds
-an exclusive `flock` on a guard file beside the lock (`.lock.guard`, kept for good) while it
-compares the lock with what its caller read and writes the new one with an atomic rename. A
-reader needs no guard: it sees the old lock or the new one, whole. (Before, a renewal renamed the
-lock away, compared, unlinked and recreated it: a waiter could create the lock in that gap, and
-putting a lock back could overwrite one another process had just made.)
+an exclusive `flock` on the lock's folder while it compares the lock with what its caller read
+and writes the new one with an atomic rename. A reader needs no flock: it sees the old lock or
+the new one, whole. (Before, a renewal renamed the lock away, compared, unlinked and recreated
+it: a waiter could create the lock in that gap, and putting a lock back could overwrite one
+another process had just made.)
 """
 
 from __future__ import annotations
@@ -43,13 +43,11 @@ class FileLockBackend:
     def __init__(self, path: Path):
         self.path = path
         self.location = str(path)
-        #: A dot file, so no reader of the folder takes it for a document.
-        self.guard = path.with_name(f".{path.name.lstrip('.')}.guard")
 
     # -- the contract of LockBackend (stores/lock.py) --------------------------------------
     def create(self, holder: Holder) -> Any:
         """Write the lock if there is none: its token; None if one exists."""
-        with self._guarded():
+        with self._flocked():
             if self._current() is not None:
                 return None
             return self._write(holder)
@@ -63,7 +61,7 @@ class FileLockBackend:
     def replace(self, holder: Holder, token: Any) -> Any:
         """Write the lock only if it is still at `token`: the new token; None if it moved on
         or went."""
-        with self._guarded():
+        with self._flocked():
             if token is None or self._current() != token:
                 return None
             return self._write(holder)
@@ -73,13 +71,13 @@ class FileLockBackend:
 
     def removed(self, token: Any) -> bool:
         """Remove the lock if it is still at `token`; whether it did."""
-        with self._guarded():
+        with self._flocked():
             if token is None or self._current() != token:
                 return False
             self.path.unlink()
             return True
 
-    # -- inside the guard ------------------------------------------------------------------
+    # -- under the folder's flock ------------------------------------------------------------------
     def _current(self) -> tuple[int, str] | None:
         """The lock's version token (its mtime and text), None if absent."""
         try:
@@ -104,12 +102,12 @@ class FileLockBackend:
         return mtime, text
 
     @contextmanager
-    def _guarded(self) -> Iterator[None]:
-        def open_guard() -> int:
+    def _flocked(self) -> Iterator[None]:
+        def open_folder() -> int:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            return os.open(self.guard, os.O_RDWR | os.O_CREAT, 0o644)
+            return os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
 
-        fd = self._unusable_as_error(open_guard)
+        fd = self._unusable_as_error(open_folder)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
