@@ -58,8 +58,8 @@ _FLINK_TYPES = {
 _COLUMN_END = ("NOT", "NULL", "COMMENT", "DEFAULT", "GENERATED", "METADATA", "VIRTUAL")
 
 
-#: The range of Spark's longest integer option (a Java long).
-_LONG = range(-(2**63), 2**63)
+#: The range of Spark's longest integer option (a Java long); catalog.py holds YAML to it too.
+JAVA_LONG = range(-(2**63), 2**63)
 
 
 def option_number(text: str) -> int | float | None:
@@ -70,7 +70,7 @@ def option_number(text: str) -> int | float | None:
         if len(text.lstrip("-").lstrip("0")) > 19:
             return None
         value = int(text)
-        return value if value in _LONG else None
+        return value if value in JAVA_LONG else None
     number = float(text)
     mantissa = re.split(r"[eE]", text)[0]
     if math.isinf(number) or (number == 0 and mantissa.strip("-0.") != ""):
