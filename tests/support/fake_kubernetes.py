@@ -18,12 +18,15 @@ cannot read.
 from __future__ import annotations
 
 FAKE_SPARK_SUBMIT = r"""#!{python}
-import json, os, sys, time
+import fcntl, json, os, sys, time
 
 args = sys.argv[1:]
+state_file = os.environ["FAKE_K8S_STATE"]
+# One call at a time, as the API server serialises writes: a deploy submits jobs in parallel.
+guard = open(state_file + ".guard", "w")
+fcntl.flock(guard, fcntl.LOCK_EX)
 with open(os.environ["FAKE_ARGS_FILE"], "a") as log:
     log.write(json.dumps(args) + "\n")
-state_file = os.environ["FAKE_K8S_STATE"]
 pods = json.load(open(state_file)) if os.path.exists(state_file) else {{}}
 master = args[args.index("--master") + 1]
 stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
