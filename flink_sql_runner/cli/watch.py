@@ -14,6 +14,7 @@ from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import REMOTE_OPTIONS, env_var, options, settings_from
 from flink_sql_runner.cli.original_flags import FsrCommand
 from flink_sql_runner.errors import EXIT_OK, UnknownJob
+from flink_sql_runner.stores.lock import locked
 from flink_sql_runner.watch.events import Event, Notifier
 from flink_sql_runner.watch.metrics import Metrics
 from flink_sql_runner.watch.records import WatchLog
@@ -116,9 +117,11 @@ def watch(
     )  # fmt: skip
     deployment = Deployment(settings_from((), **kw))
     deployment.debug = debug
+    metrics = Metrics() if metrics_port is not None else None
+    # First: a port in use is an error (exit 2) before anything starts.
+    port = metrics.serve(metrics_port or 0, metrics_address) if metrics is not None else None
     command = shlex.split(notify_command) if notify_command else None
     notifier = Notifier(sys.stdout, log_format, notify_url, command)
-    metrics = Metrics() if metrics_port is not None else None
     watcher = Watcher(deployment, settings, notifier, metrics)
 
     def stop(signum: int, _frame: Any) -> None:
@@ -131,7 +134,6 @@ def watch(
     signal.signal(signal.SIGINT, stop)
     try:
         if metrics is not None:
-            port = metrics.serve(metrics_port or 0, metrics_address)
             notifier.emit(Event("metrics", message=f"http://{metrics_address}:{port}/metrics",
                                 fields={"port": port}))  # fmt: skip
         watcher.run(once=once)
@@ -145,14 +147,19 @@ def watch(
 @click.command(cls=FsrCommand)
 @click.argument("name")
 @options("--state-dir", "--manifest-store", "--external-job-config-bucket")
-@options("--external-job-config-prefix", "--debug")
+@options("--external-job-config-prefix", "--lock-timeout", "--debug")
 @handle_errors
 def resume(name: str, debug: bool, **kw: Any) -> int:
-    """Lift job NAME's crash-looping mark: `watch` restarts it at its next look."""
+    """Lift job NAME's crash-looping mark: `watch` restarts it at its next look.
+
+    It writes under the store's lock, like `stop`: while a deploy holds it, `resume` waits (up
+    to --lock-timeout)."""
     deployment = Deployment(settings_from((), **kw))
-    if deployment.store.read(name).manifest is None:
-        raise UnknownJob(f"unknown job {name!r}: the store has no manifest of that name")
-    if not WatchLog(deployment.store).resume(name):
+    with locked(deployment.lock("resume"), deployment.settings.lock_timeout):
+        if deployment.store.read(name).manifest is None:
+            raise UnknownJob(f"unknown job {name!r}: the store has no manifest of that name")
+        lifted = WatchLog(deployment.store).resume(name)
+    if not lifted:
         click.echo(f"{name}: not crash-looping nor backing off; nothing to lift")
         return EXIT_OK
     click.echo(f"{name}: crash-loop mark lifted; watch restarts it at its next look")

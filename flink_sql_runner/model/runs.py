@@ -17,12 +17,13 @@ class Liveness(str, Enum):
     UNKNOWN = "unknown"
 
     @classmethod
-    def of(cls, state: str, alive: Collection[str], unknown: Collection[str]) -> Liveness:
-        """A cluster's word for a driver's state as liveness: a state neither alive nor
-        unknown is gone."""
+    def of(cls, state: str, alive: Collection[str], gone: Collection[str]) -> Liveness:
+        """A cluster's word for a driver's state as liveness: gone only for a state known to
+        be final; a word in neither list (the cluster's own "unknown", a state a later
+        version adds, output that could not be read) is unknown, never gone."""
         if state in alive:
             return cls.ALIVE
-        return cls.UNKNOWN if state in unknown else cls.GONE
+        return cls.GONE if state in gone else cls.UNKNOWN
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from typing import Any
 
 from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.read.ddl import SQL_SUFFIXES, read_sql_tables
+from flink_sql_runner.read.ddl_parser import JAVA_LONG
 from flink_sql_runner.read.files import YAML_SUFFIXES, yaml_files
 from flink_sql_runner.read.formats import (  # noqa: F401 (used by other modules)
     FILE_FORMATS,
@@ -237,9 +239,33 @@ def _placeholder_problems(entry: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
+def _number_problems(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    """Option numbers no option can mean: an infinity or NaN (YAML's `.inf`, `.nan`, or a
+    float too large, which YAML reads as `.inf`), an integer beyond a Java long. Spark would get
+    the text `inf` or `nan`, or a number no option takes."""
+    found = []
+    options = entry.get("options")
+    for key, value in (options if isinstance(options, dict) else {}).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            shown = ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
+        elif isinstance(value, int) and value not in JAVA_LONG:
+            shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:20]}…"
+        else:
+            continue
+        found.append(
+            (
+                f"options.{key}",
+                f"{shown} is not a number Spark reads as one; quote it to pass it as text",
+            )
+        )
+    return found
+
+
 def _semantic_problems(entry: dict[str, Any]) -> list[tuple[str, str]]:
     placeholders = _placeholder_problems(entry)
-    return placeholders + _format_problems(entry)
+    return placeholders + _number_problems(entry) + _format_problems(entry)
 
 
 def _format_problems(entry: dict[str, Any]) -> list[tuple[str, str]]:

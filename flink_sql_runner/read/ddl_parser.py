@@ -4,6 +4,7 @@ say what Spark writes instead."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +56,31 @@ _FLINK_TYPES = {
     "RAW": "Flink's RAW has no Spark type",
 }
 _COLUMN_END = ("NOT", "NULL", "COMMENT", "DEFAULT", "GENERATED", "METADATA", "VIRTUAL")
+
+
+#: The range of Spark's longest integer option (a Java long); catalog.py holds YAML to it too.
+JAVA_LONG = range(-(2**63), 2**63)
+
+
+def option_number(text: str) -> int | float | None:
+    """An option's number as written (`10`, `-1.5`, `1e3`), or None when no option can mean it:
+    an integer beyond a Java long (which also spares Python's limit on converting thousands of
+    digits), a float that overflows to infinity or a non-zero one that underflows to 0."""
+    if re.fullmatch(r"-?\d+", text):
+        if len(text.lstrip("-").lstrip("0")) > 19:
+            return None
+        value = int(text)
+        return value if value in JAVA_LONG else None
+    number = float(text)
+    mantissa = re.split(r"[eE]", text)[0]
+    if math.isinf(number) or (number == 0 and mantissa.strip("-0.") != ""):
+        return None
+    return number
+
+
+def _abridged(text: str) -> str:
+    digits = sum(c.isdigit() for c in text)
+    return f"{text[:20]}… ({digits} digits)" if len(text) > 40 else text
 
 
 class Parser:
@@ -434,7 +460,14 @@ class Parser:
             token = self.next()
         if token.kind == "number":
             text = ("-" if negative else "") + token.text
-            return int(text) if re.fullmatch(r"-?\d+", text) else float(text)
+            number = option_number(text)
+            if number is None:
+                raise SqlSyntax(
+                    token.line,
+                    f"option {shown(key)}: {_abridged(text)} is not a number Spark reads as "
+                    "one; quote it to pass it as text",
+                )
+            return number
         if token.is_word("TRUE", "FALSE") and not negative:
             return token.value.upper() == "TRUE"
         raise SqlSyntax(

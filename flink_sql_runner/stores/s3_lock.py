@@ -44,13 +44,18 @@ class S3LockBackend:
         return token
 
     def _check_conditional_writes(self, holder: Holder, token: str) -> None:
-        """Both conditions must be refused when they do not hold; an endpoint that ignores
-        them cannot keep two deployers apart."""
+        """Every condition the lock relies on must be refused when it does not hold: a second
+        `If-None-Match: *` PUT, a PUT and a DELETE with a wrong `If-Match` (releasing deletes
+        the lock with `If-Match`: where DELETE ignores it, a holder that lost its lease would
+        delete the next holder's lock). An endpoint that ignores them cannot keep two
+        deployers apart."""
         ignored = []
         if self._put(holder, "check", IfNoneMatch="*") is not None:
             ignored.append("If-None-Match")
         if self._put(holder, "check", IfMatch=_BOGUS_ETAG) is not None:
             ignored.append("If-Match")
+        if not self._delete_refused(_BOGUS_ETAG):
+            ignored.append("If-Match on DELETE")
         if ignored:
             self.client.delete_object(Bucket=self.bucket, Key=self.key)
             raise StoreError(
@@ -60,6 +65,18 @@ class S3LockBackend:
                 "moto do)"
             )
         self._checked = True
+
+    def _delete_refused(self, etag: str) -> bool:
+        """Whether a DELETE with `If-Match: <etag>` (not the lock's) left the lock in place."""
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self.key, IfMatch=etag)
+        except Exception as exc:
+            if self._code(exc) in CONDITION_FAILED_CODES:
+                return True
+            raise StoreError(
+                f"cannot check conditional deletes on {self.location}: {self._code(exc) or exc}"
+            ) from None
+        return self.read()[1] is not None
 
     def read(self) -> tuple[Holder | None, Any]:
         try:

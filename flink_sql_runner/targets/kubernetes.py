@@ -6,7 +6,9 @@ The deployer names each run's driver pod `flink-sql-runner-<job>-v<version>-<run
 submission id is `<namespace>:<pod>`) and labels it `flink-sql-runner/job`,
 `flink-sql-runner/version` and `flink-sql-runner/run-id`. One `spark-submit --status
 '<namespace>:flink-sql-runner-*'` lists every driver pod of the namespace; a Pending or Running
-pod is a running job, told apart by its labels.
+pod is a running job, told apart by its labels; a Succeeded or Failed one has ended. Any other
+phase (Kubernetes' own Unknown, a word a later version adds) is a run that may be alive, and
+output the deployer cannot read fails the listing rather than read as "nothing runs".
 """
 
 from __future__ import annotations
@@ -17,18 +19,27 @@ from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.control import APP_NAME_PREFIX, app_name
-from flink_sql_runner.model.runs import Liveness
+from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.targets import sparksubmit
 from flink_sql_runner.targets.base import Submission
-from flink_sql_runner.targets.cluster import ClusterError, DriverState, Listed, SparkSubmitTarget
+from flink_sql_runner.targets.cluster import (
+    ClusterError,
+    DriverState,
+    Listed,
+    SparkSubmitTarget,
+    runs_of,
+)
 
 LABEL = "flink-sql-runner"
 ALIVE_PHASES = ("Pending", "Running")
-#: The API server lost touch with the pod's node: it may still run.
-UNKNOWN_PHASES = ("Unknown",)
+#: Phases of a pod whose containers have all ended. Any other phase (Unknown: the API server
+#: lost touch with the pod's node) may still run.
+GONE_PHASES = ("Succeeded", "Failed")
 MAX_POD_NAME = 63
 CALL_TIMEOUT = 300.0
 _STATUS_HEADER = "Application status (driver):"
+#: What spark-submit --status prints when no pod matches (K8SSparkSubmitOperation).
+_NONE_FOUND = ("No applications found.", "Application not found.")
 _PAIR = re.compile(r"^(?P<tabs>\t+) (?P<key>[a-z ]+): (?P<value>.*)$")
 _LABEL_VALUE = re.compile(r"^[a-z0-9]([a-z0-9_.-]*[a-z0-9])?$")
 #: The labels line prints a Scala map's entries as tuples: "(spark-role,driver), (k,v)".
@@ -87,6 +98,12 @@ def _container_words(pod: dict[str, Any]) -> str:
     return words
 
 
+def _first_words(output: str) -> str:
+    """The last non-empty line of an answer (spark-submit's own log lines come first), short."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return (lines[-1][:200] if lines else "nothing").replace("\t", " ")
+
+
 class KubernetesTarget(SparkSubmitTarget):
     name = "kubernetes"
     cluster = "Kubernetes"
@@ -127,27 +144,57 @@ class KubernetesTarget(SparkSubmitTarget):
         return done.output
 
     def listing(self) -> list[Listed]:
-        listed = []
-        for pod in parse_status(
-            self._operation("--status", f"{self.namespace}:{APP_NAME_PREFIX}*")
-        ):
+        return self._pods()[0]
+
+    def list_runs(self) -> Listing:
+        listed, unknown = self._pods()
+        listing = runs_of(listed)
+        return Listing.of_runs([run for runs in listing.runs.values() for run in runs] + unknown)
+
+    def _pods(self) -> tuple[list[Listed], list[Run]]:
+        """Our driver pods that have not ended, and runs of a job whose version cannot be read
+        (unknown). ClusterError when the answer cannot be read, or a pod cannot be told apart:
+        leaving it out would read a job that may run as stopped."""
+        submission = f"{self.namespace}:{APP_NAME_PREFIX}*"
+        output = self._operation("--status", submission)
+        pods = parse_status(output)
+        if not pods and not any(line.strip() in _NONE_FOUND for line in output.splitlines()):
+            raise ClusterError(
+                f"cannot read what spark-submit --status {submission} printed (neither driver "
+                f"pods nor 'No applications found.'): {_first_words(output)}"
+            )
+        listed, unknown = [], []
+        for pod in pods:
             labels = pod["labels"]
-            job, version = labels.get(f"{LABEL}/job"), labels.get(f"{LABEL}/version", "")
-            phase = pod.get("phase")
-            if phase not in ALIVE_PHASES + UNKNOWN_PHASES or not job or not version.isdigit():
+            phase = str(pod.get("phase"))
+            if phase in GONE_PHASES:
                 continue
+            job, version = labels.get(f"{LABEL}/job"), labels.get(f"{LABEL}/version", "")
             submission_id = f"{pod.get('namespace', self.namespace)}:{pod.get('pod name')}"
+            if not job:
+                if "spark-role" in labels:
+                    continue  # readable labels without ours: not a pod this deployer made
+                raise ClusterError(
+                    f"cannot read the labels of driver pod {submission_id} (phase {phase}) in "
+                    "what spark-submit --status printed: it may be any job's run"
+                )
+            liveness = Liveness.of(phase, ALIVE_PHASES, GONE_PHASES)
+            run_id = labels.get(f"{LABEL}/run-id")
+            if not version.isdigit():
+                unknown.append(Run(job, None, run_id, submission_id, submission_id,
+                                   Liveness.UNKNOWN))  # fmt: skip
+                continue
             listed.append(
                 Listed(
                     app_name(job, int(version)),
                     submission_id,
                     submission_id,
-                    labels.get(f"{LABEL}/run-id"),
+                    run_id,
                     _created(pod),
-                    Liveness.ALIVE if phase in ALIVE_PHASES else Liveness.UNKNOWN,
+                    liveness,
                 )
             )
-        return listed
+        return listed, unknown
 
     def submit_run(self, submission: Submission) -> str:
         name = submission.name
@@ -176,16 +223,21 @@ class KubernetesTarget(SparkSubmitTarget):
         return f"{self.namespace}:{pod}"
 
     def driver_state(self, submission_id: str) -> DriverState:
-        pods = parse_status(self._operation("--status", submission_id))
+        output = self._operation("--status", submission_id)
+        pods = parse_status(output)
         if not pods:
-            return DriverState(Liveness.GONE, "not found", f"no driver pod {submission_id}")
+            if any(line.strip() in _NONE_FOUND for line in output.splitlines()):
+                return DriverState(Liveness.GONE, "not found", f"no driver pod {submission_id}")
+            return DriverState(
+                Liveness.UNKNOWN, "not readable", f"spark-submit --status: {_first_words(output)}"
+            )
         pod = pods[0]
         phase = str(pod.get("phase", "Unknown"))
         namespace, _, name = submission_id.partition(":")
         said = _container_words(pod)
         if phase not in ("Pending",):
             said += f"; driver log: kubectl logs -n {namespace} {name}"
-        liveness = Liveness.of(phase, ALIVE_PHASES, UNKNOWN_PHASES)
+        liveness = Liveness.of(phase, ALIVE_PHASES, GONE_PHASES)
         return DriverState(liveness, phase, said.strip("; "))
 
     def kill(self, submission_id: str) -> None:

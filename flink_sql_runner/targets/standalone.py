@@ -38,8 +38,9 @@ from flink_sql_runner.targets.runner_files import runner_script
 PYTHON_RUNNER = "org.apache.spark.deploy.PythonRunner"
 #: Driver states in which the driver is, or will again be, running.
 ALIVE_STATES = ("SUBMITTED", "RUNNING", "RELAUNCHING")
-#: What the master says while it recovers: the driver's state is not known.
-UNKNOWN_STATES = ("UNKNOWN",)
+#: DriverState values of a driver that has ended; any other (the master's UNKNOWN while it
+#: recovers, a word it does not know) is unknown.
+GONE_STATES = ("FINISHED", "KILLED", "FAILED", "ERROR")
 #: Application states of the master's listing in which the application runs or will.
 ALIVE_APP_STATES = ("RUNNING", "WAITING")
 #: What Spark's launcher gives a JVM on Java 17 (JavaModuleOptions). A Spark 3.x worker does not
@@ -307,7 +308,7 @@ class StandaloneTarget(ClusterTarget):
         worker = doc.get("workerHostPort")
         if worker and state not in ("SUBMITTED",):
             message = f"{message} (driver log: work folder {submission_id} on worker {worker})"
-        liveness = Liveness.of(state, ALIVE_STATES, UNKNOWN_STATES)
+        liveness = Liveness.of(state, ALIVE_STATES, GONE_STATES)
         return DriverState(liveness, state, message.strip())
 
     def kill(self, submission_id: str) -> None:

@@ -29,6 +29,8 @@ TAG = "flink-sql-runner"
 RUN_TAG = f"{TAG}-run-"
 #: YarnApplicationState values of an application that has not ended.
 ALIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
+#: YarnApplicationState values of an application that has ended; any other word is unknown.
+GONE_STATES = ("FINISHED", "FAILED", "KILLED")
 SUBMIT_TIMEOUT = 300.0
 _VARIABLE = re.compile(r"\$\{([^}]+)\}")
 
@@ -182,8 +184,8 @@ class YarnTarget(SparkSubmitTarget):
         said = diagnostics.splitlines()[0] if diagnostics else ""
         if final and final != "UNDEFINED":
             state = f"{state} ({final})"
-        alive = str(app.get("state")) in ALIVE_STATES
-        return DriverState(Liveness.ALIVE if alive else Liveness.GONE, state, said)
+        liveness = Liveness.of(str(app.get("state")), ALIVE_STATES, GONE_STATES)
+        return DriverState(liveness, state, said)
 
     def kill(self, submission_id: str) -> None:
         path = f"/ws/v1/cluster/apps/{submission_id}/state"

@@ -19,9 +19,16 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, start_http_server
 
+from flink_sql_runner.errors import EXIT_INVALID, FsrError
 from flink_sql_runner.watch.health import Health, State
 
 PREFIX = "flink_sql_runner"
+
+
+class MetricsPortUnusable(FsrError):
+    """--metrics-port / --metrics-address cannot be listened on (in use, not this machine's)."""
+
+    exit_code = EXIT_INVALID
 
 
 class Metrics:
@@ -50,8 +57,15 @@ class Metrics:
         self._server: Any = None
 
     def serve(self, port: int, address: str) -> int:
-        """Serve /metrics; the port actually bound (port 0: any free one)."""
-        self._server, _ = start_http_server(port, addr=address, registry=self.registry)
+        """Serve /metrics; the port actually bound (port 0: any free one). MetricsPortUnusable
+        when the port is in use or the address is not this machine's."""
+        try:
+            self._server, _ = start_http_server(port, addr=address, registry=self.registry)
+        except OSError as exc:
+            raise MetricsPortUnusable(
+                f"--metrics-port {port}: cannot serve metrics on {address}:{port}: "
+                f"{exc.strerror or exc}"
+            ) from None
         return int(self._server.server_port)
 
     def close(self) -> None:

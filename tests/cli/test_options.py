@@ -22,7 +22,7 @@ DOES = {
     "status": {"loads", "store", "target", "output"},
     "stop": {"store", "target", "output", "stops", "locks"},
     "watch": {"store", "target", "submits", "stops"},
-    "resume": {"store"},
+    "resume": {"store", "locks"},
     "migrate": {"locks"},
     "lineage": {"loads", "output"},
 }

@@ -3,9 +3,12 @@ in examples/watch/ use only options and environment variables `watch` has."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import shlex
+import socket
 from pathlib import Path
 
 import click
@@ -14,6 +17,7 @@ import yaml
 from flink_sql_runner.cli.main import main
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
+from flink_sql_runner.stores.lock import Holder
 from flink_sql_runner.watch.records import Failure, WatchLog, WatchRecord, manifest_digest
 from tests.support.cli import REPO, run_cli
 
@@ -106,3 +110,54 @@ def test_bad_watch_settings_exit_2_naming_the_option(tmp_path: Path):
     assert result.returncode == 2
     assert "Invalid value for '--interval': 0.0 is not in the range x>=0.5" in result.stderr
     assert not (tmp_path / "manifests").exists(), "nothing touched"
+
+
+def test_watch_on_a_metrics_port_in_use_exits_2_and_starts_nothing(tmp_path: Path):
+    """Before, a traceback (OSError: Address already in use) after the watcher was built."""
+    state = tmp_path / "state"
+    stopped_job(LocalStore(state / "manifests"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli(
+            "watch", "--once", "--state-dir", str(state), "--metrics-port", str(port),
+            "--log-format", "json",
+        )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [
+        f"error: --metrics-port {port}: cannot serve metrics on 127.0.0.1:{port}: "
+        f"{os.strerror(errno.EADDRINUSE)}"
+    ]
+    assert result.stdout == "", "no event: nothing started"
+    assert not (state / "manifests" / "_watch").exists(), "no watch record, no leader lease"
+
+
+def test_resume_takes_the_stores_lock_and_waits_for_its_holder(tmp_path: Path):
+    """`resume` changes what `watch` does with a job, like `stop`: it writes only while it holds
+    the store's lock, and waits for a deploy that holds it. Before, it wrote at once."""
+    state = tmp_path / "state"
+    store = LocalStore(state / "manifests")
+    manifest = stopped_job(store)
+    record = WatchRecord("quiet", manifest_digest(manifest), (), restarts=5, consecutive=5,
+                         crash_looping=True)  # fmt: skip
+    WatchLog(store).write(record)
+    deploy = Holder("other", "ci-runner-7", 4242, "deploy", "2026-11-23T22:13:20Z", 120.0)
+    assert store.lock_backend().create(deploy) is not None
+    result = run_cli("resume", "quiet", "--state-dir", str(state), "--lock-timeout", "1")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stderr.splitlines()[0].startswith(
+        f"waiting for the manifest store's lock ({state / 'manifests' / '.lock'}): held by "
+        "deploy by pid 4242 on ci-runner-7 since 2026-11-23T22:13:20Z"
+    ), result.stderr
+    assert result.stderr.splitlines()[-1].startswith(
+        "error: the manifest store is locked by deploy by pid 4242 on ci-runner-7"
+    ), result.stderr
+    assert WatchLog(store).read_all()["quiet"].crash_looping, "nothing written"
+
+    store.lock_backend().delete(store.lock_backend().read()[1])
+    resumed = run_cli("resume", "quiet", "--state-dir", str(state))
+    assert resumed.returncode == 0, resumed.stderr
+    assert not WatchLog(store).read_all()["quiet"].crash_looping
+    assert store.lock_backend().read() == (None, None), "the lock was released"

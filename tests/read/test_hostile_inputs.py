@@ -396,3 +396,36 @@ def test_invalid_input_never_reaches_the_store(command: str, tmp_path: Path) -> 
 def test_problem_lines_escape_what_a_terminal_would_hide() -> None:
     problem = Problem("jobs/a\nb.yaml", "'\\x1b[2J'", "zero\u200bwidth \ud800 tab\t")
     assert str(problem) == "jobs/a\\nb.yaml: '\\x1b[2J': zero\\u200bwidth \\ud800 tab\\t"
+
+
+def test_numbers_in_ddl_options_that_no_option_can_mean(tmp_path: Path) -> None:
+    """A number of 5,000 digits was a traceback (Python's int conversion limit); 1e999 became
+    `inf` and 1e-999 became 0.0 silently. Each is now one line naming the file, line, table
+    and option, exit 2; a number written as a string stays as written."""
+    tables = tmp_path / "tables.sql"
+    big = "9" * 5000
+    tables.write_text(
+        f"CREATE TABLE huge USING parquet OPTIONS (path '/tmp/a', digits {big});\n"
+        "CREATE TABLE infinite USING parquet OPTIONS (path '/tmp/b', rate 1e999);\n"
+        "CREATE TABLE vanishing USING parquet OPTIONS (path '/tmp/c', rate -1E-999);\n"
+        "CREATE TABLE beyond USING parquet OPTIONS (path '/tmp/d', id 9223372036854775808);\n"
+        f"CREATE TABLE fine USING parquet OPTIONS (path '/tmp/e', digits '{big}', rate 1e3,\n"
+        "  id -9223372036854775808, zero 0e-999, half .5);\n"
+    )
+    state = tmp_path / "state"
+    result = run_cli(
+        "validate", "--path", str(GOOD_JOB), "--table-definition-path", str(TABLES),
+        "--table-definition-path", str(tables), "--state-dir", str(state),
+    )  # fmt: skip
+    rule = "is not a number Spark reads as one; quote it to pass it as text"
+    assert_refused(
+        result,
+        [
+            f"{tables}: line 1: table huge: option 'digits': 99999999999999999999… (5000 digits) "
+            f"{rule}",
+            f"{tables}: line 2: table infinite: option 'rate': 1e999 {rule}",
+            f"{tables}: line 3: table vanishing: option 'rate': -1E-999 {rule}",
+            f"{tables}: line 4: table beyond: option 'id': 9223372036854775808 {rule}",
+        ],
+        state,
+    )

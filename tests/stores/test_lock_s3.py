@@ -78,3 +78,37 @@ def test_an_endpoint_that_ignores_conditional_writes_is_refused(
         "an endpoint that supports them (AWS S3, and recent MinIO, Ceph and moto do)"
     )
     assert proxied_client.list_objects_v2(Bucket=s3_bucket).get("Contents", []) == []
+
+
+def test_an_endpoint_that_ignores_if_match_on_delete_is_refused(
+    fault_proxy: FaultProxy, proxied_client: Any, s3_bucket: str
+) -> None:
+    """Releasing the lock deletes it with `If-Match: <etag>`: where DELETE ignores that, a
+    holder that lost its lease would delete the next holder's lock and let a third deployer in.
+    Before, the start-up check tried conditional PUTs only and accepted such an endpoint."""
+    backend = S3LockBackend(proxied_client, s3_bucket, "jobs/_lock.json")
+    fault_proxy.inject("drop-conditions", times=100, method="DELETE")
+    with pytest.raises(StoreError) as refused:
+        lease(backend, FakeClock()).acquire(timeout=0, heartbeat=False)
+    assert str(refused.value) == (
+        f"the S3 endpoint of s3://{s3_bucket}/jobs/_lock.json ignores conditional writes "
+        "(If-Match on DELETE), so the store's lock cannot keep two deployers apart; use an "
+        "endpoint that supports them (AWS S3, and recent MinIO, Ceph and moto do)"
+    )
+    assert proxied_client.list_objects_v2(Bucket=s3_bucket).get("Contents", []) == []
+
+
+def test_the_check_of_conditional_deletes_leaves_the_lock_held(
+    fault_proxy: FaultProxy, proxied_client: Any, s3_bucket: str
+) -> None:
+    """On an endpoint that honours them (moto), the refused DELETE of the check leaves the
+    lock in place, held by the one that created it."""
+    backend = S3LockBackend(proxied_client, s3_bucket, "jobs/_lock.json")
+    holder = lease(backend, FakeClock())
+    holder.acquire(timeout=0, heartbeat=False)
+    deletes = [seen for seen in fault_proxy.seen("DELETE")]
+    assert len(deletes) == 1, "the check tried one DELETE with a wrong If-Match"
+    current, _ = backend.read()
+    assert current == holder.holder
+    holder.release()
+    assert backend.read() == (None, None)

@@ -10,18 +10,23 @@ trailing `*` lists the driver pods (label spark-role=driver) whose names start w
 It plays the driver as well: a submitted pod runs at once and marks its run active in the status
 file; it ends (phase Succeeded) once its stop marker exists, unless FAKE_K8S_IGNORE_MARKER is
 set. FAKE_K8S_SUBMIT_FAILS makes the API server refuse the pod; FAKE_K8S_DRIVER_FAILS makes
-the driver container exit 1.
+the driver container exit 1. FAKE_K8S_STATUS_FORMAT=unreadable answers `--status` in words the
+deployer does not know (another Spark's format); `labels-as-json` prints the labels in a form it
+cannot read.
 """
 
 from __future__ import annotations
 
 FAKE_SPARK_SUBMIT = r"""#!{python}
-import json, os, sys, time
+import fcntl, json, os, sys, time
 
 args = sys.argv[1:]
+state_file = os.environ["FAKE_K8S_STATE"]
+# One call at a time, as the API server serialises writes: a deploy submits jobs in parallel.
+guard = open(state_file + ".guard", "w")
+fcntl.flock(guard, fcntl.LOCK_EX)
 with open(os.environ["FAKE_ARGS_FILE"], "a") as log:
     log.write(json.dumps(args) + "\n")
-state_file = os.environ["FAKE_K8S_STATE"]
 pods = json.load(open(state_file)) if os.path.exists(state_file) else {{}}
 master = args[args.index("--master") + 1]
 stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -48,6 +53,8 @@ def advance(pod):
 
 def describe(pod):
     labels = ", ".join(f"({{k}},{{v}})" for k, v in pod["labels"].items())
+    if os.environ.get("FAKE_K8S_STATUS_FORMAT") == "labels-as-json":
+        labels = json.dumps(pod["labels"]).replace(",", ";")
     container = [
         ("container name", "spark-kubernetes-driver"),
         ("container image", "registry.local/spark-py:4.0.1"),
@@ -94,7 +101,10 @@ for option in ("--status", "--kill"):
         for pod in found:
             if option == "--status":
                 advance(pod)
-                print("Application status (driver): " + describe(pod))
+                if os.environ.get("FAKE_K8S_STATUS_FORMAT") == "unreadable":
+                    print("Driver pod " + pod["name"] + " is " + pod["phase"].lower())
+                else:
+                    print("Application status (driver): " + describe(pod))
             else:
                 del pods[pod["namespace"] + ":" + pod["name"]]
         save()

@@ -210,3 +210,19 @@ def test_a_spark_3_master_gets_the_drivers_java_17_options_from_the_request():
     target._server_version = "4.3.0"
     options = target.request(submission)["sparkProperties"]["spark.driver.extraJavaOptions"]
     assert options == "-Dmine=1"
+
+
+@pytest.mark.parametrize(
+    "state, liveness",
+    [
+        ("RUNNING", Liveness.ALIVE),
+        ("FINISHED", Liveness.GONE),
+        ("UNKNOWN", Liveness.UNKNOWN),
+        ("DECOMMISSIONED", Liveness.UNKNOWN),  # a word this deployer does not know
+        ("", Liveness.UNKNOWN),
+    ],
+)
+def test_only_states_known_to_be_final_are_gone(state: str, liveness: Liveness):
+    """Before, any state outside the alive and unknown lists was gone: a driver in a state a
+    later Spark adds was taken for stopped, and a second one started beside it."""
+    assert Liveness.of(state, ("RUNNING",), ("FINISHED", "FAILED")) is liveness

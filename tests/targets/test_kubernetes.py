@@ -255,3 +255,114 @@ def test_a_pod_in_phase_unknown_is_a_run_that_may_be_alive(tmp_path: Path, spark
     assert listed.liveness is Liveness.UNKNOWN
     target.state_ttl = 0
     assert target.liveness(run) is Liveness.UNKNOWN
+
+
+def _set_pods(tmp_path: Path, **fields: str) -> None:
+    state = tmp_path / "pods.json"
+    pods = json.loads(state.read_text())
+    for pod in pods.values():
+        pod.update(fields)
+    state.write_text(json.dumps(pods))
+
+
+def test_a_pod_phase_the_deployer_does_not_know_is_unknown_not_gone(
+    tmp_path: Path, spark_submit: Path
+):
+    """Only Succeeded and Failed are known to be final: a phase some later Kubernetes adds (or
+    a word the deployer cannot read) may be a driver that still writes. Before, it was gone."""
+    target = target_for(spark_submit)
+    run = target.submit(submission(tmp_path)).run
+    _set_pods(tmp_path, phase="Terminating")
+    (listed,) = target.list_runs().of("orders_daily")
+    assert listed.liveness is Liveness.UNKNOWN
+    target.state_ttl = 0
+    assert target.liveness(run) is Liveness.UNKNOWN
+    _set_pods(tmp_path, phase="Succeeded", container="terminated", exit="0", reason="Completed")
+    assert target.list_runs().of("orders_daily") == ()
+    assert target.liveness(run) is Liveness.GONE
+
+
+def test_a_pod_whose_version_cannot_be_read_is_an_unknown_run_of_its_job(
+    tmp_path: Path, spark_submit: Path
+):
+    """The job's label is readable, its version is not: that job cannot be decided, every
+    other job still can."""
+    target = target_for(spark_submit)
+    target.submit(submission(tmp_path))
+    state = tmp_path / "pods.json"
+    pods = json.loads(state.read_text())
+    for pod in pods.values():
+        pod["labels"]["flink-sql-runner/version"] = "three"
+    state.write_text(json.dumps(pods))
+    (listed,) = target.list_runs().of("orders_daily")
+    assert (listed.liveness, listed.version) == (Liveness.UNKNOWN, None)
+
+
+def test_status_output_the_deployer_cannot_read_fails_the_listing(
+    tmp_path: Path, spark_submit: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """spark-submit answered, but in words the deployer does not recognise (another Spark's
+    format, a truncated answer): no job may be read as stopped. Before, the listing was empty
+    and every job looked stopped."""
+    target = target_for(spark_submit)
+    run = target.submit(submission(tmp_path)).run
+    monkeypatch.setenv("FAKE_K8S_STATUS_FORMAT", "unreadable")
+    with pytest.raises(ClusterError, match="cannot read"):
+        target.list_runs()
+    target.state_ttl = 0
+    assert target.liveness(run) is Liveness.UNKNOWN
+
+
+def test_a_pod_block_without_readable_labels_fails_the_listing(
+    tmp_path: Path, spark_submit: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A driver pod of ours whose labels cannot be read may be any job's: the listing fails
+    rather than leave it out."""
+    target = target_for(spark_submit)
+    target.submit(submission(tmp_path))
+    monkeypatch.setenv("FAKE_K8S_STATUS_FORMAT", "labels-as-json")
+    with pytest.raises(ClusterError, match="labels"):
+        target.list_runs()
+
+
+def test_status_of_a_stopped_driver_pod_says_gone_only_when_spark_says_not_found(
+    tmp_path: Path, spark_submit: Path
+):
+    target = target_for(spark_submit, timeout=30)
+    run = target.submit(submission(tmp_path)).run
+    target.kill(run.submission_id)
+    target.state_ttl = 0
+    assert target.liveness(run) is Liveness.GONE
+    assert target.list_runs().of("orders_daily") == ()
+
+
+def test_a_pod_that_cannot_be_read_holds_back_its_job_only(tmp_path: Path, spark_submit: Path):
+    """Through the CLI: the job whose pod's version cannot be read is an error ("cannot tell
+    whether it runs"), the other job is decided as usual."""
+    ws = Workspace(
+        tmp_path / "ws",
+        MASTER,
+        "kubernetes",
+        ("--namespace", "jobs", "--spark-submit", str(spark_submit), "--runner-path", RUNNER),
+    )
+    ws.write_tables(
+        [
+            {"name": "ticks", "format": "rate-micro-batch", "options": {"rowsPerBatch": 1}},
+            {"name": "out1", "format": "parquet", "options": {"path": "s3a://b/out1"}},
+            {"name": "out2", "format": "parquet", "options": {"path": "s3a://b/out2"}},
+        ]
+    )
+    ws.write_job("orders", **{"target-table": "out1", "sql": "SELECT value FROM ticks"})
+    ws.write_job("clicks", **{"target-table": "out2", "sql": "SELECT value FROM ticks"})
+    result = ws.deploy()
+    assert result.returncode == 0, result.stdout + result.stderr
+    state = tmp_path / "pods.json"
+    pods = json.loads(state.read_text())
+    for pod in pods.values():
+        if pod["labels"]["flink-sql-runner/job"] == "orders":
+            pod["labels"]["flink-sql-runner/version"] = "one"
+    state.write_text(json.dumps(pods))
+    plan = ws.plan_json()
+    assert plan["orders"]["action"] == "error"
+    assert "cannot tell whether it runs" in plan["orders"]["reason"]
+    assert plan["clicks"]["action"] == "noop", plan["clicks"]

@@ -280,3 +280,18 @@ def test_settings_make_a_yarn_target(rm: FakeResourceManager):
     settings = Settings(target="yarn", cluster_api=rm.url, timeouts=Timeouts())
     target = Deployment(settings).target
     assert isinstance(target, YarnTarget) and target.master == "yarn" and target.rm == rm.url
+
+
+def test_an_application_state_yarn_does_not_document_is_unknown_not_gone(
+    tmp_path: Path, rm: FakeResourceManager, spark_submit: Path
+):
+    """Only FINISHED, FAILED and KILLED are final: an answer without a state, or with a word
+    this deployer does not know, may be a driver that still writes. Before, it was gone."""
+    target = target_for(rm, spark_submit)
+    running = target.submit(submission(str(tmp_path / "ckpt"))).run
+    target.state_ttl = 0
+    for state in ("SUSPENDED", ""):
+        rm.apps[running.submission_id].state = state
+        assert target.liveness(running) is Liveness.UNKNOWN, state
+    rm.apps[running.submission_id].end("KILLED", "KILLED")
+    assert target.liveness(running) is Liveness.GONE
