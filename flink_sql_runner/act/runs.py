@@ -9,7 +9,6 @@ confirmed gone, for a run that may still write must never be joined by another.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any
 from flink_sql_runner.act.runtime import runtime_manifest, spark_conf
 from flink_sql_runner.decide.steps import checkpoint_location
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.control import HEALTHY_STATES, ControlFiles, app_name, run_status
 from flink_sql_runner.model.runs import Liveness, Run
@@ -62,8 +62,8 @@ class RunControl:
         target: Target,
         storage: Storage,
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = runtime.monotonic,
+        sleep: Callable[[float], None] = runtime.sleep,
     ):
         self.target, self.storage, self.timeouts = target, storage, timeouts
         self.clock, self.sleep = clock, sleep
