@@ -125,36 +125,36 @@ def generate(seed: int) -> Scenario:
         return value if rng.random() < p else 0.0
 
     faults = Faults(
-        s3_503=maybe(0.4, 0.03),
-        s3_lost_answer=maybe(0.4, 0.03),
-        s3_stale_listing=maybe(0.2, 0.05),
-        lock_slow=maybe(0.3, 0.2),
-        storage_503=maybe(0.3, 0.03),
-        submit_refused=maybe(0.3, 0.1),
+        s3_503=maybe(0.3, 0.03),
+        s3_lost_answer=maybe(0.3, 0.03),
+        s3_stale_listing=maybe(0.15, 0.05),
+        lock_slow=maybe(0.25, 0.2),
+        storage_503=maybe(0.25, 0.03),
+        submit_refused=maybe(0.25, 0.1),
         submit_lost=maybe(0.3, 0.2),
         submit_slow=maybe(0.3, 0.3),
-        liveness_unknown=maybe(0.2, 0.05),
-        listing_503=maybe(0.3, 0.05),
-        stop_unconfirmed=maybe(0.2, 0.2),
+        liveness_unknown=maybe(0.15, 0.05),
+        listing_503=maybe(0.2, 0.03),
+        stop_unconfirmed=maybe(0.15, 0.2),
         run_dies=maybe(0.5, 0.3),
         run_dies_after_commit=maybe(0.3, 0.2),
-        run_hangs=maybe(0.2, 0.1),
-        run_stalls=maybe(0.2, 0.1),
-        kill_per_step=maybe(0.4, 0.004),
+        run_hangs=maybe(0.15, 0.1),
+        run_stalls=maybe(0.15, 0.1),
+        kill_per_step=maybe(0.3, 0.003),
     )
     scenario = Scenario(seed, faults)
-    for index in range(rng.randint(3, 7)):
-        at = rng.uniform(5, 150)
-        kind = rng.choices(("deploy", "stop", "kill-watcher"), (6, 2, 1))[0]
+    for index in range(rng.randint(4, 9)):
+        at = rng.uniform(5, 120)
+        kind = rng.choices(("deploy", "stop", "kill-watcher"), (6, 3, 1))[0]
         if index == 0:
             kind = "deploy"
         op = Op(at, kind)
         op.variant = 0 if index == 0 else rng.randrange(len(VARIANTS))
         op.name = rng.choice(NAMES)
         op.parallelism = rng.choice((1, 2))
-        op.interrupts = rng.choices((0, 1, 2), (6, 2, 2))[0]
-        op.interrupt_after = rng.uniform(0, 90)
-        op.second_after = rng.uniform(0, 30)
-        op.kill_after = rng.uniform(0, 120) if rng.random() < 0.25 else None
+        op.interrupts = rng.choices((0, 1, 2), (5, 2, 3))[0]
+        op.interrupt_after = rng.uniform(0, 60)
+        op.second_after = rng.uniform(0, 20)
+        op.kill_after = rng.uniform(0, 90) if rng.random() < 0.3 else None
         scenario.ops.append(op)
     return scenario

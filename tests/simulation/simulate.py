@@ -4,6 +4,7 @@ every step and at the end. `run_seed(seed)` returns what happened."""
 from __future__ import annotations
 
 import contextlib
+import os
 import copy
 import random
 import uuid
@@ -50,6 +51,8 @@ class Outcome:
 def deterministic(rt: SimRuntime, rng: random.Random) -> Iterator[None]:
     """uuid4 and the product's UTC stamps from the seed and the virtual clock."""
     saved = (uuid.uuid4, stored_module.utc_now_iso, intents_module.utc_now_iso)
+    getpid = os.getpid
+    os.getpid = lambda: 4242  # the lock's holder names a pid: the same in every replay
 
     def uuid4() -> uuid.UUID:
         return uuid.UUID(int=rng.getrandbits(128), version=4)
@@ -64,6 +67,7 @@ def deterministic(rt: SimRuntime, rng: random.Random) -> Iterator[None]:
     try:
         yield
     finally:
+        os.getpid = getpid
         uuid.uuid4, stored_module.utc_now_iso, intents_module.utc_now_iso = saved  # type: ignore[assignment]
 
 
