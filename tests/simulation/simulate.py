@@ -196,7 +196,10 @@ class Director:
                 continue
             have = key_of_manifest(manifest.job, manifest.tables, manifest.meta.query_version)
             want = key_of_manifest(job.spec, job.tables, manifest.meta.query_version)
-            if have != want or manifest.job.get("desired-state", "running") != desired:
+            # A job deployed as stopped keeps its stored manifest (its changes apply once it
+            # runs again): only its desired state is compared then.
+            changed = have != want and desired != "stopped"
+            if changed or manifest.job.get("desired-state", "running") != desired:
                 w.violate("ok-deploy-not-recorded", f"{name} ended ok but the store records "
                           f"{job.name} as {have}, {manifest.job.get('desired-state')}")  # fmt: skip
             alive = w.live_runs(job.name)
