@@ -45,8 +45,10 @@ class Runtime:
     def pool(self, workers: int, name: str = "") -> Executor:
         return ThreadPoolExecutor(workers, thread_name_prefix=name)
 
-    def wait_first(self, futures: Iterable[Future[Any]]) -> set[Future[Any]]:
-        return wait(list(futures), return_when=FIRST_COMPLETED).done
+    def wait_first(self, futures: Iterable[Future[Any]]) -> list[Future[Any]]:
+        futures = list(futures)
+        done = wait(futures, return_when=FIRST_COMPLETED).done
+        return [future for future in futures if future in done]
 
     def wait_all(self, futures: Iterable[Future[Any]]) -> None:
         wait(list(futures))
@@ -96,8 +98,9 @@ def pool(workers: int, name: str = "") -> Executor:
     return _installed[-1].pool(workers, name)
 
 
-def wait_first(futures: Iterable[Future[Any]]) -> set[Future[Any]]:
-    """Wait until one of `futures` is done; the done ones."""
+def wait_first(futures: Iterable[Future[Any]]) -> list[Future[Any]]:
+    """Wait until one of `futures` is done; the done ones, in the order given (never a set's
+    order, which differs from run to run)."""
     return _installed[-1].wait_first(futures)
 
 

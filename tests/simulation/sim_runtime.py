@@ -237,10 +237,10 @@ class SimRuntime(Runtime):
     def pool(self, workers: int, name: str = "") -> concurrent.futures.Executor:
         return SimPool(self, max(1, workers), name or "pool")
 
-    def wait_first(self, futures: Iterable[Future[Any]]) -> set[Future[Any]]:
+    def wait_first(self, futures: Iterable[Future[Any]]) -> list[Future[Any]]:
         futures = list(futures)
         self.block(until=lambda: any(f.done() for f in futures))
-        return {f for f in futures if f.done()}
+        return [f for f in futures if f.done()]
 
     def wait_all(self, futures: Iterable[Future[Any]]) -> None:
         futures = list(futures)

@@ -208,6 +208,8 @@ class World:
                 from flink_sql_runner.model.stored import StoredManifest
 
                 intended = StoredManifest.from_dict(json.loads(body)["manifest"], key)
+                if kind == "watch":
+                    return  # what watch intends counts only once a deploy wrote it
                 self.track.deploy_wrote.add(key_of_manifest(
                     intended.job, intended.tables, intended.meta.query_version))  # fmt: skip
             except (ValueError, KeyError, TypeError, AttributeError, FsrError):
