@@ -157,4 +157,9 @@ def generate(seed: int) -> Scenario:
         op.second_after = rng.uniform(0, 20)
         op.kill_after = rng.uniform(0, 90) if rng.random() < 0.3 else None
         scenario.ops.append(op)
+    # Draws appended later (those above stay as they were, so older seeds keep their scenario
+    # unless one of these picks them): a store that often answers 503 while runs die.
+    if rng.random() < 0.15:
+        faults.s3_503 = max(faults.s3_503, 0.12)
+        faults.run_dies = max(faults.run_dies, 0.5)
     return scenario
