@@ -292,6 +292,9 @@ class World:
         hang_at = self.rt.now + self.rng.uniform(0, 120)
         heartbeat = 0
         while not run.gone:
+            if not any(vars(f).values()):  # the quiet phase: no run dies or hangs from now on
+                dies = dies_after_commit = stalls = False
+                hangs = hangs and self.rt.now >= hang_at  # a hung run stays hung
             if self.files.get(run.stop_marker) is not None and not hangs:
                 self.end_run(run, "stopped through its stop marker", "stopped")
                 return
