@@ -7,7 +7,7 @@ import argparse
 import sys
 import time
 
-from tests.simulation.simulate import run_seed
+from tests.simulation.simulate import run_many, run_seed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,6 +15,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, help="replay one seed, with its history")
     parser.add_argument("--seeds", type=int, help="run this many seeds")
     parser.add_argument("--from", dest="first", type=int, default=0, help="the first seed")
+    parser.add_argument("--workers", type=int, default=1, help="--seeds: processes at once")
     parser.add_argument("--quiet", action="store_true", help="--seed: no history, the checks only")
     args = parser.parse_args(argv)
     if args.seed is not None:
@@ -31,12 +32,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if outcome.violations else 0
     count = args.seeds or 100
     failed, begun = 0, time.monotonic()
-    for seed in range(args.first, args.first + count):
-        outcome = run_seed(seed)
-        if outcome.violations or outcome.note:
+    for _, line in run_many(args.first, count, args.workers):
+        if line is not None:
             failed += 1
-            lines = outcome.first_lines() or [outcome.note]
-            print(f"seed {seed}: " + " | ".join(lines), flush=True)
+            print(line, flush=True)
     took = time.monotonic() - begun
     print(f"{count} seeds, {failed} failing, {took:.1f} s ({count / took:.1f} seeds/s)")
     return 1 if failed else 0

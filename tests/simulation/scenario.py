@@ -162,4 +162,7 @@ def generate(seed: int) -> Scenario:
     if rng.random() < 0.15:
         faults.s3_503 = max(faults.s3_503, 0.12)
         faults.run_dies = max(faults.run_dies, 0.5)
+    if rng.random() < 0.15:  # manifest writes (the record after a healthy start) often fail
+        faults.manifest_put_503 = 0.3
+        faults.run_dies = max(faults.run_dies, 0.5)
     return scenario

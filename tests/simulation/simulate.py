@@ -327,3 +327,34 @@ def run_seed(seed: int, verbose: bool = False) -> Outcome:
         world.log(f"CUT SHORT: {note}")
     return Outcome(seed, scenario, world.violations, world.history, rt.step, rt.now, note,
                    crashes)  # fmt: skip
+
+
+def failing_line(seed: int) -> str | None:
+    """One seed's first violation of each kind on one line; None when it kept every check."""
+    outcome = run_seed(seed)
+    if not outcome.violations and not outcome.note:
+        return None
+    return f"seed {seed}: " + " | ".join(outcome.first_lines() or [outcome.note])
+
+
+def _chunk(seeds: list[int]) -> list[tuple[int, str | None]]:
+    return [(seed, failing_line(seed)) for seed in seeds]
+
+
+def run_many(first: int, count: int, workers: int = 1) -> Iterator[tuple[int, str | None]]:
+    """(seed, its failing line or None) for `count` seeds from `first`, in seed order;
+    `workers` processes at once (each seed replays the same in any process)."""
+    seeds = list(range(first, first + count))
+    if workers <= 1:
+        for seed in seeds:
+            yield seed, failing_line(seed)
+        return
+    import concurrent.futures
+    import multiprocessing
+
+    size = 10
+    chunks = [seeds[i : i + size] for i in range(0, len(seeds), size)]
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        for found in pool.map(_chunk, chunks):
+            yield from found

@@ -51,6 +51,7 @@ class Faults:
     run_hangs: float = 0.0
     run_stalls: float = 0.0
     kill_per_step: float = 0.0
+    manifest_put_503: float = 0.0  # a manifest's own put (the record after a healthy start)
 
 
 @dataclass
@@ -421,6 +422,10 @@ class SimS3:
         w = self.world
         who = self._enter("put", Key)
         body = Body.encode() if isinstance(Body, str) else bytes(Body)
+        rest = Key[len(PREFIX) :]
+        if "/" not in rest and rest.endswith(".yaml") and w.chance(w.faults.manifest_put_503):
+            w.answer(who, f"s3.put {Key}", "503")
+            raise w.s3_error("SlowDown", 503, "PutObject")
         current = w.objects.get(Key)
         if (IfNoneMatch == "*" and current is not None) or (
             IfMatch is not None and (current is None or current[1] != IfMatch)
