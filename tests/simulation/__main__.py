@@ -25,8 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             for line in outcome.history:
                 print(line)
-        print(f"seed {args.seed}: {outcome.steps} steps, {outcome.virtual_seconds:.0f} virtual s"
-              + (f", {outcome.note}" if outcome.note else ""))  # fmt: skip
+        print(
+            f"seed {args.seed}: {outcome.steps} steps, {outcome.virtual_seconds:.0f} virtual s"
+            + (f", {outcome.note}" if outcome.note else "")
+        )
         for line in outcome.violations:
             print("VIOLATION " + line.line())
         return 1 if outcome.violations else 0

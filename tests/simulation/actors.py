@@ -50,8 +50,9 @@ def deploy(
     on_interrupts(lambda: interrupts._handle(signal.SIGINT, None))
     shown: list[Plan] = []
     try:
-        plan, results = d.deploy(list(jobs), include_orphans=True, prune=prune,
-                                 on_plan=shown.append)  # fmt: skip
+        plan, results = d.deploy(
+            list(jobs), include_orphans=True, prune=prune, on_plan=shown.append
+        )
     except Abandoned as exc:
         exit_now("abandoned: " + "; ".join(f"{n}: {r.summary}" for n, r in exc.results.items()))
         raise AssertionError("unreachable") from None

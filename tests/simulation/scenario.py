@@ -33,10 +33,13 @@ def job(name: str, sink: dict, **overrides: object) -> Job:
     }
     spec.update(overrides)
     tables = {
-        "src": {"format": "json", "options": {"path": f"/in/{name}"},
-                "schema": "id BIGINT, ts TIMESTAMP"},
+        "src": {
+            "format": "json",
+            "options": {"path": f"/in/{name}"},
+            "schema": "id BIGINT, ts TIMESTAMP",
+        },
         "out": copy.deepcopy(sink),
-    }  # fmt: skip
+    }
     return Job(spec=spec, tables=tables, source_tables=("src",), file=f"jobs/{name}.yaml")
 
 
@@ -57,7 +60,7 @@ VARIANTS: tuple[tuple[str, tuple[Job, ...], bool], ...] = (
         "config",
         (job("a", files("/out/a"), description="job a, documented"), B, job("c", kafka("c2"))),
         False,
-    ),  # fmt: skip
+    ),
     (
         "query",
         (A, job("b", files("/out/b"), sql="SELECT id, ts FROM src WHERE id > 1000"), C),
@@ -98,8 +101,10 @@ class Scenario:
     ops: list[Op] = field(default_factory=list)
 
     def describe(self) -> list[str]:
-        lines = [f"seed {self.seed}: faults " + ", ".join(
-            f"{k}={v:g}" for k, v in vars(self.faults).items() if v)]  # fmt: skip
+        lines = [
+            f"seed {self.seed}: faults "
+            + ", ".join(f"{k}={v:g}" for k, v in vars(self.faults).items() if v)
+        ]
         for op in self.ops:
             if op.kind == "deploy":
                 name, _, prune = VARIANTS[op.variant]

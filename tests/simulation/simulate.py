@@ -4,8 +4,8 @@ every step and at the end. `run_seed(seed)` returns what happened."""
 from __future__ import annotations
 
 import contextlib
-import os
 import copy
+import os
 import random
 import uuid
 from collections.abc import Callable, Iterator
@@ -132,9 +132,15 @@ class Director:
         holder: list[Callable[[], None]] = []
 
         def body(name: str) -> str:
-            ok, summary = actors.deploy(self.world, name, jobs, prune,
-                                        op.parallelism if op else 1, holder.append,
-                                        self.exit_now)  # fmt: skip
+            ok, summary = actors.deploy(
+                self.world,
+                name,
+                jobs,
+                prune,
+                op.parallelism if op else 1,
+                holder.append,
+                self.exit_now,
+            )
             if ok:
                 self.after_ok_deploy(name, jobs, prune)
             elif quiet:
@@ -151,8 +157,9 @@ class Director:
 
             self.later(op.interrupt_after, signal, f"ctrl-c-{proc.name}")
             if op.interrupts > 1:
-                self.later(op.interrupt_after + op.second_after + 0.1, signal,
-                           f"ctrl-c2-{proc.name}")  # fmt: skip
+                self.later(
+                    op.interrupt_after + op.second_after + 0.1, signal, f"ctrl-c2-{proc.name}"
+                )
         if op is not None and op.kill_after is not None:
             self.later(op.kill_after, lambda: self.kill(proc, "scenario"), f"kill-{proc.name}")
         return proc
@@ -160,13 +167,15 @@ class Director:
     def stop(self, op: Op) -> Proc:
         def body(name: str) -> str:
             said = actors.stop(self.world, name, op.name)
-            for job, outcome, message in said:
+            for job, outcome, _ in said:
                 if outcome in ("stopped", "not-running"):
                     self.world.track.stopped.setdefault(job, (self.rt.step, name))
                     alive = self.world.live_runs(job)
                     if alive:
-                        self.world.violate("runs-after-stop", f"{name} returned ok for {job} "
-                                           f"but {alive[0].describe()} is alive")  # fmt: skip
+                        self.world.violate(
+                            "runs-after-stop",
+                            f"{name} returned ok for {job} but {alive[0].describe()} is alive",
+                        )
             return "; ".join(f"{j}: {o} {m}" for j, o, m in said)
 
         proc = self.start("stop", body, {op.name: "stopped"})
@@ -200,25 +209,41 @@ class Director:
             # runs again): only its desired state is compared then.
             changed = have != want and desired != "stopped"
             if changed or manifest.job.get("desired-state", "running") != desired:
-                w.violate("ok-deploy-not-recorded", f"{name} ended ok but the store records "
-                          f"{job.name} as {have}, {manifest.job.get('desired-state')}")  # fmt: skip
+                w.violate(
+                    "ok-deploy-not-recorded",
+                    f"{name} ended ok but the store records "
+                    f"{job.name} as {have}, {manifest.job.get('desired-state')}",
+                )
             alive = w.live_runs(job.name)
             version = manifest.meta.query_version
             if desired == "stopped" and alive:
-                w.violate("ok-deploy-runs-other", f"{name} ended ok; {job.name} should be "
-                          f"stopped but {alive[0].describe()} is alive")  # fmt: skip
+                w.violate(
+                    "ok-deploy-runs-other",
+                    f"{name} ended ok; {job.name} should be "
+                    f"stopped but {alive[0].describe()} is alive",
+                )
             elif desired != "stopped":
                 other = [r for r in alive if r.version != version]
-                ran = [r for r in w.runs if r.name == job.name and r.version == version
-                       and (not r.gone or r.how_gone.startswith("died"))]  # fmt: skip
+                ran = [
+                    r
+                    for r in w.runs
+                    if r.name == job.name
+                    and r.version == version
+                    and (not r.gone or r.how_gone.startswith("died"))
+                ]
                 if other or not ran:
-                    w.violate("ok-deploy-runs-other", f"{name} ended ok; the store records "
-                              f"{job.name} v{version} but runs: "
-                              + (", ".join(r.describe() for r in alive) or "none"))  # fmt: skip
+                    w.violate(
+                        "ok-deploy-runs-other",
+                        f"{name} ended ok; the store records "
+                        f"{job.name} v{version} but runs: "
+                        + (", ".join(r.describe() for r in alive) or "none"),
+                    )
         if prune:
             for gone in sorted(set(stored) - {j.name for j in jobs}):
-                w.violate("ok-deploy-not-recorded", f"{name} ended ok (--prune) but {gone} is "
-                          "still stored")  # fmt: skip
+                w.violate(
+                    "ok-deploy-not-recorded",
+                    f"{name} ended ok (--prune) but {gone} is still stored",
+                )
 
     def final_checks(self) -> None:
         w, stored = self.world, self.stored()
@@ -228,9 +253,12 @@ class Director:
             version = manifest.meta.query_version
             alive = w.live_runs(name)
             if not any(r.version == version for r in alive):
-                w.violate("stays-down", f"{name} v{version} should run but runs: "
-                          + (", ".join(r.describe() for r in alive) or "nothing")
-                          + " after the quiet phase")  # fmt: skip
+                w.violate(
+                    "stays-down",
+                    f"{name} v{version} should run but runs: "
+                    + (", ".join(r.describe() for r in alive) or "nothing")
+                    + " after the quiet phase",
+                )
         # Rows lost: the checkpoint of (job, v) went past a batch committed into a sink that
         # the store never recorded for (job, v), and on into another sink.
         by_version: dict[tuple[str, int], list[tuple[int, str]]] = {}
@@ -285,8 +313,11 @@ class Director:
             _, jobs, prune = VARIANTS[self.last_variant]
             left = actors.pending(w, "plan", jobs, prune)
             if left:
-                w.violate("no-convergence", "after a deploy in a quiet world the next deploy "
-                          "would still do: " + "; ".join(left))  # fmt: skip
+                w.violate(
+                    "no-convergence",
+                    "after a deploy in a quiet world the next deploy "
+                    "would still do: " + "; ".join(left),
+                )
         rt.sleep(QUIET_WATCH)
         self.final_checks()
         w.log("END")
@@ -325,8 +356,7 @@ def run_seed(seed: int, verbose: bool = False) -> Outcome:
         note = rt.run(boss, MAX_STEPS)
     if note:
         world.log(f"CUT SHORT: {note}")
-    return Outcome(seed, scenario, world.violations, world.history, rt.step, rt.now, note,
-                   crashes)  # fmt: skip
+    return Outcome(seed, scenario, world.violations, world.history, rt.step, rt.now, note, crashes)
 
 
 def failing_line(seed: int) -> str | None:

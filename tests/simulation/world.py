@@ -113,10 +113,17 @@ def sink_of_tables(target: str, tables: dict[str, Any]) -> str:
 
 
 def key_of_manifest(job: dict[str, Any], tables: dict[str, Any], version: int) -> tuple:
-    doc = {"sql": job.get("sql"), "code": job.get("code"), "source-tables": sorted(
-        n for n in tables if n != job.get("target-table"))}  # fmt: skip
-    return (str(job["name"]), int(version), query_of(doc), sink_of_tables(
-        str(job["target-table"]), tables))  # fmt: skip
+    doc = {
+        "sql": job.get("sql"),
+        "code": job.get("code"),
+        "source-tables": sorted(n for n in tables if n != job.get("target-table")),
+    }
+    return (
+        str(job["name"]),
+        int(version),
+        query_of(doc),
+        sink_of_tables(str(job["target-table"]), tables),
+    )
 
 
 class World:
@@ -168,8 +175,13 @@ class World:
 
     # -- S3 ------------------------------------------------------------------------------------
     def s3_error(self, code: str, status: int, op: str) -> ClientError:
-        return ClientError({"Error": {"Code": code, "Message": code},
-                            "ResponseMetadata": {"HTTPStatusCode": status}}, op)  # fmt: skip
+        return ClientError(
+            {
+                "Error": {"Code": code, "Message": code},
+                "ResponseMetadata": {"HTTPStatusCode": status},
+            },
+            op,
+        )
 
     def s3_put(self, key: str, body: bytes) -> str:
         self._etag += 1
@@ -211,8 +223,9 @@ class World:
                 intended = StoredManifest.from_dict(json.loads(body)["manifest"], key)
                 if kind == "watch":
                     return  # what watch intends counts only once a deploy wrote it
-                self.track.deploy_wrote.add(key_of_manifest(
-                    intended.job, intended.tables, intended.meta.query_version))  # fmt: skip
+                self.track.deploy_wrote.add(
+                    key_of_manifest(intended.job, intended.tables, intended.meta.query_version)
+                )
             except (ValueError, KeyError, TypeError, AttributeError, FsrError):
                 self.violate("unreadable-intent", f"{proc} wrote an intent that is not JSON")
             return
@@ -225,9 +238,12 @@ class World:
         self.track.recorded_sinks.setdefault((manifest.name, key_[1]), set()).add(key_[3])
         if kind == "watch":
             if key_ not in self.track.deploy_wrote:
-                self.violate("watch-recorded-unknown", f"{proc} recorded {manifest.name} "
-                             f"v{key_[1]} (query {key_[2]}, sink {key_[3]}), which no deploy "
-                             "wrote or intended")  # fmt: skip
+                self.violate(
+                    "watch-recorded-unknown",
+                    f"{proc} recorded {manifest.name} "
+                    f"v{key_[1]} (query {key_[2]}, sink {key_[3]}), which no deploy "
+                    "wrote or intended",
+                )
         else:
             self.track.deploy_wrote.add(key_)
 
@@ -236,22 +252,41 @@ class World:
         return [r for r in self.runs if not r.gone and (name is None or r.name == name)]
 
     def start_run(self, submission: Submission, by: str) -> SimRun:
-        run = SimRun(submission.name, submission.version, submission.run_id,
-                     f"sub-{len(self.runs) + 1}", submission.stop_marker, submission.status_file,
-                     submission.runtime_manifest, by, self.rt.step)  # fmt: skip
+        run = SimRun(
+            submission.name,
+            submission.version,
+            submission.run_id,
+            f"sub-{len(self.runs) + 1}",
+            submission.stop_marker,
+            submission.status_file,
+            submission.runtime_manifest,
+            by,
+            self.rt.step,
+        )
         alive = self.live_runs(run.name)
         self.runs.append(run)
         self.log(f"cluster: run {run.describe()} starts")
         if alive:
-            self.violate("two-runs", f"{run.describe()} started while "
-                         + ", ".join(r.describe() for r in alive) + " may be alive")  # fmt: skip
+            self.violate(
+                "two-runs",
+                f"{run.describe()} started while "
+                + ", ".join(r.describe() for r in alive)
+                + " may be alive",
+            )
         stopped = self.track.stopped.get(run.name)
         if stopped is not None:
-            self.violate("runs-after-stop", f"{run.describe()} started although the job was "
-                         f"stopped on purpose at step {stopped[0]} by {stopped[1]} and no "
-                         "deploy asked for it since")  # fmt: skip
-        self.rt.spawn(lambda: self.drive(run), f"driver-{run.name}-{len(self.runs)}",
-                      daemon=True, proc=self.cluster)  # fmt: skip
+            self.violate(
+                "runs-after-stop",
+                f"{run.describe()} started although the job was "
+                f"stopped on purpose at step {stopped[0]} by {stopped[1]} and no "
+                "deploy asked for it since",
+            )
+        self.rt.spawn(
+            lambda: self.drive(run),
+            f"driver-{run.name}-{len(self.runs)}",
+            daemon=True,
+            proc=self.cluster,
+        )
         return run
 
     def end_run(self, run: SimRun, how: str, state: str | None, error: str = "") -> None:
@@ -282,8 +317,11 @@ class World:
             self.violate("checkpoint-of-another-version", f"{run.describe()} uses {run.location}")
         first = self.track.checkpoint_query.setdefault(run.location, run.query)
         if first != run.query:
-            self.violate("checkpoint-reused", f"{run.describe()} runs query {run.query} on "
-                         f"{run.location}, first used by query {first}")  # fmt: skip
+            self.violate(
+                "checkpoint-reused",
+                f"{run.describe()} runs query {run.query} on "
+                f"{run.location}, first used by query {first}",
+            )
         fate = self.rng.random()
         dies = fate < f.run_dies
         dies_after_commit = not dies and fate < f.run_dies + f.run_dies_after_commit
@@ -305,11 +343,19 @@ class World:
             batch = self.commit(run)
             heartbeat += 1
             if dies_after_commit:
-                self.end_run(run, f"died after committing batch {batch}", "failed",
-                             error="sim: died right after a commit")  # fmt: skip
+                self.end_run(
+                    run,
+                    f"died after committing batch {batch}",
+                    "failed",
+                    error="sim: died right after a commit",
+                )
                 return
-            self.write_status(run, "active", heartbeat=heartbeat, **{"last-batch": batch,
-                              "batch-running-seconds": 0})  # fmt: skip
+            self.write_status(
+                run,
+                "active",
+                heartbeat=heartbeat,
+                **{"last-batch": batch, "batch-running-seconds": 0},
+            )
             if dies and self.rt.now >= die_at:
                 self.end_run(run, "died", "failed", error="sim: the driver died")
                 return
@@ -323,9 +369,12 @@ class World:
         self.sink.append((run.name, run.version, batch, run.sink, run.run_id))
         key = (run.name, run.version, batch)
         if key in self.track.committed:
-            self.violate("batch-twice", f"{run.name} v{run.version} batch {batch} committed "
-                         f"again by {run.describe()} into {run.sink} (first into "
-                         f"{self.track.committed[key]})")  # fmt: skip
+            self.violate(
+                "batch-twice",
+                f"{run.name} v{run.version} batch {batch} committed "
+                f"again by {run.describe()} into {run.sink} (first into "
+                f"{self.track.committed[key]})",
+            )
         self.track.committed.setdefault(key, run.sink)
         self.files[f"{run.location}/commits/{batch}"] = "v1\n{}"
         return batch
@@ -515,14 +564,18 @@ class SimTarget:
         w.rt.sleep(max(0.0, latency - (w.rt.now - run_began)))
         if w.chance(w.faults.submit_lost):
             w.answer(who, what, "timed out (the run started)")
-            raise SubmitOutcomeUnknown("the submission timed out (sim)",
-                                       Run(run.name, run.version, run.run_id, "unknown"))  # fmt: skip
+            raise SubmitOutcomeUnknown(
+                "the submission timed out (sim)", Run(run.name, run.version, run.run_id, "unknown")
+            )
         w.answer(who, what, f"started {run.submission_id}")
         return Started(self._run(run))
 
     def _find(self, run: Run) -> list[SimRun]:
-        return [r for r in self.world.live_runs(run.name)
-                if r.run_id == run.run_id or (run.run_id is None and r.version == run.version)]  # fmt: skip
+        return [
+            r
+            for r in self.world.live_runs(run.name)
+            if r.run_id == run.run_id or (run.run_id is None and r.version == run.version)
+        ]
 
     def liveness(self, run: Run) -> Liveness:
         w = self.world
