@@ -70,6 +70,7 @@ class SimRun:
     location: str = ""
     sink: str = ""
     query: str = ""
+    next_batch: int | None = None
 
     def describe(self) -> str:
         return f"{self.name} v{self.version} run {self.run_id[:8]} (by {self.started_by})"
@@ -362,8 +363,14 @@ class World:
             self.rt.sleep(self.rng.uniform(3, 8))
 
     def commit(self, run: SimRun) -> int:
-        batch = self.next_batch.get(run.location, 0)
-        self.next_batch[run.location] = batch + 1
+        # A driver reads where its checkpoint is at its start and goes on from there by itself
+        # (as Spark keeps its offsets in memory): two drivers on one checkpoint commit the same
+        # batches.
+        if run.next_batch is None:
+            run.next_batch = self.next_batch.get(run.location, 0)
+        batch = run.next_batch
+        run.next_batch += 1
+        self.next_batch[run.location] = max(self.next_batch.get(run.location, 0), batch + 1)
         self.files[f"{run.location}/metadata"] = '{"id": "sim"}'
         self.files[f"{run.location}/offsets/{batch}"] = "v1\n{}\n{}"
         self.sink.append((run.name, run.version, batch, run.sink, run.run_id))
