@@ -41,7 +41,9 @@ class Event:
     job: str | None = None
     message: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
-    at: str = field(default_factory=lambda: utc_text(datetime.fromtimestamp(runtime.wall(), timezone.utc)))
+    at: str = field(
+        default_factory=lambda: utc_text(datetime.fromtimestamp(runtime.wall(), timezone.utc))
+    )
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"event": self.kind, "at": self.at}
