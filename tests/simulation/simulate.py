@@ -335,9 +335,11 @@ def run_seed(seed: int, verbose: bool = False) -> Outcome:
     def crashed(thread, exc: BaseException) -> None:
         line = f"{thread.proc.name}/{thread.name} crashed: {type(exc).__name__}: {exc}"
         crashes.append(line)
-        world.log(line)
-        if thread.proc.name == "director":
-            raise exc
+        if thread.proc.name in ("director", "cluster"):  # the simulation's own bug
+            world.violate("simulator-error", line.splitlines()[0])
+            return
+        # A traceback that ends a process of the product: never meant for people.
+        world.violate("traceback", line.splitlines()[0])
 
     rt.on_crash = crashed
 
