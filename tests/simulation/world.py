@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,10 +161,7 @@ class World:
     def call(self, what: str) -> str:
         """A call into the world: a yield point; Killed for a dead process."""
         self.rt.yield_point()
-        who = self.who()
-        if self.verbose:
-            self.log(f"{who} {what}")
-        return who
+        return self.who()
 
     def answer(self, who: str, what: str, answer: str) -> None:
         self.log(f"{who} {what} -> {answer}")
@@ -516,10 +514,13 @@ class SimStorage(FakeStorage):
 
     def _check(self) -> None:
         w = self.world
-        who = w.call("storage")
+        caller = sys._getframe(1)  # which FakeStorage method, on which location (history only)
+        what = f"storage.{caller.f_code.co_name} {caller.f_locals.get('location', '')}"
+        who = w.call(what)
         if w.chance(w.faults.storage_503):
-            w.answer(who, "storage", "503")
+            w.answer(who, what, "503")
             raise StorageError("cannot read s3://ckpt/: SlowDown (HTTP 503) (sim)")
+        w.answer(who, what, "ok")
 
 
 class SimTarget:
@@ -552,6 +553,7 @@ class SimTarget:
         w = self.world
         what = f"target.submit {submission.name} v{submission.version}"
         who = w.call(what)
+        w.log(f"{who} {what} ...")
         if w.chance(w.faults.submit_refused):
             w.answer(who, what, "refused")
             raise FsrError("the cluster refused the submission (sim)")
@@ -604,6 +606,7 @@ class SimTarget:
         w = self.world
         what = f"target.stop {run.name} v{run.version}"
         who = w.call(what)
+        w.log(f"{who} {what} ...")
         w.files[stop_marker] = "stop requested"
         begun = w.rt.now
         while w.rt.now - begun < timeout:
