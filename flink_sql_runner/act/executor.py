@@ -13,9 +13,8 @@ is in (a submit, a stop) and stops at its next lease check; the lock stays held 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from typing import Any
 
 from flink_sql_runner.act.job_steps import JobSteps, Parts, first_start
@@ -31,6 +30,7 @@ from flink_sql_runner.act.results import (
 from flink_sql_runner.act.runs import DEFAULT_TIMEOUTS, RunControl, Timeouts
 from flink_sql_runner.decide.decisions import Decision, Plan
 from flink_sql_runner.decide.steps import Step
+from flink_sql_runner.host import runtime
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock
 from flink_sql_runner.stores.storage import Storage
@@ -48,8 +48,8 @@ class Executor:
         target: Target,
         storage: Storage,
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = runtime.monotonic,
+        sleep: Callable[[float], None] = runtime.sleep,
         parallelism: int = 1,
         lease: StoreLock | None = None,
         debug: bool = False,
@@ -61,7 +61,7 @@ class Executor:
         )
         self.job = JobSteps(store, self.runs, lease, self._doing_now, debug)
         #: Set by interrupt(): no job is begun from then on.
-        self.stopping = threading.Event()
+        self.stopping = runtime.event()
         #: The jobs in flight: what each is doing now and what it will still do.
         self._doing: dict[str, str] = {}
         #: The jobs with steps not begun yet.
@@ -150,7 +150,7 @@ class Executor:
             self.job.advance(parts, result, held)
             return result
 
-        pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="deploy")
+        pool = runtime.pool(self.parallelism, "deploy")
         running: dict[Future[Any], tuple[str, Decision]] = {}
 
         def finish(decision: Decision, result: JobResult) -> None:
@@ -207,7 +207,7 @@ class Executor:
                     stopped.clear()
                     if not running:
                         break
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                done = runtime.wait_first(running)
                 for future in done:
                     kind, decision = running.pop(future)
                     if kind == "resume":

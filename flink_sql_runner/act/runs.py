@@ -9,7 +9,6 @@ confirmed gone, for a run that may still write must never be joined by another.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from flink_sql_runner.act.runtime import runtime_manifest, spark_conf
 from flink_sql_runner.decide.steps import checkpoint_location
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.checkpoints import inspect_checkpoint
+from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.control import HEALTHY_STATES, ControlFiles, app_name, run_status
 from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT
@@ -64,8 +64,8 @@ class RunControl:
         target: Target,
         storage: Storage,
         timeouts: Timeouts = DEFAULT_TIMEOUTS,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = runtime.monotonic,
+        sleep: Callable[[float], None] = runtime.sleep,
         still_acting: Callable[[], None] = lambda: None,
     ):
         """`still_acting()` raises when the command must stop acting (its lease lost, or it

@@ -8,12 +8,12 @@ stopping; each has its own result."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from flink_sql_runner.act.tracker import Tracker
 from flink_sql_runner.decide.tree import as_stopped
 from flink_sql_runner.errors import FsrError, UnknownJob
+from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT, IntentLog, Kind, Phase
 from flink_sql_runner.model.runs import Listing, Liveness, Run
@@ -74,7 +74,7 @@ def stop_jobs(
         except FsrError as exc:
             return StopResult(name, "failed", str(exc), exc.exit_code)
 
-    with ThreadPoolExecutor(max(1, parallelism), thread_name_prefix="stop") as pool:
+    with runtime.pool(max(1, parallelism), "stop") as pool:
         futures: list[Callable[[], StopResult]] = []
         for name in chosen:
             futures.append(pool.submit(one, name).result)

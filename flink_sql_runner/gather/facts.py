@@ -9,10 +9,10 @@ whole command, since no job can be decided without knowing what runs.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather import checkpoints
+from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles, run_status
 from flink_sql_runner.model.facts import CheckpointFacts, IntentFacts, JobFacts
 from flink_sql_runner.model.intents import Intent, IntentLog, settle
@@ -43,7 +43,7 @@ def gather(
     names = set(desired)
     # Three independent questions (the store's listing, its intent records, what runs) are
     # asked at once; answers are taken in this order, so the first failure is the one reported.
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with runtime.pool(3, "gather") as pool:
         stored_names = pool.submit(store.snapshot)
         pending = pool.submit(IntentLog(store).read_all)
         runs = pool.submit(target.list_runs) if listing is None else None
@@ -81,7 +81,7 @@ def gather(
     remote = _any_remote(desired.values(), reads.manifests.values())
     if workers <= 1 or len(ordered) <= 1 or not remote:
         return [one(n) for n in ordered]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with runtime.pool(workers, "gather") as pool:
         return list(pool.map(one, ordered))
 
 

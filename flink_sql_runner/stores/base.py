@@ -8,11 +8,11 @@ that version. A listing is a `Snapshot` the caller holds and hands to `read_many
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from flink_sql_runner.errors import StoreError
+from flink_sql_runner.host import runtime
 from flink_sql_runner.model.stored import (
     ABSENT,
     ANY,
@@ -143,7 +143,7 @@ def read_each(store: ManifestStore, names: Iterable[str], max_workers: int) -> R
     if max_workers <= 1 or len(names) <= 1:
         answers = [one(name) for name in names]
     else:
-        with ThreadPoolExecutor(max_workers=min(max_workers, len(names))) as pool:
+        with runtime.pool(min(max_workers, len(names)), "read") as pool:
             answers = list(pool.map(one, names))
     manifests: dict[str, StoredManifest | None] = {}
     tokens: dict[str, Token] = {}

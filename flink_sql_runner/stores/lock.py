@@ -26,8 +26,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -38,6 +36,7 @@ from typing import Any, Protocol
 
 from flink_sql_runner.errors import EXIT_LOCKED, FsrError, LockTimeout
 from flink_sql_runner.host import processes as procs
+from flink_sql_runner.host import runtime
 
 #: A holder renews every third of this; a crashed deploy blocks others at most this long.
 DEFAULT_TTL = 120.0
@@ -91,7 +90,7 @@ class Holder:
             socket.gethostname(),
             pid,
             command,
-            _utc(time.time()),
+            _utc(runtime.wall()),
             ttl,
             this_machine(),
             procs.start_marker(pid),
@@ -170,8 +169,8 @@ class StoreLock:
         backend: LockBackend,
         command: str,
         ttl: float = DEFAULT_TTL,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = runtime.monotonic,
+        sleep: Callable[[float], None] = runtime.sleep,
         on_wait: Callable[[Holder | None, float, float], None] | None = None,
     ):
         """`on_wait(holder, waited, left)` is told who holds the lock when this waiter starts
@@ -184,9 +183,9 @@ class StoreLock:
         self._lost: str | None = None
         self._abandoned: str | None = None  # no new side effects; the lock still held
         self._keep = False  # left to expire rather than deleted
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._renewing = threading.Lock()  # the heartbeat thread and the owner may both renew
+        self._stop = runtime.event()
+        self._thread: runtime.Thread | None = None
+        self._renewing = runtime.lock()  # the heartbeat thread and the owner may both renew
         self.took_over: Holder | None = None
         # What this waiter saw of another's lock, and since when (its own clock).
         self._seen: Any = None
@@ -300,7 +299,7 @@ class StoreLock:
                     wait = min(RETRY_SECONDS, self.ttl / 12)
 
         self._stop.clear()
-        self._thread = threading.Thread(target=beat, name="lock-heartbeat", daemon=True)
+        self._thread = runtime.thread(beat, "lock-heartbeat")
         self._thread.start()
 
     def renewed_for_step(self, what: str) -> None:

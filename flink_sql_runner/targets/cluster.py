@@ -19,12 +19,12 @@ cluster saying the run ended, and nothing starts beside a run that may be alive.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import app_name, parse_app_name, submission_record_beside
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import utc_now_iso
@@ -125,8 +125,8 @@ class ClusterTarget:
         self,
         storage: Storage,
         master: str,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = runtime.monotonic,
+        sleep: Callable[[float], None] = runtime.sleep,
         poll: float = 1.0,
     ):
         self.storage = storage
@@ -223,7 +223,7 @@ class ClusterTarget:
             raise StopNotConfirmed(str(exc)) from None
         if self._state(submission_id, fresh=True).liveness is Liveness.GONE:
             return Stopped(True, 0.0, "was not running")
-        self.storage.write_text(stop_marker, f"stop requested at {time.time():.0f}\n")
+        self.storage.write_text(stop_marker, f"stop requested at {runtime.wall():.0f}\n")
         if self._wait_gone(submission_id, timeout):
             seconds = self.clock() - begun
             return Stopped(True, seconds, f"stopped gracefully in {seconds:.1f} s (stop marker)")

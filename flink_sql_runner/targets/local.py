@@ -25,6 +25,7 @@ from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host import processes as procs
+from flink_sql_runner.host import runtime
 from flink_sql_runner.host.atomic import write_atomically
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import utc_now_iso
@@ -174,7 +175,7 @@ class LocalTarget:
 
     def _log_path(self, submission: Submission) -> Path:
         """A file of the run's own; names sort by start time."""
-        now = time.time()
+        now = runtime.wall()
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
         return self.logs / submission.name / f"{stamp}-{submission.run_id}.log"
 
@@ -279,7 +280,7 @@ class LocalTarget:
 
     def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:
         found = self._record_of(run)
-        begun = time.monotonic()
+        begun = runtime.monotonic()
         if found is None:
             return Stopped(True, 0.0, "was not running")
         path, record = found
@@ -290,9 +291,9 @@ class LocalTarget:
             )
         pid, started = int(record["pid"]), str(record["started"])
         if procs.is_same_process(pid, started):
-            self.storage.write_text(stop_marker, f"stop requested at {time.time():.0f}\n")
+            self.storage.write_text(stop_marker, f"stop requested at {runtime.wall():.0f}\n")
         if procs.wait_group_gone(pid, started, timeout):
-            seconds = time.monotonic() - begun
+            seconds = runtime.monotonic() - begun
             result = Stopped(True, seconds, f"stopped gracefully in {seconds:.1f} s")
         else:
             procs.kill_group(pid, started)
@@ -301,7 +302,7 @@ class LocalTarget:
                     f"pid {pid} did not stop within {timeout:.0f} s of the stop marker and its "
                     f"processes were still there {KILL_WAIT_SECONDS:.0f} s after SIGKILL"
                 )
-            seconds = time.monotonic() - begun
+            seconds = runtime.monotonic() - begun
             result = Stopped(
                 False,
                 seconds,

@@ -15,14 +15,13 @@ import json
 import queue
 import subprocess
 import sys
-import threading
-import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from flink_sql_runner.host import runtime
 from flink_sql_runner.read.secrets import redact_text
 from flink_sql_runner.watch.records import utc_text
 
@@ -42,7 +41,9 @@ class Event:
     job: str | None = None
     message: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
-    at: str = field(default_factory=lambda: utc_text(datetime.now(timezone.utc)))
+    at: str = field(
+        default_factory=lambda: utc_text(datetime.fromtimestamp(runtime.wall(), timezone.utc))
+    )
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"event": self.kind, "at": self.at}
@@ -66,14 +67,14 @@ class Notifier:
         log_format: str = "text",
         url: str | None = None,
         command: list[str] | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] = runtime.sleep,
     ):
         self.stream, self.log_format = stream, log_format
         self.url, self.command, self.sleep = url, command, sleep
         self._queue: queue.Queue[Event | None] = queue.Queue(QUEUE_SIZE)
-        self._thread: threading.Thread | None = None
+        self._thread: runtime.Thread | None = None
         if url or command:
-            self._thread = threading.Thread(target=self._deliver, name="notify", daemon=True)
+            self._thread = runtime.thread(self._deliver, "notify")
             self._thread.start()
 
     def emit(self, event: Event) -> None:

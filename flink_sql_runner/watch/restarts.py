@@ -12,16 +12,16 @@ begun yet are not begun.
 
 from __future__ import annotations
 
-import threading
-import time
+import concurrent.futures
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from flink_sql_runner.act.executor import Executor
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.decide.decisions import Decision
+from flink_sql_runner.host import runtime
 from flink_sql_runner.stores.lock import Holder, LeaseLost, StoreLock
 from flink_sql_runner.watch.records import WatchRecord
 
@@ -45,14 +45,14 @@ class Actions:
     def __init__(
         self,
         deployment: Deployment,
-        stopping: threading.Event,
-        clock: Callable[[], float] = time.monotonic,
+        stopping: runtime.Event,
+        clock: Callable[[], float] = runtime.monotonic,
     ):
         self.deployment, self.stopping, self.clock = deployment, stopping, clock
         self._held_since = 0.0
         self._lock: StoreLock | None = None
         self._executor: Executor | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: concurrent.futures.Executor | None = None
         self._under_way: dict[str, tuple[Future[JobResult | None], Decision, WatchRecord]] = {}
 
     def busy(self, name: str) -> bool:
@@ -81,7 +81,7 @@ class Actions:
         """Carry `decision` out in the background (the lock must be held)."""
         if self._pool is None:
             workers = max(1, self.deployment.settings.parallelism)
-            self._pool = ThreadPoolExecutor(workers, thread_name_prefix="watch")
+            self._pool = runtime.pool(workers, "watch")
         future = self._pool.submit(self._one, decision)
         self._under_way[decision.name] = (future, decision, record)
 
@@ -110,7 +110,7 @@ class Actions:
 
     def wait(self) -> None:
         """Until every restart under way has ended."""
-        wait([future for future, _, _ in self._under_way.values()])
+        runtime.wait_all(future for future, _, _ in self._under_way.values())
 
     def close(self) -> None:
         self.wait()

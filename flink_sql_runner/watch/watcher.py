@@ -24,8 +24,6 @@ restarts are under way: a deploy that holds it is waited out, never joined.
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
@@ -36,6 +34,7 @@ from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.tree import decide, replace_stalled
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.facts import JobFacts
@@ -91,8 +90,8 @@ class Watcher:
         settings: WatchSettings,
         notifier: Notifier,
         metrics: Metrics | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        wall: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        clock: Callable[[], float] = runtime.monotonic,
+        wall: Callable[[], datetime] = lambda: datetime.fromtimestamp(runtime.wall(), timezone.utc),
     ):
         self.deployment, self.settings = deployment, settings
         self.notifier, self.metrics = notifier, metrics
@@ -103,7 +102,7 @@ class Watcher:
             self.store.lock_backend(LEADER_LOCK), "watch", ttl=settings.leader_ttl, clock=clock
         )
         self.leading = False
-        self.stopping = threading.Event()
+        self.stopping = runtime.event()
         self.stalls = Stalls(settings.stall_timeout, settings.batch_timeout, clock)
         self._healthy_since: dict[str, float] = {}
         self._waiting_for: str | None = None  # who held the store's lock when we wanted it

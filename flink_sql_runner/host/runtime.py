@@ -1,0 +1,122 @@
+"""Time and threads, through one seam: the real ones by default, a simulated world's in tests.
+
+Every module of the deployer that reads a clock, sleeps, waits or starts a thread does it through
+the functions here, which dispatch to the runtime installed now (`install`). The real runtime is
+the standard library's; `tests/simulation/` installs one with a virtual clock that runs one thread
+at a time and chooses, seeded, which one goes on at every wait. The functions look the runtime up
+when called, so a default argument such as `clock=runtime.monotonic` follows an `install` made
+after the module was imported.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+
+class Event(Protocol):
+    def set(self) -> None: ...
+    def clear(self) -> None: ...
+    def is_set(self) -> bool: ...
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+class Thread(Protocol):
+    def start(self) -> None: ...
+    def join(self, timeout: float | None = None) -> None: ...
+
+
+class Runtime:
+    """The real machine: the standard library's clocks, sleeps, threads and pools."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def wall(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def pool(self, workers: int, name: str = "") -> Executor:
+        return ThreadPoolExecutor(workers, thread_name_prefix=name)
+
+    def wait_first(self, futures: Iterable[Future[Any]]) -> list[Future[Any]]:
+        futures = list(futures)
+        done = wait(futures, return_when=FIRST_COMPLETED).done
+        return [future for future in futures if future in done]
+
+    def wait_all(self, futures: Iterable[Future[Any]]) -> None:
+        wait(list(futures))
+
+    def thread(self, fn: Callable[[], None], name: str) -> Thread:
+        return threading.Thread(target=fn, name=name, daemon=True)
+
+    def event(self) -> Event:
+        return threading.Event()
+
+    def lock(self) -> Any:
+        return threading.Lock()
+
+
+_installed: list[Runtime] = [Runtime()]
+
+
+def current() -> Runtime:
+    return _installed[-1]
+
+
+@contextmanager
+def install(runtime: Runtime) -> Iterator[Runtime]:
+    """Use `runtime` for every call made while this is open."""
+    _installed.append(runtime)
+    try:
+        yield runtime
+    finally:
+        _installed.remove(runtime)
+
+
+def monotonic() -> float:
+    return _installed[-1].monotonic()
+
+
+def wall() -> float:
+    """Seconds since the epoch (time.time)."""
+    return _installed[-1].wall()
+
+
+def sleep(seconds: float) -> None:
+    _installed[-1].sleep(seconds)
+
+
+def pool(workers: int, name: str = "") -> Executor:
+    """A pool of `workers` threads (a ThreadPoolExecutor)."""
+    return _installed[-1].pool(workers, name)
+
+
+def wait_first(futures: Iterable[Future[Any]]) -> list[Future[Any]]:
+    """Wait until one of `futures` is done; the done ones, in the order given (never a set's
+    order, which differs from run to run)."""
+    return _installed[-1].wait_first(futures)
+
+
+def wait_all(futures: Iterable[Future[Any]]) -> None:
+    _installed[-1].wait_all(futures)
+
+
+def thread(fn: Callable[[], None], name: str) -> Thread:
+    """A daemon thread running `fn`, not started yet."""
+    return _installed[-1].thread(fn, name)
+
+
+def event() -> Event:
+    return _installed[-1].event()
+
+
+def lock() -> Any:
+    """A mutual-exclusion lock (threading.Lock) for state that threads share."""
+    return _installed[-1].lock()

@@ -1,0 +1,88 @@
+"""The product as the simulation drives it: one Deployment per simulated process, on the
+world's S3 (the real S3 store and lock), cluster and checkpoint storage; its deploy (with the
+CLI's own Ctrl-C handling), stop and watch. The only place that knows the product's interfaces:
+adapt here when they change."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+
+from flink_sql_runner.act.deployment import Deployment
+from flink_sql_runner.act.interrupts import DeployInterrupts
+from flink_sql_runner.act.results import Abandoned
+from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.act.settings import Settings
+from flink_sql_runner.decide.decisions import Plan
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.stores.s3 import S3Store
+from flink_sql_runner.watch.events import Notifier
+from flink_sql_runner.watch.watcher import Watcher, WatchSettings
+from tests.simulation.world import BUCKET, PREFIX, SimS3, SimStorage, SimTarget, Stream, World
+
+TIMEOUTS = Timeouts(start=60.0, stop=20.0, poll=2.0)
+
+
+def deployment(world: World, name: str, parallelism: int = 1) -> Deployment:
+    settings = Settings(parallelism=parallelism, lock_timeout=600.0, timeouts=TIMEOUTS)
+    store = S3Store(BUCKET, PREFIX, client=SimS3(world))
+    found = Deployment(settings, store=store, target=SimTarget(world))
+    found.storage = SimStorage(world)
+    found.say = lambda line: world.log(f"{name} says: {line}")
+    return found
+
+
+def deploy(
+    world: World,
+    name: str,
+    jobs: tuple[Job, ...],
+    prune: bool,
+    parallelism: int,
+    on_interrupts: Callable[[Callable[[], None]], None],
+    exit_now: Callable[[str], None],
+) -> tuple[bool, str]:
+    """`deploy` as the CLI runs it (cli/deploy.py): (whether it exits 0, a summary).
+    `on_interrupts` is given what a SIGINT runs (the CLI's own handler); `exit_now` ends the
+    process at once (the CLI's os._exit after a second Ctrl-C)."""
+    d = deployment(world, name, parallelism)
+    interrupts = DeployInterrupts(d, lambda line: world.log(f"{name} says: {line}"))
+    on_interrupts(lambda: interrupts._handle(signal.SIGINT, None))
+    shown: list[Plan] = []
+    try:
+        plan, results = d.deploy(
+            list(jobs), include_orphans=True, prune=prune, on_plan=shown.append
+        )
+    except Abandoned as exc:
+        exit_now("abandoned: " + "; ".join(f"{n}: {r.summary}" for n, r in exc.results.items()))
+        raise AssertionError("unreachable") from None
+    except KeyboardInterrupt:
+        return False, "interrupted before acting"
+    except FsrError as exc:
+        return False, f"error: {str(exc).splitlines()[0]}"
+    ok = all(r.ok for r in results.values()) and not plan.errors and interrupts.count == 0
+    said = [f"{d.name}: error {d.reason}" for d in plan.errors]
+    said += [f"{n}: {r.outcome} {r.summary}" for n, r in results.items()]
+    return ok, "; ".join(said)
+
+
+def pending(world: World, name: str, jobs: tuple[Job, ...], prune: bool) -> list[str]:
+    """What a plan (under no lock) would still do: the jobs with steps."""
+    d = deployment(world, name)
+    plan = d.plan(list(jobs), include_orphans=True, prune=prune)
+    return [f"{x.name}: {x.action.value} ({x.reason})" for x in plan.decisions if x.steps]
+
+
+def stop(world: World, name: str, job: str) -> list[tuple[str, str, str]]:
+    """`stop NAME`: (name, outcome, message) of each job."""
+    d = deployment(world, name)
+    try:
+        return [(r.name, r.outcome, r.message) for r in d.stop([job])]
+    except FsrError as exc:
+        return [(job, "failed", str(exc).splitlines()[0])]
+
+
+def watch(world: World, name: str) -> None:
+    d = deployment(world, name)
+    watcher = Watcher(d, WatchSettings(interval=15.0), Notifier(Stream(world, name)))
+    watcher.run()

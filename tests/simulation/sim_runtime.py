@@ -1,0 +1,384 @@
+"""The simulated runtime (installed through flink_sql_runner/host/runtime.py).
+
+Every actor is a set of real OS threads of one simulated process, but only one thread runs at a
+time: each waits on its own semaphore and the scheduler releases exactly one, which runs until its
+next yield point (a call into the simulated world, a sleep, a wait on a future, an event or a
+contended lock), then hands the baton back. The scheduler picks the next thread with the seed's
+random generator among the runnable ones (sorted by creation), and when none is runnable moves the
+virtual clock to the earliest deadline. A killed process's threads never run again; at the end of
+the seed they are released with `Killed`, which every yield point raises for them, so their
+`finally:` blocks change nothing in the world.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import random
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from typing import Any
+
+from flink_sql_runner.host.runtime import Runtime
+
+EPOCH = 1_800_000_000.0  # the virtual wall clock at virtual time 0
+
+
+class Killed(BaseException):
+    """Raised in the threads of a killed process (and of every process once the seed ends)."""
+
+
+def _unraisable(hook: Callable[[Any], None]) -> Callable[[Any], None]:
+    def quiet(unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, Killed):
+            hook(unraisable)
+
+    return quiet
+
+
+sys.unraisablehook = _unraisable(sys.unraisablehook)  # Killed in a collected generator is no news
+
+
+def _closed() -> Any:
+    """A binary semaphore at 0 (a raw lock, held): the fastest hand-over between threads."""
+    found = threading.Lock()
+    found.acquire()
+    return found
+
+
+class Proc:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.dead = False  # killed, or exited
+        self.killed = False
+        self.main: SimThread | None = None
+        self.threads: list[SimThread] = []
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class SimThread:
+    def __init__(self, rt: SimRuntime, proc: Proc, name: str, fn: Callable[[], Any], daemon: bool):
+        self.rt, self.proc, self.name, self.fn, self.daemon = rt, proc, name, fn, daemon
+        self.id = rt._next_id = rt._next_id + 1
+        self.go = _closed()
+        self.done = False
+        self.until: Callable[[], bool] | None = None
+        self.deadline: float | None = None
+        self.blocked = False
+        self.signal: Callable[[], None] | None = None
+        self.error: BaseException | None = None
+        self.os = threading.Thread(target=self._main, name=f"sim-{proc.name}-{name}", daemon=True)
+
+    def _main(self) -> None:
+        self.go.acquire()
+        self.rt._local.me = self
+        try:
+            if self.proc.dead or self.rt.cleaning:
+                raise Killed
+            self.fn()
+        except Killed:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - reported in the history
+            self.error = exc
+            self.rt.on_crash(self, exc)
+        finally:
+            self.done = True
+            self.rt._baton.release()
+
+    def ready(self, now: float) -> bool:
+        if self.done:
+            return False
+        if not self.blocked or self.signal is not None:
+            return True
+        if self.until is not None and self.until():
+            return True
+        return self.deadline is not None and self.deadline <= now
+
+
+class SimRuntime(Runtime):
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.now = 0.0
+        self.step = 0
+        self.cleaning = False
+        self._next_id = 0
+        self._baton = _closed()
+        self._local = threading.local()
+        self.threads: list[SimThread] = []
+        self.procs: list[Proc] = []
+        self.after_step: Callable[[], None] = lambda: None
+        self.on_crash: Callable[[SimThread, BaseException], None] = lambda t, e: None
+        self.on_exit: Callable[[Proc], None] = lambda p: None
+        self.running: SimThread | None = None
+
+    # -- threads and processes ----------------------------------------------------------------
+    def me(self) -> SimThread:
+        me = getattr(self._local, "me", None)
+        if me is None:
+            if self.cleaning:  # a generator of a dead thread, closed by the garbage collector
+                raise Killed
+            raise RuntimeError("a simulated call from outside the simulation")
+        return me
+
+    def process(self, name: str, fn: Callable[[], Any]) -> Proc:
+        proc = Proc(name)
+        self.procs.append(proc)
+        proc.main = self.spawn(fn, "main", daemon=False, proc=proc)
+        return proc
+
+    def spawn(
+        self, fn: Callable[[], Any], name: str, daemon: bool, proc: Proc | None = None
+    ) -> SimThread:
+        proc = proc or self.me().proc
+        thread = SimThread(self, proc, name, fn, daemon)
+        proc.threads.append(thread)
+        self.threads.append(thread)
+        thread.os.start()
+        return thread
+
+    def kill(self, proc: Proc) -> None:
+        proc.dead = proc.killed = True
+
+    # -- yield points --------------------------------------------------------------------------
+    def block(self, until: Callable[[], bool] | None = None, deadline: float | None = None) -> bool:
+        """Hand the baton back; go on once `until()` holds or `deadline` passed (either: at
+        once). True when `until` held (or there was none), False on the deadline."""
+        me = self.me()
+        while True:
+            if me.proc.dead or self.cleaning:
+                raise Killed
+            me.until, me.deadline = until, deadline
+            me.blocked = until is not None or deadline is not None
+            self._baton.release()
+            me.go.acquire()
+            me.blocked = False
+            if me.proc.dead or self.cleaning:
+                raise Killed
+            signal, me.signal = me.signal, None
+            if signal is not None:
+                signal()  # may raise KeyboardInterrupt, as a signal handler does
+            if until is None and deadline is None:
+                return True
+            if until is not None and until():
+                return True
+            if deadline is not None and self.now >= deadline:
+                return False
+
+    def yield_point(self) -> None:
+        self.block()
+
+    # -- the scheduler -------------------------------------------------------------------------
+    def run(self, director: Proc, max_steps: int) -> str:
+        """Step until the director process is done: '' or why the run was cut short."""
+        try:
+            while director.main is not None and not director.main.done:
+                self._reap()
+                live = [t for t in self.threads if not t.done and not t.proc.dead]
+                ready = [t for t in live if t.ready(self.now)]
+                if not ready:
+                    deadlines = [t.deadline for t in live if t.deadline is not None]
+                    if not deadlines:
+                        return "deadlock: " + ", ".join(f"{t.proc.name}/{t.name}" for t in live)
+                    self.now = max(self.now, min(deadlines))
+                    continue
+                chosen = ready[self.rng.randrange(len(ready))] if len(ready) > 1 else ready[0]
+                self.step += 1
+                if self.step > max_steps:
+                    return f"stopped after {max_steps} steps"
+                self.running = chosen
+                chosen.go.release()
+                self._baton.acquire()
+                self.running = None
+                self.after_step()
+            return ""
+        finally:
+            self.cleanup()
+
+    def _reap(self) -> None:
+        """A process whose main thread and other non-daemon threads ended has exited: its
+        daemon threads end with it."""
+        for proc in self.procs:
+            if proc.dead or proc.main is None or not proc.main.done:
+                continue
+            if all(t.done for t in proc.threads if not t.daemon):
+                proc.dead = True
+                self.on_exit(proc)
+        if len(self.threads) > 64:
+            self.threads = [t for t in self.threads if not t.done]
+
+    def cleanup(self) -> None:
+        """Every thread left ends with Killed (nothing it does reaches the world)."""
+        self.cleaning = True
+        for proc in self.procs:
+            proc.dead = True
+        while True:
+            left = [t for t in self.threads if not t.done]
+            if not left:
+                break
+            for thread in left:
+                thread.go.release()
+                self._baton.acquire()
+        for thread in self.threads:
+            thread.os.join()
+
+    # -- the Runtime interface -----------------------------------------------------------------
+    def monotonic(self) -> float:
+        return self.now
+
+    def wall(self) -> float:
+        return EPOCH + self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.block(deadline=self.now + max(0.0, seconds))
+
+    def pool(self, workers: int, name: str = "") -> concurrent.futures.Executor:
+        return SimPool(self, max(1, workers), name or "pool")
+
+    def wait_first(self, futures: Iterable[Future[Any]]) -> list[Future[Any]]:
+        futures = list(futures)
+        self.block(until=lambda: any(f.done() for f in futures))
+        return [f for f in futures if f.done()]
+
+    def wait_all(self, futures: Iterable[Future[Any]]) -> None:
+        futures = list(futures)
+        self.block(until=lambda: all(f.done() for f in futures))
+
+    def thread(self, fn: Callable[[], None], name: str) -> Any:
+        return SimThreadHandle(self, fn, name)
+
+    def event(self) -> Any:
+        return SimEvent(self)
+
+    def lock(self) -> Any:
+        return SimLock(self)
+
+
+class SimFuture(Future):  # type: ignore[type-arg]
+    def __init__(self, rt: SimRuntime) -> None:
+        super().__init__()
+        self.rt = rt
+
+    def _await(self, timeout: float | None) -> None:
+        if not self.done():
+            deadline = None if timeout is None else self.rt.now + timeout
+            self.rt.block(until=self.done, deadline=deadline)
+
+    def result(self, timeout: float | None = None) -> Any:
+        self._await(timeout)
+        return super().result(timeout=0)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._await(timeout)
+        return super().exception(timeout=0)
+
+
+class SimPool(concurrent.futures.Executor):
+    """`workers` simulated threads of the calling process, as ThreadPoolExecutor's (not
+    daemons: a process waits for them before it exits)."""
+
+    def __init__(self, rt: SimRuntime, workers: int, name: str) -> None:
+        self.rt, self.workers, self.name = rt, workers, name
+        self.queue: list[tuple[SimFuture, Callable[..., Any], tuple, dict]] = []
+        self.active = 0
+        self.closed = False
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        if self.closed:
+            raise RuntimeError("cannot schedule new futures after shutdown")
+        future = SimFuture(self.rt)
+        self.queue.append((future, fn, args, kwargs))
+        if self.active < self.workers:
+            self.active += 1
+            self.rt.spawn(self._work, f"{self.name}-{self.active}", daemon=False)
+        return future
+
+    def _work(self) -> None:
+        try:
+            while self.queue:
+                future, fn, args, kwargs = self.queue.pop(0)
+                if not future.set_running_or_notify_cancel():
+                    continue
+                try:
+                    answer = fn(*args, **kwargs)
+                except Killed:
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - as ThreadPoolExecutor does
+                    future.set_exception(exc)
+                else:
+                    future.set_result(answer)
+        finally:
+            self.active -= 1
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.closed = True
+        if cancel_futures:
+            for future, *_ in self.queue:
+                future.cancel()
+            self.queue.clear()
+        if wait:
+            self.rt.block(until=lambda: self.active == 0)
+
+
+class SimThreadHandle:
+    def __init__(self, rt: SimRuntime, fn: Callable[[], None], name: str) -> None:
+        self.rt, self.fn, self.name = rt, fn, name
+        self.thread: SimThread | None = None
+
+    def start(self) -> None:
+        self.thread = self.rt.spawn(self.fn, self.name, daemon=True)
+
+    def join(self, timeout: float | None = None) -> None:
+        thread = self.thread
+        if thread is None or thread.done:
+            return
+        deadline = None if timeout is None else self.rt.now + timeout
+        self.rt.block(until=lambda: thread.done or thread.proc.dead, deadline=deadline)
+
+
+class SimEvent:
+    def __init__(self, rt: SimRuntime) -> None:
+        self.rt = rt
+        self.flag = False
+
+    def set(self) -> None:
+        self.flag = True
+
+    def clear(self) -> None:
+        self.flag = False
+
+    def is_set(self) -> bool:
+        return self.flag
+
+    def wait(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else self.rt.now + timeout
+        self.rt.block(until=lambda: self.flag, deadline=deadline)
+        return self.flag
+
+
+class SimLock:
+    def __init__(self, rt: SimRuntime) -> None:
+        self.rt = rt
+        self.held = False
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if self.held:
+            if not blocking:
+                return False
+            deadline = None if timeout < 0 else self.rt.now + timeout
+            if not self.rt.block(until=lambda: not self.held, deadline=deadline):
+                return False
+        self.held = True
+        return True
+
+    def release(self) -> None:
+        self.held = False
+
+    def __enter__(self) -> SimLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

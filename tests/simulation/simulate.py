@@ -1,0 +1,392 @@
+"""One seed: the world, its actors and the director that plays the scenario, the checks after
+every step and at the end. `run_seed(seed)` returns what happened."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import random
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from flink_sql_runner.host import runtime
+from flink_sql_runner.model import intents as intents_module
+from flink_sql_runner.model import stored as stored_module
+from flink_sql_runner.model.stored import StoredManifest
+from tests.simulation import actors
+from tests.simulation.scenario import VARIANTS, Op, Scenario, generate, wants
+from tests.simulation.sim_runtime import EPOCH, Killed, Proc, SimRuntime
+from tests.simulation.world import PREFIX, Stream, Violation, World, key_of_manifest
+
+MAX_STEPS = 60_000
+QUIET_WAIT = 1200.0  # at most this long for the actors to end before the quiet phase
+QUIET_WATCH = 600.0  # the watchers' time in the quiet world before the final checks
+
+
+@dataclass
+class Outcome:
+    seed: int
+    scenario: Scenario
+    violations: list[Violation]
+    history: list[str]
+    steps: int
+    virtual_seconds: float
+    note: str = ""
+    crashes: list[str] = field(default_factory=list)
+
+    def first_lines(self) -> list[str]:
+        seen, lines = set(), []
+        for v in self.violations:
+            if v.kind not in seen:
+                seen.add(v.kind)
+                lines.append(v.line())
+        return lines
+
+
+@contextmanager
+def deterministic(rt: SimRuntime, rng: random.Random) -> Iterator[None]:
+    """uuid4 and the product's UTC stamps from the seed and the virtual clock."""
+    saved = (uuid.uuid4, stored_module.utc_now_iso, intents_module.utc_now_iso)
+    getpid = os.getpid
+    os.getpid = lambda: 4242  # the lock's holder names a pid: the same in every replay
+
+    def uuid4() -> uuid.UUID:
+        return uuid.UUID(int=rng.getrandbits(128), version=4)
+
+    def utc_now_iso() -> str:
+        stamp = datetime.fromtimestamp(EPOCH + rt.now, timezone.utc)
+        return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    uuid.uuid4 = uuid4  # type: ignore[assignment]
+    stored_module.utc_now_iso = utc_now_iso  # type: ignore[assignment]
+    intents_module.utc_now_iso = utc_now_iso  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        os.getpid = getpid
+        uuid.uuid4, stored_module.utc_now_iso, intents_module.utc_now_iso = saved  # type: ignore[assignment]
+
+
+class Director:
+    """Plays the scenario: starts the actors' processes, delivers Ctrl-Cs, kills, restarts
+    watchers, then the quiet phase and the final checks."""
+
+    def __init__(self, world: World, scenario: Scenario) -> None:
+        self.world, self.scenario = world, scenario
+        self.rt = world.rt
+        self.actors: list[Proc] = []
+        self.watchers: list[Proc] = []
+        self.count = 0
+        self.last_variant = 0
+
+    # -- processes -----------------------------------------------------------------------------
+    def start(
+        self, kind: str, body: Callable[[str], str], wanted: dict[str, str] | None = None
+    ) -> Proc:
+        self.count += 1
+        name = f"{kind}-{self.count}"
+        self.world.kinds[name] = kind
+        self.world.wants[name] = wanted or {}
+
+        def main() -> None:
+            self.world.log(f"{name} begins")
+            said = body(name)
+            self.world.log(f"{name} ends: {said}")
+
+        proc = self.rt.process(name, main)
+        (self.watchers if kind == "watch" else self.actors).append(proc)
+        return proc
+
+    def exit_now(self, why: str) -> None:
+        """The calling process ends at once (os._exit): its other threads too."""
+        proc = self.rt.me().proc
+        self.world.log(f"{proc.name} exits at once: {why}")
+        self.rt.kill(proc)
+        raise Killed
+
+    def kill(self, proc: Proc, why: str) -> None:
+        if not proc.dead:
+            self.rt.kill(proc)
+            self.world.log(f"KILL {proc.name} ({why})")
+
+    def later(self, delay: float, fn: Callable[[], None], name: str) -> None:
+        def timer() -> None:
+            self.rt.sleep(delay)
+            fn()
+
+        self.rt.spawn(timer, name, daemon=True)
+
+    def watchers_up(self) -> None:
+        alive = [w for w in self.watchers if not w.dead]
+        for _ in range(2 - len(alive)):
+            self.start("watch", lambda name: (actors.watch(self.world, name), "stopped")[1])
+
+    # -- the actors ------------------------------------------------------------------------------
+    def deploy(self, op: Op | None, variant: int, quiet: bool = False) -> Proc:
+        _, jobs, prune = VARIANTS[variant]
+        wanted = wants(jobs, prune)
+        holder: list[Callable[[], None]] = []
+
+        def body(name: str) -> str:
+            ok, summary = actors.deploy(
+                self.world,
+                name,
+                jobs,
+                prune,
+                op.parallelism if op else 1,
+                holder.append,
+                self.exit_now,
+            )
+            if ok:
+                self.after_ok_deploy(name, jobs, prune)
+            elif quiet:
+                self.world.violate("quiet-deploy-failed", f"{name} in a quiet world: {summary}")
+            return ("ok: " if ok else "not ok: ") + summary
+
+        proc = self.start("deploy", body, wanted)
+        if op is not None and op.interrupts:
+
+            def signal() -> None:
+                if not proc.dead and proc.main is not None and holder:
+                    self.world.log(f"Ctrl-C to {proc.name}")
+                    proc.main.signal = holder[0]
+
+            self.later(op.interrupt_after, signal, f"ctrl-c-{proc.name}")
+            if op.interrupts > 1:
+                self.later(
+                    op.interrupt_after + op.second_after + 0.1, signal, f"ctrl-c2-{proc.name}"
+                )
+        if op is not None and op.kill_after is not None:
+            self.later(op.kill_after, lambda: self.kill(proc, "scenario"), f"kill-{proc.name}")
+        return proc
+
+    def stop(self, op: Op) -> Proc:
+        def body(name: str) -> str:
+            said = actors.stop(self.world, name, op.name)
+            for job, outcome, _ in said:
+                if outcome in ("stopped", "not-running"):
+                    self.world.track.stopped.setdefault(job, (self.rt.step, name))
+                    alive = self.world.live_runs(job)
+                    if alive:
+                        self.world.violate(
+                            "runs-after-stop",
+                            f"{name} returned ok for {job} but {alive[0].describe()} is alive",
+                        )
+            return "; ".join(f"{j}: {o} {m}" for j, o, m in said)
+
+        proc = self.start("stop", body, {op.name: "stopped"})
+        if op.kill_after is not None:
+            self.later(op.kill_after, lambda: self.kill(proc, "scenario"), f"kill-{proc.name}")
+        return proc
+
+    # -- checks ----------------------------------------------------------------------------------
+    def stored(self) -> dict[str, StoredManifest]:
+        found = {}
+        for key, (body, _) in sorted(self.world.objects.items()):
+            rest = key[len(PREFIX) :]
+            if key.startswith(PREFIX) and rest.endswith(".yaml") and "/" not in rest:
+                found[rest[:-5]] = StoredManifest.from_yaml(body.decode(), key)
+        return found
+
+    def after_ok_deploy(self, name: str, jobs: tuple, prune: bool) -> None:
+        """After a deploy that ended ok: every job runs what the store records."""
+        w, stored = self.world, self.stored()
+        for job in jobs:
+            manifest = stored.get(job.name)
+            desired = str(job.spec.get("desired-state", "running"))
+            if manifest is None and desired == "stopped" and not w.live_runs(job.name):
+                continue  # never started, stays so: nothing to record
+            if manifest is None:
+                w.violate("ok-deploy-not-recorded", f"{name} ended ok, {job.name} not stored")
+                continue
+            have = key_of_manifest(manifest.job, manifest.tables, manifest.meta.query_version)
+            want = key_of_manifest(job.spec, job.tables, manifest.meta.query_version)
+            # A job deployed as stopped keeps its stored manifest (its changes apply once it
+            # runs again): only its desired state is compared then.
+            changed = have != want and desired != "stopped"
+            if changed or manifest.job.get("desired-state", "running") != desired:
+                w.violate(
+                    "ok-deploy-not-recorded",
+                    f"{name} ended ok but the store records "
+                    f"{job.name} as {have}, {manifest.job.get('desired-state')}",
+                )
+            alive = w.live_runs(job.name)
+            version = manifest.meta.query_version
+            if desired == "stopped" and alive:
+                w.violate(
+                    "ok-deploy-runs-other",
+                    f"{name} ended ok; {job.name} should be "
+                    f"stopped but {alive[0].describe()} is alive",
+                )
+            elif desired != "stopped":
+                other = [r for r in alive if r.version != version]
+                ran = [
+                    r
+                    for r in w.runs
+                    if r.name == job.name
+                    and r.version == version
+                    and (not r.gone or r.how_gone.startswith("died"))
+                ]
+                if other or not ran:
+                    w.violate(
+                        "ok-deploy-runs-other",
+                        f"{name} ended ok; the store records "
+                        f"{job.name} v{version} but runs: "
+                        + (", ".join(r.describe() for r in alive) or "none"),
+                    )
+        if prune:
+            for gone in sorted(set(stored) - {j.name for j in jobs}):
+                w.violate(
+                    "ok-deploy-not-recorded",
+                    f"{name} ended ok (--prune) but {gone} is still stored",
+                )
+
+    def final_checks(self) -> None:
+        w, stored = self.world, self.stored()
+        for name, manifest in sorted(stored.items()):
+            if manifest.job.get("desired-state", "running") == "stopped":
+                continue
+            version = manifest.meta.query_version
+            alive = w.live_runs(name)
+            if not any(r.version == version for r in alive):
+                w.violate(
+                    "stays-down",
+                    f"{name} v{version} should run but runs: "
+                    + (", ".join(r.describe() for r in alive) or "nothing")
+                    + " after the quiet phase",
+                )
+        # Rows lost: the checkpoint of (job, v) went past a batch committed into a sink that
+        # the store never recorded for (job, v), and on into another sink.
+        by_version: dict[tuple[str, int], list[tuple[int, str]]] = {}
+        for (name, version, batch), sink in sorted(w.track.committed.items()):
+            by_version.setdefault((name, version), []).append((batch, sink))
+        for (name, version), batches in sorted(by_version.items()):
+            recorded = w.track.recorded_sinks.get((name, version), set())
+            for index, (batch, sink) in enumerate(batches):
+                later = [(b, s) for b, s in batches[index + 1 :] if s != sink]
+                if sink not in recorded and later:
+                    w.violate(
+                        "rows-lost",
+                        f"{name} v{version} batch {batch} was committed "
+                        f"only into {sink}, which the store never recorded for "
+                        f"v{version} (it records {sorted(recorded)}); the checkpoint "
+                        f"went on with batch {later[0][0]} into {later[0][1]}",
+                    )
+                    break
+
+    # -- the scenario ----------------------------------------------------------------------------
+    def run(self) -> None:
+        w, rt = self.world, self.rt
+        faults = self.world.faults
+        self.watchers_up()
+        for op in self.scenario.ops:
+            rt.sleep(op.at)
+            if op.kind == "deploy":
+                self.last_variant = op.variant
+                self.deploy(op, op.variant)
+            elif op.kind == "stop":
+                self.stop(op)
+            else:
+                alive = [p for p in self.watchers if not p.dead]
+                if alive:
+                    self.kill(alive[rt.rng.randrange(len(alive))], "scenario")
+            self.watchers_up()
+        # The quiet phase: no faults, no kills; the actors end; a last deploy; watchers go on.
+        rt.sleep(30)
+        for key in vars(faults):
+            setattr(faults, key, 0.0)
+        w.log("QUIET: faults off")
+        rt.block(until=lambda: all(p.dead for p in self.actors), deadline=rt.now + QUIET_WAIT)
+        for proc in self.actors:
+            self.kill(proc, "still running when the quiet phase began")
+        self.watchers_up()
+        last = self.deploy(None, self.last_variant, quiet=True)
+        rt.block(until=lambda: last.dead, deadline=rt.now + QUIET_WAIT)
+        if not last.dead:
+            w.violate("quiet-deploy-failed", f"{last.name} did not end in {QUIET_WAIT:.0f} s")
+            self.kill(last, "did not end")
+        else:
+            _, jobs, prune = VARIANTS[self.last_variant]
+            left = actors.pending(w, "plan", jobs, prune)
+            if left:
+                w.violate(
+                    "no-convergence",
+                    "after a deploy in a quiet world the next deploy "
+                    "would still do: " + "; ".join(left),
+                )
+        rt.sleep(QUIET_WATCH)
+        self.final_checks()
+        w.log("END")
+
+
+def run_seed(seed: int, verbose: bool = False) -> Outcome:
+    scenario = generate(seed)
+    rng = random.Random(f"world-{seed}")
+    rt = SimRuntime(rng)
+    world = World(rt, copy.copy(scenario.faults))
+    world.verbose = verbose
+    director = Director(world, scenario)
+    crashes: list[str] = []
+
+    def crashed(thread, exc: BaseException) -> None:
+        line = f"{thread.proc.name}/{thread.name} crashed: {type(exc).__name__}: {exc}"
+        crashes.append(line)
+        if thread.proc.name in ("director", "cluster"):  # the simulation's own bug
+            world.violate("simulator-error", line.splitlines()[0])
+            return
+        # A traceback that ends a process of the product: never meant for people.
+        world.violate("traceback", line.splitlines()[0])
+
+    rt.on_crash = crashed
+
+    def after_step() -> None:
+        p = world.faults.kill_per_step
+        if p and rng.random() < p:
+            victims = [x for x in director.actors + director.watchers if not x.dead]
+            if victims:
+                director.kill(victims[rng.randrange(len(victims))], "at a random step")
+
+    rt.after_step = after_step
+    said = Stream(world, "stderr")
+    with runtime.install(rt), deterministic(rt, rng), contextlib.redirect_stderr(said):
+        world.cluster = rt.process("cluster", lambda: rt.block(until=lambda: False))
+        boss = rt.process("director", director.run)
+        note = rt.run(boss, MAX_STEPS)
+    if note:
+        world.log(f"CUT SHORT: {note}")
+    return Outcome(seed, scenario, world.violations, world.history, rt.step, rt.now, note, crashes)
+
+
+def failing_line(seed: int) -> str | None:
+    """One seed's first violation of each kind on one line; None when it kept every check."""
+    outcome = run_seed(seed)
+    if not outcome.violations and not outcome.note:
+        return None
+    return f"seed {seed}: " + " | ".join(outcome.first_lines() or [outcome.note])
+
+
+def _chunk(seeds: list[int]) -> list[tuple[int, str | None]]:
+    return [(seed, failing_line(seed)) for seed in seeds]
+
+
+def run_many(first: int, count: int, workers: int = 1) -> Iterator[tuple[int, str | None]]:
+    """(seed, its failing line or None) for `count` seeds from `first`, in seed order;
+    `workers` processes at once (each seed replays the same in any process)."""
+    seeds = list(range(first, first + count))
+    if workers <= 1:
+        for seed in seeds:
+            yield seed, failing_line(seed)
+        return
+    import concurrent.futures
+    import multiprocessing
+
+    size = 10
+    chunks = [seeds[i : i + size] for i in range(0, len(seeds), size)]
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        for found in pool.map(_chunk, chunks):
+            yield from found

@@ -1,0 +1,653 @@
+"""The simulated world: an S3 endpoint (manifest store, intents, locks), checkpoint storage, a
+cluster whose runs commit batches into a sink, and the record of what happened (the history and
+the invariants' bookkeeping). Every call an actor makes into it is a yield point: the scheduler
+chooses who acts next. Faults are drawn from the seed's random generator."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.model.runs import Listing, Liveness, Run
+from flink_sql_runner.stores.storage import StorageError
+from flink_sql_runner.targets.base import (
+    Started,
+    StopNotConfirmed,
+    Stopped,
+    Submission,
+    SubmitOutcomeUnknown,
+)
+from tests.simulation.sim_runtime import Killed, Proc, SimRuntime
+from tests.support.fakes import FakeStorage
+
+BUCKET = "sim"
+PREFIX = "store/"
+
+
+@dataclass
+class Faults:
+    """Probabilities of each fault per call (all zero in the quiet phase)."""
+
+    s3_503: float = 0.0
+    s3_lost_answer: float = 0.0
+    s3_stale_listing: float = 0.0
+    lock_slow: float = 0.0
+    storage_503: float = 0.0
+    submit_refused: float = 0.0
+    submit_lost: float = 0.0
+    submit_slow: float = 0.0
+    liveness_unknown: float = 0.0
+    listing_503: float = 0.0
+    stop_unconfirmed: float = 0.0
+    run_dies: float = 0.0
+    run_dies_after_commit: float = 0.0
+    run_hangs: float = 0.0
+    run_stalls: float = 0.0
+    kill_per_step: float = 0.0
+    manifest_put_503: float = 0.0  # a manifest's own put (the record after a healthy start)
+
+
+@dataclass
+class SimRun:
+    name: str
+    version: int
+    run_id: str
+    submission_id: str
+    stop_marker: str
+    status_file: str
+    runtime_manifest: str
+    started_by: str
+    step: int
+    gone: bool = False
+    how_gone: str = ""
+    location: str = ""
+    sink: str = ""
+    query: str = ""
+    next_batch: int | None = None
+
+    def describe(self) -> str:
+        return f"{self.name} v{self.version} run {self.run_id[:8]} (by {self.started_by})"
+
+
+@dataclass
+class Violation:
+    step: int
+    kind: str
+    text: str
+
+    def line(self) -> str:
+        return f"step {self.step}: {self.kind}: {self.text}"
+
+
+@dataclass
+class Tracking:
+    """What the invariants need to remember."""
+
+    #: (name, version, query, sink) of every manifest a deploy (or stop) wrote or intended.
+    deploy_wrote: set[tuple[str, int, str, str]] = field(default_factory=set)
+    #: Every sink the store ever recorded for a job's version.
+    recorded_sinks: dict[tuple[str, int], set[str]] = field(default_factory=dict)
+    #: Jobs stopped on purpose (stop returned ok, or a stop step of a deploy that wants it
+    #: stopped confirmed its run gone): step and by whom; cleared when a deploy asks for it.
+    stopped: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: Which query first used each checkpoint folder.
+    checkpoint_query: dict[str, str] = field(default_factory=dict)
+    #: (name, version, batch) -> sink it was committed to.
+    committed: dict[tuple[str, int, int], str] = field(default_factory=dict)
+
+
+def query_of(doc: dict[str, Any]) -> str:
+    text = json.dumps([doc.get("sql"), doc.get("code"), doc.get("source-tables")], sort_keys=True)
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
+def sink_of_tables(target: str, tables: dict[str, Any]) -> str:
+    options = (tables.get(target) or {}).get("options") or {}
+    return str(options.get("topic") or options.get("path") or target)
+
+
+def key_of_manifest(job: dict[str, Any], tables: dict[str, Any], version: int) -> tuple:
+    doc = {
+        "sql": job.get("sql"),
+        "code": job.get("code"),
+        "source-tables": sorted(n for n in tables if n != job.get("target-table")),
+    }
+    return (
+        str(job["name"]),
+        int(version),
+        query_of(doc),
+        sink_of_tables(str(job["target-table"]), tables),
+    )
+
+
+class World:
+    def __init__(self, rt: SimRuntime, faults: Faults) -> None:
+        self.rt, self.rng, self.faults = rt, rt.rng, faults
+        self.objects: dict[str, tuple[bytes, str]] = {}  # key -> (body, etag)
+        self.object_log: list[tuple[float, str, str | None]] = []  # (time, key, etag or None)
+        self._etag = 0
+        self.files: dict[str, Any] = {}  # checkpoint storage
+        self.runs: list[SimRun] = []
+        self.next_batch: dict[str, int] = {}  # by checkpoint location
+        self.sink: list[tuple[str, int, int, str, str]] = []  # name, version, batch, sink, run
+        self.history: list[str] = []
+        self.violations: list[Violation] = []
+        self.track = Tracking()
+        self.cluster: Proc | None = None
+        self.kinds: dict[str, str] = {}  # process name -> deploy / stop / watch / ...
+        self.wants: dict[str, dict[str, str]] = {}  # process name -> job -> running/stopped/gone
+        self.verbose = False
+
+    # -- the history ---------------------------------------------------------------------------
+    def who(self) -> str:
+        me = self.rt.me()
+        return f"{me.proc.name}/{me.name}"
+
+    def log(self, text: str) -> None:
+        self.history.append(f"{self.rt.step:6d} {self.rt.now:8.1f}s {text}")
+
+    def violate(self, kind: str, text: str) -> None:
+        self.violations.append(Violation(self.rt.step, kind, text))
+        self.log(f"VIOLATION {kind}: {text}")
+
+    def call(self, what: str) -> str:
+        """A call into the world: a yield point; Killed for a dead process."""
+        self.rt.yield_point()
+        return self.who()
+
+    def answer(self, who: str, what: str, answer: str) -> None:
+        self.log(f"{who} {what} -> {answer}")
+
+    def chance(self, p: float) -> bool:
+        return p > 0 and self.rng.random() < p
+
+    def proc_name(self) -> str:
+        return self.rt.me().proc.name
+
+    # -- S3 ------------------------------------------------------------------------------------
+    def s3_error(self, code: str, status: int, op: str) -> ClientError:
+        return ClientError(
+            {
+                "Error": {"Code": code, "Message": code},
+                "ResponseMetadata": {"HTTPStatusCode": status},
+            },
+            op,
+        )
+
+    def s3_put(self, key: str, body: bytes) -> str:
+        self._etag += 1
+        etag = f'"{self._etag:08x}"'
+        self.objects[key] = (body, etag)
+        self.object_log.append((self.rt.now, key, etag))
+        self.on_put(key, body)
+        return etag
+
+    def s3_delete(self, key: str) -> None:
+        if self.objects.pop(key, None) is not None:
+            self.object_log.append((self.rt.now, key, None))
+
+    def listing_as_of(self, at: float) -> dict[str, str]:
+        state: dict[str, str] = {}
+        for when, key, etag in self.object_log:
+            if when > at:
+                break
+            if etag is None:
+                state.pop(key, None)
+            else:
+                state[key] = etag
+        return state
+
+    def on_put(self, key: str, body: bytes) -> None:
+        """Bookkeeping of manifests and intents written."""
+        proc = self.proc_name()
+        kind = self.kinds.get(proc, "")
+        rest = key[len(PREFIX) :]
+        if rest == "_lock.json" and kind == "deploy":
+            for job, want in self.wants.get(proc, {}).items():
+                if want == "running":  # a deploy that asks for it holds the store now
+                    self.track.stopped.pop(job, None)
+            return
+        if rest.startswith("_intents/"):
+            try:
+                from flink_sql_runner.model.stored import StoredManifest
+
+                intended = StoredManifest.from_dict(json.loads(body)["manifest"], key)
+                if kind == "watch":
+                    return  # what watch intends counts only once a deploy wrote it
+                self.track.deploy_wrote.add(
+                    key_of_manifest(intended.job, intended.tables, intended.meta.query_version)
+                )
+            except (ValueError, KeyError, TypeError, AttributeError, FsrError):
+                self.violate("unreadable-intent", f"{proc} wrote an intent that is not JSON")
+            return
+        if "/" in rest or not rest.endswith(".yaml"):
+            return
+        from flink_sql_runner.model.stored import StoredManifest
+
+        manifest = StoredManifest.from_yaml(body.decode(), key)
+        key_ = key_of_manifest(manifest.job, manifest.tables, manifest.meta.query_version)
+        self.track.recorded_sinks.setdefault((manifest.name, key_[1]), set()).add(key_[3])
+        if kind == "watch":
+            if key_ not in self.track.deploy_wrote:
+                self.violate(
+                    "watch-recorded-unknown",
+                    f"{proc} recorded {manifest.name} "
+                    f"v{key_[1]} (query {key_[2]}, sink {key_[3]}), which no deploy "
+                    "wrote or intended",
+                )
+        else:
+            self.track.deploy_wrote.add(key_)
+
+    # -- the cluster ---------------------------------------------------------------------------
+    def live_runs(self, name: str | None = None) -> list[SimRun]:
+        return [r for r in self.runs if not r.gone and (name is None or r.name == name)]
+
+    def start_run(self, submission: Submission, by: str) -> SimRun:
+        run = SimRun(
+            submission.name,
+            submission.version,
+            submission.run_id,
+            f"sub-{len(self.runs) + 1}",
+            submission.stop_marker,
+            submission.status_file,
+            submission.runtime_manifest,
+            by,
+            self.rt.step,
+        )
+        alive = self.live_runs(run.name)
+        self.runs.append(run)
+        self.log(f"cluster: run {run.describe()} starts")
+        if alive:
+            self.violate(
+                "two-runs",
+                f"{run.describe()} started while "
+                + ", ".join(r.describe() for r in alive)
+                + " may be alive",
+            )
+        stopped = self.track.stopped.get(run.name)
+        if stopped is not None:
+            self.violate(
+                "runs-after-stop",
+                f"{run.describe()} started although the job was "
+                f"stopped on purpose at step {stopped[0]} by {stopped[1]} and no "
+                "deploy asked for it since",
+            )
+        self.rt.spawn(
+            lambda: self.drive(run),
+            f"driver-{run.name}-{len(self.runs)}",
+            daemon=True,
+            proc=self.cluster,
+        )
+        return run
+
+    def end_run(self, run: SimRun, how: str, state: str | None, error: str = "") -> None:
+        if run.gone:
+            return
+        run.gone, run.how_gone = True, how
+        if state is not None:
+            self.write_status(run, state, error=error)
+        self.log(f"cluster: run {run.describe()} ends: {how}")
+
+    def write_status(self, run: SimRun, state: str, **more: Any) -> None:
+        doc = {"run-id": run.run_id, "state": state, "spark-version": "4.0.0", **more}
+        self.files[run.status_file] = json.dumps(doc)
+
+    def drive(self, run: SimRun) -> None:
+        """One driver: reads its runtime manifest, then commits a batch every few seconds and
+        reports it in its status file, until its stop marker appears or it is killed."""
+        f = self.faults
+        self.rt.sleep(self.rng.uniform(2, 12))
+        if run.gone:
+            return
+        doc = json.loads(self.files.get(run.runtime_manifest) or "{}")
+        run.location = str(doc.get("checkpoint-location", ""))
+        run.sink = sink_of_tables(str(doc.get("target-table")), doc.get("tables") or {})
+        run.query = query_of(doc)
+        root = run.stop_marker.split("/_control/")[0]
+        if run.location != f"{root}/{run.version}":
+            self.violate("checkpoint-of-another-version", f"{run.describe()} uses {run.location}")
+        first = self.track.checkpoint_query.setdefault(run.location, run.query)
+        if first != run.query:
+            self.violate(
+                "checkpoint-reused",
+                f"{run.describe()} runs query {run.query} on "
+                f"{run.location}, first used by query {first}",
+            )
+        fate = self.rng.random()
+        dies = fate < f.run_dies
+        dies_after_commit = not dies and fate < f.run_dies + f.run_dies_after_commit
+        hangs = self.chance(f.run_hangs)
+        stalls = not hangs and self.chance(f.run_stalls)
+        die_at = self.rt.now + self.rng.uniform(0, 120)
+        hang_at = self.rt.now + self.rng.uniform(0, 120)
+        heartbeat = 0
+        while not run.gone:
+            if not any(vars(f).values()):  # the quiet phase: no run dies or hangs from now on
+                dies = dies_after_commit = stalls = False
+                hangs = hangs and self.rt.now >= hang_at  # a hung run stays hung
+            if self.files.get(run.stop_marker) is not None and not hangs:
+                self.end_run(run, "stopped through its stop marker", "stopped")
+                return
+            if (hangs or stalls) and self.rt.now >= hang_at:
+                self.rt.sleep(5)  # alive, no progress; a hung run ignores its stop marker
+                continue
+            batch = self.commit(run)
+            heartbeat += 1
+            if dies_after_commit:
+                self.end_run(
+                    run,
+                    f"died after committing batch {batch}",
+                    "failed",
+                    error="sim: died right after a commit",
+                )
+                return
+            self.write_status(
+                run,
+                "active",
+                heartbeat=heartbeat,
+                **{"last-batch": batch, "batch-running-seconds": 0},
+            )
+            if dies and self.rt.now >= die_at:
+                self.end_run(run, "died", "failed", error="sim: the driver died")
+                return
+            self.rt.sleep(self.rng.uniform(3, 8))
+
+    def commit(self, run: SimRun) -> int:
+        # A driver reads where its checkpoint is at its start and goes on from there by itself
+        # (as Spark keeps its offsets in memory): two drivers on one checkpoint commit the same
+        # batches.
+        if run.next_batch is None:
+            run.next_batch = self.next_batch.get(run.location, 0)
+        batch = run.next_batch
+        run.next_batch += 1
+        self.next_batch[run.location] = max(self.next_batch.get(run.location, 0), batch + 1)
+        self.files[f"{run.location}/metadata"] = '{"id": "sim"}'
+        self.files[f"{run.location}/offsets/{batch}"] = "v1\n{}\n{}"
+        self.sink.append((run.name, run.version, batch, run.sink, run.run_id))
+        key = (run.name, run.version, batch)
+        if key in self.track.committed:
+            self.violate(
+                "batch-twice",
+                f"{run.name} v{run.version} batch {batch} committed "
+                f"again by {run.describe()} into {run.sink} (first into "
+                f"{self.track.committed[key]})",
+            )
+        self.track.committed.setdefault(key, run.sink)
+        self.files[f"{run.location}/commits/{batch}"] = "v1\n{}"
+        return batch
+
+
+# -- the product's edges, simulated ------------------------------------------------------------
+class _Body:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def read(self) -> bytes:
+        return self.data
+
+
+class _Paginator:
+    def __init__(self, client: SimS3) -> None:
+        self.client = client
+
+    def paginate(self, Bucket: str, Prefix: str, Delimiter: str = "") -> list[dict]:  # noqa: N803
+        return [self.client.list_objects_v2(Bucket=Bucket, Prefix=Prefix, Delimiter=Delimiter)]
+
+
+class _Meta:
+    class config:  # noqa: N801
+        retries = {"total_max_attempts": 1}
+
+
+class SimS3:
+    """The few calls of boto3's S3 client the store and its lock make, on the world's objects:
+    conditional puts and deletes, 503s, answers lost after the change was made, stale
+    listings, slow lock writes."""
+
+    meta = _Meta
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def get_paginator(self, name: str) -> _Paginator:
+        return _Paginator(self)
+
+    def _enter(self, op: str, key: str) -> str:
+        w = self.world
+        who = w.call(f"s3.{op} {key}")
+        if key.endswith("_lock.json") and w.chance(w.faults.lock_slow):
+            w.rt.sleep(w.rng.uniform(5, 60))
+        if w.chance(w.faults.s3_503):
+            w.answer(who, f"s3.{op} {key}", "503")
+            raise w.s3_error("SlowDown", 503, op)
+        return who
+
+    def _lost(self, who: str, op: str, key: str) -> None:
+        w = self.world
+        if w.chance(w.faults.s3_lost_answer):
+            w.answer(who, f"s3.{op} {key}", "done, answer lost (503)")
+            raise w.s3_error("InternalError", 500, op)
+
+    def list_objects_v2(self, Bucket: str, Prefix: str, Delimiter: str = "") -> dict:  # noqa: N803
+        w = self.world
+        who = self._enter("list", Prefix)
+        state = {k: e for k, (_, e) in w.objects.items()}
+        stale = ""
+        if w.chance(w.faults.s3_stale_listing):
+            lag = w.rng.uniform(1, 20)
+            state, stale = w.listing_as_of(w.rt.now - lag), f" (stale by {lag:.0f} s)"
+        found = []
+        for key in sorted(state):
+            if key.startswith(Prefix) and not (Delimiter and Delimiter in key[len(Prefix) :]):
+                found.append({"Key": key, "ETag": state[key]})
+        w.answer(who, f"s3.list {Prefix}", f"{len(found)} objects{stale}")
+        return {"Contents": found}
+
+    def get_object(self, Bucket: str, Key: str, IfMatch: str | None = None) -> dict:  # noqa: N803
+        w = self.world
+        who = self._enter("get", Key)
+        found = w.objects.get(Key)
+        if found is None:
+            w.answer(who, f"s3.get {Key}", "404")
+            raise w.s3_error("NoSuchKey", 404, "GetObject")
+        if IfMatch is not None and IfMatch != found[1]:
+            w.answer(who, f"s3.get {Key}", "412")
+            raise w.s3_error("PreconditionFailed", 412, "GetObject")
+        w.answer(who, f"s3.get {Key}", found[1])
+        return {"Body": _Body(found[0]), "ETag": found[1]}
+
+    def put_object(
+        self,
+        Bucket: str,
+        Key: str,
+        Body: Any,
+        IfMatch: str | None = None,  # noqa: N803
+        IfNoneMatch: str | None = None,
+        **_: Any,
+    ) -> dict:  # noqa: N803
+        w = self.world
+        who = self._enter("put", Key)
+        body = Body.encode() if isinstance(Body, str) else bytes(Body)
+        rest = Key[len(PREFIX) :]
+        if "/" not in rest and rest.endswith(".yaml") and w.chance(w.faults.manifest_put_503):
+            w.answer(who, f"s3.put {Key}", "503")
+            raise w.s3_error("SlowDown", 503, "PutObject")
+        current = w.objects.get(Key)
+        if (IfNoneMatch == "*" and current is not None) or (
+            IfMatch is not None and (current is None or current[1] != IfMatch)
+        ):
+            w.answer(who, f"s3.put {Key}", "412")
+            raise w.s3_error("PreconditionFailed", 412, "PutObject")
+        etag = w.s3_put(Key, body)
+        self._lost(who, "put", Key)
+        w.answer(who, f"s3.put {Key}", etag)
+        return {"ETag": etag}
+
+    def delete_object(self, Bucket: str, Key: str, IfMatch: str | None = None) -> dict:  # noqa: N803
+        w = self.world
+        who = self._enter("delete", Key)
+        current = w.objects.get(Key)
+        if IfMatch is not None and current is not None and current[1] != IfMatch:
+            w.answer(who, f"s3.delete {Key}", "412")
+            raise w.s3_error("PreconditionFailed", 412, "DeleteObject")
+        w.s3_delete(Key)
+        self._lost(who, "delete", Key)
+        w.answer(who, f"s3.delete {Key}", "done")
+        return {}
+
+
+class SimStorage(FakeStorage):
+    """Checkpoint storage on the world's files, each call a yield point that may answer 503."""
+
+    def __init__(self, world: World) -> None:
+        super().__init__()
+        self.world = world
+        self.files = world.files
+
+    def _check(self) -> None:
+        w = self.world
+        caller = sys._getframe(1)  # which FakeStorage method, on which location (history only)
+        what = f"storage.{caller.f_code.co_name} {caller.f_locals.get('location', '')}"
+        who = w.call(what)
+        if w.chance(w.faults.storage_503):
+            w.answer(who, what, "503")
+            raise StorageError("cannot read s3://ckpt/: SlowDown (HTTP 503) (sim)")
+        w.answer(who, what, "ok")
+
+
+class SimTarget:
+    """A cluster: submits take virtual time and may be refused, lost (the run starts, the
+    answer is a timeout) or slow; liveness may be unknown; listings may fail; stops go through
+    the stop marker, then kill, and may not be confirmed."""
+
+    name = "sim"
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def spark_version(self) -> str | None:
+        return None
+
+    def _run(self, run: SimRun) -> Run:
+        return Run(run.name, run.version, run.run_id, run.submission_id, run.submission_id)
+
+    def list_runs(self) -> Listing:
+        w = self.world
+        who = w.call("target.list")
+        if w.chance(w.faults.listing_503):
+            w.answer(who, "target.list", "503")
+            raise FsrError("the cluster's API answered HTTP 503 to the listing (sim)")
+        runs = [self._run(r) for r in w.live_runs()]
+        w.answer(who, "target.list", ", ".join(f"{r.name} v{r.version}" for r in runs) or "-")
+        return Listing.of_runs(runs)
+
+    def submit(self, submission: Submission) -> Started:
+        w = self.world
+        what = f"target.submit {submission.name} v{submission.version}"
+        who = w.call(what)
+        w.log(f"{who} {what} ...")
+        if w.chance(w.faults.submit_refused):
+            w.answer(who, what, "refused")
+            raise FsrError("the cluster refused the submission (sim)")
+        slow = w.chance(w.faults.submit_slow)
+        latency = w.rng.uniform(60, 300) if slow else w.rng.uniform(0.5, 5)
+        # The request is on its way: the cluster starts the run even if this deployer dies.
+        by, started = w.proc_name(), []
+
+        def arrive() -> None:
+            w.rt.sleep(latency / 2)
+            started.append(w.start_run(submission, by))
+
+        run_began = w.rt.now
+        w.rt.spawn(arrive, f"submit-{submission.name}", daemon=True, proc=w.cluster)
+        w.rt.block(until=lambda: bool(started), deadline=w.rt.now + latency)
+        run = started[0]
+        w.rt.sleep(max(0.0, latency - (w.rt.now - run_began)))
+        if w.chance(w.faults.submit_lost):
+            w.answer(who, what, "timed out (the run started)")
+            raise SubmitOutcomeUnknown(
+                "the submission timed out (sim)", Run(run.name, run.version, run.run_id, "unknown")
+            )
+        w.answer(who, what, f"started {run.submission_id}")
+        return Started(self._run(run))
+
+    def _find(self, run: Run) -> list[SimRun]:
+        return [
+            r
+            for r in self.world.live_runs(run.name)
+            if r.run_id == run.run_id or (run.run_id is None and r.version == run.version)
+        ]
+
+    def liveness(self, run: Run) -> Liveness:
+        w = self.world
+        who = w.call(f"target.liveness {run.name}")
+        if w.chance(w.faults.liveness_unknown):
+            w.answer(who, f"target.liveness {run.name}", "unknown")
+            return Liveness.UNKNOWN
+        alive = Liveness.ALIVE if self._find(run) else Liveness.GONE
+        w.answer(who, f"target.liveness {run.name} {(run.run_id or '')[:8]}", alive.value)
+        return alive
+
+    def launched(self, run: Run) -> None:
+        return None
+
+    def failure_detail(self, run: Run) -> str:
+        return "sim: log tail"
+
+    def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:
+        w = self.world
+        what = f"target.stop {run.name} v{run.version}"
+        who = w.call(what)
+        w.log(f"{who} {what} ...")
+        w.files[stop_marker] = "stop requested"
+        begun = w.rt.now
+        while w.rt.now - begun < timeout:
+            if not self._find(run):
+                w.answer(who, what, "stopped gracefully")
+                self.stopped(run)
+                return Stopped(True, w.rt.now - begun, "stopped gracefully (sim)")
+            w.rt.sleep(1)
+        if w.chance(w.faults.stop_unconfirmed):
+            w.answer(who, what, "kill not confirmed")
+            raise StopNotConfirmed(f"{run.describe()}: the kill was not confirmed (sim)")
+        for found in self._find(run):
+            w.end_run(found, f"killed by {w.proc_name()}", None)
+        w.answer(who, what, "killed")
+        self.stopped(run)
+        return Stopped(False, w.rt.now - begun, "killed (sim)")
+
+    def stopped(self, run: Run) -> None:
+        """A stop took effect: on purpose when the process wants the job stopped or gone."""
+        w = self.world
+        proc = w.proc_name()
+        if w.wants.get(proc, {}).get(run.name) in ("stopped", "gone"):
+            w.track.stopped.setdefault(run.name, (w.rt.step, proc))
+
+
+class Stream(io.StringIO):
+    """Where a watcher's notifier writes: into the history."""
+
+    def __init__(self, world: World, name: str) -> None:
+        super().__init__()
+        self.world, self.name = world, name
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            if line.strip():
+                self.world.log(f"{self.name} says: {line.strip()}")
+        return len(text)
+
+
+def noop(*_: Any) -> Callable[..., None]:
+    return lambda *a, **k: None
+
+
+__all__ = ["Killed", "World", "Faults", "SimS3", "SimStorage", "SimTarget", "Stream"]
