@@ -17,6 +17,8 @@ from flink_sql_runner.decide.lineage import build_lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
 from flink_sql_runner.decide.tree import decide, describe_runs, error
 from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.intents import Kind
+from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.sinks import SinkId, target_sink
 
 
@@ -42,8 +44,8 @@ def build_plan(facts: list[JobFacts], prune: bool = False, spark: str | None = N
     owners = {
         f.name: sink
         for f in ordered
-        if f.stored is not None
-        and (sink := target_sink(f.name, f.stored.job, f.stored.tables)) is not None
+        if (recorded := _recorded(f)) is not None
+        and (sink := target_sink(f.name, recorded.job, recorded.tables)) is not None
     }
     handovers: list[Handover] = []
     for name, decision in decisions.items():
@@ -55,6 +57,16 @@ def build_plan(facts: list[JobFacts], prune: bool = False, spark: str | None = N
     decisions = _hand_over(decisions, handovers)
     decisions = pipeline.downstream_impact(decisions, by_name, lineage)
     return Plan(tuple(replace(decisions[f.name], token=f.token) for f in ordered))
+
+
+def _recorded(facts: JobFacts) -> StoredManifest | None:
+    """What the store records of a job once its open intent is settled: an interrupted start
+    that took effect, or whose run is up, is recorded with the intent's manifest (and writes
+    its sink, not the stored one's)."""
+    settled = facts.intent.settled if facts.intent is not None else None
+    if settled is not None and settled.completes and settled.intent.kind is Kind.START:
+        return settled.intent.manifest
+    return facts.stored
 
 
 def _sinks_started(decision: Decision) -> list[SinkId]:
@@ -96,7 +108,10 @@ def _respect_owners(
             (new := target_sink(other, desired.spec, desired.tables)) and new.overlaps(sink)
         )
         running = any(isinstance(s, StopRun) for s in theirs.steps) or not facts[other].alive
-        if theirs.action is Action.PRUNE or (moves and running and theirs.steps):
+        # A job left stopped whose manifest in git moved its sink lets go of the old one: it
+        # runs nowhere now, and will run into its new sink.
+        idle = theirs.action is Action.NOOP and not facts[other].runs
+        if theirs.action is Action.PRUNE or (moves and running and (theirs.steps or idle)):
             givers.append(other)
             continue
         state = (

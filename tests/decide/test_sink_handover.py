@@ -125,3 +125,55 @@ def test_a_sink_taken_from_a_job_that_moves_on_still_waits_for_its_whole_decisio
     }
     assert by_name["n"].after == ("a",) and not by_name["n"].after_stops
     assert by_name["a"].rollback
+
+
+def test_a_stopped_job_whose_sink_moved_in_git_lets_another_job_take_its_old_sink():
+    """Found by the simulation (seed 433 on the fixed code): `a` was recorded stopped while it
+    wrote folder /out/b; git now keeps it stopped, writing /out/a, and gives /out/b to `b`. Before,
+    `b` was refused on every deploy ("would write folder /out/b, which job a ... writes")."""
+    from flink_sql_runner.decide.decisions import Action
+    from flink_sql_runner.decide.plan import build_plan
+    from flink_sql_runner.gather.facts import gather
+    from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
+    from tests.support.jobs import BASE, ROOT, make_job, stored_of
+
+    def tables(path):
+        return {"src": BASE.tables["src"], "out": {"format": "parquet", "options": {"path": path}}}
+
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    stopped = {"desired-state": "stopped"}
+    store.put(stored_of(make_job(name="a", tables=tables("/out/b"), **stopped), 1))
+    storage.add_checkpoint(f"{ROOT}/a/1", 3)
+    a = make_job(name="a", tables=tables("/out/a"), **stopped)
+    b = make_job(name="b", tables=tables("/out/b"))
+    plan = build_plan(gather([a, b], store, target, storage, workers=1))
+    actions = {d.name: d.action for d in plan.decisions}
+    assert actions == {"a": Action.NOOP, "b": Action.START_CLEAN}, plan.decisions
+
+
+def test_an_interrupted_start_that_took_effect_moves_its_jobs_claim_to_its_new_sink():
+    """Found by the simulation (seeds 4, 10, 99 on the fixed code): `b`'s deploy moved it from
+    /out/a to /out/b, its new run is up, and the record is missing (the deployer died). The
+    next deploy records it; meanwhile `a` may take /out/a. Before, the stored (old) manifest's
+    sink counted, and `a` was refused on every deploy."""
+    from flink_sql_runner.decide.decisions import Action
+    from flink_sql_runner.decide.plan import build_plan
+    from flink_sql_runner.gather.facts import gather
+    from flink_sql_runner.model.intents import IntentLog, Phase, new_intent
+    from flink_sql_runner.model.runs import Run
+    from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
+    from tests.support.jobs import BASE, ROOT, make_job, stored_of
+
+    def tables(path):
+        return {"src": BASE.tables["src"], "out": {"format": "parquet", "options": {"path": path}}}
+
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    store.put(stored_of(make_job(name="b", tables=tables("/out/a")), 1))
+    b = make_job(name="b", tables=tables("/out/b"))
+    IntentLog(store).write(new_intent(stored_of(b, 2), "start-clean", "run-2").at(Phase.HEALTHY))
+    target.add_run(Run("b", 2, "run-2", "pid 2"))
+    storage.add_checkpoint(f"{ROOT}/b/2", 3)
+    a = make_job(name="a", tables=tables("/out/a"))
+    plan = build_plan(gather([a, b], store, target, storage, workers=1))
+    actions = {d.name: d.action for d in plan.decisions}
+    assert actions == {"a": Action.START_CLEAN, "b": Action.ADOPT}, plan.decisions

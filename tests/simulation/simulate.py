@@ -20,7 +20,7 @@ from flink_sql_runner.model.stored import StoredManifest
 from tests.simulation import actors
 from tests.simulation.scenario import VARIANTS, Op, Scenario, generate, wants
 from tests.simulation.sim_runtime import EPOCH, Killed, Proc, SimRuntime
-from tests.simulation.world import PREFIX, Stream, Violation, World, key_of_manifest
+from tests.simulation.world import PREFIX, SimTarget, Stream, Violation, World, key_of_manifest
 
 MAX_STEPS = 60_000
 QUIET_WAIT = 1200.0  # at most this long for the actors to end before the quiet phase
@@ -304,6 +304,9 @@ class Director:
         for proc in self.actors:
             self.kill(proc, "still running when the quiet phase began")
         self.watchers_up()
+        # A killed deployer's submission may still reach the cluster until the target's submit
+        # timeout has passed: until then the product rightly starts nothing beside it.
+        rt.sleep(SimTarget.submit_timeout)
         last = self.deploy(None, self.last_variant, quiet=True)
         rt.block(until=lambda: last.dead, deadline=rt.now + QUIET_WAIT)
         if not last.dead:

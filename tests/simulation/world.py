@@ -11,6 +11,8 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -132,6 +134,7 @@ class World:
     def __init__(self, rt: SimRuntime, faults: Faults) -> None:
         self.rt, self.rng, self.faults = rt, rt.rng, faults
         self.objects: dict[str, tuple[bytes, str]] = {}  # key -> (body, etag)
+        self.modified: dict[str, float] = {}  # key -> when it was last written (virtual s)
         self.object_log: list[tuple[float, str, str | None]] = []  # (time, key, etag or None)
         self._etag = 0
         self.files: dict[str, Any] = {}  # checkpoint storage
@@ -186,6 +189,7 @@ class World:
         self._etag += 1
         etag = f'"{self._etag:08x}"'
         self.objects[key] = (body, etag)
+        self.modified[key] = self.rt.now
         self.object_log.append((self.rt.now, key, etag))
         self.on_put(key, body)
         return etag
@@ -386,6 +390,10 @@ class World:
 
 
 # -- the product's edges, simulated ------------------------------------------------------------
+#: Where the virtual clock's 0 is on S3's calendar.
+EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
 class _Body:
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -462,7 +470,15 @@ class SimS3:
             w.answer(who, f"s3.get {Key}", "412")
             raise w.s3_error("PreconditionFailed", 412, "GetObject")
         w.answer(who, f"s3.get {Key}", found[1])
-        return {"Body": _Body(found[0]), "ETag": found[1]}
+        # S3's own clock: the object's LastModified and the answer's Date header, whole seconds.
+        modified = EPOCH + timedelta(seconds=int(w.modified.get(Key, w.rt.now)))
+        date = format_datetime(EPOCH + timedelta(seconds=int(w.rt.now)), usegmt=True)
+        return {
+            "Body": _Body(found[0]),
+            "ETag": found[1],
+            "LastModified": modified,
+            "ResponseMetadata": {"HTTPHeaders": {"date": date}},
+        }
 
     def put_object(
         self,
@@ -529,6 +545,8 @@ class SimTarget:
     the stop marker, then kill, and may not be confirmed."""
 
     name = "sim"
+    #: A submission's run starts within half its latency (at most 150 s of 300).
+    submit_timeout = 300.0
 
     def __init__(self, world: World) -> None:
         self.world = world
