@@ -48,6 +48,8 @@ def refusal_of(
 ) -> str | None:
     """Why `watch` must not carry `decision` out; None when it may."""
     intent = facts.intent.intent if facts.intent is not None else None
+    if intent is not None and intent.kind is Kind.PRUNE and decision.steps:
+        return "an interrupted prune is left to the next deploy"
     wrote = {manifest_digest(m) for m in (facts.stored, intent.manifest if intent else None) if m}
     for step in decision.steps:
         if isinstance(step, StartRun) and step.clean:

@@ -167,3 +167,22 @@ def test_restarts_that_keep_overlapping_let_the_lock_go_for_a_waiting_deploy():
     watcher.step()
     watcher.settle()
     assert sorted(s.name for s in world.target.submissions) == ["a", "b"]
+
+
+def test_watch_leaves_an_interrupted_prune_to_the_next_deploy():
+    """Found by the simulation (seed 283): a prune stopped `orders`, and writing its intent's
+    next phase landed but its answer was lost. Before this, watch (whose desired job is always
+    the stored one) read the prune as "back under --path", dropped it and restarted the job."""
+    world = World()
+    world.deployed()
+    world.target.runs.pop("orders")
+    manifest = world.store.manifests["orders"]
+    IntentLog(world.store).write(
+        new_intent(manifest, "prune", "-", Kind.PRUNE).at(Phase.OLD_STOPPED)
+    )
+    watcher = world.watcher()
+    for _ in range(3):
+        world.look(watcher)
+    assert world.target.submissions == [], "not restarted"
+    said = [e for e in world.events() if e["event"] == "cannot-act"]
+    assert said and "an interrupted prune is left to the next deploy" in said[-1]["message"]
