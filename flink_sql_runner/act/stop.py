@@ -15,7 +15,15 @@ from flink_sql_runner.decide.tree import as_stopped
 from flink_sql_runner.errors import FsrError, UnknownJob
 from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles
-from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT, IntentLog, Kind, Phase
+from flink_sql_runner.model.intents import (
+    DEFAULT_SUBMIT_TIMEOUT,
+    Intent,
+    IntentLog,
+    Kind,
+    Outcome,
+    Phase,
+    settle,
+)
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import ANY
 from flink_sql_runner.stores.base import ManifestStore
@@ -58,6 +66,7 @@ def stop_jobs(
     is stopped, when a name is neither stored nor running."""
     listing = target.list_runs()
     stored = set(store.list_names())
+    pending = IntentLog(store).read_all()
     chosen = sorted(stored | set(listing.runs)) if names is None else list(dict.fromkeys(names))
     unknown = unknown_names(chosen, stored, listing)
     if unknown:
@@ -70,7 +79,8 @@ def stop_jobs(
 
     def one(name: str) -> StopResult:
         try:
-            return stop_job(store, target, storage, name, timeout, lease, listing.of(name))
+            return stop_job(store, target, storage, name, timeout, lease, listing.of(name),
+                            pending.intents.get(name))  # fmt: skip
         except FsrError as exc:
             return StopResult(name, "failed", str(exc), exc.exit_code)
 
@@ -90,6 +100,7 @@ def stop_job(
     timeout: float,
     lease: StoreLock | None = None,
     runs: tuple[Run, ...] | None = None,
+    intent: Intent | None = None,
 ) -> StopResult:
     """Stop every run of job `name` the target lists (`runs`, when the caller listed already),
     with its checkpoint, and record it as stopped (desired-state: stopped), as a deploy that
@@ -105,6 +116,15 @@ def stop_job(
                 f"run of it on the {target.name} target"
             )
         raise FsrError(f"job {name!r} runs but has no stored manifest; cannot find its stop marker")
+    if intent is not None:
+        settled = settle(intent, runs, None)
+        if settled.outcome is Outcome.UNKNOWN:
+            # A run an interrupted command submitted may still appear: a stop recorded now
+            # could be undone by it. Stopped once it is known.
+            raise FsrError(
+                f"{name}: {intent.describe()}: {settled.why}; not stopped yet (stop it again "
+                "once that is known)"
+            )
     recorded = stored.job.get("desired-state") == "stopped"
     if not runs and recorded:
         return StopResult(name, "not-running", f"{name}: already stopped; checkpoint kept")

@@ -235,3 +235,21 @@ def test_an_interrupted_restart_whose_run_committed_is_recorded_not_dropped():
     (decision,) = plan_of(store, target, storage, [CONFIG]).decisions
     assert "its run committed batch 6 (the checkpoint had 5) before it ended" in decision.reason
     assert decision.steps[0].describe().startswith("record")
+
+
+def test_stop_waits_for_a_submission_that_may_still_appear():
+    """A deploy was killed while submitting `orders` v2 (not listed yet). Before, `stop orders`
+    recorded it stopped at once; the submitted run then appeared, the next command adopted it,
+    and the job ran after `stop` had returned ok. Now the stop fails for that job, saying why,
+    until the submission is known."""
+    from flink_sql_runner.act.stop import stop_jobs
+    from flink_sql_runner.model.intents import new_intent
+
+    store, target, storage = world()
+    target.runs.clear()  # the old run was stopped; the new one may still show up
+    v2 = stored_of(QUERY, 2)
+    IntentLog(store).write(new_intent(v2, "stop-and-start-clean", "run-2").at(Phase.SUBMITTING))
+    (result,) = stop_jobs(store, target, storage, ["orders"], 5)
+    assert result.outcome == "failed"
+    assert "may still appear" in result.message and "not stopped yet" in result.message
+    assert store.manifests["orders"].job.get("desired-state") != "stopped"
