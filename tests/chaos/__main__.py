@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import sys
 import tempfile
 import time
@@ -20,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--store", choices=("folder", "s3", "both"), default="both")
     parser.add_argument("--quiet", type=float, default=15.0, help="seconds of the quiet phase")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the temp folder of a soak that found a violation")  # fmt: skip
     args = parser.parse_args(argv)
     stores = ("folder", "s3") if args.store == "both" else (args.store,)
 
@@ -40,11 +43,14 @@ def main(argv: list[str] | None = None) -> int:
             endpoint = stack.enter_context(moto_s3_server()) if "s3" in stores else None
             for seed in args.seed:
                 for store in stores:
-                    root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="chaos-")))
-                    summaries.append(
-                        run_soak(seed, args.rounds, store, root, spark, endpoint, args.quiet)
-                    )
-                    print(summaries[-1].text(), flush=True)
+                    root = Path(tempfile.mkdtemp(prefix=f"chaos-{seed}-{store}-"))
+                    summary = run_soak(seed, args.rounds, store, root, spark, endpoint, args.quiet)
+                    summaries.append(summary)
+                    if summary.violations and args.keep:
+                        print(f"kept {root} (logs: watch.log, state/logs/)", flush=True)
+                    else:
+                        shutil.rmtree(root, ignore_errors=True)
+                    print(summary.text(), flush=True)
     finally:
         spark.stop()
     total = sum(len(s.violations) for s in summaries)

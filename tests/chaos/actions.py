@@ -160,6 +160,7 @@ class Rounds:
         if not runs:
             self.say(f"  {job} has no live run to kill")
             return
+        before = {r["run-id"] for r in runs}
         old = int(runs[0]["pid"])
         os.killpg(old, signal.SIGKILL)
         self.tally.faults["driver SIGKILLed"] += 1
@@ -167,7 +168,7 @@ class Rounds:
         deadline = time.monotonic() + RESTART_SECONDS
         while time.monotonic() < deadline:
             now = self.world.live(job)
-            if now and all(int(r["pid"]) != old for r in now):
+            if now and all(r["run-id"] not in before for r in now):
                 self.say(f"  watch restarted {job} (pid {now[0]['pid']})")
                 return
             time.sleep(0.5)
@@ -179,14 +180,14 @@ class Rounds:
         delay = round(self.rng.uniform(0.5, 20.0), 1)
         for other in JOBS:
             self.world.monitor.may_run(other)
-        deployer = self.world.popen("deploy", "--lock-timeout", "240")
+        deployer = self.world.popen("deploy", "--lock-timeout", "600", "--start-timeout", "240")
         self.killed(deployer, delay, "deployer", "deployer SIGKILLed mid-deploy")
         self.deployed(0, f"again, after the killed deployer of {job}")
 
     def kill_stop(self, job: str) -> None:
         """`stop NAME` SIGKILLed at a seeded delay; then stopped again."""
         delay = round(self.rng.uniform(0.2, 6.0), 1)
-        stopper = self.world.popen("stop", job, "--stop-timeout", "30", "--lock-timeout", "240")
+        stopper = self.world.popen("stop", job, "--stop-timeout", "30", "--lock-timeout", "600")
         self.killed(stopper, delay, f"stop {job}", "stop SIGKILLed mid-way")
         self.stopped(job)
 

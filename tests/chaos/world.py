@@ -23,10 +23,12 @@ from tests.support.workspace import Workspace
 JOBS = ("alpha", "beta")
 BUCKET = "chaos"
 ROWS_PER_BATCH = 3
-WATCH_ARGS = ("--interval", "1", "--stop-timeout", "20", "--start-timeout", "120",
+#: Starts get 240 s to be healthy: on 2 cores shared with other Spark runs a start took 90 s.
+START_TIMEOUT = "240"
+WATCH_ARGS = ("--interval", "1", "--stop-timeout", "20", "--start-timeout", START_TIMEOUT,
               "--stall-timeout", "60", "--max-failures", "1000", "--backoff-first", "1",
               "--backoff-max", "5", "--log-format", "json")  # fmt: skip
-CLI_TIMEOUT = 300
+CLI_TIMEOUT = 900
 
 
 @dataclass
@@ -141,10 +143,10 @@ class World:
         return process
 
     def deploy(self) -> subprocess.CompletedProcess[str]:
-        return self.run("deploy", "--lock-timeout", "240")
+        return self.run("deploy", "--lock-timeout", "600", "--start-timeout", START_TIMEOUT)
 
     def stop(self, job: str) -> subprocess.CompletedProcess[str]:
-        return self.run("stop", job, "--stop-timeout", "30", "--lock-timeout", "240")
+        return self.run("stop", job, "--stop-timeout", "30", "--lock-timeout", "600")
 
     def status(self) -> dict[str, dict[str, Any]]:
         result = self.run("status", "--output", "json")
