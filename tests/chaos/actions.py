@@ -12,6 +12,7 @@ import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from tests.chaos.world import JOBS, World
 
@@ -29,7 +30,8 @@ ACTIONS = {
     "kill-deployer": 2,
     "kill-stop": 1,
 }
-FAULTS = ("kill-driver", "kill-deployer", "kill-stop")
+#: How long `watch` acts alone between a killed deployer and the next deploy.
+WATCH_SECONDS = 30
 
 
 @dataclass
@@ -46,6 +48,7 @@ class Rounds:
     def __init__(self, world: World, rng: random.Random, tally: Tally):
         self.world, self.rng, self.tally = world, rng, tally
         self.variant = 0
+        self.recorded: dict[str, tuple[Any, ...] | None] = {}
 
     def say(self, text: str) -> None:
         line = f"{time.strftime('%H:%M:%S')} [{self.world.store}] {text}"
@@ -72,11 +75,42 @@ class Rounds:
         return self.rng.choices(names, weights=[kinds[n] for n in names])[0]
 
     def round(self, number: int) -> None:
+        self.only_watch_acted(f"before round {number}")
         kind = self.pick()
         job = self.rng.choice(self.running() or list(JOBS))
         self.say(f"round {number}: {kind} {job}")
         self.tally.actions[kind] += 1
         getattr(self, kind.replace("-", "_"))(job)
+        self.recorded = self.records()
+
+    # -- what the store records ------------------------------------------------------------------
+    def records(self) -> dict[str, tuple[Any, ...] | None]:
+        """{job: (version, query id, desired state, description, query)} as the store has it."""
+        found: dict[str, tuple[Any, ...] | None] = {}
+        for job in JOBS:
+            doc = self.world.stored(job)
+            found[job] = doc and (
+                doc["meta"]["query-version"], doc["meta"]["query-id"],
+                doc.get("desired-state", "running"), doc.get("description"), doc.get("sql"),
+            )  # fmt: skip
+        return found
+
+    def only_watch_acted(self, when: str) -> None:
+        """Since the last CLI call returned (or was killed) only `watch` acted: the store may
+        have changed only to finish what that call deployed (the job file's description and
+        query), never to another version of its own."""
+        now = self.records()
+        for job, old in self.recorded.items():
+            new = now[job]
+            if new == old:
+                continue
+            wanted = (self.world.expected[job].description, self.world.expected[job].sql)
+            if not (old and new and new[3:] == wanted and old[3:] != wanted):
+                self.violation(
+                    f"the store's record of {job} changed {when} while only watch acted: "
+                    f"{old} -> {new}"
+                )
+        self.recorded = now
 
     # -- expectations --------------------------------------------------------------------------
     def change(self, job: str, kind: str) -> None:
@@ -182,6 +216,15 @@ class Rounds:
             self.world.monitor.may_run(other)
         deployer = self.world.popen("deploy", "--lock-timeout", "600", "--start-timeout", "240")
         self.killed(deployer, delay, "deployer", "deployer SIGKILLed mid-deploy")
+        self.recorded = self.records()
+        if self.rng.random() < 0.5:
+            # Before the next deploy, the job's run dies and `watch` acts on what it finds.
+            for run in self.world.live(job):
+                os.killpg(int(run["pid"]), signal.SIGKILL)
+                self.tally.faults["driver SIGKILLed after a killed deployer"] += 1
+                self.say(f"  SIGKILLed the driver of {job} (v{run['version']}); watch acts")
+            time.sleep(WATCH_SECONDS)
+            self.only_watch_acted(f"after the killed deployer of {job}")
         self.deployed(0, f"again, after the killed deployer of {job}")
 
     def kill_stop(self, job: str) -> None:

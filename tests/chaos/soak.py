@@ -86,6 +86,7 @@ def run_soak(
         world.monitor.start()
         act.say(f"seed {seed}: first deploy of {', '.join(JOBS)}")
         act.deployed(0, "first deploy")
+        act.recorded = act.records()
         world.start_watch()
         for number in range(1, rounds + 1):
             settle(world, act)
@@ -93,6 +94,7 @@ def run_soak(
         act.say(f"quiet phase: {quiet:.0f} s, then every job that should run up")
         time.sleep(quiet)
         settle(world, act)
+        act.only_watch_acted("in the quiet phase")
         check(world, act, spark, summary)
     finally:
         world.close()
