@@ -204,6 +204,7 @@ class Rounds:
             now = self.world.live(job)
             if now and all(r["run-id"] not in before for r in now):
                 self.say(f"  watch restarted {job} (pid {now[0]['pid']})")
+                self.only_watch_acted(f"when watch restarted {job}")
                 return
             time.sleep(0.5)
         self.violation(f"watch did not restart {job} within {RESTART_SECONDS} s of a SIGKILL")
