@@ -78,6 +78,7 @@ class DriverMonitor:
         self.violations: list[str] = []
         self.most: dict[str, int] = {}
         self._stopped: set[str] = set()
+        self._shapes: set[str] = set()
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="driver-monitor", daemon=True)
@@ -116,7 +117,8 @@ class DriverMonitor:
                     self._violation(f"{job} runs after `stop {job}` returned ok: {sessions}")
 
     def _violation(self, text: str) -> None:
-        # One line per distinct situation: a violation lasting many samples is one finding.
+        # One line per kind of situation: a violation lasting many samples is one finding.
         shape = re.sub(r"\d+", "N", text)
-        if all(re.sub(r"\d+", "N", seen) != shape for seen in self.violations[-5:]):
+        if shape not in self._shapes:
+            self._shapes.add(shape)
             self.violations.append(f"{time.strftime('%H:%M:%S')} {text}")
