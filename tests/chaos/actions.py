@@ -220,7 +220,10 @@ class Rounds:
         self.recorded = self.records()
         if self.rng.random() < 0.5:
             # Before the next deploy, the job's run dies and `watch` acts on what it finds.
-            for run in self.world.live(job):
+            runs = self.world.live(job)
+            if not runs:
+                self.say(f"  {job} has no live run (the killed deployer stopped it); watch acts")
+            for run in runs:
                 os.killpg(int(run["pid"]), signal.SIGKILL)
                 self.tally.faults["driver SIGKILLed after a killed deployer"] += 1
                 self.say(f"  SIGKILLed the driver of {job} (v{run['version']}); watch acts")
