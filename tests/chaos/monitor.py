@@ -1,0 +1,124 @@
+"""A process-table monitor: every ~0.2 s it reads /proc and finds the drivers of each job.
+
+A driver is every process whose command line names a runtime manifest under this world's
+checkpoints, `<checkpoints>/<job>/_control/v<N>.manifest.json` (the gate, spark-submit, its JVM and
+the Python driver all carry it; the local target starts each run in a session of its own). One
+run is one session: two sessions of one job at one sample are two drivers, a violation. A job the
+harness was told is stopped (`stop NAME` returned ok, no deploy asked it back since) must have no
+driver at all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SAMPLE_SECONDS = 0.2
+
+
+@dataclass
+class Sample:
+    """The drivers of each job at one look: {job: {session id: [(pid, version), ...]}}."""
+
+    at: float
+    drivers: dict[str, dict[int, list[tuple[int, int]]]] = field(default_factory=dict)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:  # the process ended between the listing and the read
+        return None
+
+
+def session_of(stat: bytes) -> int:
+    """Field 6 of /proc/<pid>/stat; the command name (field 2) may hold spaces and ')'."""
+    return int(stat[stat.rindex(b")") + 2 :].split()[3])
+
+
+def sample(checkpoints: Path) -> Sample:
+    """One look at the process table."""
+    pattern = re.compile(
+        re.escape(str(checkpoints)) + r"/(?P<job>[a-z0-9][a-z0-9_-]*)/_control/v(?P<v>\d+)"
+        r"\.manifest\.json$"
+    )
+    found = Sample(time.monotonic())
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        raw = _read(f"/proc/{entry}/cmdline")
+        if not raw:  # a zombie or a kernel thread
+            continue
+        for arg in raw.split(b"\0"):
+            match = pattern.search(arg.decode(errors="replace"))
+            if match:
+                break
+        else:
+            continue
+        stat = _read(f"/proc/{entry}/stat")
+        if stat is None or b") Z " in stat:
+            continue
+        sessions = found.drivers.setdefault(match["job"], {})
+        sessions.setdefault(session_of(stat), []).append((int(entry), int(match["v"])))
+    return found
+
+
+class DriverMonitor:
+    """Samples in a thread of its own until `stop()`; `violations` says what it saw wrong."""
+
+    def __init__(self, checkpoints: Path, interval: float = SAMPLE_SECONDS):
+        self.checkpoints = checkpoints
+        self.interval = interval
+        self.samples = 0
+        self.violations: list[str] = []
+        self.most: dict[str, int] = {}
+        self._stopped: set[str] = set()
+        self._shapes: set[str] = set()
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="driver-monitor", daemon=True)
+
+    def start(self) -> DriverMonitor:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join(10)
+
+    def stopped(self, job: str) -> None:
+        """`stop NAME` returned ok: from now on no driver of `job` may be up."""
+        with self._lock:
+            self._stopped.add(job)
+
+    def may_run(self, job: str) -> None:
+        """A deploy (or a retried stop) is under way: `job` may run again."""
+        with self._lock:
+            self._stopped.discard(job)
+
+    def _loop(self) -> None:
+        while not self._done.is_set():
+            self.check(sample(self.checkpoints))
+            self._done.wait(self.interval)
+
+    def check(self, look: Sample) -> None:
+        with self._lock:
+            self.samples += 1
+            for job, sessions in look.drivers.items():
+                self.most[job] = max(self.most.get(job, 0), len(sessions))
+                if len(sessions) > 1:
+                    self._violation(f"{len(sessions)} drivers of {job} at once: {sessions}")
+                if sessions and job in self._stopped:
+                    self._violation(f"{job} runs after `stop {job}` returned ok: {sessions}")
+
+    def _violation(self, text: str) -> None:
+        # One line per kind of situation: a violation lasting many samples is one finding.
+        shape = re.sub(r"\d+", "N", text)
+        if shape not in self._shapes:
+            self._shapes.add(shape)
+            self.violations.append(f"{time.strftime('%H:%M:%S')} {text}")
