@@ -141,6 +141,7 @@ def stop_job(
             raise FsrError(f"{name}: cannot stop {run.describe()}: {run.detail}")
         if lease is not None:
             lease.renewed_for_step(f"stop {name}")
+        tracker.to(Phase.INTENDED)
         tracker.to(Phase.STOPPING)
         control = ControlFiles.of(f"{root}/{name}", run.version or stored.meta.query_version)
         stopped = target.stop(run, control.stop_marker, timeout)

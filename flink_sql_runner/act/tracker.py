@@ -48,10 +48,10 @@ class Tracker:
         if self.intent is None:
             if self.manifest is None:
                 return
+            if phase is not Phase.INTENDED:
+                return  # awaiting an interrupted command's run: its own record stays
             self.intent = new_intent(self.manifest, self.action, self.run_id, self.kind,
                                      self.submit_timeout)  # fmt: skip
-            if phase is not Phase.INTENDED:
-                self.intent = self.intent.at(phase, submission_id)
         elif phase is Phase.INTENDED:
             return
         else:

@@ -253,3 +253,36 @@ def test_stop_waits_for_a_submission_that_may_still_appear():
     assert result.outcome == "failed"
     assert "may still appear" in result.message and "not stopped yet" in result.message
     assert store.manifests["orders"].job.get("desired-state") != "stopped"
+
+
+def test_an_interrupted_start_whose_run_is_up_is_awaited_then_recorded():
+    """The interrupted deploy's record stays while its run is awaited (its DropIntent step
+    comes last): waiting writes no record of its own, so the conditional write of one never
+    meets the old record. Found by the end-to-end test of a SIGKILLed deployer."""
+    store, target, storage = world()
+    target.runs.clear()
+    v2 = stored_of(QUERY, 2)
+    IntentLog(store).write(new_intent_at(v2, Phase.SUBMITTED))
+    target.add_run(Run("orders", 2, "run-2", "pid 2"))
+    storage.add_checkpoint(f"{ROOT}/orders/2", 0)
+    clock = FakeClock()
+
+    def comes_up_while_awaited(seconds: float) -> None:
+        storage.files[f"{ROOT}/orders/_control/v2.status.json"] = json.dumps(
+            {"run-id": "run-2", "state": "active"}
+        )
+        clock.sleep(seconds)
+
+    plan = plan_of(store, target, storage, [QUERY])
+    assert [s.describe().split(" ")[0] for s in plan.decisions[0].steps][:1] == ["wait"]
+    done = Executor(store, target, storage, TIMEOUTS, clock, comes_up_while_awaited).apply(plan)
+    assert done["orders"].ok, done["orders"].summary
+    assert store.manifests["orders"].meta.query_version == 2
+    assert not [k for k in store.side if k.startswith("_intents/")]
+    assert target.submissions == []
+
+
+def new_intent_at(manifest, phase):
+    from flink_sql_runner.model.intents import new_intent
+
+    return new_intent(manifest, "stop-and-start-clean", "run-2").at(phase)
