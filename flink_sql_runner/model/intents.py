@@ -120,7 +120,7 @@ class Intent:
         )
 
     def describe(self) -> str:
-        """`an interrupted deploy's start of v3`, for reasons."""
+        """`an interrupted start of v3 (start-clean, at submitting)`, for reasons."""
         what = {Kind.START: "start", Kind.STOP: "stop", Kind.PRUNE: "prune",
                 Kind.ROLLBACK: "rollback"}[self.kind]  # fmt: skip
         return f"an interrupted {what} of v{self.version} ({self.action}, at {self.phase.value})"

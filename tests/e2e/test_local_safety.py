@@ -55,7 +55,9 @@ def test_a_deployer_killed_after_the_start_converges(workspace: Workspace, spark
     # The next deploy takes the dead deployer's lock, adopts the run it started: no second start.
     result = ws.deploy()
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "interrupted deploy's stop-and-start-clean of v2 is up" in result.stdout
+    assert "interrupted start of v2 (stop-and-start-clean, at submitted): its run is up" in (
+        result.stdout
+    )
     assert ws.record("ticks-job")["pid"] == record["pid"]
     assert ws.stored("ticks-job")["meta"]["query-version"] == 2
     assert ws.plan_json()["ticks-job"]["action"] == "noop"
