@@ -10,12 +10,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from flink_sql_runner.errors import StoreError
+from flink_sql_runner.host import runtime
 from flink_sql_runner.host.atomic import write_atomically
 from flink_sql_runner.model.stored import (
     ABSENT,
@@ -144,7 +144,7 @@ class LocalStore:
                 if data is None:
                     continue  # deleted since the listing
                 try:
-                    age = max(0.0, time.time() - item.stat().st_mtime)
+                    age = max(0.0, runtime.wall() - item.stat().st_mtime)
                 except FileNotFoundError:
                     continue
                 try:

@@ -17,6 +17,7 @@ from botocore.exceptions import (
 )
 
 from flink_sql_runner.errors import StoreError
+from flink_sql_runner.host import runtime
 from flink_sql_runner.model.stored import (
     ABSENT,
     ANY,
@@ -224,7 +225,7 @@ class S3Store:
         """Copy to `<prefix>_archive/<name>/<UTC timestamp>.yaml`, then delete the live object;
         both only while it is at `expected` (a GET and a DELETE with `If-Match`)."""
         source = self._key(name)
-        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M%S.%fZ")
+        stamp = datetime.fromtimestamp(runtime.wall(), timezone.utc).strftime("%Y-%m-%dT%H%M%S.%fZ")
         target = f"{self.prefix}{ARCHIVE_DIR}/{name}/{stamp}{SUFFIX}"
         changed = conflict(f"s3://{self.bucket}/{source}", "archiving")
         with self._errors(source, "archive"):
