@@ -2,7 +2,8 @@
 
 On S3 the lock is an object `<prefix>_lock.json` created with a conditional put
 (`If-None-Match: *`) and renewed or taken over with `If-Match: <etag>`; on a local folder it is a
-`.lock` file created exclusively (the backends: s3_lock.py, local_lock.py). Either way:
+`.lock` file, each create, renewal, take-over and release one compare-and-swap under an `flock`
+of the folder (the backends: s3_lock.py, local_lock.py). Either way:
 
 - **Expiry never compares two machines' clocks.** The holder writes how long its lease lasts
   (`ttl`) and renews it every third of that, which changes the lock's version. A waiter takes the
@@ -13,12 +14,16 @@ On S3 the lock is an object `<prefix>_lock.json` created with a conditional put
 - **The holder stops before it could be overtaken.** A failed renewal is retried; the lease
   counts as held only until three quarters of `ttl` after the last renewal that succeeded, a
   quarter before any waiter may take over. `check()` raises `LeaseLost` once it is not held, and
-  the deployer calls it before each side effect.
+  the deployer calls it before each side effect. A step that may outlast that trust (a stop, a
+  submit, a health wait) renews the lease first, or is not begun (`renewed_for_step`).
+- **The lease is never given up while a worker may still act.** A deploy interrupted twice
+  `abandon()`s it: no new side effect, the lock still held and renewed until the calls in flight
+  have returned; one that must leave at once leaves it to expire (`keep_until_expiry`).
 - **Writes are fenced besides.** Manifest writes are conditional on what the deployer read
   (stores/), so even a holder that lost its lease between `check()` and a write cannot overwrite
   what the next holder recorded.
 - **An S3 endpoint that ignores conditional writes is refused**: on acquiring, a second
-  `If-None-Match: *` put and an `If-Match` with a wrong ETag must both fail.
+  `If-None-Match: *` put, a put and a delete with a wrong `If-Match` must each fail.
 """
 
 from __future__ import annotations
