@@ -131,7 +131,8 @@ def test_a_lease_another_deploy_took_over_is_lost_at_once():
     assert backend.holder is not None, "release leaves the new holder's lock alone"
 
 
-def test_a_holder_that_lost_its_lease_stops_before_its_next_write():
+def leased_world():
+    """`orders` v1 recorded and running, and a deploy holding the store's lock (ttl 60 s)."""
     store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
     store.put(stored_of(BASE, 1))
     target.add_run(Run("orders", 1, "old", "pid 1"))
@@ -139,6 +140,11 @@ def test_a_holder_that_lost_its_lease_stops_before_its_next_write():
     clock = FakeClock()
     lease = make(store.lock, clock, ttl=60)
     assert lease.try_acquire() is None
+    return store, target, storage, clock, lease
+
+
+def test_a_holder_that_lost_its_lease_stops_before_its_next_write():
+    store, target, storage, clock, lease = leased_world()
 
     def slow_stop(run):  # the stop takes long, the renewals meanwhile all fail
         store.lock.fail_replace = 100
@@ -161,13 +167,7 @@ def test_a_long_step_is_not_begun_on_a_lease_that_cannot_be_renewed():
     the stop was begun on a lease whose renewals failed, and it could lapse mid-way, letting
     another deployer act on the same job; now the lease is renewed first, or the step is not
     begun."""
-    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
-    store.put(stored_of(BASE, 1))
-    target.add_run(Run("orders", 1, "old", "pid 1"))
-    storage.add_checkpoint(f"{ROOT}/orders/1", 4)
-    clock = FakeClock()
-    lease = make(store.lock, clock, ttl=60)
-    assert lease.try_acquire() is None
+    store, target, storage, clock, lease = leased_world()
     store.lock.fail_replace = 100  # S3 answers 503 to every renewal from now on
     executor = Executor(
         store, target, storage, Timeouts(start=30, stop=5, poll=1), clock, clock.sleep, lease=lease
