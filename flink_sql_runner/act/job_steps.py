@@ -37,7 +37,7 @@ from flink_sql_runner.decide.steps import (
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.intents import IntentLog, Kind, Phase
-from flink_sql_runner.model.stored import Stored, Token
+from flink_sql_runner.model.stored import ANY, Stored, Token
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 
@@ -170,8 +170,10 @@ class JobSteps:
         new manifest is recorded instead and the job is left down. Otherwise: the rollback."""
         name = decision.name
         intent = tracker.intent
-        assert intent is not None
-        if intent.committed_before is not None:
+        if intent is None:  # awaiting an interrupted command's run: its own record stays
+            if not decision.rollback:
+                raise failure
+        elif intent.committed_before is not None:
             now = self.runs.committed(intent.manifest)
             if now > intent.committed_before:
                 self._check()
@@ -208,8 +210,9 @@ class JobSteps:
         that replaces the record of the start it undoes (a rollback's start is as much a start
         as any other): StartFailed if it fails."""
         back = next(s for s in decision.rollback if isinstance(s, StartRun))
+        over = undone.token if undone.written else ANY  # replacing an interrupted one's record
         tracker = Tracker(self.intents, self._check, back.manifest, "rollback", Kind.ROLLBACK,
-                          self.runs.submit_timeout, over=undone.token)  # fmt: skip
+                          self.runs.submit_timeout, over=over)  # fmt: skip
         try:
             self._steps(decision.rollback, result, tracker)
         except StartFailed as again:

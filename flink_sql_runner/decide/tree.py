@@ -135,7 +135,12 @@ def settle_intent(
     steps = (AwaitRun(settled.run, intent.manifest), Record(intent.manifest),
              DropIntent("its run is up"))  # fmt: skip
     rollback: tuple[Step, ...] = ()
-    if facts.stored is not None and intent.action.startswith("stop-and-"):
+    # A new version's run that fails is undone by resuming the old one; a same-version restart's
+    # is not (it may have committed batches the old manifest would resume after: finding 5).
+    clean = intent.committed_before is None and intent.version != (
+        facts.stored.meta.query_version if facts.stored else None
+    )
+    if facts.stored is not None and intent.action.startswith("stop-and-") and clean:
         rollback = (StartRun(facts.stored, clean=False, source="the store"),)
     return adopted, steps, rollback, note + "wait until it is healthy, record it; "
 

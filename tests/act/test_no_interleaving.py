@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -286,3 +287,42 @@ def new_intent_at(manifest, phase):
     from flink_sql_runner.model.intents import new_intent
 
     return new_intent(manifest, "stop-and-start-clean", "run-2").at(phase)
+
+
+@pytest.mark.parametrize("version, rolled_back", [(2, True), (1, False)])
+def test_an_awaited_interrupted_run_that_dies_is_undone_only_as_a_new_version(version, rolled_back):
+    """An interrupted deploy's run is up, and dies while the next deploy awaits it. A new
+    version's is undone by resuming the old version from its checkpoint; a same-version
+    restart's is not (its batches may already be in a sink the old manifest would not write):
+    its record stays for the next command, which settles it on the checkpoint's commits."""
+    store, target, storage = world()
+    target.runs.clear()
+    job = QUERY if version == 2 else CONFIG
+    manifest = stored_of(job, version)
+    if version == 1:
+        manifest = replace(manifest, meta=store.manifests["orders"].meta)
+    intent = new_intent_at(manifest, Phase.SUBMITTED)
+    if version == 1:
+        intent = replace(intent, committed_before=5)
+    IntentLog(store).write(intent)
+    target.add_run(Run("orders", version, "run-2", "pid 2"))
+    target.on_submit = lambda submission: storage.files.__setitem__(  # a rollback comes up
+        submission.status_file, json.dumps({"run-id": submission.run_id, "state": "active"})
+    )
+    clock = FakeClock()
+
+    def dies_while_awaited(seconds: float) -> None:
+        target.runs["orders"] = [r for r in target.runs["orders"] if r.run_id != "run-2"]
+        clock.sleep(seconds)
+
+    done = Executor(store, target, storage, TIMEOUTS, clock, dies_while_awaited).apply(
+        plan_of(store, target, storage, [job])
+    )
+    result = done["orders"]
+    assert not result.ok
+    if rolled_back:
+        assert result.outcome == "rolled-back", result.summary
+        assert [s.version for s in target.submissions] == [1]
+    else:
+        assert target.submissions == [], "no rollback of a same-version restart"
+        assert "_intents/orders.json" in store.side, "its record stays for the next command"
