@@ -125,6 +125,10 @@ def stop_job(
                 f"{name}: {intent.describe()}: {settled.why}; not stopped yet (stop it again "
                 "once that is known)"
             )
+        if settled.completes and intent.kind is Kind.START:
+            # It took effect (or its run is up): the stop records what that command would have
+            # recorded, stopped, so the manifest its run wrote with is not lost.
+            stored = intent.manifest
     recorded = stored.job.get("desired-state") == "stopped"
     if not runs and recorded:
         return StopResult(name, "not-running", f"{name}: already stopped; checkpoint kept")

@@ -326,3 +326,23 @@ def test_an_awaited_interrupted_run_that_dies_is_undone_only_as_a_new_version(ve
     else:
         assert target.submissions == [], "no rollback of a same-version restart"
         assert "_intents/orders.json" in store.side, "its record stays for the next command"
+
+
+def test_stop_records_what_an_interrupted_start_that_took_effect_wrote_with():
+    """Found by the simulation (seed 2547): a config change moved `orders` to another sink, its
+    run was healthy and committed, and recording it failed (a 503). `stop orders` then recorded
+    the old manifest as stopped, and a later deploy resumed the checkpoint into the old sink:
+    the batches written with the new manifest were in a sink the store never recorded. Now the
+    stop records the intent's manifest, stopped."""
+    from flink_sql_runner.act.stop import stop_jobs
+
+    store, target, storage = world()
+    changed = replace(stored_of(CONFIG, 1), meta=store.manifests["orders"].meta)
+    IntentLog(store).write(new_intent_at(changed, Phase.HEALTHY))
+    target.runs["orders"] = [Run("orders", 1, "run-2", "pid 2")]
+    (result,) = stop_jobs(store, target, storage, ["orders"], 5)
+    assert result.outcome == "stopped", result.message
+    recorded = store.manifests["orders"]
+    assert recorded.job["desired-state"] == "stopped"
+    assert recorded.job["description"] == CONFIG.spec["description"]
+    assert not [k for k in store.side if k.startswith("_intents/")]
