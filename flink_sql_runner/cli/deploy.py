@@ -168,7 +168,8 @@ def deploy(
 
     One deploy at a time per manifest store: a second one waits for the lock (--lock-timeout),
     saying who holds it. Ctrl-C finishes the jobs in flight, begins no other and prints what
-    completed (exit 130); a second Ctrl-C leaves at once.
+    completed (exit 130); a second Ctrl-C begins nothing more and leaves once the calls in flight
+    have returned; a third leaves at once, the lock left to expire.
     """
     deployment = Deployment(settings_from(paths, **kw))
     deployment.debug = debug

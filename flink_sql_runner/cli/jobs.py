@@ -75,9 +75,10 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
     The next deploy restarts a stopped job from its checkpoint unless its manifest says
     `desired-state: stopped`. Either way the stored manifest records it as stopped. Each job
     gets one line (with --output json, one document per line). A job that is not running is
-    left as it is. Exit codes: 0 every job stopped or not running, 1 a job could not be
-    stopped (the others are stopped all the same), 2 a NAME that is neither stored nor running
-    (then nothing is stopped), 3 the store is locked.
+    left as it is; one a killed deploy may still be submitting a run for is not stopped until
+    that is known (it says so). Exit codes: 0 every job stopped or not running, 1 a job could not
+    be stopped (the others are stopped all the same), 2 a NAME that is neither stored nor
+    running (then nothing is stopped), 3 the store is locked.
     """
     if bool(names) == every:
         raise BadFlags("name the jobs to stop, or give --all (not both)")
