@@ -11,7 +11,7 @@ from flink_sql_runner.model.intents import IntentLog, Kind, Phase, new_intent
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import StoredManifest
 from tests.support.jobs import BASE, QUERY, ROOT, make_job, stored_of
-from tests.watch.test_watcher import World, status_of
+from tests.support.watch_world import World, status_of
 
 
 def test_watch_does_not_revert_a_deploy_whose_record_is_missing():
