@@ -76,6 +76,8 @@ def part_of(module: str) -> str:
     """`flink_sql_runner.decide.tree` -> `decide/`; `flink_sql_runner.errors` -> `errors.py`;
     the top package's face and entry point -> `(face)`; `runner.x` -> `runner/`."""
     parts = module.split(".")
+    if parts[:2] == [PACKAGE, "_runner"]:  # runner/ as the deployer's package installs it
+        return "runner/"
     if parts[0] != PACKAGE:
         return f"{parts[0]}/"
     if len(parts) == 1 or parts[1] in ("__main__", "__init__"):
@@ -192,7 +194,21 @@ def test_the_check_sees_an_upward_import_a_circle_and_an_unlisted_folder(tmp_pat
 
 def test_the_folder_table_is_read_as_written() -> None:
     table = rules((REPO / "ARCHITECTURE.md").read_text())
-    assert table["decide/"] == {"read/", "model/"}
+    assert table["decide/"] == {"read/", "model/", "runner/"}
     assert table["errors.py"] == set()
     assert table["runner/"] == set()
     assert "act/" in table["watch/"] and "watch/" not in table["act/"]
+
+
+def test_the_deployer_imports_only_the_shared_schema_rules_of_the_runner() -> None:
+    """The runner's rules for a sink's schema are the one module both sides run; nothing else of
+    the runner (Spark, its run) leaks into the deployer."""
+    deployer = modules(REPO, PACKAGE)
+    known = set(deployer) | set(modules(REPO, "runner"))
+    used = {
+        found.imported
+        for name, path in deployer.items()
+        for found in imports_of(name, path, known)
+        if found.imported.startswith(f"{PACKAGE}._runner")
+    }
+    assert used == {f"{PACKAGE}._runner.schema_rules"}

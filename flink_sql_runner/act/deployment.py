@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from flink_sql_runner.act.executor import Executor
@@ -14,11 +15,16 @@ from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.act.settings import Settings, make_target
 from flink_sql_runner.act.stop import StopResult, stop_jobs
+from flink_sql_runner.decide.contracts import needs_check
 from flink_sql_runner.decide.decisions import Plan
+from flink_sql_runner.decide.lineage import build_lineage
 from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
+from flink_sql_runner.gather.schemas import Check, gather_contracts
 from flink_sql_runner.host.timing import mark
+from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import Stored
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs
@@ -108,7 +114,15 @@ class Deployment:
             workers=max(GATHER_WORKERS, self.settings.parallelism),
         )
         mark("gathered")
-        plan = build_plan(facts, prune=prune, spark=self.target.spark_version())
+        spark = self.target.spark_version()
+        plan = build_plan(facts, prune=prune, spark=spark)
+        checks = contract_checks(plan, facts, jobs)
+        if checks:
+            cache = Path(self.settings.state_dir) / "cache" / "schemas"
+            found = gather_contracts(checks, self.storage, cache)
+            if found:
+                facts = [replace(f, contract=found.get(f.name)) for f in facts]
+                plan = build_plan(facts, prune=prune, spark=spark)
         mark("decided")
         return plan
 
@@ -183,3 +197,27 @@ class Deployment:
                 self.settings.parallelism,
             )
             self._refresh_index()
+
+
+def contract_checks(plan: Plan, facts: list[JobFacts], jobs: list[Job]) -> list[Check]:
+    """The starts of `plan` whose sink's schema contract is checked (decide/contracts.py):
+    each with the manifest it starts, the one stored before, and the jobs of this deploy that
+    read its sink, with the schema they declare for it."""
+    by_name = {f.name: f for f in facts}
+    desired = {job.name: job for job in jobs}
+    lineage = None
+    checks = []
+    for decision in plan.decisions:
+        job = by_name.get(decision.name)
+        starts = [s for s in decision.steps if isinstance(s, StartRun)]
+        if job is None or not starts or not needs_check(job):
+            continue
+        lineage = lineage or build_lineage(jobs)
+        readers = tuple(
+            (link.consumer, link.read_as, desired[link.consumer].tables[link.read_as].get("schema"))
+            for link in lineage.links
+            if link.producer == decision.name and link.consumer in desired
+            and link.read_as in desired[link.consumer].tables
+        )  # fmt: skip
+        checks.append(Check(starts[0].manifest, job.stored, readers))
+    return checks

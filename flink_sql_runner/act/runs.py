@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from flink_sql_runner.act.runtime import runtime_manifest, spark_conf
 from flink_sql_runner.decide.steps import checkpoint_location
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.checkpoints import inspect_checkpoint
@@ -23,6 +22,7 @@ from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.control import HEALTHY_STATES, ControlFiles, app_name, run_status
 from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT
 from flink_sql_runner.model.runs import Liveness, Run
+from flink_sql_runner.model.runtime import runtime_manifest, spark_conf
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import Storage
 from flink_sql_runner.targets.base import Started, Submission, SubmitOutcomeUnknown, Target

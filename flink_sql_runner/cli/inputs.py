@@ -20,10 +20,13 @@ from flink_sql_runner.cli.original_flags import (
     FsrCommand,
     original_options,
 )
+from flink_sql_runner.decide.contracts import declared_conflicts
 from flink_sql_runner.decide.lineage import build_lineage
 from flink_sql_runner.errors import (
     EXIT_FAILED,
     EXIT_OK,
+    InvalidInput,
+    Problem,
 )
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.render.lineage import OUTPUTS as LINEAGE_OUTPUTS
@@ -46,8 +49,15 @@ def load(deployment: Deployment, path: Path | None = None) -> list[Job]:
 @original_options(offline=True)
 @handle_errors
 def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
-    """Check every job manifest and table definition, offline. Touches nothing."""
+    """Check every job manifest and table definition, offline: also that a job reading what
+    another writes declares no column the writer's declared schema does not give it as
+    declared. Touches nothing."""
     jobs = load(Deployment(settings_from(paths, **kw)))
+    conflicts = declared_conflicts(jobs, build_lineage(jobs))
+    if conflicts:
+        raise InvalidInput(
+            [Problem(str(file), field, message) for file, field, message in conflicts]
+        )
     click.echo(
         f"{len(jobs)} job{'s' if len(jobs) != 1 else ''} valid: " + ", ".join(j.name for j in jobs)
     )

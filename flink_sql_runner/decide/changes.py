@@ -117,6 +117,7 @@ JOB_RULES: dict[str, Rule] = {
     "trigger": Rule(CONFIG, "the checkpoint survives a new trigger interval"),
     "desired-state": Rule(CONFIG, "running or stopped"),
     "reprocessing": Rule(NONE, "how it follows its producers; its run is not touched"),
+    "on-schema-change": Rule(NONE, "checked when a start changes the schema; no run is touched"),
     "metadata-columns": Rule(CONFIG, "columns appended after the query"),
     "migrated-from": Rule(QUERY, "the original tool's (Flink) state cannot be restored by Spark"),
 }
@@ -207,12 +208,14 @@ TABLE_FIELD_RULES: dict[Role, dict[str, Rule]] = {
         "table": Rule(QUERY, "it reads another catalog table"),
         "schema": Rule(QUERY, "the source schema shapes the plan and its state"),
         "watermark": Rule(QUERY, "the watermark shapes the state"),
+        "on-schema-change": Rule(NONE, "said of the table as a sink; not used when reading"),
     },
     Role.SINK: {
         "format": Rule(QUERY, "Spark does not allow this change of sink"),
         "table": Rule(QUERY, "it writes another catalog table"),
         "schema": Rule(CONFIG, "not used when writing"),
         "watermark": Rule(CONFIG, "not used when writing"),
+        "on-schema-change": Rule(NONE, "checked when a start changes the schema"),
     },
 }
 #: Sink changes Spark allows between restarts (by family, or format name for foreach).

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from flink_sql_runner._runner.schema_rules import describe
 from flink_sql_runner.decide.changes import Change
 from flink_sql_runner.decide.steps import Step
 from flink_sql_runner.model.stored import ABSENT, Token
@@ -23,6 +24,8 @@ class Action(str, Enum):
     PRUNE = "prune"
     ADOPT = "adopt"
     ERROR = "error"
+    #: A start its sink's schema contract refuses (decide/contracts.py): nothing done.
+    REFUSED = "refused"
     ORPHANED = "orphaned"
 
 
@@ -38,6 +41,52 @@ class Impact:
 
     def to_dict(self) -> dict[str, str]:
         return {"job": self.job, "effect": self.effect, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class SchemaReport:
+    """What a decision's start does to its sink's schema, for people and JSON."""
+
+    sink: str
+    policy: str
+    verdict: str  # same, additive, breaking, new-location, unknown, error
+    change: dict[str, Any] = field(default_factory=dict)
+    conflicts: tuple[str, ...] = ()  # declared schemas (the sink's, its readers') not met
+    readers: tuple[str, ...] = ()  # jobs of this deploy that read the sink
+    notes: tuple[str, ...] = ()
+    output: tuple[dict[str, Any], ...] | None = None
+    refused: bool = False
+
+    @property
+    def worth_saying(self) -> bool:
+        """Whether people need to hear of it: a change, a conflict, or something unknown."""
+        return self.verdict != "same" or bool(self.conflicts or self.notes)
+
+    def summary(self) -> str:
+        """One line: `value bigint -> string; readers: tick-count`."""
+        parts = []
+        if self.change and self.verdict not in ("same", "unknown", "error"):
+            parts.append(describe(self.change))
+        parts += list(self.conflicts)
+        parts += list(self.notes)
+        if self.readers:
+            parts.append("read by " + ", ".join(self.readers))
+        return "; ".join(parts) or "no change"
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "sink": self.sink,
+            "policy": self.policy,
+            "verdict": self.verdict,
+            "refused": self.refused,
+        }
+        for key in ("added", "dropped", "renamed", "retyped", "moved"):
+            doc[key] = list(self.change.get(key, []))
+        doc["conflicts"] = list(self.conflicts)
+        doc["readers"] = list(self.readers)
+        doc["notes"] = list(self.notes)
+        doc["output"] = list(self.output) if self.output is not None else None
+        return doc
 
 
 @dataclass(frozen=True)
@@ -68,6 +117,8 @@ class Decision:
     #: The version token of the stored manifest the decision was made on (its facts'): its
     #: Record and Archive steps write only while the store still holds that version.
     token: Token = field(default=ABSENT, compare=False)
+    #: What its start does to the schema of its sink (decide/contracts.py), when checked.
+    schema: SchemaReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -87,6 +138,8 @@ class Decision:
             doc["stop-after"] = list(self.stop_after)
         if self.downstream:
             doc["downstream"] = [i.to_dict() for i in self.downstream]
+        if self.schema is not None:
+            doc["schema"] = self.schema.to_dict()
         return doc
 
 
@@ -101,7 +154,8 @@ class Plan:
 
     @property
     def errors(self) -> tuple[Decision, ...]:
-        return tuple(d for d in self.decisions if d.action is Action.ERROR)
+        """The decisions that fail the command: errors, and starts refused by a contract."""
+        return tuple(d for d in self.decisions if d.action in (Action.ERROR, Action.REFUSED))
 
     def to_dict(self) -> dict[str, Any]:
         return {"jobs": [d.to_dict() for d in self.decisions]}

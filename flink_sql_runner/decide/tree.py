@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from flink_sql_runner.decide import contracts
 from flink_sql_runner.decide.changes import Change, ChangeKind, diff, severity
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.steps import (
@@ -50,13 +51,18 @@ def describe_runs(runs: tuple[Run, ...]) -> str:
 
 
 def decide(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Decision:
-    """One job's decision, following SPEC's decision tree, with its reason in words.
+    """One job's decision, following SPEC's decision tree, with its reason in words; a start
+    that would break its sink's readers is refused (decide/contracts.py).
 
     An intent record left by an interrupted command is settled first, by its own rules
     (model/intents.py): what took effect is completed (recorded, or archived), a run that is up
     is waited for and recorded, what never took effect is dropped and the stored manifest
     stands; while its run may exist, nothing is started or recorded for the job.
     """
+    return contracts.check(_settled_decision(facts, prune, spark), facts)
+
+
+def _settled_decision(facts: JobFacts, prune: bool, spark: str | None) -> Decision:
     if facts.problem:
         return error(facts, f"cannot be decided: {facts.problem}")
     if facts.unknown:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from flink_sql_runner.model.contracts import ContractFacts
 from flink_sql_runner.model.intents import Intent, Settlement
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.stored import ABSENT, StoredManifest, Token
@@ -50,6 +51,9 @@ class JobFacts:
     #: The version token of `stored` as read (ABSENT: none stored): the write that records
     #: the job passes it back, so it lands only on what was decided on.
     token: Token = ABSENT
+    #: The schema contract of its sink, for a job whose start could change what it writes
+    #: (gathered only for those, and only by commands that start jobs).
+    contract: ContractFacts | None = None
 
     @property
     def alive(self) -> tuple[Run, ...]:

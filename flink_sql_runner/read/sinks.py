@@ -123,3 +123,15 @@ def shared_sink_problems(jobs: list[Any]) -> list[Problem]:
             )
         )
     return problems
+
+
+def schema_policy(spec: dict[str, Any], tables: dict[str, Any]) -> tuple[str, str]:
+    """The job's `on-schema-change` and where it was set: the job's own, else its sink
+    table's, else the default (`additive`)."""
+    if spec.get("on-schema-change"):
+        return str(spec["on-schema-change"]), "the job"
+    target = str(spec.get("target-table"))
+    definition = tables.get(target)
+    if isinstance(definition, dict) and definition.get("on-schema-change"):
+        return str(definition["on-schema-change"]), f"table {target}"
+    return "additive", "the default"

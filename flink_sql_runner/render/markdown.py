@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flink_sql_runner.decide.changes import Change
-from flink_sql_runner.decide.decisions import Action, Decision, Plan
+from flink_sql_runner.decide.decisions import Action, Decision, Plan, SchemaReport
 from flink_sql_runner.decide.lineage import Lineage
 from flink_sql_runner.read.secrets import MASK, mask
 from flink_sql_runner.render.lineage import mermaid_diagram
@@ -95,7 +95,7 @@ def _version(decision: Decision) -> str:
 
 
 def _action(decision: Decision) -> str:
-    acting = decision.steps or decision.action is Action.ERROR
+    acting = decision.steps or decision.action in (Action.ERROR, Action.REFUSED)
     return f"**{decision.action.value}**" if acting else decision.action.value
 
 
@@ -129,6 +129,10 @@ def _job_section(decision: Decision, lineage: Lineage | None, diffs: bool) -> li
                 blocks += ["", f"{code(change.field, in_table=False)}: its diff is left out."]
         lines += ["", "| field | old -> new | kind | why |", "|---|---|---|---|", *rows]
         lines += blocks
+    if decision.schema is not None and (
+        decision.schema.verdict != "same" or decision.schema.conflicts
+    ):
+        lines += _schema_section(decision.schema)
     if decision.steps:
         order = []
         if decision.after:
@@ -159,6 +163,30 @@ def _job_section(decision: Decision, lineage: Lineage | None, diffs: bool) -> li
     if below and not decision.downstream:
         names = ", ".join(code(n, in_table=False) for n in below)
         lines += ["", f"Downstream of it (they read what it writes): {names}."]
+    return lines
+
+
+def _schema_section(report: SchemaReport) -> list[str]:
+    verdict = f"**{report.verdict}, refused**" if report.refused else f"**{report.verdict}**"
+    lines = [
+        "",
+        f"Schema of {code(report.sink, in_table=False)}: {verdict} "
+        f"(on-schema-change: {code(report.policy, in_table=False)})",
+    ]
+    change = report.change
+    rows = [(f["name"], f"added, {f['type']}") for f in change.get("added", [])]
+    rows += [(f["name"], f"dropped, was {f['type']}") for f in change.get("dropped", [])]
+    rows += [(r["name"], f"{r['from']} -> {r['to']}") for r in change.get("retyped", [])]
+    rows += [(r["from"], f"renamed {r['to']}") for r in change.get("renamed", [])]
+    rows += [(name, "moved (a positional format)") for name in change.get("moved", [])]
+    if rows:
+        lines += ["", "| column | change |", "|---|---|"]
+        lines += [f"| {code(name)} | {text(what)} |" for name, what in rows]
+    said = [*report.conflicts, *report.notes]
+    if report.readers:
+        said.append("read by " + ", ".join(report.readers))
+    if said:
+        lines += ["", *[f"- {text(line)}" for line in said]]
     return lines
 
 
@@ -228,6 +256,8 @@ def _markdown(
         lines += ["", *_job_table(acting)]
     if any(d.action is Action.ERROR for d in plan.decisions):
         lines += ["", "Jobs marked `error` will not be touched; see their reasons above."]
+    if any(d.action is Action.REFUSED for d in plan.decisions):
+        lines += ["", "Jobs marked `refused` would break their sink's readers: not touched."]
     if idle:
         count = f"{len(idle)} job{'s' if len(idle) != 1 else ''} with nothing to do"
         lines += [
@@ -242,7 +272,7 @@ def _markdown(
         if not diffs:
             lines += ["", "The diffs of SQL and code are left out: the comment would be too long."]
         for d in plan.decisions:
-            if d.steps or d.changes:
+            if d.steps or d.changes or d.schema is not None:
                 lines += _job_section(d, lineage, diffs)
     else:
         lines += [

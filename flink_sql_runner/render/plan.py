@@ -10,7 +10,7 @@ import click
 
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.decide.changes import MISSING, Change
-from flink_sql_runner.decide.decisions import Action, Decision, Plan
+from flink_sql_runner.decide.decisions import Action, Decision, Plan, SchemaReport
 from flink_sql_runner.read.secrets import mask
 
 TEXT_VALUE_LIMIT = 60
@@ -89,6 +89,25 @@ def _stopped(names: tuple[str, ...]) -> str:
     return f"{', '.join(names)} {'has' if len(names) == 1 else 'have'} stopped"
 
 
+def schema_lines(report: SchemaReport) -> list[str]:
+    """What a start does to its sink's schema: a heading, then a line per column changed
+    (`+` added, `-` dropped, `~` changed), per declared schema not met (`!`), and notes."""
+    verdict = report.verdict + (", refused" if report.refused else "")
+    lines = [f"schema of {report.sink}: {verdict} (on-schema-change: {report.policy})"]
+    change = report.change
+    lines += [f"  + {f['name']} {f['type']}" for f in change.get("added", [])]
+    lines += [f"  - {f['name']} {f['type']}" for f in change.get("dropped", [])]
+    lines += [f"  ~ {r['name']} {r['from']} -> {r['to']}" for r in change.get("retyped", [])]
+    lines += [f"  ~ {r['from']} renamed {r['to']} ({r['type']})" for r in change.get("renamed", [])]
+    if change.get("moved"):
+        lines.append("  ~ columns moved (a positional format): " + ", ".join(change["moved"]))
+    lines += [f"  ! {conflict}" for conflict in report.conflicts]
+    lines += [f"  {note}" for note in report.notes]
+    if report.readers:
+        lines.append(f"  read by {', '.join(report.readers)}")
+    return lines
+
+
 def steps_lines(decision: Decision) -> list[str]:
     """What a decision will do, for people: its steps, then its rollback."""
     if not decision.steps:
@@ -126,6 +145,8 @@ def plan_text(plan: Plan, color: bool = False) -> str:
             first, *rest = change_lines(change, color)
             lines.append(f"{'':<{width}}    ~ {first}")
             lines.extend(f"{'':<{width}}      {line}" for line in rest)
+        if d.schema is not None and d.schema.worth_saying:
+            lines.extend(f"{'':<{width}}    {line}" for line in schema_lines(d.schema))
         lines.extend(f"{'':<{width}}    {line}" for line in steps_lines(d))
     counts: dict[str, int] = {}
     for d in plan.decisions:
@@ -137,6 +158,11 @@ def plan_text(plan: Plan, color: bool = False) -> str:
     lines.append(f"Plan: {jobs} ({summary}); {verdict}.")
     if any(d.action is Action.ERROR for d in plan.decisions):
         lines.append("Jobs marked `error` will not be touched; see their reasons above.")
+    if any(d.action is Action.REFUSED for d in plan.decisions):
+        lines.append(
+            "Jobs marked `refused` would break their sink's readers: nothing is stopped or "
+            "started for them (docs/schema-contracts.md)."
+        )
     return "\n".join(lines)
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from flink_sql_runner.act.runtime import source_tables
 from flink_sql_runner.decide.decisions import Decision
 from flink_sql_runner.decide.steps import Archive, Record, StartRun
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
+from flink_sql_runner.model.runtime import source_tables
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.read.sinks import target_sink

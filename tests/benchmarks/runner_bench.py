@@ -110,8 +110,8 @@ class Programs:
 
     def runner(self, folder: Path, version: int = 1) -> list[str]:
         """The deployer's own spark-submit command for this job (LocalTarget.command)."""
-        from flink_sql_runner.act.runtime import runtime_manifest, spark_conf
         from flink_sql_runner.model.control import ControlFiles, app_name
+        from flink_sql_runner.model.runtime import runtime_manifest, spark_conf
         from flink_sql_runner.model.stored import Meta
         from flink_sql_runner.read.manifest import Job
         from flink_sql_runner.targets.base import Submission

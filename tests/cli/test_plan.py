@@ -314,3 +314,28 @@ def test_every_json_output_has_kebab_case_keys(tmp_path: Path) -> None:
     fields = inspect.signature(JobResult).parameters
     result = JobResult(**{n: None for n in fields if fields[n].default is inspect.Parameter.empty})
     assert all(KEBAB.match(key) for key in result.to_dict()), "a deploy's per-job result"
+
+
+def test_validate_names_a_readers_declared_column_the_writer_does_not_declare(
+    tmp_path: Path,
+) -> None:
+    """The pipeline example's second stage reads expensive-orders' folder; when both tables
+    declare a schema and they disagree, validate says where, offline, exit 2."""
+    sinks = yaml.safe_load((REPO / "examples/tables/sinks.yaml").read_text())
+    for table in sinks["tables"]:
+        if table["name"] == "expensive_orders":
+            table["schema"] = "order_id BIGINT, price STRING, buyer_id STRING, order_time TIMESTAMP"
+    (tmp_path / "sinks.yaml").write_text(yaml.safe_dump(sinks))
+    result = cli(
+        "validate",
+        "--path", "examples/queries", "--path", "examples/pipeline/queries",
+        "--table-definition-path", "examples/tables/sources.yaml",
+        "--table-definition-path", str(tmp_path / "sinks.yaml"),
+        "--table-definition-path", "examples/pipeline/tables",
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert (
+        "big-buyer-orders.yaml: tables.expensive_orders_stream.schema: price is written as "
+        "string, declared double by expensive-orders" in result.stderr
+    )
+    assert result.stdout == ""

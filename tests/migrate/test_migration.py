@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from flink_sql_runner.act.runtime import runtime_manifest
 from flink_sql_runner.model.control import ControlFiles
+from flink_sql_runner.model.runtime import runtime_manifest
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.catalog import load_catalog
 from flink_sql_runner.read.manifest import load_jobs

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.act.runtime import runtime_manifest
 from flink_sql_runner.model.control import ControlFiles
+from flink_sql_runner.model.runtime import runtime_manifest
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.catalog import load_catalog
 from flink_sql_runner.read.manifest import load_jobs

@@ -12,6 +12,7 @@ from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.names import parse_name
 from flink_sql_runner.read.secrets import is_secret
+from flink_sql_runner.read.sinks import schema_policy
 from flink_sql_runner.read.sqlinfo import point_at_views
 
 RUNTIME_SCHEMA_VERSION = 1
@@ -38,6 +39,12 @@ def _resolve(value: Any, manifest: StoredManifest, field: str, source: str) -> A
     if isinstance(value, dict):
         return {k: _resolve(v, manifest, f"{field}.{k}", source) for k, v in value.items()}
     return value
+
+
+def resolved_table(manifest: StoredManifest, name: str) -> Any:
+    """One of the manifest's table definitions as its run sees it: placeholders and
+    environment variables resolved (FsrError when one is not set)."""
+    return _resolve(manifest.tables.get(name), manifest, f"tables.{name}", manifest.name)
 
 
 def spark_conf(manifest: StoredManifest, source: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -93,6 +100,8 @@ def runtime_manifest(
             ),
         },
         "tables": tables,
+        # The run checks its sink's schema before its first write (runner/sink_schema.py).
+        "on-schema-change": schema_policy(spec, manifest.tables)[0],
         "checkpoint-location": f"{root}/{manifest.name}/{meta.query_version}",
         "stop-marker": control.stop_marker,
         "status-file": control.status_file,

@@ -1,0 +1,305 @@
+"""The facts of each checked sink contract (model/contracts.py): the schema a start would write,
+analysed by Spark exactly as its run would build it, and what its sink holds.
+
+The analysis is the runner's own (`runner/schema_probe.py`): one local Spark session per plan at
+most, in a child process, building each query from its runtime manifest with its sources
+standing in (an empty folder of the same format and schema, Kafka's fixed schema) and reading
+what sinks with files hold (the runner's claims, a parquet or orc footer). Results that depend
+only on their inputs (a query's output, a declared schema) are cached in the state folder by the
+hash of those inputs, Spark's version and the runner's; a plan whose queries were analysed before
+and whose sinks are empty starts no Spark at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.host.atomic import write_atomically
+from flink_sql_runner.host.timing import mark
+from flink_sql_runner.model.contracts import ContractFacts, Known, Reader, SinkHolds
+from flink_sql_runner.model.control import ControlFiles
+from flink_sql_runner.model.runtime import resolved_table, runtime_manifest
+from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.read.formats import FILE_FORMATS
+from flink_sql_runner.read.sinks import schema_policy
+from flink_sql_runner.stores.storage import Storage, StorageError
+from flink_sql_runner.targets.runner_files import runner_zip
+
+PROBE_MODULE = "flink_sql_runner._runner.schema_probe"
+#: A probe that takes longer is stopped: its answers are unknown, not empty.
+PROBE_TIMEOUT = 600.0
+NOT_ANALYSED = "not analysed: a new location holds nothing it could break"
+#: Fields of a runtime manifest that say nothing about what its query writes.
+_RUN_FIELDS = ("run-id", "stop-marker", "status-file", "checkpoint-location", "on-schema-change")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One start to check: the manifest it would start with, the one stored before (None for a
+    new job), and the jobs of the deploy that read its sink."""
+
+    manifest: StoredManifest
+    previous: StoredManifest | None
+    readers: tuple[tuple[str, str, str | None], ...] = ()  # (job, table, declared DDL)
+
+
+def gather_contracts(
+    checks: Iterable[Check], storage: Storage, cache_dir: Path | None
+) -> dict[str, ContractFacts]:
+    """The contract facts of each check whose sink can be checked, by job name: a sink that
+    holds files, or, for a job deployed before, a sink with a declared schema, readers that
+    declare one, or a Kafka topic. A new job into an empty sink is not analysed: nothing there
+    can break (the plan's cost stays that of reading the store)."""
+    probe = _Probe(cache_dir)
+    staged: dict[str, tuple[Check, dict[str, Any], str, str | None]] = {}
+    for check in checks:
+        try:
+            doc = _runtime(check.manifest)
+        except (FsrError, KeyError):
+            continue  # an environment variable not set here: its run checks the sink
+        target = doc["tables"].get(doc["target-table"])
+        if not isinstance(target, dict):
+            continue
+        sink, fmt = _sink_of(target)
+        if sink is None:
+            continue  # foreach, console, memory: nothing the deployer can read
+        holds_files = fmt in FILE_FORMATS and not _empty(storage, sink)
+        declared = bool(target.get("schema")) or any(ddl for _, _, ddl in check.readers)
+        analyse = holds_files or (check.previous is not None and (declared or fmt == "kafka"))
+        if not analyse and _moved_from(check, sink) is None:
+            continue  # nothing written there yet, and a new job: nothing to break
+        staged[check.manifest.name] = (check, doc, sink, fmt)
+        if not analyse:
+            continue  # a new location, empty: said, with where its readers must move
+        probe.want_job(doc)
+        if target.get("schema"):
+            probe.want_ddl(str(target["schema"]))
+        for _, _, ddl in check.readers:
+            if ddl:
+                probe.want_ddl(ddl)
+        if holds_files:
+            probe.want_sink(fmt, sink)
+    if not staged:
+        return {}
+    probe.run()
+    found = {}
+    for name, (check, doc, sink, fmt) in staged.items():
+        target = doc["tables"][doc["target-table"]]
+        policy, policy_from = schema_policy(check.manifest.job, check.manifest.tables)
+        found[name] = ContractFacts(
+            sink=sink,
+            format=fmt,
+            policy=policy,
+            policy_from=policy_from,
+            output=probe.job(doc) if probe.asked_for(doc) else Known(unknown=NOT_ANALYSED),
+            holds=_holds(probe, target, fmt, sink),
+            declared=probe.ddl(str(target["schema"])) if target.get("schema") else None,
+            readers=tuple(
+                Reader(job, table, probe.ddl(ddl) if ddl else None)
+                for job, table, ddl in check.readers
+            ),
+            moved_from=_moved_from(check, sink),
+            spark=probe.spark,
+        )
+    return found
+
+
+def _runtime(manifest: StoredManifest) -> dict[str, Any]:
+    root = f"{str(manifest.job['checkpoint-root']).rstrip('/')}/{manifest.name}"
+    control = ControlFiles.of(root, manifest.meta.query_version)
+    return runtime_manifest(manifest, "plan", control, f"the plan of {manifest.name}")
+
+
+def _options(definition: dict[str, Any]) -> dict[str, Any]:
+    return {str(k).lower(): v for k, v in (definition.get("options") or {}).items()}
+
+
+def _sink_of(target: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The sink as people know it (a path, a catalog table, a topic) and its format."""
+    if "table" in target:
+        return str(target["table"]), None
+    fmt = str(target.get("format", "")).lower() or None
+    options = _options(target)
+    if fmt == "kafka":
+        return (str(options["topic"]), fmt) if options.get("topic") else (None, fmt)
+    if options.get("path"):
+        return str(options["path"]), fmt
+    return None, fmt
+
+
+def _empty(storage: Storage, path: str) -> bool:
+    """Whether a file sink holds nothing a reader would read: no file-sink log, no claim, no
+    data file. A sink the deployer cannot list is not empty: the probe reads it."""
+    try:
+        return storage.is_empty(path)
+    except (StorageError, FsrError):
+        return False
+
+
+def _holds(probe: _Probe, target: dict[str, Any], fmt: str | None, sink: str) -> SinkHolds:
+    if "table" in target:
+        return SinkHolds(unknown="a catalog table's files are checked by its run")
+    if fmt == "kafka":
+        return SinkHolds()
+    if fmt not in FILE_FORMATS:
+        return SinkHolds(unknown=f"a {fmt} sink keeps no schema the deployer can read")
+    return probe.sink(fmt, sink)
+
+
+def _moved_from(check: Check, sink: str) -> str | None:
+    previous = check.previous
+    if previous is None:
+        return None
+    try:
+        target = resolved_table(previous, str(previous.job.get("target-table")))
+    except FsrError:
+        return None
+    if not isinstance(target, dict):
+        return None
+    old, _ = _sink_of(target)
+    return old if old is not None and old != sink else None
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class _Probe:
+    """What to ask the runner's probe, answered from the cache where the inputs were seen."""
+
+    def __init__(self, cache_dir: Path | None):
+        self.cache_dir = cache_dir
+        import pyspark
+
+        self.spark: str = pyspark.__version__
+        self._salt = {"spark": self.spark, "runner": runner_zip()[0]}
+        self._asked: dict[str, dict[str, dict[str, Any]]] = {"jobs": {}, "sinks": {}, "ddl": {}}
+        self._answers: dict[str, dict[str, Any]] = {"jobs": {}, "sinks": {}, "ddl": {}}
+
+    def _key(self, kind: str, value: Any) -> str:
+        return _digest({**self._salt, kind: value})
+
+    @staticmethod
+    def _shape(doc: dict[str, Any]) -> dict[str, Any]:
+        """What of a runtime manifest decides its output schema (not its version's number)."""
+        shape = {k: v for k, v in doc.items() if k not in _RUN_FIELDS}
+        created = doc["meta"]["query-create-timestamp"]
+        shape["meta"] = {"query-version": 1, "query-id": "-", "query-create-timestamp": created}
+        return shape
+
+    def want_job(self, doc: dict[str, Any]) -> None:
+        if doc.get("code") is not None:
+            return  # a code job is not run at plan time (decided in `job`)
+        shape = self._shape(doc)
+        self._want("jobs", self._key("job", shape), {"manifest": {**doc, **shape}})
+
+    def want_ddl(self, ddl: str) -> None:
+        self._want("ddl", self._key("ddl", ddl), {"ddl": ddl})
+
+    def want_sink(self, fmt: str, path: str) -> None:
+        # What a sink holds changes with every batch: never cached.
+        self._asked["sinks"][f"{fmt}:{path}"] = {"format": fmt, "path": path}
+
+    def _want(self, kind: str, key: str, body: dict[str, Any]) -> None:
+        cached = self._cached(key)
+        if cached is not None:
+            self._answers[kind][key] = cached
+        else:
+            self._asked[kind][key] = body
+
+    def _cached(self, key: str) -> dict[str, Any] | None:
+        if self.cache_dir is None:
+            return None
+        try:
+            doc = json.loads((self.cache_dir / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) else None
+
+    def run(self) -> None:
+        """Ask the probe what the cache does not know, once; cache what depends only on its
+        inputs. A probe that fails leaves every answer it owed unknown."""
+        if not any(self._asked.values()):
+            return
+        request = {
+            kind: [{"key": key, **body} for key, body in asked.items()]
+            for kind, asked in self._asked.items()
+        }
+        answers, why = _run_probe(request)
+        mark("schemas analysed", jobs=len(self._asked["jobs"]), sinks=len(self._asked["sinks"]))
+        if answers.get("spark"):
+            self.spark = str(answers["spark"])
+        for kind, asked in self._asked.items():
+            for key in asked:
+                answer = (answers.get(kind) or {}).get(key)
+                if not isinstance(answer, dict):
+                    answer = {"unknown": f"Spark's analysis did not answer ({why})"}
+                self._answers[kind][key] = answer
+                if kind != "sinks" and why is None and self.cache_dir is not None:
+                    self.cache_dir.mkdir(parents=True, exist_ok=True)
+                    write_atomically(self.cache_dir / f"{key}.json", json.dumps(answer))
+
+    def job(self, doc: dict[str, Any]) -> Known:
+        if doc.get("code") is not None:
+            return Known(
+                unknown="a code job's output is known only when it runs; its run checks the "
+                "sink before its first write"
+            )
+        return Known.from_dict(self._answers["jobs"][self._key("job", self._shape(doc))])
+
+    def asked_for(self, doc: dict[str, Any]) -> bool:
+        return (
+            doc.get("code") is not None
+            or self._key("job", self._shape(doc)) in self._answers["jobs"]
+        )
+
+    def ddl(self, ddl: str) -> Known:
+        return Known.from_dict(self._answers["ddl"][self._key("ddl", ddl)])
+
+    def sink(self, fmt: str, path: str) -> SinkHolds:
+        answer = self._answers["sinks"].get(f"{fmt}:{path}")
+        return SinkHolds() if answer is None else SinkHolds.from_dict(answer)
+
+
+def _run_probe(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The probe's answers, and why there are none (None when it answered)."""
+    with tempfile.TemporaryDirectory(prefix="fsr-schema-") as folder:
+        given, taken = Path(folder, "in.json"), Path(folder, "out.json")
+        given.write_text(json.dumps(request))
+        command = [sys.executable, "-m", PROBE_MODULE, "--input", str(given), "--output",
+                   str(taken)]  # fmt: skip
+        env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=folder,
+            env=env,
+            start_new_session=True,
+        )
+        try:
+            _, err = process.communicate(timeout=PROBE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            return {}, f"it took over {PROBE_TIMEOUT:.0f} s"
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+        try:
+            return json.loads(taken.read_text()), None
+        except (OSError, ValueError):
+            tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
+            return {}, f"it exited {process.returncode}: {tail[0][:300]}"

@@ -1,0 +1,94 @@
+"""Gathering a sink's contract facts without Spark where it can: what the probe is asked, what
+the cache answers, and what a probe that fails leaves (unknown, never empty)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flink_sql_runner.gather import schemas
+from flink_sql_runner.gather.schemas import Check, gather_contracts
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.stores.storage import FileStorage
+from tests.support.jobs import make_job, stored_of
+
+V1 = [{"name": "id", "type": "bigint", "nullable": True}]
+
+
+def check_into(sink: Path, version: int = 2, **overrides) -> Check:
+    job = make_job(tables={"out": {"format": "parquet", "options": {"path": str(sink)}}},
+                   **overrides)  # fmt: skip
+    new = StoredManifest(job.spec, job.tables, Meta.new(version))
+    return Check(new, stored_of(job) if version > 1 else None)
+
+
+class Probe:
+    """Plays the runner's probe: answers every job with V1 and every sink with one version."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+
+    def __call__(self, request: dict):
+        self.requests.append(request)
+        return {
+            "spark": "4.3.0",
+            "jobs": {j["key"]: {"fields": V1} for j in request["jobs"]},
+            "sinks": {
+                s["key"]: {"history": [{"fields": V1, "from": "v1"}]} for s in request["sinks"]
+            },  # fmt: skip
+            "ddl": {},
+        }, None
+
+
+@pytest.fixture
+def probe(monkeypatch: pytest.MonkeyPatch) -> Probe:
+    fake = Probe()
+    monkeypatch.setattr(schemas, "_run_probe", fake)
+    return fake
+
+
+def test_a_new_job_into_an_empty_sink_starts_no_spark(tmp_path: Path, probe: Probe) -> None:
+    found = gather_contracts([check_into(tmp_path / "out", version=1)], FileStorage(), None)
+    assert found == {} and probe.requests == []
+
+
+def test_queries_are_analysed_once_and_sinks_read_every_time(tmp_path: Path, probe: Probe) -> None:
+    sink = tmp_path / "out"
+    (sink / "_spark_metadata").mkdir(parents=True)
+    (sink / "_spark_metadata" / "0").write_text("v1\n")
+    cache = tmp_path / "cache"
+    first = gather_contracts([check_into(sink)], FileStorage(), cache)["orders"]
+    assert first.output.fields == tuple(V1) and first.holds.history == (tuple(V1),)
+    assert [len(probe.requests[0][k]) for k in ("jobs", "sinks")] == [1, 1]
+    again = gather_contracts([check_into(sink)], FileStorage(), cache)["orders"]
+    assert again == first
+    assert [len(probe.requests[1][k]) for k in ("jobs", "sinks")] == [0, 1]
+    other = check_into(sink, sql="SELECT id FROM src")
+    gather_contracts([other], FileStorage(), cache)
+    assert len(probe.requests[2]["jobs"]) == 1  # another query: analysed
+
+
+def test_a_probe_that_fails_leaves_unknowns_and_caches_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(schemas, "_run_probe", lambda request: ({}, "it exited 1: no Java"))
+    sink = tmp_path / "out"
+    sink.mkdir()
+    (sink / "part-0.parquet").write_bytes(b"PAR1")
+    cache = tmp_path / "cache"
+    facts = gather_contracts([check_into(sink)], FileStorage(), cache)["orders"]
+    assert facts.output.fields is None
+    assert facts.output.unknown == "Spark's analysis did not answer (it exited 1: no Java)"
+    assert facts.holds.unknown == "Spark's analysis did not answer (it exited 1: no Java)"
+    assert not cache.exists()
+
+
+def test_a_new_location_names_where_the_old_version_wrote(tmp_path: Path, probe: Probe) -> None:
+    path = str(tmp_path / "out" / "v{query_version}")
+    job = make_job(tables={"out": {"format": "parquet", "options": {"path": path}}})
+    check = Check(StoredManifest(job.spec, job.tables, Meta.new(2)), stored_of(job))
+    facts = gather_contracts([check], FileStorage(), None)["orders"]
+    assert facts.sink == str(tmp_path / "out" / "v2")
+    assert facts.moved_from == str(tmp_path / "out" / "v1")
+    assert probe.requests == []  # an empty new location: nothing to analyse
