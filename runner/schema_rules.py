@@ -54,9 +54,7 @@ def _key(name: str) -> str:
     return name.lower()
 
 
-def compare(
-    history: list[list[Field]], new: list[Field], fmt: str | None = None
-) -> dict[str, Any]:
+def compare(history: list[list[Field]], new: list[Field], fmt: str | None = None) -> dict[str, Any]:
     """What writing `new` does to a sink whose files were written with the schemas of
     `history`, oldest first (empty: nothing written yet).
 
@@ -78,7 +76,9 @@ def compare(
         at = newest.index(gone)
         twin = new[at] if at < len(new) else None
         if twin in added and twin["type"] == gone["type"]:
-            found["renamed"].append({"from": gone["name"], "to": twin["name"], "type": gone["type"]})
+            found["renamed"].append(
+                {"from": gone["name"], "to": twin["name"], "type": gone["type"]}
+            )
             dropped.remove(gone)
             added.remove(twin)
     older = {}
@@ -95,7 +95,13 @@ def compare(
     if fmt in POSITIONAL_FORMATS:
         kept_old = [_key(f["name"]) for f in newest if _key(f["name"]) in new_by]
         kept_new = [_key(f["name"]) for f in new if _key(f["name"]) in old_by]
-        if kept_old != kept_new or (added and len(new) - len(added) < len(newest)):
+        # A reader finds each column of the old files at its old position: a column inserted
+        # before it, not only a reordering, makes the reader read it as another.
+        at_old = {_key(f["name"]): i for i, f in enumerate(newest)}
+        shifted = any(
+            at_old[_key(f["name"])] != i for i, f in enumerate(new) if _key(f["name"]) in at_old
+        )
+        if kept_old != kept_new or shifted or (added and len(new) - len(added) < len(newest)):
             found["moved"] = [f["name"] for f in new if _key(f["name"]) in old_by]
     found["added"], found["dropped"] = added, dropped
     if found["dropped"] or found["renamed"] or found["retyped"] or found["moved"]:
@@ -140,7 +146,9 @@ def describe(found: dict[str, Any]) -> str:
     """The change in words: `value bigint -> string; dropped: price (double)`."""
     parts = [f"{r['name']} {r['from']} -> {r['to']}" for r in found["retyped"]]
     if found["dropped"]:
-        parts.append("dropped: " + ", ".join(f"{f['name']} ({f['type']})" for f in found["dropped"]))
+        parts.append(
+            "dropped: " + ", ".join(f"{f['name']} ({f['type']})" for f in found["dropped"])
+        )
     parts += [f"renamed: {r['from']} -> {r['to']}" for r in found["renamed"]]
     if found["moved"]:
         parts.append("columns moved: " + ", ".join(found["moved"]))
