@@ -135,3 +135,16 @@ def test_kafka_takes_a_string_or_binary_value_and_key() -> None:
     assert kafka_conflicts([col("key", "string")]) == [
         "no `value` column (Kafka's sink needs one, string or binary)"
     ]
+
+
+def test_a_new_not_null_column_breaks_a_parquet_or_orc_sinks_readers() -> None:
+    """Spark writes a NOT NULL column as `required` in the footer; reading the sink's older
+    files, which lack it, then fails ("Required column is missing in data file", seen on Spark
+    4.3 reading a streaming sink). json and csv files keep no nullability."""
+    new = [*V1, col("note", "string", nullable=False)]
+    for fmt in ("parquet", "orc", None):
+        found = compare([V1], new, fmt)
+        assert found["verdict"] == "breaking" and found["required"] == ["note"]
+        assert describe(found) == "added NOT NULL, which the older files lack: note (string)"
+    assert compare([V1], new, "json")["verdict"] == "additive"
+    assert compare([V1], [*V1, col("note", "string")], "parquet")["required"] == []
