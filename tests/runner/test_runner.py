@@ -332,6 +332,10 @@ def test_a_spark_the_adapter_does_not_know_fails_the_start_in_one_line(tmp_path:
         ("not json", "not JSON"),
         ('{"schema-version": 9}', "schema-version must be 1"),
         ('{"schema-version": 1}', "missing fields: name, target-table"),
+        (
+            json.dumps(manifest(Path("/x"), **{"on-schema-change": "sometimes"})),
+            "on-schema-change must be one of additive, fail, allow",
+        ),
     ],
 )
 def test_bad_runtime_manifests_are_refused(text: str, message: str):
