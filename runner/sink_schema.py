@@ -50,18 +50,18 @@ def metadata_log(storage: Storage, path: str) -> list[tuple[int, str]]:
 
 
 def newest_file(storage: Storage, path: str, logs: list[tuple[int, str]]) -> tuple[int, str] | None:
-    """(batch id of the log file that lists it, path) of the last file the sink's log added;
-    None if the newest log files add none."""
+    """(batch id of the log file that lists it, path) of the last file the sink's log added
+    and did not delete since; None if the newest log files add none."""
+    deleted: set[str] = set()
     for batch, name in reversed(logs[-LOG_WALK_BACK:]):
         text = storage.read(f"{path.rstrip('/')}/_spark_metadata/{name}") or ""
-        added = []
-        for line in text.splitlines()[1:]:  # the first line is the log's version, "v1"
-            if line.strip():
-                entry = json.loads(line)
-                if entry.get("action") == "add" and entry.get("path"):
-                    added.append(str(entry["path"]))
-        if added:
-            return batch, added[-1]
+        entries = [json.loads(line) for line in text.splitlines()[1:] if line.strip()]
+        for entry in reversed(entries):  # the first line is the log's version, "v1"
+            where = str(entry.get("path") or "")
+            if entry.get("action") == "delete":
+                deleted.add(where)
+            elif entry.get("action") == "add" and where and where not in deleted:
+                return batch, where
         if name.endswith(".compact"):
             return None
     return None

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from runner import lifecycle
+from runner import file_sink, lifecycle
 from runner.query import query_frame, register_sources, with_metadata
 from runner.sink_schema import SchemaRefused, check_before_first_write, sink_history
 from runner.storage import Storage
@@ -279,3 +279,20 @@ def test_claims_say_what_the_runner_wrote_and_old_claims_still_read(spark, tmp_p
     assert sink_history(spark, storage, "json", str(json_out))["unknown"] == (
         f"the json sink {json_out} holds files written without a recorded schema"
     )
+
+
+def test_a_newer_claim_that_wrote_nothing_yet_is_not_contradicted_by_older_files(
+    spark, tmp_path: Path
+):
+    """v2 claimed the sink and failed before its first batch: the newest file is v1's, older
+    than v2's claim, and says nothing about what v2 writes."""
+    out = tmp_path / "out"
+    write_input(tmp_path, "a", range(2))
+    assert run(spark, tmp_path, manifest(tmp_path, 1))[0] == lifecycle.EXIT_OK
+    storage = Storage(spark)
+    v2 = manifest(tmp_path, 2, sql="SELECT id, name, upper(name) AS note FROM people")
+    fields = [col("id", "bigint"), col("name", "string"), col("note", "string"), *METADATA]
+    assert file_sink.sink_batch_segments(storage, v2, str(out), fields) == [[0, 1]]
+    history = sink_history(spark, storage, "parquet", str(out))["history"]
+    assert [e["from"].split(",")[0] for e in history] == ["v1 of job people", "v2 of job people"]
+    assert history[1]["fields"] == fields
