@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .file_sink import claim_bodies, file_sink_of, read_claims
+from .file_sink import claim_bodies, file_sink_of, numbers, read_claims
 from .log import log
 from .manifest import options_of
 from .schema_rules import Field, compare, fields_of, kafka_conflicts, reader_conflicts
@@ -195,7 +195,7 @@ def check_before_first_write(spark: Any, storage: Storage, doc: dict[str, Any], 
     A run restarted from a checkpoint that already claimed the sink (a rollback to the version
     that ran before a failed new one) is refused only for columns whose type changed: the
     columns the failed version added are "dropped" again, and that must not block the
-    rollback."""
+    rollback. So is one from a checkpoint that ran before claims were written (it has offsets)."""
     policy = str(doc.get("on-schema-change", "additive"))
     outcome = "written anyway" if policy == "allow" else "not started"
     name = doc["target-table"]
@@ -235,7 +235,10 @@ def check_before_first_write(spark: Any, storage: Storage, doc: dict[str, Any], 
         entries = history["history"]
         if entries:
             checkpoint = doc["checkpoint-location"].rstrip("/")
-            restart = any(owner == checkpoint for _, _, owner in read_claims(storage, path))
+            # A checkpoint that ran before claims were written has offsets and no claim.
+            restart = any(owner == checkpoint for _, _, owner in read_claims(storage, path)) or (
+                bool(numbers(storage.names(f"{checkpoint}/offsets")))
+            )
             found = compare([e["fields"] for e in entries], new, file_format_name(spark, fmt))
             change = change_line(path, found, entries, restart)
             if change is not None:

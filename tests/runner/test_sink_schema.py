@@ -165,6 +165,14 @@ def test_the_policy_says_what_is_refused(spark, tmp_path: Path, capfd):
     assert "holds name as string (v1 of job people" in said
     assert "this run writes no name: breaking for its readers, written anyway" in said
 
+    # A checkpoint that ran before claims were written, restarted, is a restart too.
+    restarted = manifest(tmp_path, 2, sql="SELECT id FROM people")
+    with pytest.raises(SchemaRefused, match="this run writes no name: breaking"):
+        check_before_first_write(spark, storage, restarted, output(spark, restarted))
+    (tmp_path / "ckpt" / "2" / "offsets").mkdir(parents=True)
+    (tmp_path / "ckpt" / "2" / "offsets" / "0").write_text("v1\n")
+    check_before_first_write(spark, storage, restarted, output(spark, restarted))
+
 
 def test_declared_schemas_and_kafkas_contract_are_checked(spark, tmp_path: Path):
     write_input(tmp_path, "a", range(1))
