@@ -20,6 +20,7 @@ from typing import Any
 
 from .failures import FAILURES, BadManifest, error_text
 from .log import log, utc_now
+from .schema_rules import fields_of
 from .spark_internals import catalog_file_table, is_file_format, new_file_sink
 from .storage import Storage
 
@@ -41,7 +42,9 @@ def last_sink_batch(storage: Storage, path: str) -> int:
     return max(ids, default=-1)
 
 
-def sink_batch_segments(storage: Storage, doc: dict[str, Any], path: str) -> list[list[int]]:
+def sink_batch_segments(
+    storage: Storage, doc: dict[str, Any], path: str, fields: list[dict[str, Any]] | None = None
+) -> list[list[int]]:
     """How this checkpoint's batch ids map to the sink's: `[[from batch, offset], ...]`, a batch
     taking the offset of the last segment it reaches.
 
@@ -61,7 +64,7 @@ def sink_batch_segments(storage: Storage, doc: dict[str, Any], path: str) -> lis
         segments = [[0, first]]
         storage.write(record_location, json.dumps({"segments": segments, "sink-path": path}))
         if not offsets:  # a checkpoint that started before segments were kept claims nothing
-            claim(storage, doc, path, first)
+            claim(storage, doc, path, first, fields)
         if first:
             log(
                 f"the sink {path} already holds batches up to {first - 1}; this checkpoint's "
@@ -86,7 +89,7 @@ def sink_batch_segments(storage: Storage, doc: dict[str, Any], path: str) -> lis
     if start - move_from != offset:  # the other wrote: move past it (else the ids are free)
         segments.append([move_from, start - move_from])
         storage.write(record_location, json.dumps({"segments": segments, "sink-path": path}))
-    claim(storage, doc, path, start)
+    claim(storage, doc, path, start, fields)
     log(
         f"another checkpoint wrote the sink {path} from batch {boundary} on; this checkpoint's "
         f"batches from {move_from} are written as {start}, {start + 1}, ..."
@@ -102,29 +105,46 @@ def claims_folder(path: str) -> str:
     return f"{path.rstrip('/')}/{CLAIMS_FOLDER}"
 
 
-def read_claims(storage: Storage, path: str) -> list[tuple[int, int, str]]:
-    """(order, first sink batch id, checkpoint) of every claim in the sink, in order."""
+def claim_bodies(storage: Storage, path: str) -> list[tuple[int, int, dict[str, Any]]]:
+    """(order, first sink batch id, body) of every claim in the sink, in order. Claims written
+    before schemas were recorded have no `schema` in their body."""
     found = []
     for name in storage.names(claims_folder(path)):
         order, _, rest = name.partition("-")
         if not (order.isdigit() and rest.removesuffix(".json").isdigit()):
             continue
-        text = storage.read(f"{claims_folder(path)}/{name}") or "{}"
-        checkpoint = str(json.loads(text).get("checkpoint", ""))
-        found.append((int(order), int(rest.removesuffix(".json")), checkpoint.rstrip("/")))
-    return sorted(found)
+        body = json.loads(storage.read(f"{claims_folder(path)}/{name}") or "{}")
+        found.append((int(order), int(rest.removesuffix(".json")), body))
+    return sorted(found, key=lambda c: c[:2])
 
 
-def claim(storage: Storage, doc: dict[str, Any], path: str, first: int) -> None:
-    """Record in the sink that this checkpoint writes its batches from sink id `first` on."""
+def read_claims(storage: Storage, path: str) -> list[tuple[int, int, str]]:
+    """(order, first sink batch id, checkpoint) of every claim in the sink, in order."""
+    return [
+        (order, first, str(body.get("checkpoint", "")).rstrip("/"))
+        for order, first, body in claim_bodies(storage, path)
+    ]
+
+
+def claim(
+    storage: Storage,
+    doc: dict[str, Any],
+    path: str,
+    first: int,
+    fields: list[dict[str, Any]] | None = None,
+) -> None:
+    """Record in the sink that this checkpoint writes its batches from sink id `first` on, with
+    the schema it writes (`fields`, as runner/schema_rules.py's `fields_of` makes them)."""
     order = max((c[0] for c in read_claims(storage, path)), default=0) + 1
-    body = {
+    body: dict[str, Any] = {
         "checkpoint": doc["checkpoint-location"].rstrip("/"),
         "job": doc["name"],
         "query-version": doc["meta"]["query-version"],
         "run-id": doc["run-id"],
         "claimed": utc_now(),
     }
+    if fields is not None:
+        body["schema"] = fields
     storage.write(f"{claims_folder(path)}/{order:012d}-{first}.json", json.dumps(body))
 
 
@@ -175,6 +195,23 @@ def file_sink_writer(
     return write
 
 
+def file_sink_of(
+    spark: Any, target: dict[str, Any], options: dict[str, str]
+) -> tuple[str, str, Any] | None:
+    """(format, path, catalog table or None) when Spark's file sink writes `target`: a path
+    table of a file format, or a catalog table stored as files; None for any other sink."""
+    if "table" in target:
+        table = catalog_file_table(spark, target["table"])
+        if table is None:
+            return None
+        return table.provider().get(), table.location().toString(), table
+    if "format" in target and is_file_format(spark, target["format"]):
+        if not options.get("path"):
+            raise BadManifest(f"the {target['format']} target needs options.path")
+        return target["format"], options["path"], None
+    return None
+
+
 def shifted_file_sink(
     spark: Any,
     storage: Storage,
@@ -187,20 +224,14 @@ def shifted_file_sink(
     Spark's own file sink with this checkpoint's batch ids shifted past theirs. None when there
     is nothing to shift past (not a file sink, or a checkpoint that started on an empty log):
     Spark's own sink then writes directly, without foreachBatch's copy of every row."""
-    table = None
-    if "table" in target:
-        table = catalog_file_table(spark, target["table"])
-        if table is None:
-            return None
-        fmt, path = table.provider().get(), table.location().toString()
-        options = {**options, "path": path}
-    elif "format" in target and is_file_format(spark, target["format"]):
-        if not options.get("path"):
-            raise BadManifest(f"the {target['format']} target needs options.path")
-        fmt, path = target["format"], options["path"]
-    else:
+    found = file_sink_of(spark, target, options)
+    if found is None:
         return None
-    segments = sink_batch_segments(storage, doc, path)
+    fmt, path, table = found
+    if table is not None:
+        options = {**options, "path": path}
+    fields = fields_of(json.loads(schema.json()))
+    segments = sink_batch_segments(storage, doc, path, fields)
     if segments == [[0, 0]]:
         return None
     return file_sink_writer(spark, fmt, options, sink_batch_id(segments), schema, table)

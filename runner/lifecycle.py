@@ -3,6 +3,10 @@
 Stopping: SIGTERM to the Python driver only sets a flag; a stop marker on the checkpoint's own
 storage does the same. Either way the query is stopped between micro-batches, Spark is stopped and
 the process exits 0. Exit codes: 0 stopped or finished, 1 the query failed, 2 bad manifest.
+
+Before its first write a run compares its output schema with what its sink holds
+(runner/sink_schema.py): a change its `on-schema-change` policy refuses fails the run, exit 1,
+with one line, before anything is claimed or written.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from .failures import FAILURES, BadManifest, error_text
 from .log import log
 from .manifest import load_manifest
 from .query import query_frame, register_sources, start_query, with_metadata
+from .sink_schema import SchemaRefused, check_before_first_write
 from .spark_internals import UnsupportedSpark
 from .status import Status
 from .storage import Storage
@@ -93,6 +98,17 @@ def run(manifest_location: str) -> int:
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.getOrCreate()
+    try:
+        return run_on(spark, manifest_location, stop)
+    finally:
+        try:
+            spark.stop()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+
+
+def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
+    """One run on a SparkSession the caller owns (and stops)."""
     storage = Storage(spark)
     status = Status(storage, None, "", spark.version)
     try:
@@ -108,13 +124,14 @@ def run(manifest_location: str) -> int:
         status.set("starting")
         register_sources(spark, doc)
         frame = with_metadata(query_frame(spark, doc), doc)
+        check_before_first_write(spark, storage, doc, frame)
         query = start_query(spark, storage, doc, frame)
         return watch(query, storage, doc, status, stop)
     except BadManifest as exc:
         log(f"invalid runtime manifest {manifest_location}: {exc}")
         status.set("failed", error=f"invalid runtime manifest: {exc}")
         return EXIT_BAD_MANIFEST
-    except UnsupportedSpark as exc:
+    except (UnsupportedSpark, SchemaRefused) as exc:
         log(f"the job cannot start: {exc}")
         status.set("failed", error=str(exc))
         return EXIT_FAILED
@@ -124,11 +141,6 @@ def run(manifest_location: str) -> int:
         log(f"the job failed: {message}")
         status.set("failed", error=message)
         return EXIT_FAILED
-    finally:
-        try:
-            spark.stop()
-        except Exception:  # noqa: BLE001 - exiting anyway
-            pass
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,6 +8,9 @@ from typing import Any
 from .failures import BadManifest
 
 SCHEMA_VERSION = 1
+#: What a run does when its output changes what its sink's readers read (docs/schema-contracts.md):
+#: `additive` refuses breaking changes, `fail` refuses any change, `allow` refuses none.
+ON_SCHEMA_CHANGE = ("additive", "fail", "allow")
 
 
 def load_manifest(text: str) -> dict[str, Any]:
@@ -23,6 +26,9 @@ def load_manifest(text: str) -> dict[str, Any]:
         raise BadManifest(f"missing fields: {', '.join(missing)}")
     if (doc.get("sql") is None) == (doc.get("code") is None):
         raise BadManifest("exactly one of sql / code must be set")
+    policy = doc.get("on-schema-change", "additive")
+    if policy not in ON_SCHEMA_CHANGE:
+        raise BadManifest(f"on-schema-change must be one of {', '.join(ON_SCHEMA_CHANGE)}")
     for name in [*doc.get("source-tables", []), doc["target-table"]]:
         if name not in doc["tables"]:
             raise BadManifest(f"table {name!r} has no definition")

@@ -3,6 +3,7 @@ columns, and the sink it starts into."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -19,18 +20,28 @@ METADATA_COLUMNS = (
 )
 
 
-def register_sources(spark: Any, doc: dict[str, Any]) -> None:
-    """Each source table as a streaming temporary view under its own name."""
+def open_source(spark: Any, name: str, table: dict[str, Any]) -> Any:
+    """The streaming frame of source table `name`, as the job reads it."""
+    reader = spark.readStream.options(**options_of(table))
+    if "table" in table:
+        return reader.table(table["table"])
+    reader = reader.format(table["format"])
+    if table.get("schema"):
+        reader = reader.schema(table["schema"])
+    return reader.load()
+
+
+def register_sources(
+    spark: Any,
+    doc: dict[str, Any],
+    opener: Callable[[Any, str, dict[str, Any]], Any] = open_source,
+) -> None:
+    """Each source table as a streaming temporary view under its own name, with its watermark;
+    `opener` makes each frame (the plan's schema probe swaps it for stand-ins of the same
+    schema, runner/schema_probe.py)."""
     for name in doc.get("source-tables", []):
         table = doc["tables"][name]
-        reader = spark.readStream.options(**options_of(table))
-        if "table" in table:
-            frame = reader.table(table["table"])
-        else:
-            reader = reader.format(table["format"])
-            if table.get("schema"):
-                reader = reader.schema(table["schema"])
-            frame = reader.load()
+        frame = opener(spark, name, table)
         watermark = table.get("watermark")
         if watermark:
             frame = frame.withWatermark(watermark["column"], watermark["delay"])

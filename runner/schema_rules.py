@@ -8,9 +8,12 @@ Spark's own schema JSON (`StructType.jsonValue()`, the JSON a parquet footer kee
 A sink's readers read the files every version wrote. What they cannot read as before is
 breaking: a column whose type changed (Spark's parquet reader fails on the old files for good:
 `SchemaColumnConvertNotSupportedException`), a column dropped or renamed (readers selecting it),
-and for positional formats (csv, text) a column moved. A new column is additive: files without
-it read as null. Nullability is not compared: Spark reads every file column as nullable. Names
-are compared as Spark resolves them by default, case-insensitively.
+and for positional formats (csv, text) a column moved. A new nullable column is additive: files
+without it read as null. A new NOT NULL column is not, in formats that keep nullability (parquet,
+orc): Spark writes it as `required` in the footer, and reading the older files, which lack it,
+fails ("Required column is missing in data file", Spark 4.3 reading a streaming sink).
+Otherwise nullability is not compared. Names are compared as Spark resolves them by default,
+case-insensitively.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ Field = dict[str, Any]
 
 #: Formats whose readers find columns by position, not by name.
 POSITIONAL_FORMATS = ("csv", "text")
+#: Formats whose files keep no nullability: a new NOT NULL column is additive there.
+NULLABLE_FORMATS = ("json", "csv", "text")
 
 _PRIMITIVE = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
 
@@ -54,18 +59,24 @@ def _key(name: str) -> str:
     return name.lower()
 
 
-def compare(
-    history: list[list[Field]], new: list[Field], fmt: str | None = None
-) -> dict[str, Any]:
+def compare(history: list[list[Field]], new: list[Field], fmt: str | None = None) -> dict[str, Any]:
     """What writing `new` does to a sink whose files were written with the schemas of
     `history`, oldest first (empty: nothing written yet).
 
     Against the newest schema: columns added, dropped, renamed (a dropped and an added column of
     one type at one position), retyped, and for positional formats moved. A column of an older
     schema that the newest no longer has and `new` brings back with another type is retyped too:
-    the old files still hold it. Returns the lists and `verdict`: `same`, `additive` or
-    `breaking`."""
-    found: dict[str, Any] = {"added": [], "dropped": [], "renamed": [], "retyped": [], "moved": []}
+    the old files still hold it. `required` names the added columns that are NOT NULL where
+    the format keeps nullability (breaking: see the module's docstring). Returns the lists and
+    `verdict`: `same`, `additive` or `breaking`."""
+    found: dict[str, Any] = {
+        "added": [],
+        "dropped": [],
+        "renamed": [],
+        "retyped": [],
+        "moved": [],
+        "required": [],
+    }
     if not history:
         found["verdict"] = "same"
         return found
@@ -78,7 +89,9 @@ def compare(
         at = newest.index(gone)
         twin = new[at] if at < len(new) else None
         if twin in added and twin["type"] == gone["type"]:
-            found["renamed"].append({"from": gone["name"], "to": twin["name"], "type": gone["type"]})
+            found["renamed"].append(
+                {"from": gone["name"], "to": twin["name"], "type": gone["type"]}
+            )
             dropped.remove(gone)
             added.remove(twin)
     older = {}
@@ -95,10 +108,18 @@ def compare(
     if fmt in POSITIONAL_FORMATS:
         kept_old = [_key(f["name"]) for f in newest if _key(f["name"]) in new_by]
         kept_new = [_key(f["name"]) for f in new if _key(f["name"]) in old_by]
-        if kept_old != kept_new or (added and len(new) - len(added) < len(newest)):
+        # A reader finds each column of the old files at its old position: a column inserted
+        # before it, not only a reordering, makes the reader read it as another.
+        at_old = {_key(f["name"]): i for i, f in enumerate(newest)}
+        shifted = any(
+            at_old[_key(f["name"])] != i for i, f in enumerate(new) if _key(f["name"]) in at_old
+        )
+        if kept_old != kept_new or shifted or (added and len(new) - len(added) < len(newest)):
             found["moved"] = [f["name"] for f in new if _key(f["name"]) in old_by]
     found["added"], found["dropped"] = added, dropped
-    if found["dropped"] or found["renamed"] or found["retyped"] or found["moved"]:
+    if fmt not in NULLABLE_FORMATS:
+        found["required"] = [f["name"] for f in added if not f.get("nullable", True)]
+    if any(found[k] for k in ("dropped", "renamed", "retyped", "moved", "required")):
         found["verdict"] = "breaking"
     elif found["added"]:
         found["verdict"] = "additive"
@@ -140,10 +161,20 @@ def describe(found: dict[str, Any]) -> str:
     """The change in words: `value bigint -> string; dropped: price (double)`."""
     parts = [f"{r['name']} {r['from']} -> {r['to']}" for r in found["retyped"]]
     if found["dropped"]:
-        parts.append("dropped: " + ", ".join(f"{f['name']} ({f['type']})" for f in found["dropped"]))
+        parts.append(
+            "dropped: " + ", ".join(f"{f['name']} ({f['type']})" for f in found["dropped"])
+        )
     parts += [f"renamed: {r['from']} -> {r['to']}" for r in found["renamed"]]
     if found["moved"]:
         parts.append("columns moved: " + ", ".join(found["moved"]))
-    if found["added"]:
-        parts.append("added: " + ", ".join(f"{f['name']} ({f['type']})" for f in found["added"]))
+    required = found.get("required", [])
+    strict = [f for f in found["added"] if f["name"] in required]
+    loose = [f for f in found["added"] if f["name"] not in required]
+    if strict:
+        parts.append(
+            "added NOT NULL, which the older files lack: "
+            + ", ".join(f"{f['name']} ({f['type']})" for f in strict)
+        )
+    if loose:
+        parts.append("added: " + ", ".join(f"{f['name']} ({f['type']})" for f in loose))
     return "; ".join(parts) or "no change"

@@ -17,6 +17,11 @@ conf(), SessionCatalog.tableExists / getTableMetadata(TableIdentifier), TableIde
 Option), CatalogTable.provider / location / partitionColumnNames / bucketSpec, PythonUtils.toSeq
 / toScalaMap, OutputMode.Append() and Sink.addBatch(long, Dataset). A Spark without what the
 runner needs fails the start with UnsupportedSpark, one line, before the query starts.
+
+The schema contracts (runner/sink_schema.py) need three more, the same on all five: StructType
+.fromDDL(String) and StructType.json() (a declared schema, parsed as Spark parses it),
+CatalogTable.schema() (a catalog table's declared columns), and DataSourceRegister.shortName()
+(which file format a class name is).
 """
 
 from __future__ import annotations
@@ -184,3 +189,38 @@ def new_file_sink(
         if ["OutputMode", "StructType"] in sink_shapes:
             return source.createSink(append, schema)
         return source.createSink(append)
+
+
+def ddl_schema_json(spark: Any, ddl: str) -> str:
+    """Spark's schema JSON of a DDL column list (`a BIGINT, b STRING`), parsed by Spark itself;
+    Spark's ParseException when it is not one."""
+    with spark_internal(spark, "it cannot parse a DDL schema"):
+        return str(spark._jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl).json())
+
+
+def catalog_table_schema_json(spark: Any, table: Any) -> str:
+    """Spark's schema JSON of a catalog table's declared columns (its partition columns too)."""
+    with spark_internal(spark, "its catalog tables are not the ones the runner knows"):
+        return str(table.schema().json())
+
+
+def file_format_name(spark: Any, fmt: str) -> str:
+    """The short name (`parquet`, `json`, ...) of a file format given under any name Spark
+    resolves (`org.apache.spark.sql.parquet`, a FileFormat class); the name itself, lowercased,
+    when Spark's lookup says nothing more."""
+    if fmt.lower() in FILE_FORMATS:
+        return fmt.lower()
+    jvm = spark._jvm
+    conf = spark._jsparkSession.sessionState().conf()
+    try:
+        found = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            fmt, conf
+        )
+        register = jvm.java.lang.Class.forName("org.apache.spark.sql.sources.DataSourceRegister")
+        if register.isAssignableFrom(found):
+            return str(found.newInstance().shortName()).lower()
+    except Exception as exc:  # noqa: BLE001 - a name Spark cannot resolve
+        detail = missing_internal(exc)
+        if detail is not None:
+            raise UnsupportedSpark(spark, f"no DataSource.lookupDataSource ({detail})") from None
+    return fmt.lower()

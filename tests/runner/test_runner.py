@@ -18,66 +18,15 @@ import pytest
 from flink_sql_runner.targets.sparksubmit import find_spark_submit
 from runner import failures, file_sink, job_runner, lifecycle, spark_internals
 from runner.manifest import load_manifest
-from runner.query import query_frame, register_sources, start_query, with_metadata
+from runner.query import query_frame, register_sources, with_metadata
 from runner.storage import Storage
+from tests.support.runner_jobs import SCHEMA, manifest, run_to_end, write_input
 
 pytestmark = pytest.mark.spark
 
 RUNNER = Path(lifecycle.__file__).parent
 
 HOSTILE = "it's \"quoted\" \\ back\\slash -- not a comment; DROP TABLE x;\nsecond line\t'); --"
-SCHEMA = "id BIGINT, name STRING"
-
-
-def manifest(tmp_path: Path, version: int = 1, **overrides: Any) -> dict[str, Any]:
-    doc = {
-        "schema-version": 1,
-        "name": "people",
-        "description": "all people",
-        "target-table": "people_out",
-        "sql": "SELECT id, name FROM people",
-        "code": None,
-        "source-tables": ["people"],
-        "outputMode": "append",
-        "trigger": {"availableNow": True},
-        "metadata-columns": {"enabled": True, "create-timestamp-column": "__create_timestamp"},
-        "tables": {
-            "people": {
-                "format": "json",
-                "options": {"path": str(tmp_path / "in")},
-                "schema": SCHEMA,
-            },
-            "people_out": {"format": "parquet", "options": {"path": str(tmp_path / "out")}},
-        },
-        "checkpoint-location": str(tmp_path / "ckpt" / str(version)),
-        "run-id": "run-1",
-        "meta": {
-            "query-version": version,
-            "query-id": f"id-{version}",
-            "query-create-timestamp": "2026-11-22T13:50:00Z",
-        },
-    }
-    doc.update(overrides)
-    return doc
-
-
-def write_input(tmp_path: Path, name: str, ids: range) -> None:
-    folder = tmp_path / "in"
-    folder.mkdir(exist_ok=True)
-    lines = [json.dumps({"id": i, "name": f"n{i}"}) for i in ids]
-    (folder / f"{name}.json").write_text("\n".join(lines) + "\n")
-
-
-def run_to_end(spark: Any, doc: dict[str, Any]) -> str:
-    """Register, build and run one availableNow query to its end, as the runner does; the
-    description of the sink it wrote through."""
-    register_sources(spark, doc)
-    frame = with_metadata(query_frame(spark, doc), doc)
-    query = start_query(spark, Storage(spark), doc, frame)
-    query.awaitTermination(120)
-    assert query.exception() is None
-    progress = query.lastProgress
-    return progress["sink"]["description"] if progress else ""
 
 
 def test_metadata_columns_follow_the_query_columns_as_typed_values(spark, tmp_path: Path):
@@ -383,6 +332,10 @@ def test_a_spark_the_adapter_does_not_know_fails_the_start_in_one_line(tmp_path:
         ("not json", "not JSON"),
         ('{"schema-version": 9}', "schema-version must be 1"),
         ('{"schema-version": 1}', "missing fields: name, target-table"),
+        (
+            json.dumps(manifest(Path("/x"), **{"on-schema-change": "sometimes"})),
+            "on-schema-change must be one of additive, fail, allow",
+        ),
     ],
 )
 def test_bad_runtime_manifests_are_refused(text: str, message: str):
