@@ -80,7 +80,7 @@ class SchemaReport:
             "verdict": self.verdict,
             "refused": self.refused,
         }
-        for key in ("added", "dropped", "renamed", "retyped", "moved"):
+        for key in ("added", "required", "dropped", "renamed", "retyped", "moved"):
             doc[key] = list(self.change.get(key, []))
         doc["conflicts"] = list(self.conflicts)
         doc["readers"] = list(self.readers)

@@ -116,9 +116,14 @@ def gather_contracts(
 
 
 def _runtime(manifest: StoredManifest) -> dict[str, Any]:
+    """The runtime manifest the start would hand its run, with the job's spark.sql.* settings
+    (`conf`) its session would have."""
     root = f"{str(manifest.job['checkpoint-root']).rstrip('/')}/{manifest.name}"
     control = ControlFiles.of(root, manifest.meta.query_version)
-    return runtime_manifest(manifest, "plan", control, f"the plan of {manifest.name}")
+    doc = runtime_manifest(manifest, "plan", control, f"the plan of {manifest.name}")
+    properties = manifest.job.get("sparkProperties") or {}
+    doc["conf"] = {str(k): str(v) for k, v in properties.items() if str(k).startswith("spark.sql.")}
+    return doc
 
 
 def _options(definition: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +199,9 @@ class _Probe:
     @staticmethod
     def _shape(doc: dict[str, Any]) -> dict[str, Any]:
         """What of a runtime manifest decides its output schema (not its version's number)."""
-        shape = {k: v for k, v in doc.items() if k not in _RUN_FIELDS}
+        shape = {k: v for k, v in doc.items() if k not in _RUN_FIELDS and k != "conf"}
+        # The job's spark.sql.* settings shape its output types (spark.sql.timestampType).
+        shape["conf"] = {k: v for k, v in (doc.get("conf") or {}).items()}
         created = doc["meta"]["query-create-timestamp"]
         shape["meta"] = {"query-version": 1, "query-id": "-", "query-create-timestamp": created}
         return shape
@@ -203,7 +210,8 @@ class _Probe:
         if doc.get("code") is not None:
             return  # a code job is not run at plan time (decided in `job`)
         shape = self._shape(doc)
-        self._want("jobs", self._key("job", shape), {"manifest": {**doc, **shape}})
+        self._want("jobs", self._key("job", shape), {"manifest": {**doc, **shape},
+                                                    "conf": shape["conf"]})  # fmt: skip
 
     def want_ddl(self, ddl: str) -> None:
         self._want("ddl", self._key("ddl", ddl), {"ddl": ddl})
@@ -277,6 +285,7 @@ def _run_probe(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """The probe's answers, and why there are none (None when it answered)."""
     with tempfile.TemporaryDirectory(prefix="fsr-schema-") as folder:
         given, taken = Path(folder, "in.json"), Path(folder, "out.json")
+        given.touch(mode=0o600)  # a job's settings may hold a secret
         given.write_text(json.dumps(request))
         command = [sys.executable, "-m", PROBE_MODULE, "--input", str(given), "--output",
                    str(taken)]  # fmt: skip

@@ -174,7 +174,12 @@ def _schema_section(report: SchemaReport) -> list[str]:
         f"(on-schema-change: {code(report.policy, in_table=False)})",
     ]
     change = report.change
-    rows = [(f["name"], f"added, {f['type']}") for f in change.get("added", [])]
+    required = set(change.get("required", []))
+    rows = [
+        (f["name"], f"added, {f['type']}" + (" NOT NULL: older files lack it" if f["name"] in
+                                              required else ""))
+        for f in change.get("added", [])
+    ]  # fmt: skip
     rows += [(f["name"], f"dropped, was {f['type']}") for f in change.get("dropped", [])]
     rows += [(r["name"], f"{r['from']} -> {r['to']}") for r in change.get("retyped", [])]
     rows += [(r["from"], f"renamed {r['to']}") for r in change.get("renamed", [])]

@@ -95,7 +95,12 @@ def schema_lines(report: SchemaReport) -> list[str]:
     verdict = report.verdict + (", refused" if report.refused else "")
     lines = [f"schema of {report.sink}: {verdict} (on-schema-change: {report.policy})"]
     change = report.change
-    lines += [f"  + {f['name']} {f['type']}" for f in change.get("added", [])]
+    required = set(change.get("required", []))
+    lines += [
+        f"  + {f['name']} {f['type']}"
+        + (" NOT NULL (older files lack it: readers fail)" if f["name"] in required else "")
+        for f in change.get("added", [])
+    ]
     lines += [f"  - {f['name']} {f['type']}" for f in change.get("dropped", [])]
     lines += [f"  ~ {r['name']} {r['from']} -> {r['to']}" for r in change.get("retyped", [])]
     lines += [f"  ~ {r['from']} renamed {r['to']} ({r['type']})" for r in change.get("renamed", [])]

@@ -226,3 +226,13 @@ def test_validate_finds_a_reader_declaring_what_the_writer_does_not_declare() ->
             "`value BIGINT, tick_time TIMESTAMP`",
         )
     ]
+
+
+def test_a_new_not_null_column_is_refused_and_said_so() -> None:
+    """Spark writes a NOT NULL column as required in parquet; readers fail on older files."""
+    added = (*V1, {"name": "tag", "type": "string", "nullable": False})
+    plan = plan_with(contract(output=added))
+    (decision,) = plan.decisions
+    assert decision.action is Action.REFUSED
+    assert "+ tag string NOT NULL (older files lack it: readers fail)" in plan_text(plan)
+    assert json.loads(plan_json(plan))["jobs"][0]["schema"]["required"] == ["tag"]
