@@ -58,8 +58,9 @@ from flink_sql_runner.render.plan import plan_json, plan_text, results_text
 def plan(
     paths: tuple[Path, ...], output: str, detailed_exitcode: bool, debug: bool, **kw: Any
 ) -> int:
-    """Show what deploy would do and why. Reads the store, the target and checkpoints;
-    changes nothing."""
+    """Show what deploy would do and why. Reads the store, the target and checkpoints, and
+    checks what a changed query would write against what its sink holds (Spark's analyser in
+    one local session; docs/schema-contracts.md); changes nothing."""
     deployment = Deployment(settings_from(paths, **kw))
     jobs = load(deployment)
     result = deployment.plan(jobs)
