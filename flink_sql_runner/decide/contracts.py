@@ -36,6 +36,8 @@ from flink_sql_runner.read.manifest import Job
 
 #: Fields of a job that shape what it writes: a change of any of them is checked.
 OUTPUT_FIELDS = ("sql", "code", "source-tables", "target-table", "metadata-columns")
+#: Fields of a source table that shape the columns it gives.
+SOURCE_SHAPE = ("format", "table", "schema", "watermark")
 
 
 def needs_check(facts: JobFacts) -> bool:
@@ -47,9 +49,16 @@ def needs_check(facts: JobFacts) -> bool:
     if stored is None:
         return True
     spec, old = desired.spec, stored.job
-    return (
-        any(spec.get(key) != old.get(key) for key in OUTPUT_FIELDS)
-        or desired.tables != stored.tables
+    if any(spec.get(key) != old.get(key) for key in OUTPUT_FIELDS):
+        return True
+    target = str(spec.get("target-table"))
+    if desired.tables.get(target) != stored.tables.get(target):
+        return True
+    # A source's options (a rate limit, a path) do not change the columns it gives.
+    return any(
+        (desired.tables.get(name) or {}).get(key) != (stored.tables.get(name) or {}).get(key)
+        for name in {*desired.tables, *stored.tables} - {target}
+        for key in SOURCE_SHAPE
     )
 
 

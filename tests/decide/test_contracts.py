@@ -236,3 +236,15 @@ def test_a_new_not_null_column_is_refused_and_said_so() -> None:
     assert decision.action is Action.REFUSED
     assert "+ tag string NOT NULL (older files lack it: readers fail)" in plan_text(plan)
     assert json.loads(plan_json(plan))["jobs"][0]["schema"]["required"] == ["tag"]
+
+
+def test_a_sources_options_alone_are_not_analysed() -> None:
+    """A rate limit or a path gives the same columns: a config change starts no Spark."""
+    store = FakeStore()
+    store.put(stored_of(BASE))
+    limited = make_job(tables={"src": {**BASE.tables["src"], "options": {"path": "/in2"}}})
+    (facts,) = gather([limited], store, FakeTarget(), FakeStorage(), workers=1)
+    assert not needs_check(facts)
+    typed = make_job(tables={"src": {**BASE.tables["src"], "schema": "id STRING, ts TIMESTAMP"}})
+    (facts,) = gather([typed], store, FakeTarget(), FakeStorage(), workers=1)
+    assert needs_check(facts)
