@@ -115,7 +115,7 @@ def judge(facts: ContractFacts) -> SchemaReport:
     if facts.policy == ALLOW and not kafka_broken:
         return report
     refused = verdict == "breaking" or bool(conflicts)
-    if facts.policy == FAIL and verdict in ("additive",):
+    if facts.policy == FAIL and verdict == "additive":
         refused = True
     return replace(report, refused=refused)
 

@@ -62,7 +62,7 @@ def gather_contracts(
     declare one, or a Kafka topic. A new job into an empty sink is not analysed: nothing there
     can break (the plan's cost stays that of reading the store)."""
     probe = _Probe(cache_dir)
-    staged: dict[str, tuple[Check, dict[str, Any], str, str | None]] = {}
+    staged: dict[str, tuple[Check, dict[str, Any], str, str | None, bool, str | None]] = {}
     for check in checks:
         try:
             doc = _runtime(check.manifest)
@@ -77,9 +77,10 @@ def gather_contracts(
         holds_files = fmt in FILE_FORMATS and not _empty(storage, sink)
         declared = bool(target.get("schema")) or any(ddl for _, _, ddl in check.readers)
         analyse = holds_files or (check.previous is not None and (declared or fmt == "kafka"))
-        if not analyse and _moved_from(check, sink) is None:
+        moved = _moved_from(check, sink)
+        if not analyse and moved is None:
             continue  # nothing written there yet, and a new job: nothing to break
-        staged[check.manifest.name] = (check, doc, sink, fmt)
+        staged[check.manifest.name] = (check, doc, sink, fmt, analyse, moved)
         if not analyse:
             continue  # a new location, empty: said, with where its readers must move
         probe.want_job(doc)
@@ -94,7 +95,7 @@ def gather_contracts(
         return {}
     probe.run()
     found = {}
-    for name, (check, doc, sink, fmt) in staged.items():
+    for name, (check, doc, sink, fmt, analyse, moved) in staged.items():
         target = doc["tables"][doc["target-table"]]
         policy, policy_from = schema_policy(check.manifest.job, check.manifest.tables)
         found[name] = ContractFacts(
@@ -102,14 +103,14 @@ def gather_contracts(
             format=fmt,
             policy=policy,
             policy_from=policy_from,
-            output=probe.job(doc) if probe.asked_for(doc) else Known(unknown=NOT_ANALYSED),
+            output=probe.job(doc) if analyse else Known(unknown=NOT_ANALYSED),
             holds=_holds(probe, target, fmt, sink),
             declared=probe.ddl(str(target["schema"])) if target.get("schema") else None,
             readers=tuple(
                 Reader(job, table, probe.ddl(ddl) if ddl else None)
                 for job, table, ddl in check.readers
             ),
-            moved_from=_moved_from(check, sink),
+            moved_from=moved,
             spark=probe.spark,
         )
     return found
@@ -266,12 +267,6 @@ class _Probe:
                 "sink before its first write"
             )
         return Known.from_dict(self._answers["jobs"][self._key("job", self._shape(doc))])
-
-    def asked_for(self, doc: dict[str, Any]) -> bool:
-        return (
-            doc.get("code") is not None
-            or self._key("job", self._shape(doc)) in self._answers["jobs"]
-        )
 
     def ddl(self, ddl: str) -> Known:
         return Known.from_dict(self._answers["ddl"][self._key("ddl", ddl)])
