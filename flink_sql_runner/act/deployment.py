@@ -22,7 +22,7 @@ from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
-from flink_sql_runner.gather.schemas import Check, gather_contracts
+from flink_sql_runner.gather.schemas import Ask, Check, gather_contracts, run_probe
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import Stored
@@ -47,6 +47,10 @@ class Deployment:
         self._store = store
         self._target = target
         self.storage: Storage = FileStorage()
+        #: Asks Spark what a changed query writes and what its sink holds (gather/schemas.py),
+        #: its answers cached in this folder (None: not cached).
+        self.ask_spark: Ask = run_probe
+        self.schema_cache: Path | None = Path(settings.state_dir) / "cache" / "schemas"
         self.debug = False
         #: Where lines for people go while a command runs (waiting for the lock).
         self.say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
@@ -118,8 +122,7 @@ class Deployment:
         plan = build_plan(facts, prune=prune, spark=spark)
         checks = contract_checks(plan, facts, jobs)
         if checks:
-            cache = Path(self.settings.state_dir) / "cache" / "schemas"
-            found = gather_contracts(checks, self.storage, cache)
+            found = gather_contracts(checks, self.storage, self.schema_cache, self.ask_spark)
             if found:
                 facts = [replace(f, contract=found.get(f.name)) for f in facts]
                 plan = build_plan(facts, prune=prune, spark=spark)

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,14 +54,22 @@ class Check:
     readers: tuple[tuple[str, str, str | None], ...] = ()  # (job, table, declared DDL)
 
 
+#: Asks Spark: a request of jobs, DDLs and sinks -> (answers by key, why there are none).
+Ask = Callable[[dict[str, Any]], tuple[dict[str, Any], str | None]]
+
+
 def gather_contracts(
-    checks: Iterable[Check], storage: Storage, cache_dir: Path | None
+    checks: Iterable[Check],
+    storage: Storage,
+    cache_dir: Path | None,
+    ask: Ask | None = None,
 ) -> dict[str, ContractFacts]:
     """The contract facts of each check whose sink can be checked, by job name: a sink that
     holds files, or, for a job deployed before, a sink with a declared schema, readers that
     declare one, or a Kafka topic. A new job into an empty sink is not analysed: nothing there
-    can break (the plan's cost stays that of reading the store)."""
-    probe = _Probe(cache_dir)
+    can break (the plan's cost stays that of reading the store). `ask` is the runner's probe
+    in a child process unless given."""
+    probe = _Probe(cache_dir, ask or run_probe)
     staged: dict[str, tuple[Check, dict[str, Any], str, str | None, bool, str | None]] = {}
     for check in checks:
         try:
@@ -185,8 +193,9 @@ def _digest(value: Any) -> str:
 class _Probe:
     """What to ask the runner's probe, answered from the cache where the inputs were seen."""
 
-    def __init__(self, cache_dir: Path | None):
+    def __init__(self, cache_dir: Path | None, ask: Ask):
         self.cache_dir = cache_dir
+        self.ask = ask
         import pyspark
 
         self.spark: str = pyspark.__version__
@@ -246,7 +255,7 @@ class _Probe:
             kind: [{"key": key, **body} for key, body in asked.items()]
             for kind, asked in self._asked.items()
         }
-        answers, why = _run_probe(request)
+        answers, why = self.ask(request)
         mark("schemas analysed", jobs=len(self._asked["jobs"]), sinks=len(self._asked["sinks"]))
         if answers.get("spark"):
             self.spark = str(answers["spark"])
@@ -276,7 +285,7 @@ class _Probe:
         return SinkHolds() if answer is None else SinkHolds.from_dict(answer)
 
 
-def _run_probe(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def run_probe(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """The probe's answers, and why there are none (None when it answered)."""
     with tempfile.TemporaryDirectory(prefix="fsr-schema-") as folder:
         given, taken = Path(folder, "in.json"), Path(folder, "out.json")

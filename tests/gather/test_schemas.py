@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.gather import schemas
 from flink_sql_runner.gather.schemas import Check, gather_contracts
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.storage import FileStorage
@@ -42,14 +41,12 @@ class Probe:
 
 
 @pytest.fixture
-def probe(monkeypatch: pytest.MonkeyPatch) -> Probe:
-    fake = Probe()
-    monkeypatch.setattr(schemas, "_run_probe", fake)
-    return fake
+def probe() -> Probe:
+    return Probe()
 
 
 def test_a_new_job_into_an_empty_sink_starts_no_spark(tmp_path: Path, probe: Probe) -> None:
-    found = gather_contracts([check_into(tmp_path / "out", version=1)], FileStorage(), None)
+    found = gather_contracts([check_into(tmp_path / "out", version=1)], FileStorage(), None, probe)
     assert found == {} and probe.requests == []
 
 
@@ -58,26 +55,26 @@ def test_queries_are_analysed_once_and_sinks_read_every_time(tmp_path: Path, pro
     (sink / "_spark_metadata").mkdir(parents=True)
     (sink / "_spark_metadata" / "0").write_text("v1\n")
     cache = tmp_path / "cache"
-    first = gather_contracts([check_into(sink)], FileStorage(), cache)["orders"]
+    first = gather_contracts([check_into(sink)], FileStorage(), cache, probe)["orders"]
     assert first.output.fields == tuple(V1) and first.holds.history == (tuple(V1),)
     assert [len(probe.requests[0][k]) for k in ("jobs", "sinks")] == [1, 1]
-    again = gather_contracts([check_into(sink)], FileStorage(), cache)["orders"]
+    again = gather_contracts([check_into(sink)], FileStorage(), cache, probe)["orders"]
     assert again == first
     assert [len(probe.requests[1][k]) for k in ("jobs", "sinks")] == [0, 1]
     other = check_into(sink, sql="SELECT id FROM src")
-    gather_contracts([other], FileStorage(), cache)
+    gather_contracts([other], FileStorage(), cache, probe)
     assert len(probe.requests[2]["jobs"]) == 1  # another query: analysed
 
 
-def test_a_probe_that_fails_leaves_unknowns_and_caches_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(schemas, "_run_probe", lambda request: ({}, "it exited 1: no Java"))
+def test_a_probe_that_fails_leaves_unknowns_and_caches_nothing(tmp_path: Path) -> None:
+    def failing(request: dict) -> tuple[dict, str]:
+        return {}, "it exited 1: no Java"
+
     sink = tmp_path / "out"
     sink.mkdir()
     (sink / "part-0.parquet").write_bytes(b"PAR1")
     cache = tmp_path / "cache"
-    facts = gather_contracts([check_into(sink)], FileStorage(), cache)["orders"]
+    facts = gather_contracts([check_into(sink)], FileStorage(), cache, failing)["orders"]
     assert facts.output.fields is None
     assert facts.output.unknown == "Spark's analysis did not answer (it exited 1: no Java)"
     assert facts.holds.unknown == "Spark's analysis did not answer (it exited 1: no Java)"
@@ -88,7 +85,7 @@ def test_a_new_location_names_where_the_old_version_wrote(tmp_path: Path, probe:
     path = str(tmp_path / "out" / "v{query_version}")
     job = make_job(tables={"out": {"format": "parquet", "options": {"path": path}}})
     check = Check(StoredManifest(job.spec, job.tables, Meta.new(2)), stored_of(job))
-    facts = gather_contracts([check], FileStorage(), None)["orders"]
+    facts = gather_contracts([check], FileStorage(), None, probe)["orders"]
     assert facts.sink == str(tmp_path / "out" / "v2")
     assert facts.moved_from == str(tmp_path / "out" / "v1")
     assert probe.requests == []  # an empty new location: nothing to analyse
