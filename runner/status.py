@@ -9,7 +9,8 @@ from typing import Any
 from .log import log, utc_now
 from .storage import Storage
 
-#: How often the status file is rewritten while the query runs, at the least.
+#: How often the status file is rewritten while the query runs, at the least. `watch` accepts
+#: no stall timeout below three of these (the deployer's model/control.py holds the same number).
 HEARTBEAT_SECONDS = 10.0
 
 

@@ -13,7 +13,8 @@ from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import REMOTE_OPTIONS, env_var, options, settings_from
 from flink_sql_runner.cli.original_flags import FsrCommand
-from flink_sql_runner.errors import EXIT_OK, UnknownJob
+from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK, UnknownJob
+from flink_sql_runner.model.control import HEARTBEAT_SECONDS, MIN_STALL_TIMEOUT
 from flink_sql_runner.stores.lock import locked
 from flink_sql_runner.watch.events import Event, Notifier
 from flink_sql_runner.watch.metrics import Metrics
@@ -29,7 +30,9 @@ WATCH_OPTIONS = [
      "once); doubles with each further one."),
     ("--backoff-max", 600.0, 0.0, "The longest wait before a restart, in seconds."),
     ("--failure-window", 3600.0, 1.0, "Seconds over which failures count towards crash-looping."),
-    ("--stall-timeout", 180.0, 1.0, "Seconds without a heartbeat from a driver: it is stalled."),
+    ("--stall-timeout", 180.0, MIN_STALL_TIMEOUT,
+     f"Seconds without a heartbeat from a driver: it is stalled. Drivers write one every "
+     f"{HEARTBEAT_SECONDS:.0f} s, idle or not: at least {MIN_STALL_TIMEOUT:.0f}."),
     ("--batch-timeout", 3600.0, 1.0, "Seconds one micro-batch may run: longer, it is stalled."),
     ("--leader-ttl", 60.0, 3.0,
      "Seconds after which a standby watcher takes over a leader that stopped renewing its "
@@ -37,12 +40,23 @@ WATCH_OPTIONS = [
 ]  # fmt: skip
 
 
+def _honoured(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
+    if value < MIN_STALL_TIMEOUT:
+        raise click.BadParameter(
+            f"{value:g} s is shorter than drivers can honour: they write a heartbeat every "
+            f"{HEARTBEAT_SECONDS:g} s, idle or not, so healthy idle jobs would be restarted; "
+            f"the minimum is {MIN_STALL_TIMEOUT:g} s"
+        )
+    return value
+
+
 def watch_options(func: Any) -> Any:
     for name, default, lowest, text in reversed(WATCH_OPTIONS):
         envvar = env_var(name[2:].upper().replace("-", "_"))
+        stall = name == "--stall-timeout"  # its own message: why the minimum
         func = click.option(
-            name, type=click.FloatRange(min=lowest), default=default, show_default=True,
-            envvar=envvar, help=text,
+            name, type=float if stall else click.FloatRange(min=lowest), default=default,
+            show_default=True, envvar=envvar, help=text, callback=_honoured if stall else None,
         )(func)  # fmt: skip
     return func
 
@@ -109,6 +123,10 @@ def watch(
     only to act, and waits while a deploy holds it. Several watchers on one store: one acts,
     the others stand by and take over when it stops. SIGTERM ends it after the step in
     progress.
+
+    Exit codes: 0 when it ends (--once, SIGTERM) with every restart it attempted healthy; 1
+    when a job's last restart by it failed and the job has not been healthy since (one line
+    per job on stderr, with the cause); 2 invalid options (nothing started).
     """
     settings = WatchSettings(
         max_failures=max_failures,
@@ -141,7 +159,9 @@ def watch(
         notifier.close()
         if metrics is not None:
             metrics.close()
-    return EXIT_OK
+    for name, cause in sorted(watcher.failed_restarts.items()):
+        click.echo(f"error: {name}: its restart failed: {cause}", err=True)
+    return EXIT_FAILED if watcher.failed_restarts else EXIT_OK
 
 
 @click.command(cls=FsrCommand)

@@ -9,6 +9,12 @@ import re
 from dataclasses import dataclass
 
 APP_NAME_PREFIX = "flink-sql-runner-"
+#: The runner rewrites its status file at least this often while its query runs, idle or not
+#: (runner/status.py keeps the same number).
+HEARTBEAT_SECONDS = 10.0
+#: The shortest stall timeout `watch` accepts: three heartbeats. A healthy run's heartbeat is
+#: seen to move within a heartbeat plus a look's interval; a third one covers a late write.
+MIN_STALL_TIMEOUT = 3 * HEARTBEAT_SECONDS
 _APP_NAME = re.compile(rf"^{APP_NAME_PREFIX}(?P<name>[a-z0-9][a-z0-9_-]*)-v(?P<version>\d+)$")
 
 

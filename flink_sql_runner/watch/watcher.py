@@ -60,6 +60,13 @@ if TYPE_CHECKING:
     from flink_sql_runner.act.deployment import Deployment
 
 
+def restart_cause(result: JobResult) -> str:
+    """One line of why a restart failed (the result's summary: the start's own words)."""
+    lines = [line.strip() for line in f"{result.summary}\n{result.detail}".splitlines()]
+    cause = next((line for line in lines if line), "no cause given")
+    return cause if len(cause) <= 300 else cause[:297] + "..."
+
+
 def failures(count: int) -> str:
     return "1 failure" if count == 1 else f"{count} failures"
 
@@ -109,6 +116,9 @@ class Watcher:
         self._written: dict[str, WatchRecord] = {}  # what this watcher last wrote, by job
         self._problem: str | None = None  # why the last look failed, said once
         self.actions = Actions(deployment, self.stopping, clock)
+        #: Jobs whose last restart by this watcher failed, with its cause (cleared when a
+        #: restart succeeds or the job is seen healthy): `watch` then exits 1.
+        self.failed_restarts: dict[str, str] = {}
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self, once: bool = False) -> None:
@@ -251,6 +261,7 @@ class Watcher:
         for `stable_after` after failures has recovered: its backoff starts over."""
         now = self.clock()
         if health.state is State.HEALTHY:
+            self.failed_restarts.pop(name, None)
             since = self._healthy_since.setdefault(name, now)
             if record.consecutive and now - since >= self.settings.stable_after:
                 self.notifier.emit(Event(
@@ -363,16 +374,7 @@ class Watcher:
                 record = self._failed(record, reason, now)
                 if record.crash_looping:
                     return None
-                delay = self.settings.delay(record.consecutive)
-                if delay > 0:
-                    until = now + timedelta(seconds=delay)
-                    self._write(replace(record, backoff_until=utc_text(until),
-                                        state=State.BACKING_OFF.value))  # fmt: skip
-                    self.notifier.emit(Event(
-                        "backing-off", name, f"{reason}; restarting in {delay:.0f} s",
-                        {"until": utc_text(until), "delay-seconds": delay,
-                         "failures-in-a-row": record.consecutive, "reason": reason},
-                    ))  # fmt: skip
+                if self._back_off(record, reason, now):
                     return None
         until = parse_utc(record.backoff_until)
         if until is not None and until > now:
@@ -395,6 +397,21 @@ class Watcher:
             self._write(replace(record, state="cannot-act"))
             return None
         return (decision, record) if decision.steps else None
+
+    def _back_off(self, record: WatchRecord, reason: str, now: datetime) -> bool:
+        """Hold the job's next restart back for the delay its failures in a row earn (False:
+        none, it restarts at once; its record is left as it is)."""
+        delay = self.settings.delay(record.consecutive)
+        if delay <= 0:
+            return False
+        until = now + timedelta(seconds=delay)
+        self._write(replace(record, backoff_until=utc_text(until), state=State.BACKING_OFF.value))
+        self.notifier.emit(Event(
+            "backing-off", record.name, f"{reason}; restarting in {delay:.0f} s",
+            {"until": utc_text(until), "delay-seconds": delay,
+             "failures-in-a-row": record.consecutive, "reason": reason},
+        ))  # fmt: skip
+        return True
 
     def _failed(self, record: WatchRecord, reason: str, now: datetime) -> WatchRecord:
         window = timedelta(seconds=self.settings.failure_window)
@@ -423,15 +440,28 @@ class Watcher:
                 self._restarted(done.decision, done.record, done.result)
 
     def _restarted(self, decision: Decision, record: WatchRecord, result: JobResult) -> None:
-        name = decision.name
-        record = replace(record.restarted_at(self.wall()), backoff_until=None,
+        """Take note of a restart that ended. One that failed is a failure of its own, with
+        its cause: counted now (the next look does not count the job's being down again),
+        and its restart waits out the backoff."""
+        name, now = decision.name, self.wall()
+        record = replace(record.restarted_at(now), backoff_until=None,
                          state=State.HEALTHY.value if result.ok else State.DOWN.value)  # fmt: skip
-        self._write(record)
         self.notifier.emit(Event(
             "restarted" if result.ok else "restart-failed", name,
             f"{decision.reason}: {result.summary}",
             {"query-version": decision.version, "ok": result.ok, "restarts": record.restarts,
-             "failures-in-a-row": record.consecutive},
+             "failures-in-a-row": record.consecutive + (0 if result.ok else 1)},
         ))  # fmt: skip
+        if result.ok:
+            self._write(record)
+            self.failed_restarts.pop(name, None)
+        else:
+            reason = f"restart failed: {restart_cause(result)}"
+            self.failed_restarts[name] = restart_cause(result)
+            record = self._failed(record, reason, now)
+            if not record.crash_looping and not self._back_off(record, reason, now):
+                # No delay: restarted at the next look, which must not count this failure again.
+                self._write(replace(record, backoff_until=utc_text(now),
+                                    state=State.BACKING_OFF.value))  # fmt: skip
         if self.metrics is not None:
             self.metrics.restarts.labels(name).set(record.restarts)

@@ -105,6 +105,61 @@ def test_watch_once_leads_looks_and_exits_and_resume_lifts_a_crash_loop_mark(tmp
     )
 
 
+def test_watch_once_exits_1_when_a_restart_it_attempted_failed_and_status_shows_why(
+    tmp_path: Path,
+):
+    """Before, `watch --once` exited 0 after a failed restart, and `status` kept showing the
+    earlier failure (the driver's death), not the restart's."""
+    state = tmp_path / "state"
+    checkpoint = tmp_path / "ck" / "ticker" / "1"
+    for folder in ("offsets", "commits"):
+        (checkpoint / folder).mkdir(parents=True)
+    (checkpoint / "metadata").write_text('{"id": "3f1c"}')
+    (checkpoint / "offsets" / "0").write_text('v1\n{"batchWatermarkMs":0,"conf":{}}\n')
+    (checkpoint / "commits" / "0").write_text("v1\n")
+    job = {"name": "ticker", "target-table": "t", "sql": "SELECT 1",
+           "checkpoint-root": str(tmp_path / "ck")}  # fmt: skip
+    manifest = StoredManifest(job, {"t": {"format": "console"}}, Meta(1, "id-1", "2026-11-23Z"))
+    LocalStore(state / "manifests").write(manifest, None)
+    submit = tmp_path / "spark-submit"  # a spark-submit whose application dies at once
+    submit.write_text("#!/bin/sh\necho 'Exception in thread main: no such class' >&2\nexit 1\n")
+    submit.chmod(0o755)
+    common = ("--state-dir", str(state), "--spark-submit", str(submit))
+
+    looked = run_cli("watch", "--once", "--log-format", "json", "--start-timeout", "30", *common)
+    assert looked.returncode == 1, looked.stdout + looked.stderr
+    kinds = [json.loads(line)["event"] for line in looked.stdout.splitlines()]
+    assert kinds == ["watching", "restart-failed", "backing-off"]
+    cause = "the job exited before it was healthy: see its log"
+    assert looked.stderr.splitlines() == [f"error: ticker: its restart failed: {cause}"]
+    status = run_cli("status", "--output", "json", *common[:2])
+    (row,) = json.loads(status.stdout)["jobs"]
+    assert row["last-failure"]["reason"] == f"restart failed: {cause}"
+    assert row["health"] == "backing-off"
+    record = WatchLog(LocalStore(state / "manifests")).read_all()["ticker"]
+    assert (record.restarts, record.consecutive) == (1, 2), "the failed restart counted once"
+
+    # While it backs off, a look restarts nothing (and, having attempted none, exits 0).
+    again = run_cli("watch", "--once", "--log-format", "json", *common)
+    assert again.returncode == 0, again.stderr
+    assert [json.loads(line)["event"] for line in again.stdout.splitlines()] == ["watching"]
+    record = WatchLog(LocalStore(state / "manifests")).read_all()["ticker"]
+    assert (record.restarts, record.consecutive) == (1, 2), "the next look counts nothing"
+
+
+def test_a_stall_timeout_drivers_cannot_honour_is_refused(tmp_path: Path):
+    """Before, any value from 1 s: with 8 s, healthy idle jobs (a heartbeat every 10 s) were
+    declared stalled and restarted."""
+    result = run_cli("watch", "--stall-timeout", "29", "--once", "--state-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "Error: Invalid value for '--stall-timeout': 29 s is shorter than drivers can honour: "
+        "they write a heartbeat every 10 s, idle or not, so healthy idle jobs would be "
+        "restarted; the minimum is 30 s"
+    )
+    assert not any(tmp_path.iterdir()), "nothing touched"
+
+
 def test_bad_watch_settings_exit_2_naming_the_option(tmp_path: Path):
     result = run_cli("watch", "--interval", "0", "--state-dir", str(tmp_path))
     assert result.returncode == 2

@@ -144,7 +144,7 @@ def test_watch_restarts_replaces_yields_to_deploy_and_hands_over(
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
     first = driver(ws, "ticker")
 
-    common = ("--stall-timeout", "8", "--leader-ttl", "6", "--notify-url", webhook.url)
+    common = ("--stall-timeout", "30", "--leader-ttl", "6", "--notify-url", webhook.url)
     leader = WatchProcess(ws, "watch-a", *common, "--metrics-port", "0")
     watchers.append(leader)
     leader.wait_for_event("watching")

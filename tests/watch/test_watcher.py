@@ -351,9 +351,11 @@ def test_status_shows_health_restarts_the_last_failure_and_the_last_batch():
     rows = status_rows(watcher.deployment, [], world.wall())
     (row,) = rows
     assert row["health"] == "crash-looping" and row["running"] is False
-    assert (row["restarts"], row["last-failure"]["reason"]) == (3, world.error)
+    # The last failure is the last restart's, with its cause.
+    reason = f"restart failed: the job failed: {world.error}"
+    assert (row["restarts"], row["last-failure"]["reason"]) == (3, reason)
     text = status_text(rows)
-    assert f"last failure {row['last-failure']['at']}: {world.error}" in text
+    assert f"last failure {row['last-failure']['at']}: {reason}" in text
     assert "not restarted until a deploy changes it or `flink-sql-runner resume orders`" in text
     # A person lifts the mark: the next look restarts it, and it runs.
     assert WatchLog(world.store).resume("orders")
