@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -61,9 +62,17 @@ class Project:
             env=environ,
         )
 
-    def deployed(self, *folders: str, tables: tuple[str, ...] = ("examples/tables",)) -> None:
-        """The jobs of `folders` as deployed and running: v1 stored, a committed batch in each
-        checkpoint, a run record naming a live process (this test's own: nothing is stopped)."""
+    def deployed(
+        self,
+        *folders: str,
+        tables: tuple[str, ...] = ("examples/tables",),
+        running: bool = True,
+        batch: int = 0,
+        spark: str | None = None,
+    ) -> None:
+        """The jobs of `folders` as deployed and `running`: v1 stored (its last run on `spark`),
+        `batch` committed in each checkpoint, a run record naming a live process (this test's
+        own: nothing is stopped)."""
         from flink_sql_runner.host import processes as procs
         from flink_sql_runner.model.stored import Meta, StoredManifest
         from flink_sql_runner.read.catalog import load_catalog
@@ -81,13 +90,16 @@ class Project:
         me, started = os.getpid(), procs.start_marker(os.getpid())
         for job in jobs:
             LocalStore(state / "manifests").write(
-                StoredManifest(job.spec, job.tables, Meta.new(1)), None
+                StoredManifest(job.spec, job.tables, replace(Meta.new(1), spark_version=spark)),
+                None,
             )
             checkpoint = self.root / job.checkpoint_location(1)
             for folder in ("offsets", "commits"):
                 (checkpoint / folder).mkdir(parents=True)
-                (checkpoint / folder / "0").write_text("v1\n{}\n")
+                (checkpoint / folder / str(batch)).write_text("v1\n{}\n")
             (checkpoint / "metadata").write_text('{"id": "x"}')
+            if not running:
+                continue
             runs = state / "runs" / job.name
             runs.mkdir(parents=True)
             record = {"name": job.name, "version": 1, "run-id": f"run-{job.name}", "pid": me,
@@ -224,6 +236,15 @@ def test_plan_of_a_config_change_spark_refuses(project: Project) -> None:
         ticks["options"]["numPartitions"] = -1
 
     project.edit("examples/tables/sources.yaml", refused)
+    result = project.run(sample_command(block))
+    assert result.returncode == 0, result.stderr
+    same(block, result.stdout)
+
+
+@checks("plan-spark-change")
+def test_plan_of_a_newer_spark(project: Project) -> None:
+    block = sample("plan-spark-change")
+    project.deployed("examples/queries", running=False, batch=41, spark="3.5.9")
     result = project.run(sample_command(block))
     assert result.returncode == 0, result.stderr
     same(block, result.stdout)
