@@ -439,6 +439,35 @@ def test_migrate_dry_run_as_the_page_shows(project: Project) -> None:
     )
 
 
+@checks("runtime-manifest")
+def test_the_runtime_manifest_sample_has_the_real_keys(tmp_path: Path) -> None:
+    """The page's sample, key by key, against the runtime manifest of the examples' job."""
+    from flink_sql_runner.model.control import ControlFiles
+    from flink_sql_runner.model.runtime import runtime_manifest
+    from flink_sql_runner.model.stored import Meta, StoredManifest
+    from flink_sql_runner.read.catalog import load_catalog
+    from flink_sql_runner.read.manifest import load_jobs
+
+    block = sample("runtime-manifest")
+    catalog = load_catalog([REPO / "examples" / "tables"])
+    jobs = load_jobs([REPO / "examples" / "queries"], None, catalog, tmp_path)
+    (job,) = [job for job in jobs if job.name == "expensive-orders"]
+    stored = StoredManifest(job.spec, job.tables, Meta.new(1))
+    control = ControlFiles.of(f"{tmp_path}/checkpoints/{job.name}", 1)
+    real = runtime_manifest(stored, "run", control, "expensive-orders.yaml")
+    shown = json.loads(block.text)
+    problems = [
+        f"{where}: the sample's keys {sorted(mine)} are not the real {sorted(theirs)}"
+        for where, mine, theirs in (
+            ("top level", shown, real),
+            ("meta", shown["meta"], real["meta"]),
+            ("metadata-columns", shown["metadata-columns"], real["metadata-columns"]),
+        )
+        if set(mine) != set(theirs)
+    ]
+    assert not problems, f"{block.where}: " + "\n".join(problems)
+
+
 # -- lists in prose that follow the code ----------------------------------------------------
 
 
