@@ -439,6 +439,23 @@ def test_migrate_dry_run_as_the_page_shows(project: Project) -> None:
     )
 
 
+@checks("show-expensive-orders")
+def test_the_rows_shown_have_the_columns_a_run_writes() -> None:
+    """The rows themselves need Spark; their columns are the query's, then the create
+    timestamp, then the runner's metadata columns, in that order."""
+    from flink_sql_runner._runner.query import METADATA_COLUMNS
+
+    block = sample("show-expensive-orders")
+    job = yaml.safe_load((REPO / "examples/queries/expensive-orders.yaml").read_text())
+    template = yaml.safe_load((REPO / "templates/job-template.yaml").read_text())
+    selected = re.search(r"SELECT\s+(.*?)\s+FROM", job["sql"], re.S).group(1)
+    columns = [c.strip() for c in selected.split(",")]
+    columns += [template["metadata-columns"]["create-timestamp-column"], *METADATA_COLUMNS]
+    header = block.text.splitlines()[1]
+    shown = [cell.strip() for cell in header.strip("|").split("|")]
+    assert shown == columns, f"{block.where}: the sample's columns {shown} are not {columns}"
+
+
 @checks("runtime-manifest")
 def test_the_runtime_manifest_sample_has_the_real_keys(tmp_path: Path) -> None:
     """The page's sample, key by key, against the runtime manifest of the examples' job."""
