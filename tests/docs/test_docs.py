@@ -295,6 +295,23 @@ def a_driver_that_stops_when_asked(project: Project, name: str) -> subprocess.Po
     return driver
 
 
+@checks("lock-waiting", "lock-refused")
+def test_a_locked_store_says_who_holds_it(project: Project) -> None:
+    """Another machine's deploy holds the store's lock (here a folder store's; the samples show
+    S3's): the waiting line at once, then the refusal, exit 3."""
+    project.deployed("examples/queries")
+    store = project.root / STATE / "manifests"
+    holder = {"owner": "x", "host": "ci-runner-7", "pid": 4242, "command": "deploy",
+              "since": "2026-11-23T10:02:11Z", "ttl": 120.0}  # fmt: skip
+    (store / ".lock").write_text(json.dumps(holder))
+    result = project.run(["flink-sql-runner", "stop", "tick-log", "--lock-timeout", "1"])
+    assert result.returncode == 3, result.stderr
+    where = {f"{STATE}/manifests/.lock": "s3://bucket/jobs/_lock.json"}
+    waiting, refused = result.stderr.splitlines()[0], result.stderr.splitlines()[-1]
+    same(sample("lock-waiting"), waiting, where)
+    same(sample("lock-refused"), refused, where)
+
+
 @checks("validate-interval", "validate-table-name", "properties-ignored")
 def test_validate_says_what_the_samples_say(project: Project) -> None:
     jobs = project.root / "jobs"
