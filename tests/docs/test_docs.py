@@ -25,6 +25,7 @@ from tests.support.doctest_md import (
     all_blocks,
     check_command,
     command_lines,
+    inline_command_lines,
     mismatch,
     read_blocks,
     shape_mismatch,
@@ -155,10 +156,11 @@ def same(block: Block, actual: str, replacements: dict[str, str] | None = None) 
 
 @pytest.mark.parametrize("doc", DOCS)
 def test_every_command_line_is_one_the_tools_take(doc: str) -> None:
+    lines = [line for block in read_blocks(doc) for line in command_lines(block)]
+    lines += inline_command_lines(doc)
     problems = [
         f"{line.where}: {problem}\n    {line.text.strip()}"
-        for block in read_blocks(doc)
-        for line in command_lines(block)
+        for line in lines
         for problem in check_command(line.argv)
     ]
     assert not problems, "command lines the docs show that would not run:\n" + "\n".join(problems)
@@ -293,6 +295,30 @@ def a_driver_that_stops_when_asked(project: Project, name: str) -> subprocess.Po
     record.update(pid=driver.pid, started=procs.start_marker(driver.pid))
     record_path.write_text(json.dumps(record))
     return driver
+
+
+@checks("watch-log")
+def test_the_watch_log_sample_is_lines_watch_writes() -> None:
+    """The sample needs jobs killed, frozen and failing on Spark; each of its lines must be an
+    event `watch` emits, laid out as its log writes one."""
+    from flink_sql_runner.watch.events import Event
+
+    block = sample("watch-log")
+    emitted = emitted_events()
+    problems = []
+    for number, line in enumerate(output_of(block).text.splitlines(), start=1):
+        at, kind, rest = (line.split(maxsplit=2) + ["", ""])[:3]
+        job, _, message = (
+            rest.partition(": ") if kind not in ("watching", "metrics") else ("", "", rest)
+        )
+        written = Event(kind, job or None, message if job else rest, at=at).line()
+        if kind not in emitted:
+            problems.append(f"line {number}: {kind!r} is not an event watch emits")
+        elif written != line:
+            problems.append(
+                f"line {number}: watch writes it\n      {written}\n    not\n      {line}"
+            )
+    assert not problems, f"{block.where}: not lines watch writes\n" + "\n".join(problems)
 
 
 @checks("lock-waiting", "lock-refused")
@@ -505,13 +531,19 @@ def test_the_runtime_manifest_sample_has_the_real_keys(tmp_path: Path) -> None:
 # -- lists in prose that follow the code ----------------------------------------------------
 
 
-def test_the_events_list_names_every_event_watch_emits() -> None:
-    """README's `Events:` list, against the kinds `watch` emits (`Event("kind", ...)`)."""
+def emitted_events() -> set[str]:
+    """The kinds of event `watch` emits: every `Event("kind", ...)` in the code."""
     emitted = set()
     for path in (REPO / "flink_sql_runner").rglob("*.py"):
         for call in re.finditer(r"Event\(\s*(\"[a-z-]+\")(?:\s+if [^\n]+? else (\"[a-z-]+\"))?",
                                 path.read_text()):  # fmt: skip
             emitted |= {kind.strip('"') for kind in call.groups() if kind}
+    return emitted
+
+
+def test_the_events_list_names_every_event_watch_emits() -> None:
+    """README's `Events:` list, against the kinds `watch` emits."""
+    emitted = emitted_events()
     readme = (REPO / "README.md").read_text()
     listed = re.search(r"Events: (.*?)\. ", readme, re.S)
     assert listed, "README.md: no `Events: ...` list"

@@ -155,6 +155,26 @@ def command_lines(block: Block) -> list[CommandLine]:
     return found
 
 
+def inline_command_lines(path: str, text: str | None = None) -> list[CommandLine]:
+    """The command lines of the prose: code spans that start with `flink-sql-runner `,
+    `python -m ` or `pytest ` (outside fenced blocks)."""
+    lines = (text if text is not None else (REPO / path).read_text()).splitlines()
+    fenced: set[int] = set()
+    for block in read_blocks(path, text):
+        fenced.update(range(block.line - 1, block.line + len(block.text.splitlines()) + 1))
+    found = []
+    for number, line in enumerate(lines):
+        if number in fenced:
+            continue
+        for span in re.finditer(r"(?<!`)`((?:flink-sql-runner|python3? -m|pytest) [^`]+)`", line):
+            try:
+                argv = split(span.group(1))
+            except ValueError as exc:
+                argv = ["<unreadable>", str(exc)]
+            found.append(CommandLine(f"{path}:{number + 1}", span.group(1), argv))
+    return found
+
+
 def split(line: str) -> list[str]:
     """A command line's words as a shell splits them, with `&&`, `|`, `>` apart."""
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
@@ -237,6 +257,8 @@ def check_cli(args: list[str]) -> list[str]:
 
 
 def _choices(command: click.Command, ctx: click.Context, args: list[str]) -> list[str]:
+    """Every value given to an option with choices, a number or a range: one the option takes
+    (`--output text|json` names several; a word in capitals stands for any)."""
     by_name = {
         name: param
         for param in command.get_params(ctx)
@@ -247,16 +269,21 @@ def _choices(command: click.Command, ctx: click.Context, args: list[str]) -> lis
     for index, arg in enumerate(args):
         name, equals, value = arg.partition("=")
         param = by_name.get(name)
-        if param is None or not isinstance(param.type, click.Choice):
+        if param is None or param.is_flag or param.count:
             continue
         if not equals:
             value = args[index + 1] if index + 1 < len(args) else ""
-        choices = [str(choice) for choice in param.type.choices]
-        for one in value.split("|"):  # `--output text|json` names several
-            if one not in choices and not one.isupper():
-                problems.append(
-                    f"flink-sql-runner {ctx.info_name} {name}: {one!r} is not one of {choices}"
-                )
+        if not isinstance(
+            param.type, (click.Choice, click.types.IntParamType, click.types.FloatParamType)
+        ):
+            continue
+        for one in value.split("|"):
+            if one.isupper() or one in ("...", "N"):
+                continue
+            try:
+                param.type.convert(one, param, ctx)
+            except click.BadParameter as exc:
+                problems.append(f"flink-sql-runner {ctx.info_name} {name} {one}: {exc.message}")
     return problems
 
 
