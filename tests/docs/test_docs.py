@@ -499,6 +499,47 @@ def test_the_rows_shown_have_the_columns_a_run_writes() -> None:
     assert shown == columns, f"{block.where}: the sample's columns {shown} are not {columns}"
 
 
+@checks("status-file")
+def test_the_status_file_sample_is_what_the_runner_writes() -> None:
+    """The runner's own status writer, fed a completed batch's progress as Spark reports it."""
+    from flink_sql_runner._runner.status import Status
+
+    class Written:
+        text = ""
+
+        def write(self, location: str, text: str) -> None:
+            self.text = text
+
+    written = Written()
+    status = Status(written, "status.json", "run", "4.3.0")  # type: ignore[arg-type]
+    status.set("active", 3)
+
+    class Query:
+        status = {"isTriggerActive": False}
+        lastProgress = {"batchId": 3, "timestamp": "2026-11-22T13:50:10.000Z",
+                        "numInputRows": 50, "inputRowsPerSecond": 5.0,
+                        "processedRowsPerSecond": 52.7, "durationMs": {"triggerExecution": 949},
+                        "sources": [{"metrics": {}}]}  # fmt: skip
+
+    status.beat(Query())
+    block = sample("status-file")
+    real, shown = json.loads(written.text), json.loads(block.text)
+    problems = [
+        f"{where}: the sample's keys {sorted(mine)} are not the real {sorted(theirs)}"
+        for where, mine, theirs in (
+            ("top level", shown, real),
+            ("last-batch", shown["last-batch"], real["last-batch"]),
+        )
+        if set(mine) != set(theirs)
+    ]
+    same_values = shown["last-batch"] == real["last-batch"]
+    assert not problems and same_values, (
+        f"{block.where}: "
+        + "\n".join(problems)
+        + (f"\nlast-batch: {shown['last-batch']} != the real {real['last-batch']}")
+    )
+
+
 @checks("runtime-manifest")
 def test_the_runtime_manifest_sample_has_the_real_keys(tmp_path: Path) -> None:
     """The page's sample, key by key, against the runtime manifest of the examples' job."""
