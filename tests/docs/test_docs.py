@@ -252,6 +252,72 @@ def test_plan_of_a_newer_spark(project: Project) -> None:
     same(block, result.stdout)
 
 
+#: spark-submit's stand-in: it behaves as the runner does on the local target (reports its run
+#: healthy in the status file, leaves at the stop marker) and fails as Spark does when the rate
+#: source is given a negative numPartitions (the only Spark message here that is not Spark's).
+STAND_IN = """#!{python}
+import json, os, sys, time
+args = sys.argv[1:]
+doc = json.load(open(args[args.index("--manifest") + 1]))
+def report(**status):
+    with open(doc["status-file"] + ".tmp", "w") as handle:
+        json.dump({{"run-id": doc["run-id"], "spark-version": "4.3.0", **status}}, handle)
+    os.replace(doc["status-file"] + ".tmp", doc["status-file"])
+ticks = doc["tables"].get("ticks", {{}}).get("options", {{}})
+if str(ticks.get("numPartitions", "1")).startswith("-"):
+    report(state="failed", error="Invalid value '-1'. The option 'numPartitions' must be positive")
+    deadline = time.monotonic() + 30  # as Spark's driver, it takes a while to go
+    while not os.path.exists(doc["stop-marker"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sys.exit(1)
+report(state="active", **{{"batch-id": 0, "heartbeat": 1}})
+while not os.path.exists(doc["stop-marker"]):
+    time.sleep(0.05)
+report(state="stopped", **{{"batch-id": 0, "heartbeat": 2}})
+"""
+
+
+@checks("deploy-config-change", "deploy-rolled-back")
+def test_deploy_says_what_it_did(project: Project) -> None:
+    """The README's deploys of a config change, then of one Spark refuses, on a stand-in
+    spark-submit: the deployer's own lines, as the real runs print them."""
+    project.deployed("examples/queries")
+    driver = a_driver_that_stops_when_asked(project, "tick-log")
+    stand_in = project.root / "spark-submit"
+    stand_in.write_text(STAND_IN.format(python=sys.executable))
+    stand_in.chmod(0o755)
+    env = {"FLINK_SQL_RUNNER_SPARK_SUBMIT": str(stand_in)}
+    deploy = ["flink-sql-runner", "deploy", "--path", "examples/queries",
+              "--table-definition-path", "examples/tables"]  # fmt: skip
+    try:
+        project.edit(
+            "examples/queries/tick-log.yaml",
+            lambda job: job.update(description="Every tick, with a better description"),
+        )
+        changed = project.run(deploy, env)
+        assert changed.returncode == 0, changed.stdout + changed.stderr
+
+        def refused(catalog: dict) -> None:
+            (ticks,) = [table for table in catalog["tables"] if table["name"] == "ticks"]
+            ticks["options"]["numPartitions"] = -1
+
+        project.edit("examples/tables/sources.yaml", refused)
+        rolled_back = project.run(deploy, env)
+        assert rolled_back.returncode == 1, rolled_back.stdout + rolled_back.stderr
+    finally:
+        stopped = project.run(["flink-sql-runner", "stop", "tick-log"], env)
+        driver.kill()
+        driver.wait()
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    same(sample("deploy-config-change"), results_of(changed.stdout))
+    same(sample("deploy-rolled-back"), results_of(rolled_back.stdout))
+
+
+def results_of(printed: str) -> str:
+    """What a deploy did: its output after the plan."""
+    return printed.split("changes pending.\n", 1)[1]
+
+
 @checks("status-examples", "status-watched")
 def test_status_has_the_columns_the_samples_show(project: Project) -> None:
     project.deployed("examples/queries")
