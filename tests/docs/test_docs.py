@@ -277,7 +277,7 @@ report(state="stopped", **{{"batch-id": 0, "heartbeat": 2}})
 """
 
 
-@checks("deploy-config-change", "deploy-rolled-back")
+@checks("deploy-config-change", "deploy-rolled-back", "deploy-query-change")
 def test_deploy_says_what_it_did(project: Project) -> None:
     """The README's deploys of a config change, then of one Spark refuses, on a stand-in
     spark-submit: the deployer's own lines, as the real runs print them."""
@@ -304,6 +304,12 @@ def test_deploy_says_what_it_did(project: Project) -> None:
         project.edit("examples/tables/sources.yaml", refused)
         rolled_back = project.run(deploy, env)
         assert rolled_back.returncode == 1, rolled_back.stdout + rolled_back.stderr
+
+        shutil.copy(REPO / "examples/tables/sources.yaml", project.root / "examples/tables")
+        sql = "SELECT value, timestamp AS tick_time, value % 2 = 0 AS even\nFROM ticks\n"
+        project.edit("examples/queries/tick-log.yaml", lambda job: job.update(sql=sql))
+        new_version = project.run(sample_command(sample("deploy-query-change")), env)
+        assert new_version.returncode == 0, new_version.stdout + new_version.stderr
     finally:
         stopped = project.run(["flink-sql-runner", "stop", "tick-log"], env)
         driver.kill()
@@ -311,6 +317,7 @@ def test_deploy_says_what_it_did(project: Project) -> None:
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     same(sample("deploy-config-change"), results_of(changed.stdout))
     same(sample("deploy-rolled-back"), results_of(rolled_back.stdout))
+    same(sample("deploy-query-change"), new_version.stdout)
 
 
 def results_of(printed: str) -> str:
