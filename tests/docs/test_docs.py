@@ -613,6 +613,47 @@ def test_the_status_file_sample_is_what_the_runner_writes() -> None:
     )
 
 
+@checks("schema-refused", "schema-refused-excerpt")
+def test_a_refused_schema_change_reads_as_the_samples_show() -> None:
+    """The plan of a change that would break a sink's readers, rendered from the facts the plan
+    gathers, with Spark's analysis (which needs a sink Spark wrote) given: v1 wrote `value` as
+    bigint, v2 would write a string, and the job `copy` reads the sink declaring bigint."""
+    from flink_sql_runner.decide.plan import build_plan
+    from flink_sql_runner.gather.facts import gather
+    from flink_sql_runner.model.contracts import ContractFacts, Known, Reader, SinkHolds
+    from flink_sql_runner.model.runs import Run
+    from flink_sql_runner.render.plan import plan_text
+    from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
+    from tests.support.jobs import ROOT, make_job, stored_of
+
+    def column(name: str, kind: str) -> dict:
+        return {"name": name, "type": kind, "nullable": True}
+
+    v1 = (column("value", "bigint"), column("timestamp", "timestamp"))
+    v2 = (column("value", "string"), column("timestamp", "timestamp"))
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    store.put(stored_of(make_job(name="ticks", sql="SELECT value, timestamp FROM ticks")))
+    target.add_run(Run("ticks", 1, "run-1", "pid 42"))
+    storage.add_checkpoint(f"{ROOT}/ticks/1", 3)
+    changed = make_job(
+        name="ticks", sql="SELECT CAST(value AS STRING) AS value, timestamp FROM ticks"
+    )
+    contract = ContractFacts(
+        sink="/data/ticks",
+        format="parquet",
+        policy="additive",
+        policy_from="the default",
+        output=Known(v2),
+        holds=SinkHolds((v1,), ("v1 of job ticks, claimed 2026-11-25T01:36:57Z",)),
+        spark="4.3.0",
+        readers=(Reader("copy", "tick_stream", Known(v1)),),
+    )
+    facts = gather([changed], store, target, storage, workers=1)
+    text = plan_text(build_plan([replace(fact, contract=contract) for fact in facts]))
+    for name in ("schema-refused", "schema-refused-excerpt"):
+        same(sample(name), text.split("\n\n")[0])
+
+
 @checks("runtime-manifest")
 def test_the_runtime_manifest_sample_has_the_real_keys(tmp_path: Path) -> None:
     """The page's sample, key by key, against the runtime manifest of the examples' job."""
