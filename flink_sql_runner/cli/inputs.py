@@ -71,8 +71,8 @@ def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
     relative = dict.fromkeys(written for job in jobs for _, written in job.relative)
     if relative:
         click.echo(
-            f"relative paths resolve against {jobs[0].base} (the folder this command runs in) "
-            f"and are stored absolute: {', '.join(relative)}"
+            f"relative paths resolve against {jobs[0].base} (the folder this command runs in; "
+            f"deploy stores them absolute): {', '.join(relative)}"
         )
     return EXIT_OK
 

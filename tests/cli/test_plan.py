@@ -30,8 +30,8 @@ def test_validate_the_examples() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         f"4 jobs valid: {', '.join(EXAMPLE_JOBS)}",
-        f"relative paths resolve against {REPO} (the folder this command runs in) and are "
-        "stored absolute: examples/data/orders",
+        f"relative paths resolve against {REPO} (the folder this command runs in; deploy "
+        "stores them absolute): examples/data/orders",
     ]
 
 

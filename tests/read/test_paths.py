@@ -252,6 +252,25 @@ def test_validate_says_where_relative_paths_resolve(tmp_path: Path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "1 job valid: copy",
-        f"relative paths resolve against {root} (the folder this command runs in) and are "
-        "stored absolute: data/orders, out/orders",
+        f"relative paths resolve against {root} (the folder this command runs in; deploy "
+        "stores them absolute): data/orders, out/orders",
     ]
+
+
+def test_deploy_job_with_a_missing_source_exits_2_and_touches_nothing(tmp_path: Path):
+    orders = {**ORDERS, "options": {"path": "data/ordrs"}}
+    root = project(tmp_path / "repo", orders, OUT)
+    state = tmp_path / "state"
+    result = run_cli(
+        "deploy-job",
+        "--job-config-path",
+        "jobs/copy.yaml",
+        "--table-definition-path",
+        "tables",
+        "--state-dir",
+        str(state),
+        cwd=root,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "tables[0].options.path: table 'orders': " in result.stderr
+    assert not state.exists()
