@@ -1,10 +1,12 @@
 """Paths in tables and jobs, resolved once, when jobs are loaded, so that a run started anywhere,
 by anyone (`watch` from a service's folder, another CI step), reads and writes the same data.
 
-- The values that are paths: a job's `checkpoint-root`; the options `path` (SQL's `LOCATION`),
-  `basePath` and `sourceArchiveDir` of a table whose format keeps its data in files (Spark's
-  file formats, `delta`, `hudi`, `binaryFile`, `xml`). Iceberg's `path` may be a table's name
-  and another data source's may mean anything: left as written.
+- The values that are paths: a job's `checkpoint-root`; the Spark properties that name files
+  (`spark.jars`, `spark.files`, `spark.pyFiles`, `spark.archives`, each a comma-separated list,
+  and `spark.sql.warehouse.dir`); the options `path` (SQL's `LOCATION`), `basePath` and
+  `sourceArchiveDir` of a table whose format keeps its data in files (Spark's file formats,
+  `delta`, `hudi`, `binaryFile`, `xml`). Iceberg's `path` may be a table's name and another data
+  source's may mean anything: left as written.
 - A relative one is joined to the base, the folder the command runs in (where the README's
   `examples/data/orders` is), and normalised. A URI with a scheme (`s3a://`, `hdfs://`,
   `file:/`) and a path that starts with an environment variable (`${DATA}/orders`) are left
@@ -32,6 +34,14 @@ from flink_sql_runner.read.formats import file_format
 FOLDER_FORMATS = frozenset({"delta", "hudi", "binaryFile", "xml"})
 #: Options of such a table that hold a path (lower-case: Spark matches them without case).
 PATH_OPTIONS = ("path", "basepath", "sourcearchivedir")
+#: Spark properties that hold a path, or (True) a comma-separated list of them.
+PATH_PROPERTIES = {
+    "spark.jars": True,
+    "spark.files": True,
+    "spark.pyFiles": True,
+    "spark.archives": True,
+    "spark.sql.warehouse.dir": False,
+}
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 #: Where a path stops being a plain path: Hadoop's glob characters, placeholders, variables.
 _SPECIAL = re.compile(r"[*?\[\]{}\\$]")
@@ -77,6 +87,19 @@ def resolve_paths(
     if is_relative(root):
         relative.append(("checkpoint-root", str(root)))
         spec["checkpoint-root"] = absolute(str(root), base)
+    properties = spec.get("sparkProperties")
+    if isinstance(properties, dict) and any(key in properties for key in PATH_PROPERTIES):
+        properties = dict(properties)
+        for key, many in PATH_PROPERTIES.items():
+            value = properties.get(key)
+            if not isinstance(value, str):
+                continue
+            items = value.split(",") if many else [value]
+            written = [item.strip() for item in items if is_relative(item.strip())]
+            if written:
+                relative.extend((f"sparkProperties.{key}", item) for item in written)
+                properties[key] = ",".join(_resolved_item(item, base) for item in items)
+        spec["sparkProperties"] = properties
     resolved = {}
     for name, definition in tables.items():
         options = definition.get("options") if isinstance(definition, dict) else None
@@ -90,6 +113,15 @@ def resolve_paths(
                 definition["options"][key] = absolute(str(value), base)
         resolved[name] = definition
     return spec, resolved, tuple(sorted(relative))
+
+
+def _resolved_item(item: str, base: str) -> str:
+    """One item of a list of files, made absolute if relative; an archive's `#alias` kept."""
+    text = item.strip()
+    if not is_relative(text):
+        return item
+    path, hash_, alias = text.partition("#")
+    return absolute(path, base) + hash_ + alias
 
 
 def local_path(value: object) -> str | None:

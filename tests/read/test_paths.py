@@ -73,6 +73,25 @@ def test_relative_paths_resolve_against_the_folder_the_command_runs_in(
     )
 
 
+def test_spark_properties_that_name_files_resolve_item_by_item(tmp_path: Path):
+    root = project(tmp_path / "repo")
+    job = yaml.safe_load((root / "jobs" / "copy.yaml").read_text())
+    job["sparkProperties"] = {
+        "spark.jars": "libs/a.jar, hdfs://nn/b.jar,/opt/c.jar",
+        "spark.archives": "envs/py.tar.gz#env",
+        "spark.sql.warehouse.dir": "warehouse",
+        "spark.app.name": "not/a/path",
+    }
+    (root / "jobs" / "copy.yaml").write_text(yaml.safe_dump(job))
+    (job,) = load(root)
+    assert job.spec["sparkProperties"]["spark.jars"] == (
+        f"{root}/libs/a.jar, hdfs://nn/b.jar,/opt/c.jar"
+    )
+    assert job.spec["sparkProperties"]["spark.archives"] == f"{root}/envs/py.tar.gz#env"
+    assert job.spec["sparkProperties"]["spark.sql.warehouse.dir"] == f"{root}/warehouse"
+    assert job.spec["sparkProperties"]["spark.app.name"] == "not/a/path"
+
+
 def test_the_default_templates_state_paths_are_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
