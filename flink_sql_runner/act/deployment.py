@@ -28,6 +28,7 @@ from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import Stored
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs
+from flink_sql_runner.read.paths import SourceCheck
 from flink_sql_runner.read.template import load_template
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import ManifestStore, Reads
@@ -75,8 +76,15 @@ class Deployment:
     def catalog(self) -> Catalog:
         return load_catalog(self.settings.table_paths)
 
-    def load(self) -> list[Job]:
-        """Every job, validated; InvalidInput (catalog and jobs together) before any I/O."""
+    def sources_checked(self) -> SourceCheck:
+        """Which source paths a command that starts jobs makes sure exist: every local one on
+        the local target; on a cluster, whose drivers may see shared folders this machine does
+        not, the relative ones (they were resolved on this machine)."""
+        return SourceCheck.LOCAL if self.settings.target == "local" else SourceCheck.RELATIVE
+
+    def load(self, sources: SourceCheck = SourceCheck.NONE) -> list[Job]:
+        """Every job, validated; InvalidInput (catalog and jobs together) before any I/O.
+        `sources`: which source paths must exist."""
         # The tables without problems still serve the jobs' checks: one broken table file
         # does not make every job's table look missing.
         catalog, catalog_problems = read_catalog(self.settings.table_paths)
@@ -87,6 +95,7 @@ class Deployment:
                 catalog,
                 self.settings.state_dir,
                 rules=self.settings.properties,
+                sources=sources,
             )
         except InvalidInput as exc:
             raise InvalidInput(catalog_problems + exc.problems, exc.hints) from None
@@ -95,14 +104,17 @@ class Deployment:
         mark("loaded", jobs=len(jobs))
         return jobs
 
-    def load_one(self, path: Path) -> Job:
+    def load_one(self, path: Path, sources: SourceCheck = SourceCheck.NONE) -> Job:
         """One job file (a final manifest, or a plain job merged with the template)."""
         problems: list[Problem] = []
         template, problems = load_template(self.settings.template, self.settings.properties)
         catalog, catalog_problems = read_catalog(self.settings.table_paths)
         problems += catalog_problems
-        loader = JobLoader(template, catalog, self.settings.state_dir, self.settings.properties)
+        settings = self.settings
+        loader = JobLoader(template, catalog, settings.state_dir, settings.properties, sources)
         job = loader.load_file(path, problems)
+        if job is not None:
+            problems += loader.source_problems([job])
         if problems or job is None:
             raise InvalidInput(problems, loader.hints())
         return job

@@ -62,7 +62,7 @@ def plan(
     checks what a changed query would write against what its sink holds (Spark's analyser in
     one local session; docs/schema-contracts.md); changes nothing."""
     deployment = Deployment(settings_from(paths, **kw))
-    jobs = load(deployment)
+    jobs = load(deployment, sources=deployment.sources_checked())
     result = deployment.plan(jobs)
     click.echo(_shown_plan(result, output, deployment, jobs))
     return _plan_exit(result, detailed_exitcode)
@@ -174,7 +174,7 @@ def deploy(
     """
     deployment = Deployment(settings_from(paths, **kw))
     deployment.debug = debug
-    jobs = load(deployment)
+    jobs = load(deployment, sources=deployment.sources_checked())
     return _deploy(deployment, jobs, output, dry_run, include_orphans=True, prune=prune)
 
 
@@ -196,7 +196,7 @@ def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, *
     """Deploy a single job."""
     deployment = Deployment(settings_from((), **kw))
     deployment.debug = debug
-    (job,) = load(deployment, job_config_path)
+    (job,) = load(deployment, job_config_path, deployment.sources_checked())
     return _deploy(deployment, [job], output, dry_run, include_orphans=False)
 
 

@@ -29,15 +29,21 @@ from flink_sql_runner.errors import (
     Problem,
 )
 from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.read.paths import SourceCheck
 from flink_sql_runner.render.lineage import OUTPUTS as LINEAGE_OUTPUTS
 from flink_sql_runner.render.lineage import render_lineage
 
 
-def load(deployment: Deployment, path: Path | None = None) -> list[Job]:
+def load(
+    deployment: Deployment, path: Path | None = None, sources: SourceCheck = SourceCheck.NONE
+) -> list[Job]:
     """The jobs under --path (or the one file `path`); the warnings of loading them go to
-    stderr, one line each, also when the input is invalid."""
+    stderr, one line each, also when the input is invalid. `sources`: which source paths must
+    exist (commands that start jobs: `deployment.sources_checked()`)."""
     try:
-        return [deployment.load_one(path)] if path is not None else deployment.load()
+        if path is not None:
+            return [deployment.load_one(path, sources)]
+        return deployment.load(sources)
     finally:
         for warning in deployment.settings.properties.warnings:
             click.echo(f"warning: {warning}", err=True)
@@ -51,8 +57,9 @@ def load(deployment: Deployment, path: Path | None = None) -> list[Job]:
 def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
     """Check every job manifest and table definition, offline: also that a job reading what
     another writes declares no column the writer's declared schema does not give it as
-    declared. Touches nothing."""
-    jobs = load(Deployment(settings_from(paths, **kw)))
+    declared, and that the sources written as relative paths exist. Relative paths resolve
+    against the folder this command runs in (deploy stores them absolute). Touches nothing."""
+    jobs = load(Deployment(settings_from(paths, **kw)), sources=SourceCheck.RELATIVE)
     conflicts = declared_conflicts(jobs, build_lineage(jobs))
     if conflicts:
         raise InvalidInput(
@@ -61,6 +68,12 @@ def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
     click.echo(
         f"{len(jobs)} job{'s' if len(jobs) != 1 else ''} valid: " + ", ".join(j.name for j in jobs)
     )
+    relative = dict.fromkeys(written for job in jobs for _, written in job.relative)
+    if relative:
+        click.echo(
+            f"relative paths resolve against {jobs[0].base} (the folder this command runs in; "
+            f"deploy stores them absolute): {', '.join(relative)}"
+        )
     return EXIT_OK
 
 

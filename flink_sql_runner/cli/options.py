@@ -51,7 +51,9 @@ _register(
     multiple=True,
     type=EXISTING,
     envvar=env_var("TABLE_DEFINITION_PATH"),
-    help="Table catalog: YAML or SQL (CREATE TABLE) files, or folders of them (repeatable).",
+    help="Table catalog: YAML or SQL (CREATE TABLE) files, or folders of them (repeatable). "
+    "Relative paths in tables resolve against the folder the command runs in, and are stored "
+    "absolute.",
 )
 _register(
     "--template-file",

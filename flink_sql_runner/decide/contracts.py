@@ -48,16 +48,17 @@ def needs_check(facts: JobFacts) -> bool:
         return False
     if stored is None:
         return True
-    spec, old = desired.spec, stored.job
+    spec = desired.spec
+    old, tables = desired.resolved(stored.job, stored.tables)
     if any(spec.get(key) != old.get(key) for key in OUTPUT_FIELDS):
         return True
     target = str(spec.get("target-table"))
-    if desired.tables.get(target) != stored.tables.get(target):
+    if desired.tables.get(target) != tables.get(target):
         return True
     # A source's options (a rate limit, a path) do not change the columns it gives.
     return any(
-        (desired.tables.get(name) or {}).get(key) != (stored.tables.get(name) or {}).get(key)
-        for name in {*desired.tables, *stored.tables} - {target}
+        (desired.tables.get(name) or {}).get(key) != (tables.get(name) or {}).get(key)
+        for name in {*desired.tables, *tables} - {target}
         for key in SOURCE_SHAPE
     )
 

@@ -251,9 +251,11 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
         steps = (StartRun(manifest, clean=True, source=desired.file), Record(manifest))
         return decision(Action.START_CLEAN, version, reason, steps=steps)
 
+    # A manifest stored with relative paths means them against the folder this deploy runs in.
+    stored_job, stored_tables = desired.resolved(stored.job, stored.tables)
     changes = diff(
-        stored.job,
-        stored.tables,
+        stored_job,
+        stored_tables,
         desired.spec,
         desired.tables,
         spark or stored.meta.spark_version,

@@ -32,7 +32,8 @@ from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.runtime import resolved_table, runtime_manifest
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
-from flink_sql_runner.read.sinks import schema_policy
+from flink_sql_runner.read.paths import holds_paths
+from flink_sql_runner.read.sinks import normalise_path, schema_policy
 from flink_sql_runner.stores.storage import Storage, StorageError
 from flink_sql_runner.targets.runner_files import runner_zip
 
@@ -182,7 +183,12 @@ def _moved_from(check: Check, sink: str) -> str | None:
     if not isinstance(target, dict):
         return None
     old, _ = _sink_of(target)
-    return old if old is not None and old != sink else None
+    if old is None or old == sink:
+        return None
+    # A manifest stored with a relative path means it against the folder the deploy runs in.
+    name = check.manifest.name
+    same = holds_paths(target) and normalise_path(old, name) == normalise_path(sink, name)
+    return None if same else old
 
 
 def _digest(value: Any) -> str:

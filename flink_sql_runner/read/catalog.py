@@ -6,7 +6,7 @@ import difflib
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,22 @@ class Table:
     name: str
     definition: dict[str, Any]  # as declared, without `name` and `description`
     file: str
+    #: Where in its file it is declared: `tables[2]` in YAML; in SQL, the lines of its fields.
+    at: str = ""
+    lines: dict[str, int] | None = field(default=None, compare=False, hash=False)
 
     @property
     def format(self) -> str | None:
         return self.definition.get("format")
+
+    def field_of(self, path: str) -> str:
+        """How a problem names one of its fields (`options.path`): `tables[2].options.path` in
+        YAML, the field's line (`line 7`) in SQL."""
+        if self.lines is None:
+            return f"{self.at}.{path}" if self.at else path
+        while path and path not in self.lines:
+            path = path.rpartition(".")[0]
+        return f"line {self.lines.get(path, self.lines.get('name', 0))}"
 
 
 @dataclass(frozen=True)
@@ -99,7 +111,13 @@ class _Declarations:
         self.where: dict[tuple[str, ...], str] = {}
 
     def add(
-        self, entry: dict[str, Any], source: str, ok: bool, duplicate: Callable[[str], Problem]
+        self,
+        entry: dict[str, Any],
+        source: str,
+        ok: bool,
+        duplicate: Callable[[str], Problem],
+        at: str = "",
+        lines: dict[str, int] | None = None,
     ) -> Problem | None:
         name = parse_name(entry["name"])
         if name.key in self.where:
@@ -110,7 +128,7 @@ class _Declarations:
             self.broken.add(canonical)
         else:
             definition = {k: v for k, v in entry.items() if k not in ("name", "description")}
-            self.tables[canonical] = Table(canonical, definition, source)
+            self.tables[canonical] = Table(canonical, definition, source, at, lines)
         return None
 
     def catalog(self) -> Catalog:
@@ -153,7 +171,7 @@ def _read_yaml_file(path: Path, declared: _Declarations, problems: list[Problem]
         if not isinstance(entry.get("name"), str) or any(p.field == f"{field}.name" for p in found):
             continue
         duplicate = declared.add(
-            entry, source, not found, lambda m, f=field: Problem(source, f"{f}.name", m)
+            entry, source, not found, lambda m, f=field: Problem(source, f"{f}.name", m), field
         )
         if duplicate:
             problems.append(duplicate)
@@ -177,6 +195,7 @@ def _read_sql_file(path: Path, declared: _Declarations, problems: list[Problem])
             source,
             table.ok and not own,
             lambda m, where=line: Problem(source, where, m),
+            lines=table.lines,
         )
         if duplicate:
             problems.append(duplicate)

@@ -3,6 +3,7 @@ at once."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,13 @@ from flink_sql_runner.read.original import (
     parse_failure_hint,
     with_original_hints,
 )
+from flink_sql_runner.read.paths import (
+    SourceCheck,
+    holds_paths,
+    local_path,
+    missing,
+    resolve_paths,
+)
 from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.read.schemas import (
     document_problem,
@@ -34,7 +42,7 @@ from flink_sql_runner.read.schemas import (
     shown,
     validator,
 )
-from flink_sql_runner.read.sinks import shared_sink_problems
+from flink_sql_runner.read.sinks import SinkId, normalise_path, shared_sink_problems, target_sink
 from flink_sql_runner.read.sqlinfo import SqlProblem, code_problem, read_tables
 from flink_sql_runner.read.template import (
     FINAL_MANIFEST_KEYS,
@@ -64,6 +72,10 @@ class Job:
     tables: dict[str, dict[str, Any]]
     source_tables: tuple[str, ...]
     file: str
+    #: The folder its relative paths were resolved against (read/paths.py); None: none were.
+    base: str | None = None
+    #: Its paths that were written relative: (field, as written).
+    relative: tuple[tuple[str, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -79,6 +91,16 @@ class Job:
 
     def checkpoint_location(self, version: int) -> str:
         return f"{self.checkpoint_root}/{self.name}/{version}"
+
+    def resolved(
+        self, spec: dict[str, Any], tables: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Another manifest's fields and tables (a stored one, written before paths were
+        resolved at load) with relative paths resolved as this job's were: against its base."""
+        if self.base is None:
+            return spec, tables
+        spec, tables, _ = resolve_paths(spec, tables, self.base)
+        return spec, tables
 
 
 def _top_field(problem: Problem) -> str:
@@ -98,6 +120,19 @@ def _embedded_table(problem: Problem) -> str | None:
 KNOWN_FIELDS = frozenset(validator("job").schema["properties"])
 
 
+@dataclass(frozen=True)
+class _MissingSource:
+    """A source path a loaded job reads that is not there (a problem unless a job of the same
+    deploy writes that folder: `JobLoader.source_problems`)."""
+
+    file: str  # where the path is declared
+    field: str
+    table: str
+    path: str  # as Spark will get it
+    written: str | None  # as written, when it was relative
+    job: str
+
+
 class JobLoader:
     """Loads job files against one template and one catalog, collecting every problem."""
 
@@ -107,7 +142,11 @@ class JobLoader:
         catalog: Catalog,
         state_dir: Path,
         rules: PropertyRules | None = None,
+        sources: SourceCheck = SourceCheck.NONE,
+        base: Path | None = None,
     ):
+        """`sources`: which source paths must exist; `base`: the folder relative paths resolve
+        against (the folder the command runs in, unless given)."""
         # None: the template could not be read (that is reported); jobs are not told that
         # they lack what it would have given them.
         self.template = template or {}
@@ -115,8 +154,11 @@ class JobLoader:
         self.catalog = catalog
         self._state_dir = str(state_dir.resolve())
         self.rules = rules or PropertyRules()
+        self.sources = sources
+        self.base = os.path.abspath(base or os.getcwd())
         #: How many times a job named a table the catalog does not declare.
         self.missing_tables = 0
+        self._missing_sources: list[_MissingSource] = []
 
     def hints(self) -> list[str]:
         """What to do about the problems found so far, beyond what each says."""
@@ -331,7 +373,56 @@ class JobLoader:
         uses_broken = any(resolver.broken(name) for name in (*read, target_name))
         if len(problems) > before or uses_broken or unsound:
             return None
-        return Job(spec=spec, tables=tables, source_tables=tuple(sources), file=source)
+        spec, tables, relative = resolve_paths(spec, tables, self.base)
+        job = Job(spec, tables, tuple(sources), source, self.base, relative)
+        if job.desired_state != "stopped":  # a job stopped because its input went away
+            for name in sources:
+                self._look_at_source(job, name, resolver)
+        return job
+
+    def _look_at_source(self, job: Job, name: str, resolver: _Resolver) -> None:
+        """Note a source's path that is not there, if this command looks at it."""
+        options = job.tables[name].get("options")
+        if self.sources is SourceCheck.NONE or not isinstance(options, dict):
+            return
+        written = dict(job.relative)
+        for key, value in options.items():
+            field = f"tables.{name}.options.{key}"
+            if str(key).lower() != "path" or not holds_paths(job.tables[name]):
+                continue
+            path = local_path(value)
+            relative = written.get(field)
+            if path is None or (relative is None and self.sources is not SourceCheck.LOCAL):
+                continue
+            if missing(path):
+                file, where = resolver.origin(name, job.file, f"options.{key}")
+                self._missing_sources.append(
+                    _MissingSource(file, where, name, str(value), relative, job.name)
+                )
+
+    def source_problems(self, jobs: list[Job]) -> list[Problem]:
+        """The missing source paths of `jobs`, one problem per declaration, naming the jobs that
+        read it; a folder one of `jobs` writes need not exist yet (a pipeline's next stage)."""
+        sinks = [sink for job in jobs if (sink := target_sink(job.name, job.spec, job.tables))]
+        loaded = {job.name for job in jobs}
+        readers: dict[tuple[str, str, str, str, str | None], list[str]] = {}
+        for found in self._missing_sources:
+            folder = SinkId("folder", normalise_path(found.path, found.job))
+            if found.job not in loaded or any(folder.overlaps(sink) for sink in sinks):
+                continue
+            key = (found.file, found.field, found.table, found.path, found.written)
+            readers.setdefault(key, []).append(found.job)
+        problems = []
+        for (file, field, table, path, written), names in readers.items():
+            message = f"table {table!r}: {path} does not exist"
+            if written is not None:
+                message += (
+                    f" ({written}, resolved against {self.base}, the folder this command runs in)"
+                )
+            jobs_text = ", ".join(repr(n) for n in sorted(set(names)))
+            message += f"; read by job{'s' if len(set(names)) > 1 else ''} {jobs_text}"
+            problems.append(Problem(file, field, message))
+        return problems
 
 
 #: Formats whose columns Spark fixes: a user-specified schema is refused when reading.
@@ -397,6 +488,14 @@ class _Resolver:
             return declared, None
         return declared, resolve_placeholders(table.definition, {"state_dir": self.state_dir})
 
+    def origin(self, declared: str, job_file: str, path: str) -> tuple[str, str]:
+        """The file and field where a field (`options.path`) of a table this job uses is
+        written: the final manifest's own tables, else the catalog's."""
+        if self.embedded is not None and declared in self.embedded:
+            return job_file, f"tables.{declared}.{path}"
+        table = self.catalog.tables[declared]
+        return table.file, table.field_of(path)
+
     def broken(self, name: TableName) -> bool:
         declared = self.declared(name)
         return declared in self.catalog.broken or declared in self.unsound
@@ -460,14 +559,16 @@ def load_jobs(
     state_dir: Path,
     require_jobs: bool = True,
     rules: PropertyRules | None = None,
+    sources: SourceCheck = SourceCheck.NONE,
 ) -> list[Job]:
     """Every job under `paths`, validated together; InvalidInput lists every problem.
-    `rules` say how properties are checked (and collect the warnings)."""
+    `rules` say how properties are checked (and collect the warnings); `sources`, which source
+    paths must exist (relative ones resolve against the folder the command runs in)."""
     template, problems = load_template(template_path, rules)
     files = yaml_files(paths, problems)
     if require_jobs and not files and not problems:
         problems.append(Problem(", ".join(map(str, paths)), "", "no *.yaml or *.yml job files"))
-    loader = JobLoader(template, catalog, state_dir, rules)
+    loader = JobLoader(template, catalog, state_dir, rules, sources)
     jobs: list[Job] = []
     seen: dict[str, str] = {}
     for path in files:
@@ -484,6 +585,7 @@ def load_jobs(
         seen[job.name] = job.file
         jobs.append(job)
     problems += shared_sink_problems(jobs)
+    problems += loader.source_problems(jobs)
     if problems:
         raise InvalidInput(problems, loader.hints())
     return sorted(jobs, key=lambda j: j.name)

@@ -35,9 +35,8 @@ def _drift(facts: JobFacts, compared: bool) -> str:
         return "not in git" if facts.stored else "unknown to git and store"
     if facts.stored is None:
         return "not deployed"
-    kind = severity(
-        diff(facts.stored.job, facts.stored.tables, facts.desired.spec, facts.desired.tables)
-    )
+    job, tables = facts.desired.resolved(facts.stored.job, facts.stored.tables)
+    kind = severity(diff(job, tables, facts.desired.spec, facts.desired.tables))
     return "in sync" if kind is ChangeKind.NONE else f"git differs ({kind.label})"
 
 

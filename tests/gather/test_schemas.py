@@ -89,3 +89,15 @@ def test_a_new_location_names_where_the_old_version_wrote(tmp_path: Path, probe:
     assert facts.sink == str(tmp_path / "out" / "v2")
     assert facts.moved_from == str(tmp_path / "out" / "v1")
     assert probe.requests == []  # an empty new location: nothing to analyse
+
+
+def test_a_sink_stored_relative_has_not_moved_to_its_absolute_path(
+    tmp_path: Path, probe: Probe, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest deployed before paths were stored absolute, from the folder deploy runs in."""
+    monkeypatch.chdir(tmp_path)
+    check = check_into(tmp_path / "out", sql="SELECT id FROM src")
+    before = {"out": {"format": "parquet", "options": {"path": "out"}}}
+    check = Check(check.manifest, StoredManifest(make_job().spec, before, Meta.new(1)))
+    facts = gather_contracts([check], FileStorage(), None, probe)
+    assert "orders" not in facts or facts["orders"].moved_from is None
