@@ -27,7 +27,7 @@ from flink_sql_runner.model.stored import (
     Unconditional,
     utc_now_iso,
 )
-from flink_sql_runner.stores.base import Reads, Snapshot, conflict, read_each
+from flink_sql_runner.stores.base import Reads, Snapshot, archived_copies, conflict, read_each
 from flink_sql_runner.stores.local_lock import FileLockBackend
 
 ARCHIVE_DIR = "_archive"
@@ -124,6 +124,9 @@ class LocalStore:
         return str(target)
 
     # -- side documents (intents) and the lock, beside the manifests ---------------------------
+    def read_archived(self, name: str) -> list[StoredManifest]:
+        return archived_copies(self, ARCHIVE_DIR, name)
+
     def write_side(self, key: str, text: str, *, expected: Token | Unconditional = ANY) -> Token:
         return self._swap(self.folder / key, text, expected)
 

@@ -346,6 +346,32 @@ def test_highest_version(storage: Storage) -> None:
     assert highest_version(files(storage), storage.uri("job")) == 10
 
 
+def test_a_job_folder_deleted_whole_counts_no_version_and_leaves_its_neighbours(
+    storage: Storage,
+) -> None:
+    """What `forget` deletes: every file under `<root>/<name>`, listed with its size first, and
+    the folders (and S3A's folder markers) they leave, so that the job's versions start at 1."""
+    write_checkpoint(storage, "job/1", range(3), range(3))
+    storage.put("job/_control/v2.stop", "x")
+    storage.mkdir("job/2")  # an empty version folder still counts a version
+    storage.put("job-other/1/metadata", METADATA)
+    listed = files(storage).tree(storage.uri("job"))
+    assert [(loc.removeprefix(storage.root.removeprefix("file://")), size) for loc, size in listed
+            ] == [("/job/1/commits/0", len(COMMIT)), ("/job/1/commits/1", len(COMMIT)),
+                  ("/job/1/commits/2", len(COMMIT)), ("/job/1/metadata", len(METADATA)),
+                  ("/job/1/offsets/0", len(OFFSET)), ("/job/1/offsets/1", len(OFFSET)),
+                  ("/job/1/offsets/2", len(OFFSET)), ("/job/_control/v2.stop", 1)]  # fmt: skip
+    assert highest_version(files(storage), storage.uri("job")) == 2
+
+    files(storage).delete_tree(storage.uri("job"))
+
+    assert files(storage).tree(storage.uri("job")) == []
+    assert highest_version(files(storage), storage.uri("job")) == 0
+    assert files(storage).dir_names(storage.root) == ["job-other"]
+    files(storage).delete_tree(storage.uri("job"))  # already gone: fine
+    assert highest_version(files(storage), storage.uri("job-other")) == 1
+
+
 # -- read_text / write_text / delete --------------------------------------------------------------
 
 

@@ -190,6 +190,10 @@ class FakeStore:
         self._answer_lost()
         return f"memory://archive/{name}"
 
+    def read_archived(self, name: str) -> list[StoredManifest]:
+        self._fail()
+        return [self.data.archived[name]] if name in self.data.archived else []
+
     # side documents (intent records) and the lock
     def _expect_side(self, key: str, expected: Token | Unconditional) -> None:
         if expected is not ANY and _token(self.data.side_versions, key) != expected:
@@ -368,11 +372,16 @@ class FakeTarget:
 
 
 class FakeStorage:
-    """Checkpoint storage in memory: files by location. `fail` makes every call a 503."""
+    """Checkpoint storage in memory: files by location. `fail` makes every call a 503;
+    `deletes_left` lets that many more files be deleted, then every delete answers 503 (a
+    storage that fails halfway through a folder, as S3 can)."""
 
     def __init__(self) -> None:
         self.files: dict[str, str] = {}  # write_bytes keeps bytes
         self.fail = False
+        self.deletes_left: int | None = None
+        #: Every file deleted, in order.
+        self.deleted: list[str] = []
 
     def _check(self) -> None:
         if self.fail:
@@ -406,7 +415,25 @@ class FakeStorage:
 
     def delete(self, location: str) -> None:
         self._check()
-        self.files.pop(location, None)
+        if self.deletes_left is not None:
+            if self.deletes_left <= 0:
+                raise StorageError(f"cannot delete {location}: SlowDown (HTTP 503) (switch)")
+            self.deletes_left -= 1
+        if self.files.pop(location, None) is not None:
+            self.deleted.append(location)
+
+    def tree(self, folder: str) -> list[tuple[str, int]]:
+        self._check()
+        prefix = folder.rstrip("/") + "/"
+        return sorted(
+            (location, len(data.encode() if isinstance(data, str) else data))
+            for location, data in self.files.items()
+            if location.startswith(prefix)
+        )
+
+    def delete_tree(self, folder: str) -> None:
+        for location, _ in self.tree(folder):
+            self.delete(location)
 
     def is_empty(self, location: str) -> bool:
         self._check()
