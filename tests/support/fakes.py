@@ -44,7 +44,8 @@ class StoreData:
     def __init__(self) -> None:
         self.manifests: dict[str, StoredManifest] = {}
         self.versions: dict[str, int] = {}
-        self.archived: dict[str, StoredManifest] = {}
+        self.archived: dict[str, StoredManifest] = {}  # the last archived copy of each
+        self.archives: dict[str, list[StoredManifest]] = {}  # every one, oldest first
         self.side: dict[str, str] = {}
         self.side_versions: dict[str, int] = {}
         self.counter = 0
@@ -186,13 +187,14 @@ class FakeStore:
         if expected is ABSENT:
             raise StoreError(f"cannot archive {name}: it does not exist")
         self.data.archived[name] = self.data.manifests.pop(name)
+        self.data.archives.setdefault(name, []).append(self.data.archived[name])
         del self.data.versions[name]
         self._answer_lost()
         return f"memory://archive/{name}"
 
     def read_archived(self, name: str) -> list[StoredManifest]:
         self._fail()
-        return [self.data.archived[name]] if name in self.data.archived else []
+        return list(self.data.archives.get(name, []))
 
     # side documents (intent records) and the lock
     def _expect_side(self, key: str, expected: Token | Unconditional) -> None:
