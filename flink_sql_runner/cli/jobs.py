@@ -179,6 +179,8 @@ def forget(
         due.update(s.name for s in surveys if s.items and not s.refused)
         if output == "json":
             return
+        if not surveys:
+            click.echo("No jobs to forget.")
         for survey in surveys:
             click.echo("\n".join(survey.listing()), err=bool(survey.refused))
 

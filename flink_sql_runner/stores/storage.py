@@ -193,7 +193,8 @@ class FileStorage:
                     continue
                 except OSError as exc:
                     raise StorageError(f"cannot read {path}: {exc.strerror}") from None
-                found.append((str(path), size))
+                # Named as the caller names the folder (a plain path, or a file: URI).
+                found.append((f"{folder.rstrip('/')}/{path.relative_to(root).as_posix()}", size))
         return sorted(found)
 
     def delete_tree(self, folder: str) -> None:

@@ -147,3 +147,17 @@ def test_names_or_all_and_json_does_not_ask(tmp_path: Path):
     asks = cli("forget", "a", "--output", "json", "--state-dir", str(tmp_path))
     assert asks.returncode == 2
     assert "--output json does not ask: pass --yes" in asks.stderr
+
+
+def test_all_forgets_every_job_and_then_there_is_none(tmp_path: Path):
+    deployed(tmp_path, "tick-log")
+    deployed(tmp_path, "order-stats", versions=1)
+    result = cli("forget", "--all", "--yes", "--state-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert [line.split(":")[:2] for line in result.stdout.splitlines() if "forgotten" in line] == [
+        ["order-stats", " forgotten"],
+        ["tick-log", " forgotten"],
+    ]
+    assert list((tmp_path / "checkpoints").iterdir()) == []
+    again = cli("forget", "--all", "--yes", "--state-dir", str(tmp_path))
+    assert (again.returncode, again.stdout) == (0, "No jobs to forget.\n")
