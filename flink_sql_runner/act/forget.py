@@ -234,8 +234,8 @@ def survey_job(
         str(m.job.get("checkpoint-root", "")).rstrip("/") for m in manifests
         if str(m.job.get("checkpoint-root", "")).strip("/")
     ))  # fmt: skip
-    items = [Item("stop", f"run v{run.version}", f"{run.detail} (gracefully, with its "
-                  "checkpoint)") for run in runs]  # fmt: skip
+    items = [Item("stop", "run" if run.version is None else f"run v{run.version}",
+                  f"{run.detail} (gracefully, with its checkpoint)") for run in runs]  # fmt: skip
     if intent is not None:
         items.append(Item("delete", "intent record", places.side(f"{INTENTS_FOLDER}/{name}.json")))
     if stored is not None:

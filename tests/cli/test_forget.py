@@ -161,3 +161,20 @@ def test_all_forgets_every_job_and_then_there_is_none(tmp_path: Path):
     assert list((tmp_path / "checkpoints").iterdir()) == []
     again = cli("forget", "--all", "--yes", "--state-dir", str(tmp_path))
     assert (again.returncode, again.stdout) == (0, "No jobs to forget.\n")
+
+
+def test_a_locked_store_is_exit_3_and_a_dry_run_needs_no_lock(tmp_path: Path):
+    from flink_sql_runner.stores.local_lock import FileLockBackend
+    from flink_sql_runner.stores.lock import Holder
+
+    deployed(tmp_path)
+    holder = Holder("other", "ci-runner-7", 4242, "deploy", "2023-11-14T22:13:20Z", 120.0)
+    assert FileLockBackend(tmp_path / "manifests" / ".lock").create(holder)
+    before = tree(tmp_path)
+    args = ["--state-dir", str(tmp_path), "--lock-timeout", "0"]
+    locked = cli("forget", "tick-log", "--yes", *args)
+    assert locked.returncode == 3
+    assert "the manifest store is locked by deploy by pid 4242" in locked.stderr
+    assert tree(tmp_path) == before
+    dry = cli("forget", "tick-log", "--dry-run", *args)
+    assert dry.returncode == 0 and dry.stdout.startswith("tick-log:\n")
