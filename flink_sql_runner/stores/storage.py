@@ -27,6 +27,10 @@ _CONTENT_TYPES = {
 }
 
 
+#: Objects one S3 DeleteObjects request removes (S3's limit).
+DELETE_BATCH = 1000
+
+
 class StorageError(FsrError):
     """A local folder or S3 could not be read or written."""
 
@@ -327,10 +331,10 @@ class _S3:
         )
 
     def delete_tree(self) -> None:
-        """Every object under the folder, a thousand to a request (S3's limit)."""
+        """Every object under the folder, `DELETE_BATCH` to a request."""
         keys = [item["Key"] for item in self._keys()]
-        for start in range(0, len(keys), 1000):
-            batch = [{"Key": key} for key in keys[start : start + 1000]]
+        for start in range(0, len(keys), DELETE_BATCH):
+            batch = [{"Key": key} for key in keys[start : start + DELETE_BATCH]]
             with self._errors(self._prefix(), "delete"):
                 answer = self.client.delete_objects(
                     Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True}

@@ -467,6 +467,31 @@ def test_s3_listing_follows_continuation_pages(s3_client: Any, s3_bucket: str) -
     assert pages.count("ckpt/job/1/commits/") == 3
 
 
+@pytest.mark.s3
+def test_s3_deletes_a_folder_in_batches_and_says_when_objects_stay(
+    s3_client: Any, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flink_sql_runner.stores import storage as storage_module
+
+    monkeypatch.setattr(storage_module, "DELETE_BATCH", 3)  # as S3 does at 1,000
+    storage = s3_storage(s3_client, s3_bucket, "s3a")
+    storage.put_files("job", {f"1/offsets/{n}": OFFSET for n in range(7)})
+    requests: list[int] = []
+
+    def refuse_one(parsed: dict[str, Any], **_: Any) -> None:
+        requests.append(len(requests))
+        if len(requests) == 2:  # S3 answers 200 and lists the objects it kept
+            parsed["Errors"] = [{"Key": "ckpt/job/1/offsets/4", "Code": "SlowDown"}]
+
+    s3_client.meta.events.register("after-call.s3.DeleteObjects", refuse_one)
+    with pytest.raises(StorageError, match=r"offsets/4: SlowDown \(1 of 3 objects not deleted\)"):
+        files(storage).delete_tree(storage.uri("job"))
+    assert len(requests) == 2, "no batch after one that failed"
+    s3_client.meta.events.unregister("after-call.s3.DeleteObjects", refuse_one)
+    files(storage).delete_tree(storage.uri("job"))
+    assert files(storage).tree(storage.uri("job")) == []
+
+
 # -- locations ------------------------------------------------------------------------------------
 
 
