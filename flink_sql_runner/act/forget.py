@@ -229,7 +229,8 @@ def survey_job(
     refused = _refusal(name, stored, runs, intent, intent_problem)
     if refused:
         return Survey(name, refused=refused, runs=runs)
-    manifests = [m for m in (stored, intent.manifest if intent else None, *archived) if m]
+    # The newest first: the stored manifest, an interrupted command's, the archived copies.
+    manifests = [m for m in (stored, intent.manifest if intent else None, *archived[::-1]) if m]
     roots = tuple(dict.fromkeys(
         str(m.job.get("checkpoint-root", "")).rstrip("/") for m in manifests
         if str(m.job.get("checkpoint-root", "")).strip("/")
