@@ -11,6 +11,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from flink_sql_runner.act.executor import Executor
+from flink_sql_runner.act.forget import (
+    ForgetResult,
+    NotConfirmed,
+    Places,
+    Survey,
+    forget_jobs,
+    survey_jobs,
+    would_forget,
+)
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.act.settings import Settings, make_target
@@ -211,6 +220,32 @@ class Deployment:
                 lease,
                 self.settings.parallelism,
             )
+            self._refresh_index()
+
+    def forget(
+        self,
+        names: list[str] | None,
+        show: Callable[[list[Survey]], None],
+        confirm: Callable[[list[Survey]], bool] | None,
+        dry_run: bool = False,
+    ) -> Iterator[ForgetResult]:
+        """Survey the jobs `names` (None: all), `show` what forgetting them means, and unless
+        `dry_run` (read only, without the lock) forget them under the store's lock once
+        `confirm` says yes (None: no question); each result as it comes. NotConfirmed when
+        the answer is no: nothing was touched."""
+        places = Places(self.store, self.target, self.storage, Path(self.settings.state_dir))
+        if dry_run:
+            surveys = survey_jobs(places, names)
+            show(surveys)
+            yield from would_forget(surveys)
+            return
+        with locked(self.lock("forget"), self.settings.lock_timeout) as lease:
+            surveys = survey_jobs(places, names)
+            show(surveys)
+            due = [s for s in surveys if s.items and not s.refused]
+            if due and confirm is not None and not confirm(due):
+                raise NotConfirmed("not confirmed: nothing was touched")
+            yield from forget_jobs(places, surveys, self.settings.timeouts.stop, lease)
             self._refresh_index()
 
 

@@ -1,8 +1,10 @@
-"""Commands on deployed jobs: `status`, and `stop` of some or all of them."""
+"""Commands on deployed jobs: `status`, `stop` of some or all of them, and `forget`, which
+removes them for good."""
 
 from __future__ import annotations
 
 import json
+import sys
 import traceback
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 import click
 
 from flink_sql_runner.act.deployment import Deployment
+from flink_sql_runner.act.forget import Survey, human_size
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
@@ -108,6 +111,113 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
 #: template, and submits nothing.
 drop_options(
     stop,
+    "table_paths",
+    "template_file",
+    "strict_properties",
+    "runner_path",
+    "start_timeout",
+)
+
+
+@click.command(cls=FsrCommand)
+@click.argument("names", metavar="[NAME]...", nargs=-1)
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="Every job the store records or the target runs, and every name the state folder "
+    "holds run records or logs of.",
+)
+@click.option("--yes", is_flag=True, help="Do not ask: forget what the listing shows.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print what would be stopped, archived and deleted; touch nothing.",
+)
+@input_options
+@remote_options
+@timeout_options
+@handle_errors
+def forget(
+    names: tuple[str, ...],
+    every: bool,
+    yes: bool,
+    dry_run: bool,
+    output: str,
+    debug: bool,
+    **kw: Any,
+) -> int:
+    """Remove jobs for good (each NAME, or --all): stop each with its checkpoint, archive its
+    manifest, delete its checkpoints (every version), control files, intent and watch records,
+    run records and logs. Never the sink's data: its files, _spark_metadata and the runner's
+    claims stay. A job deployed again under the name starts clean as v1.
+
+    It lists what it will stop, archive and delete, one line each with files and size, then asks
+    on a terminal (--yes: does not ask; --dry-run: lists only). A job whose run may be alive
+    (the target cannot tell) or that a killed deploy may still be submitting for is not
+    forgotten (it says so). One killed or failed halfway is finished by forgetting it again.
+    Exit codes: 0 every job forgotten (or nothing left of it), 1 a job could not be forgotten
+    (the others are all the same) or the answer was no, 2 a NAME of which nothing is anywhere,
+    or no terminal to ask on and no --yes (then nothing is touched), 3 the store is locked.
+    """
+    if bool(names) == every:
+        raise BadFlags("name the jobs to forget, or give --all (not both)")
+    ask = not (yes or dry_run)
+    if ask and output == "json":
+        raise BadFlags("--output json does not ask: pass --yes (or --dry-run to list only)")
+    if ask and not sys.stdin.isatty():
+        raise BadFlags(
+            "forget asks before it deletes, and there is no terminal to ask on: pass --yes "
+            "(--dry-run lists what it would delete)"
+        )
+
+    due: set[str] = set()
+
+    def show(surveys: list[Survey]) -> None:
+        """The listing, before anything is done: what each job's forgetting does, or why it is
+        not forgotten (those are not reported again)."""
+        due.update(s.name for s in surveys if s.items and not s.refused)
+        if output == "json":
+            return
+        if not surveys:
+            click.echo("No jobs to forget.")
+        for survey in surveys:
+            click.echo("\n".join(survey.listing()), err=bool(survey.refused))
+
+    def confirm(due: list[Survey]) -> bool:
+        size = human_size(sum(s.size for s in due))
+        jobs = f"{len(due)} job{'s' if len(due) != 1 else ''}"
+        return click.confirm(f"Forget {jobs} ({size} deleted)?", default=False, err=True)
+
+    worst = EXIT_OK
+    try:
+        deployment = Deployment(settings_from((), **kw))
+        for result in deployment.forget(
+            None if every else list(names), show, confirm if ask else None, dry_run
+        ):
+            if output == "json":
+                click.echo(json.dumps(result.to_dict()))
+            elif result.name not in due or result.outcome == "would-forget":
+                pass  # the listing said it
+            elif result.outcome == "failed":
+                click.echo(f"error: {result.message}", err=True)
+            else:
+                click.echo(result.message)
+            worst = max(worst, result.exit_code)
+    except FsrError as exc:
+        if output != "json":
+            raise
+        if debug:
+            traceback.print_exc()
+        for name in names or [None]:
+            click.echo(json.dumps({"name": name, "outcome": "failed", "error": str(exc)}))
+        return exc.exit_code
+    return worst
+
+
+#: `forget` reads no manifests, tables or template, and submits nothing.
+drop_options(
+    forget,
     "table_paths",
     "template_file",
     "strict_properties",

@@ -38,6 +38,7 @@ for command in (
     deploy.deploy_job,
     jobs.status,
     jobs.stop,
+    jobs.forget,
     migrate.migrate,
     watch.watch,
     watch.resume,

@@ -126,6 +126,11 @@ class StoredManifest:
         return cls(job=job, tables=tables, meta=parsed_meta)
 
 
+#: The side folder of the records `watch` keeps per job, `_watch/<name>.json` (watch/records.py;
+#: `forget` deletes a job's, act/forget.py).
+WATCH_FOLDER = "_watch"
+
+
 @dataclass(frozen=True)
 class SideDoc:
     """A side document as read (an intent record, a watch record): its text, its version token,

@@ -104,6 +104,11 @@ class ManifestStore(Protocol):
         (StoreConflict otherwise); returns where it went. Its token afterwards is ABSENT."""
         ...
 
+    def read_archived(self, name: str) -> list[StoredManifest]:
+        """The archived copies of `name`, oldest first ([] when none): where a pruned or
+        forgotten job kept its checkpoints. StoreError when one cannot be read."""
+        ...
+
     def write_side(self, key: str, text: str, *, expected: Token | Unconditional = ANY) -> Token:
         """Write a side document (e.g. `_intents/<name>.json`) beside the manifests; with
         `expected`, only while it is at that token (ABSENT: there is none), StoreConflict
@@ -154,6 +159,18 @@ def read_each(store: ManifestStore, names: Iterable[str], max_workers: int) -> R
         else:
             manifests[name], tokens[name] = answer.manifest, answer.token
     return Reads(manifests, problems, tokens)
+
+
+def archived_copies(store: ManifestStore, folder: str, name: str) -> list[StoredManifest]:
+    """The archived copies of `name` in the side folder `folder/<name>/`, oldest first (their
+    names are UTC times)."""
+    docs = store.read_side_docs(f"{folder}/{name}")
+    where = f"{store.location.rstrip('/')}/{folder}/{name}"
+    return [
+        StoredManifest.from_yaml(doc.text, f"{where}/{file_name}")
+        for file_name, doc in sorted(docs.items())
+        if file_name.endswith(".yaml")
+    ]
 
 
 def conflict(where: str, doing: str = "overwriting") -> StoreConflict:

@@ -12,6 +12,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 
 from flink_sql_runner.errors import StoreError
@@ -25,9 +26,8 @@ from flink_sql_runner.model.stored import (
     StoredManifest,
     Token,
     Unconditional,
-    utc_now_iso,
 )
-from flink_sql_runner.stores.base import Reads, Snapshot, conflict, read_each
+from flink_sql_runner.stores.base import Reads, Snapshot, archived_copies, conflict, read_each
 from flink_sql_runner.stores.local_lock import FileLockBackend
 
 ARCHIVE_DIR = "_archive"
@@ -108,7 +108,8 @@ class LocalStore:
 
     def archive(self, name: str, expected: Token) -> str:
         source = self._path(name)
-        stamp = utc_now_iso().replace(":", "")
+        # To the microsecond, as on S3: a second archive within a second keeps the first.
+        stamp = datetime.fromtimestamp(runtime.wall(), timezone.utc).strftime("%Y-%m-%dT%H%M%S.%fZ")
         target = self.folder / ARCHIVE_DIR / name / f"{stamp}.yaml"
         with self._guard():
             current = token_of(_bytes(source))
@@ -124,6 +125,9 @@ class LocalStore:
         return str(target)
 
     # -- side documents (intents) and the lock, beside the manifests ---------------------------
+    def read_archived(self, name: str) -> list[StoredManifest]:
+        return archived_copies(self, ARCHIVE_DIR, name)
+
     def write_side(self, key: str, text: str, *, expected: Token | Unconditional = ANY) -> Token:
         return self._swap(self.folder / key, text, expected)
 

@@ -27,7 +27,14 @@ from flink_sql_runner.model.stored import (
     Token,
     Unconditional,
 )
-from flink_sql_runner.stores.base import Reads, Snapshot, StoreConflict, conflict, read_each
+from flink_sql_runner.stores.base import (
+    Reads,
+    Snapshot,
+    StoreConflict,
+    archived_copies,
+    conflict,
+    read_each,
+)
 from flink_sql_runner.stores.s3_client import (
     CONDITION_FAILED_CODES,
     MISSING_KEY_CODES,
@@ -263,6 +270,9 @@ class S3Store:
                     raise
 
     # -- side documents (intents) and the lock, beside the manifests ---------------------------
+    def read_archived(self, name: str) -> list[StoredManifest]:
+        return archived_copies(self, ARCHIVE_DIR, name)
+
     def write_side(self, key: str, text: str, *, expected: Token | Unconditional = ANY) -> Token:
         return self._put(f"{self.prefix}{key}", text.encode("utf-8"), expected, "application/json")
 

@@ -27,6 +27,10 @@ _CONTENT_TYPES = {
 }
 
 
+#: Objects one S3 DeleteObjects request removes (S3's limit).
+DELETE_BATCH = 1000
+
+
 class StorageError(FsrError):
     """A local folder or S3 could not be read or written."""
 
@@ -66,6 +70,16 @@ class Storage(Protocol):
 
     def dir_names(self, folder: str) -> list[str]:
         """Names of the folders directly in `folder`; [] when it does not exist."""
+        ...
+
+    def tree(self, folder: str) -> list[tuple[str, int]]:
+        """Every file under `folder`, at any depth, with its size in bytes, sorted by location;
+        [] when it does not exist."""
+        ...
+
+    def delete_tree(self, folder: str) -> None:
+        """Remove `folder` and everything under it; a missing folder is fine. Files go one by
+        one (or in batches): a failure leaves part of it, and a second call removes the rest."""
         ...
 
 
@@ -164,6 +178,50 @@ class FileStorage:
             return self._s3(folder).names(files=False)
         return [e.name for e in _entries(local_path(folder)) if e.is_dir()]
 
+    def tree(self, folder: str) -> list[tuple[str, int]]:
+        if is_s3_uri(folder):
+            return self._s3(folder).tree(folder)
+        root = local_path(folder)
+        found = []
+
+        def fail(exc: OSError) -> None:
+            if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                raise StorageError(f"cannot list {exc.filename}: {exc.strerror}")
+
+        for where, _, files in os.walk(root, onerror=fail):
+            for name in files:
+                path = Path(where) / name
+                try:
+                    size = path.lstat().st_size
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    raise StorageError(f"cannot read {path}: {exc.strerror}") from None
+                # Named as the caller names the folder (a plain path, or a file: URI).
+                found.append((f"{folder.rstrip('/')}/{path.relative_to(root).as_posix()}", size))
+        return sorted(found)
+
+    def delete_tree(self, folder: str) -> None:
+        if is_s3_uri(folder):
+            self._s3(folder).delete_tree()
+            return
+        root = local_path(folder)
+        if root.is_symlink() or root.is_file():
+            self.delete(folder)
+            return
+
+        def fail(exc: OSError) -> None:
+            if not isinstance(exc, FileNotFoundError):
+                raise StorageError(f"cannot list {exc.filename}: {exc.strerror}")
+
+        # Deepest first: files, then the folders they leave empty.
+        for where, folders, files in os.walk(root, topdown=False, onerror=fail):
+            for name in files:
+                self.delete(str(Path(where) / name))
+            for name in folders:
+                _remove_folder(Path(where) / name)
+        _remove_folder(root)
+
 
 def _entries(folder: Path) -> Iterator[os.DirEntry[str]]:
     try:
@@ -173,6 +231,19 @@ def _entries(folder: Path) -> Iterator[os.DirEntry[str]]:
         return
     except OSError as exc:
         raise StorageError(f"cannot list {folder}: {exc.strerror}") from None
+
+
+def _remove_folder(path: Path) -> None:
+    """An empty folder (or a link to one) removed; a missing one is fine."""
+    try:
+        if path.is_symlink():
+            path.unlink()
+        else:
+            path.rmdir()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StorageError(f"cannot delete {path}: {exc.strerror}") from None
 
 
 def _read_local(path: Path) -> bytes | None:
@@ -245,3 +316,33 @@ class _S3:
     def delete(self) -> None:
         with self._errors(self.key, "delete"):
             self.client.delete_object(Bucket=self.bucket, Key=self.key)
+
+    def _keys(self) -> Iterator[dict[str, Any]]:
+        """Every object under the folder, at any depth (directory markers included)."""
+        for page in self._pages(self._prefix(), None):
+            yield from page.get("Contents", [])
+
+    def tree(self, uri: str) -> list[tuple[str, int]]:
+        scheme = uri.split("://", 1)[0]
+        return sorted(
+            (f"{scheme}://{self.bucket}/{item['Key']}", int(item.get("Size", 0)))
+            for item in self._keys()
+            if not item["Key"].endswith("/")
+        )
+
+    def delete_tree(self) -> None:
+        """Every object under the folder, `DELETE_BATCH` to a request."""
+        keys = [item["Key"] for item in self._keys()]
+        for start in range(0, len(keys), DELETE_BATCH):
+            batch = [{"Key": key} for key in keys[start : start + DELETE_BATCH]]
+            with self._errors(self._prefix(), "delete"):
+                answer = self.client.delete_objects(
+                    Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True}
+                )
+            errors = answer.get("Errors") or []
+            if errors:
+                first = errors[0]
+                raise StorageError(
+                    f"cannot delete s3://{self.bucket}/{first.get('Key')}: "
+                    f"{first.get('Code')} ({len(errors)} of {len(batch)} objects not deleted)"
+                )

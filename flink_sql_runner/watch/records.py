@@ -17,10 +17,9 @@ import json
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta, timezone
 
-from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.model.stored import WATCH_FOLDER, StoredManifest
 from flink_sql_runner.stores.base import ManifestStore
 
-WATCH_FOLDER = "_watch"
 LEADER_LOCK = f"{WATCH_FOLDER}/_leader.json"
 RECORD_SCHEMA_VERSION = 1
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"

@@ -346,6 +346,32 @@ def test_highest_version(storage: Storage) -> None:
     assert highest_version(files(storage), storage.uri("job")) == 10
 
 
+def test_a_job_folder_deleted_whole_counts_no_version_and_leaves_its_neighbours(
+    storage: Storage,
+) -> None:
+    """What `forget` deletes: every file under `<root>/<name>`, listed with its size first, and
+    the folders (and S3A's folder markers) they leave, so that the job's versions start at 1."""
+    write_checkpoint(storage, "job/1", range(3), range(3))
+    storage.put("job/_control/v2.stop", "x")
+    storage.mkdir("job/2")  # an empty version folder still counts a version
+    storage.put("job-other/1/metadata", METADATA)
+    listed = files(storage).tree(storage.uri("job"))
+    assert [(loc.removeprefix(storage.root), size) for loc, size in listed
+            ] == [("/job/1/commits/0", len(COMMIT)), ("/job/1/commits/1", len(COMMIT)),
+                  ("/job/1/commits/2", len(COMMIT)), ("/job/1/metadata", len(METADATA)),
+                  ("/job/1/offsets/0", len(OFFSET)), ("/job/1/offsets/1", len(OFFSET)),
+                  ("/job/1/offsets/2", len(OFFSET)), ("/job/_control/v2.stop", 1)]  # fmt: skip
+    assert highest_version(files(storage), storage.uri("job")) == 2
+
+    files(storage).delete_tree(storage.uri("job"))
+
+    assert files(storage).tree(storage.uri("job")) == []
+    assert highest_version(files(storage), storage.uri("job")) == 0
+    assert files(storage).dir_names(storage.root) == ["job-other"]
+    files(storage).delete_tree(storage.uri("job"))  # already gone: fine
+    assert highest_version(files(storage), storage.uri("job-other")) == 1
+
+
 # -- read_text / write_text / delete --------------------------------------------------------------
 
 
@@ -439,6 +465,31 @@ def test_s3_listing_follows_continuation_pages(s3_client: Any, s3_bucket: str) -
     s3_client.meta.events.register("before-parameter-build.s3.ListObjectsV2", small_pages)
     assert inspect(storage, "job/1").last_committed == 4
     assert pages.count("ckpt/job/1/commits/") == 3
+
+
+@pytest.mark.s3
+def test_s3_deletes_a_folder_in_batches_and_says_when_objects_stay(
+    s3_client: Any, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flink_sql_runner.stores import storage as storage_module
+
+    monkeypatch.setattr(storage_module, "DELETE_BATCH", 3)  # as S3 does at 1,000
+    storage = s3_storage(s3_client, s3_bucket, "s3a")
+    storage.put_files("job", {f"1/offsets/{n}": OFFSET for n in range(7)})
+    requests: list[int] = []
+
+    def refuse_one(parsed: dict[str, Any], **_: Any) -> None:
+        requests.append(len(requests))
+        if len(requests) == 2:  # S3 answers 200 and lists the objects it kept
+            parsed["Errors"] = [{"Key": "ckpt/job/1/offsets/4", "Code": "SlowDown"}]
+
+    s3_client.meta.events.register("after-call.s3.DeleteObjects", refuse_one)
+    with pytest.raises(StorageError, match=r"offsets/4: SlowDown \(1 of 3 objects not deleted\)"):
+        files(storage).delete_tree(storage.uri("job"))
+    assert len(requests) == 2, "no batch after one that failed"
+    s3_client.meta.events.unregister("after-call.s3.DeleteObjects", refuse_one)
+    files(storage).delete_tree(storage.uri("job"))
+    assert files(storage).tree(storage.uri("job")) == []
 
 
 # -- locations ------------------------------------------------------------------------------------

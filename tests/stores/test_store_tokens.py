@@ -53,6 +53,17 @@ def test_a_write_lands_only_on_the_version_it_passes(opened) -> None:
     assert store.read("job") == Stored(None, ABSENT) and store.list_names() == []
 
 
+def test_every_archived_copy_is_read_back_oldest_first(opened) -> None:
+    """What `forget` finds a pruned job's checkpoints by."""
+    store = opened()
+    assert store.read_archived("job") == []
+    store.archive("job", store.write(manifest("job", 1), ABSENT))
+    store.archive("job", store.write(manifest("job", 2), ABSENT))
+    store.write(manifest("job-2", 1), ABSENT)
+    assert opened().read_archived("job") == [manifest("job", 1), manifest("job", 2)]
+    assert opened().read_archived("job-2") == []
+
+
 def test_reads_come_with_their_tokens_and_a_snapshot_is_what_the_caller_holds(opened) -> None:
     store = opened()
     a = store.write(manifest("a", 1), ABSENT)

@@ -44,7 +44,8 @@ class StoreData:
     def __init__(self) -> None:
         self.manifests: dict[str, StoredManifest] = {}
         self.versions: dict[str, int] = {}
-        self.archived: dict[str, StoredManifest] = {}
+        self.archived: dict[str, StoredManifest] = {}  # the last archived copy of each
+        self.archives: dict[str, list[StoredManifest]] = {}  # every one, oldest first
         self.side: dict[str, str] = {}
         self.side_versions: dict[str, int] = {}
         self.counter = 0
@@ -186,9 +187,14 @@ class FakeStore:
         if expected is ABSENT:
             raise StoreError(f"cannot archive {name}: it does not exist")
         self.data.archived[name] = self.data.manifests.pop(name)
+        self.data.archives.setdefault(name, []).append(self.data.archived[name])
         del self.data.versions[name]
         self._answer_lost()
         return f"memory://archive/{name}"
+
+    def read_archived(self, name: str) -> list[StoredManifest]:
+        self._fail()
+        return list(self.data.archives.get(name, []))
 
     # side documents (intent records) and the lock
     def _expect_side(self, key: str, expected: Token | Unconditional) -> None:
@@ -368,11 +374,16 @@ class FakeTarget:
 
 
 class FakeStorage:
-    """Checkpoint storage in memory: files by location. `fail` makes every call a 503."""
+    """Checkpoint storage in memory: files by location. `fail` makes every call a 503;
+    `deletes_left` lets that many more files be deleted, then every delete answers 503 (a
+    storage that fails halfway through a folder, as S3 can)."""
 
     def __init__(self) -> None:
         self.files: dict[str, str] = {}  # write_bytes keeps bytes
         self.fail = False
+        self.deletes_left: int | None = None
+        #: Every file deleted, in order.
+        self.deleted: list[str] = []
 
     def _check(self) -> None:
         if self.fail:
@@ -406,7 +417,25 @@ class FakeStorage:
 
     def delete(self, location: str) -> None:
         self._check()
-        self.files.pop(location, None)
+        if self.deletes_left is not None:
+            if self.deletes_left <= 0:
+                raise StorageError(f"cannot delete {location}: SlowDown (HTTP 503) (switch)")
+            self.deletes_left -= 1
+        if self.files.pop(location, None) is not None:
+            self.deleted.append(location)
+
+    def tree(self, folder: str) -> list[tuple[str, int]]:
+        self._check()
+        prefix = folder.rstrip("/") + "/"
+        return sorted(
+            (location, len(data.encode() if isinstance(data, str) else data))
+            for location, data in self.files.items()
+            if location.startswith(prefix)
+        )
+
+    def delete_tree(self, folder: str) -> None:
+        for location, _ in self.tree(folder):
+            self.delete(location)
 
     def is_empty(self, location: str) -> bool:
         self._check()
