@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
 import shutil
 import subprocess
@@ -47,7 +48,7 @@ class Project:
         shutil.copytree(REPO / "examples", root / "examples", ignore=shutil.ignore_patterns("ci"))
 
     def run(
-        self, argv: list[str], env: dict[str, str] | None = None
+        self, argv: list[str], env: dict[str, str] | None = None, stdin: int | None = None
     ) -> subprocess.CompletedProcess:
         """`argv` as the docs write it, `flink-sql-runner` first."""
         assert argv[0] == "flink-sql-runner", argv
@@ -61,6 +62,7 @@ class Project:
             timeout=300,
             check=False,
             env=environ,
+            stdin=stdin,
         )
 
     def deployed(
@@ -350,6 +352,36 @@ def test_stop_says_what_it_did(project: Project) -> None:
         driver.kill()
         driver.wait()
     same(block, "\n".join(out))
+
+
+@checks("forget")
+def test_forget_lists_asks_and_says_what_it_did(project: Project) -> None:
+    """The README's `forget`, answered `y` on a terminal, of a running example job."""
+    block = sample("forget")
+    project.deployed("examples/queries")
+    state = project.root / STATE
+    (state / "logs" / "tick-log").mkdir(parents=True)
+    (state / "logs" / "tick-log" / "20261125T024100Z-run.log").write_text("a driver's log\n")
+    control = state / "checkpoints" / "tick-log" / "_control"
+    control.mkdir(parents=True, exist_ok=True)
+    (control / "v1.manifest.json").write_text("{}")
+    driver = a_driver_that_stops_when_asked(project, "tick-log")
+    leader, follower = pty.openpty()
+    os.write(leader, b"y\n")
+    try:
+        result = project.run(sample_command(block), stdin=follower)
+    finally:
+        os.close(follower)
+        os.close(leader)
+        driver.kill()
+        driver.wait()
+    assert result.returncode == 0, result.stdout + result.stderr
+    # The question goes to stderr, the answer echoed by the terminal: as a reader sees it.
+    listing, _, done = result.stdout.rpartition("\n" + "tick-log: forgotten")
+    asked = result.stderr.rstrip() + " y"
+    shown = f"{listing}\n{asked}\ntick-log: forgotten{done}"
+    same(block, shown, {str(project.root.resolve()): "/home/you/flink-sql-runner",
+                        str(project.root): "/home/you/flink-sql-runner"})  # fmt: skip
 
 
 def a_driver_that_stops_when_asked(project: Project, name: str) -> subprocess.Popen:
