@@ -294,8 +294,10 @@ class LocalTarget:
         record = found[1] if found else None
         if not record:
             return ""
-        tail = log_tail(Path(record["log"]))
-        return f"last lines of {record['log']}:\n{tail}" if tail else ""
+        # Where the state folder is now: the record may hold a path relative to another folder.
+        log = (self.logs / run.name / Path(record["log"]).name).absolute()
+        tail = log_tail(log)
+        return f"last lines of {log}:\n{tail}" if tail else f"its log {log} is empty"
 
     def driver_log(self, query: LogQuery) -> DriverLog | None:
         """The newest log file in `logs/<name>/` that matches: its name carries the run id,

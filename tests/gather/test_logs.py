@@ -125,3 +125,21 @@ def test_a_run_whose_liveness_is_unknown_is_followed_and_a_gone_one_is_not():
     target.runs.clear()
     assert still_up(target, run)() is False
     assert still_up(target, None)() is False
+
+
+def test_a_failed_local_run_s_detail_names_its_log_file_wherever_the_deploy_ran(
+    tmp_path, monkeypatch
+):
+    state = tmp_path / "state"
+    log = write_log(state, "orders", "20261125T010000.000Z", "run-a", 1, "Traceback", "boom")
+    record = state / "runs" / "orders" / "run-a.json"
+    record.parent.mkdir(parents=True)
+    relative = "state/logs/orders/" + log.name  # as a deploy run in tmp_path wrote it
+    record.write_text(
+        '{"name": "orders", "version": 1, "run-id": "run-a", "pid": 1, "started": "gone", '
+        f'"log": "{relative}"}}'
+    )
+    monkeypatch.chdir(tmp_path / "state")  # another folder than the deploy's
+    detail = LocalTarget(state).failure_detail(Run("orders", 1, "run-a", "pid 1"))
+    assert detail.splitlines()[0] == f"last lines of {log}:"
+    assert detail.splitlines()[-1] == "boom"
