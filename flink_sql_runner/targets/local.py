@@ -290,14 +290,13 @@ class LocalTarget:
         self._secrets_file(run_id).unlink(missing_ok=True)
 
     def failure_detail(self, run: Run) -> str:
-        found = self._record_of(run)
-        record = found[1] if found else None
-        if not record:
+        """The last lines of the run's log, named by its path (found in the logs folder by its
+        run id: a run stopped after it reported its failure has no record any more)."""
+        found = self.driver_log(LogQuery(run.name, run_id=run.run_id)) if run.run_id else None
+        if found is None:
             return ""
-        # Where the state folder is now: the record may hold a path relative to another folder.
-        log = (self.logs / run.name / Path(record["log"]).name).absolute()
-        tail = log_tail(log)
-        return f"last lines of {log}:\n{tail}" if tail else f"its log {log} is empty"
+        tail = log_tail(Path(found.path))
+        return f"last lines of {found.path}:\n{tail}" if tail else f"its log {found.path} is empty"
 
     def driver_log(self, query: LogQuery) -> DriverLog | None:
         """The newest log file in `logs/<name>/` that matches: its name carries the run id,

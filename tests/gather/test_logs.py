@@ -143,3 +143,5 @@ def test_a_failed_local_run_s_detail_names_its_log_file_wherever_the_deploy_ran(
     detail = LocalTarget(state).failure_detail(Run("orders", 1, "run-a", "pid 1"))
     assert detail.splitlines()[0] == f"last lines of {log}:"
     assert detail.splitlines()[-1] == "boom"
+    record.unlink()  # a run stopped after it reported its failure: its record is gone
+    assert LocalTarget(state).failure_detail(Run("orders", 1, "run-a", "pid 1")) == detail
