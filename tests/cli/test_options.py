@@ -21,6 +21,7 @@ DOES = {
     "deploy-job": {"loads", "store", "target", "output", "submits", "stops", "locks"},
     "status": {"loads", "store", "target", "output"},
     "stop": {"store", "target", "output", "stops", "locks"},
+    "logs": {"store", "target"},
     "watch": {"store", "target", "submits", "stops"},
     "resume": {"store", "locks"},
     "migrate": {"locks"},
