@@ -187,6 +187,14 @@ class YarnTarget(SparkSubmitTarget):
         liveness = Liveness.of(str(app.get("state")), ALIVE_STATES, GONE_STATES)
         return DriverState(liveness, state, said)
 
+    def failure_detail(self, run: Run) -> str:
+        """The ResourceManager's word on the run, and where its log is."""
+        said = super().failure_detail(run)
+        if not run.submission_id:
+            return said
+        where = self.log_of(run.submission_id, run.run_id, run.version).where
+        return f"{said}\nlog: {where}".lstrip("\n")
+
     def log_of(self, submission_id: str, run_id: str | None, version: int | None) -> DriverLog:
         """YARN keeps a driver's log with its container; the deployer does not read it."""
         where = (
