@@ -40,6 +40,7 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.intents import IntentLog, Kind, Phase
 from flink_sql_runner.model.stored import ABSENT, ANY, Stored, Token
+from flink_sql_runner.read.secrets import redact_text
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 
@@ -142,7 +143,7 @@ class JobSteps:
                     f"{first_line(str(failure))}; the run may still be up, so nothing else "
                     f"is started for {name} (the next deploy settles it)"
                 ) from None
-            tracker.to(Phase.FAILED, error=first_line(str(failure)))
+            tracker.to(Phase.FAILED, error=redact_text(first_line(str(failure))))
             self._after_failed_start(decision, result, tracker, failure)
             return
         except LeaseLost:

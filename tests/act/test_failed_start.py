@@ -148,3 +148,15 @@ def test_logs_finds_the_failed_start_s_log_and_an_unknown_job_is_bad_input():
     assert found.log is not None and found.log.run_id == target.submissions[0].run_id
     with pytest.raises(UnknownJob, match="unknown job 'nope'"):
         find_log("nope", store, target)
+
+
+def test_a_secret_in_the_error_is_masked_before_it_is_kept():
+    store, target, state, executor = fake_world(on_submit="failed")
+    target.on_submit = healthy(state, "failed", 'login refused: password="hunter2" for bob')
+    executor.apply(plan_of(store, target, state, [BASE]))
+    kept = store.side["_intents/orders.json"]
+    assert "hunter2" not in kept
+    failed = IntentLog(store).read_all().intents["orders"].failed_start
+    assert failed is not None and failed.error.startswith(
+        "the job failed: login refused: password="
+    )
