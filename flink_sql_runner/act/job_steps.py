@@ -9,8 +9,9 @@ more than one step.
   decision's rollback starts the previous run again from its checkpoint and the store keeps the
   previous manifest. A new run that cannot be confirmed gone is never joined by another: the job
   is reported, the intent kept.
-- A job's first start that fails keeps its intent record, at phase failed with the error: with
-  nothing stored of the job, it is what `status`, `stop`, `logs` and the next plan know it by.
+- A job's first run that ends before it is healthy keeps its intent record, at phase failed with
+  the error: with nothing stored of the job, it is what `status`, `stop`, `logs` and the next
+  plan know it by. A submission the target refused started nothing and keeps none.
 - The steps pause once, after the stops and before the first start, so that the scheduler
   (executor.py) can wait for the jobs this one must follow; held back there, what the stops
   stopped is started again from its checkpoint.
@@ -143,8 +144,9 @@ class JobSteps:
                     f"{first_line(str(failure))}; the run may still be up, so nothing else "
                     f"is started for {name} (the next deploy settles it)"
                 ) from None
+            ran = tracker.intent is not None and tracker.intent.phase is Phase.SUBMITTED
             tracker.to(Phase.FAILED, error=redact_text(first_line(str(failure))))
-            self._after_failed_start(decision, result, tracker, failure)
+            self._after_failed_start(decision, result, tracker, failure, ran)
             return
         except LeaseLost:
             raise  # not this deploy's store any more: no cleanup either
@@ -165,7 +167,12 @@ class JobSteps:
             result.summary = "; ".join(result.steps[-1:]) or "done"
 
     def _after_failed_start(
-        self, decision: Decision, result: JobResult, tracker: Tracker, failure: StartFailed
+        self,
+        decision: Decision,
+        result: JobResult,
+        tracker: Tracker,
+        failure: StartFailed,
+        ran: bool = False,
     ) -> None:
         """A start that ended without a healthy run, confirmed gone. A restart of the same
         version whose run committed batches is not rolled back: the old manifest would resume
@@ -192,10 +199,12 @@ class JobSteps:
                     "and deploy again"
                 ) from None
         if not decision.rollback:
-            if intent is None or intent.kind is not Kind.START or decision.token is not ABSENT:
+            # A job's first run that ended before it was healthy keeps its record at FAILED:
+            # nothing else is stored of the job, and `status`, `stop`, `logs` and the next plan
+            # show the failure from it. A submission refused started nothing: no record.
+            first = intent is not None and intent.kind is Kind.START and decision.token is ABSENT
+            if not (first and ran):
                 tracker.forget()
-            # A job's first start keeps its record at FAILED: nothing else is stored of the
-            # job, and `status`, `stop`, `logs` and the next plan show the failure from it.
             raise failure
         try:
             self._roll_back(decision, result, tracker)

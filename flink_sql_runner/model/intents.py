@@ -18,8 +18,8 @@ it with the other facts and settles it on evidence of the interrupted command's 
   did not take effect;
 - a stop (deploy's, `stop NAME`'s, a prune's) whose job has no run up took effect: record it.
 
-One record outlives its command on purpose: a job's first start that failed (its run confirmed
-gone, never healthy) keeps its record at phase `failed` with the error (`FailedStart`), since
+One record outlives its command on purpose: a job's first start whose run ended before it was
+healthy (confirmed gone) keeps its record at phase `failed` with the error (`FailedStart`), since
 nothing else is stored of the job; it settles as not taken, and a retry drops it before it starts.
 
 Ages are measured on the store's clock (the record's modification time against the store's

@@ -160,3 +160,13 @@ def test_a_secret_in_the_error_is_masked_before_it_is_kept():
     assert failed is not None and failed.error.startswith(
         "the job failed: login refused: password="
     )
+
+
+def test_a_refused_submission_keeps_no_record_nothing_ran():
+    """Kept is the failure of a run that existed (it has a log, Spark's error): a submission
+    the cluster refused started nothing, and leaves no record, as before."""
+    store, target, state, executor = fake_world(fail_submit=True)
+    results = executor.apply(plan_of(store, target, state, [BASE]))
+    assert not results["orders"].ok
+    assert IntentLog(store).read_all().intents == {}
+    assert store.side == {}
