@@ -47,9 +47,10 @@ def logs(
     last run (or the run --version / --run names).
 
     The local target's logs are files, `<state-dir>/logs/<name>/<UTC start>-<run id>.log`;
-    standalone drivers log to `<driver id>/stderr` in their worker's work folder, printed when
-    that is on this machine; YARN and Kubernetes keep the log with the application or pod: the
-    command says where (`yarn logs ...`, `kubectl logs ...`) and does not read it.
+    standalone drivers log to `<driver id>/stderr` and `stdout` in their worker's work folder,
+    printed when that is on this machine ($SPARK_WORKER_DIR, else $SPARK_HOME/work); YARN and
+    Kubernetes keep the log with the application or pod: the command says where (`yarn logs
+    ...`, `kubectl logs ...`) and does not read it.
 
     Exit codes: 0 the log was printed, 1 no log to print here (none yet, or the target keeps
     it elsewhere: the line says where), 2 NAME is unknown (neither stored, nor failed to
@@ -63,21 +64,26 @@ def logs(
         which = f"run {run_id}" if run_id else f"v{version}" if version else "any run"
         click.echo(f"{name}: no log of {which} yet", err=True)
         return EXIT_FAILED
-    if not found.log.path:
+    if not found.log.files:
         click.echo(f"{name}: the driver log is not read from here; {found.log.where}", err=True)
         return EXIT_FAILED
-    click.echo(f"==> {found.log.where} <==", err=True)
-    lines, end = last_lines(found.log.path, tail)
-    for line in lines:
-        click.echo(line)
+    ends = {}
+    for path in found.log.files:
+        click.echo(f"==> {path} <==", err=True)
+        lines, ends[path] = last_lines(path, tail)
+        for line in lines:
+            click.echo(line)
     if following:
+        shown = [found.log.files[-1]]
+
+        def write(path: str, text: str) -> None:
+            if len(ends) > 1 and shown[0] != path:  # which file it comes from, as tail -f
+                click.echo(f"==> {path} <==", err=True)
+                shown[0] = path
+            click.echo(text, nl=False)
+
         try:
-            follow(
-                found.log.path,
-                end,
-                still_up(deployment.target, found.run),
-                lambda text: click.echo(text, nl=False),
-            )
+            follow(ends, still_up(deployment.target, found.run), write)
         except KeyboardInterrupt:
             pass
     return EXIT_OK

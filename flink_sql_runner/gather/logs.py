@@ -130,17 +130,20 @@ def _start_of_last_lines(handle: BinaryIO, size: int, count: int) -> int:
 
 
 def follow(
-    path: str,
-    offset: int,
+    offsets: dict[str, int],
     alive: Callable[[], bool],
-    write: Callable[[str], None],
+    write: Callable[[str, str], None],
     poll: float = FOLLOW_POLL_SECONDS,
 ) -> None:
-    """Write what is added to the file at `path` after `offset` as it comes, until `alive()`
-    says the run ended (what it wrote last is written too)."""
+    """Write what is added to each file (path -> offset read up to) as it comes, with the
+    file's path, until `alive()` says the run ended (what it wrote last is written too)."""
+    offsets = dict(offsets)
     while True:
         up = alive()
-        offset = _copy_from(Path(path), offset, write, whole_lines=up)
+        for path, offset in offsets.items():
+            offsets[path] = _copy_from(
+                Path(path), offset, lambda text, at=path: write(at, text), whole_lines=up
+            )
         if not up:
             return
         runtime.sleep(poll)

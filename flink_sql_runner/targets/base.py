@@ -61,6 +61,13 @@ class DriverLog:
     path: str = ""
     run_id: str | None = None
     version: int | None = None
+    #: Other files of the same run, read after `path` (a standalone driver's stdout, where
+    #: the runner's own lines go, beside its stderr).
+    more: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return (self.path, *self.more) if self.path else ()
 
 
 class SubmitOutcomeUnknown(FsrError):

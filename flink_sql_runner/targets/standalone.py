@@ -322,15 +322,18 @@ class StandaloneTarget(ClusterTarget):
         return DriverState(liveness, state, message.strip())
 
     def log_of(self, submission_id: str, run_id: str | None, version: int | None) -> DriverLog:
-        """A driver logs to `<work dir>/<driver id>/stderr` on the worker that runs it. Read
-        when that file is on this machine (a worker here, its work dir $SPARK_WORKER_DIR or
-        $SPARK_HOME/work); otherwise said where it is."""
+        """A driver logs to `<work dir>/<driver id>/stderr` (Spark's log) and `stdout` (the
+        runner's own lines) on the worker that runs it. Read when they are on this machine (a
+        worker here, its work dir $SPARK_WORKER_DIR or $SPARK_HOME/work); otherwise said
+        where they are."""
         for work in worker_dirs():
             path = work / submission_id / "stderr"
             if path.is_file():
-                return DriverLog(str(path), str(path), run_id, version)
+                out = path.with_name("stdout")
+                more = (str(out),) if out.is_file() else ()
+                return DriverLog(str(path), str(path), run_id, version, more)
         where = (
-            f"{submission_id}/stderr in the work folder of the worker that runs it "
+            f"{submission_id}/stderr (and stdout) in the work folder of the worker that runs it "
             f"(not on this machine; the master's web UI at {self.web_ui} links it)"
         )
         return DriverLog(where, "", run_id, version)

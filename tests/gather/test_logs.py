@@ -67,18 +67,20 @@ def test_cluster_targets_say_where_the_log_is_and_do_not_pretend_to_read_it(monk
     up = Run("orders", 1, "run-1", "app-1", "driver-20261125-0001")
     found = standalone.driver_log(LogQuery("orders", run=up))
     assert found is not None and found.path == ""
-    assert "driver-20261125-0001/stderr in the work folder" in found.where
+    assert "driver-20261125-0001/stderr (and stdout) in the work folder" in found.where
 
 
 def test_a_standalone_driver_log_on_this_machine_is_read(tmp_path, monkeypatch):
     stderr = tmp_path / "work" / "driver-20261125-0001" / "stderr"
     stderr.parent.mkdir(parents=True)
     stderr.write_text("driver says hello\n")
+    stdout = stderr.with_name("stdout")
+    stdout.write_text("[flink-sql-runner] the runner's own lines\n")
     monkeypatch.setenv("SPARK_WORKER_DIR", str(tmp_path / "work"))
     standalone = StandaloneTarget(FakeStorage(), "spark://127.0.0.1:7077")
     up = Run("orders", 1, "run-1", "app-1", "driver-20261125-0001")
     found = standalone.driver_log(LogQuery("orders", run=up))
-    assert found is not None and found.path == str(stderr)
+    assert found is not None and found.files == (str(stderr), str(stdout))
 
 
 def test_which_log_the_query_asks_for():
@@ -111,7 +113,9 @@ def test_last_lines_and_following_until_the_run_ends(tmp_path):
             handle.write("more\n" if up else "last words, no newline")
         return up
 
-    follow(str(path), end, alive, written.append, poll=0)
+    other = tmp_path / "other.log"
+    other.write_text("")
+    follow({str(path): end, str(other): 0}, alive, lambda at, text: written.append(text), poll=0)
     assert "".join(written) == "more\nmore\nlast words, no newline"
 
 
