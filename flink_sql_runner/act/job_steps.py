@@ -9,6 +9,9 @@ more than one step.
   decision's rollback starts the previous run again from its checkpoint and the store keeps the
   previous manifest. A new run that cannot be confirmed gone is never joined by another: the job
   is reported, the intent kept.
+- A job's first run that ends before it is healthy keeps its intent record, at phase failed with
+  the error: with nothing stored of the job, it is what `status`, `stop`, `logs` and the next
+  plan know it by. A submission the target refused started nothing and keeps none.
 - The steps pause once, after the stops and before the first start, so that the scheduler
   (executor.py) can wait for the jobs this one must follow; held back there, what the stops
   stopped is started again from its checkpoint.
@@ -37,7 +40,8 @@ from flink_sql_runner.decide.steps import (
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.intents import IntentLog, Kind, Phase
-from flink_sql_runner.model.stored import ANY, Stored, Token
+from flink_sql_runner.model.stored import ABSENT, ANY, Stored, Token
+from flink_sql_runner.read.secrets import redact_text
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 
@@ -140,8 +144,9 @@ class JobSteps:
                     f"{first_line(str(failure))}; the run may still be up, so nothing else "
                     f"is started for {name} (the next deploy settles it)"
                 ) from None
-            tracker.to(Phase.FAILED)
-            self._after_failed_start(decision, result, tracker, failure)
+            ran = tracker.intent is not None and tracker.intent.phase is Phase.SUBMITTED
+            tracker.to(Phase.FAILED, error=redact_text(first_line(str(failure))))
+            self._after_failed_start(decision, result, tracker, failure, ran)
             return
         except LeaseLost:
             raise  # not this deploy's store any more: no cleanup either
@@ -162,7 +167,12 @@ class JobSteps:
             result.summary = "; ".join(result.steps[-1:]) or "done"
 
     def _after_failed_start(
-        self, decision: Decision, result: JobResult, tracker: Tracker, failure: StartFailed
+        self,
+        decision: Decision,
+        result: JobResult,
+        tracker: Tracker,
+        failure: StartFailed,
+        ran: bool = False,
     ) -> None:
         """A start that ended without a healthy run, confirmed gone. A restart of the same
         version whose run committed batches is not rolled back: the old manifest would resume
@@ -189,7 +199,12 @@ class JobSteps:
                     "and deploy again"
                 ) from None
         if not decision.rollback:
-            tracker.forget()
+            # A job's first run that ended before it was healthy keeps its record at FAILED:
+            # nothing else is stored of the job, and `status`, `stop`, `logs` and the next plan
+            # show the failure from it. A submission refused started nothing: no record.
+            first = intent is not None and intent.kind is Kind.START and decision.token is ABSENT
+            if not (first and ran):
+                tracker.forget()
             raise failure
         try:
             self._roll_back(decision, result, tracker)
@@ -261,9 +276,12 @@ class JobSteps:
             self._check()
             if isinstance(step, DropIntent):
                 self.intents.delete(result.name)
-                result.steps.append(
-                    f"dropped the intent record of an interrupted command ({step.why})"
+                record = (
+                    "the record of its failed start"
+                    if step.failed_start
+                    else "the intent record of an interrupted command"
                 )
+                result.steps.append(f"dropped {record} ({step.why})")
             elif isinstance(step, StopRun):
                 self._fresh_lease(f"stop {result.name}")
                 tracker.to(Phase.INTENDED)

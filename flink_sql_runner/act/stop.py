@@ -2,8 +2,9 @@
 recorded as stopped (desired-state: stopped), as a deploy that stops it records it.
 
 Every name is checked before anything is stopped: a name that is neither stored nor running is
-bad input, and then no job is stopped. One job failing to stop does not keep the others from
-stopping; each has its own result."""
+bad input, and then no job is stopped. A job whose first start failed (the record it kept) is
+known: it is not running, and there is nothing to stop. One job failing to stop does not keep
+the others from stopping; each has its own result."""
 
 from __future__ import annotations
 
@@ -68,7 +69,12 @@ def stop_jobs(
     stored = set(store.list_names())
     pending = IntentLog(store).read_all()
     chosen = sorted(stored | set(listing.runs)) if names is None else list(dict.fromkeys(names))
-    unknown = unknown_names(chosen, stored, listing)
+    failed = {
+        name: intent.failed_start
+        for name, intent in pending.intents.items()
+        if intent.failed_start is not None and name not in stored
+    }
+    unknown = unknown_names(chosen, stored | set(failed), listing)
     if unknown:
         quoted = ", ".join(repr(name) for name in unknown)
         them = "it" if len(unknown) == 1 else "them"
@@ -78,6 +84,11 @@ def stop_jobs(
         )
 
     def one(name: str) -> StopResult:
+        first = failed.get(name)
+        if first is not None and not listing.of(name):
+            return StopResult(
+                name, "not-running", f"{name}: not running ({first.describe()}); nothing to stop"
+            )
         try:
             return stop_job(store, target, storage, name, timeout, lease, listing.of(name),
                             pending.intents.get(name))  # fmt: skip

@@ -42,8 +42,13 @@ class Tracker:
         return self.intent is not None
 
     def to(
-        self, phase: Phase, submission_id: str | None = None, committed_before: int | None = None
+        self,
+        phase: Phase,
+        submission_id: str | None = None,
+        committed_before: int | None = None,
+        error: str | None = None,
     ) -> None:
+        """Move the record to `phase`; at FAILED, `error` says why (one line)."""
         self.check(phase in AFTER_EFFECTS)
         if self.intent is None:
             if self.manifest is None:
@@ -58,6 +63,8 @@ class Tracker:
             self.intent = self.intent.at(phase, submission_id)
         if committed_before is not None:
             self.intent = replace(self.intent, committed_before=committed_before)
+        if error is not None:
+            self.intent = replace(self.intent, error=error)
         self.token = self.log.write(self.intent, self.token)
 
     def forget(self) -> None:

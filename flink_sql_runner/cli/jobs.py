@@ -48,9 +48,10 @@ from flink_sql_runner.watch.status import status_rows
 @handle_errors
 def status(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
     """Per job: stored version, health (healthy, starting, restarting, backing-off,
-    crash-looping, stalled, stopped, finished, down, unknown), what runs, the last batch with
-    its rates and lag, restarts by `watch` and the last failure, checkpoint, drift from git
-    (with --path). The JSON form is described in docs/status.md."""
+    crash-looping, stalled, stopped, finished, down, unknown; failed: its first start failed,
+    with the error and what the next deploy does), what runs, the last batch with its rates and
+    lag, restarts by `watch` and the last failure, checkpoint, drift from git (with --path),
+    its driver log (`logs NAME` prints it). The JSON form is described in docs/status.md."""
     deployment = Deployment(settings_from(paths, **kw))
     jobs = load(deployment) if paths else []
     rows = status_rows(deployment, jobs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from flink_sql_runner import __version__
-from flink_sql_runner.cli import deploy, inputs, jobs, migrate, watch
+from flink_sql_runner.cli import deploy, inputs, jobs, logs, migrate, watch
 from flink_sql_runner.cli.original_flags import (
     FsrGroup,
 )
@@ -39,6 +39,7 @@ for command in (
     jobs.status,
     jobs.stop,
     jobs.forget,
+    logs.logs,
     migrate.migrate,
     watch.watch,
     watch.resume,

@@ -11,6 +11,7 @@ from typing import Any
 from flink_sql_runner._runner.schema_rules import describe
 from flink_sql_runner.decide.changes import Change
 from flink_sql_runner.decide.steps import Step
+from flink_sql_runner.model.intents import FailedStart
 from flink_sql_runner.model.stored import ABSENT, Token
 
 
@@ -119,6 +120,8 @@ class Decision:
     token: Token = field(default=ABSENT, compare=False)
     #: What its start does to the schema of its sink (decide/contracts.py), when checked.
     schema: SchemaReport | None = None
+    #: The job's first start that failed (the record it kept), shown beside the retry.
+    failed_start: FailedStart | None = None
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -140,6 +143,8 @@ class Decision:
             doc["downstream"] = [i.to_dict() for i in self.downstream]
         if self.schema is not None:
             doc["schema"] = self.schema.to_dict()
+        if self.failed_start is not None:
+            doc["failed-start"] = self.failed_start.to_dict()
         return doc
 
 

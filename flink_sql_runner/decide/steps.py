@@ -111,15 +111,28 @@ class Archive:
 
 @dataclass(frozen=True)
 class DropIntent:
-    """Delete the intent record an interrupted deploy left behind."""
+    """Delete the intent record an interrupted deploy left behind, or the one a job's failed
+    first start kept (`failed_start`)."""
 
     why: str
+    failed_start: bool = False
+
+    @property
+    def record(self) -> str:
+        return (
+            "the failed start's record"
+            if self.failed_start
+            else "the interrupted deploy's intent record"
+        )
 
     def describe(self) -> str:
-        return f"drop the interrupted deploy's intent record ({self.why})"
+        return f"drop {self.record} ({self.why})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"step": "drop-intent", "why": self.why}
+        doc: dict[str, Any] = {"step": "drop-intent", "why": self.why}
+        if self.failed_start:
+            doc["failed-start"] = True
+        return doc
 
 
 Step = StopRun | StartRun | AwaitRun | Record | Archive | DropIntent

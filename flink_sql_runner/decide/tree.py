@@ -19,7 +19,7 @@ from flink_sql_runner.decide.steps import (
     StopRun,
 )
 from flink_sql_runner.model.facts import JobFacts
-from flink_sql_runner.model.intents import Kind, Outcome
+from flink_sql_runner.model.intents import FailedStart, Kind, Outcome
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.sparkversion import is_older, version_tuple
 from flink_sql_runner.model.stored import Meta, StoredManifest
@@ -74,7 +74,14 @@ def _settled_decision(facts: JobFacts, prune: bool, spark: str | None) -> Decisi
         )
     if facts.intent is None:
         return _decide(facts, prune, spark)
-    settled = settle_intent(facts)
+    failed = facts.intent.intent.failed_start
+    if failed is not None:
+        return replace(_settled(facts, prune, spark), failed_start=failed)
+    return _settled(facts, prune, spark)
+
+
+def _settled(facts: JobFacts, prune: bool, spark: str | None) -> Decision:
+    settled = settle_intent(facts, prune)
     if isinstance(settled, Decision):
         return settled
     adopted, prefix, rollback, note = settled
@@ -92,7 +99,7 @@ def _settled_decision(facts: JobFacts, prune: bool, spark: str | None) -> Decisi
 
 
 def settle_intent(
-    facts: JobFacts,
+    facts: JobFacts, prune: bool = False
 ) -> Decision | tuple[JobFacts, tuple[Step, ...], tuple[Step, ...], str]:
     """The steps that settle `facts`' intent, the facts as they stand once it is settled, the
     rollback of awaiting its run and the reason so far; or the job's decision when nothing else
@@ -112,6 +119,9 @@ def settle_intent(
         facts = replace(facts, checkpoint=replace(facts.checkpoint, highest_version=intent.version))
     untouched = replace(facts, intent=None)
     note = f"{what}: {settled.why}; "
+    failed = intent.failed_start
+    if failed is not None and settled.outcome is Outcome.NOT_TAKEN:
+        return _after_failed_start(untouched, failed, prune)
     if settled.outcome is Outcome.NOT_TAKEN:
         return untouched, (DropIntent(f"it did not take effect: {settled.why}"),), (), note
     if intent.kind is Kind.STOP:
@@ -149,6 +159,25 @@ def settle_intent(
     if facts.stored is not None and intent.action.startswith("stop-and-") and clean:
         rollback = (StartRun(facts.stored, clean=False, source="the store"),)
     return adopted, steps, rollback, note + "wait until it is healthy, record it; "
+
+
+def _after_failed_start(
+    facts: JobFacts, failed: FailedStart, prune: bool
+) -> Decision | tuple[JobFacts, tuple[Step, ...], tuple[Step, ...], str]:
+    """A job whose first start failed (its record kept, model/intents.py): a deploy that starts
+    it again drops the record first; one whose job left git keeps it (nothing runs: not an
+    orphan to stop), unless --prune, which drops it."""
+    note = f"{failed.describe()}; "
+    if facts.desired is None and facts.stored is None:
+        if prune:
+            drop = DropIntent("its manifest is no longer under --path", failed_start=True)
+            return Decision(facts.name, Action.PRUNE, failed.version,
+                            f"{note}its manifest is no longer under --path: drop the record "
+                            "of the failed start", steps=(drop,))  # fmt: skip
+        return Decision(facts.name, Action.ORPHANED, failed.version,
+                        f"{note}its manifest is no longer under --path; nothing runs, left "
+                        "alone (deploy --prune drops the record of the failed start)")  # fmt: skip
+    return facts, (DropIntent("started again", failed_start=True),), (), note
 
 
 def _decide(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Decision:

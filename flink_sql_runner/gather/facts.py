@@ -53,6 +53,8 @@ def gather(
     assert listing is not None
     if include_orphans:
         names |= set(snapshot.names) | set(listing.runs)
+        # A job whose first start failed is known by the record it kept, and by nothing else.
+        names |= {n for n, i in intents.intents.items() if i.failed_start is not None}
     wanted = names if include_orphans else set(desired)
     intent_of = {n: i for n, i in intents.intents.items() if n in wanted}
     intent_problems = {n: p for n, p in intents.problems.items() if n in wanted}

@@ -18,6 +18,10 @@ it with the other facts and settles it on evidence of the interrupted command's 
   did not take effect;
 - a stop (deploy's, `stop NAME`'s, a prune's) whose job has no run up took effect: record it.
 
+One record outlives its command on purpose: a job's first start whose run ended before it was
+healthy (confirmed gone) keeps its record at phase `failed` with the error (`FailedStart`), since
+nothing else is stored of the job; it settles as not taken, and a retry drops it before it starts.
+
 Ages are measured on the store's clock (the record's modification time against the store's
 "now"), so two deployers whose clocks differ agree on them.
 """
@@ -42,7 +46,8 @@ from flink_sql_runner.model.stored import (
 )
 
 INTENTS_FOLDER = "_intents"
-INTENT_SCHEMA_VERSION = 3
+#: Version 4 added `error`: why a failed start failed (a first start's record is kept).
+INTENT_SCHEMA_VERSION = 4
 
 #: How long a submission may take to show in a listing when the record does not say (records
 #: written before version 3): the longest submit timeout of any target.
@@ -101,6 +106,8 @@ class Intent:
     committed_before: int | None = None
     #: Seconds since the record was last written, on the store's clock (set when read).
     age: float = 0.0
+    #: At phase FAILED: why the start failed, one line (Spark's error when it gave one).
+    error: str | None = None
 
     @property
     def name(self) -> str:
@@ -118,6 +125,14 @@ class Intent:
             written=utc_now_iso(),
             age=0.0,
         )
+
+    @property
+    def failed_start(self) -> FailedStart | None:
+        """The start this record kept because it failed (a job's first start: nothing else
+        would show it), or None for an interrupted command's record."""
+        if self.kind is not Kind.START or self.phase is not Phase.FAILED or self.error is None:
+            return None
+        return FailedStart(self.version, self.written, self.error, self.run_id)
 
     def describe(self) -> str:
         """`an interrupted start of v3 (start-clean, at submitting)`, for reasons."""
@@ -137,6 +152,7 @@ class Intent:
                 "submit-timeout": self.submit_timeout,
                 "committed-before": self.committed_before,
                 "written": self.written,
+                "error": self.error,
                 "manifest": self.manifest.to_dict(),
             },
             indent=2,
@@ -147,7 +163,7 @@ class Intent:
         try:
             doc: Any = json.loads(text)
             version = doc.get("schema-version")
-            if version not in (1, 2, INTENT_SCHEMA_VERSION):
+            if version not in (1, 2, 3, INTENT_SCHEMA_VERSION):
                 raise ValueError(f"schema-version {version!r}")
             manifest = StoredManifest.from_dict(doc["manifest"], source)
             action = str(doc["action"])
@@ -159,6 +175,9 @@ class Intent:
             if raw_phase == "rolling-back":
                 kind, raw_phase = Kind.ROLLBACK, Phase.SUBMITTING.value
             committed = doc.get("committed-before")
+            error = doc.get("error")
+            if error is not None and not isinstance(error, str):
+                raise ValueError(f"error {error!r} is not a string")
             return cls(
                 manifest,
                 action,
@@ -170,6 +189,7 @@ class Intent:
                 float(doc.get("submit-timeout", DEFAULT_SUBMIT_TIMEOUT)),
                 int(committed) if committed is not None else None,
                 age,
+                error,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StoreError(f"intent record {source} is unreadable ({exc}); delete it") from None
@@ -192,6 +212,25 @@ def new_intent(
         submit_timeout=submit_timeout,
         committed_before=committed_before,
     )
+
+
+@dataclass(frozen=True)
+class FailedStart:
+    """A job's first start that failed, as its kept intent record tells it: shown by `status`,
+    `plan` and `logs` until a start of the job succeeds (or the next deploy drops it)."""
+
+    version: int
+    at: str  # when it was found failed, UTC (the record's last write)
+    error: str
+    run_id: str
+
+    def describe(self) -> str:
+        """`v1 failed to start at 2026-11-25T02:27:45Z: Invalid value '-1' ...`"""
+        return f"v{self.version} failed to start at {self.at}: {self.error}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query-version": self.version, "at": self.at, "error": self.error,
+                "run-id": self.run_id}  # fmt: skip
 
 
 # -- settling ----------------------------------------------------------------------------------

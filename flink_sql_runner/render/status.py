@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+#: Health under which a job's log is shown below it.
+FAILING = ("down", "backing-off", "crash-looping", "stalled")
+
 
 def status_json(rows: list[dict[str, Any]]) -> str:
     return json.dumps({"jobs": rows}, indent=2)
@@ -63,8 +66,13 @@ def status_text(rows: list[dict[str, Any]]) -> str:
         if r["health"] == "crash-looping":
             lines.append(f"not restarted until a deploy changes it or `flink-sql-runner resume "
                          f"{r['name']}`")  # fmt: skip
+        if r["failed-start"]:
+            lines.append(r["health-detail"])
+            lines.append(f"next deploy: {r['failed-start']['next-deploy']}")
         if r["problem"]:
             lines.append(f"problem: {r['problem']}")
+        if r["log"] and (r["failed-start"] or r["health"] in FAILING):
+            lines.append(f"log: {r['log']}")
         if lines:
             notes[len(table) - 1] = lines
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]

@@ -39,6 +39,37 @@ class Stopped:
     how: str  # e.g. "stopped gracefully through the stop marker in 1.2 s"
 
 
+@dataclass(frozen=True)
+class LogQuery:
+    """Which driver log of job `name` is asked for: run `run_id` when given, else the newest
+    run of `version` (any version when None). `run`: the job's run the target lists now, if
+    one; `submission_record`: where a cluster target recorded the version's submission id."""
+
+    name: str
+    version: int | None = None
+    run_id: str | None = None
+    run: Run | None = None
+    submission_record: str = ""
+
+
+@dataclass(frozen=True)
+class DriverLog:
+    """Where one run's driver log is. `path`: a file on this machine the deployer reads;
+    empty when it cannot be read from here, and then `where` says where it is."""
+
+    where: str
+    path: str = ""
+    run_id: str | None = None
+    version: int | None = None
+    #: Other files of the same run, read after `path` (a standalone driver's stdout, where
+    #: the runner's own lines go, beside its stderr).
+    more: tuple[str, ...] = ()
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return (self.path, *self.more) if self.path else ()
+
+
 class SubmitOutcomeUnknown(FsrError):
     """A submission failed in a way that leaves open whether the run started (a timeout after
     the request was sent, a gateway error): nothing may start beside it until that is known."""
@@ -82,6 +113,11 @@ class Target(Protocol):
 
     def failure_detail(self, run: Run) -> str:
         """What the target knows about why a run ended (log tail, cluster message)."""
+        ...
+
+    def driver_log(self, query: LogQuery) -> DriverLog | None:
+        """Where the driver log `query` asks for is; None when the target knows of no such
+        run. Cheap (a folder listing, one small record): `status` asks it for every job."""
         ...
 
     def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:

@@ -30,6 +30,8 @@ from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import utc_now_iso
 from flink_sql_runner.targets import runner_files, sparksubmit
 from flink_sql_runner.targets.base import (
+    DriverLog,
+    LogQuery,
     Started,
     StopNotConfirmed,
     Stopped,
@@ -214,6 +216,29 @@ class ClusterTarget:
         state = self._state(run.submission_id, fresh=True)
         said = f": {state.message}" if state.message else ""
         return f"{self.name} reports {run.submission_id} {state.state}{said}"
+
+    def driver_log(self, query: LogQuery) -> DriverLog | None:
+        """The driver of the run listed now, else the one the version's submission record
+        names; where its log is (`log_of`)."""
+        run = query.run
+        if run is not None and run.submission_id and query.run_id in (None, run.run_id):
+            return self.log_of(run.submission_id, run.run_id, run.version)
+        if not query.submission_record:
+            return None
+        try:
+            text = self.storage.read_text(query.submission_record)
+            record = SubmissionRecord.from_json(text, query.submission_record) if text else None
+        except FsrError:
+            record = None
+        if record is None or query.run_id not in (None, record.run_id):
+            return None
+        parsed = parse_app_name(record.app_name)
+        return self.log_of(record.submission_id, record.run_id, parsed[1] if parsed else None)
+
+    def log_of(self, submission_id: str, run_id: str | None, version: int | None) -> DriverLog:
+        """Where the driver log of `submission_id` is, in words (each cluster says its own)."""
+        return DriverLog(f"the {self.name} cluster keeps the log of {submission_id}", "",
+                         run_id, version)  # fmt: skip
 
     def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:
         begun = self.clock()

@@ -21,7 +21,7 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.control import APP_NAME_PREFIX, app_name
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.targets import sparksubmit
-from flink_sql_runner.targets.base import Submission
+from flink_sql_runner.targets.base import DriverLog, LogQuery, Submission
 from flink_sql_runner.targets.cluster import (
     ClusterError,
     DriverState,
@@ -239,6 +239,23 @@ class KubernetesTarget(SparkSubmitTarget):
             said += f"; driver log: kubectl logs -n {namespace} {name}"
         liveness = Liveness.of(phase, ALIVE_PHASES, GONE_PHASES)
         return DriverState(liveness, phase, said.strip("; "))
+
+    def driver_log(self, query: LogQuery) -> DriverLog | None:
+        """A run's pod is named after its run id: known without asking the cluster."""
+        found = super().driver_log(query)
+        if found is None and query.run_id is not None and query.version is not None:
+            pod = pod_name(query.name, query.version, query.run_id)
+            found = self.log_of(f"{self.namespace}:{pod}", query.run_id, query.version)
+        return found
+
+    def log_of(self, submission_id: str, run_id: str | None, version: int | None) -> DriverLog:
+        """The driver pod's log is Kubernetes': the deployer does not read it."""
+        namespace, _, pod = submission_id.partition(":")
+        where = (
+            f"Kubernetes keeps it with the driver pod (not read from here): "
+            f"kubectl logs -n {namespace} {pod}"
+        )
+        return DriverLog(where, "", run_id, version)
 
     def kill(self, submission_id: str) -> None:
         self._operation("--kill", submission_id)

@@ -27,10 +27,18 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host import processes as procs
 from flink_sql_runner.host import runtime
 from flink_sql_runner.host.atomic import write_atomically
+from flink_sql_runner.model.control import parse_app_name
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import utc_now_iso
 from flink_sql_runner.stores.storage import FileStorage
-from flink_sql_runner.targets.base import Started, StopNotConfirmed, Stopped, Submission
+from flink_sql_runner.targets.base import (
+    DriverLog,
+    LogQuery,
+    Started,
+    StopNotConfirmed,
+    Stopped,
+    Submission,
+)
 from flink_sql_runner.targets.runner_files import runner_script
 from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_submit re-exported
     find_spark_submit,
@@ -65,6 +73,17 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     except OSError:
         return ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+def _logged_version(path: Path) -> int | None:
+    """The version a run's log is of, from its first line (`==== <time> <app name> run <id>`)."""
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline(4096).decode("utf-8", errors="replace").split()
+    except OSError:
+        return None
+    parsed = parse_app_name(first[2]) if len(first) > 2 and first[0] == "====" else None
+    return parsed[1] if parsed else None
 
 
 class LocalTarget:
@@ -271,12 +290,29 @@ class LocalTarget:
         self._secrets_file(run_id).unlink(missing_ok=True)
 
     def failure_detail(self, run: Run) -> str:
-        found = self._record_of(run)
-        record = found[1] if found else None
-        if not record:
+        """The last lines of the run's log, named by its path (found in the logs folder by its
+        run id: a run stopped after it reported its failure has no record any more)."""
+        found = self.driver_log(LogQuery(run.name, run_id=run.run_id)) if run.run_id else None
+        if found is None:
             return ""
-        tail = log_tail(Path(record["log"]))
-        return f"last lines of {record['log']}:\n{tail}" if tail else ""
+        tail = log_tail(Path(found.path))
+        return f"last lines of {found.path}:\n{tail}" if tail else f"its log {found.path} is empty"
+
+    def driver_log(self, query: LogQuery) -> DriverLog | None:
+        """The newest log file in `logs/<name>/` that matches: its name carries the run id,
+        its first line the application name (and so the version)."""
+        folder = self.logs / query.name
+        logs = sorted(folder.glob("*.log"), reverse=True) if folder.is_dir() else []
+        for path in logs:
+            run_id = path.stem.partition("-")[2] or None
+            if query.run_id is not None and run_id != query.run_id:
+                continue
+            version = _logged_version(path)
+            if query.version is not None and version != query.version:
+                continue
+            where = str(path.absolute())
+            return DriverLog(where, where, run_id, version)
+        return None
 
     def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:
         found = self._record_of(run)

@@ -21,6 +21,7 @@ user gets which URL to give, or that the gateway is off.
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import posixpath
 import re
 import urllib.parse
@@ -31,7 +32,7 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.sparkversion import version_tuple
 from flink_sql_runner.targets import http
-from flink_sql_runner.targets.base import Submission, SubmitOutcomeUnknown
+from flink_sql_runner.targets.base import DriverLog, Submission, SubmitOutcomeUnknown
 from flink_sql_runner.targets.cluster import ClusterError, ClusterTarget, DriverState, Listed
 from flink_sql_runner.targets.runner_files import runner_script
 
@@ -119,6 +120,15 @@ def first_line(message: str) -> str:
         and line.strip() != "Exception from the cluster:"
     ]
     return lines[0] if lines else ""
+
+
+def worker_dirs() -> list[Path]:
+    """Where a worker on this machine keeps its drivers' folders: $SPARK_WORKER_DIR, else
+    $SPARK_HOME/work (the worker's own default)."""
+    found = [os.environ.get("SPARK_WORKER_DIR", "")]
+    if os.environ.get("SPARK_HOME"):
+        found.append(os.path.join(os.environ["SPARK_HOME"], "work"))
+    return [Path(f) for f in found if f]
 
 
 class StandaloneTarget(ClusterTarget):
@@ -310,6 +320,23 @@ class StandaloneTarget(ClusterTarget):
             message = f"{message} (driver log: work folder {submission_id} on worker {worker})"
         liveness = Liveness.of(state, ALIVE_STATES, GONE_STATES)
         return DriverState(liveness, state, message.strip())
+
+    def log_of(self, submission_id: str, run_id: str | None, version: int | None) -> DriverLog:
+        """A driver logs to `<work dir>/<driver id>/stderr` (Spark's log) and `stdout` (the
+        runner's own lines) on the worker that runs it. Read when they are on this machine (a
+        worker here, its work dir $SPARK_WORKER_DIR or $SPARK_HOME/work); otherwise said
+        where they are."""
+        for work in worker_dirs():
+            path = work / submission_id / "stderr"
+            if path.is_file():
+                out = path.with_name("stdout")
+                more = (str(out),) if out.is_file() else ()
+                return DriverLog(str(path), str(path), run_id, version, more)
+        where = (
+            f"{submission_id}/stderr (and stdout) in the work folder of the worker that runs it "
+            f"(not on this machine; the master's web UI at {self.web_ui} links it)"
+        )
+        return DriverLog(where, "", run_id, version)
 
     def kill(self, submission_id: str) -> None:
         reply = self._call("POST", f"/v1/submissions/kill/{submission_id}")

@@ -22,7 +22,7 @@ from typing import Any
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.targets import http
-from flink_sql_runner.targets.base import Submission, SubmitOutcomeUnknown
+from flink_sql_runner.targets.base import DriverLog, Submission, SubmitOutcomeUnknown
 from flink_sql_runner.targets.cluster import ClusterError, DriverState, Listed, SparkSubmitTarget
 
 TAG = "flink-sql-runner"
@@ -186,6 +186,23 @@ class YarnTarget(SparkSubmitTarget):
             state = f"{state} ({final})"
         liveness = Liveness.of(str(app.get("state")), ALIVE_STATES, GONE_STATES)
         return DriverState(liveness, state, said)
+
+    def failure_detail(self, run: Run) -> str:
+        """The ResourceManager's word on the run, and where its log is."""
+        said = super().failure_detail(run)
+        if not run.submission_id:
+            return said
+        where = self.log_of(run.submission_id, run.run_id, run.version).where
+        return f"{said}\nlog: {where}".lstrip("\n")
+
+    def log_of(self, submission_id: str, run_id: str | None, version: int | None) -> DriverLog:
+        """YARN keeps a driver's log with its container; the deployer does not read it."""
+        where = (
+            f"YARN keeps it with the application (not read from here): `yarn logs -applicationId "
+            f"{submission_id}` once log aggregation has it, or the ResourceManager's page "
+            f"{self.rm}/cluster/app/{submission_id}"
+        )
+        return DriverLog(where, "", run_id, version)
 
     def kill(self, submission_id: str) -> None:
         path = f"/ws/v1/cluster/apps/{submission_id}/state"

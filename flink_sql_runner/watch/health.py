@@ -37,6 +37,8 @@ class State(str, Enum):
     FINISHED = "finished"
     DOWN = "down"
     UNKNOWN = "unknown"
+    #: Its first start failed: nothing of it is stored, only that (status shows it).
+    FAILED = "failed"
 
 
 @dataclass(frozen=True)

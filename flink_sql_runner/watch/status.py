@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from flink_sql_runner.decide.changes import ChangeKind, diff, severity
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.gather.logs import log_query
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import StoredManifest
@@ -77,6 +78,16 @@ def health_of(
     return health, record
 
 
+def _log(deployment: Deployment, facts: JobFacts) -> str | None:
+    """Where the job's driver log is (`logs NAME` prints it): a path, or where the target keeps
+    it; None when there is none, or the target cannot say now."""
+    try:
+        found = deployment.target.driver_log(log_query(facts))
+    except FsrError:
+        return None
+    return found.where if found is not None else None
+
+
 def status_rows(
     deployment: Deployment, jobs: list[Job], now: datetime | None = None
 ) -> list[dict[str, Any]]:
@@ -121,6 +132,16 @@ def status_rows(
             "checkpoint": f.checkpoint.location if f.checkpoint and stored else None,
             "drift": _drift(f, bool(jobs)),
         }
+        row["log"] = _log(deployment, f)
+        row["failed-start"] = None
+        failed = f.intent.intent.failed_start if f.intent is not None else None
+        if stored is None and failed is not None and not f.alive:
+            row["health"], row["health-detail"] = State.FAILED.value, failed.describe()
+            highest = f.intent.checkpoint.highest_version if f.intent.checkpoint else 0  # type: ignore[union-attr]
+            row["failed-start"] = {
+                **failed.to_dict(),
+                "next-deploy": f"start-clean v{max(highest, failed.version) + 1}",
+            }
         if stored is not None:
             health, record = health_of(deployment, f, records, now)
             row["health"], row["health-detail"] = health.state.value, health.detail

@@ -22,6 +22,7 @@ DOES = {
     "status": {"loads", "store", "target", "output"},
     "stop": {"store", "target", "output", "stops", "locks"},
     "forget": {"store", "target", "output", "stops", "locks"},
+    "logs": {"store", "target"},
     "watch": {"store", "target", "submits", "stops"},
     "resume": {"store", "locks"},
     "migrate": {"locks"},

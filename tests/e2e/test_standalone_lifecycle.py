@@ -95,7 +95,7 @@ def driver_parent(submission_id: str) -> int | None:
 
 
 def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
-    workspace: Workspace, cluster: Cluster, proxies, spark
+    workspace: Workspace, cluster: Cluster, proxies, spark, monkeypatch
 ):
     ws = workspace
     gateway, web_ui = proxies
@@ -176,6 +176,21 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     assert row["running-version"] == 2 and row["where"].startswith("app-")
     text = ws.cli("status").stdout
     assert "ticks-job" in text and "v2" in text and "yes (app-" in text
+    # logs: the driver logs to its folder in the worker's work dir. Not known to be on this
+    # machine, it is named; with $SPARK_WORKER_DIR saying where, it is read.
+    driver = record(ws, 2)["submission_id"]
+    named = ws.cli("logs", "ticks-job", paths=False)
+    assert named.returncode == 1, named.stdout + named.stderr
+    assert f"{driver}/stderr (and stdout) in the work folder of the worker" in named.stderr
+    assert row["log"].startswith(f"{driver}/stderr (and stdout) in the work folder")
+    monkeypatch.setenv("SPARK_WORKER_DIR", str(cluster.work_dir))
+    logs = ws.cli("logs", "ticks-job", paths=False)
+    assert logs.returncode == 0, logs.stderr
+    assert f"==> {cluster.work_dir / driver / 'stderr'} <==" in logs.stderr
+    assert f"==> {cluster.work_dir / driver / 'stdout'} <==" in logs.stderr
+    assert "[flink-sql-runner] job ticks-job v2 run" in logs.stdout  # the runner's, in stdout
+    assert "INFO" in logs.stdout or "WARN" in logs.stdout  # Spark's, in stderr
+    monkeypatch.delenv("SPARK_WORKER_DIR")
     # The master's listing answers 503: nothing can be decided, nothing is done, exit 1.
     web_ui.clear()
     web_ui.inject("slowdown", times=1, method="GET", path="/json/")

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from flink_sql_runner.errors import StoreError
 from flink_sql_runner.model.intents import Intent, Kind, Outcome, Phase, new_intent, settle
 from flink_sql_runner.model.runs import Liveness, Run
 from tests.support.jobs import BASE, stored_of
@@ -86,3 +87,23 @@ def test_records_of_the_previous_schema_are_read_with_their_kind():
     assert (intent.kind, intent.phase, intent.age) == (Kind.ROLLBACK, Phase.SUBMITTING, 3.0)
     old["phase"], old["action"] = "old-stopped", "stop"
     assert Intent.from_json(json.dumps(old), "memory://x").kind is Kind.STOP
+
+
+def test_a_failed_start_s_error_is_kept_and_a_version_3_record_still_reads():
+    failed = replace(start(Phase.SUBMITTED).at(Phase.FAILED), error="the job failed: boom")
+    back = Intent.from_json(failed.to_json(), "intents/orders.json")
+    assert back.error == "the job failed: boom" and back.failed_start is not None
+    assert back.failed_start.describe() == f"v2 failed to start at {back.written}: " + (
+        "the job failed: boom"
+    )
+    doc = json.loads(failed.to_json())
+    doc["schema-version"] = 3
+    del doc["error"]
+    older = Intent.from_json(json.dumps(doc), "intents/orders.json")
+    assert older.error is None and older.failed_start is None, "an interrupted start, not kept"
+    doc["schema-version"], doc["error"] = 4, ["not", "a", "line"]
+    with pytest.raises(StoreError, match="error .* is not a string"):
+        Intent.from_json(json.dumps(doc), "intents/orders.json")
+    doc["schema-version"] = 5
+    with pytest.raises(StoreError, match="schema-version 5"):
+        Intent.from_json(json.dumps(doc), "intents/orders.json")

@@ -21,6 +21,8 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.stores.storage import StorageError
 from flink_sql_runner.targets.base import (
+    DriverLog,
+    LogQuery,
     Started,
     StopNotConfirmed,
     Stopped,
@@ -619,6 +621,9 @@ class SimTarget:
 
     def failure_detail(self, run: Run) -> str:
         return "sim: log tail"
+
+    def driver_log(self, query: LogQuery) -> DriverLog | None:
+        return None  # the simulated world keeps no logs
 
     def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:
         w = self.world

@@ -29,6 +29,8 @@ from flink_sql_runner.model.stored import (
 from flink_sql_runner.stores.base import Reads, Snapshot, StoreConflict
 from flink_sql_runner.stores.storage import StorageError
 from flink_sql_runner.targets.base import (
+    DriverLog,
+    LogQuery,
     Started,
     StopNotConfirmed,
     Stopped,
@@ -306,6 +308,10 @@ class FakeTarget:
     launched_runs: list[str] = field(default_factory=list)
     #: The Spark the next run uses; each run reports it in its status file (tests' hooks).
     spark: str | None = None
+    #: The driver log of every run submitted (its run id, version), newest last; `fail_logs`:
+    #: where logs are cannot be read now (a cluster's storage that refuses).
+    logs: list[DriverLog] = field(default_factory=list)
+    fail_logs: bool = False
 
     def spark_version(self) -> str | None:
         return self.spark
@@ -337,6 +343,8 @@ class FakeTarget:
         if self.fail_submit:
             raise FsrError("cluster refused the submission (switch)")
         self.submissions.append(submission)
+        where = f"fake log of {submission.name} run {submission.run_id}"
+        self.logs.append(DriverLog(where, "", submission.run_id, submission.version))
         run = Run(submission.name, submission.version, submission.run_id, "fake 1", "sub-1")
         if not self.die_after_submit:
             self.add_run(run)
@@ -358,6 +366,15 @@ class FakeTarget:
 
     def failure_detail(self, run: Run) -> str:
         return "fake log tail"
+
+    def driver_log(self, query: LogQuery) -> DriverLog | None:
+        if self.fail_logs:
+            raise FsrError("the cluster's log storage answered HTTP 503 (switch)")
+        mine = [log for log in self.logs if log.where.startswith(f"fake log of {query.name} ")]
+        for log in reversed(mine):
+            if query.run_id in (None, log.run_id) and query.version in (None, log.version):
+                return log
+        return None
 
     def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:
         if callable(self.before_stop):

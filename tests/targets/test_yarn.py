@@ -187,6 +187,8 @@ def test_a_failed_application_brings_back_the_resource_managers_diagnostics(
     detail = target.failure_detail(running)
     assert detail.startswith(f"yarn reports {running.submission_id} FAILED (FAILED): Application")
     assert "exited with  exitCode: 1" in detail and "Failing this attempt" not in detail
+    assert detail.splitlines()[-1].startswith("log: YARN keeps it with the application")
+    assert f"yarn logs -applicationId {running.submission_id}" in detail.splitlines()[-1]
 
 
 def test_an_unknown_application_is_not_running(
