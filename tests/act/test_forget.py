@@ -19,7 +19,7 @@ from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import WATCH_FOLDER
 from flink_sql_runner.targets.local import LocalTarget
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
-from tests.support.jobs import ROOT, make_job, stored_of
+from tests.support.jobs import ROOT, fake_world, make_job, stored_of
 
 STATE = Path("/state")
 #: What the job's sink holds: never deleted.
@@ -250,3 +250,21 @@ def test_json_of_a_result_names_each_item():
         "files": 4,
         "bytes": 8,
     }
+
+
+def test_a_job_whose_first_start_failed_is_forgotten_and_comes_back_as_v1():
+    """Known only by its failure record (an intent at phase failed), its control files and its
+    log: forget finds it by that record and removes it all."""
+    store, target, storage, executor = fake_world(on_submit="failed")
+    job = make_job()
+    executor.apply(build_plan(gather([job], store, target, storage)))
+    assert IntentLog(store).read_all().intents["orders"].phase is Phase.FAILED
+    assert next_deploy(store, target, storage).version == 2, "v1's control files exist"
+
+    [result] = forget(store, target, storage, ["orders"])
+
+    assert result.outcome == "forgotten", result.message
+    assert IntentLog(store).read_all().intents == {}
+    assert not [path for path in storage.files if path.startswith(f"{ROOT}/orders/")]
+    decision = next_deploy(store, target, storage)
+    assert (decision.version, decision.failed_start) == (1, None)

@@ -366,6 +366,7 @@ VOLATILE = [
     (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?Z?"), "<time>"),
     (re.compile(r"\d{4}-\d{2}-\d{2}T\d{6}(\.\d+)?Z"), "<stamp>"),  # an archived copy's name
+    (re.compile(r"\b\d{8}T\d{6}(\.\d+)?Z"), "<stamp>"),  # a log file's name
     (re.compile(r"\b\d+(\.\d+)? (B|KiB|MiB|GiB)\b"), "<size>"),
     (re.compile(r"\b\d+ (file|item)s?\b"), r"<count> \1s"),
     (re.compile(r"\b\d{2}:\d{2}:\d{2}\b"), "<time>"),
