@@ -102,6 +102,8 @@ def write_inputs(root: Path, jobs: int) -> Workspace:
         }
         for s in range(SOURCES)
     ]
+    for s in range(SOURCES):  # the sources are there: a deploy refuses a path that is not
+        (root / "data" / f"src_{s:02d}").mkdir(parents=True, exist_ok=True)
     for i in range(jobs):
         name = job_name(i)
         target = {"name": f"out_{i:05d}", "format": "parquet"}
