@@ -45,6 +45,8 @@ def deployed_examples(tmp_path: Path) -> tuple[list[str], Path]:
     return args, state
 
 
+# The plan asks Spark (a local session) to analyse a changed query's output: not fast.
+@pytest.mark.spark
 @pytest.mark.parametrize("draw", DRAWN)
 def test_plan_as_a_pull_request_comment(tmp_path: Path, draw: bool) -> None:
     args, state = deployed_examples(tmp_path)
@@ -102,6 +104,8 @@ def test_markdown_is_only_for_plans(tmp_path: Path) -> None:
     assert "markdown" not in run_cli("status", "--help").stdout
 
 
+# The plan asks Spark (a local session) to analyse a changed query's output: not fast.
+@pytest.mark.spark
 def test_json_and_text_are_as_before(tmp_path: Path) -> None:
     args, _ = deployed_examples(tmp_path)
     doc = json.loads(run_cli("plan", *args, "--output", "json").stdout)

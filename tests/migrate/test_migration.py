@@ -283,6 +283,8 @@ def test_an_original_store_on_s3_converted_then_planned_with_the_readme_command_
     assert [r for r in rm.api_requests()], "the plan asked YARN what runs"
 
 
+# The plan asks Spark (a local session) to analyse a changed query's output: not fast.
+@pytest.mark.spark
 def test_an_original_store_in_a_folder_converted_to_another_then_planned(tmp_path: Path):
     source = shutil.copytree(ORIGINAL / "store", tmp_path / "original-store")
     target = tmp_path / "store"

@@ -196,6 +196,8 @@ def test_status_output_is_read_as_spark_prints_it():
     assert parse_status("Submitting a request...\nNo applications found.\n") == []
 
 
+# The plan asks Spark (a local session) to analyse a changed query's output: not fast.
+@pytest.mark.spark
 def test_deploy_and_status_through_the_cli(tmp_path: Path, spark_submit: Path):
     ws = Workspace(
         tmp_path / "ws",
@@ -336,6 +338,8 @@ def test_status_of_a_stopped_driver_pod_says_gone_only_when_spark_says_not_found
     assert target.list_runs().of("orders_daily") == ()
 
 
+# The plan asks Spark (a local session) to analyse a changed query's output: not fast.
+@pytest.mark.spark
 def test_a_pod_that_cannot_be_read_holds_back_its_job_only(tmp_path: Path, spark_submit: Path):
     """Through the CLI: the job whose pod's version cannot be read is an error ("cannot tell
     whether it runs"), the other job is decided as usual."""
