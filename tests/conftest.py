@@ -43,6 +43,37 @@ def away_from_the_users_jobs(
         )
 
 
+#: A `java` that only says it was asked for: the fast lane's JAVA_HOME.
+NO_JAVA = """#!/bin/sh
+echo "$*" >> "$(dirname "$0")/../asked"
+echo "the fast lane starts no JVM" >&2
+exit 1
+"""
+
+
+@pytest.fixture(autouse=True)
+def no_jvm_in_the_fast_lane(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[None]:
+    """A fast test that starts Java (Spark, the plan's schema probe, in a child process or
+    not) fails, naming what it ran: such a test is marked `spark`."""
+    if request.node.get_closest_marker("fast") is None:
+        yield
+        return
+    home = tmp_path_factory.mktemp("no-java")
+    (home / "bin").mkdir()
+    (home / "bin" / "java").write_text(NO_JAVA)
+    (home / "bin" / "java").chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    yield
+    asked = home / "asked"
+    if asked.exists():
+        started = asked.read_text().splitlines()[0][:200]
+        pytest.fail(f"a fast test started a JVM (java {started}): mark it spark", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def spark():
     from pyspark.sql import SparkSession
