@@ -34,6 +34,16 @@ from flink_sql_runner.render.status import status_json, status_text
 from flink_sql_runner.watch.status import status_rows
 
 
+def failed_as_json(names: tuple[str, ...], exc: FsrError, debug: bool) -> int:
+    """A command that failed as a whole, for `--output json`: one document per job it concerns,
+    the error in it (a script reads the same shape as a job's own result)."""
+    if debug:
+        traceback.print_exc()
+    for name in names or [None]:
+        click.echo(json.dumps({"name": name, "outcome": "failed", "error": str(exc)}))
+    return exc.exit_code
+
+
 @click.command(cls=FsrCommand)
 @click.option(
     "--path",
@@ -99,12 +109,7 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
     except FsrError as exc:
         if output != "json":
             raise
-        if debug:
-            traceback.print_exc()
-        # One document per job it concerns, the error in it: a script reads the same shape.
-        for name in names or [None]:
-            click.echo(json.dumps({"name": name, "outcome": "failed", "error": str(exc)}))
-        return exc.exit_code
+        return failed_as_json(names, exc, debug)
     return worst
 
 
@@ -208,11 +213,7 @@ def forget(
     except FsrError as exc:
         if output != "json":
             raise
-        if debug:
-            traceback.print_exc()
-        for name in names or [None]:
-            click.echo(json.dumps({"name": name, "outcome": "failed", "error": str(exc)}))
-        return exc.exit_code
+        return failed_as_json(names, exc, debug)
     return worst
 
 
