@@ -7,25 +7,16 @@ import json
 import os
 import pty
 import subprocess
-import sys
 from pathlib import Path
 
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
-from tests.support.cli import REPO
+from tests.support.cli import run_cli
 
 
 def cli(*args: str, stdin: int | None = subprocess.DEVNULL) -> subprocess.CompletedProcess[str]:
     """One CLI run whose stdin is not a terminal (unless the caller hands one)."""
-    return subprocess.run(
-        [sys.executable, "-m", "flink_sql_runner", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-        stdin=stdin,
-    )
+    return run_cli(*args, stdin=stdin)
 
 
 def deployed(state: Path, name: str = "tick-log", versions: int = 2) -> Path:

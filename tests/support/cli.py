@@ -11,9 +11,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO
+    *args: str, env: dict[str, str] | None = None, cwd: Path = REPO, stdin: int | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """One CLI run; `env` is added to this process's environment."""
+    """One CLI run; `env` is added to this process's environment; `stdin`: this process's
+    unless given (DEVNULL: no terminal to ask on; a pty's end: one)."""
     return subprocess.run(
         [sys.executable, "-m", "flink_sql_runner", *args],
         capture_output=True,
@@ -22,4 +23,5 @@ def run_cli(
         timeout=120,
         check=False,
         env={**os.environ, **(env or {})},
+        stdin=stdin,
     )
