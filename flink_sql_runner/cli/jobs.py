@@ -34,6 +34,17 @@ from flink_sql_runner.render.status import status_json, status_text
 from flink_sql_runner.watch.status import status_rows
 
 
+def echo_result(result: Any, output: str) -> None:
+    """One job's result of `stop` or `forget`: a JSON document, or its line (an error on
+    stderr)."""
+    if output == "json":
+        click.echo(json.dumps(result.to_dict()))
+    elif result.outcome == "failed":
+        click.echo(f"error: {result.message}", err=True)
+    else:
+        click.echo(result.message)
+
+
 def failed_as_json(names: tuple[str, ...], exc: FsrError, debug: bool) -> int:
     """A command that failed as a whole, for `--output json`: one document per job it concerns,
     the error in it (a script reads the same shape as a job's own result)."""
@@ -99,12 +110,7 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
     worst = EXIT_OK
     try:
         for result in Deployment(settings_from((), **kw)).stop(None if every else list(names)):
-            if output == "json":
-                click.echo(json.dumps(result.to_dict()))
-            elif result.outcome == "failed":
-                click.echo(f"error: {result.message}", err=True)
-            else:
-                click.echo(result.message)
+            echo_result(result, output)
             worst = max(worst, result.exit_code)
     except FsrError as exc:
         if output != "json":
@@ -201,14 +207,8 @@ def forget(
         for result in deployment.forget(
             None if every else list(names), show, confirm if ask else None, dry_run
         ):
-            if output == "json":
-                click.echo(json.dumps(result.to_dict()))
-            elif result.name not in due or result.outcome == "would-forget":
-                pass  # the listing said it
-            elif result.outcome == "failed":
-                click.echo(f"error: {result.message}", err=True)
-            else:
-                click.echo(result.message)
+            if output == "json" or (result.name in due and result.outcome != "would-forget"):
+                echo_result(result, output)  # else the listing said it
             worst = max(worst, result.exit_code)
     except FsrError as exc:
         if output != "json":
