@@ -15,7 +15,7 @@ pytest_plugins = ["tests.support.fixtures_s3"]
 REPO = Path(__file__).resolve().parents[1]
 #: Markers of tests that start Spark, a server or a browser, or run the simulation's many seeds:
 #: any other test is in the fast lane.
-HEAVY = ("spark", "e2e", "cluster", "s3", "diagrams", "simulation")
+HEAVY = ("spark", "e2e", "cluster", "s3", "kafka", "yarn", "diagrams", "simulation")
 #: The state folders a test could reach by the CLI's default: the repository's, the working
 #: folder's (where pytest was started).
 USER_STATE = sorted({REPO / ".flink-sql-runner", Path.cwd().resolve() / ".flink-sql-runner"})
