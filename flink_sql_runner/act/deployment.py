@@ -28,6 +28,7 @@ from flink_sql_runner.decide.contracts import needs_check
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.lineage import build_lineage
 from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
@@ -44,6 +45,8 @@ from flink_sql_runner.stores.base import ManifestStore, Reads
 from flink_sql_runner.stores.lock import StoreLock, locked, telling_lock
 from flink_sql_runner.stores.storage import FileStorage, Storage
 from flink_sql_runner.targets.base import Target
+from flink_sql_runner.targets.connectors import Connectors, SparkBuild, scala_of
+from flink_sql_runner.targets.sparksubmit import find_spark_submit, spark_home
 
 
 class Deployment:
@@ -56,6 +59,7 @@ class Deployment:
         self.settings = settings
         self._store = store
         self._target = target
+        self._connectors: Connectors | None = None
         self.storage: Storage = FileStorage()
         #: Asks Spark what a changed query writes and what its sink holds (gather/schemas.py),
         #: its answers cached in this folder (None: not cached).
@@ -147,8 +151,25 @@ class Deployment:
             if found:
                 facts = [replace(f, contract=found.get(f.name)) for f in facts]
                 plan = build_plan(facts, prune=prune, spark=spark)
+        plan = without_starts_that_cannot_begin(plan, self.connectors.missing)
         mark("decided")
         return plan
+
+    @property
+    def connectors(self) -> Connectors:
+        """How runs get the connectors their tables need: from --connector-jars, else as Maven
+        coordinates for the Spark the target runs."""
+        if self._connectors is None:
+            version = self.target.spark_version()
+            home = None
+            if version and self.settings.target in ("local", "yarn"):  # it submits from here
+                try:
+                    home = spark_home(find_spark_submit(self.settings.spark_submit))
+                except FsrError:
+                    home = None
+            build = SparkBuild(version, scala_of(version, home)) if version else None
+            self._connectors = Connectors(build, self.settings.connector_jars)
+        return self._connectors
 
     def executor(self, lease: StoreLock | None = None) -> Executor:
         return Executor(
@@ -159,6 +180,7 @@ class Deployment:
             parallelism=self.settings.parallelism,
             lease=lease,
             debug=self.debug,
+            connectors=self.connectors,
         )
 
     def deploy(

@@ -35,6 +35,7 @@ from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock
 from flink_sql_runner.stores.storage import Storage
 from flink_sql_runner.targets.base import Target
+from flink_sql_runner.targets.connectors import Connectors
 
 
 class Executor:
@@ -53,11 +54,18 @@ class Executor:
         parallelism: int = 1,
         lease: StoreLock | None = None,
         debug: bool = False,
+        connectors: Connectors | None = None,
     ):
         self.parallelism = max(1, parallelism)
         self.lease = lease
         self.runs = RunControl(
-            target, storage, timeouts, clock, sleep, lease.check if lease else lambda: None
+            target,
+            storage,
+            timeouts,
+            clock,
+            sleep,
+            lease.check if lease else lambda: None,
+            connectors,
         )
         self.job = JobSteps(store, self.runs, lease, self._doing_now, debug)
         #: Set by interrupt(): no job is begun from then on.

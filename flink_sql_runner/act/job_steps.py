@@ -38,6 +38,7 @@ from flink_sql_runner.decide.steps import (
     StopRun,
 )
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.gather.offsets import starting_offsets
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.intents import IntentLog, Kind, Phase
 from flink_sql_runner.model.stored import ABSENT, ANY, Stored, Token
@@ -293,6 +294,16 @@ class JobSteps:
                 self._fresh_lease(f"start {result.name}")
                 tracker.to(Phase.INTENDED)
                 before = None if step.clean else self.runs.committed(step.manifest)
+                starting = None
+                if step.carry is not None:  # read now: the previous version has stopped
+                    try:
+                        found = starting_offsets(self.runs.storage, step.carry)
+                    except FsrError as exc:  # never `latest` instead: nothing starts
+                        raise StartFailed(
+                            f"cannot read where v{step.carry.version} stopped: {exc}", True
+                        ) from None
+                    starting = found.by_table
+                    result.steps += found.notes
                 tracker.to(Phase.SUBMITTING, committed_before=before)
                 healthy = self.runs.start(
                     step.manifest,
@@ -301,6 +312,7 @@ class JobSteps:
                     step.source,
                     on_submitted=lambda run: tracker.to(Phase.SUBMITTED, run.submission_id),
                     before_wait=lambda: self._fresh_lease(f"wait for {result.name}"),
+                    starting=starting,
                 )
                 tracker.to(Phase.HEALTHY)
                 ran_on = healthy.spark_version

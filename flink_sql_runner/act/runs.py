@@ -26,6 +26,7 @@ from flink_sql_runner.model.runtime import runtime_manifest, spark_conf
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import Storage
 from flink_sql_runner.targets.base import Started, Submission, SubmitOutcomeUnknown, Target
+from flink_sql_runner.targets.connectors import Connectors
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,13 @@ class RunControl:
         clock: Callable[[], float] = runtime.monotonic,
         sleep: Callable[[float], None] = runtime.sleep,
         still_acting: Callable[[], None] = lambda: None,
+        connectors: Connectors | None = None,
     ):
         """`still_acting()` raises when the command must stop acting (its lease lost, or it
-        was interrupted twice): a health wait ends at its next poll."""
+        was interrupted twice): a health wait ends at its next poll. `connectors`: how runs
+        get the connectors their tables need (Kafka's); None: as their properties say."""
         self.target, self.storage, self.timeouts = target, storage, timeouts
+        self.connectors = connectors
         self.clock, self.sleep, self.still_acting = clock, sleep, still_acting
 
     @property
@@ -106,10 +110,12 @@ class RunControl:
         source: str = "",
         on_submitted: Callable[[Run], None] | None = None,
         before_wait: Callable[[], None] | None = None,
+        starting: dict[str, str] | None = None,
     ) -> Healthy:
         """Start one run and wait until it is healthy. StartFailed otherwise, saying whether
         the run is confirmed gone. `on_submitted` is told the run once the target accepted it,
-        `before_wait` is called before the wait for its health begins."""
+        `before_wait` is called before the wait for its health begins. `starting`: Kafka
+        source tables that start at given offsets (a clean start after another version)."""
         version = manifest.meta.query_version
         run_id = run_id or str(uuid.uuid4())
         control = self.control(manifest, version)
@@ -119,8 +125,12 @@ class RunControl:
                 f"refusing a clean start: checkpoint folder {location} is not empty", True
             )
         try:
-            document = runtime_manifest(manifest, run_id, control, source or manifest.name)
+            document = runtime_manifest(
+                manifest, run_id, control, source or manifest.name, starting
+            )
             plain, secret = spark_conf(manifest, source or manifest.name)
+            if self.connectors is not None:
+                plain.update(self.connectors.conf(manifest.tables, {**secret, **plain}))
         except FsrError as exc:
             raise StartFailed(str(exc), True) from None
         self.storage.delete(control.stop_marker)

@@ -32,6 +32,7 @@ class Settings:
     namespace: str | None = None  # kubernetes
     runner_path: str | None = None  # where a cluster's driver finds job_runner.py
     rest_gateway: str | None = None  # standalone: the master's REST gateway
+    connector_jars: Path | None = None  # a folder of connector jars (else Maven coordinates)
     timeouts: Timeouts = field(default_factory=Timeouts)
     #: Jobs acted on at once; fact gathering (reads) uses more workers than this.
     parallelism: int = DEFAULT_PARALLELISM

@@ -137,6 +137,14 @@ _register(
     "the one bundled with pyspark].",
 )
 _register(
+    "--connector-jars",
+    type=click.Path(path_type=Path, file_okay=False),
+    envvar=env_var("CONNECTOR_JARS"),
+    help="A folder of connector jars (Spark's Kafka connector, its token provider, "
+    "kafka-clients, commons-pool2) for clusters without internet [default: Maven coordinates "
+    "for the job's Spark in spark.jars.packages].",
+)
+_register(
     "--output",
     type=click.Choice(["text", "json"]),
     default="text",
@@ -175,7 +183,7 @@ INPUT_OPTIONS = (
 REMOTE_OPTIONS = (
     "--manifest-store", "--external-job-config-bucket", "--external-job-config-prefix",
     "--target", "--master", "--rest-gateway", "--cluster-api", "--namespace", "--runner-path",
-    "--spark-submit", "--output",
+    "--spark-submit", "--connector-jars", "--output",
 )  # fmt: skip
 TIMEOUT_OPTIONS = ("--start-timeout", "--stop-timeout", "--lock-timeout")
 input_options = options(*INPUT_OPTIONS)
@@ -222,6 +230,7 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         namespace=kw.get("namespace"),
         runner_path=kw.get("runner_path"),
         rest_gateway=kw.get("rest_gateway"),
+        connector_jars=kw.get("connector_jars"),
         timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
         parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from flink_sql_runner.model.offsets import OffsetCarry
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import StoredManifest
 
@@ -45,6 +46,8 @@ class StartRun:
     manifest: StoredManifest
     clean: bool
     source: str  # where the manifest comes from, for messages (a job file, the store)
+    #: A clean start's Kafka sources that begin where the previous version stopped.
+    carry: OffsetCarry | None = None
 
     def describe(self) -> str:
         how = (
@@ -52,15 +55,19 @@ class StartRun:
             if self.clean
             else ("from its checkpoint")
         )
-        return f"start {_version(self.manifest)} {how}"
+        carried = f" ({self.carry.describe()})" if self.carry and self.carry.describe() else ""
+        return f"start {_version(self.manifest)} {how}{carried}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        doc = {
             "step": "start",
             "query-version": self.manifest.meta.query_version,
             "clean": self.clean,
             "checkpoint": checkpoint_location(self.manifest),
         }
+        if self.carry is not None:
+            doc["starting-offsets"] = self.carry.to_dict()
+        return doc
 
 
 @dataclass(frozen=True)

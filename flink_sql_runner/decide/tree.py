@@ -9,6 +9,7 @@ from typing import Any
 from flink_sql_runner.decide import contracts
 from flink_sql_runner.decide.changes import Change, ChangeKind, diff, severity
 from flink_sql_runner.decide.decisions import Action, Decision
+from flink_sql_runner.decide.offsets import offset_carry
 from flink_sql_runner.decide.steps import (
     Archive,
     AwaitRun,
@@ -17,6 +18,7 @@ from flink_sql_runner.decide.steps import (
     StartRun,
     Step,
     StopRun,
+    checkpoint_location,
 )
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import FailedStart, Kind, Outcome
@@ -298,6 +300,10 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
     same_version = manifest_of(desired, stored.meta)
     new_version = manifest_of(desired, Meta.new(clean_version))
     back = (StartRun(stored, clean=False, source="the store"),)
+    # A new version's Kafka sources start where this one stopped (decide/offsets.py).
+    carry = offset_carry(stored, new_version, checkpoint_location(stored))
+    carried = f"; {carry.describe()}" if carry is not None and carry.describe() else ""
+    start_new = StartRun(new_version, True, desired.file, carry=carry)
 
     if running is not None:
         if running.version is not None and running.version != version:
@@ -332,9 +338,9 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
         return decision(
             Action.STOP_AND_START_CLEAN,
             clean_version,
-            f"{query_reason}: stop, start clean as version {clean_version}",
+            f"{query_reason}: stop, start clean as version {clean_version}{carried}",
             changes,
-            steps=(stop, StartRun(new_version, True, desired.file), Record(new_version)),
+            steps=(stop, start_new, Record(new_version)),
             rollback=back,
         )
 
@@ -354,9 +360,9 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
         return decision(
             Action.START_CLEAN,
             clean_version,
-            f"not running; {query_reason}: start clean as version {clean_version}",
+            f"not running; {query_reason}: start clean as version {clean_version}{carried}",
             changes,
-            steps=(StartRun(new_version, True, desired.file), Record(new_version)),
+            steps=(start_new, Record(new_version)),
         )
     if checkpoint is None or not checkpoint.valid:
         where = checkpoint.location if checkpoint else "its checkpoint"

@@ -67,8 +67,14 @@ def source_tables(manifest: StoredManifest) -> list[str]:
 
 
 def runtime_manifest(
-    manifest: StoredManifest, run_id: str, control: ControlFiles, source: str
+    manifest: StoredManifest,
+    run_id: str,
+    control: ControlFiles,
+    source: str,
+    starting: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """`starting`: Kafka source tables that start at given offsets (`startingOffsets` JSON,
+    by table name): a new version starting where the previous one stopped."""
     meta = manifest.meta
     spec = manifest.job
     sources = source_tables(manifest)
@@ -78,6 +84,9 @@ def runtime_manifest(
         views.get(name, name): _resolve(definition, manifest, f"tables.{name}", source)
         for name, definition in manifest.tables.items()
     }
+    for name, offsets in (starting or {}).items():
+        table = tables[views.get(name, name)]
+        table["options"] = {**table.get("options", {}), "startingOffsets": offsets}
     sql = spec.get("sql")
     moved = {parse_name(name).key: view for name, view in views.items() if view != name}
     if sql is not None and moved:
