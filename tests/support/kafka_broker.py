@@ -57,6 +57,7 @@ class Record:
     offset: int
     key: bytes | None
     value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 def free_port() -> int:
@@ -266,8 +267,15 @@ class Broker:
                     continue
                 if message.error():
                     raise RuntimeError(f"reading {topic}: {message.error()}")
+                headers = tuple(message.headers() or ())
                 found.append(
-                    Record(message.partition(), message.offset(), message.key(), message.value())
+                    Record(
+                        message.partition(),
+                        message.offset(),
+                        message.key(),
+                        message.value(),
+                        headers,
+                    )
                 )
                 if message.offset() + 1 >= left.get(message.partition(), 0):
                     left.pop(message.partition(), None)
