@@ -87,7 +87,29 @@ def with_metadata(frame: Any, doc: dict[str, Any]) -> Any:
             f"the query already has column(s) {', '.join(clash)}; rename them or set "
             "metadata-columns.enabled: false"
         )
-    return frame.select("*", *(column.alias(name) for name, column in columns.items()))
+    frame = frame.select("*", *(column.alias(name) for name, column in columns.items()))
+    target = (doc.get("tables") or {}).get(doc.get("target-table")) or {}
+    if str(target.get("format", "")).lower() == "kafka":
+        frame = _as_headers(frame, list(columns))
+    return frame
+
+
+def _as_headers(frame: Any, names: list[str]) -> Any:
+    """The metadata columns also as record headers (UTF-8 text), after any headers the query
+    writes: Spark's Kafka sink writes only key, value, topic, partition and headers, and drops
+    every other column without a word."""
+    from pyspark.sql import functions as F
+
+    ours = F.array(
+        *(
+            F.struct(
+                F.lit(name).alias("key"), F.col(name).cast("string").cast("binary").alias("value")
+            )
+            for name in names
+        )
+    )
+    headers = F.concat(F.col("headers"), ours) if "headers" in frame.columns else ours
+    return frame.withColumn("headers", headers)
 
 
 def start_query(spark: Any, storage: Storage, doc: dict[str, Any], frame: Any) -> Any:

@@ -1,0 +1,128 @@
+"""Kafka jobs as the Kafka scenarios and the benchmark build them: tables on the test broker, a
+query that keeps each record's topic, partition and offset, a producer that keeps producing, and
+the checks of what a sink holds (every record read exactly once, counted per version)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections import Counter
+from typing import Any
+
+from tests.support.kafka_broker import Broker
+from tests.support.kafka_spark import KafkaSpark, connector_properties
+from tests.support.workspace import TEST_TEMPLATE, Workspace
+
+#: Each record's identity travels with it: where the source holds it.
+PASS_THROUGH = (
+    "SELECT CAST(key AS STRING) AS k, CAST(value AS STRING) AS v, topic AS t, "
+    "`partition` AS p, `offset` AS o FROM src"
+)
+
+
+def kafka_source(bootstrap: str, topic: str, name: str = "src", **options: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "format": "kafka",
+        "options": {
+            "kafka.bootstrap.servers": bootstrap,
+            "subscribe": topic,
+            "startingOffsets": "earliest",
+            **options,
+        },
+    }
+
+
+def kafka_sink(bootstrap: str, topic: str, name: str = "out") -> dict[str, Any]:
+    return {
+        "name": name,
+        "format": "kafka",
+        "options": {"kafka.bootstrap.servers": bootstrap, "topic": topic},
+    }
+
+
+def use_connector(ws: Workspace, spark: KafkaSpark, **extra: str) -> None:
+    """The workspace's template gives every job the connector (and `extra` Spark properties)."""
+    import yaml
+
+    template = json.loads(json.dumps(TEST_TEMPLATE))
+    template["sparkProperties"].update(connector_properties(spark))
+    template["sparkProperties"].update(extra)
+    ws.template.write_text(yaml.safe_dump(template))
+
+
+def watch_once(ws: Workspace) -> subprocess.CompletedProcess[str]:
+    """`watch --once` over the workspace's store, as the local e2e tests run it."""
+    argv = ws.argv("watch", "--once", "--stop-timeout", "30", "--start-timeout", "120", paths=False)
+    for option in ("--table-definition-path", "--template-file"):
+        at = argv.index(option)
+        del argv[at : at + 2]
+    done = subprocess.run(  # noqa: S603 - a list, never a shell
+        argv, capture_output=True, text=True, timeout=300, check=False, cwd=ws.root
+    )
+    ws._remember_pids()  # noqa: SLF001 - kill_all must stop what watch started
+    return done
+
+
+class Producer(threading.Thread):
+    """Produces `key-<n>` records, n = 0, 1, 2, ..., one every `every` seconds, until stopped."""
+
+    def __init__(self, broker: Broker, topic: str, every: float = 0.02, start: int = 0) -> None:
+        super().__init__(daemon=True)
+        self.broker, self.topic, self.every = broker, topic, every
+        self.next = start
+        self.halt = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            producer = self.broker.producer()
+            while not self.halt.is_set():
+                producer.produce(self.topic, key=f"key-{self.next}", value=f"value-{self.next}")
+                producer.poll(0)
+                self.next += 1
+                self.halt.wait(self.every)
+            if producer.flush(60):
+                raise RuntimeError("records not delivered")
+        except BaseException as exc:  # noqa: BLE001 - reported by stop()
+            self.error = exc
+
+    def stop(self) -> int:
+        """Stop producing; how many records were produced (all delivered)."""
+        self.halt.set()
+        self.join(90)
+        if self.error is not None:
+            raise self.error
+        return self.next
+
+
+def sink_rows(spark, path) -> list[dict[str, Any]]:
+    """The rows a file sink holds (through its log: only committed batches)."""
+    try:
+        frame = spark.read.parquet(str(path))
+    except Exception:  # noqa: BLE001 - nothing committed yet
+        return []
+    return [row.asDict() for row in frame.collect()]
+
+
+def read_counts(rows: list[dict[str, Any]]) -> Counter[tuple[str, int, int]]:
+    """How many times the sink holds each source record (topic, partition, offset)."""
+    return Counter((row["t"], row["p"], row["o"]) for row in rows)
+
+
+def per_version(rows: list[dict[str, Any]]) -> dict[int, int]:
+    return dict(sorted(Counter(row["__query_version"] for row in rows).items()))
+
+
+def exactly_once(rows: list[dict[str, Any]], produced: int, topic: str) -> dict[str, int]:
+    """lost, repeated and read of `produced` records `key-0`... of `topic`."""
+    keys = Counter(row["k"] for row in rows if row["t"] == topic)
+    expected = {f"key-{n}" for n in range(produced)}
+    return {
+        "produced": produced,
+        "read": sum(keys.values()),
+        "lost": len(expected - set(keys)),
+        "repeated": sum(count - 1 for count in keys.values() if count > 1),
+        "unexpected": len(set(keys) - expected),
+    }

@@ -1,0 +1,91 @@
+"""The Spark the Kafka tests submit with, and the connector jars for it.
+
+A connector must match its Spark release exactly, and Maven Central does not serve one for every
+release (none for 4.3.0, the suite's default pyspark, when this was written). `kafka_spark` is the
+running pyspark when `maven.classpath` resolves its connector, else the 4.2 line of the matrix
+(`tests.matrix.ensure_venv("4.2")`): its `spark-submit`, given to the CLI with `--spark-submit`,
+and its Python for the driver (`PYSPARK_PYTHON`: a driver must import the pyspark of the JVM it
+talks to).
+
+The jars reach the job through one helper, `connector_properties`: until the product names a
+folder of connector jars itself, the tests hand them to Spark in `spark.jars`. Spark's Ivy is never
+asked for anything (no `spark.jars.packages` here): the tests reach nothing but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support import maven
+
+#: The line the tests fall back to when the running pyspark's connector is not served.
+FALLBACK_LINE = "4.2"
+
+
+@dataclass(frozen=True)
+class KafkaSpark:
+    version: str  # the Spark release, e.g. 4.2.0
+    spark_submit: str
+    python: str  # the driver's Python: imports this release's pyspark
+    jars: tuple[Path, ...]
+
+    @property
+    def target_options(self) -> tuple[str, ...]:
+        return ("--spark-submit", self.spark_submit)
+
+    def env(self) -> dict[str, str]:
+        """What a CLI call that starts runs needs in its environment."""
+        return {"PYSPARK_PYTHON": self.python, "PYSPARK_DRIVER_PYTHON": self.python}
+
+
+def connector_jars(version: str) -> list[Path]:
+    scala = "2.12" if version.startswith("3.") else "2.13"
+    return maven.classpath(
+        maven.pom("spark-kafka"), {"spark.version": version, "scala.binary": scala}
+    )
+
+
+def connector_properties(spark: KafkaSpark) -> dict[str, str]:
+    """The Spark properties that give a job the connector: the ONE place the tests say how."""
+    return {"spark.jars": ",".join(str(jar) for jar in spark.jars)}
+
+
+def find_kafka_spark() -> KafkaSpark:
+    import sys
+
+    import pyspark
+
+    try:
+        jars = connector_jars(pyspark.__version__)
+    except maven.MavenUnavailable:
+        jars = None
+    if jars is not None:
+        bundled = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+        return KafkaSpark(pyspark.__version__, str(bundled), sys.executable, tuple(jars))
+    from tests.matrix import ensure_venv, pyspark_version
+
+    venv = ensure_venv(FALLBACK_LINE)
+    version = pyspark_version(venv)
+    python = venv / "bin" / "python"
+    found = list((venv / "lib").glob("python3*/site-packages/pyspark/bin/spark-submit"))
+    if not found:
+        raise RuntimeError(f"no pyspark/bin/spark-submit in {venv}")
+    return KafkaSpark(version, str(found[0]), str(python), tuple(connector_jars(version)))
+
+
+@pytest.fixture(scope="session")
+def kafka_spark() -> KafkaSpark:
+    return find_kafka_spark()
+
+
+@pytest.fixture
+def kafka_env(kafka_spark: KafkaSpark, monkeypatch: pytest.MonkeyPatch) -> Iterator[KafkaSpark]:
+    """The test's CLI calls start drivers with the Python of `kafka_spark`'s release."""
+    for key, value in kafka_spark.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    yield kafka_spark
