@@ -9,6 +9,7 @@ from typing import Any
 
 
 def is_local(location: str) -> bool:
+    """Whether `location` is on this machine's disk when the default file system is local."""
     return "://" not in location or location.startswith("file:")
 
 
@@ -23,6 +24,21 @@ class Storage:
 
     def __init__(self, spark: Any):
         self.spark = spark
+        self._default_is_local: bool | None = None
+
+    def is_local(self, location: str) -> bool:
+        """A path without a scheme is where Spark puts it: on Hadoop's default file system
+        (`fs.defaultFS`), which is HDFS on most YARN clusters, not the driver's disk."""
+        if location.startswith("file:"):
+            return True
+        if "://" in location:
+            return False
+        if self.spark is None:
+            return True
+        if self._default_is_local is None:
+            default = self.spark._jsc.hadoopConfiguration().get("fs.defaultFS")
+            self._default_is_local = str(default or "file:///").startswith("file:")
+        return self._default_is_local
 
     def _fs(self, location: str) -> tuple[Any, Any]:
         jvm = self.spark._jvm
@@ -30,13 +46,13 @@ class Storage:
         return path.getFileSystem(self.spark._jsc.hadoopConfiguration()), path
 
     def exists(self, location: str) -> bool:
-        if is_local(location):
+        if self.is_local(location):
             return os.path.exists(local_path(location))
         fs, path = self._fs(location)
         return bool(fs.exists(path))
 
     def read(self, location: str) -> str | None:
-        if is_local(location):
+        if self.is_local(location):
             try:
                 with open(local_path(location), encoding="utf-8") as handle:
                     return handle.read()
@@ -61,7 +77,7 @@ class Storage:
 
     def write(self, location: str, text: str) -> None:
         """Replace the file: atomically on local disks; one object PUT on S3."""
-        if is_local(location):
+        if self.is_local(location):
             target = local_path(location)
             folder = os.path.dirname(target) or "."
             os.makedirs(folder, exist_ok=True)
@@ -79,7 +95,7 @@ class Storage:
 
     def names(self, location: str) -> list[str]:
         """File and folder names directly under `location`; [] if it does not exist."""
-        if is_local(location):
+        if self.is_local(location):
             try:
                 return os.listdir(local_path(location))
             except (FileNotFoundError, NotADirectoryError):

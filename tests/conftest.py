@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.isolation import changes, fingerprint
 
-pytest_plugins = ["tests.support.fixtures_s3"]
+pytest_plugins = ["tests.support.fixtures_s3", "tests.support.hadoop_cluster"]
 
 REPO = Path(__file__).resolve().parents[1]
 #: Markers of tests that start Spark, a server or a browser, or run the simulation's many seeds:

@@ -22,6 +22,7 @@ from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.s3uri import is_s3_uri
 from flink_sql_runner.stores.storage import Storage
+from flink_sql_runner.stores.webhdfs import is_hdfs_uri
 from flink_sql_runner.targets.base import Target
 
 #: Reads (store, checkpoints) are I/O: many at once.
@@ -79,7 +80,7 @@ def gather(
         return JobFacts(name, job, previous, facts.runs, checkpoint, settled, token=token)
 
     # Local checkpoint folders answer in microseconds and threads would only queue for the
-    # GIL; remote ones (S3) wait on the network, many at once.
+    # GIL; remote ones (S3, HDFS) wait on the network, many at once.
     remote = _any_remote(desired.values(), reads.manifests.values())
     if workers <= 1 or len(ordered) <= 1 or not remote:
         return [one(n) for n in ordered]
@@ -120,7 +121,7 @@ def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFa
 
 
 def _any_remote(jobs: Iterable[Job], stored: Iterable[StoredManifest | None]) -> bool:
-    """Whether any checkpoint root, in git or in the store, is on S3."""
+    """Whether any checkpoint root, in git or in the store, is on S3 or HDFS."""
     roots = [job.checkpoint_root for job in jobs]
     roots += [str(manifest.job.get("checkpoint-root", "")) for manifest in stored if manifest]
-    return any(is_s3_uri(root) for root in roots)
+    return any(is_s3_uri(root) or is_hdfs_uri(root) for root in roots)

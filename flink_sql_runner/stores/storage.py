@@ -1,5 +1,6 @@
-"""Files on the storage that checkpoints live on: local folders (plain paths or `file:` URIs) and
-`s3://` / `s3a://` URIs, behind one small interface.
+"""Files on the storage that checkpoints live on: local folders (plain paths or `file:` URIs),
+`s3://` / `s3a://` URIs and `hdfs://` URIs (through WebHDFS, `stores/webhdfs.py`), behind one
+small interface.
 
 The deployer reads and writes the runner's control files here (runtime manifest, stop marker,
 status file, submission records) and inspects checkpoints through it (`gather/checkpoints.py`).
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host.atomic import replace_file
 from flink_sql_runner.stores.s3uri import is_s3_uri, parse_s3_uri
+from flink_sql_runner.stores.webhdfs import is_hdfs_uri
 
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _CONTENT_TYPES = {
@@ -32,7 +34,7 @@ DELETE_BATCH = 1000
 
 
 class StorageError(FsrError):
-    """A local folder or S3 could not be read or written."""
+    """A local folder, S3 or HDFS could not be read or written: nothing is known of the file."""
 
 
 class IsAFolder(StorageError):
@@ -95,16 +97,33 @@ def local_path(uri: str) -> Path:
         return Path(rest)
     if _URI_SCHEME.match(uri):
         raise StorageError(
-            f"{uri}: unsupported storage; use a local folder, a file: URI, s3:// or s3a://"
+            f"{uri}: unsupported storage; use a local folder, a file: URI, s3://, s3a:// or hdfs://"
         )
     return Path(uri)
 
 
 class FileStorage:
-    """The real storage: local files directly, S3 through one lazily made boto3 client."""
+    """The real storage: local files directly, S3 through one lazily made boto3 client, HDFS
+    through WebHDFS (one client per NameNode, made when first used)."""
 
-    def __init__(self, s3_client: Any = None) -> None:
+    def __init__(
+        self, s3_client: Any = None, env: dict[str, str] | None = None, hdfs_timeout: float = 30.0
+    ) -> None:
         self._client = s3_client
+        self._env = env
+        self._hdfs_timeout = hdfs_timeout
+        self._hdfs: dict[str, Any] = {}
+
+    def _webhdfs(self, location: str) -> _Hdfs:
+        from flink_sql_runner.stores.webhdfs import WebHdfs
+
+        authority = location[len("hdfs://") :].split("/", 1)[0]
+        if authority not in self._hdfs:
+            try:
+                self._hdfs[authority] = WebHdfs.for_uri(location, self._env, self._hdfs_timeout)
+            except ValueError as exc:
+                raise StorageError(str(exc)) from None
+        return _Hdfs(location, self._hdfs[authority])
 
     def _s3(self, location: str) -> _S3:
         if self._client is None:
@@ -116,6 +135,8 @@ class FileStorage:
     def read_bytes(self, location: str) -> bytes | None:
         if is_s3_uri(location):
             return self._s3(location).read_bytes()
+        if is_hdfs_uri(location):
+            return self._webhdfs(location).read_bytes()
         path = local_path(location)
         if path.is_dir():
             raise IsAFolder(f"cannot read {path}: it is a folder")
@@ -140,6 +161,9 @@ class FileStorage:
         if is_s3_uri(location):
             self._s3(location).put(data, _content_type(location))
             return
+        if is_hdfs_uri(location):
+            self._webhdfs(location).put(data, mode)
+            return
         path = local_path(location)
         try:
             replace_file(path, data, mode)
@@ -150,6 +174,9 @@ class FileStorage:
         if is_s3_uri(location):
             self._s3(location).delete()
             return
+        if is_hdfs_uri(location):
+            self._webhdfs(location).delete(recursive=False)
+            return
         path = local_path(location)
         try:
             path.unlink(missing_ok=True)
@@ -159,6 +186,8 @@ class FileStorage:
     def is_empty(self, location: str) -> bool:
         if is_s3_uri(location):
             return not self._s3(location).any_object()
+        if is_hdfs_uri(location):
+            return self._webhdfs(location).file_count() == 0
         path = local_path(location)
         if not path.is_dir():
             return not (path.exists() or path.is_symlink())
@@ -171,16 +200,22 @@ class FileStorage:
     def file_names(self, folder: str) -> list[str]:
         if is_s3_uri(folder):
             return self._s3(folder).names(files=True)
+        if is_hdfs_uri(folder):
+            return self._webhdfs(folder).names(files=True)
         return [e.name for e in _entries(local_path(folder)) if not e.is_dir()]
 
     def dir_names(self, folder: str) -> list[str]:
         if is_s3_uri(folder):
             return self._s3(folder).names(files=False)
+        if is_hdfs_uri(folder):
+            return self._webhdfs(folder).names(files=False)
         return [e.name for e in _entries(local_path(folder)) if e.is_dir()]
 
     def tree(self, folder: str) -> list[tuple[str, int]]:
         if is_s3_uri(folder):
             return self._s3(folder).tree(folder)
+        if is_hdfs_uri(folder):
+            return self._webhdfs(folder).tree(folder)
         root = local_path(folder)
         found = []
 
@@ -204,6 +239,9 @@ class FileStorage:
     def delete_tree(self, folder: str) -> None:
         if is_s3_uri(folder):
             self._s3(folder).delete_tree()
+            return
+        if is_hdfs_uri(folder):
+            self._webhdfs(folder).delete(recursive=True)
             return
         root = local_path(folder)
         if root.is_symlink() or root.is_file():
@@ -346,3 +384,119 @@ class _S3:
                     f"cannot delete s3://{self.bucket}/{first.get('Key')}: "
                     f"{first.get('Code')} ({len(errors)} of {len(batch)} objects not deleted)"
                 )
+
+
+class _Hdfs:
+    """One file, or one folder, at an hdfs:// URI; every failure a StorageError."""
+
+    def __init__(self, uri: str, client: Any):
+        from flink_sql_runner.stores.webhdfs import hdfs_path
+
+        self.uri = uri
+        self.path = hdfs_path(uri)
+        self.client = client
+
+    def _call(self, action: str, do: Any) -> Any:
+        from flink_sql_runner.stores.webhdfs import Unanswered
+
+        try:
+            return do()
+        except Unanswered as exc:
+            raise StorageError(
+                f"cannot {action} {self.uri}: no answer from WebHDFS ({exc})"
+            ) from None
+
+    def _fail(self, action: str, answer: Any) -> StorageError:
+        exception, message = answer.remote()
+        said = f"{exception}: {message}" if exception else message
+        hint = ""
+        if answer.status in (401, 403) and exception != "StandbyException":
+            hint = " (check HADOOP_USER_NAME and the folder's permissions)"
+        return StorageError(f"cannot {action} {self.uri}: HTTP {answer.status}, {said}{hint}")
+
+    def read_bytes(self) -> bytes | None:
+        answer = self._call("read", lambda: self.client.read(self.path))
+        if answer.status == 200:
+            return answer.body
+        exception, message = answer.remote()
+        if answer.status == 404 and exception == "FileNotFoundException":
+            if message.startswith("Path is not a file"):
+                raise IsAFolder(f"cannot read {self.uri}: it is a folder")
+            return None
+        raise self._fail("read", answer)
+
+    def put(self, data: bytes, mode: int) -> None:
+        """Written to a temporary file beside it, then renamed over it: readers see the old
+        bytes or the new ones, never a part."""
+        temp = self.client.temp_name(self.path)
+        permission = f"{mode:o}"
+        answer = self._call("write", lambda: self.client.create(temp, data, permission))
+        if answer.status not in (200, 201):
+            raise self._fail("write", answer)
+        answer = self._call(
+            "write",
+            lambda: self.client.call(
+                "PUT", temp, "RENAME", destination=self.path, renameoptions="OVERWRITE"
+            ),
+        )
+        if answer.status != 200:
+            failure = self._fail("write", answer)
+            try:
+                self.client.call("DELETE", temp, "DELETE", recursive="false")
+            except Exception:  # noqa: BLE001, S110 - the write failed anyway; a stray temp file stays
+                pass
+            raise failure
+
+    def delete(self, recursive: bool) -> None:
+        answer = self._call(
+            "delete",
+            lambda: self.client.call(
+                "DELETE", self.path, "DELETE", recursive="true" if recursive else "false"
+            ),
+        )
+        if answer.status != 200:  # a missing file answers 200 {"boolean": false}
+            raise self._fail("delete", answer)
+
+    def _list(self, path: str) -> list[dict[str, Any]] | None:
+        """LISTSTATUS of a folder; None when it does not exist or is a file."""
+        answer = self._call("list", lambda: self.client.call("GET", path, "LISTSTATUS"))
+        if answer.status == 404:
+            return None
+        doc = answer.doc()
+        if answer.status != 200 or not isinstance(doc, dict):
+            raise self._fail("list", answer)
+        entries = (doc.get("FileStatuses") or {}).get("FileStatus") or []
+        if len(entries) == 1 and entries[0].get("pathSuffix") == "":
+            return None  # the path is a file
+        return [entry for entry in entries if entry.get("pathSuffix")]
+
+    def names(self, files: bool) -> list[str]:
+        return [
+            str(entry["pathSuffix"])
+            for entry in self._list(self.path) or []
+            if (entry.get("type") == "DIRECTORY") != files
+        ]
+
+    def file_count(self) -> int:
+        answer = self._call("list", lambda: self.client.call("GET", self.path, "GETCONTENTSUMMARY"))
+        if answer.status == 404:
+            return 0
+        doc = answer.doc()
+        summary = doc.get("ContentSummary") if isinstance(doc, dict) else None
+        if answer.status != 200 or not isinstance(summary, dict):
+            raise self._fail("list", answer)
+        return int(summary.get("fileCount", 0))
+
+    def tree(self, uri: str) -> list[tuple[str, int]]:
+        found = []
+        pending = [(self.path, uri.rstrip("/"))]
+        while pending:
+            path, named = pending.pop()
+            for entry in self._list(path) or []:
+                child = f"{path.rstrip('/')}/{entry['pathSuffix']}"
+                child_named = f"{named}/{entry['pathSuffix']}"
+                if entry.get("type") == "DIRECTORY":
+                    pending.append((child, child_named))
+                else:
+                    found.append((child_named, int(entry.get("length", 0))))
+        return sorted(found)

@@ -11,16 +11,12 @@ simple authentication): HADOOP_USER_NAME, else the login name.
 
 from __future__ import annotations
 
-import getpass
-import os
-import re
 import urllib.parse
-import xml.etree.ElementTree as ElementTree
-from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.runs import Liveness, Run
+from flink_sql_runner.stores import hadoop_conf
 from flink_sql_runner.targets import http
 from flink_sql_runner.targets.base import DriverLog, Submission, SubmitOutcomeUnknown
 from flink_sql_runner.targets.cluster import ClusterError, DriverState, Listed, SparkSubmitTarget
@@ -32,7 +28,6 @@ ALIVE_STATES = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING")
 #: YarnApplicationState values of an application that has ended; any other word is unknown.
 GONE_STATES = ("FINISHED", "FAILED", "KILLED")
 SUBMIT_TIMEOUT = 300.0
-_VARIABLE = re.compile(r"\$\{([^}]+)\}")
 
 
 def run_tag(run_id: str) -> str:
@@ -41,11 +36,8 @@ def run_tag(run_id: str) -> str:
 
 def resource_manager_url(env: dict[str, str] | None = None) -> str:
     """The ResourceManager's web address from yarn-site.xml, as spark-submit finds that file."""
-    env = dict(os.environ) if env is None else env
-    for variable in ("YARN_CONF_DIR", "HADOOP_CONF_DIR"):
-        if not env.get(variable):
-            continue
-        conf = _site_properties(Path(env[variable], "yarn-site.xml"))
+    for folder in hadoop_conf.conf_dirs(env):
+        conf = hadoop_conf.site_properties(folder / "yarn-site.xml")
         https = conf.get("yarn.http.policy") == "HTTPS_ONLY"
         key = (
             "yarn.resourcemanager.webapp.https.address"
@@ -60,25 +52,6 @@ def resource_manager_url(env: dict[str, str] | None = None) -> str:
         "--target yarn: no ResourceManager address; set --cluster-api http://RM-HOST:8088, or "
         "YARN_CONF_DIR / HADOOP_CONF_DIR to a folder with yarn-site.xml"
     )
-
-
-def _site_properties(path: Path) -> dict[str, str]:
-    try:
-        root = ElementTree.parse(path).getroot()  # noqa: S314 - the user's own Hadoop config
-    except (OSError, ElementTree.ParseError):
-        return {}
-    conf = {
-        (prop.findtext("name") or "").strip(): (prop.findtext("value") or "").strip()
-        for prop in root.iter("property")
-    }
-    return {key: _expand(value, conf) for key, value in conf.items()}
-
-
-def _expand(value: str, conf: dict[str, str], depth: int = 5) -> str:
-    """`${other.key}` references, as Hadoop's Configuration expands them."""
-    for _ in range(depth):
-        value = _VARIABLE.sub(lambda m: conf.get(m[1], m[0]), value)
-    return value
 
 
 def rm_message(reply: http.Reply) -> str:
@@ -109,7 +82,7 @@ class YarnTarget(SparkSubmitTarget):
     ):
         super().__init__(storage, master, spark_submit, runner, submit_timeout, **kwargs)
         self.rm = (resource_manager or resource_manager_url()).rstrip("/")
-        self.user = user or os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+        self.user = user or hadoop_conf.hadoop_user()
         self.timeout = timeout
 
     def _call(self, method: str, path: str, body: Any = None, **query: str) -> http.Reply:

@@ -1,0 +1,48 @@
+"""The runner's storage resolves a path without a scheme as Spark does: on Hadoop's default file
+system (`fs.defaultFS`). On YARN with HDFS, a sink at `/data/out` is on HDFS: the runner's claims
+and its reading of the sink's `_spark_metadata` must look there too, not on the driver's disk."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from runner.storage import Storage
+
+
+class FakeHadoopFs:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def exists(self, path) -> bool:
+        self.asked.append(str(path))
+        return False
+
+
+def spark_on(default_fs: str | None, fs: FakeHadoopFs):
+    conf = SimpleNamespace(get=lambda key: default_fs if key == "fs.defaultFS" else None)
+    jvm = SimpleNamespace(org=SimpleNamespace(apache=SimpleNamespace(hadoop=SimpleNamespace(
+        fs=SimpleNamespace(Path=lambda location: SimpleNamespace(
+            location=location, getFileSystem=lambda _conf: fs))))))  # fmt: skip
+    return SimpleNamespace(_jvm=jvm, _jsc=SimpleNamespace(hadoopConfiguration=lambda: conf))
+
+
+def test_a_path_without_a_scheme_is_on_hdfs_when_hdfs_is_the_default(tmp_path) -> None:
+    fs = FakeHadoopFs()
+    storage = Storage(spark_on("hdfs://127.0.0.1:8020", fs))
+    (tmp_path / "_spark_metadata").mkdir()
+    (tmp_path / "_spark_metadata" / "0").write_text("v1")
+    # the driver's own disk has a log here, HDFS has none: HDFS is the one Spark writes
+    assert storage.names(f"{tmp_path}/_spark_metadata") == []
+    assert len(fs.asked) == 1
+    assert storage.read(str(tmp_path / "nothing.json")) is None
+    assert len(fs.asked) == 2
+
+
+def test_a_path_without_a_scheme_is_local_when_the_default_is_local(tmp_path) -> None:
+    fs = FakeHadoopFs()
+    for default in ("file:///", None):
+        storage = Storage(spark_on(default, fs))
+        (tmp_path / "a").mkdir(exist_ok=True)
+        assert storage.names(str(tmp_path)) == ["a"]
+        assert storage.names(f"file:{tmp_path}") == ["a"]
+    assert fs.asked == []

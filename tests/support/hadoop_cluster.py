@@ -1,0 +1,253 @@
+"""A real Hadoop on 127.0.0.1 for the `yarn` tests: a MiniDFSCluster (HDFS, one datanode) and a
+MiniYARNCluster (a ResourceManager and one NodeManager whose containers are local processes) in
+one JVM, started by `tests/support/java/MiniHadoop.java` with the jars of
+`tests/support/maven/hadoop-minicluster/pom.xml` (fetched once with the machine's `mvn`).
+
+- `hadoop_cluster` (session fixture, registered in tests/conftest.py): the running `Hadoop`,
+  shared by every test of the session; stopped by pid when the session ends, failed or not, with
+  any container process left behind.
+- `python -m tests.support.hadoop_cluster [WORK_DIR]`: the same cluster for a try-out by hand; it
+  prints the exports to paste into a shell, and Ctrl-C stops it.
+
+Spark on this cluster: `spark_conf()` are the properties a job needs here (Spark's jars from
+pyspark's folder, which every "node" of this one machine has, instead of 300 MB uploaded per
+submit; this venv's Python for the application master and the executors; loopback only).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support import maven
+
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+START_TIMEOUT = 180.0
+STOP_TIMEOUT = 30.0
+
+
+@dataclass
+class Hadoop:
+    conf_dir: Path  # HADOOP_CONF_DIR: core-site.xml, hdfs-site.xml, yarn-site.xml
+    default_fs: str  # hdfs://127.0.0.1:PORT
+    webhdfs: str  # http://127.0.0.1:PORT, the NameNode's web address
+    resource_manager: str  # http://127.0.0.1:PORT, what --cluster-api takes
+    work_dir: Path
+    pid: int
+    started_in: float = 0.0
+
+    def env(self) -> dict[str, str]:
+        """What the deployer and spark-submit need in their environment."""
+        return {"HADOOP_CONF_DIR": str(self.conf_dir), "YARN_CONF_DIR": str(self.conf_dir)}
+
+    def apps(self, **query: str) -> list[dict]:
+        """The ResourceManager's applications (`/ws/v1/cluster/apps`), filtered by `query`."""
+        url = f"{self.resource_manager}/ws/v1/cluster/apps"
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - our loopback
+            return (json.load(response).get("apps") or {}).get("app") or []
+
+    def kill_app(self, app_id: str) -> None:
+        """Kill an application through the ResourceManager, as an operator would."""
+        request = urllib.request.Request(  # noqa: S310 - our loopback
+            f"{self.resource_manager}/ws/v1/cluster/apps/{app_id}/state?user.name={_user()}",
+            data=b'{"state": "KILLED"}',
+            headers={"Content-Type": "application/json"},
+            method="PUT",
+        )
+        with urllib.request.urlopen(request, timeout=10):  # noqa: S310
+            pass
+
+    def container_logs(self) -> str:
+        """Every container's stderr (drivers and executors), for a failing test's message."""
+        found = sorted(self.work_dir.glob("target/**/container_*/stderr"))
+        return "\n".join(f"== {p}\n{p.read_text(errors='replace')[-4000:]}" for p in found)
+
+
+def spark_conf() -> dict[str, str]:
+    """Properties a job needs on this minicluster (see the module's doc)."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    python = sys.executable
+    return {
+        "spark.yarn.jars": f"local:{jars}/*",
+        "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python,
+        "spark.executorEnv.PYSPARK_PYTHON": python,
+        "spark.yarn.appMasterEnv.SPARK_LOCAL_IP": "127.0.0.1",
+        "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
+        "spark.driver.memory": "512m",
+        "spark.executor.memory": "512m",
+        "spark.executor.instances": "1",
+        "spark.executor.cores": "1",
+    }
+
+
+def _user() -> str:
+    import getpass
+
+    return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - our loopback
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _ready_line(log: Path) -> dict | None:
+    try:
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith("READY "):
+                return json.loads(line[len("READY ") :])
+    except FileNotFoundError:
+        pass
+    return None
+
+
+def _left_behind(work_dir: Path) -> list[int]:
+    """Processes working in the cluster's folder: its containers (the NodeManager starts each in
+    a session of its own, out of the JVM's process group)."""
+    root = str(work_dir.resolve())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd == root or cwd.startswith(root + "/"):
+            found.append(int(entry.name))
+    return [pid for pid in found if pid != os.getpid()]
+
+
+def _kill(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _stop(process: subprocess.Popen, work_dir: Path) -> None:
+    """SIGTERM (the launcher's hook stops YARN, which ends its containers, then HDFS), SIGKILL
+    after STOP_TIMEOUT; then any process still working in the cluster's folder, by pid."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(STOP_TIMEOUT)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        left = _left_behind(work_dir)
+        if not left:
+            return
+        _kill(left, sig)
+        time.sleep(2)
+
+
+@contextmanager
+def hadoop(work_dir: Path) -> Iterator[Hadoop]:
+    """Start the minicluster under `work_dir`; always stop it (and its containers) afterwards."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    jars = maven.classpath(maven.pom("hadoop-minicluster"))
+    log = work_dir / "minicluster.log"
+    args = [
+        "java",
+        f"-Dlog4j.configuration=file:{JAVA_DIR / 'log4j.properties'}",
+        "-Xmx1g",
+        "-cp",
+        os.pathsep.join(str(jar) for jar in jars),
+        str(JAVA_DIR / "MiniHadoop.java"),
+        str(work_dir),
+    ]
+    begun = time.monotonic()
+    with log.open("ab") as out:
+        process = subprocess.Popen(  # noqa: S603 - a list, never a shell
+            args,
+            cwd=work_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = begun + START_TIMEOUT
+        ready = None
+        while ready is None:
+            if process.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text(errors="replace")[-4000:]
+                raise RuntimeError(f"the Hadoop minicluster did not start:\n{tail}")
+            time.sleep(0.5)
+            ready = _ready_line(log)
+        cluster = Hadoop(
+            Path(ready["conf_dir"]),
+            ready["default_fs"],
+            ready["webhdfs"],
+            ready["resource_manager"],
+            work_dir,
+            process.pid,
+        )
+        probes = [
+            f"{cluster.resource_manager}/ws/v1/cluster/info",
+            f"{cluster.webhdfs}/webhdfs/v1/?op=GETFILESTATUS&user.name={_user()}",
+        ]
+        while not all(_answers(url) for url in probes):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the minicluster started but does not answer at {probes}")
+            time.sleep(0.5)
+        cluster.started_in = time.monotonic() - begun
+        yield cluster
+    finally:
+        _stop(process, work_dir)
+
+
+@pytest.fixture(scope="session")
+def hadoop_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hadoop]:
+    """One minicluster for the session (see the module's doc)."""
+    try:
+        with hadoop(tmp_path_factory.mktemp("hadoop")) as cluster:
+            print(f"\nHadoop minicluster started in {cluster.started_in:.1f} s")
+            yield cluster
+    except maven.MavenUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def main() -> None:
+    """Start the minicluster for a try-out by hand; Ctrl-C stops it."""
+    work_dir = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="hadoop-"))
+    with hadoop(work_dir.resolve()) as cluster:
+        print(f"# Hadoop minicluster up in {cluster.started_in:.0f} s (its files: {work_dir})")
+        print(f"export HADOOP_CONF_DIR={cluster.conf_dir}")
+        print(f"# ResourceManager: {cluster.resource_manager}   HDFS: {cluster.default_fs}")
+        print("# Spark properties for jobs on it (spark.yarn.jars saves the upload per submit):")
+        for key, value in spark_conf().items():
+            print(f"#   {key}: {value}")
+        print("# Ctrl-C stops it.", flush=True)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        try:
+            signal.pause()
+        except KeyboardInterrupt:
+            print("stopping")
+
+
+if __name__ == "__main__":
+    main()
