@@ -233,7 +233,16 @@ def hadoop_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hadoop]
 
 def main() -> None:
     """Start the minicluster for a try-out by hand; Ctrl-C stops it."""
-    work_dir = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="hadoop-"))
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.support.hadoop_cluster",
+        description="Start a MiniDFSCluster and a MiniYARNCluster on 127.0.0.1 for a try-out; "
+        "it prints HADOOP_CONF_DIR and the Spark properties to use; Ctrl-C stops it.",
+    )
+    parser.add_argument("work_dir", nargs="?", help="its files [default: a new temp folder]")
+    given = parser.parse_args().work_dir
+    work_dir = Path(given or tempfile.mkdtemp(prefix="hadoop-"))
     with hadoop(work_dir.resolve()) as cluster:
         print(f"# Hadoop minicluster up in {cluster.started_in:.0f} s (its files: {work_dir})")
         print(f"export HADOOP_CONF_DIR={cluster.conf_dir}")

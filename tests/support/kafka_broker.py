@@ -308,9 +308,16 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         broker.stop()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
     import tempfile
 
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.support.kafka_broker",
+        description="Start one Kafka broker (KRaft) on 127.0.0.1 for a try-out, from jars "
+        "Maven fetches; it prints the address for kafka.bootstrap.servers; Ctrl-C stops it.",
+    )
+    parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="fsr-kafka-"))
     broker = Broker.start(folder)
     print(f"Kafka broker (KRaft) at {broker.bootstrap}; data and logs in {folder}", flush=True)
