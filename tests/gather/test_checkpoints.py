@@ -509,7 +509,7 @@ def test_local_path(uri: str, path: str) -> None:
     assert local_path(uri) == Path(path)
 
 
-@pytest.mark.parametrize("uri", ["hdfs://nn/ck/job/1", "gs://b/ck", "file://otherhost/tmp/ck"])
+@pytest.mark.parametrize("uri", ["abfs://c@a/ck/job/1", "gs://b/ck", "file://otherhost/tmp/ck"])
 def test_unsupported_locations_are_clear_errors(uri: str) -> None:
     with pytest.raises(FsrError, match="unsupported storage|another host"):
         inspect_checkpoint(FileStorage(), uri)
