@@ -7,6 +7,11 @@ the process exits 0. Exit codes: 0 stopped or finished, 1 the query failed, 2 ba
 Before its first write a run compares its output schema with what its sink holds
 (runner/sink_schema.py): a change its `on-schema-change` policy refuses fails the run, exit 1,
 with one line, before anything is claimed or written.
+
+A prepared run (a `prepare` section in its manifest, runner/prepare.py) does all of that and then
+waits for the deployer's go before it starts its query: a warm handover, where the run it replaces
+keeps running until this one is known to start. Its failures before the go are written to its own
+status file, never to the version's.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 from .failures import FAILURES, BadManifest, error_text
 from .log import log
 from .manifest import load_manifest
+from .prepare import NoGo, Prepared, checkpoint_summary, pinned_conf
 from .query import query_frame, register_sources, start_query, with_metadata
 from .sink_schema import SchemaRefused, check_before_first_write
 from .spark_internals import UnsupportedSpark
@@ -116,17 +122,33 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
         if text is None:
             raise BadManifest(f"{manifest_location} does not exist")
         doc = load_manifest(text)
-        status = Status(storage, doc.get("status-file"), doc["run-id"], spark.version)
+        prepared = Prepared(storage, doc, spark.version) if doc.get("prepare") else None
+        # A prepared run reports on its own file until its go: the version's may still be
+        # written by the run it replaces.
+        own = prepared.status_file if prepared else doc.get("status-file")
+        status = Status(storage, own, doc["run-id"], spark.version)
         log(
             f"job {doc['name']} v{doc['meta']['query-version']} run {doc['run-id']} on Spark "
             f"{spark.version}, checkpoint {doc['checkpoint-location']}"
+            + (" (prepared: it waits for a go)" if prepared else "")
         )
-        status.set("starting")
+        status.set("preparing" if prepared else "starting")
         register_sources(spark, doc)
         frame = with_metadata(query_frame(spark, doc), doc)
         check_before_first_write(spark, storage, doc, frame)
+        if prepared is not None:
+            prepared.await_go(
+                lambda: stop.reason,
+                checkpoint=checkpoint_summary(storage, doc["checkpoint-location"]),
+                conf=pinned_conf(spark, list(doc["prepare"].get("pinned-settings") or [])),
+            )
+            status = Status(storage, doc.get("status-file"), doc["run-id"], spark.version)
+            status.set("starting")
         query = start_query(spark, storage, doc, frame)
         return watch(query, storage, doc, status, stop)
+    except NoGo as exc:
+        log(f"the prepared run ends without starting: {exc}")
+        return exc.code
     except BadManifest as exc:
         log(f"invalid runtime manifest {manifest_location}: {exc}")
         status.set("failed", error=f"invalid runtime manifest: {exc}")

@@ -32,7 +32,26 @@ def load_manifest(text: str) -> dict[str, Any]:
     for name in [*doc.get("source-tables", []), doc["target-table"]]:
         if name not in doc["tables"]:
             raise BadManifest(f"table {name!r} has no definition")
+    check_prepare(doc.get("prepare"))
     return doc
+
+
+def check_prepare(section: Any) -> None:
+    """A prepared run's section (runner/prepare.py): its own status file, the go file, and a
+    positive timeout; absent for a run that starts at once."""
+    if section is None:
+        return
+    if not isinstance(section, dict):
+        raise BadManifest("prepare must be an object")
+    for key in ("status-file", "go-file"):
+        if not isinstance(section.get(key), str) or not section[key]:
+            raise BadManifest(f"prepare.{key} must be a file or URI")
+    timeout = section.get("timeout-seconds", 300)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise BadManifest("prepare.timeout-seconds must be a positive number")
+    pinned = section.get("pinned-settings", [])
+    if not isinstance(pinned, list) or not all(isinstance(k, str) for k in pinned):
+        raise BadManifest("prepare.pinned-settings must be a list of setting names")
 
 
 def option_text(value: Any) -> str:
