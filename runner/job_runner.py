@@ -25,21 +25,28 @@ PACKAGE = "flink_sql_runner_job"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def is_local(location: str) -> bool:
-    return "://" not in location or location.startswith("file:")
-
-
 def fetch(uri: str) -> str:
-    """A local path of the zip at `uri`: itself when local, else a copy read through Spark's
-    Hadoop file system (s3a:, hdfs:, ...)."""
-    if is_local(uri):
+    """A local path of the zip at `uri`: itself when on this machine's disk, else a copy read
+    through Spark's Hadoop file system (s3a:, hdfs:, ...). A path without a scheme is where Spark
+    puts it, on Hadoop's default file system (HDFS on most YARN clusters), as the deployer wrote
+    it there."""
+    if uri.startswith("file:"):
         return uri.removeprefix("file://").removeprefix("file:")
     from pyspark.sql import SparkSession
 
+    spark = SparkSession.builder.getOrCreate()  # the session the run goes on with
+    if "://" not in uri and on_local_default_fs(spark):
+        return uri
     copy = os.path.join(tempfile.mkdtemp(prefix="flink-sql-runner-"), "runner.zip")
     with open(copy, "wb") as handle:
-        handle.write(hadoop_bytes(SparkSession.builder.getOrCreate(), uri))
+        handle.write(hadoop_bytes(spark, uri))
     return copy
+
+
+def on_local_default_fs(spark: Any) -> bool:
+    """Whether Hadoop's default file system (`fs.defaultFS`) is this machine's disk."""
+    default = spark._jsc.hadoopConfiguration().get("fs.defaultFS")
+    return str(default or "file:///").startswith("file:")
 
 
 def hadoop_bytes(spark: Any, uri: str) -> bytes:

@@ -403,7 +403,7 @@ def option_text(value: Any) -> str:
 
 #: Option values compared by what they mean (lower-case keys): a broker list is a set.
 OPTION_NORMALIZE: dict[str, Callable[[str], str]] = {"kafka.bootstrap.servers": kafka_servers}
-SAME_BROKERS = Rule(NONE, "the same brokers: a broker list compares as a set")
+SAME_BROKERS = Rule(NONE, "the same brokers: a broker list compares as a set of host names")
 
 
 def _same_option(key: str, old: str, new: str) -> bool:
@@ -601,7 +601,7 @@ def safe_to_change_markdown() -> str:
             rows.append(f"| {fam} {role.value} | {shown} | {verdict(rule)} | {rule.why} |")
     for key in OPTION_NORMALIZE:
         rows.append(
-            f"| any table | `{key}` written in another order or spacing | "
+            f"| any table | `{key}` written in another order, spacing or case of host names | "
             f"{verdict(SAME_BROKERS)} | {SAME_BROKERS.why} |"
         )
     rows.append(f"| any table | `checkpointLocation` | refused by `validate` | {_CHECKPOINT.why} |")

@@ -10,8 +10,9 @@ exactly its own rows. A sink is identified by where the data lands:
   `{job_name}` is resolved, `{query_version}` and `${ENV}` stay as written. A folder inside
   another job's sink folder is the same sink (its files would be read as part of it).
 - a catalog table (`table:`): its name without case, in `spark_catalog.default` unless qualified.
-- a Kafka topic: the bootstrap servers (as a set: order, spacing and repeats do not count) and
-  the topic.
+- a Kafka topic: the bootstrap servers (as a set: order, spacing, repeats and the case of host
+  names do not count) and the topic, `{job_name}` resolved (a table shared by jobs whose topic
+  holds it is one topic per job).
 """
 
 from __future__ import annotations
@@ -59,9 +60,16 @@ def normalise_path(path: str, job_name: str) -> str:
 
 def kafka_servers(servers: Any) -> str:
     """A `kafka.bootstrap.servers` list as one text per cluster: "b:9092, a:9092" and
-    "a:9092,b:9092" name the same brokers (the client tries them in any order)."""
-    found = {server.strip() for server in str(servers).split(",")}
+    "a:9092,b:9092" name the same brokers (the client tries them in any order), and so do
+    "Kafka-1:9092" and "kafka-1:9092" (host names are without case); a `${ENV_VAR}` is kept as
+    written."""
+    found = {_server(server) for server in str(servers).split(",")}
     return ",".join(sorted(server for server in found if server))
+
+
+def _server(server: str) -> str:
+    server = server.strip()
+    return server if "${" in server else server.lower()
 
 
 def catalog_name(name: str) -> str:
@@ -83,6 +91,7 @@ def sink_of(job_name: str, definition: dict[str, Any]) -> SinkId | None:
         topic = options.get("topic")
         if topic is None:
             return None
+        topic = str(topic).replace("{job_name}", job_name)
         servers = kafka_servers(options.get("kafka.bootstrap.servers", ""))
         return SinkId("kafka topic", f"{topic} on {servers}")
     if options.get("path"):

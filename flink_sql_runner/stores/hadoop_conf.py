@@ -1,7 +1,8 @@
 """Hadoop's site files (core-site.xml, hdfs-site.xml, yarn-site.xml) as the deployer finds them:
 in YARN_CONF_DIR or HADOOP_CONF_DIR, the folders spark-submit reads too. Used by the YARN target
-(the ResourceManager's address) and by the HDFS storage (the NameNode's web address), and by
-nothing else: the deployer never needs Hadoop's own client.
+(the ResourceManager's address) and by the checkpoint storage (the NameNode's web address, and
+the default file system a path without a scheme is on), and by nothing else: the deployer never
+needs Hadoop's own client.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ def merged(files: tuple[str, ...], env: dict[str, str] | None = None) -> dict[st
         if found:
             return found
     return {}
+
+
+def default_fs(env: dict[str, str] | None = None) -> str:
+    """Hadoop's default file system, where Spark puts a path without a scheme: `fs.defaultFS`
+    (or its old name `fs.default.name`) of core-site.xml, else the local one, `file:///`."""
+    conf = merged(("core-site.xml",), env)
+    return conf.get("fs.defaultFS") or conf.get("fs.default.name") or "file:///"
 
 
 def hadoop_user(env: dict[str, str] | None = None) -> str:

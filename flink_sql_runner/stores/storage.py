@@ -2,6 +2,12 @@
 `s3://` / `s3a://` URIs and `hdfs://` URIs (through WebHDFS, `stores/webhdfs.py`), behind one
 small interface.
 
+A path without a scheme is where Spark puts it, on Hadoop's default file system: the driver
+(and the runner, `runner/storage.py`) finds it there, so the deployer looks for it there too.
+That is the local disk unless the Hadoop configuration the deployer and spark-submit read
+(HADOOP_CONF_DIR / YARN_CONF_DIR, whose files spark-submit gives the driver on YARN) names
+another `fs.defaultFS`: with `hdfs://nn:8020` there, `/checkpoints` is `hdfs://nn:8020/checkpoints`.
+
 The deployer reads and writes the runner's control files here (runtime manifest, stop marker,
 status file, submission records) and inspects checkpoints through it (`gather/checkpoints.py`).
 Tests use the in-memory fake of the same interface (`tests/support/fakes.py`).
@@ -17,6 +23,7 @@ from typing import Any, Protocol
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host.atomic import replace_file
+from flink_sql_runner.stores import hadoop_conf
 from flink_sql_runner.stores.s3uri import is_s3_uri, parse_s3_uri
 from flink_sql_runner.stores.webhdfs import is_hdfs_uri
 
@@ -113,6 +120,28 @@ class FileStorage:
         self._env = env
         self._hdfs_timeout = hdfs_timeout
         self._hdfs: dict[str, Any] = {}
+        self._default_fs: str | None = None
+
+    def located(self, location: str) -> str:
+        """`location` as Spark finds it: a path without a scheme on Hadoop's default file
+        system (see the module's doc); any other location as it is."""
+        if location.startswith("file:") or _URI_SCHEME.match(location):
+            return location
+        if self._default_fs is None:
+            self._default_fs = hadoop_conf.default_fs(self._env)
+        default = self._default_fs
+        if default.startswith("file:"):
+            return location
+        if is_hdfs_uri(default):
+            authority = default[len("hdfs://") :].split("/", 1)[0]
+            if not location.startswith("/"):  # Hadoop's working folder: the user's home
+                location = f"/user/{hadoop_conf.hadoop_user(self._env)}/{location}"
+            return f"hdfs://{authority}{location}"
+        raise StorageError(
+            f"{location}: a path without a scheme is on Hadoop's default file system, which "
+            f"HADOOP_CONF_DIR names {default}; the deployer reads only local folders, s3:// "
+            f"and hdfs://: write the location in full (s3a://..., hdfs://..., file:/...)"
+        )
 
     def _webhdfs(self, location: str) -> _Hdfs:
         from flink_sql_runner.stores.webhdfs import WebHdfs
@@ -133,6 +162,7 @@ class FileStorage:
         return _S3(location, self._client)
 
     def read_bytes(self, location: str) -> bytes | None:
+        location = self.located(location)
         if is_s3_uri(location):
             return self._s3(location).read_bytes()
         if is_hdfs_uri(location):
@@ -158,6 +188,7 @@ class FileStorage:
         self._write(location, data, 0o644)
 
     def _write(self, location: str, data: bytes, mode: int) -> None:
+        location = self.located(location)
         if is_s3_uri(location):
             self._s3(location).put(data, _content_type(location))
             return
@@ -171,6 +202,7 @@ class FileStorage:
             raise StorageError(f"cannot write {path}: {exc.strerror}") from None
 
     def delete(self, location: str) -> None:
+        location = self.located(location)
         if is_s3_uri(location):
             self._s3(location).delete()
             return
@@ -184,6 +216,7 @@ class FileStorage:
             raise StorageError(f"cannot delete {path}: {exc.strerror}") from None
 
     def is_empty(self, location: str) -> bool:
+        location = self.located(location)
         if is_s3_uri(location):
             return not self._s3(location).any_object()
         if is_hdfs_uri(location):
@@ -198,6 +231,7 @@ class FileStorage:
         return not any(files for _, _, files in os.walk(path, onerror=fail))
 
     def file_names(self, folder: str) -> list[str]:
+        folder = self.located(folder)
         if is_s3_uri(folder):
             return self._s3(folder).names(files=True)
         if is_hdfs_uri(folder):
@@ -205,6 +239,7 @@ class FileStorage:
         return [e.name for e in _entries(local_path(folder)) if not e.is_dir()]
 
     def dir_names(self, folder: str) -> list[str]:
+        folder = self.located(folder)
         if is_s3_uri(folder):
             return self._s3(folder).names(files=False)
         if is_hdfs_uri(folder):
@@ -212,10 +247,11 @@ class FileStorage:
         return [e.name for e in _entries(local_path(folder)) if e.is_dir()]
 
     def tree(self, folder: str) -> list[tuple[str, int]]:
-        if is_s3_uri(folder):
-            return self._s3(folder).tree(folder)
-        if is_hdfs_uri(folder):
-            return self._webhdfs(folder).tree(folder)
+        where = self.located(folder)
+        if is_s3_uri(where):
+            return self._s3(where).tree(where)
+        if is_hdfs_uri(where):
+            return self._webhdfs(where).tree(folder)  # named as the caller names the folder
         root = local_path(folder)
         found = []
 
@@ -237,6 +273,7 @@ class FileStorage:
         return sorted(found)
 
     def delete_tree(self, folder: str) -> None:
+        folder = self.located(folder)
         if is_s3_uri(folder):
             self._s3(folder).delete_tree()
             return

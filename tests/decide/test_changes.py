@@ -330,6 +330,13 @@ def test_kafka_brokers_in_another_order_or_spacing_are_no_change(table: str) -> 
     assert diff(*job_with(source, sink), *job_with(*after)) == []
 
 
+def test_a_broker_s_host_name_in_other_case_is_no_change() -> None:
+    """Host names are without case: the same brokers, neither a new version nor a restart."""
+    before = options(KAFKA_IN, **{"kafka.bootstrap.servers": "Kafka-1:9092,kafka-2:9092"})
+    after = options(KAFKA_IN, **{"kafka.bootstrap.servers": "kafka-2:9092, KAFKA-1:9092"})
+    assert diff(*job_with(before, FILES_OUT), *job_with(after, FILES_OUT)) == []
+
+
 def test_another_kafka_broker_is_still_a_change() -> None:
     before = options(KAFKA_IN, **{"kafka.bootstrap.servers": "a:9092, b:9092"})
     after = options(KAFKA_IN, **{"kafka.bootstrap.servers": "a:9092, c:9092"})

@@ -283,3 +283,44 @@ def test_one_kafka_cluster_written_two_ways_is_one_sink() -> None:
     assert str(one) == "kafka topic orders on a:9092,b:9092"
     assert one != sink_of("d", kafka("a:9092,c:9092"))
     assert one != sink_of("e", kafka("a:9092,b:9092", topic="other"))
+
+
+def kafka_table(servers: str, topic: str = "orders") -> dict[str, Any]:
+    return {"format": "kafka", "options": {"kafka.bootstrap.servers": servers, "topic": topic}}
+
+
+def test_a_broker_s_host_name_in_other_case_is_the_same_broker() -> None:
+    """Host names are without case (DNS): `Kafka-1` and `kafka-1` are one broker, so two jobs
+    writing one topic through them are two writers of one sink."""
+    one = sink_of("a", kafka_table("Kafka-1.example.com:9092, kafka-2:9092"))
+    assert one == sink_of("b", kafka_table("kafka-2:9092,KAFKA-1.EXAMPLE.COM:9092"))
+    assert str(one) == "kafka topic orders on kafka-1.example.com:9092,kafka-2:9092"
+    # a topic's name has case: another topic
+    assert one != sink_of("c", kafka_table("kafka-1.example.com:9092,kafka-2:9092", "Orders"))
+    # an environment variable is kept as written: ${BROKERS} and ${brokers} differ
+    assert sink_of("d", kafka_table("${BROKERS}")) != sink_of("e", kafka_table("${brokers}"))
+
+
+def test_a_kafka_topic_named_after_its_job_is_one_topic_per_job(tmp_path: Path) -> None:
+    """A sink table shared by jobs whose topic holds `{job_name}` (the runner resolves it in
+    every option) is a topic per job, as a folder with `{job_name}` is a folder per job."""
+    shared = kafka_table("b1:9092", "{job_name}-events")
+    assert str(sink_of("orders", shared)) == "kafka topic orders-events on b1:9092"
+    assert sink_of("orders", shared) != sink_of("payments", shared)
+    tables = tmp_path / "tables.yaml"
+    tables.write_text(
+        "tables:\n"
+        "  - {name: src, format: rate}\n"
+        "  - name: events\n"
+        "    format: kafka\n"
+        "    options: {kafka.bootstrap.servers: 'b1:9092', topic: '{job_name}-events'}\n"
+    )
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    for name in ("orders", "payments"):
+        (jobs / f"{name}.yaml").write_text(
+            f"name: {name}\ntarget-table: events\nsql: SELECT CAST(value AS STRING) AS value "
+            "FROM src\n"
+        )
+    loaded = load_jobs([jobs], None, load_catalog([tables]), tmp_path / "state")
+    assert sorted(job.name for job in loaded) == ["orders", "payments"]

@@ -46,3 +46,60 @@ def test_a_path_without_a_scheme_is_local_when_the_default_is_local(tmp_path) ->
         assert storage.names(str(tmp_path)) == ["a"]
         assert storage.names(f"file:{tmp_path}") == ["a"]
     assert fs.asked == []
+
+
+class FakeStream:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def driver_on(default_fs: str | None, files: dict[str, bytes], opened: list[str]):
+    """A SparkSession as `job_runner.fetch` sees it: a Hadoop file system that serves `files`
+    by path as given (Hadoop resolves a path without a scheme on the default file system)."""
+
+    def path(location: str):
+        def open_(_path):
+            opened.append(location)
+            return FakeStream(files[location])
+
+        return SimpleNamespace(getFileSystem=lambda _conf: SimpleNamespace(open=open_))
+
+    conf = SimpleNamespace(get=lambda key: default_fs if key == "fs.defaultFS" else None)
+    io = SimpleNamespace(IOUtils=SimpleNamespace(toByteArray=lambda stream: stream.data))
+    jvm = SimpleNamespace(org=SimpleNamespace(apache=SimpleNamespace(
+        hadoop=SimpleNamespace(fs=SimpleNamespace(Path=path)),
+        commons=SimpleNamespace(io=io))))  # fmt: skip
+    return SimpleNamespace(_jvm=jvm, _jsc=SimpleNamespace(hadoopConfiguration=lambda: conf))
+
+
+def test_the_runners_package_without_a_scheme_is_fetched_from_the_default_file_system(
+    tmp_path, monkeypatch
+) -> None:
+    """The deployer writes the package beside the runtime manifest, on HDFS when HDFS is the
+    default file system: the driver reads it there, not from its own disk (where, on the
+    MiniYARNCluster, it was not)."""
+    from pyspark.sql import SparkSession
+
+    from runner import job_runner
+
+    opened: list[str] = []
+    zip_at = f"{tmp_path}/ckpt/_control/runner-1.zip"
+    full = "hdfs://127.0.0.1:8020/p/runner-1.zip"
+    driver = driver_on("hdfs://127.0.0.1:8020", {zip_at: b"PK-hdfs", full: b"PK"}, opened)
+    monkeypatch.setattr(SparkSession, "builder", SimpleNamespace(getOrCreate=lambda: driver))
+    copy = job_runner.fetch(zip_at)
+    assert opened == [zip_at] and copy != zip_at
+    with open(copy, "rb") as handle:
+        assert handle.read() == b"PK-hdfs"
+    assert job_runner.fetch(full) != full and opened == [zip_at, full]
+    # on a local default file system, and for file: URIs, the path itself, read from nothing
+    opened.clear()
+    driver = driver_on("file:///", {}, opened)
+    monkeypatch.setattr(SparkSession, "builder", SimpleNamespace(getOrCreate=lambda: driver))
+    assert job_runner.fetch(zip_at) == zip_at
+    assert job_runner.fetch(f"file:{zip_at}") == zip_at
+    assert opened == []

@@ -4,6 +4,7 @@ the faults a real NameNode cannot show on cue (503, no answer) on the fake only.
 
 from __future__ import annotations
 
+import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -178,3 +179,41 @@ def test_a_standby_namenode_is_passed_over(fake, tmp_path: Path) -> None:
         storage = FileStorage(env={"HADOOP_CONF_DIR": str(conf), "HADOOP_USER_NAME": "ci"})
         assert storage.read_text("hdfs:///t/x.json") == "active"
         assert [op for _, op, _ in standby.requests] == ["OPEN"]
+
+
+def test_a_path_without_a_scheme_is_on_the_default_file_system(hdfs) -> None:
+    """As Spark puts it: with HDFS as `fs.defaultFS` in HADOOP_CONF_DIR's core-site.xml, a
+    checkpoint root `/ckpt` is on HDFS, where the driver writes it (found on the MiniYARNCluster:
+    the deployer wrote the runtime manifest on its own disk, the driver looked on HDFS)."""
+    storage, root = hdfs
+    root = f"{root}/{uuid.uuid4().hex[:8]}"
+    path = urllib.parse.urlsplit(root).path  # root without its scheme and NameNode
+    storage.write_text(f"{path}/a/x.json", "{}")
+    assert storage.read_text(f"{root}/a/x.json") == "{}"
+    assert not Path(f"{path}/a/x.json").exists(), "nothing on the local disk"
+    assert storage.read_text(f"{path}/a/x.json") == "{}"
+    assert storage.file_names(f"{path}/a") == ["x.json"]
+    assert storage.tree(path) == [(f"{path}/a/x.json", 2)], "named as the caller names them"
+    assert not storage.is_empty(path)
+    storage.delete_tree(path)
+    assert storage.tree(root) == []
+
+
+def test_the_default_file_system_comes_from_core_site(fake, tmp_path: Path) -> None:
+    storage = FileStorage(env=fake.env)
+    assert storage.located("/a/b") == "hdfs://127.0.0.1:8020/a/b"
+    assert storage.located("a/b") == "hdfs://127.0.0.1:8020/user/ci/a/b", "the user's home"
+    for written in ("file:/a/b", "s3a://bucket/a", "hdfs://other:8020/a"):
+        assert storage.located(written) == written
+    local = tmp_path / "local"
+    for conf in ({}, {"fs.defaultFS": "file:///"}):
+        site(local, "core-site.xml", **conf)
+        storage = FileStorage(env={"HADOOP_CONF_DIR": str(local)})
+        storage.write_text(f"{tmp_path}/x.json", "{}")
+        assert (tmp_path / "x.json").read_text() == "{}"
+    assert FileStorage(env={}).located("/a/b") == "/a/b", "no Hadoop configuration: local"
+    site(local, "core-site.xml", **{"fs.default.name": "hdfs://old:8020"})
+    assert FileStorage(env={"HADOOP_CONF_DIR": str(local)}).located("/a") == "hdfs://old:8020/a"
+    site(local, "core-site.xml", **{"fs.defaultFS": "viewfs://cluster"})
+    with pytest.raises(StorageError, match="viewfs://cluster; the deployer reads only local"):
+        FileStorage(env={"HADOOP_CONF_DIR": str(local)}).read_text("/a/x.json")

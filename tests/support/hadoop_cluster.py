@@ -7,7 +7,8 @@ one JVM, started by `tests/support/java/MiniHadoop.java` with the jars of
   shared by every test of the session; stopped by pid when the session ends, failed or not, with
   any container process left behind.
 - `python -m tests.support.hadoop_cluster [WORK_DIR]`: the same cluster for a try-out by hand; it
-  prints the exports to paste into a shell, and Ctrl-C stops it.
+  prints the exports to paste into a shell, writes a job template for it
+  (`WORK_DIR/job-template.yaml`), and Ctrl-C stops it (docs/yarn-hdfs.md).
 
 Spark on this cluster: `spark_conf()` are the properties a job needs here (Spark's jars from
 pyspark's folder, which every "node" of this one machine has, instead of 300 MB uploaded per
@@ -35,8 +36,11 @@ import pytest
 from tests.support import maven
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
+REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 180.0
 STOP_TIMEOUT = 30.0
+#: Starts tried when a port chosen for the cluster was taken before the cluster bound it.
+PORT_ATTEMPTS = 3
 
 
 @dataclass
@@ -73,8 +77,9 @@ class Hadoop:
             pass
 
     def container_logs(self) -> str:
-        """Every container's stderr (drivers and executors), for a failing test's message."""
-        found = sorted(self.work_dir.glob("target/**/container_*/stderr"))
+        """Every container's stdout and stderr (drivers, where the runner writes its lines to
+        stdout, and executors), for a failing test's message."""
+        found = sorted(self.work_dir.glob("target/**/container_*/std*"))
         return "\n".join(f"== {p}\n{p.read_text(errors='replace')[-4000:]}" for p in found)
 
 
@@ -97,6 +102,17 @@ def spark_conf() -> dict[str, str]:
     }
 
 
+def try_out_template(cluster: Hadoop) -> dict:
+    """The product's job template with its checkpoints on the cluster's HDFS and the Spark
+    properties of `spark_conf()`: `--template-file` for a try-out by hand."""
+    import yaml
+
+    template = yaml.safe_load((REPO / "templates" / "job-template.yaml").read_text())
+    template["checkpoint-root"] = f"{cluster.default_fs}/flink-sql-runner/checkpoints"
+    template["sparkProperties"] = {**template.get("sparkProperties", {}), **spark_conf()}
+    return template
+
+
 def _user() -> str:
     import getpass
 
@@ -111,9 +127,14 @@ def _answers(url: str) -> bool:
         return False
 
 
-def _ready_line(log: Path) -> dict | None:
+def _ready_line(log: Path, start: int = 0) -> dict | None:
+    """The READY line the launcher printed after byte `start` of its log (an earlier start in
+    the same folder printed its own)."""
     try:
-        for line in log.read_text(errors="replace").splitlines():
+        with log.open("rb") as handle:
+            handle.seek(start)
+            text = handle.read().decode(errors="replace")
+        for line in text.splitlines():
             if line.startswith("READY "):
                 return json.loads(line[len("READY ") :])
     except FileNotFoundError:
@@ -164,6 +185,39 @@ def _stop(process: subprocess.Popen, work_dir: Path) -> None:
         time.sleep(2)
 
 
+def _launch(args: list[str], work_dir: Path, log: Path) -> tuple[subprocess.Popen, dict]:
+    """Start the JVM and wait for its READY line. A port another process took between the
+    launcher's choice and the cluster's bind (a BindException) starts it again, up to
+    PORT_ATTEMPTS times; any other failure is an error with the log's tail."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        start = log.stat().st_size if log.exists() else 0
+        with log.open("ab") as out:
+            process = subprocess.Popen(  # noqa: S603 - a list, never a shell
+                args,
+                cwd=work_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        ready = None
+        try:
+            while ready is None and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.5)
+                ready = _ready_line(log, start)
+        except BaseException:
+            _stop(process, work_dir)
+            raise
+        if ready is not None:
+            return process, ready
+        _stop(process, work_dir)
+        tail = log.read_bytes()[start:].decode(errors="replace")
+        if "java.net.BindException" not in tail or attempt == PORT_ATTEMPTS:
+            raise RuntimeError(f"the Hadoop minicluster did not start:\n{tail[-4000:]}")
+    raise AssertionError("unreachable")
+
+
 @contextmanager
 def hadoop(work_dir: Path) -> Iterator[Hadoop]:
     """Start the minicluster under `work_dir`; always stop it (and its containers) afterwards."""
@@ -180,24 +234,9 @@ def hadoop(work_dir: Path) -> Iterator[Hadoop]:
         str(work_dir),
     ]
     begun = time.monotonic()
-    with log.open("ab") as out:
-        process = subprocess.Popen(  # noqa: S603 - a list, never a shell
-            args,
-            cwd=work_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    process, ready = _launch(args, work_dir, log)
     try:
-        deadline = begun + START_TIMEOUT
-        ready = None
-        while ready is None:
-            if process.poll() is not None or time.monotonic() > deadline:
-                tail = log.read_text(errors="replace")[-4000:]
-                raise RuntimeError(f"the Hadoop minicluster did not start:\n{tail}")
-            time.sleep(0.5)
-            ready = _ready_line(log)
+        deadline = time.monotonic() + START_TIMEOUT
         cluster = Hadoop(
             Path(ready["conf_dir"]),
             ready["default_fs"],
@@ -235,10 +274,13 @@ def main() -> None:
     """Start the minicluster for a try-out by hand; Ctrl-C stops it."""
     import argparse
 
+    import yaml
+
     parser = argparse.ArgumentParser(
         prog="python -m tests.support.hadoop_cluster",
         description="Start a MiniDFSCluster and a MiniYARNCluster on 127.0.0.1 for a try-out; "
-        "it prints HADOOP_CONF_DIR and the Spark properties to use; Ctrl-C stops it.",
+        "it prints HADOOP_CONF_DIR and the Spark properties to use, and writes a job template "
+        "for it (WORK_DIR/job-template.yaml); Ctrl-C stops it.",
     )
     parser.add_argument("work_dir", nargs="?", help="its files [default: a new temp folder]")
     given = parser.parse_args().work_dir
@@ -250,6 +292,9 @@ def main() -> None:
         print("# Spark properties for jobs on it (spark.yarn.jars saves the upload per submit):")
         for key, value in spark_conf().items():
             print(f"#   {key}: {value}")
+        template = work_dir / "job-template.yaml"
+        template.write_text(yaml.safe_dump(try_out_template(cluster), sort_keys=False))
+        print(f"# A job template with them, its checkpoints on this HDFS: {template}")
         print("# Ctrl-C stops it.", flush=True)
         signal.signal(signal.SIGTERM, signal.default_int_handler)
         try:

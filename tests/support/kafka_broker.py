@@ -75,16 +75,21 @@ def _cluster_id() -> str:
             return found
 
 
-def server_properties(folder: Path, port: int, controller_port: int) -> str:
+def server_properties(folder: Path, port: int, controller_port: int, other_port: int) -> str:
+    """One broker and controller; clients reach the broker on two ports (`port`, and
+    `other_port` on a second listener), so that a broker list can name it twice."""
     settings = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port},"
+        f"OTHER://127.0.0.1:{other_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},OTHER://127.0.0.1:{other_port}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "listener.security.protocol.map": (
+            "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"
+        ),
         "log.dirs": str(folder / "data"),
         "num.partitions": "1",
         "auto.create.topics.enable": "true",
@@ -104,13 +109,17 @@ def server_properties(folder: Path, port: int, controller_port: int) -> str:
 
 
 class Broker:
-    """One running broker; `bootstrap` is its address for clients."""
+    """One running broker; `bootstrap` is its address for clients, `other` a second address
+    of the same broker (another listener)."""
 
-    def __init__(self, folder: Path, process: subprocess.Popen[bytes], port: int) -> None:
+    def __init__(
+        self, folder: Path, process: subprocess.Popen[bytes], port: int, other_port: int
+    ) -> None:
         self.folder = folder
         self.process = process
         self.port = port
         self.bootstrap = f"127.0.0.1:{port}"
+        self.other = f"127.0.0.1:{other_port}"
         self.log = folder / "broker.log"
 
     @classmethod
@@ -118,9 +127,9 @@ class Broker:
         folder.mkdir(parents=True, exist_ok=True)
         jars = maven.classpath(maven.pom("kafka-broker"))
         classpath = os.pathsep.join(str(jar) for jar in jars)
-        port, controller_port = free_port(), free_port()
+        port, controller_port, other_port = free_port(), free_port(), free_port()
         config = folder / "server.properties"
-        config.write_text(server_properties(folder, port, controller_port))
+        config.write_text(server_properties(folder, port, controller_port, other_port))
         logging = folder / "log4j2.properties"
         logging.write_text(LOG4J2.format(log=folder / "broker.log"))
         java = [_java(), *HEAP, f"-Dlog4j2.configurationFile={logging}", "-cp", classpath]
@@ -144,7 +153,7 @@ class Broker:
             start_new_session=True,
         )
         out.close()
-        broker = cls(folder, process, port)
+        broker = cls(folder, process, port, other_port)
         try:
             broker.wait_ready()
         except BaseException:

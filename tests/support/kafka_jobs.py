@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -66,19 +67,33 @@ def watch_once(ws: Workspace) -> subprocess.CompletedProcess[str]:
 
 
 class Producer(threading.Thread):
-    """Produces `key-<n>` records, n = 0, 1, 2, ..., one every `every` seconds, until stopped."""
+    """Produces `key-<n>` records, n = 0, 1, 2, ..., one every `every` seconds, until stopped,
+    or until `limit` records or `seconds` have gone by (a scenario that fails midway never
+    leaves it producing)."""
 
-    def __init__(self, broker: Broker, topic: str, every: float = 0.02, start: int = 0) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        topic: str,
+        every: float = 0.02,
+        start: int = 0,
+        limit: int = 100_000,
+        seconds: float = 900.0,
+    ) -> None:
         super().__init__(daemon=True)
         self.broker, self.topic, self.every = broker, topic, every
         self.next = start
+        self.limit, self.seconds = start + limit, seconds
         self.halt = threading.Event()
         self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
             producer = self.broker.producer()
-            while not self.halt.is_set():
+            deadline = time.monotonic() + self.seconds
+            while not self.halt.is_set() and self.next < self.limit:
+                if time.monotonic() > deadline:
+                    break
                 producer.produce(self.topic, key=f"key-{self.next}", value=f"value-{self.next}")
                 producer.poll(0)
                 self.next += 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,12 @@ from flink_sql_runner.act.settings import Settings
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.stores.storage import FileStorage
-from flink_sql_runner.targets.base import Submission
+from flink_sql_runner.targets.base import Submission, SubmitOutcomeUnknown
 from flink_sql_runner.targets.cluster import ClusterError
 from flink_sql_runner.targets.yarn import YarnTarget, resource_manager_url
 from tests.support.fake_yarn import FAKE_SPARK_SUBMIT, FakeResourceManager
 from tests.support.fakes import stand_in
+from tests.support.faultproxy import FaultProxy
 from tests.support.workspace import Workspace
 
 RUNNER = "/opt/flink-sql-runner/job_runner.py"
@@ -297,3 +299,38 @@ def test_an_application_state_yarn_does_not_document_is_unknown_not_gone(
         assert target.liveness(running) is Liveness.UNKNOWN, state
     rm.apps[running.submission_id].end("KILLED", "KILLED")
     assert target.liveness(running) is Liveness.GONE
+
+
+def test_a_resource_manager_that_answers_503_or_loses_an_answer_is_never_taken_for_no_run(
+    tmp_path: Path, rm: FakeResourceManager, spark_submit: Path
+):
+    """What a real ResourceManager (tests/yarn/ runs one) does not do on cue, through a
+    fault-injecting proxy in front of the fake: a lost answer to the lookup after spark-submit
+    leaves the run unknown (it may run), a 503 to the listing is an error (nothing is decided on
+    it), a 503 to a run's state is unknown, and a stop waits through it for the run's end."""
+    with FaultProxy(rm.url) as proxy:
+        target = YarnTarget(FileStorage(), "yarn", proxy.url, str(spark_submit), RUNNER,
+                            user="ci", poll=0.05, timeout=5)  # fmt: skip
+        sub = submission(str(tmp_path / "ckpt"))
+        proxy.inject("reset", method="GET", path="/ws/v1/cluster/apps")
+        with pytest.raises(SubmitOutcomeUnknown, match="its application cannot be found"):
+            target.submit(sub)
+        assert len(rm.submissions) == 1, "spark-submit did submit: the run is there"
+
+        proxy.inject("slowdown", method="GET", path="/ws/v1/cluster/apps")
+        with pytest.raises(ClusterError, match="did not list applications"):
+            target.list_runs()
+        (running,) = target.list_runs().of("orders")
+        assert running.run_id == sub.run_id
+        assert target.find_run(replace(running, submission_id=None)) is Liveness.ALIVE
+
+        state = f"/ws/v1/cluster/apps/{running.submission_id}"
+        asked = len(proxy.seen("GET", state))
+        proxy.inject("slowdown", times=3, method="GET", path=state)
+        assert target.liveness(running) is Liveness.UNKNOWN
+        stopped = target.stop(running, sub.stop_marker, timeout=30)
+        assert stopped.graceful, stopped.how
+        faults = [seen.fault for seen in proxy.seen("GET", state)[asked:]]
+        assert faults[:3] == ["slowdown"] * 3 and faults[-1] is None
+        assert rm.api_requests("PUT") == [], "no kill: the marker worked, the 503s were waited out"
+        assert target.liveness(running) is Liveness.GONE

@@ -16,7 +16,9 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
@@ -25,6 +27,8 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
 
 public class MiniHadoop {
     private static final String HOST = "127.0.0.1";
+    // Ports chosen and not yet given to the clusters: held open, so that no two are the same.
+    private static final List<ServerSocket> HELD = new ArrayList<>();
 
     public static void main(String[] args) {
         try {
@@ -53,6 +57,7 @@ public class MiniHadoop {
         // Every file is small here: keep the datanode's reservations small too.
         dfsConf.setLong("dfs.blocksize", 8L * 1024 * 1024);
         dfsConf.setInt("dfs.replication", 1);
+        release();
         MiniDFSCluster dfs = new MiniDFSCluster.Builder(dfsConf)
             .numDataNodes(1)
             .nameNodePort(port(dfsConf.get("dfs.namenode.rpc-address")))
@@ -97,6 +102,7 @@ public class MiniHadoop {
         yarnConf.setLong(YarnConfiguration.DEBUG_NM_DELETE_DELAY_SEC, 0);
         // MiniYARNCluster keeps its folders under ./target/<name>: the working dir is WORK_DIR.
         MiniYARNCluster yarn = new MiniYARNCluster("yarn", 1, 1, 1);
+        release();
         yarn.init(yarnConf);
         yarn.start();
         Configuration live = yarn.getConfig();
@@ -146,10 +152,20 @@ public class MiniHadoop {
         Thread.currentThread().join();
     }
 
+    /** A port free now, held until release(): the ports of one cluster differ from each other.
+     * Another process may still take one between release() and the cluster's bind: the caller
+     * (tests/support/hadoop_cluster.py) starts again on a BindException. */
     private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getByName(HOST))) {
-            return socket.getLocalPort();
+        ServerSocket socket = new ServerSocket(0, 1, InetAddress.getByName(HOST));
+        HELD.add(socket);
+        return socket.getLocalPort();
+    }
+
+    private static void release() throws IOException {
+        for (ServerSocket socket : HELD) {
+            socket.close();
         }
+        HELD.clear();
     }
 
     private static int port(String address) {

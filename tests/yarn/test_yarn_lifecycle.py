@@ -1,0 +1,272 @@
+"""One job's whole life on a real MiniYARNCluster with HDFS (tests/support/hadoop_cluster.py),
+deployed with the real CLI: `--target yarn --master yarn --cluster-api <the ResourceManager>`,
+drivers in cluster deploy mode, the checkpoint root and the parquet sink on the MiniDFSCluster.
+
+new (v1 clean, RUNNING in the ResourceManager) -> unchanged (noop) -> config change (stop through
+the stop marker, restart from the checkpoint) -> query change (v2 clean) -> the application killed
+through the ResourceManager, as an operator would -> `watch --once` restarts it from its checkpoint
+-> stop (graceful). After each step the sink, read with spark.read on HDFS, holds every row
+exactly once per version, and the checkpoint folders are on HDFS. A failing step's message
+carries the containers' logs. Spark on YARN is slow to start: one scenario covers every decision.
+A second, shorter test deploys with a checkpoint root and a sink without a scheme: they are on
+HDFS, the default file system, for the deployer as for Spark (a bug the minicluster showed).
+
+What it measured is printed (`pytest -s`): the time from each command's start to its new
+application showing RUNNING, and the pause in commits at each restart, from the sink's
+`__create_timestamp` column.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from flink_sql_runner.stores.storage import FileStorage
+from tests.support.hadoop_cluster import Hadoop, spark_conf
+from tests.support.rows import assert_exactly_once, rows_by_version
+from tests.support.workspace import wait_for
+from tests.support.yarn_cli import Ran, YarnWorkspace
+
+pytestmark = [
+    pytest.mark.yarn,
+    pytest.mark.e2e,
+    pytest.mark.spark,
+    pytest.mark.timeout(3600),  # a safety net, not a limit asserted: six starts on YARN
+]
+
+JOB = "ticks-job"
+DEPLOY = ("--start-timeout", "300", "--stop-timeout", "120")
+
+
+@contextmanager
+def container_logs_on_failure(cluster: Hadoop) -> Iterator[None]:
+    try:
+        yield
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{exc}\n\n---- the containers' logs ----\n{cluster.container_logs()}"
+        ) from exc
+
+
+def ok(ran: Ran) -> Ran:
+    assert ran.returncode == 0, ran.output
+    return ran
+
+
+def new_app(ws: YarnWorkspace, ran: Ran) -> str:
+    """The one application of ours running now, started by the command `ran`."""
+    (running,) = ws.apps()
+    assert running["state"] == "RUNNING", running
+    assert running["id"] in ran.running_after, (running["id"], ran.running_after)
+    return running["id"]
+
+
+def timing(ran: Ran, app_id: str) -> str:
+    """When `app_id` showed RUNNING, from the command's start, and when its run was healthy
+    (its first batch committed), from its submission, as the command reports it."""
+    healthy = re.search(r"healthy after ([0-9.]+) s", ran.output)
+    said = f", healthy after {healthy[1]} s" if healthy else ""
+    return f"RUNNING after {ran.running_after[app_id]:.0f} s{said} (command {ran.seconds:.0f} s)"
+
+
+def wait_rows(spark, sink: str, version: int, at_least: int, what: str) -> dict:
+    """Wait until `version` has `at_least` rows in the sink; then every version's values."""
+
+    def enough():
+        values = rows_by_version(spark, sink)[0]
+        return values if len(values.get(version, [])) >= at_least else None
+
+    return wait_for(enough, timeout=300, interval=3, what=what)
+
+
+def pause_in_commits(spark, sink: str, version: int) -> str:
+    """The longest gap between two consecutive batches of `version` in the sink, from their
+    `__create_timestamp` (the batch's time), in words: how long, and from when to when."""
+    from pyspark.sql import functions as F
+
+    times = sorted(
+        row[0]
+        for row in spark.read.parquet(sink)
+        .where(F.col("__query_version") == version)
+        .select("__create_timestamp")
+        .distinct()
+        .collect()
+    )
+    gaps = [(b - a, a, b) for a, b in zip(times, times[1:], strict=False)]
+    if not gaps:
+        return "no two batches"
+    gap, before, after = max(gaps)
+    return f"{gap.total_seconds():.0f} s ({before:%H:%M:%S} -> {after:%H:%M:%S})"
+
+
+def write_ticks_job(ws: YarnWorkspace, root: str, sink: str) -> dict:
+    """A rate source, a parquet sink at `sink` and job JOB copying one into the other, its
+    checkpoints under `root`, with the Spark properties of the minicluster; the job's fields."""
+    ws.write_tables(
+        [
+            {
+                "name": "ticks",
+                "format": "rate-micro-batch",
+                "options": {"rowsPerBatch": 7, "numPartitions": 2},
+            },
+            {"name": "tick_out", "format": "parquet", "options": {"path": sink}},
+        ]
+    )
+    job = {
+        "description": "first words",
+        "target-table": "tick_out",
+        "sql": "SELECT value FROM ticks",
+        "checkpoint-root": root,
+        "sparkProperties": spark_conf(),
+    }
+    ws.write_job(JOB, **job)
+    return job
+
+
+def test_a_job_lives_its_whole_life_on_yarn_with_hdfs(
+    yarn_workspace: YarnWorkspace, hadoop_cluster: Hadoop, spark
+) -> None:
+    ws, cluster = yarn_workspace, hadoop_cluster
+    storage = FileStorage(env=cluster.env())
+    base = f"{cluster.default_fs}/it-{uuid.uuid4().hex[:8]}"
+    root, sink = f"{base}/checkpoints", f"{base}/out"
+    job = write_ticks_job(ws, root, sink)
+    measured: list[str] = []
+
+    def record(version: int) -> dict:
+        text = storage.read_text(f"{root}/{JOB}/_control/v{version}.submission.json")
+        assert text, f"no submission record of v{version}"
+        return json.loads(text)
+
+    with container_logs_on_failure(cluster):
+        # 1. new: v1 starts clean, an application of its own RUNNING in the ResourceManager
+        ran = ok(ws.run("deploy", *DEPLOY))
+        assert "start-clean" in ran.stdout
+        first = new_app(ws, ran)
+        measured.append(f"new: {timing(ran, first)}")
+        app = ws.app(first)
+        assert app["name"] == "flink-sql-runner-ticks-job-v1"
+        rec = record(1)
+        assert (rec["target"], rec["submission_id"]) == ("yarn", first)
+        assert f"flink-sql-runner-run-{rec['run_id']}" in app["applicationTags"].split(",")
+        assert f"started v1 ({first})" in ran.stdout
+        assert storage.dir_names(f"{root}/{JOB}") == ["1", "_control"]
+        assert storage.file_names(f"{root}/{JOB}/1/commits"), "v1 committed a batch on HDFS"
+        values = wait_rows(spark, sink, 1, 14, "v1 rows on HDFS")
+        assert_exactly_once(values)
+
+        # 2. unchanged: nothing is done, the same application runs on
+        ran = ok(ws.run("deploy", *DEPLOY))
+        assert "noop" in ran.stdout, ran.stdout
+        assert [app["id"] for app in ws.apps()] == [first]
+        assert record(1)["submission_id"] == first
+
+        # 3. config change: stopped through the stop marker (its driver ends the application
+        # itself, SUCCEEDED), restarted from the checkpoint as v1
+        job["description"] = "second words"
+        ws.write_job(JOB, **job)
+        ran = ok(ws.run("deploy", *DEPLOY))
+        assert "stop-and-restart-from-checkpoint" in ran.stdout
+        assert "stopped gracefully" in ran.stdout
+        assert (ws.app(first)["state"], ws.app(first)["finalStatus"]) == ("FINISHED", "SUCCEEDED")
+        wait_for(lambda: not ws.processes_of(first), timeout=60, what=f"{first}'s processes")
+        second = new_app(ws, ran)
+        assert ws.app(second)["name"] == "flink-sql-runner-ticks-job-v1"
+        assert record(1)["submission_id"] == second
+        measured.append(f"config change: {timing(ran, second)}")
+        count = len(rows_by_version(spark, sink)[0][1])
+        values = wait_rows(spark, sink, 1, count + 14, "v1 rows after the restart")
+        assert_exactly_once(values)
+        descriptions = {meta[1] for meta in rows_by_version(spark, sink)[1][1]}
+        assert descriptions == {"first words", "second words"}
+        pause = pause_in_commits(spark, sink, 1)
+        measured.append(f"config change: pause in commits {pause}")
+
+        # 4. query change: v1 stops, v2 starts clean in a checkpoint of its own
+        job["sql"] = "SELECT value FROM ticks WHERE value >= 0"
+        ws.write_job(JOB, **job)
+        ran = ok(ws.run("deploy", *DEPLOY))
+        assert "stop-and-start-clean" in ran.stdout
+        assert ws.app(second)["finalStatus"] == "SUCCEEDED"
+        third = new_app(ws, ran)
+        assert ws.app(third)["name"] == "flink-sql-runner-ticks-job-v2"
+        measured.append(f"query change: {timing(ran, third)}")
+        assert storage.dir_names(f"{root}/{JOB}") == ["1", "2", "_control"]
+        assert storage.file_names(f"{root}/{JOB}/2/commits"), "v2 committed a batch on HDFS"
+        v1_rows = len(rows_by_version(spark, sink)[0][1])
+        values = wait_rows(spark, sink, 2, 14, "v2 rows")
+        assert_exactly_once(values)
+        assert len(values[1]) == v1_rows, "v1 wrote nothing after it stopped"
+        status = ok(ws.run("status", "--output", "json"))
+        (row,) = json.loads(status.stdout)["jobs"]
+        assert (row["stored-version"], row["running"], row["running-version"]) == (2, True, 2)
+        assert row["where"] == third
+
+        # 5. an operator kills the application through the ResourceManager: `watch --once`
+        # restarts v2 from its checkpoint
+        count = len(rows_by_version(spark, sink)[0][2])
+        cluster.kill_app(third)
+        killed = datetime.now(timezone.utc)
+        assert ws.wait_ended(third)["state"] == "KILLED"
+        # the kill ended its driver, Python included: nothing of it writes beside the next run
+        wait_for(lambda: not ws.processes_of(third), timeout=60, what=f"{third}'s processes")
+        ran = ok(ws.run("watch", "--once", paths=False))
+        assert "restarted" in ran.output and "from checkpoint" in ran.output, ran.output
+        fourth = new_app(ws, ran)
+        assert ws.app(fourth)["name"] == "flink-sql-runner-ticks-job-v2"
+        measured.append(f"watch after a kill: {timing(ran, fourth)}")
+        values = wait_rows(spark, sink, 2, count + 14, "v2 rows after the kill and the restart")
+        assert_exactly_once(values)
+        pause = pause_in_commits(spark, sink, 2)
+        measured.append(f"killed at {killed:%H:%M:%S}, then watch: pause in commits {pause}")
+
+        # 6. stop: graceful, the driver ends its application itself; nothing of ours runs
+        ran = ok(ws.run("stop", JOB, "--stop-timeout", "120", paths=False))
+        assert "stopped gracefully" in ran.stdout, ran.stdout
+        assert (ws.app(fourth)["state"], ws.app(fourth)["finalStatus"]) == (
+            "FINISHED",
+            "SUCCEEDED",
+        )
+        assert ws.apps() == []
+        final = rows_by_version(spark, sink)[0]
+        assert_exactly_once(final)
+        assert len(final[2]) >= count + 14
+        stored = ws.stored(JOB)
+        assert stored["meta"]["query-version"] == 2 and stored["desired-state"] == "stopped"
+
+    print(f"\nHadoop minicluster started in {cluster.started_in:.0f} s; " + "; ".join(measured))
+
+
+def test_a_path_without_a_scheme_is_on_hdfs_for_the_deployer_as_for_spark(
+    yarn_workspace: YarnWorkspace, hadoop_cluster: Hadoop, spark
+) -> None:
+    """HADOOP_CONF_DIR names HDFS the default file system, so Spark on the driver puts
+    `/it-.../checkpoints` on HDFS; the deployer looks there too. Before, it wrote the runtime
+    manifest and the runner's package on its own disk, and the driver, looking on HDFS, failed:
+    "invalid runtime manifest ... does not exist"."""
+    ws, cluster = yarn_workspace, hadoop_cluster
+    base = f"/it-{uuid.uuid4().hex[:8]}"
+    root, sink = f"{base}/checkpoints", f"{base}/out"
+    write_ticks_job(ws, root, sink)
+    on_hdfs = FileStorage(env=cluster.env())
+    with container_logs_on_failure(cluster):
+        ran = ok(ws.run("deploy", *DEPLOY))
+        assert "start-clean" in ran.stdout
+        assert f"in {root}/{JOB}/1" in ran.stdout, "the plan shows the root as written"
+        app = new_app(ws, ran)
+        assert not Path(base).exists(), "nothing on the deployer's own disk"
+        assert on_hdfs.dir_names(f"{cluster.default_fs}{root}/{JOB}") == ["1", "_control"]
+        assert on_hdfs.file_names(f"{cluster.default_fs}{root}/{JOB}/1/commits")
+        values = wait_rows(spark, f"{cluster.default_fs}{sink}", 1, 14, "v1 rows on HDFS")
+        assert_exactly_once(values)
+        ran = ok(ws.run("stop", JOB, "--stop-timeout", "120", paths=False))
+        assert "stopped gracefully" in ran.stdout, ran.stdout
+        assert ws.app(app)["finalStatus"] == "SUCCEEDED"
+        assert_exactly_once(rows_by_version(spark, f"{cluster.default_fs}{sink}")[0])
