@@ -1,7 +1,8 @@
 """Run the benchmarks (docs/benchmarks.md says what each measures):
 
-    python -m tests.benchmarks                      # all four, print the results
-    python -m tests.benchmarks --only plan          # one (plan, runner, redeploy, recovery)
+    python -m tests.benchmarks                      # all six, print the results
+    python -m tests.benchmarks --only handover      # one (plan, runner, redeploy, recovery, kafka,
+                                                    # handover)
     python -m tests.benchmarks --write-docs         # and put them in docs/benchmarks.md
 
 Not part of the pytest suite: they take minutes and want a quiet machine. `--max-load` waits
@@ -17,11 +18,21 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.benchmarks import plan_bench, recovery_bench, redeploy_bench, report, runner_bench
+from tests.benchmarks import (
+    handover_bench,
+    kafka_bench,
+    plan_bench,
+    recovery_bench,
+    redeploy_bench,
+    report,
+    runner_bench,
+)
 from tests.benchmarks.common import REPO, wait_for_quiet
 
-BENCHMARKS = ("plan", "runner", "redeploy", "recovery")
+BENCHMARKS = ("plan", "runner", "redeploy", "recovery", "kafka", "handover")
 DOCS = REPO / "docs" / "benchmarks.md"
+#: Where each benchmark's results are written besides docs/benchmarks.md.
+MORE_DOCS = {"kafka": REPO / "docs" / "kafka.md"}
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -49,6 +60,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--recovery-rounds", type=int, default=5)
     parser.add_argument(
         "--watch-interval", type=float, default=1.0, help="recovery: watch's --interval"
+    )
+    parser.add_argument("--kafka-rounds", type=int, default=3)
+    parser.add_argument(
+        "--handover-rounds", type=int, default=3, help="handover: cold and warm, each kind"
     )
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "fsr-bench")
     parser.add_argument("--max-load", type=float, default=1.5)
@@ -79,8 +94,9 @@ def main(argv: list[str] | None = None) -> int:
             body = "\n\n".join([report.measured_with(command), *sections])
             print(body + "\n", flush=True)
             if args.write_docs:
-                report.write_docs(DOCS, name, body)
-                say(f"written to {DOCS}")
+                for docs in (DOCS, *([MORE_DOCS[name]] if name in MORE_DOCS else [])):
+                    report.write_docs(docs, name, body)
+                    say(f"written to {docs}")
     return 0
 
 
@@ -103,6 +119,11 @@ def run_one(name: str, args: argparse.Namespace, scratch: Path) -> list[str]:
             say,
         )
         return [report.runner_section(result)]
+    if name == "kafka":
+        return [report.kafka_section(kafka_bench.run(scratch, args.kafka_rounds, say=say))]
+    if name == "handover":
+        result = handover_bench.run(scratch, args.handover_rounds, say=say)
+        return [report.handover_section(result)]
     if name == "recovery":
         result = recovery_bench.run(scratch, args.recovery_rounds, args.watch_interval, say=say)
         return [report.recovery_section(result)]

@@ -4,11 +4,12 @@ the results markers (the prose around them is kept)."""
 from __future__ import annotations
 
 import datetime
+import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.benchmarks import recovery_bench
+from tests.benchmarks import handover_bench, kafka_bench, recovery_bench
 from tests.benchmarks.common import Stats, machine, markdown_table
 from tests.benchmarks.plan_bench import PlanResult
 from tests.benchmarks.redeploy_bench import AFTER, SPANS, RedeployResult
@@ -210,6 +211,135 @@ def recovery_section(result: recovery_bench.RecoveryResult) -> str:
         goal(own.median < 1, f"the watcher's own work under 1 s: {own.median:.2f} s"),
     ]
     return "\n".join(lines)
+
+
+def kafka_section(result: kafka_bench.KafkaResult) -> str:
+    headers = [
+        "round",
+        "decision",
+        "produced while `deploy` ran",
+        "read by the old run",
+        "read by the new run",
+        "lost",
+        "repeated",
+        "pause in commits",
+        "`deploy` took",
+    ]
+    rows = []
+    for index, round_ in enumerate(result.rounds, 1):
+        for handover in round_.handovers:
+            rows.append(
+                [
+                    index,
+                    handover.decision,
+                    handover.produced_during,
+                    handover.read_before,
+                    handover.read_after,
+                    handover.lost,
+                    handover.repeated,
+                    f"{handover.pause:.1f} s",
+                    f"{handover.deploy_seconds:.1f} s",
+                ]
+            )
+    totals = [
+        [
+            index,
+            r.produced,
+            r.overall["read"],
+            ", ".join(f"v{v}: {n}" for v, n in r.versions.items()),
+            r.overall["lost"],
+            r.overall["repeated"],
+        ]
+        for index, r in enumerate(result.rounds, 1)
+    ]
+    names = ("restart from the checkpoint", "new version")
+    pauses = [
+        f"{name} {seconds(result.stats(i, lambda h: h.pause))}" for i, name in enumerate(names)
+    ]
+    exact = all(r.overall["lost"] == r.overall["repeated"] == 0 for r in result.rounds)
+    lines = [
+        "#### Kafka handovers, records arriving throughout",
+        "",
+        f"A topic of 3 partitions, a record produced every 20 ms throughout; a job copying each "
+        f"record with its partition and offset into parquet (1 s trigger, local[2], Spark "
+        f"{result.spark}, its source without `startingOffsets`); {len(result.rounds)} rounds, "
+        "each deploys v1, then a config change (restart from the checkpoint), then a query "
+        "change (v2, its source at v1's committed offsets), each once the run before it has "
+        f"read 100 records. Load average {load_text(result.load)}.",
+        "",
+        markdown_table(headers, rows),
+        "",
+        "Every record of each round, read across its runs:",
+        "",
+        markdown_table(["round", "produced", "read", "per version", "lost", "repeated"], totals),
+        "",
+        goal(exact, "every record read exactly once, none lost, none repeated"),
+        f"- pause in commits, median (best): {'; '.join(pauses)}",
+    ]
+    return "\n".join(lines)
+
+
+def handover_section(result: handover_bench.HandoverResult) -> str:
+    def med(values: list[float]) -> str:
+        if not values:
+            return "-"
+        return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
+
+    rows = []
+    for kind in ("config", "query", "cannot-start"):
+        for way in handover_bench.WAYS:
+            done = result.of(kind, way)
+            if not done:
+                continue
+            rows.append(
+                [
+                    kind,
+                    way,
+                    len(done),
+                    med([r.pause for r in done]),
+                    med([r.deploy for r in done]),
+                    f"{statistics.median([r.rss_before for r in done]):.0f}",
+                    f"{statistics.median([r.rss_peak for r in done]):.0f}",
+                    ", ".join(str(r.same_driver) for r in done if r.same_driver is not None) or "-",
+                ]
+            )
+    table = markdown_table(
+        [
+            "change",
+            "handover",
+            "rounds",
+            "pause in commits, s: median (min-max)",
+            "deploy, s",
+            "memory before, MiB",
+            "peak during, MiB",
+            "old driver kept",
+        ],
+        rows,
+    )
+    ratios = []
+    for kind in ("config", "query"):
+        cold, warm = result.of(kind, "cold"), result.of(kind, "warm")
+        if cold and warm:
+            ratio = statistics.median([r.pause for r in warm]) / statistics.median(
+                [r.pause for r in cold]
+            )
+            ratios.append(f"{kind} change: warm pause / cold pause = {ratio:.2f}")
+    return "\n".join(
+        [
+            "#### Warm and cold handovers, side by side",
+            "",
+            "A rate-micro-batch job (1 s trigger, parquet sink, local Spark); each round deploys "
+            "a config change and a query change once cold and once warm (the order alternating "
+            "by round), and a warm change whose new run cannot start "
+            "(`spark.driver.memory: banana`). Pause: the largest gap between two committed "
+            "micro-batches around the deploy. Memory: the resident set of the job's drivers "
+            "(JVMs and Python), before the deploy and at its peak during it.",
+            "",
+            table,
+            "",
+            "; ".join(ratios) + f" (trigger {result.trigger:.0f} s).",
+        ]
+    )
 
 
 def measured_with(command: str) -> str:

@@ -90,3 +90,50 @@ def test_recovery_marks_pick_the_first_restart_after_the_kill(tmp_path: Path) ->
     text = report.recovery_section(recovery_bench.RecoveryResult(rounds, 1.0, (0.1, 0.2)))
     assert "| **SIGKILL to first committed batch** |  | **9.00 s (9.00)** |" in text
     assert "the watcher's own work under 1 s: 0.40 s" in text
+
+
+def test_kafka_report_renders_each_handover_and_the_totals() -> None:
+    from tests.benchmarks import kafka_bench
+    from tests.support.kafka_handover import Handover, Result, handover_counts, longest_pause
+
+    restart = Handover("restart", "stop-and-restart-from-checkpoint", "", 20.0, 900, 500, 1000,
+                       0, 0, 18.5)  # fmt: skip
+    clean = Handover("new version", "stop-and-start-clean", "", 15.0, 700, 2000, 600, 0, 0, 9.0)
+    result = Result(3100, (restart, clean), {"read": 3100, "lost": 0, "repeated": 0},
+                    {1: 2500, 2: 600})  # fmt: skip
+    text = report.kafka_section(kafka_bench.KafkaResult((result,), "4.2.0", (0.5, 1.0)))
+    assert "| 1 | restart | 900 | 500 | 1000 | 0 | 0 | 18.5 s | 20.0 s |" in text
+    assert "| 1 | 3100 | 3100 | v1: 2500, v2: 600 | 0 | 0 |" in text
+    assert "- met: every record read exactly once" in text
+    # a handover's figures, partition by partition: offset 3 of partition 0 read by neither
+    # run (lost), offset 5 of partition 1 by both (repeated)
+    rows = [{"__query_version": 1, "__query_description": "a", "p": 0, "o": o} for o in (1, 2)]
+    rows += [{"__query_version": 2, "p": 0, "o": 4}]
+    rows += [{"__query_version": 1, "__query_description": "a", "p": 1, "o": o} for o in (4, 5)]
+    rows += [{"__query_version": 2, "p": 1, "o": o} for o in (5, 6)]
+    assert handover_counts(rows, "v1 a", "v2") == {
+        "read_before": 4,
+        "read_after": 3,
+        "lost": 1,
+        "repeated": 1,
+    }
+    assert longest_pause([1.0, 2.0, 3.0, 15.0, 16.0, 30.0], began=2.5, ended=14.0) == 12.0
+
+
+def test_handover_report_compares_the_ways_and_measures_the_largest_gap() -> None:
+    from tests.benchmarks import handover_bench as h
+
+    times = [0.0, 1.0, 2.0, 9.5, 10.5]  # the deploy ran from 1.5 to 9.0: the gap 2.0 -> 9.5
+    assert h.largest_gap(times, 1.5, 9.0) == 7.5
+    assert h.largest_gap(times, 10.0, 10.2) == 1.0
+    result = h.HandoverResult(
+        [
+            h.Round("config", "cold", 12.0, 15.0, 500, 520),
+            h.Round("config", "warm", 2.0, 30.0, 500, 1010),
+            h.Round("cannot-start", "warm", 1.0, 25.0, 500, 900, same_driver=True),
+        ]
+    )
+    text = report.handover_section(result)
+    assert "| config | warm | 1 | 2.0 (2.0-2.0) | 30.0 (30.0-30.0) | 500 | 1010 | - |" in text
+    assert "| cannot-start | warm | 1 | 1.0 (1.0-1.0) |" in text and "| True |" in text
+    assert "config change: warm pause / cold pause = 0.17" in text

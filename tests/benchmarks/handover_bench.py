@@ -1,0 +1,199 @@
+"""Warm and cold handovers side by side, in one run, on local Spark: the pause in commits of a
+running job while a change is deployed, and the memory the overlap of two drivers costs.
+
+A rate-micro-batch job (1 s trigger, parquet sink) runs; each round deploys one change with
+`--handover cold` or `--handover warm`, the two ways alternating in order (cold first in one
+round, warm first in the next) so that neither always runs on a warmer machine:
+
+- a config change (its description): a restart from the checkpoint, the same version;
+- a query change (another projection): a clean start of a new version;
+- warm only, a change whose new run cannot start (`spark.driver.memory: banana`): the pre-flight
+  fails; the old driver must be the same process before and after, committing on.
+
+The pause in commits is the largest gap between two consecutive committed micro-batches of the
+job (the mtimes of its checkpoints' `commits/<n>` files, old and new version alike) around the
+deploy. Memory: the resident set of every process of the job's runs (JVMs and their Python),
+sampled every 100 ms during the deploy: its peak against the same sum just before.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.benchmarks.common import run_measured
+from tests.support.workspace import Workspace
+
+JOB = "ticker"
+WAYS = ("cold", "warm")
+QUERIES = (
+    "SELECT value, timestamp AS tick_time FROM ticks",
+    "SELECT value, timestamp AS tick_time, value % 2 = 0 AS even FROM ticks",
+)
+
+
+@dataclass
+class Round:
+    kind: str  # config, query, cannot-start
+    way: str  # cold, warm
+    pause: float  # the largest gap between two commits around the deploy, seconds
+    deploy: float  # the deploy's wall time, seconds
+    rss_before: float  # MiB, every process of the job's runs, before the deploy
+    rss_peak: float  # MiB, the same, at its highest during the deploy
+    same_driver: bool | None = None  # cannot-start: the old driver survived
+
+
+@dataclass
+class HandoverResult:
+    rounds: list[Round] = field(default_factory=list)
+    trigger: float = 1.0
+
+    def of(self, kind: str, way: str) -> list[Round]:
+        return [r for r in self.rounds if r.kind == kind and r.way == way]
+
+
+class MemorySampler:
+    """The resident memory of the job's runs (`resident_mib`), every 100 ms in a thread;
+    `peak` is the largest sum seen."""
+
+    def __init__(self, needle: str):
+        self.needle, self.peak = needle, 0.0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> MemorySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._done.set()
+        self._thread.join(5)
+
+    def _sample(self) -> None:
+        while not self._done.is_set():
+            self.peak = max(self.peak, resident_mib(self.needle))
+            time.sleep(0.1)
+
+
+def resident_mib(needle: str) -> float:
+    """The resident memory of every process of a run whose runtime manifest lies under
+    `needle`, summed (spark-submit's JVMs and the Python driver: their command lines name it
+    after `--manifest`; the deployer's own process does not count)."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            at = args.index("--manifest") if "--manifest" in args else -1
+            if at < 0 or at + 1 >= len(args) or needle not in args[at + 1]:
+                continue
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return total / 1024
+
+
+def commit_times(ws: Workspace) -> list[float]:
+    root = ws.state / "checkpoints" / JOB
+    found = []
+    for version in root.iterdir() if root.exists() else ():
+        commits = version / "commits"
+        if version.name.isdigit() and commits.is_dir():
+            found += [f.stat().st_mtime for f in commits.iterdir() if f.name.isdigit()]
+    return sorted(found)
+
+
+def largest_gap(times: list[float], begun: float, ended: float) -> float:
+    """The largest gap between consecutive commits that spans any part of [begun, ended]."""
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b >= begun and a <= ended]
+    return max(gaps, default=float("nan"))
+
+
+def write_job(ws: Workspace, description: str, query: int, **properties: str) -> None:
+    fields = {"target-table": "tick_out", "sql": QUERIES[query % len(QUERIES)]}
+    if properties:
+        fields["sparkProperties"] = properties
+    ws.write_job(JOB, description=description, **fields)
+
+
+def one_round(ws: Workspace, kind: str, way: str, index: int, state: dict) -> Round:
+    if kind == "query":
+        state["query"] += 1
+    extra = {"spark.driver.memory": "banana"} if kind == "cannot-start" else {}
+    write_job(ws, f"{kind} {way} {index}", state["query"], **extra)
+    before = ws.record(JOB)
+    needle = str(ws.state)
+    rss_before = resident_mib(needle)
+    with MemorySampler(needle) as memory:
+        begun = time.time()
+        measured = run_measured(
+            ws.argv("deploy", "--handover", way), env=dict(os.environ), cwd=ws.root, timeout=600
+        )
+        ended = time.time()
+    new = ws.record(JOB)
+    if new is not None:
+        ws.remember(new)
+    wanted = 1 if kind == "cannot-start" else 0
+    if measured.returncode != wanted:
+        raise RuntimeError(f"{kind} {way}: deploy exited {measured.returncode}: {measured.stdout}")
+    time.sleep(3)  # commits after the deploy close the last gap
+    same = None
+    if kind == "cannot-start":
+        same = before is not None and new is not None and before["pid"] == new["pid"]
+        write_job(ws, f"back {index}", state["query"])  # what git holds again: the running job
+    return Round(
+        kind,
+        way,
+        largest_gap(commit_times(ws), begun, ended),
+        measured.seconds,
+        rss_before,
+        memory.peak,
+        same,
+    )
+
+
+def run(
+    scratch: Path, rounds: int = 3, settle: float = 4.0, say: Callable[[str], None] = print
+) -> HandoverResult:
+    ws = Workspace(scratch / "handover")
+    ws.write_tables(
+        [
+            {
+                "name": "ticks",
+                "format": "rate-micro-batch",
+                "options": {"rowsPerBatch": 50, "numPartitions": 2},
+            },
+            {"name": "tick_out", "format": "parquet", "options": {"path": str(ws.root / "out")}},
+        ]
+    )
+    state = {"query": 0}
+    write_job(ws, "round 0", 0)
+    result = HandoverResult()
+    try:
+        first = ws.deploy()
+        if first.returncode != 0:
+            raise RuntimeError(f"the first deploy failed: {first.stdout}{first.stderr}")
+        for index in range(rounds):
+            order = WAYS if index % 2 == 0 else tuple(reversed(WAYS))
+            plan = [(kind, way) for kind in ("config", "query") for way in order]
+            plan.append(("cannot-start", "warm"))
+            for kind, way in plan:
+                time.sleep(settle)  # the job commits steadily before each change
+                done = one_round(ws, kind, way, index, state)
+                result.rounds.append(done)
+                say(
+                    f"  round {index + 1}/{rounds} {kind:<12} {way}: pause {done.pause:5.1f} s, "
+                    f"deploy {done.deploy:5.1f} s, memory {done.rss_before:.0f} -> "
+                    f"{done.rss_peak:.0f} MiB"
+                    + (f", same driver: {done.same_driver}" if done.same_driver is not None else "")
+                )
+        return result
+    finally:
+        ws.kill_all()
