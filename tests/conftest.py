@@ -3,6 +3,7 @@ the suite's isolation from the user's own `./.flink-sql-runner/` (tests/support/
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +12,10 @@ import pytest
 from tests.support.isolation import changes, fingerprint
 
 pytest_plugins = ["tests.support.fixtures_s3", "tests.support.hadoop_cluster"]
+
+# Spark binds its driver to the host name's address unless told: every Spark of the suite (the
+# shared session below, and the drivers spark-submit starts, which inherit it) listens on 127.0.0.1.
+os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
 REPO = Path(__file__).resolve().parents[1]
 #: Markers of tests that start Spark, a server or a browser, or run the simulation's many seeds:
@@ -85,6 +90,8 @@ def spark():
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
