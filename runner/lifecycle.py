@@ -25,7 +25,7 @@ from typing import Any
 from .failures import FAILURES, BadManifest, error_text
 from .log import log
 from .manifest import load_manifest
-from .prepare import NoGo, Prepared, checkpoint_summary, pinned_conf
+from .prepare import NoGo, Prepared, checkpoint_summary, pinned_conf, with_starting_offsets
 from .query import query_frame, register_sources, start_query, with_metadata
 from .sink_schema import SchemaRefused, check_before_first_write
 from .spark_internals import UnsupportedSpark
@@ -137,11 +137,14 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
         frame = with_metadata(query_frame(spark, doc), doc)
         check_before_first_write(spark, storage, doc, frame)
         if prepared is not None:
-            prepared.await_go(
+            word = prepared.await_go(
                 lambda: stop.reason,
                 checkpoint=checkpoint_summary(storage, doc["checkpoint-location"]),
                 conf=pinned_conf(spark, list(doc["prepare"].get("pinned-settings") or [])),
             )
+            if with_starting_offsets(doc, word):
+                register_sources(spark, doc)
+                frame = with_metadata(query_frame(spark, doc), doc)
             status = Status(storage, doc.get("status-file"), doc["run-id"], spark.version)
             status.set("starting")
         query = start_query(spark, storage, doc, frame)

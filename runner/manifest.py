@@ -46,6 +46,8 @@ def check_prepare(section: Any) -> None:
     for key in ("status-file", "go-file"):
         if not isinstance(section.get(key), str) or not section[key]:
             raise BadManifest(f"prepare.{key} must be a file or URI")
+    if not isinstance(section.get("stop-marker", ""), str):
+        raise BadManifest("prepare.stop-marker must be a file or URI")
     timeout = section.get("timeout-seconds", 300)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise BadManifest("prepare.timeout-seconds must be a positive number")

@@ -8,7 +8,11 @@ version's status file may still be written by the run this one replaces, for a c
 keeps the version) and waits for the deployer's word in `prepare.go-file`:
 
 - `{"run-id": "<this run>", "go": true}`: start the query now (the old run is confirmed gone);
-- `{"run-id": "<this run>", "abort": "<why>"}`: exit 0 without having written anything;
+  `"starting-offsets": {table: offsets JSON}` with it: those Kafka sources start there (where
+  the previous version stopped, known only once it has), and are registered again before the
+  query starts;
+- `{"run-id": "<this run>", "abort": "<why>"}`, or its own stop marker (`prepare.stop-marker`,
+  which a target's stop writes): exit 0 without having written anything;
 - no word naming this run within `prepare.timeout-seconds`, or SIGTERM: exit 1, nothing written.
 
 A word for another run id is not this run's and is ignored: a deployer killed mid-handover never
@@ -63,6 +67,7 @@ class Prepared:
         self.run_id = doc["run-id"]
         self.status_file = section["status-file"]
         self.go_file = section["go-file"]
+        self.stop_marker = section.get("stop-marker")
         self.timeout = float(section.get("timeout-seconds", 300))
         self.spark_version = spark_version
 
@@ -96,9 +101,16 @@ class Prepared:
             return None
         return word
 
-    def await_go(self, stopping: Any, **ready: Any) -> None:
-        """Say `ready`, then wait: return on a go; NoGo on an abort, the timeout or a stop
-        request (`stopping()` returns its reason, or None)."""
+    def aborted_by_marker(self) -> bool:
+        try:
+            return bool(self.stop_marker) and self.storage.exists(self.stop_marker)
+        except Exception as exc:  # noqa: BLE001 - not readable now: asked again
+            log(f"cannot read {self.stop_marker}: {exc}")
+            return False
+
+    def await_go(self, stopping: Any, **ready: Any) -> dict[str, Any]:
+        """Say `ready`, then wait: the go word once given; NoGo on an abort, the timeout or a
+        stop request (`stopping()` returns its reason, or None)."""
         self.report("ready", **ready)
         log(f"ready: waiting up to {self.timeout:.0f} s for the go in {self.go_file}")
         deadline = time.monotonic() + self.timeout
@@ -106,9 +118,9 @@ class Prepared:
             word = self.word()
             if word is not None and word.get("go") is True:
                 log("go: starting the query")
-                return
-            if word is not None and "abort" in word:
-                why = str(word.get("abort") or "no reason given")
+                return word
+            if (word is not None and "abort" in word) or self.aborted_by_marker():
+                why = str((word or {}).get("abort") or f"stop marker {self.stop_marker}")
                 self.report("aborted", error=why)
                 raise NoGo(f"aborted by the deployer: {why}", EXIT_ABORTED)
             reason = stopping()
@@ -120,3 +132,17 @@ class Prepared:
                 self.report("expired", error=why)
                 raise NoGo(why, EXIT_EXPIRED)
             time.sleep(POLL_SECONDS)
+
+
+def with_starting_offsets(doc: dict[str, Any], word: dict[str, Any]) -> bool:
+    """Give the Kafka source tables the go names the offsets they start from; True when it
+    named any (their views must then be registered again)."""
+    offsets = word.get("starting-offsets") or {}
+    if not isinstance(offsets, dict):
+        return False
+    for table, where in offsets.items():
+        definition = doc["tables"].get(table)
+        if definition is None or not isinstance(where, str):
+            continue
+        definition["options"] = {**(definition.get("options") or {}), "startingOffsets": where}
+    return bool(offsets)

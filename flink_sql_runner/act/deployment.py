@@ -144,13 +144,13 @@ class Deployment:
         )
         mark("gathered")
         spark = self.target.spark_version()
-        plan = build_plan(facts, prune=prune, spark=spark)
+        plan = build_plan(facts, prune=prune, spark=spark, handover=self.settings.handover)
         checks = contract_checks(plan, facts, jobs)
         if checks:
             found = gather_contracts(checks, self.storage, self.schema_cache, self.ask_spark)
             if found:
                 facts = [replace(f, contract=found.get(f.name)) for f in facts]
-                plan = build_plan(facts, prune=prune, spark=spark)
+                plan = build_plan(facts, prune=prune, spark=spark, handover=self.settings.handover)
         plan = without_starts_that_cannot_begin(plan, self.connectors.missing)
         mark("decided")
         return plan

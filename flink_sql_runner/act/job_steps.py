@@ -12,6 +12,10 @@ more than one step.
 - A job's first run that ends before it is healthy keeps its intent record, at phase failed with
   the error: with nothing stored of the job, it is what `status`, `stop`, `logs` and the next
   plan know it by. A submission the target refused started nothing and keeps none.
+- A warm handover prepares the new run before the old one stops (PrepareRun): one that cannot
+  be prepared is stopped and the job fails with the old run untouched; one that never reports
+  (no room for a second driver) falls back to the cold way. A prepared run is given its go only
+  after the old run is confirmed gone, and told to end on every other way out.
 - The steps pause once, after the stops and before the first start, so that the scheduler
   (executor.py) can wait for the jobs this one must follow; held back there, what the stops
   stopped is started again from its checkpoint.
@@ -25,13 +29,22 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from flink_sql_runner.act.results import JobResult, first_line
-from flink_sql_runner.act.runs import RunControl, StartFailed
+from flink_sql_runner.act.runs import (
+    Healthy,
+    Prepared,
+    PreparedGone,
+    PrepareFailed,
+    RunControl,
+    StartFailed,
+)
 from flink_sql_runner.act.tracker import KIND_OF_ACTION, Tracker
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.steps import (
     Archive,
     AwaitRun,
     DropIntent,
+    EndPrepared,
+    PrepareRun,
     Record,
     StartRun,
     Step,
@@ -41,7 +54,8 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.offsets import starting_offsets
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.intents import IntentLog, Kind, Phase
-from flink_sql_runner.model.stored import ABSENT, ANY, Stored, Token
+from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.stored import ABSENT, ANY, Stored, StoredManifest, Token
 from flink_sql_runner.read.secrets import redact_text
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
@@ -71,6 +85,8 @@ class JobSteps:
         #: What this executor's Record steps wrote, with the tokens the store answered (the
         #: deploy hands them to the store's index, so it need not read them back).
         self.recorded: dict[str, Stored] = {}
+        #: Per job: its run a PrepareRun prepared, until its go (or its end).
+        self._prepared: dict[str, Prepared] = {}
 
     def parts(self, decision: Decision, result: JobResult) -> Parts | None:
         """The decision as a generator paused between its stops and its starts; None when
@@ -128,9 +144,10 @@ class JobSteps:
         record = [s.manifest for s in decision.steps if isinstance(s, Record)]
         first = next((s for s in decision.steps if isinstance(s, (StopRun, StartRun))), None)
         manifest = record[-1] if record else (first.manifest if first else None)
+        warm = any(isinstance(s, PrepareRun) for s in decision.steps)
         tracker = Tracker(self.intents, self._check, manifest, decision.action.value,
                           KIND_OF_ACTION.get(decision.action, Kind.START),
-                          self.runs.submit_timeout)  # fmt: skip
+                          self.runs.submit_timeout, prepared=warm)  # fmt: skip
         split = first_start(decision.steps)
         try:
             self._steps(decision.steps[:split], result, tracker)
@@ -151,13 +168,20 @@ class JobSteps:
             return
         except LeaseLost:
             raise  # not this deploy's store any more: no cleanup either
-        except BaseException:
+        except BaseException as exc:
+            # A prepared run is told to end (a kill runs nothing: it ends by itself); until it
+            # is confirmed gone, the record is what tells it from a writer.
+            pending = name in self._prepared
+            if pending and isinstance(exc, Exception):
+                why = f"the deploy did not go on: {first_line(str(exc))}"
+                pending = not self._end_prepared(name, why)
             intent = tracker.intent
             if intent is not None and (
                 intent.phase is Phase.INTENDED
                 or (
                     intent.kind is Kind.START
                     and intent.phase in (Phase.STOPPING, Phase.OLD_STOPPED)
+                    and not pending
                 )
             ):
                 self._forget_intent(tracker)  # nothing new can exist: the old facts stand
@@ -244,6 +268,7 @@ class JobSteps:
         checkpoint, the store unchanged."""
         result.ok, result.outcome = False, "skipped"
         result.summary = f"skipped: held back, {'; '.join(held)}"
+        self._end_prepared(decision.name, f"held back: {'; '.join(held)}")
         if not tracker.written:
             return
         if not decision.rollback:
@@ -290,30 +315,17 @@ class JobSteps:
                 how = self.runs.stop(step.run, step.manifest)
                 tracker.to(Phase.OLD_STOPPED)
                 result.steps.append(f"stopped v{step.run.version}: {how}")
+            elif isinstance(step, PrepareRun):
+                self._prepare(step, result, tracker)
+            elif isinstance(step, EndPrepared):
+                prepared = self._as_prepared(step.run, step.manifest)
+                self.runs.abort(prepared, "an interrupted deploy prepared it; no go will come")
+                result.steps.append(f"ended {step.run.describe()}, prepared and never given its go")
             elif isinstance(step, StartRun):
-                self._fresh_lease(f"start {result.name}")
-                tracker.to(Phase.INTENDED)
-                before = None if step.clean else self.runs.committed(step.manifest)
-                starting = None
-                if step.carry is not None:  # read now: the previous version has stopped
-                    try:
-                        found = starting_offsets(self.runs.storage, step.carry)
-                    except FsrError as exc:  # never `latest` instead: nothing starts
-                        raise StartFailed(
-                            f"cannot read where v{step.carry.version} stopped: {exc}", True
-                        ) from None
-                    starting = found.by_table
-                    result.steps += found.notes
-                tracker.to(Phase.SUBMITTING, committed_before=before)
-                healthy = self.runs.start(
-                    step.manifest,
-                    step.clean,
-                    tracker.run_id,
-                    step.source,
-                    on_submitted=lambda run: tracker.to(Phase.SUBMITTED, run.submission_id),
-                    before_wait=lambda: self._fresh_lease(f"wait for {result.name}"),
-                    starting=starting,
-                )
+                prepared = self._prepared.pop(result.name, None) if step.prepared else None
+                if step.prepared and prepared is None:
+                    result.steps.append("no run was prepared: started the cold way")
+                healthy = self._start(step, result, tracker, prepared)
                 tracker.to(Phase.HEALTHY)
                 ran_on = healthy.spark_version
                 how = "clean" if step.clean else "from checkpoint"
@@ -325,7 +337,10 @@ class JobSteps:
             elif isinstance(step, AwaitRun):
                 control = self.runs.control(step.manifest, step.run.version)
                 self._fresh_lease(f"wait for {result.name}")
-                healthy = self.runs.await_healthy(step.run, control)
+                if step.go:  # the old run was confirmed gone by the interrupted deploy
+                    healthy = self.runs.go(self._as_prepared(step.run, step.manifest))
+                else:
+                    healthy = self.runs.await_healthy(step.run, control)
                 tracker.to(Phase.HEALTHY)
                 ran_on = healthy.spark_version
                 result.steps.append(f"{step.run.describe()} became healthy")
@@ -347,6 +362,98 @@ class JobSteps:
             elif isinstance(step, Archive):
                 where = self.store.archive(step.name, self._tokens[result.name])
                 result.summary = f"pruned: checkpoint kept, manifest archived to {where}"
+
+    # -- starts ----------------------------------------------------------------------------------
+    def _starting(self, step: StartRun, result: JobResult) -> dict[str, str] | None:
+        """Where its Kafka sources start, read now that the previous version has stopped."""
+        if step.carry is None:
+            return None
+        try:
+            found = starting_offsets(self.runs.storage, step.carry)
+        except FsrError as exc:  # never `latest` instead: nothing starts
+            raise StartFailed(
+                f"cannot read where v{step.carry.version} stopped: {exc}", True
+            ) from None
+        result.steps += found.notes
+        return found.by_table
+
+    def _start(
+        self, step: StartRun, result: JobResult, tracker: Tracker, prepared: Prepared | None
+    ) -> Healthy:
+        """Start `step`'s manifest and wait until healthy: the prepared run given its go, or
+        (none, or it ended before its go) a run submitted now."""
+        self._fresh_lease(f"start {result.name}")
+        tracker.to(Phase.INTENDED)
+        before = None if step.clean else self.runs.committed(step.manifest)
+        starting = self._starting(step, result)
+        if prepared is not None:
+            tracker.to(Phase.SUBMITTED, prepared.run.submission_id, committed_before=before)
+            try:
+                return self.runs.go(prepared, starting)
+            except PreparedGone as gone:
+                result.steps.append(f"{gone}: started the cold way")
+        tracker.to(Phase.SUBMITTING, committed_before=before)
+        return self.runs.start(
+            step.manifest,
+            step.clean,
+            tracker.run_id,
+            step.source,
+            on_submitted=lambda run: tracker.to(Phase.SUBMITTED, run.submission_id),
+            before_wait=lambda: self._fresh_lease(f"wait for {result.name}"),
+            starting=starting,
+        )
+
+    def _prepare(self, step: PrepareRun, result: JobResult, tracker: Tracker) -> None:
+        """Prepare the new run beside the old one. A pre-flight that fails ends the job's
+        steps with the old run untouched; one that never reports leaves the cold way open."""
+        name = result.name
+        self._fresh_lease(f"prepare {name}")
+        tracker.to(Phase.INTENDED)
+        tracker.to(Phase.PREPARING)
+        try:
+            prepared = self.runs.prepare(
+                step.manifest,
+                step.clean,
+                tracker.run_id,
+                step.source,
+                on_submitted=lambda run: tracker.to(Phase.PREPARING, run.submission_id),
+                before_wait=lambda: self._fresh_lease(f"wait for {name} to be ready"),
+            )
+        except PrepareFailed as failed:
+            version = f"v{step.manifest.meta.query_version}"
+            if failed.cold:
+                result.steps.append(
+                    f"could not prepare {version}: {first_line(str(failed))}; handing over "
+                    "the cold way (stop, then start)"
+                )
+                return
+            tracker.forget()
+            raise FsrError(
+                f"pre-flight failed: {str(failed).rstrip()}; v{step.beside} untouched, still "
+                "running"
+            ) from None
+        self._prepared[name] = prepared
+        result.steps.append(
+            f"prepared v{step.manifest.meta.query_version} in {prepared.seconds:.1f} s "
+            f"({prepared.run.detail}) while v{step.beside} ran"
+        )
+
+    def _end_prepared(self, name: str, why: str) -> bool:
+        """Tell a run prepared for `name` that its go will not come; True once it is confirmed
+        gone (or there was none). It writes nothing, and ends by itself anyway."""
+        prepared = self._prepared.pop(name, None)
+        if prepared is None:
+            return True
+        try:
+            self.runs.abort(prepared, why)
+        except FsrError:
+            return False
+        return True
+
+    def _as_prepared(self, run: Run, manifest: StoredManifest) -> Prepared:
+        """A run an interrupted warm handover prepared, as `go` and `abort` take it."""
+        control = self.runs.control(manifest, run.version)
+        return Prepared(run, manifest, control.prepared(run.run_id), 0.0, {})
 
 
 @dataclass

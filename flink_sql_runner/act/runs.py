@@ -11,18 +11,25 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from flink_sql_runner.decide.changes import PINNED_SPARK_SETTINGS
 from flink_sql_runner.decide.steps import checkpoint_location
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.checkpoints import inspect_checkpoint
 from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
-from flink_sql_runner.model.control import HEALTHY_STATES, ControlFiles, app_name, run_status
+from flink_sql_runner.model.control import (
+    HEALTHY_STATES,
+    ControlFiles,
+    PreparedFiles,
+    app_name,
+    run_status,
+)
 from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT
 from flink_sql_runner.model.runs import Liveness, Run
-from flink_sql_runner.model.runtime import runtime_manifest, spark_conf
+from flink_sql_runner.model.runtime import runtime_manifest, spark_conf, starting_by_view
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import Storage
 from flink_sql_runner.targets.base import Started, Submission, SubmitOutcomeUnknown, Target
@@ -55,6 +62,33 @@ class StartFailed(FsrError):
     def __init__(self, message: str, gone: bool):
         super().__init__(message)
         self.gone = gone
+
+
+class PrepareFailed(StartFailed):
+    """A prepared run did not get ready and is confirmed gone; the run it was to replace was
+    never touched. `cold`: it was not ready in time (no room for a second run on the cluster,
+    or only slow), so the change may still be carried out the cold way; otherwise its
+    pre-flight failed."""
+
+    def __init__(self, message: str, gone: bool = True, cold: bool = False):
+        super().__init__(message, gone)
+        self.cold = cold
+
+
+class PreparedGone(FsrError):
+    """A prepared run ended before its go (it waited longer than its timeout): it wrote
+    nothing."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A run prepared beside the one it replaces, ready for its go."""
+
+    run: Run
+    manifest: StoredManifest
+    files: PreparedFiles
+    seconds: float  # from its submission to `ready`
+    status: dict[str, Any]  # its `ready` status: what it found in the checkpoint, its settings
 
 
 class RunControl:
@@ -116,14 +150,40 @@ class RunControl:
         the run is confirmed gone. `on_submitted` is told the run once the target accepted it,
         `before_wait` is called before the wait for its health begins. `starting`: Kafka
         source tables that start at given offsets (a clean start after another version)."""
-        version = manifest.meta.query_version
         run_id = run_id or str(uuid.uuid4())
-        control = self.control(manifest, version)
+        control = self.control(manifest, manifest.meta.query_version)
+        self._refuse_used_checkpoint(manifest, clean, StartFailed)
+        document, plain, secret = self._documents(manifest, run_id, control, source, starting)
+        self.storage.delete(control.stop_marker)
+        self.storage.delete(control.status_file)
+        self.storage.write_text(
+            control.runtime_manifest, json.dumps(document, indent=2), private=True
+        )
+        submission = self._submission(manifest, run_id, control, plain, secret)
+        begun = self.clock()
+        started = self._submit(submission, on_submitted, before_wait)
+        problem, status = self._wait_healthy(started.run, control)
+        self.target.launched(started.run)
+        if problem is None:
+            mark("healthy", job=manifest.name)
+            return Healthy(started.run, self.clock() - begun, spark_version(status))
+        raise self._not_healthy(started.run, control, problem)
+
+    # -- what start and prepare share ----------------------------------------------------------
+    def _refuse_used_checkpoint(self, manifest: StoredManifest, clean: bool, error: type) -> None:
         location = checkpoint_location(manifest)
         if clean and not self.storage.is_empty(location):
-            raise StartFailed(
-                f"refusing a clean start: checkpoint folder {location} is not empty", True
-            )
+            raise error(f"refusing a clean start: checkpoint folder {location} is not empty", True)
+
+    def _documents(
+        self,
+        manifest: StoredManifest,
+        run_id: str,
+        control: ControlFiles,
+        source: str,
+        starting: dict[str, str] | None,
+    ) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+        """The runtime manifest, and the Spark properties: plain ones and secret ones."""
         try:
             document = runtime_manifest(
                 manifest, run_id, control, source or manifest.name, starting
@@ -133,24 +193,37 @@ class RunControl:
                 plain.update(self.connectors.conf(manifest.tables, {**secret, **plain}))
         except FsrError as exc:
             raise StartFailed(str(exc), True) from None
-        self.storage.delete(control.stop_marker)
-        self.storage.delete(control.status_file)
-        self.storage.write_text(
-            control.runtime_manifest, json.dumps(document, indent=2), private=True
-        )
-        submission = Submission(
+        return document, plain, secret
+
+    @staticmethod
+    def _submission(
+        manifest: StoredManifest,
+        run_id: str,
+        files: ControlFiles | PreparedFiles,
+        plain: dict[str, str],
+        secret: dict[str, str],
+    ) -> Submission:
+        version = manifest.meta.query_version
+        return Submission(
             name=manifest.name,
             version=version,
             run_id=run_id,
             app_name=app_name(manifest.name, version),
-            runtime_manifest=control.runtime_manifest,
+            runtime_manifest=files.runtime_manifest,
             spark_conf=plain,
             secret_conf=secret,
-            stop_marker=control.stop_marker,
-            status_file=control.status_file,
+            stop_marker=files.stop_marker,
+            status_file=files.status_file,
         )
-        begun = self.clock()
-        mark("submitting", job=manifest.name)
+
+    def _submit(
+        self,
+        submission: Submission,
+        on_submitted: Callable[[Run], None] | None,
+        before_wait: Callable[[], None] | None,
+    ) -> Started:
+        """Submit; StartFailed when nothing started, or when whether it did cannot be told."""
+        mark("submitting", job=submission.name)
         try:
             started = self.target.submit(submission)
         except SubmitOutcomeUnknown as exc:
@@ -162,17 +235,150 @@ class RunControl:
             started = Started(exc.run)
         except FsrError as exc:
             raise StartFailed(str(exc), True) from None
-        mark("submitted", job=manifest.name)
+        mark("submitted", job=submission.name)
         if on_submitted is not None:
             on_submitted(started.run)
         if before_wait is not None:
             before_wait()
-        problem, status = self._wait_healthy(started.run, control)
-        self.target.launched(started.run)
+        return started
+
+    # -- a warm handover (decide/warm.py) --------------------------------------------------------
+    def prepare(
+        self,
+        manifest: StoredManifest,
+        clean: bool,
+        run_id: str,
+        source: str = "",
+        on_submitted: Callable[[Run], None] | None = None,
+        before_wait: Callable[[], None] | None = None,
+    ) -> Prepared:
+        """Submit a run of `manifest` that prepares everything but its query, beside the run it
+        replaces, and wait until it says it is ready. PrepareFailed otherwise, once it is
+        stopped: `cold` when it was not ready within the start timeout (a cluster without room
+        for a second driver or its executors), not when it failed or ended; StartFailed (not
+        gone) when it cannot be confirmed gone."""
+        control = self.control(manifest, manifest.meta.query_version)
+        files = control.prepared(run_id)
+        self._refuse_used_checkpoint(manifest, clean, PrepareFailed)
+        try:
+            document, plain, secret = self._documents(manifest, run_id, control, source, None)
+        except StartFailed as exc:
+            raise PrepareFailed(str(exc), True) from None
+        document["prepare"] = {
+            "status-file": files.status_file,
+            "go-file": files.go_file,
+            "stop-marker": files.stop_marker,
+            "timeout-seconds": self.go_timeout,
+            "pinned-settings": sorted(PINNED_SPARK_SETTINGS),
+        }
+        for stale in (files.stop_marker, files.status_file, files.go_file):
+            self.storage.delete(stale)
+        self.storage.write_text(
+            files.runtime_manifest, json.dumps(document, indent=2), private=True
+        )
+        begun = self.clock()
+        try:
+            submission = self._submission(manifest, run_id, files, plain, secret)
+            started = self._submit(replace(submission, prepared=True), on_submitted, before_wait)
+        except StartFailed as exc:
+            if not exc.gone:
+                raise
+            raise PrepareFailed(str(exc), True) from None
+        run = started.run
+        deadline = self.clock() + self.timeouts.start
+        said = None
+        while True:
+            status = self._status_at(files.status_file, run_id)
+            said = status or said
+            if status:
+                self.target.launched(run)
+            state = (status or {}).get("state")
+            if state == "ready":
+                mark("prepared", job=manifest.name)
+                return Prepared(run, manifest, files, self.clock() - begun, status or {})
+            if state == "failed":
+                problem = status.get("error") if status else None
+                raise self._not_prepared(run, files, problem or "no message")
+            if self.target.liveness(run) is Liveness.GONE:
+                error = (self._status_at(files.status_file, run_id) or {}).get("error")
+                raise self._not_prepared(run, files, error or "it exited; see its log")
+            if self.clock() >= deadline:
+                # Not placed, or placed without room for its executors, or only slow: the
+                # change may still go the cold way, once this run is confirmed gone.
+                why = (
+                    "it did not report (no room for a second driver?)"
+                    if said is None
+                    else "it was not ready (no room for its executors, or a slow start?)"
+                )
+                raise self._not_prepared(
+                    run, files, f"{why} within {self.timeouts.start:.0f} s", cold=True
+                )
+            self.still_acting()
+            self.sleep(self.timeouts.poll)
+
+    @property
+    def go_timeout(self) -> float:
+        """How long a prepared run waits for its go before it ends by itself: the old run's
+        stop (and kill), and a start of another job the scheduler may make it wait for."""
+        return self.timeouts.start + 2 * self.timeouts.stop + 60.0
+
+    def _not_prepared(
+        self, run: Run, files: PreparedFiles, problem: str, cold: bool = False
+    ) -> StartFailed:
+        try:
+            self._stop_prepared(run, files, problem)
+        except FsrError as exc:
+            return StartFailed(
+                f"pre-flight failed: {problem}; the prepared run could not be stopped ({exc}): "
+                "it writes nothing and ends by itself",
+                False,
+            )
+        return PrepareFailed(problem, True, cold)
+
+    def _stop_prepared(self, run: Run, files: PreparedFiles, why: str) -> None:
+        """Tell a prepared run to end, and confirm it gone (a kill after the stop timeout)."""
+        word = {"run-id": run.run_id, "abort": why}
+        self.storage.write_text(files.go_file, json.dumps(word))
+        if self.target.liveness(run) is not Liveness.GONE:
+            self.target.stop(run, files.stop_marker, self.timeouts.stop)
+        self.storage.delete(files.stop_marker)
+
+    def abort(self, prepared: Prepared, why: str) -> None:
+        """End a prepared run that will not get its go; StopNotConfirmed when it cannot be
+        confirmed gone (it writes nothing, and ends by itself)."""
+        self._stop_prepared(prepared.run, prepared.files, why)
+
+    def go(self, prepared: Prepared, starting: dict[str, str] | None = None) -> Healthy:
+        """Give a prepared run its go, once the run it replaces is confirmed gone, and wait
+        until it is healthy. PreparedGone when it ended before its go (its timeout): nothing
+        of it ran, and the manifest may be started the cold way; StartFailed otherwise."""
+        run, manifest = prepared.run, prepared.manifest
+        control = self.control(manifest, manifest.meta.query_version)
+        liveness = self.target.liveness(run)
+        if liveness is Liveness.GONE:
+            raise PreparedGone(f"the prepared {run.describe()} ended before its go")
+        if liveness is Liveness.UNKNOWN:
+            raise StartFailed(
+                f"cannot tell whether the prepared {run.describe()} is still up", False
+            )
+        self.storage.delete(control.stop_marker)
+        self.storage.delete(control.status_file)
+        # From here on it is the version's run: a cluster finds its submission where it
+        # finds the version's (the old run's record is the old run's no more).
+        record = self.storage.read_text(prepared.files.submission_record)
+        if record:
+            self.storage.write_text(control.submission_record, record)
+        word: dict[str, Any] = {"run-id": run.run_id, "go": True}
+        if starting:
+            word["starting-offsets"] = starting_by_view(manifest, starting)
+        begun = self.clock()
+        mark("go", job=manifest.name)
+        self.storage.write_text(prepared.files.go_file, json.dumps(word))
+        problem, status = self._wait_healthy(run, control)
         if problem is None:
             mark("healthy", job=manifest.name)
-            return Healthy(started.run, self.clock() - begun, spark_version(status))
-        raise self._not_healthy(started.run, control, problem)
+            return Healthy(run, self.clock() - begun, spark_version(status))
+        raise self._not_healthy(run, control, problem)
 
     def await_healthy(self, run: Run, control: ControlFiles) -> Healthy:
         """Wait for a run started earlier (by an interrupted deploy) to be healthy."""
@@ -219,8 +425,11 @@ class RunControl:
             self.sleep(self.timeouts.poll)
 
     def _status(self, control: ControlFiles, run_id: str | None) -> dict[str, Any] | None:
+        return self._status_at(control.status_file, run_id)
+
+    def _status_at(self, location: str, run_id: str | None) -> dict[str, Any] | None:
         try:
-            text = self.storage.read_text(control.status_file)
+            text = self.storage.read_text(location)
         except FsrError:
             return None  # not readable now: asked again at the next poll
         return run_status(text, run_id)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.decide.warm import DEFAULT_HANDOVER
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.stores.storage import FileStorage, Storage
@@ -37,6 +38,8 @@ class Settings:
     #: Jobs acted on at once; fact gathering (reads) uses more workers than this.
     parallelism: int = DEFAULT_PARALLELISM
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    #: How a change of a running job is carried out when the job does not say (decide/warm.py).
+    handover: str = DEFAULT_HANDOVER
     properties: PropertyRules = field(default_factory=PropertyRules)  # checks, and warnings
 
 

@@ -27,14 +27,17 @@ class Tracker:
         kind: Kind,
         submit_timeout: float,
         over: Token | Unconditional = ABSENT,
+        prepared: bool = False,
     ):
         """`over`: the record its first write replaces (ABSENT: none may exist; a rollback
-        replaces the record of the start it undoes)."""
+        replaces the record of the start it undoes). `prepared`: its new run is prepared
+        beside the old one (a warm handover)."""
         self.log, self.check = log, check
         self.token: Token | Unconditional = over
         self.manifest, self.action, self.kind = manifest, action, kind
         self.submit_timeout = submit_timeout
         self.run_id = str(uuid.uuid4())
+        self.prepared = prepared
         self.intent: Intent | None = None
 
     @property
@@ -56,7 +59,7 @@ class Tracker:
             if phase is not Phase.INTENDED:
                 return  # awaiting an interrupted command's run: its own record stays
             self.intent = new_intent(self.manifest, self.action, self.run_id, self.kind,
-                                     self.submit_timeout)  # fmt: skip
+                                     self.submit_timeout, prepared=self.prepared)  # fmt: skip
         elif phase is Phase.INTENDED:
             return
         else:

@@ -21,6 +21,7 @@ from flink_sql_runner.cli.options import (
     drop_options,
     env_var,
     input_options,
+    options,
     parallelism_option,
     path_option,
     remote_options,
@@ -49,6 +50,7 @@ from flink_sql_runner.render.plan import plan_json, plan_text, results_text
 @input_options
 @remote_options
 @original_options()
+@options("--handover")
 @click.option(
     "--detailed-exitcode",
     is_flag=True,
@@ -153,6 +155,7 @@ def _deploy_report(plan: Plan, results: dict[str, JobResult], output: str) -> No
 @remote_options
 @original_options()
 @timeout_options
+@options("--handover")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option(
     "--prune",
@@ -190,6 +193,7 @@ def deploy(
 @remote_options
 @original_options()
 @timeout_options
+@options("--handover")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @handle_errors
 def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, **kw: Any) -> int:

@@ -15,6 +15,7 @@ from flink_sql_runner.act.settings import DEFAULT_LOCK_TIMEOUT, DEFAULT_PARALLEL
 from flink_sql_runner.cli.original_flags import (
     original_settings,
 )
+from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, HANDOVERS
 from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.stores import store_uri_from_legacy
 
@@ -177,6 +178,18 @@ _register(
     help="Seconds to wait while another deploy holds the store's lock; then exit 3.",
 )
 
+_register(
+    "--handover",
+    type=click.Choice(HANDOVERS),
+    default=DEFAULT_HANDOVER,
+    show_default=True,
+    envvar=env_var("HANDOVER"),
+    help="How a change of a running job is carried out when its job says nothing (`handover:`). "
+    "warm: prepare the new run (session, tables, query, sink, checkpoint) while the old one runs, "
+    "stop the old one only once the new one is ready; a new run that cannot start leaves the old "
+    "one untouched. cold: stop the old run, then start the new one.",
+)
+
 INPUT_OPTIONS = (
     "--table-definition-path", "--template-file", "--state-dir", "--strict-properties", "--debug"
 )  # fmt: skip
@@ -234,6 +247,7 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
         parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
+        handover=kw.get("handover") or DEFAULT_HANDOVER,
         properties=PropertyRules(
             strict=bool(kw.get("strict_properties")), defaults=original["defaults"]
         ),

@@ -16,13 +16,19 @@ from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.decide.lineage import build_lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
 from flink_sql_runner.decide.tree import decide, describe_runs, error
+from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, warm
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.sinks import SinkId, target_sink
 
 
-def build_plan(facts: list[JobFacts], prune: bool = False, spark: str | None = None) -> Plan:
+def build_plan(
+    facts: list[JobFacts],
+    prune: bool = False,
+    spark: str | None = None,
+    handover: str = DEFAULT_HANDOVER,
+) -> Plan:
     """The decisions for every job, sorted by name. With `prune`, jobs whose manifest left
     --path are stopped and archived instead of left alone. No job starts into a sink another
     job writes (stored or running), unless that job is stopped first in the same deploy.
@@ -30,7 +36,8 @@ def build_plan(facts: list[JobFacts], prune: bool = False, spark: str | None = N
     Along the lineage (pipeline.py): producers start first and consumers stop first, consumers
     with `reprocessing: consistent` follow a producer's new version, and a job that starts
     clean as a new version names what happens downstream of it.
-    `spark`: the Spark version the target will run jobs on, when it can tell."""
+    `spark`: the Spark version the target will run jobs on, when it can tell. `handover`: how
+    a change of a running job is carried out when the job does not say (decide/warm.py)."""
     ordered = sorted(facts, key=lambda f: f.name)
     by_name = {f.name: f for f in ordered}
     lineage = build_lineage(
@@ -56,6 +63,7 @@ def build_plan(facts: list[JobFacts], prune: bool = False, spark: str | None = N
     decisions = pipeline.order_by_lineage(decisions, lineage)
     decisions = _hand_over(decisions, handovers)
     decisions = pipeline.downstream_impact(decisions, by_name, lineage)
+    decisions = {name: warm(d, by_name[name], handover) for name, d in decisions.items()}
     return Plan(tuple(replace(decisions[f.name], token=f.token) for f in ordered))
 
 

@@ -2,7 +2,8 @@
 
 `plan` prints them and `deploy` carries them out; the executor interprets steps and never
 re-derives why. A decision's `rollback` steps run only when one of its starts ends without a
-healthy run, after the new run is confirmed gone.
+healthy run, after the new run is confirmed gone. A warm handover (decide/warm.py) is
+PrepareRun, StopRun, then a StartRun that gives the prepared run its go.
 """
 
 from __future__ import annotations
@@ -41,21 +42,26 @@ class StopRun:
 @dataclass(frozen=True)
 class StartRun:
     """Start a manifest, clean in a new checkpoint folder or from its checkpoint, and wait
-    until it has completed a trigger."""
+    until it has completed a trigger. `prepared`: the run a PrepareRun step of the same decision
+    prepared is given its go instead (the old run is confirmed gone by then); when none could
+    be prepared for lack of resources, the manifest is started as any other (the cold way)."""
 
     manifest: StoredManifest
     clean: bool
     source: str  # where the manifest comes from, for messages (a job file, the store)
     #: A clean start's Kafka sources that begin where the previous version stopped.
     carry: OffsetCarry | None = None
+    prepared: bool = False
 
     def describe(self) -> str:
+        carried = f" ({self.carry.describe()})" if self.carry and self.carry.describe() else ""
+        if self.prepared:
+            return f"go: the prepared {_version(self.manifest)} starts its query{carried}"
         how = (
             f"clean in {checkpoint_location(self.manifest)}"
             if self.clean
             else ("from its checkpoint")
         )
-        carried = f" ({self.carry.describe()})" if self.carry and self.carry.describe() else ""
         return f"start {_version(self.manifest)} {how}{carried}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -65,23 +71,85 @@ class StartRun:
             "clean": self.clean,
             "checkpoint": checkpoint_location(self.manifest),
         }
+        if self.prepared:
+            doc["prepared"] = True
         if self.carry is not None:
             doc["starting-offsets"] = self.carry.to_dict()
         return doc
 
 
 @dataclass(frozen=True)
+class PrepareRun:
+    """Start the new run prepared, beside the run it replaces (a warm handover): JVM, session,
+    tables, the query analysed, the sink checked, the checkpoint read, nothing written; wait
+    until it says it is ready. A run that cannot get there is stopped and the old run was never
+    touched."""
+
+    manifest: StoredManifest
+    clean: bool
+    source: str
+    beside: int  # the version of the run it replaces, which keeps running meanwhile
+
+    def describe(self) -> str:
+        how = (
+            f"clean in {checkpoint_location(self.manifest)}"
+            if self.clean
+            else "from its checkpoint"
+        )
+        return (
+            f"prepare {_version(self.manifest)} {how} while v{self.beside} runs "
+            "(session, tables, query, sink and checkpoint checked; nothing written)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": "prepare",
+            "query-version": self.manifest.meta.query_version,
+            "clean": self.clean,
+            "checkpoint": checkpoint_location(self.manifest),
+        }
+
+
+@dataclass(frozen=True)
 class AwaitRun:
-    """Wait for a run an interrupted deploy started until it has completed a trigger."""
+    """Wait for a run an interrupted deploy started until it has completed a trigger. `go`: the
+    run was prepared by an interrupted warm handover that had confirmed the old run gone; it is
+    given its go (again: a go is given by run id, so twice is once) before the wait."""
 
     run: Run
     manifest: StoredManifest
+    go: bool = False
 
     def describe(self) -> str:
+        if self.go:
+            return (
+                f"give {self.run.describe()}, prepared by an interrupted deploy, its go and wait "
+                "until it is healthy"
+            )
         return f"wait for {self.run.describe()}, started by an interrupted deploy, to be healthy"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"step": "await", "query-version": self.run.version, "run": self.run.detail}
+        doc = {"step": "await", "query-version": self.run.version, "run": self.run.detail}
+        if self.go:
+            doc["go"] = True
+        return doc
+
+
+@dataclass(frozen=True)
+class EndPrepared:
+    """End a run an interrupted warm handover prepared and never gave its go: it wrote nothing,
+    and ends by itself after its timeout anyway, but until then it is one more run of the job."""
+
+    run: Run
+    manifest: StoredManifest  # the manifest it was prepared with: its control files
+
+    def describe(self) -> str:
+        return (
+            f"end {self.run.describe()}, prepared by an interrupted deploy and never given its go"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": "end-prepared", "query-version": self.run.version, "run": self.run.detail}
 
 
 @dataclass(frozen=True)
@@ -142,4 +210,4 @@ class DropIntent:
         return doc
 
 
-Step = StopRun | StartRun | AwaitRun | Record | Archive | DropIntent
+Step = StopRun | PrepareRun | StartRun | AwaitRun | EndPrepared | Record | Archive | DropIntent

@@ -14,6 +14,7 @@ from flink_sql_runner.decide.steps import (
     Archive,
     AwaitRun,
     DropIntent,
+    EndPrepared,
     Record,
     StartRun,
     Step,
@@ -119,13 +120,17 @@ def settle_intent(
     # A version an interrupted start was begun for is never started clean again.
     if facts.checkpoint is not None and facts.checkpoint.highest_version < intent.version:
         facts = replace(facts, checkpoint=replace(facts.checkpoint, highest_version=intent.version))
-    untouched = replace(facts, intent=None)
+    # A run it prepared and never gave its go is not the job's run: it is ended, not decided on.
+    untouched = replace(facts, intent=None, runs=facts.writers)
     note = f"{what}: {settled.why}; "
     failed = intent.failed_start
     if failed is not None and settled.outcome is Outcome.NOT_TAKEN:
         return _after_failed_start(untouched, failed, prune)
     if settled.outcome is Outcome.NOT_TAKEN:
-        return untouched, (DropIntent(f"it did not take effect: {settled.why}"),), (), note
+        drop = DropIntent(f"it did not take effect: {settled.why}")
+        left = [r for r in facts.runs if intent.waits_for_go and r.run_id == intent.run_id]
+        ends = tuple(EndPrepared(run, intent.manifest) for run in left)
+        return untouched, (*ends, drop), (), note
     if intent.kind is Kind.STOP:
         recorded = (Record(intent.manifest), DropIntent("its stop took effect"))
         return replace(untouched, stored=intent.manifest), recorded, (), note + "record it; "
@@ -150,7 +155,7 @@ def settle_intent(
             note + ("record it; "),
         )
     assert settled.run is not None
-    steps = (AwaitRun(settled.run, intent.manifest), Record(intent.manifest),
+    steps = (AwaitRun(settled.run, intent.manifest, go=intent.prepared), Record(intent.manifest),
              DropIntent("its run is up"))  # fmt: skip
     rollback: tuple[Step, ...] = ()
     # A new version's run that fails is undone by resuming the old one; a same-version restart's

@@ -48,6 +48,34 @@ class ControlFiles:
         """Where a cluster target records the submission id of the version's current run."""
         return submission_record_beside(self.stop_marker)
 
+    def prepared(self, run_id: str | None) -> PreparedFiles:
+        """The files of run `run_id`, prepared for this version (a warm handover): its own,
+        since the run it replaces may be of the same version and still use the version's, and
+        another prepared run (one an interrupted deploy left waiting) has its own too."""
+        base = f"{self.stop_marker.removesuffix('.stop')}.prepared-{str(run_id)[:8]}"
+        return PreparedFiles(
+            runtime_manifest=f"{base}.manifest.json",
+            stop_marker=f"{base}.stop",
+            status_file=f"{base}.status.json",
+            go_file=f"{base}.go.json",
+        )
+
+
+@dataclass(frozen=True)
+class PreparedFiles:
+    """A prepared run's control files (runner/prepare.py): its runtime manifest, the marker
+    that aborts it before its go, its status until the go, and the file the go is given in. Its
+    submission record, on cluster targets, lies beside its own stop marker."""
+
+    runtime_manifest: str
+    stop_marker: str
+    status_file: str
+    go_file: str
+
+    @property
+    def submission_record(self) -> str:
+        return submission_record_beside(self.stop_marker)
+
 
 def submission_record_beside(stop_marker: str) -> str:
     """`_control/v<N>.submission.json`, found from the version's stop marker."""

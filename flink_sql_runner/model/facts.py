@@ -56,9 +56,18 @@ class JobFacts:
     contract: ContractFacts | None = None
 
     @property
+    def writers(self) -> tuple[Run, ...]:
+        """Its listed runs, but for a run an interrupted warm handover prepared and never gave
+        its go: that one writes nothing and ends by itself (model/intents.py)."""
+        intent = self.intent.intent if self.intent is not None else None
+        if intent is None or not intent.waits_for_go:
+            return self.runs
+        return tuple(r for r in self.runs if r.run_id != intent.run_id)
+
+    @property
     def alive(self) -> tuple[Run, ...]:
-        return tuple(r for r in self.runs if r.liveness is Liveness.ALIVE)
+        return tuple(r for r in self.writers if r.liveness is Liveness.ALIVE)
 
     @property
     def unknown(self) -> tuple[Run, ...]:
-        return tuple(r for r in self.runs if r.liveness is Liveness.UNKNOWN)
+        return tuple(r for r in self.writers if r.liveness is Liveness.UNKNOWN)

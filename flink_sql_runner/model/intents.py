@@ -47,7 +47,8 @@ from flink_sql_runner.model.stored import (
 
 INTENTS_FOLDER = "_intents"
 #: Version 4 added `error`: why a failed start failed (a first start's record is kept).
-INTENT_SCHEMA_VERSION = 4
+#: Version 5 added `prepared`: the new run was prepared beside the old one (a warm handover).
+INTENT_SCHEMA_VERSION = 5
 
 #: How long a submission may take to show in a listing when the record does not say (records
 #: written before version 3): the longest submit timeout of any target.
@@ -71,6 +72,9 @@ class Phase(str, Enum):
     """How far the interrupted command got, in order."""
 
     INTENDED = "intended"  # nothing done yet
+    #: A warm handover's new run is being prepared beside the old one: it may exist from here
+    #: on, but writes nothing until the go, which is given only after SUBMITTED is written.
+    PREPARING = "preparing"
     STOPPING = "stopping"  # a run is being stopped: it may be gone from here on
     OLD_STOPPED = "old-stopped"  # the previous run is confirmed gone
     SUBMITTING = "submitting"  # the new run is being submitted: it may exist from here on
@@ -108,6 +112,14 @@ class Intent:
     age: float = 0.0
     #: At phase FAILED: why the start failed, one line (Spark's error when it gave one).
     error: str | None = None
+    #: The new run was prepared (a warm handover): before SUBMITTED it never got its go and
+    #: writes nothing; from SUBMITTED on, the go may have been given.
+    prepared: bool = False
+
+    @property
+    def waits_for_go(self) -> bool:
+        """Its new run may exist but can never write: prepared, and the go not yet due."""
+        return self.prepared and not self.phase.submitted and self.phase is not Phase.FAILED
 
     @property
     def name(self) -> str:
@@ -153,6 +165,7 @@ class Intent:
                 "committed-before": self.committed_before,
                 "written": self.written,
                 "error": self.error,
+                "prepared": self.prepared,
                 "manifest": self.manifest.to_dict(),
             },
             indent=2,
@@ -163,7 +176,7 @@ class Intent:
         try:
             doc: Any = json.loads(text)
             version = doc.get("schema-version")
-            if version not in (1, 2, 3, INTENT_SCHEMA_VERSION):
+            if version not in (1, 2, 3, 4, INTENT_SCHEMA_VERSION):
                 raise ValueError(f"schema-version {version!r}")
             manifest = StoredManifest.from_dict(doc["manifest"], source)
             action = str(doc["action"])
@@ -190,6 +203,7 @@ class Intent:
                 int(committed) if committed is not None else None,
                 age,
                 error,
+                doc.get("prepared") is True,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StoreError(f"intent record {source} is unreadable ({exc}); delete it") from None
@@ -202,6 +216,7 @@ def new_intent(
     kind: Kind = Kind.START,
     submit_timeout: float = DEFAULT_SUBMIT_TIMEOUT,
     committed_before: int | None = None,
+    prepared: bool = False,
 ) -> Intent:
     return Intent(
         manifest,
@@ -211,6 +226,7 @@ def new_intent(
         kind=kind,
         submit_timeout=submit_timeout,
         committed_before=committed_before,
+        prepared=prepared,
     )
 
 
@@ -276,6 +292,12 @@ def settle(
         and status.get("run-id") == intent.run_id
         and status.get("state") in HEALTHY_STATES
     )
+    if intent.waits_for_go:
+        return Settlement(
+            intent,
+            Outcome.NOT_TAKEN,
+            "its new run was prepared but never given its go: it wrote nothing and ends by itself",
+        )
     if not intent.phase.submitted and intent.phase is not Phase.FAILED:
         return Settlement(intent, Outcome.NOT_TAKEN, "its new run was never submitted")
     mine = [r for r in runs if r.run_id == intent.run_id]

@@ -66,6 +66,13 @@ def source_tables(manifest: StoredManifest) -> list[str]:
     return sorted(name for name in manifest.tables if name != spec["target-table"])
 
 
+def starting_by_view(manifest: StoredManifest, starting: dict[str, str] | None) -> dict[str, str]:
+    """`starting` (Kafka source tables' starting offsets, by table name) by the name the run
+    registers each table under (its view): what the runtime manifest and a go carry."""
+    views = {name: parse_name(name).view for name in source_tables(manifest)}
+    return {views.get(name, name): offsets for name, offsets in (starting or {}).items()}
+
+
 def runtime_manifest(
     manifest: StoredManifest,
     run_id: str,
@@ -84,8 +91,8 @@ def runtime_manifest(
         views.get(name, name): _resolve(definition, manifest, f"tables.{name}", source)
         for name, definition in manifest.tables.items()
     }
-    for name, offsets in (starting or {}).items():
-        table = tables[views.get(name, name)]
+    for view, offsets in starting_by_view(manifest, starting).items():
+        table = tables[view]
         table["options"] = {**table.get("options", {}), "startingOffsets": offsets}
     sql = spec.get("sql")
     moved = {parse_name(name).key: view for name, view in views.items() if view != name}

@@ -24,6 +24,9 @@ class Submission:
     status_file: str = ""
     #: Cluster targets: the runner's modules as a zip the driver reads (--package).
     runner_package: str = ""
+    #: A run prepared beside the run it replaces (a warm handover): it writes nothing until
+    #: the deployer gives it its go, so it may run beside another run of the job.
+    prepared: bool = False
 
 
 @dataclass(frozen=True)

@@ -71,10 +71,10 @@ def health_of(
     if record is not None and record.manifest != manifest_digest(stored):
         record = None  # about a job a deploy has changed since
     status = _status(deployment, stored)
-    health = assess(stored, f.runs, status, record, now)
+    health = assess(stored, f.writers, status, record, now)
     quiet = _quiet(health, now)
     if quiet:
-        health = assess(stored, f.runs, status, record, now, stalled=quiet)
+        health = assess(stored, f.writers, status, record, now, stalled=quiet)
     return health, record
 
 

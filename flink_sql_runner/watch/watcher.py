@@ -355,7 +355,7 @@ class Watcher:
         """What to do about one job now (None: nothing, yet), its failure counted."""
         name = facts.name
         record = self._record(name, manifest, records)
-        health = self._assess(name, manifest, facts.runs, record)
+        health = self._assess(name, manifest, facts.writers, record)
         now = self.wall()
         if health.state is State.STALLED:
             record = self._failed(record, f"stalled: {health.detail}", now)

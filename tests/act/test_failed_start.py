@@ -17,7 +17,7 @@ from flink_sql_runner.decide.steps import DropIntent, StartRun
 from flink_sql_runner.errors import UnknownJob
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.gather.logs import find_log
-from flink_sql_runner.model.intents import IntentLog, Phase
+from flink_sql_runner.model.intents import INTENT_SCHEMA_VERSION, IntentLog, Phase
 from flink_sql_runner.render.status import status_text
 from flink_sql_runner.watch.status import status_rows
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
@@ -47,7 +47,7 @@ def test_a_failed_first_start_keeps_its_record_with_the_error():
     assert failed is not None
     assert (failed.version, failed.error) == (1, ERROR)
     assert failed.run_id == target.submissions[0].run_id
-    assert json.loads(intent.to_json())["schema-version"] == 4
+    assert json.loads(intent.to_json())["schema-version"] == INTENT_SCHEMA_VERSION
 
 
 def test_the_next_plan_says_it_failed_beside_the_retry():

@@ -218,6 +218,19 @@ def test_plan_of_a_config_change(project: Project) -> None:
     same(block, result.stdout)
 
 
+@checks("plan-warm-handover")
+def test_plan_of_a_warm_handover(project: Project) -> None:
+    block = sample("plan-warm-handover")
+    project.deployed("examples/queries")
+    project.edit(
+        "examples/queries/tick-log.yaml",
+        lambda job: job.update(description="Every tick, with a better description"),
+    )
+    result = project.run(sample_command(block))
+    assert result.returncode == 0, result.stderr
+    same(block, result.stdout)
+
+
 @checks("plan-query-change")
 def test_plan_of_a_query_change(project: Project) -> None:
     block = sample("plan-query-change")

@@ -104,6 +104,47 @@ def test_a_failed_start_s_error_is_kept_and_a_version_3_record_still_reads():
     doc["schema-version"], doc["error"] = 4, ["not", "a", "line"]
     with pytest.raises(StoreError, match="error .* is not a string"):
         Intent.from_json(json.dumps(doc), "intents/orders.json")
-    doc["schema-version"] = 5
-    with pytest.raises(StoreError, match="schema-version 5"):
+    doc["schema-version"], doc["error"] = 6, None
+    with pytest.raises(StoreError, match="schema-version 6"):
         Intent.from_json(json.dumps(doc), "intents/orders.json")
+
+
+def test_a_prepared_start_is_kept_in_its_record_and_a_version_4_record_reads_as_cold() -> None:
+    intent = replace(new_intent(MANIFEST, "stop-and-restart-from-checkpoint", "r"), prepared=True)
+    for phase in (Phase.INTENDED, Phase.PREPARING, Phase.STOPPING, Phase.OLD_STOPPED):
+        back = Intent.from_json(intent.at(phase).to_json(), "intents/orders.json")
+        assert back.prepared and back.waits_for_go, phase
+    for phase in (Phase.SUBMITTED, Phase.HEALTHY, Phase.FAILED):
+        back = Intent.from_json(intent.at(phase).to_json(), "intents/orders.json")
+        assert back.prepared and not back.waits_for_go, phase
+    doc = json.loads(intent.at(Phase.PREPARING).to_json())
+    doc["schema-version"] = 4
+    del doc["prepared"]
+    assert not Intent.from_json(json.dumps(doc), "intents/orders.json").prepared
+
+
+@pytest.mark.parametrize(
+    ("phase", "outcome"),
+    [
+        (Phase.PREPARING, Outcome.NOT_TAKEN),
+        (Phase.STOPPING, Outcome.NOT_TAKEN),
+        (Phase.OLD_STOPPED, Outcome.NOT_TAKEN),
+        (Phase.SUBMITTED, Outcome.UP),
+    ],
+)
+def test_a_prepared_run_counts_as_the_job_s_run_only_once_its_go_was_due(phase, outcome) -> None:
+    from flink_sql_runner.model.facts import IntentFacts, JobFacts
+
+    intent = replace(
+        new_intent(MANIFEST, "stop-and-restart-from-checkpoint", "new"), prepared=True
+    ).at(phase)
+    old, prepared = Run("orders", 2, "old", "pid 1"), Run("orders", 2, "new", "pid 2")
+    runs = (old, prepared) if phase is not Phase.SUBMITTED else (prepared,)
+    settled = settle(intent, runs, None)
+    assert settled.outcome is outcome, settled.why
+    facts = JobFacts("orders", None, MANIFEST, runs, intent=IntentFacts(settled))
+    if outcome is Outcome.NOT_TAKEN:
+        assert "prepared but never given its go" in settled.why
+        assert facts.alive == (old,)  # the prepared one writes nothing: not the job's run
+    else:
+        assert facts.alive == (prepared,)

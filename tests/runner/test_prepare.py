@@ -162,3 +162,51 @@ def test_a_bad_prepare_section_is_refused(tmp_path, prepare, message):
     doc = manifest(tmp_path, prepare=prepare)
     with pytest.raises(BadManifest, match=message):
         load_manifest(json.dumps(doc))
+
+
+@pytest.mark.spark
+def test_a_prepared_run_ends_at_its_own_stop_marker_not_the_versions(spark, tmp_path):
+    write_input(tmp_path, "a", range(3))
+    doc = prepared_manifest(tmp_path)
+    own = tmp_path / "_control" / "v1.prepared.stop"
+    doc["prepare"]["stop-marker"] = str(own)
+    doc["stop-marker"] = str(tmp_path / "_control" / "v1.stop")
+    run = Run(spark, tmp_path, doc)
+    wait_for(lambda: run.state() == "ready", timeout=120, what="the run to be ready")
+    # the version's marker is the old run's (a config change keeps the version): not this one's
+    (tmp_path / "_control" / "v1.stop").write_text("")
+    run.thread.join(1.0)
+    assert run.thread.is_alive()
+    own.write_text("")
+    assert run.ended() == EXIT_ABORTED
+    assert run.prepared_status()["state"] == "aborted"
+    assert not (tmp_path / "ckpt").exists() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.spark
+def test_the_go_may_name_where_sources_start_and_they_are_registered_again(spark, tmp_path):
+    write_input(tmp_path, "a", range(4))
+    run = Run(spark, tmp_path, prepared_manifest(tmp_path))
+    wait_for(lambda: run.state() == "ready", timeout=120, what="the run to be ready")
+    run.word(**{"run-id": "run-1", "go": True, "starting-offsets": {"people": '{"t": {"0": 5}}'}})
+    assert run.ended() == lifecycle.EXIT_OK
+    rows = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted(row["id"] for row in rows) == [0, 1, 2, 3]
+
+
+def test_starting_offsets_given_with_the_go_reach_only_the_tables_named() -> None:
+    from runner.prepare import with_starting_offsets
+
+    doc = {
+        "tables": {
+            "orders": {"format": "kafka", "options": {"subscribe": "o", "startingOffsets": "x"}},
+            "out": {"format": "parquet", "options": {"path": "/o"}},
+        }
+    }
+    assert not with_starting_offsets(doc, {"go": True})
+    assert with_starting_offsets(doc, {"starting-offsets": {"orders": '{"o": {"0": 7}}'}})
+    assert doc["tables"]["orders"]["options"] == {
+        "subscribe": "o",
+        "startingOffsets": '{"o": {"0": 7}}',
+    }
+    assert doc["tables"]["out"]["options"] == {"path": "/o"}

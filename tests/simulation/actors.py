@@ -24,8 +24,10 @@ from tests.simulation.world import BUCKET, PREFIX, SimS3, SimStorage, SimTarget,
 TIMEOUTS = Timeouts(start=60.0, stop=20.0, poll=2.0)
 
 
-def deployment(world: World, name: str, parallelism: int = 1) -> Deployment:
-    settings = Settings(parallelism=parallelism, lock_timeout=600.0, timeouts=TIMEOUTS)
+def deployment(world: World, name: str, parallelism: int = 1, handover: str = "cold") -> Deployment:
+    settings = Settings(
+        parallelism=parallelism, lock_timeout=600.0, timeouts=TIMEOUTS, handover=handover
+    )
     store = S3Store(BUCKET, PREFIX, client=SimS3(world))
     found = Deployment(settings, store=store, target=SimTarget(world))
     found.storage = SimStorage(world)
@@ -45,11 +47,12 @@ def deploy(
     parallelism: int,
     on_interrupts: Callable[[Callable[[], None]], None],
     exit_now: Callable[[str], None],
+    handover: str = "cold",
 ) -> tuple[bool, str]:
     """`deploy` as the CLI runs it (cli/deploy.py): (whether it exits 0, a summary).
     `on_interrupts` is given what a SIGINT runs (the CLI's own handler); `exit_now` ends the
     process at once (the CLI's os._exit after a second Ctrl-C)."""
-    d = deployment(world, name, parallelism)
+    d = deployment(world, name, parallelism, handover)
     interrupts = DeployInterrupts(d, lambda line: world.log(f"{name} says: {line}"))
     on_interrupts(lambda: interrupts._handle(signal.SIGINT, None))
     shown: list[Plan] = []
@@ -70,9 +73,11 @@ def deploy(
     return ok, "; ".join(said)
 
 
-def pending(world: World, name: str, jobs: tuple[Job, ...], prune: bool) -> list[str]:
+def pending(
+    world: World, name: str, jobs: tuple[Job, ...], prune: bool, handover: str = "cold"
+) -> list[str]:
     """What a plan (under no lock) would still do: the jobs with steps."""
-    d = deployment(world, name)
+    d = deployment(world, name, handover=handover)
     plan = d.plan(list(jobs), include_orphans=True, prune=prune)
     return [f"{x.name}: {x.action.value} ({x.reason})" for x in plan.decisions if x.steps]
 

@@ -99,11 +99,14 @@ class Scenario:
     seed: int
     faults: Faults
     ops: list[Op] = field(default_factory=list)
+    #: How every deploy of the seed carries out a change of a running job (--handover).
+    handover: str = "cold"
 
     def describe(self) -> list[str]:
         lines = [
             f"seed {self.seed}: faults "
             + ", ".join(f"{k}={v:g}" for k, v in vars(self.faults).items() if v)
+            + f"; handover {self.handover}"
         ]
         for op in self.ops:
             if op.kind == "deploy":
@@ -170,4 +173,6 @@ def generate(seed: int) -> Scenario:
     if rng.random() < 0.15:  # manifest writes (the record after a healthy start) often fail
         faults.manifest_put_503 = 0.3
         faults.run_dies = max(faults.run_dies, 0.5)
+    if rng.random() < 0.5:  # half the seeds deploy their changes warm (decide/warm.py)
+        scenario.handover = "warm"
     return scenario

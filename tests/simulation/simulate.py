@@ -140,6 +140,7 @@ class Director:
                 op.parallelism if op else 1,
                 holder.append,
                 self.exit_now,
+                self.scenario.handover,
             )
             if ok:
                 self.after_ok_deploy(name, jobs, prune)
@@ -314,7 +315,7 @@ class Director:
             self.kill(last, "did not end")
         else:
             _, jobs, prune = VARIANTS[self.last_variant]
-            left = actors.pending(w, "plan", jobs, prune)
+            left = actors.pending(w, "plan", jobs, prune, self.scenario.handover)
             if left:
                 w.violate(
                     "no-convergence",

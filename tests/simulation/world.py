@@ -36,6 +36,10 @@ BUCKET = "sim"
 PREFIX = "store/"
 
 
+#: The Spark the simulated cluster runs.
+SIM_SPARK = "4.0.0"
+
+
 @dataclass
 class Faults:
     """Probabilities of each fault per call (all zero in the quiet phase)."""
@@ -76,6 +80,8 @@ class SimRun:
     sink: str = ""
     query: str = ""
     next_batch: int | None = None
+    #: A run that may write: any run but a prepared one before its go (a warm handover).
+    writer: bool = True
 
     def describe(self) -> str:
         return f"{self.name} v{self.version} run {self.run_id[:8]} (by {self.started_by})"
@@ -268,10 +274,11 @@ class World:
             by,
             self.rt.step,
         )
-        alive = self.live_runs(run.name)
+        run.writer = not submission.prepared
+        alive = [r for r in self.live_runs(run.name) if r.writer]
         self.runs.append(run)
-        self.log(f"cluster: run {run.describe()} starts")
-        if alive:
+        self.log(f"cluster: run {run.describe()} starts" + (" prepared" if not run.writer else ""))
+        if alive and run.writer:
             self.violate(
                 "two-runs",
                 f"{run.describe()} started while "
@@ -303,7 +310,7 @@ class World:
         self.log(f"cluster: run {run.describe()} ends: {how}")
 
     def write_status(self, run: SimRun, state: str, **more: Any) -> None:
-        doc = {"run-id": run.run_id, "state": state, "spark-version": "4.0.0", **more}
+        doc = {"run-id": run.run_id, "state": state, "spark-version": SIM_SPARK, **more}
         self.files[run.status_file] = json.dumps(doc)
 
     def drive(self, run: SimRun) -> None:
@@ -314,6 +321,8 @@ class World:
         if run.gone:
             return
         doc = json.loads(self.files.get(run.runtime_manifest) or "{}")
+        if doc.get("prepare") and not self.await_go(run, doc):
+            return
         run.location = str(doc.get("checkpoint-location", ""))
         run.sink = sink_of_tables(str(doc.get("target-table")), doc.get("tables") or {})
         run.query = query_of(doc)
@@ -365,6 +374,42 @@ class World:
                 self.end_run(run, "died", "failed", error="sim: the driver died")
                 return
             self.rt.sleep(self.rng.uniform(3, 8))
+
+    def await_go(self, run: SimRun, doc: dict[str, Any]) -> bool:
+        """A prepared run (runner/prepare.py): its pre-flight may fail; then it says `ready`
+        and waits for the word naming it. True once given its go: from then on it writes, on
+        the version's status file and stop marker; it ends on an abort, its own stop marker
+        or its timeout, having written nothing."""
+        section = doc["prepare"]
+        deadline = self.rt.now + float(section.get("timeout-seconds", 300))
+        if self.chance(self.faults.run_dies / 2):
+            self.end_run(run, "pre-flight failed", "failed", error="sim: pre-flight failed")
+            return False
+        self.write_status(run, "ready")
+        while not run.gone:
+            word = json.loads(self.files.get(section["go-file"]) or "{}")
+            mine = word.get("run-id") == run.run_id
+            if mine and word.get("go") is True:
+                alive = [r for r in self.live_runs(run.name) if r.writer and r is not run]
+                if alive:
+                    self.violate(
+                        "two-runs",
+                        f"{run.describe()} was given its go while "
+                        + ", ".join(r.describe() for r in alive)
+                        + " may be alive",
+                    )
+                run.writer = True
+                run.status_file, run.stop_marker = doc["status-file"], doc["stop-marker"]
+                self.log(f"cluster: run {run.describe()} got its go")
+                return True
+            if (mine and "abort" in word) or self.files.get(section["stop-marker"]) is not None:
+                self.end_run(run, "ended before its go", "aborted")
+                return False
+            if self.rt.now >= deadline:
+                self.end_run(run, "no go within its timeout", "expired")
+                return False
+            self.rt.sleep(1)
+        return False
 
     def commit(self, run: SimRun) -> int:
         # A driver reads where its checkpoint is at its start and goes on from there by itself
@@ -554,7 +599,9 @@ class SimTarget:
         self.world = world
 
     def spark_version(self) -> str | None:
-        return None
+        """The Spark its drivers report (`write_status`): a job with Kafka tables gets the
+        connector for it (targets/connectors.py)."""
+        return SIM_SPARK
 
     def _run(self, run: SimRun) -> Run:
         return Run(run.name, run.version, run.run_id, run.submission_id, run.submission_id)

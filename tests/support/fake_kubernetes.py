@@ -37,15 +37,28 @@ def save():
         json.dump(pods, handle)
 
 
-def status_file(pod, state, error=None):
+def status_file(pod, state, error=None, location=None):
     manifest = json.load(open(pod["manifest"]))
-    with open(manifest["status-file"], "w") as handle:
+    with open(location or manifest["status-file"], "w") as handle:
         json.dump({{"run-id": manifest["run-id"], "state": state, "error": error}}, handle)
 
 
 def advance(pod):
     manifest = json.load(open(pod["manifest"]))
     ignore = os.environ.get("FAKE_K8S_IGNORE_MARKER")
+    prepare = manifest.get("prepare")
+    if pod["phase"] == "Running" and pod.get("waiting"):  # a prepared run: its word
+        word = {{}}
+        if os.path.exists(prepare["go-file"]):
+            word = json.load(open(prepare["go-file"]))
+        mine = word.get("run-id") == manifest["run-id"]
+        if mine and word.get("go") is True:
+            pod["waiting"] = False
+            status_file(pod, "active")
+        elif mine or os.path.exists(prepare["stop-marker"]):
+            pod.update(phase="Succeeded", container="terminated", exit="0", reason="Completed")
+            status_file(pod, "aborted", location=prepare["status-file"])
+        return
     if pod["phase"] == "Running" and os.path.exists(manifest["stop-marker"]) and not ignore:
         pod.update(phase="Succeeded", container="terminated", exit="0", reason="Completed")
         status_file(pod, "stopped")
@@ -138,6 +151,10 @@ pod = {{
 if os.environ.get("FAKE_K8S_DRIVER_FAILS"):
     pod.update(phase="Failed", container="terminated", exit="1", reason="Error")
     status_file(pod, "failed", "[TABLE_OR_VIEW_NOT_FOUND] The table or view `nope` is missing.")
+elif json.load(open(pod["manifest"])).get("prepare"):
+    pod["waiting"] = True
+    prepared = json.load(open(pod["manifest"]))["prepare"]["status-file"]
+    status_file(pod, "ready", location=prepared)
 else:
     status_file(pod, "active")
 pods[namespace + ":" + pod["name"]] = pod

@@ -76,6 +76,7 @@ class FakeApp:
     diagnostics: str = ""
     started: int = field(default_factory=lambda: int(time.time() * 1000))
     finished: int = 0
+    waiting: bool = False  # a prepared run before its word
 
     def to_json(self, rm: str) -> dict[str, Any]:
         """An app object as the documentation's examples show it."""
@@ -143,15 +144,31 @@ class FakeResourceManager:
     def _read(self, location: str) -> str | None:
         return FileStorage(self.s3_client).read_text(location)
 
-    def _write_status(self, app: FakeApp, state: str) -> None:
+    def _write_status(self, app: FakeApp, state: str, location: str | None = None) -> None:
         doc = {"run-id": app.manifest["run-id"], "state": state, "batch-id": 0, "error": None}
-        FileStorage(self.s3_client).write_text(app.manifest["status-file"], json.dumps(doc))
+        where = location or app.manifest["status-file"]
+        FileStorage(self.s3_client).write_text(where, json.dumps(doc))
 
     def _advance(self, app: FakeApp) -> None:
-        """ACCEPTED -> RUNNING; RUNNING -> FINISHED once the stop marker is there."""
+        """ACCEPTED -> RUNNING; RUNNING -> FINISHED once the stop marker is there. A prepared
+        run (runner/prepare.py) says `ready` on its own status file and waits for the word
+        naming it: the go (then `active` on the version's), or an abort or its own marker."""
+        prepare = app.manifest.get("prepare")
         if app.state == "ACCEPTED":
             app.state = "RUNNING"
-            self._write_status(app, "active")
+            if prepare:
+                app.waiting = True
+                self._write_status(app, "ready", prepare["status-file"])
+            else:
+                self._write_status(app, "active")
+        elif app.state == "RUNNING" and app.waiting:
+            word = json.loads(self._read(prepare["go-file"]) or "{}")
+            if word.get("run-id") == app.manifest["run-id"] and word.get("go") is True:
+                app.waiting = False
+                self._write_status(app, "active")
+            elif word.get("run-id") == app.manifest["run-id"] or self._read(prepare["stop-marker"]):
+                app.end("FINISHED", "SUCCEEDED")
+                self._write_status(app, "aborted", prepare["status-file"])
         elif app.state == "RUNNING" and self.honour_marker:
             if self._read(app.manifest["stop-marker"]) is not None:
                 app.end("FINISHED", "SUCCEEDED")

@@ -338,7 +338,10 @@ class FakeTarget:
     def submit(self, submission: Submission) -> Started:
         if callable(self.before_submit):
             self.before_submit(submission)
-        if self.runs.get(submission.name) or submission.name in self.unknown:
+        # A prepared run writes nothing until its go (tests/support/jobs.py::FakeRunner
+        # checks the go instead); any other run submitted beside one of its job is a second.
+        beside = self.runs.get(submission.name) or submission.name in self.unknown
+        if beside and not submission.prepared:
             self.double_starts.append(submission.name)
         if self.fail_submit:
             raise FsrError("cluster refused the submission (switch)")
@@ -398,6 +401,9 @@ class FakeStorage:
     def __init__(self) -> None:
         self.files: dict[str, str] = {}  # write_bytes keeps bytes
         self.fail = False
+        #: Called after each write_text with (location, text), e.g. a runner that waits for
+        #: its go (tests/support/jobs.py::FakeRunner).
+        self.on_write: object = None
         self.deletes_left: int | None = None
         #: Every file deleted, in order.
         self.deleted: list[str] = []
@@ -427,6 +433,8 @@ class FakeStorage:
     def write_text(self, location: str, text: str, *, private: bool = False) -> None:
         self._check()
         self.files[location] = text
+        if callable(self.on_write):
+            self.on_write(location, text)
 
     def write_bytes(self, location: str, data: bytes) -> None:
         self._check()

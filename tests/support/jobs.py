@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+from typing import Any
 
 from flink_sql_runner.act.executor import Executor
 from flink_sql_runner.act.runs import Timeouts
@@ -68,6 +70,66 @@ def healthy(state: FakeStorage, status: str = "active", error: str | None = None
         )
 
     return write
+
+
+class FakeRunner:
+    """Plays the runner on fakes, warm handovers included: a run submitted at once reports
+    `state`; a prepared run reports `prepared` on its own status file (None: nothing, as a
+    driver that never got room), and on its go reports `state` on the version's. A go given
+    while another run of the job is up is a second writer (`target.double_starts`); an abort
+    ends the prepared run."""
+
+    def __init__(
+        self,
+        state: FakeStorage,
+        target: FakeTarget,
+        status: str = "active",
+        prepared: str | None = "ready",
+        error: str | None = "boom: division by zero",
+        after_go: str | None = None,
+    ):
+        """`after_go`: what a prepared run reports once given its go (default `status`)."""
+        self.state, self.target = state, target
+        self.status, self.prepared, self.error = status, prepared, error
+        self.after_go = after_go or status
+        self.waiting: dict[str, Any] = {}  # prepared submissions by run id
+        self.words: list[dict[str, Any]] = []  # every go or abort given, in order
+        target.on_submit = self._submitted
+        state.on_write = self._written
+
+    def _report(self, location: str, run_id: str, status: str) -> None:
+        self.state.files[location] = json.dumps(
+            {"run-id": run_id, "state": status, "error": self.error if status == "failed" else None}
+        )
+
+    def _submitted(self, submission) -> None:
+        if not submission.prepared:
+            self._report(submission.status_file, submission.run_id, self.status)
+            return
+        self.waiting[submission.run_id] = submission
+        if self.prepared is not None:
+            self._report(submission.status_file, submission.run_id, self.prepared)
+
+    def _written(self, location: str, text: str) -> None:
+        for run_id, submission in list(self.waiting.items()):
+            if location != submission.stop_marker.removesuffix(".stop") + ".go.json":
+                continue
+            word = json.loads(text)
+            if word.get("run-id") != run_id:
+                continue
+            self.words.append(word)
+            del self.waiting[run_id]
+            if word.get("go") is True:
+                others = self.target.runs.get(submission.name, [])
+                if any(run.run_id != run_id for run in others):
+                    self.target.double_starts.append(submission.name)
+                version_status = re.sub(
+                    r"\.prepared-[^.]+\.status\.json$", ".status.json", submission.status_file
+                )
+                self._report(version_status, run_id, self.after_go)
+            else:  # aborted: the run ends
+                runs = self.target.runs.get(submission.name, [])
+                self.target.runs[submission.name] = [r for r in runs if r.run_id != run_id]
 
 
 def fake_world(on_submit="active", **target_switches):

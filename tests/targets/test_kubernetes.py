@@ -217,6 +217,32 @@ def test_deploy_and_status_through_the_cli(tmp_path: Path, spark_submit: Path):
     assert result.returncode == 0 and "stopped gracefully" in result.stdout
 
 
+def test_a_warm_handover_through_the_cli_prepares_a_pod_beside_the_old(
+    tmp_path: Path, spark_submit: Path
+):
+    """The prepared run is a driver pod of its own (its name carries its run id): the old pod
+    is stopped only once the new one is ready, then the new one gets its go."""
+    ws = Workspace(
+        tmp_path / "ws",
+        MASTER,
+        "kubernetes",
+        ("--namespace", "jobs", "--spark-submit", str(spark_submit), "--runner-path", RUNNER),
+    )
+    out = str(tmp_path / "out")  # nothing there yet: the plan reads no sink schema
+    ws.write_one_job("orders", out)
+    result = ws.deploy()
+    assert result.returncode == 0, result.stdout + result.stderr
+    ws.write_one_job("orders", out, description="new words")
+    result = ws.deploy("--handover", "warm")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "prepared v1 in" in result.stdout and "stopped gracefully" in result.stdout
+    status = ws.cli("status", "--output", "json")
+    (row,) = json.loads(status.stdout)["jobs"]
+    assert (row["running"], row["running-version"]) == (True, 1)
+    started = [line for line in result.stdout.splitlines() if "started v1 (" in line]
+    assert started and row["where"] in started[0], (row, started)
+
+
 @pytest.mark.spark
 def test_the_real_spark_submit_errors_come_back(tmp_path: Path):
     """The real spark-submit: the packaged runner without spark.kubernetes.file.upload.path is

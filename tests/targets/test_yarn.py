@@ -264,6 +264,38 @@ def test_deploy_status_and_stop_through_the_cli_with_checkpoints_on_s3(
         assert rm.violations == []
 
 
+def test_a_warm_handover_through_the_cli_prepares_the_new_application_beside_the_old(
+    tmp_path: Path, spark_submit: Path, rm: FakeResourceManager
+):
+    """On YARN the prepared run is an application of its own, tagged with its run id: the
+    listing tells it from the one it replaces; the old one is stopped only once the new one
+    is ready, and the version's submission record names the new one after the go."""
+    ws = Workspace(
+        tmp_path / "ws",
+        "yarn",
+        "yarn",
+        ("--cluster-api", rm.url, "--spark-submit", str(spark_submit)),
+    )
+    ws.write_one_job("orders", str(tmp_path / "out"))
+    result = ws.deploy()
+    assert result.returncode == 0, result.stdout + result.stderr
+    ws.write_one_job("orders", str(tmp_path / "out"), description="new words")
+    result = ws.deploy("--handover", "warm")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "prepared v1 in" in result.stdout and "stopped gracefully" in result.stdout
+    assert "started v1 (application_1795400000000_0002)" in result.stdout
+    first, second = (
+        rm.apps["application_1795400000000_0001"],
+        rm.apps["application_1795400000000_0002"],
+    )
+    assert first.state == "FINISHED" and second.state == "RUNNING"
+    assert second.manifest["prepare"]["status-file"].endswith(".status.json")
+    assert second.started <= first.finished, "the new one was up before the old one stopped"
+    record = ws.state / "checkpoints" / "orders" / "_control" / "v1.submission.json"
+    assert json.loads(record.read_text())["submission_id"] == second.id
+    assert rm.violations == []
+
+
 @pytest.mark.spark
 def test_the_real_spark_submit_refusal_comes_back(
     tmp_path: Path, rm: FakeResourceManager, monkeypatch

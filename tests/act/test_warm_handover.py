@@ -1,0 +1,211 @@
+"""A warm handover on fakes: the new run is prepared beside the old one, the old one stops only
+once the new one is ready, and the go is given only once the old one is confirmed gone. A new
+run that cannot be prepared leaves the old one untouched; one that never reports falls back to
+the cold way; a deployer killed at any step leaves nothing that writes twice, and the next
+deploy converges."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flink_sql_runner.act.executor import Executor
+from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.steps import PrepareRun, StartRun
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.intents import IntentLog, Phase
+from flink_sql_runner.model.runs import Run
+from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
+from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, FakeRunner, stored_of
+
+
+class Crash(BaseException):
+    """The deployer process dies here."""
+
+
+class World:
+    """A job `orders` recorded at v1 and running, with a checkpoint; a runner on fakes."""
+
+    def __init__(self, **runner) -> None:
+        self.store, self.target, self.state = FakeStore(), FakeTarget(), FakeStorage()
+        self.runner = FakeRunner(self.state, self.target, **runner)
+        self.store.put(stored_of(BASE, 1))
+        self.target.add_run(Run("orders", 1, "old-run", "pid 1"))
+        self.state.add_checkpoint(f"{ROOT}/orders/1", 7)
+        self.events: list[str] = []
+        self.target.before_submit = lambda s: self.events.append(
+            "submit prepared" if s.prepared else "submit"
+        )
+        self.target.before_stop = lambda run: self.events.append(f"stop {run.run_id}")
+
+    def plan(self, jobs, handover="warm"):
+        facts = gather(jobs, self.store, self.target, self.state, workers=1)
+        return build_plan(facts, handover=handover)
+
+    def deploy(self, jobs, handover="warm"):
+        clock = FakeClock()
+        executor = Executor(
+            self.store,
+            self.target,
+            self.state,
+            timeouts=Timeouts(start=30, stop=5, poll=1),
+            clock=clock,
+            sleep=clock.sleep,
+        )
+        plan = self.plan(jobs, handover)
+        return plan, executor.apply(plan)["orders"]
+
+    def intent(self):
+        return IntentLog(self.store).read_all().intents.get("orders")
+
+    def runs(self) -> list[str]:
+        return [run.run_id for run in self.target.runs.get("orders", [])]
+
+
+def kinds(plan) -> list[str]:
+    return [type(step).__name__ for step in plan.decisions[0].steps]
+
+
+@pytest.mark.parametrize(
+    ("job", "action", "version"),
+    [(CONFIG, Action.STOP_AND_RESTART, 1), (QUERY, Action.STOP_AND_START_CLEAN, 2)],
+)
+def test_a_change_prepares_the_new_run_stops_the_old_then_gives_the_go(job, action, version):
+    world = World()
+    plan = world.plan([job])
+    decision = plan.decisions[0]
+    assert decision.action is action
+    assert kinds(plan) == ["PrepareRun", "StopRun", "StartRun", "Record"]
+    prepare, _, go = decision.steps[:3]
+    assert isinstance(prepare, PrepareRun) and prepare.beside == 1
+    assert isinstance(go, StartRun) and go.prepared
+    assert prepare.describe().startswith(f"prepare v{version} ")
+    assert "while v1 runs" in prepare.describe()
+    assert go.describe() == f"go: the prepared v{version} starts its query"
+    assert go.to_dict()["prepared"] is True and prepare.to_dict()["step"] == "prepare"
+
+    _, result = world.deploy([job])
+    assert result.ok, result
+    assert world.events == ["submit prepared", "stop old-run"]
+    assert [word.get("go") for word in world.runner.words] == [True]
+    assert world.target.double_starts == []
+    assert world.store.manifests["orders"].meta.query_version == version
+    assert world.intent() is None
+    assert len(world.runs()) == 1 and world.runs() != ["old-run"]
+    assert any(line.startswith(f"prepared v{version} in ") for line in result.steps)
+    submission = world.target.submissions[0]
+    assert submission.prepared and submission.app_name == f"flink-sql-runner-orders-v{version}"
+    runtime = json.loads(world.state.files[submission.runtime_manifest])
+    control = f"{ROOT}/orders/_control/v{version}.prepared-{submission.run_id[:8]}"
+    assert runtime["prepare"]["go-file"] == f"{control}.go.json"
+    assert submission.runtime_manifest == f"{control}.manifest.json"
+    assert runtime["status-file"] == f"{ROOT}/orders/_control/v{version}.status.json"
+    assert "spark.sql.shuffle.partitions" in runtime["prepare"]["pinned-settings"]
+
+
+def test_cold_is_the_default_and_a_job_may_choose_either_way():
+    world = World()
+    assert kinds(world.plan([CONFIG], handover="cold")) == ["StopRun", "StartRun", "Record"]
+    warm_job = type(CONFIG)(**{**CONFIG.__dict__, "spec": {**CONFIG.spec, "handover": "warm"}})
+    assert kinds(world.plan([warm_job], handover="cold"))[0] == "PrepareRun"
+    cold_job = type(CONFIG)(**{**CONFIG.__dict__, "spec": {**CONFIG.spec, "handover": "cold"}})
+    assert kinds(world.plan([cold_job], handover="warm"))[0] == "StopRun"
+    assert build_plan([]).decisions == ()
+
+
+def test_a_new_run_that_cannot_start_never_touches_the_old_one():
+    world = World(prepared="failed", error="[UNRESOLVED_COLUMN] `banana` cannot be resolved")
+    _, result = world.deploy([CONFIG])
+    assert not result.ok and result.outcome == "failed"
+    assert result.summary == (
+        "pre-flight failed: [UNRESOLVED_COLUMN] `banana` cannot be resolved; v1 untouched, "
+        "still running"
+    )
+    assert world.events == ["submit prepared"]  # the abort word ended it: no kill needed
+    assert [word.get("abort") for word in world.runner.words] == [
+        "[UNRESOLVED_COLUMN] `banana` cannot be resolved"
+    ]
+    assert world.runs() == ["old-run"]
+    assert world.store.manifests["orders"].job["description"] == BASE.spec["description"]
+    assert world.intent() is None
+
+
+@pytest.mark.parametrize("said", [None, "preparing"])
+def test_a_new_run_not_ready_in_time_is_stopped_and_the_change_goes_the_cold_way(said):
+    world = World(prepared=said)  # never placed; or placed, its executors never
+    _, result = world.deploy([CONFIG])
+    assert result.ok, result
+    assert world.events == ["submit prepared", "stop old-run", "submit"]
+    assert [bool(word.get("abort")) for word in world.runner.words] == [True]
+    assert any("handing over the cold way" in line for line in result.steps)
+    assert world.target.double_starts == []
+    assert world.store.manifests["orders"].job["description"] == CONFIG.spec["description"]
+
+
+def test_an_old_run_that_cannot_be_stopped_ends_the_prepared_one_and_starts_nothing():
+    world = World()
+    world.target.stop_unconfirmed = True
+    _, result = world.deploy([CONFIG])
+    assert not result.ok and "cannot say it stopped" in result.summary
+    assert [word.get("abort") is not None for word in world.runner.words] == [True]
+    assert [word.get("go") for word in world.runner.words] == [None]
+    assert world.target.double_starts == []
+
+
+def test_a_new_run_that_is_not_healthy_after_its_go_is_rolled_back():
+    world = World(after_go="failed")
+    _, result = world.deploy([QUERY])
+    assert not result.ok and result.outcome == "rolled-back", result
+    assert world.store.manifests["orders"].meta.query_version == 1
+    assert world.target.double_starts == []
+    assert world.intent() is None
+
+
+@pytest.mark.parametrize("where", ["stop", "go"])
+def test_a_deployer_killed_mid_handover_leaves_no_second_writer_and_the_next_converges(where):
+    world = World()
+
+    def crash(*_args):
+        raise Crash
+
+    if where == "stop":  # killed as it was about to stop the old run: the new one is ready
+        world.target.before_stop = crash
+    else:  # killed once the go was due (the old run confirmed gone), before it was given
+        runner_hears = world.state.on_write
+        world.state.on_write = lambda location, text: (
+            crash() if location.endswith(".go.json") and '"go"' in text else None
+        )
+    with pytest.raises(Crash):
+        world.deploy([CONFIG])
+    intent = world.intent()
+    assert intent is not None and intent.prepared
+    prepared_id = world.target.submissions[0].run_id
+    if where == "stop":
+        assert intent.phase is Phase.STOPPING and intent.waits_for_go
+        assert sorted(world.runs()) == sorted(["old-run", prepared_id])
+        world.target.before_stop = None
+        plan = world.plan([CONFIG])
+        assert "prepared but never given its go" in plan.decisions[0].reason
+        assert plan.decisions[0].action is Action.STOP_AND_RESTART  # the old run stands
+        assert kinds(plan) == [
+            "EndPrepared", "DropIntent", "PrepareRun", "StopRun", "StartRun", "Record"
+        ]  # fmt: skip
+    else:
+        assert intent.phase is Phase.SUBMITTED and not intent.waits_for_go
+        assert world.runs() == [prepared_id]
+        world.state.on_write = runner_hears  # the prepared run still waits for its go
+        plan = world.plan([CONFIG])
+        assert plan.decisions[0].steps[0].to_dict()["go"] is True
+    _, result = world.deploy([CONFIG])
+    assert result.ok, result
+    assert world.target.double_starts == []
+    assert world.intent() is None
+    assert (
+        len(world.runs()) == 1
+        and world.runs()[0] not in ("old-run", prepared_id)
+        or (where == "go" and world.runs() == [prepared_id])
+    )
+    assert world.store.manifests["orders"].job["description"] == CONFIG.spec["description"]
