@@ -305,8 +305,13 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
     same_version = manifest_of(desired, stored.meta)
     new_version = manifest_of(desired, Meta.new(clean_version))
     back = (StartRun(stored, clean=False, source="the store"),)
-    # A new version's Kafka sources start where this one stopped (decide/offsets.py).
-    carry = offset_carry(stored, new_version, checkpoint_location(stored))
+    # A new version's Kafka sources start where this one stopped (decide/offsets.py); a manifest
+    # converted from the original tool has no checkpoint of Spark's to start from.
+    carry = (
+        offset_carry(stored, new_version, checkpoint_location(stored))
+        if "checkpoint-root" in stored.job
+        else None
+    )
     carried = f"; {carry.describe()}" if carry is not None and carry.describe() else ""
     start_new = StartRun(new_version, True, desired.file, carry=carry)
 
