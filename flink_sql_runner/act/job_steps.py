@@ -405,7 +405,7 @@ class JobSteps:
 
     def _prepare(self, step: PrepareRun, result: JobResult, tracker: Tracker) -> None:
         """Prepare the new run beside the old one. A pre-flight that fails ends the job's
-        steps with the old run untouched; one that never reports leaves the cold way open."""
+        steps with the old run untouched; a run not ready in time leaves the cold way open."""
         name = result.name
         self._fresh_lease(f"prepare {name}")
         tracker.to(Phase.INTENDED)

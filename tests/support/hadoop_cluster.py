@@ -142,11 +142,10 @@ def _ready_line(log: Path, start: int = 0) -> dict | None:
     return None
 
 
-def _left_behind(work_dir: Path) -> list[int]:
-    """Processes working in the cluster's folder: its containers (the NodeManager starts each in
-    a session of its own, out of the JVM's process group)."""
-    root = str(work_dir.resolve())
-    found = []
+def working_in(folder: Path) -> dict[int, str]:
+    """The processes whose working folder is `folder` or below it, with that folder."""
+    root = str(folder.resolve())
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -155,8 +154,14 @@ def _left_behind(work_dir: Path) -> list[int]:
         except OSError:
             continue
         if cwd == root or cwd.startswith(root + "/"):
-            found.append(int(entry.name))
-    return [pid for pid in found if pid != os.getpid()]
+            found[int(entry.name)] = cwd
+    return found
+
+
+def _left_behind(work_dir: Path) -> list[int]:
+    """Processes working in the cluster's folder: its containers (the NodeManager starts each in
+    a session of its own, out of the JVM's process group)."""
+    return [pid for pid in working_in(work_dir) if pid != os.getpid()]
 
 
 def _kill(pids: list[int], sig: int) -> None:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.hadoop_cluster import Hadoop
+from tests.support.hadoop_cluster import Hadoop, working_in
 from tests.support.workspace import Workspace, wait_for
 
 #: The tag the yarn target gives every application it submits (targets/yarn.py).
@@ -103,18 +103,8 @@ class YarnWorkspace(Workspace):
         """The processes working in the application's containers (the NodeManager's containers
         are local processes here, each in a folder of the application's): its driver, JVM and
         Python, and its executors."""
-        root = str(self.cluster.work_dir.resolve())
-        found = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                cwd = os.readlink(entry / "cwd")
-            except OSError:
-                continue
-            if cwd.startswith(root + "/") and f"/{app_id}/" in f"{cwd}/":
-                found.append(int(entry.name))
-        return found
+        found = working_in(self.cluster.work_dir)
+        return [pid for pid, cwd in found.items() if f"/{app_id}/" in f"{cwd}/"]
 
     def wait_ended(self, app_id: str, timeout: float = 120) -> dict:
         ended = ("FINISHED", "FAILED", "KILLED")
