@@ -10,16 +10,14 @@ import json
 
 import pytest
 
-from flink_sql_runner.act.executor import Executor
-from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import PrepareRun, StartRun
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.intents import IntentLog, Phase
 from flink_sql_runner.model.runs import Run
-from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
-from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, FakeRunner, stored_of
+from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
+from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, FakeRunner, fake_executor, stored_of
 
 
 class Crash(BaseException):
@@ -46,15 +44,7 @@ class World:
         return build_plan(facts, handover=handover)
 
     def deploy(self, jobs, handover="warm"):
-        clock = FakeClock()
-        executor = Executor(
-            self.store,
-            self.target,
-            self.state,
-            timeouts=Timeouts(start=30, stop=5, poll=1),
-            clock=clock,
-            sleep=clock.sleep,
-        )
+        executor = fake_executor(self.store, self.target, self.state)
         plan = self.plan(jobs, handover)
         return plan, executor.apply(plan)["orders"]
 

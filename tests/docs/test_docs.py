@@ -205,9 +205,9 @@ def checks(*names: str) -> Callable:
     return mark
 
 
-@checks("plan-config-change")
-def test_plan_of_a_config_change(project: Project) -> None:
-    block = sample("plan-config-change")
+def plan_of_the_description_change(project: Project, sample_id: str) -> None:
+    """The README's first change (tick-log's description), planned as sample `sample_id` says."""
+    block = sample(sample_id)
     project.deployed("examples/queries")
     project.edit(
         "examples/queries/tick-log.yaml",
@@ -216,19 +216,16 @@ def test_plan_of_a_config_change(project: Project) -> None:
     result = project.run(sample_command(block))
     assert result.returncode == 0, result.stderr
     same(block, result.stdout)
+
+
+@checks("plan-config-change")
+def test_plan_of_a_config_change(project: Project) -> None:
+    plan_of_the_description_change(project, "plan-config-change")
 
 
 @checks("plan-warm-handover")
 def test_plan_of_a_warm_handover(project: Project) -> None:
-    block = sample("plan-warm-handover")
-    project.deployed("examples/queries")
-    project.edit(
-        "examples/queries/tick-log.yaml",
-        lambda job: job.update(description="Every tick, with a better description"),
-    )
-    result = project.run(sample_command(block))
-    assert result.returncode == 0, result.stderr
-    same(block, result.stdout)
+    plan_of_the_description_change(project, "plan-warm-handover")
 
 
 @checks("plan-query-change")

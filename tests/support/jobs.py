@@ -137,8 +137,13 @@ def fake_world(on_submit="active", **target_switches):
     target = FakeTarget(**target_switches)
     if on_submit:
         target.on_submit = healthy(state, on_submit, "boom: division by zero")
+    return store, target, state, fake_executor(store, target, state)
+
+
+def fake_executor(store: FakeStore, target: FakeTarget, state: FakeStorage) -> Executor:
+    """An executor on fakes whose waits pass on a fake clock (30 s to start, 5 s to stop)."""
     clock = FakeClock()
-    executor = Executor(
+    return Executor(
         store,
         target,
         state,
@@ -146,7 +151,6 @@ def fake_world(on_submit="active", **target_switches):
         clock=clock,
         sleep=clock.sleep,
     )
-    return store, target, state, executor
 
 
 def manifest(name: str, version: int = 1, description: str = "d") -> StoredManifest:
