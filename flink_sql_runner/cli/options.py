@@ -187,7 +187,8 @@ _register(
     help="How a change of a running job is carried out when its job says nothing (`handover:`). "
     "warm: prepare the new run (session, tables, query, sink, checkpoint) while the old one runs, "
     "stop the old one only once the new one is ready; a new run that cannot start leaves the old "
-    "one untouched. cold: stop the old run, then start the new one.",
+    "one untouched. cold: stop the old run, then start the new one (where a second driver does "
+    "not fit).",
 )
 
 INPUT_OPTIONS = (

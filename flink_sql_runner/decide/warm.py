@@ -8,7 +8,8 @@ query, and writes nothing), stop the old run, then give the prepared run its go.
 cannot be prepared is stopped and the old one was never touched.
 
 `deploy` and `plan` apply it (per job `handover:`, else the deploy's `--handover`); `watch`
-restarts runs that are down, with nothing to overlap, and keeps the cold start. Pure.
+restarts runs that are down, with nothing to overlap, and keeps the cold start, as does a
+consumer that starts after its producers in the same deploy. Pure.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from flink_sql_runner.model.facts import JobFacts
 WARM, COLD = "warm", "cold"
 HANDOVERS = (WARM, COLD)
 #: What a job that says nothing gets when the deploy says nothing either.
-DEFAULT_HANDOVER = COLD
+DEFAULT_HANDOVER = WARM
 _CHANGES = (Action.STOP_AND_RESTART, Action.STOP_AND_START_CLEAN)
 
 
@@ -36,6 +37,10 @@ def warm(decision: Decision, facts: JobFacts, default: str = DEFAULT_HANDOVER) -
     """`decision` carried out warm when its job's handover is warm: stop -> start becomes
     prepare -> stop -> go. Any other decision is returned as it is."""
     if decision.action not in _CHANGES or handover_of(facts, default) != WARM:
+        return decision
+    if decision.after:
+        # It starts after jobs it reads (pipeline.py), and its run stops before theirs: there
+        # is nothing to overlap, and a run prepared now would look for rows not written yet.
         return decision
     steps = list(decision.steps)
     stops = [i for i, step in enumerate(steps) if isinstance(step, StopRun)]

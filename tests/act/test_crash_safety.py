@@ -7,8 +7,6 @@ from a fake at one step; the next deploy is a new Executor on the same store, cl
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from flink_sql_runner.act.executor import Executor
@@ -18,7 +16,7 @@ from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
 from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
-from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, stored_of
+from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, FakeRunner, stored_of
 
 
 class Crash(BaseException):
@@ -32,15 +30,15 @@ def crash(*_args, **_kwargs):
 class World:
     """Store, cluster and checkpoint storage that outlive any one deployer."""
 
-    def __init__(self) -> None:
+    def __init__(self, handover: str = "warm") -> None:
         self.store, self.target, self.state = FakeStore(), FakeTarget(), FakeStorage()
-        self.target.on_submit = self._come_up
+        self.handover = handover
+        # Like the runner: once its query starts, the first trigger completes and the
+        # checkpoint becomes valid; a prepared run writes nothing before its go.
+        self.runner = FakeRunner(self.state, self.target, on_start=self._first_batch)
+        self._come_up = self.target.on_submit
 
-    def _come_up(self, submission) -> None:
-        """Like the runner: the first trigger completes, the checkpoint becomes valid."""
-        self.state.files[submission.status_file] = json.dumps(
-            {"run-id": submission.run_id, "state": "active"}
-        )
+    def _first_batch(self, submission) -> None:
         self.state.add_checkpoint(f"{ROOT}/{submission.name}/{submission.version}", 0)
 
     def deploy(self, jobs):
@@ -53,7 +51,8 @@ class World:
             clock=clock,
             sleep=clock.sleep,
         )
-        plan = build_plan(gather(jobs, self.store, self.target, self.state, workers=1))
+        facts = gather(jobs, self.store, self.target, self.state, workers=1)
+        plan = build_plan(facts, handover=self.handover)
         return plan, executor.apply(plan)
 
     def running_version(self, name: str) -> int | None:
@@ -96,12 +95,13 @@ def disarm(world: World) -> None:
     world.store.before_write = None
 
 
+@pytest.mark.parametrize("handover", ["cold", "warm"])
 @pytest.mark.parametrize("point", KILL_POINTS)
 @pytest.mark.parametrize(
     "before, desired, version", [c[1:] for c in CHANGES], ids=[c[0] for c in CHANGES]
 )
-def test_a_killed_deploy_converges_on_the_next(before, desired, version, point):
-    world = World()
+def test_a_killed_deploy_converges_on_the_next(before, desired, version, point, handover):
+    world = World(handover)
     original = None
     if before is not None:
         original = deployed(world, before, 1).store.manifests[before.name].meta
@@ -112,10 +112,13 @@ def test_a_killed_deploy_converges_on_the_next(before, desired, version, point):
         pass
     disarm(world)
 
+    warm = handover == "warm" and before is not None  # a new job has nothing to overlap
     plan, results = world.deploy([desired])
-    if point == "before-submit":
+    if point == "before-submit" and not warm:
         # Submitting and not listed: the run may still show up until the target's submit
-        # timeout has passed since that phase was written (on the store's clock).
+        # timeout has passed since that phase was written (on the store's clock). Warm, the
+        # submission was a prepared run's, which writes nothing without its go and is told to
+        # end: the next deploy goes on at once.
         assert not results[desired.name].ok
         assert "may still appear" in results[desired.name].summary
         assert world.target.submissions == [], "nothing started meanwhile"
@@ -125,7 +128,8 @@ def test_a_killed_deploy_converges_on_the_next(before, desired, version, point):
 
     stored = world.store.manifests[desired.name]
     assert stored.job == desired.spec, "the store records what git says"
-    if point == "before-submit" and (version != 1 or before is None):
+    submitted = (*KILL_POINTS[:3],) if warm else ("before-submit",)
+    if point in submitted and (version != 1 or before is None):
         version += 1  # a clean start's interrupted submission may still show up: v is spent
     assert stored.meta.query_version == version
     assert world.running_version(desired.name) == version, "it runs, at the right version"
@@ -158,7 +162,7 @@ def test_a_start_that_took_effect_is_recorded_without_a_second_start():
 
 
 def test_a_start_that_never_happened_is_dropped_and_done_again():
-    world = deployed(World(), BASE, 1)
+    world = deployed(World("cold"), BASE, 1)
     world.target.before_submit = crash
     with pytest.raises(Crash):
         world.deploy([QUERY])

@@ -56,7 +56,10 @@ def test_query_change_starts_clean_with_new_version_and_id():
     assert results["orders"].ok
     meta = store.manifests["orders"].meta
     assert meta.query_version == 2 and meta.query_id != stored.meta.query_id
-    assert target.submissions[0].runtime_manifest == f"{ROOT}/orders/_control/v2.manifest.json"
+    (submission,) = target.submissions  # prepared beside v1 (a warm handover), then its go
+    assert submission.prepared
+    prepared = f"{ROOT}/orders/_control/v2.prepared-{submission.run_id[:8]}.manifest.json"
+    assert submission.runtime_manifest == prepared
 
 
 def test_failed_job_is_not_recorded_and_others_go_on():

@@ -37,8 +37,11 @@ def world(version: int = 1, committed: int = 5):
     return store, target, storage
 
 
-def plan_of(store, target, storage, jobs, prune=False):
-    return build_plan(gather(jobs, store, target, storage, workers=1), prune=prune)
+def plan_of(store, target, storage, jobs, prune=False, handover="cold"):
+    """Cold by default: these interleavings are of the stop -> start sequence; a warm
+    handover's (prepare, stop, go) are in test_warm_handover.py and test_crash_safety.py."""
+    facts = gather(jobs, store, target, storage, workers=1)
+    return build_plan(facts, prune=prune, handover=handover)
 
 
 def executor(store, target, storage, lease=None) -> Executor:

@@ -11,12 +11,24 @@ import pytest
 
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.warm import COLD, DEFAULT_HANDOVER, HANDOVERS, WARM
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.intents import IntentLog, Phase, new_intent
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Meta, StoredManifest
-from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, SINK, fake_world, make_job, stored_of
+from tests.support.jobs import (
+    BASE,
+    CONFIG,
+    QUERY,
+    ROOT,
+    SINK,
+    FakeRunner,
+    fake_world,
+    given_go,
+    make_job,
+    stored_of,
+)
 
 
 def deployed(store, target, state, job=BASE, version=1, run_id="old"):
@@ -25,8 +37,9 @@ def deployed(store, target, state, job=BASE, version=1, run_id="old"):
     state.add_checkpoint(f"{ROOT}/{job.name}/{version}", 5)
 
 
-def plan_of(store, target, state, jobs, prune=False):
-    return build_plan(gather(jobs, store, target, state, workers=1), prune=prune)
+def plan_of(store, target, state, jobs, prune=False, handover=DEFAULT_HANDOVER):
+    facts = gather(jobs, store, target, state, workers=1)
+    return build_plan(facts, prune=prune, handover=handover)
 
 
 # -- liveness fails closed --------------------------------------------------------------------
@@ -63,13 +76,16 @@ def test_two_runs_of_one_job_are_an_error_and_neither_is_touched():
     assert target.stops == [] and target.submissions == []
 
 
-def test_a_stop_that_cannot_be_confirmed_starts_nothing():
+@pytest.mark.parametrize("handover", HANDOVERS)
+def test_a_stop_that_cannot_be_confirmed_starts_nothing(handover):
     store, target, state, executor = fake_world()
     deployed(store, target, state)
     target.stop_unconfirmed = True
-    results = executor.apply(plan_of(store, target, state, [QUERY]))
+    results = executor.apply(plan_of(store, target, state, [QUERY], handover=handover))
     assert not results["orders"].ok and "cannot say it stopped" in results["orders"].summary
-    assert target.submissions == []
+    # Warm, the new run was prepared before the stop; it is told to end, never to go.
+    assert [s.prepared for s in target.submissions] == ([True] if handover == WARM else [])
+    assert given_go(state) == []
     assert store.manifests["orders"].meta.query_version == 1
     assert store.side == {}, "nothing new started: no intent left"
 
@@ -93,7 +109,8 @@ def test_a_lost_submission_answer_with_the_run_unknown_keeps_the_intent_and_star
         target.unknown.add(submission.name)
 
     target.on_submit = cannot_tell
-    results = executor.apply(plan_of(store, target, state, [QUERY]))
+    # Cold: the run whose answer is lost is the one that writes (warm: test_warm_handover.py).
+    results = executor.apply(plan_of(store, target, state, [QUERY], handover=COLD))
     assert not results["orders"].ok
     assert "the run may still be up, so nothing else is started" in results["orders"].summary
     assert len(target.submissions) == 1, "no rollback start beside a run that may be up"
@@ -118,26 +135,31 @@ def test_a_lost_submission_answer_with_the_run_unknown_keeps_the_intent_and_star
 # -- rollback ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("handover", HANDOVERS)
 @pytest.mark.parametrize("desired, action", [(CONFIG, "config"), (QUERY, "query")])
-def test_a_changed_job_whose_new_run_fails_gets_its_previous_run_back(desired, action):
+def test_a_changed_job_whose_new_run_fails_gets_its_previous_run_back(desired, action, handover):
+    """Its new run fails on its first batch, after it started (warm: after its go)."""
     store, target, state, executor = fake_world(on_submit=None)
     deployed(store, target, state)
     before = store.manifests["orders"]
+    started: list[str] = []
 
-    def first_fails_then_healthy(submission):
-        failed = len(target.submissions) == 1
-        state.files[submission.status_file] = json.dumps(
-            {
-                "run-id": submission.run_id,
-                "state": "failed" if failed else "active",
-                "error": "[CAST_INVALID_INPUT] boom" if failed else None,
-            }
-        )
-        if failed:
+    def first_fails(submission) -> str:
+        return "failed" if started == [] or started == [submission.run_id] else "active"
+
+    def started_then_gone_if_failed(submission) -> None:
+        started.append(submission.run_id)
+        if len(started) == 1:
             target.runs.pop(submission.name)
 
-    target.on_submit = first_fails_then_healthy
-    plan = plan_of(store, target, state, [desired])
+    FakeRunner(
+        state,
+        target,
+        first_fails,
+        error="[CAST_INVALID_INPUT] boom",
+        on_start=started_then_gone_if_failed,
+    )
+    plan = plan_of(store, target, state, [desired], handover=handover)
     (decision,) = plan.decisions
     assert decision.rollback, decision
     result = executor.apply(plan)["orders"]

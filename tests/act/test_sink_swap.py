@@ -8,10 +8,11 @@ import json
 import pytest
 
 from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, HANDOVERS
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.read.manifest import Job
-from tests.support.jobs import ROOT, SINK, fake_world, make_job, stored_of
+from tests.support.jobs import ROOT, SINK, FakeRunner, fake_world, make_job, stored_of
 
 
 def writing(name: str, path: str) -> Job:
@@ -23,18 +24,20 @@ SWAP = {"a": ("/out/x", "/out/y"), "b": ("/out/y", "/out/x")}
 
 class SwapWorld:
     """Each job of `sinks` runs v1 writing its first folder; the deploy moves it to its second
-    (by default a writes /out/x and b /out/y, and they swap). Every submit checks that no run
-    still listed writes the sink it will write (`collisions` stays empty); the jobs in `failing`
-    start runs that fail before their first batch."""
+    (by default a writes /out/x and b /out/y, and they swap). Every run that begins to write
+    (at its submit, or warm at its go) checks that no other run still listed writes the sink
+    it will write (`collisions` stays empty); the jobs in `failing` start runs that fail
+    before their first batch."""
 
     def __init__(
         self,
         parallelism: int,
         failing: tuple[str, ...] = (),
         sinks: dict[str, tuple[str, str]] = SWAP,
+        handover: str = DEFAULT_HANDOVER,
     ):
-        self.moves = sinks
-        self.store, self.target, self.state, self.executor = fake_world()
+        self.moves, self.handover = sinks, handover
+        self.store, self.target, self.state, self.executor = fake_world(on_submit=None)
         self.executor.parallelism = parallelism
         self.sinks: dict[str, str] = {}  # run id: the folder it writes
         self.collisions: list[str] = []
@@ -45,35 +48,33 @@ class SwapWorld:
             self.state.add_checkpoint(f"{ROOT}/{name}/1", 5)
             self.sinks[f"old-{name}"] = path
         self.failing = failing
-        self.target.before_submit = self.check_submit
-        self.target.on_submit = self.come_up
+        self.runner = FakeRunner(self.state, self.target, self.status_of, on_start=self.writes)
+        self.target.before_submit = self.note_sink
         self.target.before_stop = lambda run: self.events.append(f"stop {run.name}")
 
     def sink_of(self, submission) -> str:
         runtime = json.loads(self.state.files[submission.runtime_manifest])
         return runtime["tables"][runtime["target-table"]]["options"]["path"]
 
-    def check_submit(self, submission) -> None:
-        sink = self.sink_of(submission)
+    def note_sink(self, submission) -> None:
+        self.sinks[submission.run_id] = self.sink_of(submission)
+
+    def writes(self, submission) -> None:
+        sink = self.sinks[submission.run_id]
         self.events.append(f"start {submission.name} v{submission.version} into {sink}")
         for runs in self.target.runs.values():
             for run in runs:
+                if str(run.run_id) in (submission.run_id, *self.runner.waiting):
+                    continue  # itself, or a prepared run, which writes nothing
                 if self.sinks.get(str(run.run_id)) == sink:
                     self.collisions.append(
                         f"{submission.name} v{submission.version} into {sink} while "
                         f"{run.name} v{run.version} writes it"
                     )
-        self.sinks[submission.run_id] = sink
 
-    def come_up(self, submission) -> None:
+    def status_of(self, submission) -> str:
         failed = submission.name in self.failing and submission.version == 2
-        self.state.files[submission.status_file] = json.dumps(
-            {
-                "run-id": submission.run_id,
-                "state": "failed" if failed else "active",
-                "error": "boom: division by zero" if failed else None,
-            }
-        )
+        return "failed" if failed else "active"
 
     def deploy(self):
         facts = gather(
@@ -83,7 +84,7 @@ class SwapWorld:
             self.state,
             workers=1,
         )
-        return self.executor.apply(build_plan(facts))
+        return self.executor.apply(build_plan(facts, handover=self.handover))
 
     def writing_now(self) -> dict[str, str]:
         """Each job that runs, with the folder it writes."""
@@ -95,8 +96,9 @@ class SwapWorld:
 
 
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_two_jobs_swap_sinks_in_one_deploy(parallelism: int) -> None:
-    world = SwapWorld(parallelism)
+@pytest.mark.parametrize("handover", HANDOVERS)
+def test_two_jobs_swap_sinks_in_one_deploy(parallelism: int, handover: str) -> None:
+    world = SwapWorld(parallelism, handover=handover)
     results = world.deploy()
     assert all(r.ok for r in results.values()), results
     assert world.writing_now() == {"a": "/out/y", "b": "/out/x"}
@@ -109,8 +111,11 @@ def test_two_jobs_swap_sinks_in_one_deploy(parallelism: int) -> None:
 
 
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_the_first_to_start_fails_rolls_back_and_holds_the_other_back(parallelism: int) -> None:
-    world = SwapWorld(parallelism, failing=("a",))
+@pytest.mark.parametrize("handover", HANDOVERS)
+def test_the_first_to_start_fails_rolls_back_and_holds_the_other_back(
+    parallelism: int, handover: str
+) -> None:
+    world = SwapWorld(parallelism, failing=("a",), handover=handover)
     results = world.deploy()
     assert results["a"].outcome == "rolled-back", results["a"]
     assert results["b"].outcome == "skipped" and "held back, a" in results["b"].summary
@@ -120,8 +125,11 @@ def test_the_first_to_start_fails_rolls_back_and_holds_the_other_back(parallelis
 
 
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_the_second_to_start_fails_and_stays_stopped_its_old_sink_taken(parallelism: int) -> None:
-    world = SwapWorld(parallelism, failing=("b",))
+@pytest.mark.parametrize("handover", HANDOVERS)
+def test_the_second_to_start_fails_and_stays_stopped_its_old_sink_taken(
+    parallelism: int, handover: str
+) -> None:
+    world = SwapWorld(parallelism, failing=("b",), handover=handover)
     results = world.deploy()
     assert results["a"].ok
     assert results["b"].outcome == "failed", results["b"]
@@ -131,10 +139,11 @@ def test_the_second_to_start_fails_and_stays_stopped_its_old_sink_taken(parallel
 
 
 @pytest.mark.parametrize("parallelism", [1, 2])
+@pytest.mark.parametrize("handover", HANDOVERS)
 def test_a_stop_that_fails_holds_the_taker_back_and_its_old_run_starts_again(
-    parallelism: int,
+    parallelism: int, handover: str
 ) -> None:
-    world = SwapWorld(parallelism)
+    world = SwapWorld(parallelism, handover=handover)
 
     def b_cannot_confirm(run) -> None:
         world.events.append(f"stop {run.name}")
@@ -155,8 +164,9 @@ def test_a_stop_that_fails_holds_the_taker_back_and_its_old_run_starts_again(
 
 
 @pytest.mark.parametrize("parallelism", [1, 2])
-def test_a_failed_stop_of_the_first_holds_the_second_back(parallelism: int) -> None:
-    world = SwapWorld(parallelism)
+@pytest.mark.parametrize("handover", HANDOVERS)
+def test_a_failed_stop_of_the_first_holds_the_second_back(parallelism: int, handover: str) -> None:
+    world = SwapWorld(parallelism, handover=handover)
 
     def a_cannot_confirm(run) -> None:
         world.events.append(f"stop {run.name}")
@@ -172,9 +182,13 @@ def test_a_failed_stop_of_the_first_holds_the_second_back(parallelism: int) -> N
 
 
 @pytest.mark.parametrize("parallelism", [1, 3])
-def test_three_jobs_passing_sinks_round_change_over_in_one_deploy(parallelism: int) -> None:
+@pytest.mark.parametrize("handover", HANDOVERS)
+def test_three_jobs_passing_sinks_round_change_over_in_one_deploy(
+    parallelism: int, handover: str
+) -> None:
     world = SwapWorld(
         parallelism,
+        handover=handover,
         sinks={"a": ("/out/a", "/out/b"), "b": ("/out/b", "/out/c"), "c": ("/out/c", "/out/a")},
     )
     results = world.deploy()

@@ -1,9 +1,10 @@
 """Two jobs that swap sinks, through the real command line on the local target: one `deploy`
 changes them over, and no two runs ever write one folder.
 
-spark-submit is a stand-in (a small Python program behaving like the runner: it reports its run
-healthy in the status file and stops at the stop marker). Each run claims the folder it writes
-with an exclusive create while it runs, so a second writer is seen the moment it starts.
+spark-submit is a stand-in (a small Python program behaving like the runner: a prepared run waits
+for its go, a run reports itself healthy in the status file and stops at the stop marker). Each
+run claims the folder it writes with an exclusive create while it runs (a prepared run from its
+go), so a second writer is seen the moment it starts.
 """
 
 from __future__ import annotations
@@ -15,12 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.stand_in import AWAIT_GO
 from tests.support.workspace import Workspace
 
 FAKE_SUBMIT = """#!{python}
 import json, os, sys, time, urllib.parse
 args = sys.argv[1:]
 doc = json.load(open(args[args.index("--manifest") + 1]))
+{await_go}
+await_go(doc)  # a prepared run claims its folder only once given its go
 sink = doc["tables"][doc["target-table"]]["options"]["path"]
 claims = os.environ["FAKE_CLAIMS"]
 claim = os.path.join(claims, urllib.parse.quote(sink, safe=""))
@@ -45,7 +49,7 @@ os.unlink(claim)
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     script = tmp_path / "spark-submit"
-    script.write_text(FAKE_SUBMIT.format(python=sys.executable))
+    script.write_text(FAKE_SUBMIT.format(python=sys.executable, await_go=AWAIT_GO))
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     (tmp_path / "claims").mkdir()
     monkeypatch.setenv("FAKE_CLAIMS", str(tmp_path / "claims"))
@@ -78,7 +82,9 @@ def test_one_deploy_swaps_the_sinks_of_two_jobs(ws, tmp_path, parallelism) -> No
 
     jobs(ws, "out_y", "out_x")
     plan = ws.cli("plan")
-    assert "starts once b has stopped: do: stop v1" in plan.stdout, plan.stdout
+    # a's new run is prepared beside its old one; its go waits for b's stop.
+    assert "starts once b has stopped: do: prepare v2 clean" in plan.stdout, plan.stdout
+    assert "then go: the prepared v2 starts its query" in plan.stdout
     swap = ws.cli("deploy", "--parallelism", parallelism)
     assert swap.returncode == 0, swap.stdout + swap.stderr
     assert "ok   a: running v2 (clean)" in swap.stdout

@@ -78,7 +78,8 @@ def test_an_added_column_deploys_with_its_report() -> None:
     added = (*V1, f("tag", "string"))
     (decision,) = plan_with(contract(output=added)).decisions
     assert decision.action is Action.STOP_AND_START_CLEAN
-    assert [type(s) for s in decision.steps[:2]] == [StopRun, StartRun]
+    kinds = [type(s) for s in decision.steps]
+    assert kinds.index(StopRun) < kinds.index(StartRun)
     assert decision.schema.verdict == "additive" and not decision.schema.refused
     assert decision.schema.change["added"] == [f("tag", "string")]
 

@@ -8,8 +8,11 @@ import copy
 import json
 from typing import Any
 
+import pytest
+
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, HANDOVERS, WARM
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Meta, StoredManifest
@@ -63,16 +66,23 @@ def deploy_before(jobs: dict[str, Job], consistent: bool = False):
     return store, target, state, executor, order
 
 
-def plan_for(store, target, state, jobs):
-    return build_plan(gather(sorted(jobs, key=lambda j: j.name), store, target, state, workers=1))
+def plan_for(store, target, state, jobs, handover=DEFAULT_HANDOVER):
+    facts = gather(sorted(jobs, key=lambda j: j.name), store, target, state, workers=1)
+    return build_plan(facts, handover=handover)
 
 
-def test_producers_start_first_and_consumers_stop_first_at_any_parallelism() -> None:
+@pytest.mark.parametrize("handover", HANDOVERS)
+def test_producers_start_first_and_consumers_stop_first_at_any_parallelism(handover) -> None:
+    """Warm, the producer's new run is prepared (submitted) once its consumers stopped, then
+    its old run stops; the consumers, which start after it, start cold."""
+    producer = [f"stop {PRODUCER}", f"start {PRODUCER} v2"]
+    if handover == WARM:
+        producer.reverse()
     for parallelism in (1, 4):
         jobs = {n: changed(j) for n, j in chain().items()}
         store, target, state, executor, order = deploy_before(chain())
         executor.parallelism = parallelism
-        plan = plan_for(store, target, state, jobs.values())
+        plan = plan_for(store, target, state, jobs.values(), handover)
         by_name = {d.name: d for d in plan.decisions}
         assert by_name[CONSUMER].after == (PRODUCER,)
         assert by_name[LAST].after == (CONSUMER,)
@@ -83,14 +93,18 @@ def test_producers_start_first_and_consumers_stop_first_at_any_parallelism() -> 
         assert order == [
             f"stop {LAST}",
             f"stop {CONSUMER}",
-            f"stop {PRODUCER}",
-            f"start {PRODUCER} v2",
+            *producer,
             f"start {CONSUMER} v2",
             f"start {LAST} v2",
         ], parallelism
 
 
-def test_a_producer_whose_start_fails_holds_back_its_consumers_which_run_as_before() -> None:
+@pytest.mark.parametrize("handover", HANDOVERS)
+def test_a_producer_whose_start_fails_holds_back_its_consumers_which_run_as_before(
+    handover,
+) -> None:
+    """Cold, the producer's new run fails and v1 is started again (rolled back); warm, it
+    fails its pre-flight and v1 never stopped. Its consumers are held back either way."""
     jobs = {n: changed(j) for n, j in chain().items()}
     store, target, state, executor, order = deploy_before(chain())
     healthy = target.on_submit
@@ -104,9 +118,14 @@ def test_a_producer_whose_start_fails_holds_back_its_consumers_which_run_as_befo
             healthy(submission)
 
     target.on_submit = producer_fails
-    plan = plan_for(store, target, state, jobs.values())
+    plan = plan_for(store, target, state, jobs.values(), handover)
     results = executor.apply(plan)
-    assert results[PRODUCER].outcome == "rolled-back"
+    if handover == WARM:
+        assert results[PRODUCER].outcome == "failed"
+        assert results[PRODUCER].summary == "pre-flight failed: boom; v1 untouched, still running"
+        assert [str(r.run_id) for r in target.runs[PRODUCER]] == [f"run-{PRODUCER}"]
+    else:
+        assert results[PRODUCER].outcome == "rolled-back"
     for name, waited_for in ((CONSUMER, PRODUCER), (LAST, CONSUMER)):
         result = results[name]
         assert result.outcome == "skipped", result
@@ -114,7 +133,8 @@ def test_a_producer_whose_start_fails_holds_back_its_consumers_which_run_as_befo
         assert "v1 running again from its checkpoint, the store unchanged" in result.summary
         assert store.manifests[name].meta.query_version == 1
         assert [r.version for r in target.runs[name]] == [1]
-    assert "held back, z_producer (writes z_producer_out, which it reads) rolled back" in (
+    outcome = "failed" if handover == WARM else "rolled back"
+    assert f"held back, z_producer (writes z_producer_out, which it reads) {outcome}" in (
         results[CONSUMER].summary
     )
     assert f"start {CONSUMER} v2" not in order and f"start {LAST} v2" not in order
@@ -186,17 +206,19 @@ def test_without_the_policy_a_versioned_table_leaves_its_reader_behind_and_says_
     assert "set reprocessing: consistent on it to follow" in impact.detail
 
 
-def test_jobs_in_a_cycle_are_deployed_without_waiting_for_each_other() -> None:
+@pytest.mark.parametrize("handover", HANDOVERS)
+def test_jobs_in_a_cycle_are_deployed_without_waiting_for_each_other(handover) -> None:
     ping = pipeline_job("ping", "/out/pong", "/out/ping")
     pong = pipeline_job("pong", "/out/ping", "/out/pong")
     store, target, state, executor, order = deploy_before({"ping": ping, "pong": pong})
-    plan = plan_for(store, target, state, [changed(ping), changed(pong)])
+    plan = plan_for(store, target, state, [changed(ping), changed(pong)], handover)
     for decision in plan.decisions:
         assert decision.after == () and decision.stop_after == ()
         assert "in a cycle of jobs (ping -> pong -> ping): ordered by name" in decision.reason
     results = executor.apply(plan)
     assert all(r.ok for r in results.values())
-    assert order == ["stop ping", "start ping v2", "stop pong", "start pong v2"]
+    each = ["start {} v2", "stop {}"] if handover == WARM else ["stop {}", "start {} v2"]
+    assert order == [step.format(name) for name in ("ping", "pong") for step in each]
 
 
 def test_interrupted_mid_chain_the_stopped_consumers_run_again_and_the_producer_is_not_begun():

@@ -81,7 +81,9 @@ def test_two_jobs_that_swap_sinks_wait_for_each_others_stops_not_in_a_circle() -
 def test_the_plan_says_which_job_starts_once_another_has_stopped() -> None:
     plan = plan_of(SWAP_BEFORE, SWAP_NOW)
     text = plan_text(plan)
-    assert "starts once b has stopped: do: stop v1 (pid 1), then start v2 clean" in text
+    # a's new run is prepared beside its old one (nothing written), its go waits for b's stop.
+    assert "starts once b has stopped: do: prepare v2 clean in /ckpt/a/2 while v1 runs" in text
+    assert "then stop v1 (pid 1), then go: the prepared v2 starts its query" in text
     assert "after a: do: stop v1 (pid 1), then start v2 clean" in text
     jobs = {j["name"]: j for j in json.loads(plan_json(plan))["jobs"]}
     assert jobs["a"]["after-stops"] == ["b"] and "after" not in jobs["a"]

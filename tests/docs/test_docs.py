@@ -32,6 +32,7 @@ from tests.support.doctest_md import (
     shape_mismatch,
     split,
 )
+from tests.support.stand_in import AWAIT_GO
 
 STATE = ".flink-sql-runner"
 
@@ -223,9 +224,9 @@ def test_plan_of_a_config_change(project: Project) -> None:
     plan_of_the_description_change(project, "plan-config-change")
 
 
-@checks("plan-warm-handover")
-def test_plan_of_a_warm_handover(project: Project) -> None:
-    plan_of_the_description_change(project, "plan-warm-handover")
+@checks("plan-cold-handover")
+def test_plan_of_a_cold_handover(project: Project) -> None:
+    plan_of_the_description_change(project, "plan-cold-handover")
 
 
 @checks("plan-query-change")
@@ -264,39 +265,49 @@ def test_plan_of_a_newer_spark(project: Project) -> None:
     same(block, result.stdout)
 
 
-#: spark-submit's stand-in: it behaves as the runner does on the local target (reports its run
-#: healthy in the status file, leaves at the stop marker) and fails as Spark does when the rate
-#: source is given a negative numPartitions (the only Spark message here that is not Spark's).
+#: spark-submit's stand-in: it behaves as the runner does on the local target (a prepared run
+#: says ready and waits for its go; a run reports itself healthy in the status file and leaves at
+#: the stop marker) and fails as Spark does when the rate source is given a negative
+#: numPartitions, before its query starts, so in a prepared run's pre-flight (the only Spark
+#: message here that is not Spark's).
 STAND_IN = """#!{python}
 import json, os, sys, time
 args = sys.argv[1:]
 doc = json.load(open(args[args.index("--manifest") + 1]))
-def report(**status):
-    with open(doc["status-file"] + ".tmp", "w") as handle:
+{await_go}
+prepare = doc.get("prepare") or {{}}
+def report(path, **status):
+    with open(path + ".tmp", "w") as handle:
         json.dump({{"run-id": doc["run-id"], "spark-version": "4.3.0", **status}}, handle)
-    os.replace(doc["status-file"] + ".tmp", doc["status-file"])
+    os.replace(path + ".tmp", path)
 ticks = doc["tables"].get("ticks", {{}}).get("options", {{}})
 if str(ticks.get("numPartitions", "1")).startswith("-"):
-    report(state="failed", error="Invalid value '-1'. The option 'numPartitions' must be positive")
+    error = "Invalid value '-1'. The option 'numPartitions' must be positive"
+    report(prepare.get("status-file") or doc["status-file"], state="failed", error=error)
+    markers = [m for m in (doc["stop-marker"], prepare.get("stop-marker")) if m]
     deadline = time.monotonic() + 30  # as Spark's driver, it takes a while to go
-    while not os.path.exists(doc["stop-marker"]) and time.monotonic() < deadline:
+    while not any(map(os.path.exists, markers)) and time.monotonic() < deadline:
         time.sleep(0.05)
     sys.exit(1)
-report(state="active", **{{"batch-id": 0, "heartbeat": 1}})
+await_go(doc)
+report(doc["status-file"], state="active", **{{"batch-id": 0, "heartbeat": 1}})
 while not os.path.exists(doc["stop-marker"]):
     time.sleep(0.05)
-report(state="stopped", **{{"batch-id": 0, "heartbeat": 2}})
+report(doc["status-file"], state="stopped", **{{"batch-id": 0, "heartbeat": 2}})
 """
 
 
-@checks("deploy-config-change", "deploy-rolled-back", "deploy-query-change")
+@checks(
+    "deploy-config-change", "deploy-preflight-failed", "deploy-rolled-back", "deploy-query-change"
+)
 def test_deploy_says_what_it_did(project: Project) -> None:
-    """The README's deploys of a config change, then of one Spark refuses, on a stand-in
-    spark-submit: the deployer's own lines, as the real runs print them."""
+    """The README's deploys of a config change, then of one Spark refuses (warm: its
+    pre-flight fails; cold: it is rolled back), on a stand-in spark-submit: the deployer's own
+    lines, as the real runs print them."""
     project.deployed("examples/queries")
     driver = a_driver_that_stops_when_asked(project, "tick-log")
     stand_in = project.root / "spark-submit"
-    stand_in.write_text(STAND_IN.format(python=sys.executable))
+    stand_in.write_text(STAND_IN.format(python=sys.executable, await_go=AWAIT_GO))
     stand_in.chmod(0o755)
     env = {"FLINK_SQL_RUNNER_SPARK_SUBMIT": str(stand_in)}
     deploy = ["flink-sql-runner", "deploy", "--path", "examples/queries",
@@ -314,7 +325,9 @@ def test_deploy_says_what_it_did(project: Project) -> None:
             ticks["options"]["numPartitions"] = -1
 
         project.edit("examples/tables/sources.yaml", refused)
-        rolled_back = project.run(deploy, env)
+        preflight = project.run(deploy, env)
+        assert preflight.returncode == 1, preflight.stdout + preflight.stderr
+        rolled_back = project.run(sample_command(sample("deploy-rolled-back")), env)
         assert rolled_back.returncode == 1, rolled_back.stdout + rolled_back.stderr
 
         shutil.copy(REPO / "examples/tables/sources.yaml", project.root / "examples/tables")
@@ -328,8 +341,9 @@ def test_deploy_says_what_it_did(project: Project) -> None:
         driver.wait()
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     same(sample("deploy-config-change"), results_of(changed.stdout))
-    same(sample("deploy-rolled-back"), results_of(rolled_back.stdout),
-         {str(project.root): "/home/you/flink-sql-runner"})  # fmt: skip
+    home = {str(project.root): "/home/you/flink-sql-runner"}
+    same(sample("deploy-preflight-failed"), results_of(preflight.stdout), home)
+    same(sample("deploy-rolled-back"), rolled_back.stdout, home)
     same(sample("deploy-query-change"), new_version.stdout)
 
 

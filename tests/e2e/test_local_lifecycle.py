@@ -3,7 +3,9 @@
 new (v1) -> unchanged (noop, same process) -> config change (restart, same version)
 -> query change (v2, clean) -> driver SIGKILLed, deploy (restart from checkpoint)
 -> stopped and checkpoint removed, deploy (error for that job, exit 1).
-After each step the target, read with spark.read, holds every row exactly once.
+After each step the target, read with spark.read, holds every row exactly once. Both ways a
+change of a running job can be carried out: warm (the default: the new run prepared while the
+old one runs) and cold (stop, then start).
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from tests.support.workspace import Workspace, kill_driver, wait_for
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 
-def test_job_lifecycle_keeps_every_row_exactly_once(workspace: Workspace, spark):
+@pytest.mark.parametrize("handover", ["warm", "cold"])
+def test_job_lifecycle_keeps_every_row_exactly_once(
+    workspace: Workspace, spark, handover: str, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("FLINK_SQL_RUNNER_HANDOVER", handover)
     ws = workspace
     out = ws.root / "out" / "ticks"
     ws.write_tables(
@@ -77,6 +83,7 @@ def test_job_lifecycle_keeps_every_row_exactly_once(workspace: Workspace, spark)
     result = ws.deploy()
     assert result.returncode == 0, result.stdout + result.stderr
     assert "stopped gracefully" in result.stdout
+    assert ("prepared v1 in " in result.stdout) == (handover == "warm"), result.stdout
     assert ws.record("ticks-job")["pid"] != first["pid"]
     stored = ws.stored("ticks-job")
     assert (stored["meta"]["query-version"], stored["meta"]["query-id"]) == (1, query_id_v1)

@@ -1,8 +1,9 @@
 """Never lose, double or strand a job, on local Spark with real spark-submit.
 
 One job (a rate source into parquet) and one file-source job, through:
-- a config change Spark refuses at start -> rolled back: v1 runs again from its checkpoint, the
-  store keeps v1's manifest, exit code 1;
+- a config change Spark refuses at start -> warm, its pre-flight fails and v1 commits on, the
+  same driver; cold, rolled back: v1 runs again from its checkpoint; the store keeps v1's
+  manifest, exit code 1 either way;
 - a query change whose v2 fails on its first batch -> rolled back the same way;
 - a sink path change -> a clean start as a new version (v3: the failed v2 left its folder);
 - a file source path change -> a clean start as a new version, reading only the new folder.
@@ -72,11 +73,21 @@ def test_failed_starts_roll_back_and_moved_sources_and_sinks_start_clean(
     wait_for(lambda: file_rows(spark, files_out).get(1), what="the words of folder a")
     stored_v1 = ws.stored("ticks-job")
 
-    # 1. A config change Spark refuses at start: the new run fails, v1 runs again.
+    # 1. A config change Spark refuses at start. Warm (the default), the new run fails its
+    # pre-flight and v1 is untouched: the same driver commits on. Cold, the new run fails after
+    # v1 stopped, and v1 runs again.
     ws.write_tables([{**ticks, "options": {"rowsPerBatch": -1}}, tick_out, words, word_out])
     assert ws.plan_json()["ticks-job"]["action"] == "stop-and-restart-from-checkpoint"
     pid_before = ws.runs("ticks-job")[0]["pid"]
     result = ws.deploy()
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL ticks-job: pre-flight failed: " in result.stdout, result.stdout
+    assert "rowsPerBatch" in result.stdout and "v1 untouched, still running" in result.stdout
+    assert ws.stored("ticks-job") == stored_v1, "the store keeps v1's manifest"
+    assert [(r["version"], r["pid"]) for r in ws.runs("ticks-job")] == [(1, pid_before)]
+    before = len(rows_by_version(spark, out)[0][1])
+    assert_exactly_once(wait_for(progressed(spark, out, 1, before + 3), what="v1 committing on"))
+    result = ws.deploy("--handover", "cold")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "FAIL ticks-job: rolled back: v1 running again from its checkpoint" in result.stdout
     assert "rowsPerBatch" in result.stdout, "Spark's own words on why"

@@ -26,7 +26,14 @@ def tick_job(ws: Workspace, sql: str = "SELECT value FROM ticks") -> None:
     ws.write_job("ticks-job", **{"target-table": "tick_out"}, sql=sql)
 
 
-def test_a_deployer_killed_after_the_start_converges(workspace: Workspace, spark):
+@pytest.mark.parametrize("handover", ["cold", "warm"])
+def test_a_deployer_killed_after_the_start_converges(
+    workspace: Workspace, spark, handover: str, monkeypatch: pytest.MonkeyPatch
+):
+    """Cold, the deployer dies once v2 is submitted (v1 already stopped): the next deploy adopts
+    v2. Warm, it dies once v2 is submitted prepared, beside v1: the next deploy ends the
+    prepared run, which never wrote, and hands over again."""
+    monkeypatch.setenv("FLINK_SQL_RUNNER_HANDOVER", handover)
     ws = workspace
     tick_job(ws)
     assert ws.deploy().returncode == 0
@@ -40,7 +47,7 @@ def test_a_deployer_killed_after_the_start_converges(workspace: Workspace, spark
     )
     try:
         record = wait_for(
-            lambda: (r := ws.record("ticks-job")) and r["version"] == 2 and r,
+            lambda: next((r for r in ws.runs("ticks-job") if r["version"] == 2), None),
             timeout=120,
             interval=0.2,
             what="the v2 submission",
@@ -52,19 +59,29 @@ def test_a_deployer_killed_after_the_start_converges(workspace: Workspace, spark
     assert record["pid"] != first["pid"]
     assert ws.stored("ticks-job")["meta"]["query-version"] == 1, "killed before recording"
 
-    # The next deploy takes the dead deployer's lock, adopts the run it started: no second start.
     result = ws.deploy()
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "interrupted start of v2 (stop-and-start-clean, at submitted): its run is up" in (
-        result.stdout
-    )
-    assert ws.record("ticks-job")["pid"] == record["pid"]
-    assert ws.stored("ticks-job")["meta"]["query-version"] == 2
+    if handover == "cold":
+        # The next deploy takes the dead deployer's lock, adopts the run it started: no second
+        # start.
+        assert "interrupted start of v2 (stop-and-start-clean, at submitted): its run is up" in (
+            result.stdout
+        )
+        assert ws.record("ticks-job")["pid"] == record["pid"]
+    else:
+        assert "never given its go" in result.stdout, result.stdout
+    version = ws.stored("ticks-job")["meta"]["query-version"]
+    assert version >= 2
+    # One run, of the stored version (a prepared run told to end leaves within seconds).
+    wait_for(lambda: len(ws.runs("ticks-job")) == 1, timeout=60, what="one run of ticks-job")
+    assert ws.record("ticks-job")["version"] == version
+    if handover == "warm":  # a run of its own, neither v1's nor the one never given its go
+        assert ws.record("ticks-job")["pid"] not in (record["pid"], first["pid"])
     assert ws.plan_json()["ticks-job"]["action"] == "noop"
     out = ws.root / "out"
     values = wait_for(
-        lambda: (v := rows_by_version(spark, out)[0]) and len(v.get(2, [])) >= 10 and v,
-        what="v2 rows",
+        lambda: (v := rows_by_version(spark, out)[0]) and len(v.get(version, [])) >= 10 and v,
+        what=f"v{version} rows",
     )
     assert_exactly_once(values)
 

@@ -132,8 +132,10 @@ def test_the_plan_reads_as_tables_diffs_steps_and_a_lineage_diagram(
     steps = [b for b in blocks if b["type"] == "list"]
     assert steps[1]["ordered"]
     assert steps[1]["read"] == [
+        "prepare v2 clean in /ckpt/producer/2 while v1 runs"
+        " (session, tables, query, sink and checkpoint checked; nothing written)",
         "stop v1 (pid 8)",
-        "start v2 clean in /ckpt/producer/2",
+        "go: the prepared v2 starts its query",
         "record v2",
     ]
     paragraphs = [b["read"] for b in blocks if b["type"] == "paragraph"]

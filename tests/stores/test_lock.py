@@ -29,7 +29,7 @@ from flink_sql_runner.stores.lock import (
     waiting_line,
 )
 from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget, MemoryLockBackend
-from tests.support.jobs import BASE, QUERY, ROOT, stored_of
+from tests.support.jobs import BASE, QUERY, ROOT, given_go, stored_of
 
 
 def make(backend, clock, command="deploy", ttl=60.0):
@@ -143,7 +143,8 @@ def leased_world():
     return store, target, storage, clock, lease
 
 
-def test_a_holder_that_lost_its_lease_stops_before_its_next_write():
+@pytest.mark.parametrize("handover", ["cold", "warm"])
+def test_a_holder_that_lost_its_lease_stops_before_its_next_write(handover):
     store, target, storage, clock, lease = leased_world()
 
     def slow_stop(run):  # the stop takes long, the renewals meanwhile all fail
@@ -155,14 +156,19 @@ def test_a_holder_that_lost_its_lease_stops_before_its_next_write():
     executor = Executor(
         store, target, storage, Timeouts(start=30, stop=5, poll=1), clock, clock.sleep, lease=lease
     )
-    plan = build_plan(gather([QUERY], store, target, storage, workers=1))
+    plan = build_plan(gather([QUERY], store, target, storage, workers=1), handover=handover)
     result = executor.apply(plan)["orders"]
     assert not result.ok and "lost the manifest store's lock" in result.summary
-    assert target.submissions == [], "nothing started after the lease was lost"
+    # Warm, the new run was prepared before the stop, while the lease held; it writes nothing
+    # without a go, and none is given.
+    assert len([s for s in target.submissions if s.prepared]) == (handover == "warm")
+    assert [s for s in target.submissions if not s.prepared] == []
+    assert given_go(storage) == [], "nothing started after the lease was lost"
     assert store.writes == [] and store.manifests["orders"].meta.query_version == 1
 
 
-def test_a_long_step_is_not_begun_on_a_lease_that_cannot_be_renewed():
+@pytest.mark.parametrize("handover, first", [("cold", "stop"), ("warm", "prepare")])
+def test_a_long_step_is_not_begun_on_a_lease_that_cannot_be_renewed(handover, first):
     """Finding 1: the lease is trusted for 45 s here, a stop or a submit may take minutes. Before,
     the stop was begun on a lease whose renewals failed, and it could lapse mid-way, letting
     another deployer act on the same job; now the lease is renewed first, or the step is not
@@ -172,9 +178,10 @@ def test_a_long_step_is_not_begun_on_a_lease_that_cannot_be_renewed():
     executor = Executor(
         store, target, storage, Timeouts(start=30, stop=5, poll=1), clock, clock.sleep, lease=lease
     )
-    result = executor.apply(build_plan(gather([QUERY], store, target, storage, workers=1)))
+    facts = gather([QUERY], store, target, storage, workers=1)
+    result = executor.apply(build_plan(facts, handover=handover))
     assert not result["orders"].ok
-    assert "not beginning to stop orders" in result["orders"].summary
+    assert f"not beginning to {first} orders" in result["orders"].summary
     assert target.stops == [] and target.submissions == [], "nothing begun"
     assert store.side == {}, "nothing was done: no intent left"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from flink_sql_runner.act.executor import Executor
@@ -74,37 +75,48 @@ def healthy(state: FakeStorage, status: str = "active", error: str | None = None
 
 class FakeRunner:
     """Plays the runner on fakes, warm handovers included: a run submitted at once reports
-    `state`; a prepared run reports `prepared` on its own status file (None: nothing, as a
-    driver that never got room), and on its go reports `state` on the version's. A go given
+    `status`; a prepared run reports `prepared` on its own status file (None: nothing, as a
+    driver that never got room), and on its go reports `after_go` on the version's. A go given
     while another run of the job is up is a second writer (`target.double_starts`); an abort
-    ends the prepared run."""
+    ends the prepared run. `status` may be a function of the submission; `on_start` is called
+    with the submission when its run begins to write (at once, or at its go)."""
 
     def __init__(
         self,
         state: FakeStorage,
         target: FakeTarget,
-        status: str = "active",
+        status: str | Callable[[Any], str] = "active",
         prepared: str | None = "ready",
         error: str | None = "boom: division by zero",
         after_go: str | None = None,
+        on_start: Callable[[Any], None] | None = None,
     ):
         """`after_go`: what a prepared run reports once given its go (default `status`)."""
         self.state, self.target = state, target
         self.status, self.prepared, self.error = status, prepared, error
-        self.after_go = after_go or status
+        self.after_go = after_go
+        self.on_start = on_start
         self.waiting: dict[str, Any] = {}  # prepared submissions by run id
         self.words: list[dict[str, Any]] = []  # every go or abort given, in order
         target.on_submit = self._submitted
         state.on_write = self._written
+
+    def _status_of(self, submission) -> str:
+        return self.status(submission) if callable(self.status) else self.status
 
     def _report(self, location: str, run_id: str, status: str) -> None:
         self.state.files[location] = json.dumps(
             {"run-id": run_id, "state": status, "error": self.error if status == "failed" else None}
         )
 
+    def _started(self, submission, status_file: str, status: str) -> None:
+        self._report(status_file, submission.run_id, status)
+        if self.on_start is not None:
+            self.on_start(submission)
+
     def _submitted(self, submission) -> None:
         if not submission.prepared:
-            self._report(submission.status_file, submission.run_id, self.status)
+            self._started(submission, submission.status_file, self._status_of(submission))
             return
         self.waiting[submission.run_id] = submission
         if self.prepared is not None:
@@ -126,17 +138,25 @@ class FakeRunner:
                 version_status = re.sub(
                     r"\.prepared-[^.]+\.status\.json$", ".status.json", submission.status_file
                 )
-                self._report(version_status, run_id, self.after_go)
+                self._started(
+                    submission, version_status, self.after_go or self._status_of(submission)
+                )
             else:  # aborted: the run ends
                 runs = self.target.runs.get(submission.name, [])
                 self.target.runs[submission.name] = [r for r in runs if r.run_id != run_id]
+
+
+def given_go(state: FakeStorage) -> list[str]:
+    """The run ids of the prepared runs given their go (a warm handover's start)."""
+    words = [json.loads(text) for name, text in state.files.items() if name.endswith(".go.json")]
+    return [word["run-id"] for word in words if word.get("go") is True]
 
 
 def fake_world(on_submit="active", **target_switches):
     store, state = FakeStore(), FakeStorage()
     target = FakeTarget(**target_switches)
     if on_submit:
-        target.on_submit = healthy(state, on_submit, "boom: division by zero")
+        FakeRunner(state, target, status=on_submit)
     return store, target, state, fake_executor(store, target, state)
 
 
