@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,6 +47,7 @@ class Project:
     def __init__(self, root: Path):
         self.root = root
         shutil.copytree(REPO / "examples", root / "examples", ignore=shutil.ignore_patterns("ci"))
+        self.seen: set[tuple[int, str]] = set()  # the runs the commands started: (pid, started)
 
     def run(
         self, argv: list[str], env: dict[str, str] | None = None, stdin: int | None = None
@@ -55,16 +56,38 @@ class Project:
         assert argv[0] == "flink-sql-runner", argv
         environ = {k: v for k, v in os.environ.items() if not k.startswith("FLINK_SQL_RUNNER_")}
         environ.update({"FLINK_SQL_RUNNER_STATE_DIR": STATE, "NO_COLOR": "1", **(env or {})})
-        return subprocess.run(
-            [sys.executable, "-m", "flink_sql_runner", *argv[1:]],
-            capture_output=True,
-            text=True,
-            cwd=self.root,
-            timeout=300,
-            check=False,
-            env=environ,
-            stdin=stdin,
-        )
+        try:
+            return subprocess.run(
+                [sys.executable, "-m", "flink_sql_runner", *argv[1:]],
+                capture_output=True,
+                text=True,
+                cwd=self.root,
+                timeout=300,
+                check=False,
+                env=environ,
+                stdin=stdin,
+            )
+        finally:
+            self.seen |= self._recorded_runs()
+
+    def _recorded_runs(self) -> set[tuple[int, str]]:
+        """The runs the local target records now, but this test's own process (`deployed`)."""
+        found = set()
+        for path in (self.root / STATE / "runs").glob("*/*.json"):
+            try:
+                record = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            if int(record["pid"]) != os.getpid():
+                found.add((int(record["pid"]), str(record["started"])))
+        return found
+
+    def kill_runs(self) -> None:
+        """Kill every run the commands started that is still alive, even when a test failed."""
+        from flink_sql_runner.host import processes as procs
+
+        for pid, started in self.seen | self._recorded_runs():
+            procs.kill_group(pid, started)
 
     def deployed(
         self,
@@ -117,8 +140,12 @@ class Project:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Project:
-    return Project(tmp_path)
+def project(tmp_path: Path) -> Iterator[Project]:
+    project = Project(tmp_path)
+    try:
+        yield project
+    finally:
+        project.kill_runs()
 
 
 # -- finding samples ------------------------------------------------------------------------
