@@ -20,7 +20,7 @@ from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, warm
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
 from flink_sql_runner.model.stored import StoredManifest
-from flink_sql_runner.read.sinks import SinkId, target_sink
+from flink_sql_runner.read.sinks import SinkId, SinkIndex, target_sink
 
 
 def build_plan(
@@ -48,12 +48,12 @@ def build_plan(
     decisions = pipeline.follow_producers(
         decisions, by_name, lineage, lambda f: decide(f, prune, spark)
     )
-    owners = {
-        f.name: sink
+    owners: SinkIndex[str] = SinkIndex(
+        (sink, f.name)
         for f in ordered
         if (recorded := _recorded(f)) is not None
         and (sink := target_sink(f.name, recorded.job, recorded.tables)) is not None
-    }
+    )
     handovers: list[Handover] = []
     for name, decision in decisions.items():
         for sink in _sinks_started(decision):
@@ -98,17 +98,18 @@ class Handover(NamedTuple):
 def _respect_owners(
     decision: Decision,
     sink: SinkId,
-    owners: dict[str, SinkId],
+    owners: SinkIndex[str],
     decisions: dict[str, Decision],
     facts: dict[str, JobFacts],
 ) -> tuple[Decision, list[str]]:
     """`decision` and the other jobs that write `sink` and let go of it in this deploy (it
-    starts after them, `_hand_over`); an error (and none) when one keeps writing it."""
+    starts after them, `_hand_over`); an error (and none) when one keeps writing it. `owners`:
+    the sink each job's recorded manifest writes, added by name."""
     if decision.action is Action.ERROR:
         return decision, []
     givers = []
-    for other, owned in owners.items():
-        if other == decision.name or not owned.overlaps(sink):
+    for _, other in owners.overlapping(sink):
+        if other == decision.name:
             continue
         theirs = decisions[other]
         desired = facts[other].desired

@@ -42,7 +42,13 @@ from flink_sql_runner.read.schemas import (
     shown,
     validator,
 )
-from flink_sql_runner.read.sinks import SinkId, normalise_path, shared_sink_problems, target_sink
+from flink_sql_runner.read.sinks import (
+    SinkId,
+    SinkIndex,
+    normalise_path,
+    shared_sink_problems,
+    target_sink,
+)
 from flink_sql_runner.read.sqlinfo import SqlProblem, code_problem, read_tables
 from flink_sql_runner.read.template import (
     FINAL_MANIFEST_KEYS,
@@ -403,12 +409,16 @@ class JobLoader:
     def source_problems(self, jobs: list[Job]) -> list[Problem]:
         """The missing source paths of `jobs`, one problem per declaration, naming the jobs that
         read it; a folder one of `jobs` writes need not exist yet (a pipeline's next stage)."""
-        sinks = [sink for job in jobs if (sink := target_sink(job.name, job.spec, job.tables))]
+        sinks = SinkIndex(
+            (sink, job.name)
+            for job in jobs
+            if (sink := target_sink(job.name, job.spec, job.tables))
+        )
         loaded = {job.name for job in jobs}
         readers: dict[tuple[str, str, str, str, str | None], list[str]] = {}
         for found in self._missing_sources:
             folder = SinkId("folder", normalise_path(found.path, found.job))
-            if found.job not in loaded or any(folder.overlaps(sink) for sink in sinks):
+            if found.job not in loaded or sinks.overlapping(folder):
                 continue
             key = (found.file, found.field, found.table, found.path, found.written)
             readers.setdefault(key, []).append(found.job)
