@@ -287,8 +287,8 @@ def contract_checks(plan: Plan, facts: list[JobFacts], jobs: list[Job]) -> list[
         lineage = lineage or build_lineage(jobs)
         readers = tuple(
             (link.consumer, link.read_as, desired[link.consumer].tables[link.read_as].get("schema"))
-            for link in lineage.links
-            if link.producer == decision.name and link.consumer in desired
+            for link in lineage.links_from(decision.name)
+            if link.consumer in desired
             and link.read_as in desired[link.consumer].tables
         )  # fmt: skip
         checks.append(Check(starts[0].manifest, job.stored, readers))

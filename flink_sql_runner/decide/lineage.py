@@ -93,11 +93,13 @@ class Lineage:
     _succ: dict[str, tuple[str, ...]] = field(repr=False)
     _pred: dict[str, tuple[str, ...]] = field(repr=False)
     #: Indexes, so that no question about one job looks at every job or link: each job's
-    #: place in `order()`, its strongly connected component, its cycle, the links into it.
+    #: place in `order()`, its strongly connected component, its cycle, the links into it and
+    #: out of it.
     _rank: dict[str, int] = field(repr=False, compare=False)
     _component: dict[str, int] = field(repr=False, compare=False)
     _cycle_of: dict[str, tuple[str, ...]] = field(repr=False, compare=False)
     _into: dict[str, tuple[Link, ...]] = field(repr=False, compare=False)
+    _from: dict[str, tuple[Link, ...]] = field(repr=False, compare=False)
 
     def order(self) -> list[str]:
         """Every job, producers before consumers: level by level (a job comes after every job
@@ -107,6 +109,10 @@ class Lineage:
     def links_into(self, consumer: str) -> tuple[Link, ...]:
         """The links whose consumer is `consumer`, in `links`' order."""
         return self._into.get(consumer, ())
+
+    def links_from(self, producer: str) -> tuple[Link, ...]:
+        """The links whose producer is `producer`, in `links`' order."""
+        return self._from.get(producer, ())
 
     def cycle_of(self, name: str) -> tuple[str, ...] | None:
         """The cycle in `cycles` that holds `name`, if one does."""
@@ -424,8 +430,10 @@ def build_lineage(
     pred_t = {n: tuple(sorted(p)) for n, p in pred.items()}
     order, cycles, component = _order(names, succ_t, pred_t)
     into: dict[str, list[Link]] = {}
+    out: dict[str, list[Link]] = {}
     for link in links:
         into.setdefault(link.consumer, []).append(link)
+        out.setdefault(link.producer, []).append(link)
 
     return Lineage(
         jobs={
@@ -443,6 +451,7 @@ def build_lineage(
         _component=component,
         _cycle_of={name: cycle for cycle in reversed(cycles) for name in cycle},
         _into={name: tuple(found) for name, found in into.items()},
+        _from={name: tuple(found) for name, found in out.items()},
     )
 
 

@@ -4,6 +4,7 @@ looks and `SinkId.overlaps` calls, and the lines Python runs to build one plan."
 
 from __future__ import annotations
 
+import random
 import sys
 from dataclasses import replace
 from types import FrameType
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from flink_sql_runner.decide.lineage import build_lineage
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.facts import JobFacts
@@ -90,3 +92,34 @@ def test_a_plan_of_twice_the_jobs_runs_twice_the_lines() -> None:
         return (lines_run(recorded) + lines_run(chain)) / (2 * jobs)
 
     assert per_job(1000) < 1.1 * per_job(500)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_lineage_indexes_answer_as_scanning_every_link_and_job(seed: int) -> None:
+    """On random graphs of folders (cycles, self loops, jobs reading a parent folder): the
+    links into and out of a job, its cycle, whether two jobs feed each other, the order of
+    `downstream` and `upstream`, as scanning every link and job finds them."""
+    rng = random.Random(seed)
+    names = [f"j{i:02d}" for i in range(40)]
+    jobs = [
+        pipeline_job(
+            name,
+            rng.choice(("/data", *(f"/data/{other}" for other in rng.sample(names, 3)))),
+            f"/data/{name}",
+        )
+        for name in names
+    ]
+    lineage = build_lineage(jobs)
+    assert lineage.cycles and lineage.links
+    for name in names:
+        assert lineage.links_into(name) == tuple(lk for lk in lineage.links if lk.consumer == name)
+        assert lineage.links_from(name) == tuple(lk for lk in lineage.links if lk.producer == name)
+        assert lineage.cycle_of(name) == next((c for c in lineage.cycles if name in c), None)
+        assert lineage.in_cycle(name) == any(name in c for c in lineage.cycles)
+        for other in names:
+            scanned = other in lineage.upstream(name) and name in lineage.upstream(other)
+            if other != name:
+                assert lineage.feed_each_other(name, other) == scanned
+        order = lineage.order()
+        for reach in (lineage.downstream(name), lineage.upstream(name)):
+            assert reach == [n for n in order if n in set(reach)]
