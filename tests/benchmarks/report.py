@@ -109,8 +109,8 @@ def growth_section(result: GrowthResult) -> str:
     lines = [
         f"#### `plan` from {small.jobs:,} to {large.jobs:,} jobs, moto's S3 server {latency}",
         "",
-        f"The workspace of the table above at each size (stored manifests and the store's index, "
-        f"checkpoints, live runs); {rounds} rounds of `plan` cold, then again after "
+        "The workspace of the 1,000-job comparison, at each size (stored manifests and the "
+        f"store's index, checkpoints, live runs); {rounds} rounds of `plan` cold, then again after "
         f"{large.edited:,} of {large.jobs:,} job files (1 %) were edited; load average "
         f"{load_text(result.load)}. Times are median (best); the phases are `plan`'s own "
         "(timing log), peak RSS the largest of the rounds.",
