@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from flink_sql_runner.errors import Problem
-from flink_sql_runner.read.secrets import mask
+from flink_sql_runner.read.secrets import SECRET_IN_VALUE, is_secret_key
 
 #: The schema version of the cache file; another one is ignored.
 FORMAT = 1
@@ -75,21 +75,21 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def plain(value: Any) -> bool:
-    """Whether `value` is made only of what JSON gives back as it was: dicts with text keys,
-    lists, text, numbers, true/false, null (a tuple or a date would come back otherwise)."""
-    if value is None or isinstance(value, (str, bool, int, float)):
+def storable(value: Any, key: str = "") -> bool:
+    """Whether `value` may be kept: made only of what JSON gives back as it was (dicts with
+    text keys, lists, text, numbers, true/false, null; not a tuple or a date), and holding
+    nothing `secrets.mask` would hide (under key `key`)."""
+    if key and is_secret_key(key):
+        return False
+    if isinstance(value, str):
+        return not SECRET_IN_VALUE.search(value)
+    if value is None or isinstance(value, (bool, int, float)):
         return True
     if isinstance(value, list):
-        return all(plain(v) for v in value)
+        return all(storable(v, key) for v in value)
     if isinstance(value, dict):
-        return all(isinstance(k, str) and plain(v) for k, v in value.items())
+        return all(isinstance(k, str) and storable(v, k) for k, v in value.items())
     return False
-
-
-def holds_secret(value: Any) -> bool:
-    """Whether a value holds anything `secrets.mask` would hide: it is never written here."""
-    return bool(mask(value) != value)
 
 
 class Answers(Protocol):
@@ -194,7 +194,7 @@ class LoadCache:
     ) -> None:
         """Keep what a table file read without a problem declared."""
         found = [{"entry": entry, "at": at, "lines": lines} for entry, at, lines in tables]
-        if not plain(found) or holds_secret([t["entry"] for t in found]):
+        if not storable(found):
             return
         self._tables[self._key(source)] = {
             "file": source,
@@ -240,7 +240,7 @@ class LoadCache:
         catalog: Answers,
     ) -> None:
         """Keep a job read without a problem, with what the catalog answered for it."""
-        if not plain(job) or holds_secret(job):
+        if not storable(job):
             return
         self._jobs[self._key(source)] = {
             "file": source,

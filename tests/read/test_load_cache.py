@@ -463,3 +463,23 @@ def test_no_cache_on_the_command_line(tmp_path: Path) -> None:
         assert "--no-cache" in run_cli(command, "--help").stdout, command
     for command in ("stop", "forget", "logs"):
         assert "--no-cache" not in run_cli(command, "--help").stdout, command
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"options": {"password": "x"}},
+        {"sparkProperties": {"spark.hadoop.fs.s3a.secret.key": ["x"]}},
+        {"options": {"url": "jdbc:x;password=abc"}},
+        {"options": {"kafka.sasl.jaas.config": "org... required;"}},
+        {"sql": "SELECT 1 -- token: abc"},
+        {"a": [{"b": {"AccessKey": 1}}]},
+    ],
+)
+def test_what_mask_would_hide_is_not_kept(value: dict[str, Any]) -> None:
+    from flink_sql_runner.read.load_cache import storable
+    from flink_sql_runner.read.secrets import mask
+
+    assert mask(value) != value
+    assert not storable(value)
+    assert storable({"options": {"path": "/p", "user": "me"}, "n": [1, 2.5, True, None]})
