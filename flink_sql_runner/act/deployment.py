@@ -28,8 +28,8 @@ from flink_sql_runner.act.settings import Settings, make_target
 from flink_sql_runner.act.stop import StopResult, stop_jobs
 from flink_sql_runner.decide.contracts import needs_check
 from flink_sql_runner.decide.decisions import Plan
-from flink_sql_runner.decide.lineage import build_lineage
-from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.lineage import Lineage
+from flink_sql_runner.decide.plan import build_plan, plan_lineage
 from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
@@ -181,13 +181,17 @@ class Deployment:
         )
         mark("gathered")
         spark = self.target.spark_version()
-        plan = build_plan(facts, prune=prune, spark=spark, handover=self.settings.handover)
-        checks = contract_checks(plan, facts, jobs)
+        lineage = plan_lineage(facts)  # the same jobs in every plan below: built once
+        handover = self.settings.handover
+        plan = build_plan(facts, prune=prune, spark=spark, handover=handover, lineage=lineage)
+        checks = contract_checks(plan, facts, jobs, lineage)
         if checks:
             found = gather_contracts(checks, self.storage, self.schema_cache, self.ask_spark)
             if found:
                 facts = [replace(f, contract=found.get(f.name)) for f in facts]
-                plan = build_plan(facts, prune=prune, spark=spark, handover=self.settings.handover)
+                plan = build_plan(
+                    facts, prune=prune, spark=spark, handover=handover, lineage=lineage
+                )
         plan = without_starts_that_cannot_begin(plan, self.connectors.missing)
         mark("decided")
         return plan
@@ -308,20 +312,23 @@ class Deployment:
             self._refresh_index()
 
 
-def contract_checks(plan: Plan, facts: list[JobFacts], jobs: list[Job]) -> list[Check]:
+def contract_checks(
+    plan: Plan, facts: list[JobFacts], jobs: list[Job], lineage: Lineage
+) -> list[Check]:
     """The starts of `plan` whose sink's schema contract is checked (decide/contracts.py):
     each with the manifest it starts, the one stored before, and the jobs of this deploy that
-    read its sink, with the schema they declare for it."""
+    read its sink, with the schema they declare for it. `lineage`: the plan's; a link from a
+    desired job to another is the same in it as in the lineage of the desired `jobs` alone
+    (the stored-only jobs it adds are only ever producers or consumers of their own links,
+    and links to them are left out here)."""
     by_name = {f.name: f for f in facts}
     desired = {job.name: job for job in jobs}
-    lineage = None
     checks = []
     for decision in plan.decisions:
         job = by_name.get(decision.name)
         starts = [s for s in decision.steps if isinstance(s, StartRun)]
         if job is None or not starts or not needs_check(job):
             continue
-        lineage = lineage or build_lineage(jobs)
         readers = tuple(
             (link.consumer, link.read_as, desired[link.consumer].tables[link.read_as].get("schema"))
             for link in lineage.links_from(decision.name)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from flink_sql_runner.decide import pipeline
 from flink_sql_runner.decide.decisions import Action, Decision, Plan
-from flink_sql_runner.decide.lineage import build_lineage
+from flink_sql_runner.decide.lineage import Lineage, build_lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
 from flink_sql_runner.decide.tree import decide, describe_runs, error
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, warm
@@ -23,11 +23,23 @@ from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.sinks import SinkId, SinkIndex, target_sink
 
 
+def plan_lineage(facts: list[JobFacts]) -> Lineage:
+    """The lineage a plan follows: the desired jobs, and the stored manifests of the jobs no
+    longer desired (they may still run). It depends on nothing else of the facts, so a caller
+    that plans twice over the same jobs (or checks contracts between) builds it once."""
+    ordered = sorted(facts, key=lambda f: f.name)
+    return build_lineage(
+        [f.desired for f in ordered if f.desired is not None],
+        stored={f.name: f.stored for f in ordered if f.stored is not None},
+    )
+
+
 def build_plan(
     facts: list[JobFacts],
     prune: bool = False,
     spark: str | None = None,
     handover: str = DEFAULT_HANDOVER,
+    lineage: Lineage | None = None,
 ) -> Plan:
     """The decisions for every job, sorted by name. With `prune`, jobs whose manifest left
     --path are stopped and archived instead of left alone. No job starts into a sink another
@@ -37,13 +49,12 @@ def build_plan(
     with `reprocessing: consistent` follow a producer's new version, and a job that starts
     clean as a new version names what happens downstream of it.
     `spark`: the Spark version the target will run jobs on, when it can tell. `handover`: how
-    a change of a running job is carried out when the job does not say (decide/warm.py)."""
+    a change of a running job is carried out when the job does not say (decide/warm.py).
+    `lineage`: `plan_lineage(facts)` when the caller has it already."""
     ordered = sorted(facts, key=lambda f: f.name)
     by_name = {f.name: f for f in ordered}
-    lineage = build_lineage(
-        [f.desired for f in ordered if f.desired is not None],
-        stored={f.name: f.stored for f in ordered if f.stored is not None},
-    )
+    if lineage is None:
+        lineage = plan_lineage(ordered)
     decisions = {f.name: decide(f, prune, spark) for f in ordered}
     decisions = pipeline.follow_producers(
         decisions, by_name, lineage, lambda f: decide(f, prune, spark)
