@@ -25,8 +25,9 @@ def probe(request: dict[str, Any]) -> tuple[dict[str, Any], None]:
     return {
         "spark": "4.3.0",
         "jobs": {j["key"]: {"fields": FIELDS} for j in request["jobs"]},
-        "sinks": {s["key"]: {"history": [{"fields": FIELDS, "from": "v1"}]}
-                  for s in request["sinks"]},  # fmt: skip
+        "sinks": {
+            s["key"]: {"history": [{"fields": FIELDS, "from": "v1"}]} for s in request["sinks"]
+        },  # fmt: skip
         "ddl": {},
     }, None
 
