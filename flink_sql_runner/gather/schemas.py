@@ -70,7 +70,7 @@ def gather_contracts(
     declare one, or a Kafka topic. A new job into an empty sink is not analysed: nothing there
     can break (the plan's cost stays that of reading the store). `ask` is the runner's probe
     in a child process unless given."""
-    probe = _Probe(cache_dir, ask or run_probe)
+    probe: _Probe | None = None  # made once needed: it imports pyspark and hashes the runner
     staged: dict[str, tuple[Check, dict[str, Any], str, str | None, bool, str | None]] = {}
     for check in checks:
         if check.previous is None and _new_into_nothing(check.manifest, storage):
@@ -94,6 +94,7 @@ def gather_contracts(
         staged[check.manifest.name] = (check, doc, sink, fmt, analyse, moved)
         if not analyse:
             continue  # a new location, empty: said, with where its readers must move
+        probe = probe or _Probe(cache_dir, ask or run_probe)
         probe.want_job(doc)
         if target.get("schema"):
             probe.want_ddl(str(target["schema"]))
@@ -104,6 +105,7 @@ def gather_contracts(
             probe.want_sink(fmt, sink)
     if not staged:
         return {}
+    probe = probe or _Probe(cache_dir, ask or run_probe)
     probe.run()
     found = {}
     for name, (check, doc, sink, fmt, analyse, moved) in staged.items():
