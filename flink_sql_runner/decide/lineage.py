@@ -19,6 +19,7 @@ manifests, for jobs that left git but may still run) and returns a value.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import itertools
 import json
 import re
@@ -219,8 +220,10 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _key(name: str) -> tuple[str, ...]:
-    """Two names of one catalog entry share this (Spark's resolution, ignoring case)."""
+    """Two names of one catalog entry share this (Spark's resolution, ignoring case). Kept per
+    name: every job's lineage asks it of the same few names (a source read by thousands)."""
     try:
         return parse_name(name).key
     except BadName:
