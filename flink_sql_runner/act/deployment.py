@@ -5,8 +5,10 @@ The CLI builds a `Deployment` from its options and renders what its methods retu
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,17 +28,19 @@ from flink_sql_runner.act.settings import Settings, make_target
 from flink_sql_runner.act.stop import StopResult, stop_jobs
 from flink_sql_runner.decide.contracts import needs_check
 from flink_sql_runner.decide.decisions import Plan
-from flink_sql_runner.decide.lineage import build_lineage
-from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.lineage import Lineage
+from flink_sql_runner.decide.plan import build_plan, plan_lineage
 from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.gather.schemas import Ask, Check, gather_contracts, run_probe
+from flink_sql_runner.host.atomic import replace_file
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import Stored
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
+from flink_sql_runner.read.load_cache import LoadCache
 from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs
 from flink_sql_runner.read.paths import SourceCheck
 from flink_sql_runner.read.template import load_template
@@ -65,6 +69,11 @@ class Deployment:
         #: its answers cached in this folder (None: not cached).
         self.ask_spark: Ask = run_probe
         self.schema_cache: Path | None = Path(settings.state_dir) / "cache" / "schemas"
+        #: What unchanged job and table files read as before (read/load_cache.py); None: the
+        #: files are read every time (--no-cache).
+        self.load_cache: Path | None = (
+            Path(settings.state_dir) / "cache" / "load.json" if settings.cache else None
+        )
         self.debug = False
         #: Where lines for people go while a command runs (waiting for the lock).
         self.say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
@@ -87,7 +96,29 @@ class Deployment:
 
     # -- inputs -----------------------------------------------------------------------------
     def catalog(self) -> Catalog:
-        return load_catalog(self.settings.table_paths)
+        with self._cache() as cache:
+            return load_catalog(self.settings.table_paths, cache)
+
+    @contextmanager
+    def _cache(self) -> Iterator[LoadCache | None]:
+        """The load cache while files are read, written back if it changed and they were
+        valid, into the state folder once there is one (a command that only reads does not
+        make it); a cache file that cannot be read or written costs only the time it saves."""
+        if self.load_cache is None:
+            yield None
+            return
+        try:
+            raw = self.load_cache.read_bytes()
+        except OSError:
+            raw = None
+        cache = LoadCache.from_bytes(raw)
+        yield cache  # not kept when the inputs are invalid: such a command touches nothing
+        cache.prune(os.path.exists)
+        if cache.changed and Path(self.settings.state_dir).is_dir():
+            try:
+                replace_file(self.load_cache, cache.to_bytes(), mode=0o600)
+            except OSError as exc:
+                print(f"warning: cannot write {self.load_cache}: {exc.strerror}", file=sys.stderr)
 
     def sources_checked(self) -> SourceCheck:
         """Which source paths a command that starts jobs makes sure exist: every local one on
@@ -100,36 +131,42 @@ class Deployment:
         `sources`: which source paths must exist."""
         # The tables without problems still serve the jobs' checks: one broken table file
         # does not make every job's table look missing.
-        catalog, catalog_problems = read_catalog(self.settings.table_paths)
-        try:
-            jobs = load_jobs(
-                self.settings.paths,
-                self.settings.template,
-                catalog,
-                self.settings.state_dir,
-                rules=self.settings.properties,
-                sources=sources,
-            )
-        except InvalidInput as exc:
-            raise InvalidInput(catalog_problems + exc.problems, exc.hints) from None
-        if catalog_problems:
-            raise InvalidInput(catalog_problems)
-        mark("loaded", jobs=len(jobs))
+        with self._cache() as cache:
+            catalog, catalog_problems = read_catalog(self.settings.table_paths, cache)
+            try:
+                jobs = load_jobs(
+                    self.settings.paths,
+                    self.settings.template,
+                    catalog,
+                    self.settings.state_dir,
+                    rules=self.settings.properties,
+                    sources=sources,
+                    cache=cache,
+                )
+            except InvalidInput as exc:
+                raise InvalidInput(catalog_problems + exc.problems, exc.hints) from None
+            if catalog_problems:
+                raise InvalidInput(catalog_problems)
+        reuse = {"reused": cache.hits, "read": cache.misses} if cache is not None else {}
+        mark("loaded", jobs=len(jobs), **reuse)
         return jobs
 
     def load_one(self, path: Path, sources: SourceCheck = SourceCheck.NONE) -> Job:
         """One job file (a final manifest, or a plain job merged with the template)."""
         problems: list[Problem] = []
         template, problems = load_template(self.settings.template, self.settings.properties)
-        catalog, catalog_problems = read_catalog(self.settings.table_paths)
-        problems += catalog_problems
         settings = self.settings
-        loader = JobLoader(template, catalog, settings.state_dir, settings.properties, sources)
-        job = loader.load_file(path, problems)
-        if job is not None:
-            problems += loader.source_problems([job])
-        if problems or job is None:
-            raise InvalidInput(problems, loader.hints())
+        with self._cache() as cache:
+            catalog, catalog_problems = read_catalog(self.settings.table_paths, cache)
+            problems += catalog_problems
+            loader = JobLoader(
+                template, catalog, settings.state_dir, settings.properties, sources, cache=cache
+            )
+            job = loader.load_file(path, problems)
+            if job is not None:
+                problems += loader.source_problems([job])
+            if problems or job is None:
+                raise InvalidInput(problems, loader.hints())
         return job
 
     # -- commands ---------------------------------------------------------------------------
@@ -144,13 +181,17 @@ class Deployment:
         )
         mark("gathered")
         spark = self.target.spark_version()
-        plan = build_plan(facts, prune=prune, spark=spark, handover=self.settings.handover)
-        checks = contract_checks(plan, facts, jobs)
+        lineage = plan_lineage(facts)  # the same jobs in every plan below: built once
+        handover = self.settings.handover
+        plan = build_plan(facts, prune=prune, spark=spark, handover=handover, lineage=lineage)
+        checks = contract_checks(plan, facts, jobs, lineage)
         if checks:
             found = gather_contracts(checks, self.storage, self.schema_cache, self.ask_spark)
             if found:
                 facts = [replace(f, contract=found.get(f.name)) for f in facts]
-                plan = build_plan(facts, prune=prune, spark=spark, handover=self.settings.handover)
+                plan = build_plan(
+                    facts, prune=prune, spark=spark, handover=handover, lineage=lineage
+                )
         plan = without_starts_that_cannot_begin(plan, self.connectors.missing)
         mark("decided")
         return plan
@@ -271,24 +312,27 @@ class Deployment:
             self._refresh_index()
 
 
-def contract_checks(plan: Plan, facts: list[JobFacts], jobs: list[Job]) -> list[Check]:
+def contract_checks(
+    plan: Plan, facts: list[JobFacts], jobs: list[Job], lineage: Lineage
+) -> list[Check]:
     """The starts of `plan` whose sink's schema contract is checked (decide/contracts.py):
     each with the manifest it starts, the one stored before, and the jobs of this deploy that
-    read its sink, with the schema they declare for it."""
+    read its sink, with the schema they declare for it. `lineage`: the plan's; a link from a
+    desired job to another is the same in it as in the lineage of the desired `jobs` alone
+    (the stored-only jobs it adds are only ever producers or consumers of their own links,
+    and links to them are left out here)."""
     by_name = {f.name: f for f in facts}
     desired = {job.name: job for job in jobs}
-    lineage = None
     checks = []
     for decision in plan.decisions:
         job = by_name.get(decision.name)
         starts = [s for s in decision.steps if isinstance(s, StartRun)]
         if job is None or not starts or not needs_check(job):
             continue
-        lineage = lineage or build_lineage(jobs)
         readers = tuple(
             (link.consumer, link.read_as, desired[link.consumer].tables[link.read_as].get("schema"))
-            for link in lineage.links
-            if link.producer == decision.name and link.consumer in desired
+            for link in lineage.links_from(decision.name)
+            if link.consumer in desired
             and link.read_as in desired[link.consumer].tables
         )  # fmt: skip
         checks.append(Check(starts[0].manifest, job.stored, readers))

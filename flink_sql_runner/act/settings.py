@@ -41,6 +41,8 @@ class Settings:
     #: How a change of a running job is carried out when the job does not say (decide/warm.py).
     handover: str = DEFAULT_HANDOVER
     properties: PropertyRules = field(default_factory=PropertyRules)  # checks, and warnings
+    #: Reuse what unchanged job and table files read as last time (read/load_cache.py).
+    cache: bool = True
 
 
 def make_target(settings: Settings) -> Target:

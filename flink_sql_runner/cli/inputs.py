@@ -3,6 +3,7 @@ jobs under --path with their warnings, for every command that reads them."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,13 @@ from flink_sql_runner.read.paths import SourceCheck
 from flink_sql_runner.render.lineage import OUTPUTS as LINEAGE_OUTPUTS
 from flink_sql_runner.render.lineage import render_lineage
 
+#: Allocations between two collections of the youngest generation (Python's default: 700). The
+#: commands that load jobs run once and keep what they loaded to their end: at 10,000 jobs a
+#: collection every 700 allocations cost a fifth of `plan`'s CPU walking objects that all stay
+#: alive, and peak memory did not move. Process-wide, set by these commands only (not `watch`);
+#: the older generations keep their defaults.
+GC_YOUNG_THRESHOLD = 50_000
+
 
 def load(
     deployment: Deployment, path: Path | None = None, sources: SourceCheck = SourceCheck.NONE
@@ -40,6 +48,7 @@ def load(
     """The jobs under --path (or the one file `path`); the warnings of loading them go to
     stderr, one line each, also when the input is invalid. `sources`: which source paths must
     exist (commands that start jobs: `deployment.sources_checked()`)."""
+    gc.set_threshold(GC_YOUNG_THRESHOLD)
     try:
         if path is not None:
             return [deployment.load_one(path, sources)]

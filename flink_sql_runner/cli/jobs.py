@@ -126,6 +126,7 @@ drop_options(
     "table_paths",
     "template_file",
     "strict_properties",
+    "no_cache",
     "runner_path",
     "start_timeout",
 )
@@ -223,6 +224,7 @@ drop_options(
     "table_paths",
     "template_file",
     "strict_properties",
+    "no_cache",
     "runner_path",
     "start_timeout",
 )

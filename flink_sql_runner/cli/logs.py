@@ -90,4 +90,6 @@ def logs(
 
 
 #: `logs` reads no manifests, tables or template, submits nothing, and prints the log itself.
-drop_options(logs, "table_paths", "template_file", "strict_properties", "runner_path", "output")
+drop_options(
+    logs, "table_paths", "template_file", "strict_properties", "no_cache", "runner_path", "output"
+)

@@ -78,6 +78,13 @@ _register(
     help="sparkProperties that Spark ignores (keys not starting with 'spark.') are "
     "errors (exit 2), not warnings.",
 )
+_register(
+    "--no-cache",
+    is_flag=True,
+    envvar=env_var("NO_CACHE"),
+    help="Read every job and table file again, without reusing what unchanged files read as "
+    "last time (<state-dir>/cache/load.json), and keep nothing.",
+)
 _register("--debug", is_flag=True, help="Show tracebacks.")
 _register(
     "--manifest-store",
@@ -192,7 +199,8 @@ _register(
 )
 
 INPUT_OPTIONS = (
-    "--table-definition-path", "--template-file", "--state-dir", "--strict-properties", "--debug"
+    "--table-definition-path", "--template-file", "--state-dir", "--strict-properties",
+    "--no-cache", "--debug",
 )  # fmt: skip
 REMOTE_OPTIONS = (
     "--manifest-store", "--external-job-config-bucket", "--external-job-config-prefix",
@@ -252,6 +260,7 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         properties=PropertyRules(
             strict=bool(kw.get("strict_properties")), defaults=original["defaults"]
         ),
+        cache=not kw.get("no_cache"),
     )
 
 

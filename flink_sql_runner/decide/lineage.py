@@ -19,6 +19,7 @@ manifests, for jobs that left git but may still run) and returns a value.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import itertools
 import json
 import re
@@ -92,11 +93,39 @@ class Lineage:
     _order: tuple[str, ...] = field(repr=False)
     _succ: dict[str, tuple[str, ...]] = field(repr=False)
     _pred: dict[str, tuple[str, ...]] = field(repr=False)
+    #: Indexes, so that no question about one job looks at every job or link: each job's
+    #: place in `order()`, its strongly connected component, its cycle, the links into it and
+    #: out of it.
+    _rank: dict[str, int] = field(repr=False, compare=False)
+    _component: dict[str, int] = field(repr=False, compare=False)
+    _cycle_of: dict[str, tuple[str, ...]] = field(repr=False, compare=False)
+    _into: dict[str, tuple[Link, ...]] = field(repr=False, compare=False)
+    _from: dict[str, tuple[Link, ...]] = field(repr=False, compare=False)
 
     def order(self) -> list[str]:
         """Every job, producers before consumers: level by level (a job comes after every job
         it reads from), by name within a level. Jobs in a cycle share a level, by name."""
         return list(self._order)
+
+    def links_into(self, consumer: str) -> tuple[Link, ...]:
+        """The links whose consumer is `consumer`, in `links`' order."""
+        return self._into.get(consumer, ())
+
+    def links_from(self, producer: str) -> tuple[Link, ...]:
+        """The links whose producer is `producer`, in `links`' order."""
+        return self._from.get(producer, ())
+
+    def cycle_of(self, name: str) -> tuple[str, ...] | None:
+        """The cycle in `cycles` that holds `name`, if one does."""
+        return self._cycle_of.get(name)
+
+    def feed_each_other(self, one: str, other: str) -> bool:
+        """Whether each of two jobs reads, directly or not, what the other writes (one is
+        upstream of the other and the other upstream of the one: they are in one cycle)."""
+        if one == other:
+            return one in self._succ.get(one, ())
+        component = self._component.get(one)
+        return component is not None and component == self._component.get(other)
 
     def downstream(self, name: str) -> list[str]:
         """Every job that reads, directly or not, what `name` writes, in `order()`; [] for a
@@ -116,10 +145,10 @@ class Lineage:
                 seen.add(job)
                 todo.extend(edges[job])
         seen.discard(name)
-        return [job for job in self._order if job in seen]
+        return sorted(seen, key=self._rank.__getitem__)
 
     def in_cycle(self, name: str) -> bool:
-        return any(name in cycle for cycle in self.cycles)
+        return name in self._cycle_of
 
     def to_dict(self) -> dict[str, Any]:
         """For `--output json`: keys lower-case with hyphens, as the rest of the CLI."""
@@ -191,8 +220,10 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _key(name: str) -> tuple[str, ...]:
-    """Two names of one catalog entry share this (Spark's resolution, ignoring case)."""
+    """Two names of one catalog entry share this (Spark's resolution, ignoring case). Kept per
+    name: every job's lineage asks it of the same few names (a source read by thousands)."""
     try:
         return parse_name(name).key
     except BadName:
@@ -400,7 +431,12 @@ def build_lineage(
         pred[link.consumer].add(link.producer)
     succ_t = {n: tuple(sorted(s)) for n, s in succ.items()}
     pred_t = {n: tuple(sorted(p)) for n, p in pred.items()}
-    order, cycles = _order(names, succ_t, pred_t)
+    order, cycles, component = _order(names, succ_t, pred_t)
+    into: dict[str, list[Link]] = {}
+    out: dict[str, list[Link]] = {}
+    for link in links:
+        into.setdefault(link.consumer, []).append(link)
+        out.setdefault(link.producer, []).append(link)
 
     return Lineage(
         jobs={
@@ -414,6 +450,11 @@ def build_lineage(
         _order=tuple(order),
         _succ=succ_t,
         _pred=pred_t,
+        _rank={name: rank for rank, name in enumerate(order)},
+        _component=component,
+        _cycle_of={name: cycle for cycle in reversed(cycles) for name in cycle},
+        _into={name: tuple(found) for name, found in into.items()},
+        _from={name: tuple(found) for name, found in out.items()},
     )
 
 
@@ -457,9 +498,10 @@ def _unused(uses: list[_Use], catalog: Catalog | None) -> tuple[str, ...]:
 
 def _order(
     names: list[str], succ: dict[str, tuple[str, ...]], pred: dict[str, tuple[str, ...]]
-) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
+) -> tuple[list[str], tuple[tuple[str, ...], ...], dict[str, int]]:
     """Producers first, level by level, and the cycles: the strongly connected components
-    (Kosaraju's, without recursion) in the order of the graph they condense to."""
+    (Kosaraju's, without recursion) in the order of the graph they condense to; and each
+    job's component."""
     visited: set[str] = set()
     finished: list[str] = []
     for root in names:
@@ -501,7 +543,7 @@ def _order(
         for members in components
         if len(members) > 1 or members[0] in succ[members[0]]
     ]
-    return order, tuple(sorted(cycles))
+    return order, tuple(sorted(cycles)), component
 
 
 def _cycle(members: list[str], succ: dict[str, tuple[str, ...]]) -> tuple[str, ...]:

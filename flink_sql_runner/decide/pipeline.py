@@ -58,8 +58,8 @@ def _producers(lineage: Lineage, consumer: str) -> dict[str, str]:
     """The table names `consumer` reads that another job writes, with that job."""
     return {
         link.read_as: link.producer
-        for link in lineage.links
-        if link.consumer == consumer and link.producer != consumer
+        for link in lineage.links_into(consumer)
+        if link.producer != consumer
     }
 
 
@@ -103,14 +103,19 @@ def order_by_lineage(decisions: dict[str, Decision], lineage: Lineage) -> dict[s
     after: dict[str, list[str]] = {n: list(d.after) for n, d in decisions.items()}
     why: dict[str, dict[str, str]] = {n: dict(d.why_after) for n, d in decisions.items()}
     stop_after: dict[str, list[str]] = {n: list(d.stop_after) for n, d in decisions.items()}
+    # Without an order given before, every order added here follows a link between jobs not in
+    # one cycle, so none can lead back: `reaches` would only walk the lineage to say so.
+    given = any(d.after for d in decisions.values())
     for link in lineage.links:
         producer, consumer = link.producer, link.consumer
         if producer not in decisions or consumer not in decisions or producer == consumer:
             continue
-        if consumer in lineage.upstream(producer):
+        if lineage.feed_each_other(producer, consumer):
             continue  # one cycle: no order among its jobs
         if starts(decisions[producer]) and starts(decisions[consumer]):
-            if producer not in after[consumer] and not reaches(producer, consumer, after):
+            if producer not in after[consumer] and not (
+                given and reaches(producer, consumer, after)
+            ):
                 after[consumer].append(producer)
                 why[consumer].setdefault(producer, f"writes {link.table}, which it reads")
         if stops(decisions[producer]) and stops(decisions[consumer]):
@@ -119,7 +124,7 @@ def order_by_lineage(decisions: dict[str, Decision], lineage: Lineage) -> dict[s
     ordered = {}
     for name, decision in decisions.items():
         reason = decision.reason
-        cycle = next((c for c in lineage.cycles if name in c), None)
+        cycle = lineage.cycle_of(name)
         if cycle and decision.steps:
             loop = " -> ".join((*cycle, cycle[0]))
             reason += f"; in a cycle of jobs ({loop}): ordered by name, not by lineage"

@@ -13,14 +13,25 @@ from typing import NamedTuple
 
 from flink_sql_runner.decide import pipeline
 from flink_sql_runner.decide.decisions import Action, Decision, Plan
-from flink_sql_runner.decide.lineage import build_lineage
+from flink_sql_runner.decide.lineage import Lineage, build_lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
 from flink_sql_runner.decide.tree import decide, describe_runs, error
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, warm
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
 from flink_sql_runner.model.stored import StoredManifest
-from flink_sql_runner.read.sinks import SinkId, target_sink
+from flink_sql_runner.read.sinks import SinkId, SinkIndex, target_sink
+
+
+def plan_lineage(facts: list[JobFacts]) -> Lineage:
+    """The lineage a plan follows: the desired jobs, and the stored manifests of the jobs no
+    longer desired (they may still run). It depends on nothing else of the facts, so a caller
+    that plans twice over the same jobs (or checks contracts between) builds it once."""
+    ordered = sorted(facts, key=lambda f: f.name)
+    return build_lineage(
+        [f.desired for f in ordered if f.desired is not None],
+        stored={f.name: f.stored for f in ordered if f.stored is not None},
+    )
 
 
 def build_plan(
@@ -28,6 +39,7 @@ def build_plan(
     prune: bool = False,
     spark: str | None = None,
     handover: str = DEFAULT_HANDOVER,
+    lineage: Lineage | None = None,
 ) -> Plan:
     """The decisions for every job, sorted by name. With `prune`, jobs whose manifest left
     --path are stopped and archived instead of left alone. No job starts into a sink another
@@ -37,23 +49,22 @@ def build_plan(
     with `reprocessing: consistent` follow a producer's new version, and a job that starts
     clean as a new version names what happens downstream of it.
     `spark`: the Spark version the target will run jobs on, when it can tell. `handover`: how
-    a change of a running job is carried out when the job does not say (decide/warm.py)."""
+    a change of a running job is carried out when the job does not say (decide/warm.py).
+    `lineage`: `plan_lineage(facts)` when the caller has it already."""
     ordered = sorted(facts, key=lambda f: f.name)
     by_name = {f.name: f for f in ordered}
-    lineage = build_lineage(
-        [f.desired for f in ordered if f.desired is not None],
-        stored={f.name: f.stored for f in ordered if f.stored is not None},
-    )
+    if lineage is None:
+        lineage = plan_lineage(ordered)
     decisions = {f.name: decide(f, prune, spark) for f in ordered}
     decisions = pipeline.follow_producers(
         decisions, by_name, lineage, lambda f: decide(f, prune, spark)
     )
-    owners = {
-        f.name: sink
+    owners: SinkIndex[str] = SinkIndex(
+        (sink, f.name)
         for f in ordered
         if (recorded := _recorded(f)) is not None
         and (sink := target_sink(f.name, recorded.job, recorded.tables)) is not None
-    }
+    )
     handovers: list[Handover] = []
     for name, decision in decisions.items():
         for sink in _sinks_started(decision):
@@ -98,17 +109,18 @@ class Handover(NamedTuple):
 def _respect_owners(
     decision: Decision,
     sink: SinkId,
-    owners: dict[str, SinkId],
+    owners: SinkIndex[str],
     decisions: dict[str, Decision],
     facts: dict[str, JobFacts],
 ) -> tuple[Decision, list[str]]:
     """`decision` and the other jobs that write `sink` and let go of it in this deploy (it
-    starts after them, `_hand_over`); an error (and none) when one keeps writing it."""
+    starts after them, `_hand_over`); an error (and none) when one keeps writing it. `owners`:
+    the sink each job's recorded manifest writes, added by name."""
     if decision.action is Action.ERROR:
         return decision, []
     givers = []
-    for other, owned in owners.items():
-        if other == decision.name or not owned.overlaps(sink):
+    for _, other in owners.overlapping(sink):
+        if other == decision.name:
             continue
         theirs = decisions[other]
         desired = facts[other].desired

@@ -29,7 +29,7 @@ from flink_sql_runner.host.atomic import write_atomically
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.contracts import ContractFacts, Known, Reader, SinkHolds
 from flink_sql_runner.model.control import ControlFiles
-from flink_sql_runner.model.runtime import resolved_table, runtime_manifest
+from flink_sql_runner.model.runtime import resolved_table, runtime_manifest, source_tables
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
 from flink_sql_runner.read.paths import holds_paths
@@ -70,9 +70,11 @@ def gather_contracts(
     declare one, or a Kafka topic. A new job into an empty sink is not analysed: nothing there
     can break (the plan's cost stays that of reading the store). `ask` is the runner's probe
     in a child process unless given."""
-    probe = _Probe(cache_dir, ask or run_probe)
+    probe: _Probe | None = None  # made once needed: it imports pyspark and hashes the runner
     staged: dict[str, tuple[Check, dict[str, Any], str, str | None, bool, str | None]] = {}
     for check in checks:
+        if check.previous is None and _new_into_nothing(check.manifest, storage):
+            continue  # the look below would skip it too, after building its runtime manifest
         try:
             doc = _runtime(check.manifest)
         except (FsrError, KeyError):
@@ -92,6 +94,7 @@ def gather_contracts(
         staged[check.manifest.name] = (check, doc, sink, fmt, analyse, moved)
         if not analyse:
             continue  # a new location, empty: said, with where its readers must move
+        probe = probe or _Probe(cache_dir, ask or run_probe)
         probe.want_job(doc)
         if target.get("schema"):
             probe.want_ddl(str(target["schema"]))
@@ -102,6 +105,7 @@ def gather_contracts(
             probe.want_sink(fmt, sink)
     if not staged:
         return {}
+    probe = probe or _Probe(cache_dir, ask or run_probe)
     probe.run()
     found = {}
     for name, (check, doc, sink, fmt, analyse, moved) in staged.items():
@@ -134,6 +138,27 @@ def _runtime(manifest: StoredManifest) -> dict[str, Any]:
     properties = manifest.job.get("sparkProperties") or {}
     doc["conf"] = {str(k): str(v) for k, v in properties.items() if str(k).startswith("spark.sql.")}
     return doc
+
+
+def _new_into_nothing(manifest: StoredManifest, storage: Storage) -> bool:
+    """Whether a new job's start has nothing to check: its target (resolved as its run sees
+    it) is no sink the deployer reads, or a file sink that holds nothing. One look at the sink
+    per new job, so that a plan of thousands of new jobs costs no runtime manifest each. False
+    when that cannot be told this way: the full look decides."""
+    spec = manifest.job
+    target_name = spec.get("target-table")
+    if "checkpoint-root" not in spec or target_name is None:
+        return False
+    if str(target_name) in source_tables(manifest):
+        return False  # registered under its view's name: as the runtime manifest does it
+    try:
+        target = resolved_table(manifest, str(target_name))
+    except FsrError:
+        return False
+    if not isinstance(target, dict):
+        return True
+    sink, fmt = _sink_of(target)
+    return sink is None or fmt not in FILE_FORMATS or _empty(storage, sink)
 
 
 def _options(definition: dict[str, Any]) -> dict[str, Any]:

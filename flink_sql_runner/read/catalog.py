@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.errors import InvalidInput, Problem
-from flink_sql_runner.read.ddl import SQL_SUFFIXES, read_sql_tables
+from flink_sql_runner.read.ddl import SQL_SUFFIXES, parse_sql_tables
 from flink_sql_runner.read.ddl_parser import JAVA_LONG
 from flink_sql_runner.read.files import YAML_SUFFIXES, yaml_files
 from flink_sql_runner.read.formats import (  # noqa: F401 (used by other modules)
@@ -23,9 +23,10 @@ from flink_sql_runner.read.formats import (  # noqa: F401 (used by other modules
     TABLE_FORMATS,
     file_format,
 )
+from flink_sql_runner.read.load_cache import LoadCache
 from flink_sql_runner.read.names import BadName, TableName, name_problem, parse_name
 from flink_sql_runner.read.schemas import document_problem, field_path, schema_problems
-from flink_sql_runner.read.yamlio import YamlProblem, read_yaml_file
+from flink_sql_runner.read.yamlio import YamlProblem, parse_yaml, read_text_file
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,11 @@ class Catalog:
 
     def canonical(self, name: TableName) -> str | None:
         """The declared name of the table `name` resolves to (broken ones included)."""
-        found: str | None = self._index.get(name.key)  # type: ignore[attr-defined]
+        return self.canonical_key(name.key)
+
+    def canonical_key(self, key: tuple[str, ...]) -> str | None:
+        """The declared name of the table whose name has the key `key` (`TableName.key`)."""
+        found: str | None = self._index.get(key)  # type: ignore[attr-defined]
         return found
 
     def resolve(self, name: TableName) -> Table | None:
@@ -88,9 +93,9 @@ class Catalog:
         return sorted(n for n in self.tables if parse_name(n).key[-1] == name.key[-1])
 
 
-def load_catalog(paths: list[Path]) -> Catalog:
+def load_catalog(paths: list[Path], cache: LoadCache | None = None) -> Catalog:
     """Read every table file; raise InvalidInput listing every problem in every file."""
-    catalog, problems = read_catalog(paths)
+    catalog, problems = read_catalog(paths, cache)
     if problems:
         raise InvalidInput(problems)
     return catalog
@@ -109,6 +114,8 @@ class _Declarations:
         self.tables: dict[str, Table] = {}
         self.broken: set[str] = set()
         self.where: dict[tuple[str, ...], str] = {}
+        #: Every table declared without a problem, as declared: (entry, place, lines).
+        self.declared: list[tuple[dict[str, Any], str, dict[str, int] | None]] = []
 
     def add(
         self,
@@ -129,28 +136,53 @@ class _Declarations:
         else:
             definition = {k: v for k, v in entry.items() if k not in ("name", "description")}
             self.tables[canonical] = Table(canonical, definition, source, at, lines)
+            self.declared.append((entry, at, lines))
         return None
+
+    def again(
+        self, entry: dict[str, Any], source: str, at: str, lines: dict[str, int] | None
+    ) -> Problem | None:
+        """Declare a table as an earlier read of its unchanged file did (`LoadCache`)."""
+        where = f"line {lines['name']}" if lines is not None else f"{at}.name"
+        return self.add(entry, source, True, lambda m: Problem(source, where, m), at, lines)
 
     def catalog(self) -> Catalog:
         return Catalog(self.tables, frozenset(self.broken))
 
 
-def read_catalog(paths: list[Path]) -> tuple[Catalog, list[Problem]]:
-    """Every table file: the tables without problems, and every problem in every file."""
+def read_catalog(
+    paths: list[Path], cache: LoadCache | None = None
+) -> tuple[Catalog, list[Problem]]:
+    """Every table file: the tables without problems, and every problem in every file.
+    `cache`: what unchanged files declared before, reused (load_cache.py)."""
     problems: list[Problem] = []
     declared = _Declarations()
     for path in table_files(paths, problems):
-        if path.suffix.lower() in SQL_SUFFIXES:
-            _read_sql_file(path, declared, problems)
+        source, sql = str(path), path.suffix.lower() in SQL_SUFFIXES
+        try:
+            text = read_text_file(path, "SQL" if sql else "YAML")
+        except YamlProblem as exc:
+            problems.append(exc.problem)
+            continue
+        known = cache.table_file(source, text) if cache is not None else None
+        if known is not None:
+            problems.extend(filter(None, (declared.again(e, source, a, ls) for e, a, ls in known)))
+            continue
+        before, first = len(problems), len(declared.declared)
+        if sql:
+            _read_sql_text(text, source, declared, problems)
         else:
-            _read_yaml_file(path, declared, problems)
+            _read_yaml_text(text, source, declared, problems)
+        if cache is not None and len(problems) == before:
+            cache.keep_table_file(source, text, declared.declared[first:])
     return declared.catalog(), problems
 
 
-def _read_yaml_file(path: Path, declared: _Declarations, problems: list[Problem]) -> None:
-    source = str(path)
+def _read_yaml_text(
+    text: str, source: str, declared: _Declarations, problems: list[Problem]
+) -> None:
     try:
-        doc = read_yaml_file(path)
+        doc = parse_yaml(text, source)
     except YamlProblem as exc:
         problems.append(exc.problem)
         return
@@ -177,11 +209,12 @@ def _read_yaml_file(path: Path, declared: _Declarations, problems: list[Problem]
             problems.append(duplicate)
 
 
-def _read_sql_file(path: Path, declared: _Declarations, problems: list[Problem]) -> None:
+def _read_sql_text(
+    text: str, source: str, declared: _Declarations, problems: list[Problem]
+) -> None:
     """A file of CREATE TABLE statements: the entries they declare, checked like YAML ones;
     every problem is named by its line and table."""
-    source = str(path)
-    tables, found = read_sql_tables(path)
+    tables, found = parse_sql_tables(text, source)
     problems.extend(found)
     for table in tables:
         own = [] if not table.ok else definition_problems(table.entry, source, ())

@@ -19,6 +19,7 @@ from flink_sql_runner.read.catalog import (
 )
 from flink_sql_runner.read.files import yaml_files
 from flink_sql_runner.read.intervals import trigger_problems
+from flink_sql_runner.read.load_cache import Cached, LoadCache, Lookups, digest
 from flink_sql_runner.read.names import BadName, TableName, from_parts, name_problem, parse_name
 from flink_sql_runner.read.original import (
     flink_code_hint,
@@ -42,7 +43,13 @@ from flink_sql_runner.read.schemas import (
     shown,
     validator,
 )
-from flink_sql_runner.read.sinks import SinkId, normalise_path, shared_sink_problems, target_sink
+from flink_sql_runner.read.sinks import (
+    SinkId,
+    SinkIndex,
+    normalise_path,
+    shared_sink_problems,
+    target_sink,
+)
 from flink_sql_runner.read.sqlinfo import SqlProblem, code_problem, read_tables
 from flink_sql_runner.read.template import (
     FINAL_MANIFEST_KEYS,
@@ -53,7 +60,7 @@ from flink_sql_runner.read.template import (
     property_text,
     resolve_placeholders,
 )
-from flink_sql_runner.read.yamlio import YamlProblem, read_yaml_file
+from flink_sql_runner.read.yamlio import YamlProblem, parse_yaml, read_text_file
 
 #: Required fields the template usually provides.
 TEMPLATE_FIELDS = ("checkpoint-root",)
@@ -144,9 +151,11 @@ class JobLoader:
         rules: PropertyRules | None = None,
         sources: SourceCheck = SourceCheck.NONE,
         base: Path | None = None,
+        cache: LoadCache | None = None,
     ):
         """`sources`: which source paths must exist; `base`: the folder relative paths resolve
-        against (the folder the command runs in, unless given)."""
+        against (the folder the command runs in, unless given); `cache`: what unchanged files
+        read as before, reused (load_cache.py)."""
         # None: the template could not be read (that is reported); jobs are not told that
         # they lack what it would have given them.
         self.template = template or {}
@@ -159,6 +168,18 @@ class JobLoader:
         #: How many times a job named a table the catalog does not declare.
         self.missing_tables = 0
         self._missing_sources: list[_MissingSource] = []
+        self.cache = cache
+        #: Everything a job's read depends on beside its file and the catalog's answers.
+        self._context = digest(
+            [
+                self.template,
+                bool(self._template_fields),
+                self._state_dir,
+                self.base,
+                self.rules.strict,
+                self.rules.defaults,
+            ]
+        )
 
     def hints(self) -> list[str]:
         """What to do about the problems found so far, beyond what each says."""
@@ -169,7 +190,62 @@ class JobLoader:
     def load_file(self, path: Path, problems: list[Problem]) -> Job | None:
         source = str(path)
         try:
-            doc = read_yaml_file(path)
+            text = read_text_file(path, "YAML")
+        except YamlProblem as exc:
+            problems.append(exc.problem)
+            return None
+        if self.cache is None:
+            return self._load_text(text, source, problems, Lookups())
+        known = self.cache.job(source, text, self._context, self.catalog)
+        if known is not None:
+            return self._reuse(known)
+        before, warned, lookups = len(problems), len(self.rules.warnings), Lookups()
+        job = self._load_text(text, source, problems, lookups)
+        if job is not None and len(problems) == before:
+            fields = {
+                "spec": job.spec,
+                "tables": job.tables,
+                "source_tables": list(job.source_tables),
+                "file": job.file,
+                "base": job.base,
+                "relative": [list(r) for r in job.relative],
+            }
+            warned_of = self.rules.warnings[warned:]
+            cache = self.cache
+            cache.keep_job(source, text, self._context, fields, warned_of, lookups, self.catalog)
+        return job
+
+    def _reuse(self, known: Cached) -> Job:
+        """The job an unchanged file read as, with its warnings; its sources looked at again."""
+        fields = known.job
+        job = Job(
+            fields["spec"],
+            fields["tables"],
+            tuple(fields["source_tables"]),
+            fields["file"],
+            fields["base"],
+            tuple((str(f), str(w)) for f, w in fields["relative"]),
+        )
+        for warning in (Problem(*w) for w in known.warnings):
+            if warning not in self.rules.warnings:
+                self.rules.warnings.append(warning)
+
+        def origin(declared: str, path: str) -> tuple[str, str]:
+            if declared in known.embedded:
+                return job.file, f"tables.{declared}.{path}"
+            table = self.catalog.tables[declared]
+            return table.file, table.field_of(path)
+
+        if job.desired_state != "stopped":
+            for name in job.source_tables:
+                self._look_at_source(job, name, origin)
+        return job
+
+    def _load_text(
+        self, text: str, source: str, problems: list[Problem], lookups: Lookups
+    ) -> Job | None:
+        try:
+            doc = parse_yaml(text, source)
         except YamlProblem as exc:
             problems.append(exc.problem)
             return None
@@ -224,6 +300,7 @@ class JobLoader:
                 source,
                 tables,
                 problems,
+                Lookups(),
                 unsound=frozenset(_top_field(p) for p in found),
                 unsound_tables=frozenset(filter(None, map(_embedded_table, found))),
                 misspelt=bool(set(doc) - KNOWN_FIELDS),
@@ -236,7 +313,7 @@ class JobLoader:
                 k: property_text(v) for k, v in spec["sparkProperties"].items()
             }
         embedded = doc.get("tables") if final else None
-        return self._check(spec, source, embedded, problems)
+        return self._check(spec, source, embedded, problems, lookups)
 
     @staticmethod
     def _embedded_problems(doc: dict[str, Any], source: str) -> list[Problem]:
@@ -259,6 +336,7 @@ class JobLoader:
         source: str,
         embedded: dict[str, Any] | None,
         problems: list[Problem],
+        lookups: Lookups,
         unsound: frozenset[str] = frozenset(),
         unsound_tables: frozenset[str] = frozenset(),
         misspelt: bool = False,
@@ -266,7 +344,8 @@ class JobLoader:
         """The checks that need the catalog; None when the job has problems. `unsound`: the
         job's fields that have problems already reported (their checks are skipped);
         `unsound_tables`: the final manifest's tables that have; `misspelt`: the job has a
-        field the schema does not know, perhaps meant as `sql` or `code`."""
+        field the schema does not know, perhaps meant as `sql` or `code`; `lookups` notes what
+        the catalog was asked (load_cache.py)."""
         before = len(problems)
 
         def problem(field: str, message: str) -> None:
@@ -305,7 +384,7 @@ class JobLoader:
                 read = [parse_name(text) for text in spec.get("source-tables", [])]
 
         resolver = _Resolver(
-            self.catalog, embedded, _case_sensitive(spec), self._state_dir, unsound_tables
+            self.catalog, embedded, _case_sensitive(spec), self._state_dir, lookups, unsound_tables
         )
         sources: list[str] = []
         tables: dict[str, dict[str, Any]] = {}
@@ -377,11 +456,16 @@ class JobLoader:
         job = Job(spec, tables, tuple(sources), source, self.base, relative)
         if job.desired_state != "stopped":  # a job stopped because its input went away
             for name in sources:
-                self._look_at_source(job, name, resolver)
+                self._look_at_source(
+                    job, name, lambda declared, path: resolver.origin(declared, job.file, path)
+                )
         return job
 
-    def _look_at_source(self, job: Job, name: str, resolver: _Resolver) -> None:
-        """Note a source's path that is not there, if this command looks at it."""
+    def _look_at_source(
+        self, job: Job, name: str, origin: Callable[[str, str], tuple[str, str]]
+    ) -> None:
+        """Note a source's path that is not there, if this command looks at it. `origin`:
+        the file and field where a field of a table is written."""
         options = job.tables[name].get("options")
         if self.sources is SourceCheck.NONE or not isinstance(options, dict):
             return
@@ -395,7 +479,7 @@ class JobLoader:
             if path is None or (relative is None and self.sources is not SourceCheck.LOCAL):
                 continue
             if missing(path):
-                file, where = resolver.origin(name, job.file, f"options.{key}")
+                file, where = origin(name, f"options.{key}")
                 self._missing_sources.append(
                     _MissingSource(file, where, name, str(value), relative, job.name)
                 )
@@ -403,12 +487,16 @@ class JobLoader:
     def source_problems(self, jobs: list[Job]) -> list[Problem]:
         """The missing source paths of `jobs`, one problem per declaration, naming the jobs that
         read it; a folder one of `jobs` writes need not exist yet (a pipeline's next stage)."""
-        sinks = [sink for job in jobs if (sink := target_sink(job.name, job.spec, job.tables))]
+        sinks = SinkIndex(
+            (sink, job.name)
+            for job in jobs
+            if (sink := target_sink(job.name, job.spec, job.tables))
+        )
         loaded = {job.name for job in jobs}
         readers: dict[tuple[str, str, str, str, str | None], list[str]] = {}
         for found in self._missing_sources:
             folder = SinkId("folder", normalise_path(found.path, found.job))
-            if found.job not in loaded or any(folder.overlaps(sink) for sink in sinks):
+            if found.job not in loaded or sinks.overlapping(folder):
                 continue
             key = (found.file, found.field, found.table, found.path, found.written)
             readers.setdefault(key, []).append(found.job)
@@ -452,9 +540,11 @@ class _Resolver:
         embedded: dict[str, Any] | None,
         sensitive: bool,
         state_dir: str,
+        lookups: Lookups,
         unsound: frozenset[str] = frozenset(),
     ):
         self.catalog = catalog
+        self.lookups = lookups  # what the catalog was asked
         self.embedded = embedded
         self.sensitive = sensitive
         self.state_dir = state_dir
@@ -470,7 +560,7 @@ class _Resolver:
         if self.embedded is not None and name.key in self._embedded_keys:
             found: str | None = self._embedded_keys[name.key]
         else:
-            found = self.catalog.canonical(name)
+            found = self._canonical(name)
         if found is not None and self.sensitive and parse_name(found).parts != name.parts:
             return None
         return found
@@ -482,7 +572,9 @@ class _Resolver:
         if declared is None or declared in self.unsound:
             return declared, None
         if self.embedded is not None and isinstance(self.embedded.get(declared), dict):
+            self.lookups.embedded.add(declared)
             return declared, self.embedded[declared]
+        self.lookups.tables.add(declared)
         table = self.catalog.tables.get(declared)
         if table is None:
             return declared, None
@@ -493,11 +585,19 @@ class _Resolver:
         written: the final manifest's own tables, else the catalog's."""
         if self.embedded is not None and declared in self.embedded:
             return job_file, f"tables.{declared}.{path}"
+        self.lookups.tables.add(declared)
         table = self.catalog.tables[declared]
         return table.file, table.field_of(path)
 
+    def _canonical(self, name: TableName) -> str | None:
+        found = self.catalog.canonical(name)
+        self.lookups.canonical[name.key] = found
+        return found
+
     def broken(self, name: TableName) -> bool:
         declared = self.declared(name)
+        if declared is not None:
+            self.lookups.tables.add(declared)
         return declared in self.catalog.broken or declared in self.unsound
 
     def missing(self, name: TableName, read: bool = True) -> str:
@@ -506,7 +606,7 @@ class _Resolver:
         if len(name.parts) > 1 or str(name) != name.parts[0]:
             text += f" (read as {name.reading()})"
         text += ", which is not in the table catalog" if read else " is not in the table catalog"
-        declared = self.catalog.canonical(name)
+        declared = self._canonical(name)
         if declared is not None and self.sensitive:
             return text + f" (spark.sql.caseSensitive is true; the catalog has {declared!r})"
         similar = [n for n in self.catalog.same_table_name(name) if n != str(name)]
@@ -560,15 +660,17 @@ def load_jobs(
     require_jobs: bool = True,
     rules: PropertyRules | None = None,
     sources: SourceCheck = SourceCheck.NONE,
+    cache: LoadCache | None = None,
 ) -> list[Job]:
     """Every job under `paths`, validated together; InvalidInput lists every problem.
     `rules` say how properties are checked (and collect the warnings); `sources`, which source
-    paths must exist (relative ones resolve against the folder the command runs in)."""
+    paths must exist (relative ones resolve against the folder the command runs in); `cache`,
+    what unchanged files read as before (load_cache.py)."""
     template, problems = load_template(template_path, rules)
     files = yaml_files(paths, problems)
     if require_jobs and not files and not problems:
         problems.append(Problem(", ".join(map(str, paths)), "", "no *.yaml or *.yml job files"))
-    loader = JobLoader(template, catalog, state_dir, rules, sources)
+    loader = JobLoader(template, catalog, state_dir, rules, sources, cache=cache)
     jobs: list[Job] = []
     seen: dict[str, str] = {}
     for path in files:

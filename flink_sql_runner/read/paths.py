@@ -106,9 +106,14 @@ def resolve_paths(
         if not isinstance(options, dict) or not holds_paths(definition):
             resolved[name] = definition
             continue
-        definition = copy.deepcopy(definition)
-        for key, value in options.items():
-            if str(key).lower() in PATH_OPTIONS and is_relative(value):
+        found = [
+            (key, value)
+            for key, value in options.items()
+            if str(key).lower() in PATH_OPTIONS and is_relative(value)
+        ]
+        if found:  # copied only when changed, as the tables without paths are never copied
+            definition = copy.deepcopy(definition)
+            for key, value in found:
                 relative.append((f"tables.{name}.options.{key}", str(value)))
                 definition["options"][key] = absolute(str(value), base)
         resolved[name] = definition

@@ -13,14 +13,19 @@ exactly its own rows. A sink is identified by where the data lands:
 - a Kafka topic: the bootstrap servers (as a set: order, spacing, repeats and the case of host
   names do not count) and the topic, `{job_name}` resolved (a table shared by jobs whose topic
   holds it is one topic per job).
+
+`SinkIndex` finds the sinks that overlap one without comparing it with every other: an exact
+key per sink, and for folders every folder above them (at `/`), so a look costs the depth of a
+path and the one-writer-per-sink check over n jobs about n looks, not n x n comparisons.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from flink_sql_runner.errors import Problem
 
@@ -41,6 +46,57 @@ class SinkId:
         if self.kind != "folder":
             return False
         return self.where.startswith(other.where + "/") or other.where.startswith(self.where + "/")
+
+
+T = TypeVar("T")
+
+
+class SinkIndex(Generic[T]):
+    """Sinks with what writes each (a job, a name), to find those that overlap a sink
+    (`SinkId.overlaps`, exactly) by a few dictionary looks instead of a comparison with each.
+
+    A folder `a` is inside a folder `b` when `a` starts with `b + "/"`: `b` is then `a` cut at
+    one of its slashes, so `a`'s folders above are looked up by those cuts, and the folders
+    inside `b` are listed under `b` (each folder is listed under each of its cuts when added).
+    `probes` counts the dictionary looks, for tests that show the cost grows with n."""
+
+    def __init__(self, entries: Iterable[tuple[SinkId, T]] = ()):
+        self._exact: dict[SinkId, list[tuple[int, SinkId, T]]] = {}
+        self._inside: dict[str, list[tuple[int, SinkId, T]]] = {}
+        self._added = 0
+        self.probes = 0
+        for sink, item in entries:
+            self.add(sink, item)
+
+    def add(self, sink: SinkId, item: T) -> None:
+        entry = (self._added, sink, item)
+        self._added += 1
+        self._exact.setdefault(sink, []).append(entry)
+        if sink.kind == "folder":
+            for above in _cuts(sink.where):
+                self._inside.setdefault(above, []).append(entry)
+
+    def overlapping(self, sink: SinkId) -> list[tuple[SinkId, T]]:
+        """Every (sink, item) added whose sink overlaps `sink`, in the order they were added."""
+        self.probes += 1
+        found = list(self._exact.get(sink, ()))
+        if sink.kind == "folder":
+            self.probes += 1
+            found += self._inside.get(sink.where, ())
+            for above in _cuts(sink.where):
+                self.probes += 1
+                found += self._exact.get(SinkId(sink.kind, above), ())
+        found.sort(key=lambda entry: entry[0])
+        return [(theirs, item) for _, theirs, item in found]
+
+
+def _cuts(where: str) -> list[str]:
+    """Every text that `where` starts with followed by a `/`: `/a/b` -> "", "/a"."""
+    cuts, at = [], where.find("/")
+    while at >= 0:
+        cuts.append(where[:at])
+        at = where.find("/", at + 1)
+    return cuts
 
 
 def normalise_path(path: str, job_name: str) -> str:
@@ -108,15 +164,12 @@ def shared_sink_problems(jobs: list[Any]) -> list[Problem]:
     """Every desired job (`manifest.Job`) that would write a sink another one writes: one line
     per job, in its file, naming the others and their files."""
     sinks = [(job, target_sink(job.name, job.spec, job.tables)) for job in jobs]
+    index = SinkIndex((sink, job) for job, sink in sinks if sink is not None)
     problems: list[Problem] = []
     for job, sink in sinks:
         if sink is None:
             continue
-        others = [
-            (other, theirs)
-            for other, theirs in sinks
-            if other is not job and theirs is not None and sink.overlaps(theirs)
-        ]
+        others = [(other, theirs) for theirs, other in index.overlapping(sink) if other is not job]
         if not others:
             continue
         named = ", ".join(

@@ -57,7 +57,7 @@ def lineage_text(lineage: Lineage, base: str | None = None) -> str:
     if lineage.jobs:
         rows = [("JOB", "READS", "WRITES", "FEEDS")]
         for job in lineage.jobs.values():
-            feeds = sorted({lk.consumer for lk in lineage.links if lk.producer == job.name})
+            feeds = sorted({lk.consumer for lk in lineage.links_from(job.name)})
             name = job.name + (" (stored only)" if job.stored_only else "")
             rows.append((name, _names(job.reads), job.writes, _names(feeds)))
         lines += _columns(rows) + [""]
@@ -123,8 +123,10 @@ def _graph(
 ) -> _Graph:
     """What to draw: with `only`, just those jobs (and the tables they use); without
     `tables_too`, jobs alone, those linked to another, an arrow from producer to consumer."""
+    only = None if only is None else set(only)  # sets: each job is looked up, not searched for
+    changed, downstream, unused = set(changed), set(downstream), set(lineage.unused_tables)
     jobs = [j for j in lineage.jobs.values() if only is None or j.name in only]
-    links = [lk for lk in lineage.links if only is None or {lk.producer, lk.consumer} <= set(only)]
+    links = [lk for lk in lineage.links if only is None or {lk.producer, lk.consumer} <= only]
     if not tables_too:
         linked = {name for lk in links for name in (lk.producer, lk.consumer)}
         jobs = [j for j in jobs if j.name in linked]
@@ -132,7 +134,7 @@ def _graph(
     tables = [
         t
         for t in lineage.tables.values()
-        if t.name in used or (tables_too and only is None and t.name in lineage.unused_tables)
+        if t.name in used or (tables_too and only is None and t.name in unused)
     ]
     job_ids = {job.name: f"job{i}" for i, job in enumerate(jobs, 1)}
     table_ids = {table.name: f"table{i}" for i, table in enumerate(tables, 1)}

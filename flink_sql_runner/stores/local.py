@@ -1,14 +1,18 @@
 """Manifest store in a local folder: the embedded default under --state-dir.
 
-A file's token is a digest of its bytes. A conditional write compares and replaces while holding
-an exclusive `flock` on the store's folder itself (no extra file in it): deployers on this
-machine that lost the store's lock still cannot overwrite each other's writes unseen.
+A file's token is a digest of its bytes. `_index.json` (kept by deploys, as on S3) holds every
+manifest parsed, under its token: a read whose file still has that digest takes the parsed
+manifest from it instead of parsing the YAML again (the bytes are read and hashed every time).
+A conditional write compares and replaces while holding an exclusive `flock` on the store's
+folder itself (no extra file in it): deployers on this machine that lost the store's lock still
+cannot overwrite each other's writes unseen.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -32,6 +36,8 @@ from flink_sql_runner.stores.local_lock import FileLockBackend
 
 ARCHIVE_DIR = "_archive"
 LOCK_FILE = ".lock"
+INDEX_FILE = "_index.json"
+INDEX_SCHEMA_VERSION = 1
 
 
 class LocalStore:
@@ -69,18 +75,87 @@ class LocalStore:
     def read_many(
         self, names: Iterable[str], max_workers: int, snapshot: Snapshot | None = None
     ) -> Reads:
+        """Every named manifest. With the caller's `snapshot`: a name it does not list is
+        absent, and each listed file is read in turn (threads would only queue for the
+        parser), its manifest taken from the index where the index holds it under the
+        digest of the bytes just read."""
         names = list(dict.fromkeys(names))
-        listed = set(snapshot.names) if snapshot is not None else None
-        reads = read_each(self, [n for n in names if listed is None or n in listed], max_workers)
-        absent = [n for n in names if listed is not None and n not in listed]
-        return Reads(
-            {**reads.manifests, **dict.fromkeys(absent)},
-            reads.problems,
-            {**reads.tokens, **dict.fromkeys(absent, ABSENT)},
-        )
+        if snapshot is None:
+            return read_each(self, names, max_workers)
+        listed = set(snapshot.names)
+        index = self._read_index() if any(n in listed for n in names) else {}
+        manifests: dict[str, StoredManifest | None] = {}
+        tokens: dict[str, Token] = {}
+        problems: dict[str, str] = {}
+        for name in names:
+            try:
+                stored = self._read_indexed(name, index) if name in listed else Stored(None, ABSENT)
+            except StoreError as exc:
+                problems[name] = str(exc)
+                continue
+            manifests[name], tokens[name] = stored.manifest, stored.token
+        return Reads(manifests, problems, tokens)
+
+    def _read_indexed(self, name: str, index: dict[str, tuple[str, StoredManifest]]) -> Stored:
+        """`read`, but the manifest from `index` when it holds it under the file's token."""
+        text, token = self.read_text(name)
+        if text is None:
+            return Stored(None, ABSENT)
+        if name in index and index[name][0] == token:
+            return Stored(index[name][1], token)
+        return Stored(StoredManifest.from_yaml(text, str(self._path(name))), token)
+
+    def _read_index(self) -> dict[str, tuple[str, StoredManifest]]:
+        """`{name: (token, manifest)}` from the index; none when missing or unusable (it is
+        only a cache: every entry is checked against the digest of its file before use)."""
+        path = self.folder / INDEX_FILE
+        try:
+            doc = json.loads(path.read_bytes().decode("utf-8"))
+            if doc.get("schema-version") != INDEX_SCHEMA_VERSION:
+                return {}
+            return {
+                str(name): (
+                    str(entry["token"]),
+                    StoredManifest.from_dict(entry["manifest"], str(path)),
+                )
+                for name, entry in doc["entries"].items()
+            }
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, StoreError):
+            return {}
 
     def refresh_index(self, known: Reads | None = None) -> bool:
-        return False  # reading local files needs no index
+        """Rewrite the index from the folder: each manifest under the digest of its file,
+        parsed again only where neither `known` nor the index holds it under that digest; a
+        manifest whose JSON form would read back otherwise is left out (read from its YAML).
+        True if written. Call it holding the store's lock."""
+        snapshot = self.snapshot()
+        index = self._read_index()
+        if not snapshot.names and not index:
+            return False
+        entries: dict[str, tuple[str, StoredManifest]] = {}
+        for name in snapshot.names:
+            try:
+                text, token = self.read_text(name)
+                if text is None:
+                    continue  # gone since the listing
+                manifest = known.manifests.get(name) if known is not None else None
+                if manifest is None or known is None or known.tokens.get(name) != token:
+                    manifest = self._read_indexed(name, index).manifest
+            except StoreError:
+                continue  # an unreadable manifest is its job's problem, read each time
+            if manifest is not None:
+                entries[name] = (token, manifest)
+        if entries == index:
+            return False
+        doc = {}
+        for name, (token, manifest) in sorted(entries.items()):
+            form = manifest.to_dict()
+            if json.loads(json.dumps(form)) == form:
+                doc[name] = {"token": token, "manifest": form}
+        body = json.dumps({"schema-version": INDEX_SCHEMA_VERSION, "entries": doc})
+        with self._guard():
+            write_atomically(self.folder / INDEX_FILE, body, mode=0o600)
+        return True
 
     @contextmanager
     def _guard(self) -> Iterator[None]:

@@ -167,10 +167,16 @@ class FileStorage:
             return self._s3(location).read_bytes()
         if is_hdfs_uri(location):
             return self._webhdfs(location).read_bytes()
-        path = local_path(location)
-        if path.is_dir():
-            raise IsAFolder(f"cannot read {path}: it is a folder")
-        return _read_local(path)
+        path = _local_text(location)
+        try:
+            with open(path, "rb") as file:
+                return file.read()
+        except IsADirectoryError:
+            raise IsAFolder(f"cannot read {Path(path)}: it is a folder") from None
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise StorageError(f"cannot read {Path(path)}: {exc.strerror}") from None
 
     def read_text(self, location: str) -> str | None:
         data = self.read_bytes(location)
@@ -236,7 +242,7 @@ class FileStorage:
             return self._s3(folder).names(files=True)
         if is_hdfs_uri(folder):
             return self._webhdfs(folder).names(files=True)
-        return [e.name for e in _entries(local_path(folder)) if not e.is_dir()]
+        return [e.name for e in _entries(_local_text(folder)) if not e.is_dir()]
 
     def dir_names(self, folder: str) -> list[str]:
         folder = self.located(folder)
@@ -244,7 +250,7 @@ class FileStorage:
             return self._s3(folder).names(files=False)
         if is_hdfs_uri(folder):
             return self._webhdfs(folder).names(files=False)
-        return [e.name for e in _entries(local_path(folder)) if e.is_dir()]
+        return [e.name for e in _entries(_local_text(folder)) if e.is_dir()]
 
     def tree(self, folder: str) -> list[tuple[str, int]]:
         where = self.located(folder)
@@ -298,14 +304,22 @@ class FileStorage:
         _remove_folder(root)
 
 
-def _entries(folder: Path) -> Iterator[os.DirEntry[str]]:
+def _local_text(uri: str) -> str:
+    """`local_path(uri)` as text, without building a Path where `uri` is a plain path: the
+    listings and reads of thousands of checkpoints take this way."""
+    if uri.startswith("file:") or _URI_SCHEME.match(uri):
+        return str(local_path(uri))
+    return uri or "."
+
+
+def _entries(folder: Path | str) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as entries:
-            yield from entries
+            return list(entries)
     except (FileNotFoundError, NotADirectoryError):
-        return
+        return []
     except OSError as exc:
-        raise StorageError(f"cannot list {folder}: {exc.strerror}") from None
+        raise StorageError(f"cannot list {Path(folder)}: {exc.strerror}") from None
 
 
 def _remove_folder(path: Path) -> None:
@@ -319,15 +333,6 @@ def _remove_folder(path: Path) -> None:
         return
     except OSError as exc:
         raise StorageError(f"cannot delete {path}: {exc.strerror}") from None
-
-
-def _read_local(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def _content_type(uri: str) -> str:

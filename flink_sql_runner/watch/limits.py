@@ -10,6 +10,7 @@ deploy did not finish): such a job is `cannot-act`, with the reason, until the n
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import cached_property
 
 from flink_sql_runner.decide.decisions import Decision
 from flink_sql_runner.decide.steps import Archive, Record, StartRun
@@ -18,7 +19,7 @@ from flink_sql_runner.model.intents import Kind
 from flink_sql_runner.model.runtime import source_tables
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
-from flink_sql_runner.read.sinks import target_sink
+from flink_sql_runner.read.sinks import SinkIndex, target_sink
 from flink_sql_runner.watch.records import manifest_digest
 
 
@@ -63,15 +64,29 @@ def refusal_of(
         if not isinstance(step, StartRun):
             continue
         sink = target_sink(facts.name, step.manifest.job, step.manifest.tables)
-        for other, manifest in sorted(stored.items()):
-            if sink is None or other == facts.name:
-                continue
-            if manifest.job.get("desired-state") == "stopped":
-                continue
-            theirs = target_sink(other, manifest.job, manifest.tables)
-            if theirs is not None and sink.overlaps(theirs):
+        if sink is None:
+            continue
+        writers = stored.sinks if isinstance(stored, Recorded) else Recorded(stored).sinks
+        for other in sorted(name for _, name in writers.overlapping(sink)):
+            if other != facts.name:
                 return (
                     f"its sink ({sink}) is recorded as written by {other}: not restarted into "
                     "it (the next deploy settles the handover)"
                 )
     return None
+
+
+class Recorded(dict[str, StoredManifest]):
+    """The manifests the store records, by name, with the sinks they write indexed the first
+    time they are asked for (`refusal_of` for each job of a look, without a look at every
+    manifest each time). Built once and not changed."""
+
+    @cached_property
+    def sinks(self) -> SinkIndex[str]:
+        """The sink of each job that is not to be left stopped, with its name."""
+        return SinkIndex(
+            (sink, name)
+            for name, manifest in self.items()
+            if manifest.job.get("desired-state") != "stopped"
+            and (sink := target_sink(name, manifest.job, manifest.tables)) is not None
+        )

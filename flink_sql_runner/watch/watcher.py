@@ -43,7 +43,7 @@ from flink_sql_runner.model.stored import Stored, StoredManifest
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 from flink_sql_runner.watch.events import Event, Notifier
 from flink_sql_runner.watch.health import Health, State, assess, failure_reason
-from flink_sql_runner.watch.limits import job_of, refusal_of, wanted
+from flink_sql_runner.watch.limits import Recorded, job_of, refusal_of, wanted
 from flink_sql_runner.watch.metrics import Metrics
 from flink_sql_runner.watch.records import (
     LEADER_LOCK,
@@ -320,7 +320,9 @@ class Watcher:
             # records now (read under the lock, nothing reused from the look), and only where
             # it is the very version that was judged (the next look judges the rest).
             judged = {n: stored[n].token for n in names}
-            recorded = {n: s.manifest for n, s in stored.items() if s.manifest is not None}
+            recorded = Recorded(
+                {n: s.manifest for n, s in stored.items() if s.manifest is not None}
+            )
             jobs = [
                 job_of(m, f"{self.store.location}{n}.yaml")
                 for n in names

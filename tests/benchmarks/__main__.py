@@ -43,6 +43,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=1000, help="plan: jobs and stored manifests")
     parser.add_argument("--plan-rounds", type=int, default=6)
     parser.add_argument(
+        "--plan-sizes",
+        default="1000,10000",
+        help="plan: job counts for the growth runs (cold, then 1 %% edited), smallest first; "
+        "empty: none",
+    )
+    parser.add_argument("--growth-rounds", type=int, default=3, help="plan: rounds of each size")
+    parser.add_argument(
+        "--growth-latency-ms", type=float, default=20, help="plan: S3 latency of the growth runs"
+    )
+    parser.add_argument(
         "--latency-ms",
         default="0,20",
         help="plan: milliseconds added to every S3 response, one run per value (0: moto as is)",
@@ -103,11 +113,18 @@ def main(argv: list[str] | None = None) -> int:
 def run_one(name: str, args: argparse.Namespace, scratch: Path) -> list[str]:
     """The Markdown sections of one benchmark's results."""
     if name == "plan":
-        latencies = [float(v) for v in args.latency_ms.split(",")]
-        return [
+        latencies = [float(v) for v in args.latency_ms.split(",") if v.strip()]
+        sections = [
             report.plan_section(plan_bench.run(scratch, args.jobs, args.plan_rounds, ms, say=say))
             for ms in latencies
         ]
+        sizes = [int(v) for v in args.plan_sizes.split(",") if v.strip()]
+        if sizes:
+            growth = plan_bench.run_growth(
+                scratch, sizes, args.growth_rounds, args.growth_latency_ms, say=say
+            )
+            sections.append(report.growth_section(growth))
+        return sections
     if name == "runner":
         result = runner_bench.run(
             scratch,

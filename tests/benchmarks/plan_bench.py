@@ -1,5 +1,7 @@
 """`plan` over many jobs with their stored manifests in moto's S3 server, against the original
-tool's way (sequential_plan.py: one job after another, one S3 call at a time).
+tool's way (sequential_plan.py: one job after another, one S3 call at a time); and how `plan`'s
+time and memory grow with the jobs (`run_growth`): cold, and again after 1 % of the job files
+were edited since the last `plan`.
 
 The workspace: N job files, a catalog of 20 source tables and N target tables, a template, and
 for every job a stored manifest in S3, a valid local checkpoint and a run record naming a live
@@ -33,6 +35,7 @@ from tests.benchmarks.common import (
 from tests.support.workspace import Workspace
 
 SOURCES = 20
+TABLES_PER_FILE = 1000
 BUCKET = "bench-manifests"
 PREFIX = "flink-sql-runner/manifests/"
 TEMPLATE: dict[str, Any] = {
@@ -118,7 +121,10 @@ def write_inputs(root: Path, jobs: int) -> Workspace:
             sparkProperties={"spark.sql.shuffle.partitions": str(2 + i % 3)},
             **{"target-table": f"out_{i:05d}"},
         )
-    ws.write_tables(tables)
+    for part in range(0, len(tables), TABLES_PER_FILE):  # a YAML file holds at most 1 MiB
+        ws.write_tables(
+            tables[part : part + TABLES_PER_FILE], f"tables-{part // TABLES_PER_FILE:03d}.yaml"
+        )
     return ws
 
 
@@ -207,6 +213,9 @@ PHASES = (
     ("decide", "gathered", "decided"),
     ("render + exit", "decided", "ended"),
 )
+
+
+PHASE_NAMES = tuple(name for name, _, _ in PHASES)
 
 
 def phase_seconds(measured: Measured, log: Path) -> dict[str, float]:
@@ -334,3 +343,128 @@ def _check_baseline(out: Path, counts: dict[str, int]) -> None:
     found = json.loads(out.read_text())
     if found["changed"] != counts["config"] + counts["query"]:
         raise RuntimeError(f"the sequential loop found {found}, expected {counts}")
+
+
+# -- growth: 1,000 and 10,000 jobs, cold and with 1 % edited --------------------------------------
+
+#: The two runs of one round: `plan` on a state folder as the workspace was built (nothing a
+#: earlier `plan` left there), then, after 1 % of the job files were edited, `plan` again.
+GROWTH_WAYS = ("cold", "edited")
+EDITED_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class SizeResult:
+    jobs: int
+    edited: int  # job files edited before each "edited" run
+    timed: dict[str, tuple[Measured, ...]]  # way -> rounds
+    phases: dict[str, dict[str, Stats]]  # way -> phase -> seconds
+
+    def seconds(self, way: str) -> Stats:
+        return Stats(tuple(m.seconds for m in self.timed[way]))
+
+    def cpu(self, way: str) -> Stats:
+        return Stats(tuple(m.cpu_seconds for m in self.timed[way]))
+
+    def peak_rss(self, way: str) -> float:
+        return max(m.peak_rss_mib for m in self.timed[way])
+
+
+@dataclass(frozen=True)
+class GrowthResult:
+    latency_ms: float
+    sizes: tuple[SizeResult, ...]  # smallest first
+    load: tuple[float, float]
+
+    def growth(self, way: str) -> float:
+        """The largest size's median time over the smallest's (same run)."""
+        return self.sizes[-1].seconds(way).median / self.sizes[0].seconds(way).median
+
+
+def edited_jobs(jobs: int, mix: Mix = Mix()) -> list[str]:
+    """1 % of the jobs (at least one), among those whose config changed: editing their
+    description keeps them config changed, so every run decides the same."""
+    first = int(jobs * mix.query_changed)
+    count = max(1, round(jobs * EDITED_SHARE))
+    picked = [i for i in range(first, jobs) if mix.kind(i, jobs) == "config"][:count]
+    return [job_name(i) for i in picked]
+
+
+def edit_jobs(ws: Workspace, names: list[str], mark: str) -> None:
+    """A new description in each named job file (a change since the last `plan`)."""
+    for name in names:
+        path = ws.jobs / f"{name}.yaml"
+        lines = path.read_text().splitlines(keepends=True)
+        at = next(i for i, line in enumerate(lines) if line.startswith("description:"))
+        lines[at] = f"description: Benchmark job {name}, edited ({mark})\n"
+        path.write_text("".join(lines))
+
+
+def state_files(ws: Workspace) -> set[Path]:
+    return set(ws.state.rglob("*"))
+
+
+def reset_state(ws: Workspace, pristine: set[Path]) -> None:
+    """Take away whatever a `plan` left in the state folder (e.g. a cache of what it read),
+    so that the next one starts cold; the run records and checkpoints stay."""
+    for path in sorted(state_files(ws) - pristine, reverse=True):  # files before their folders
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        else:
+            path.unlink()
+
+
+def run_growth(
+    scratch: Path,
+    sizes: list[int],
+    rounds: int = 3,
+    latency_ms: float = 20,
+    say: Callable[[str], None] = print,
+) -> GrowthResult:
+    """For each size, the workspace of `run` (stored manifests, store index, checkpoints, live
+    run records) and `rounds` rounds of: `plan` cold, then 1 % of the job files edited, then
+    `plan` again (which may reuse what the cold one left in the state folder). Sizes run one
+    after another, each on its own moto server; the ratio of their times is `growth`."""
+    load_before = os.getloadavg()[0]
+    results = []
+    for jobs in sorted(sizes):
+        ws = write_inputs(scratch / f"growth-{jobs}", jobs)
+        manifests, counts = stored_manifests(ws, Mix())
+        write_state(ws, sorted(manifests))
+        pristine = state_files(ws)
+        edited = edited_jobs(jobs)
+        timed: dict[str, list[Measured]] = {way: [] for way in GROWTH_WAYS}
+        phases: dict[str, dict[str, list[float]]] = {way: {} for way in GROWTH_WAYS}
+        with moto_server_process(latency_ms) as server:
+            env = s3_env(server.url, scratch)
+            upload(s3_client(env), manifests)
+            say(f"  {jobs} jobs, {len(edited)} edited between runs, moto at {server.url}")
+            out, log = scratch / "plan.json", scratch / "timing.jsonl"
+            for round_ in range(rounds):
+                reset_state(ws, pristine)
+                for way in GROWTH_WAYS:
+                    if way == "edited":
+                        edit_jobs(ws, edited, f"round {round_ + 1}")
+                    log.unlink(missing_ok=True)
+                    measured = run_measured(
+                        plan_argv(ws), env={**env, TIMING_ENV: str(log)}, stdout=out
+                    )
+                    if measured.returncode != 0:
+                        raise RuntimeError(f"{way} exited {measured.returncode}: {measured.stderr}")
+                    _check_plan(out, counts)
+                    timed[way].append(measured)
+                    for phase, seconds in phase_seconds(measured, log).items():
+                        phases[way].setdefault(phase, []).append(seconds)
+                say(
+                    f"  round {round_ + 1}/{rounds}: "
+                    + ", ".join(f"{way} {timed[way][-1].seconds:.2f} s" for way in GROWTH_WAYS)
+                )
+        results.append(
+            SizeResult(
+                jobs,
+                len(edited),
+                {way: tuple(done) for way, done in timed.items()},
+                {way: {k: Stats(tuple(v)) for k, v in p.items()} for way, p in phases.items()},
+            )
+        )
+    return GrowthResult(latency_ms, tuple(results), (load_before, os.getloadavg()[0]))

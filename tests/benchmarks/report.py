@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.benchmarks import handover_bench, kafka_bench, recovery_bench
+from tests.benchmarks import handover_bench, kafka_bench, plan_bench, recovery_bench
 from tests.benchmarks.common import Stats, machine, markdown_table
-from tests.benchmarks.plan_bench import PlanResult
+from tests.benchmarks.plan_bench import GrowthResult, PlanResult
 from tests.benchmarks.redeploy_bench import AFTER, SPANS, RedeployResult
 from tests.benchmarks.runner_bench import RunnerResult
 
@@ -79,6 +79,54 @@ def plan_section(result: PlanResult) -> str:
             f"peak memory under 200 MB: {mib(result.peak_rss('indexed'))}",
         )
         + f" (no index: {mib(result.peak_rss('cold'))})",
+    ]
+    return "\n".join(lines)
+
+
+def growth_section(result: GrowthResult) -> str:
+    """`plan` at each size, cold and with 1 % edited, and how it grows from the smallest size
+    to the largest."""
+    ways = (("cold", "cold"), ("edited", "1 % edited since the last `plan`"))
+    headers = ["jobs", "way", "wall time", "CPU time", "peak RSS", *plan_bench.PHASE_NAMES]
+    rows = [
+        [
+            f"{size.jobs:,}",
+            label,
+            seconds(size.seconds(way)),
+            f"{size.cpu(way).median:.2f} s",
+            mib(size.peak_rss(way)),
+            *(seconds(size.phases[way][name]) for name in plan_bench.PHASE_NAMES),
+        ]
+        for size in result.sizes
+        for way, label in ways
+    ]
+    small, large = result.sizes[0], result.sizes[-1]
+    times = large.jobs / small.jobs
+    rounds = len(small.timed["cold"])
+    latency = f"{result.latency_ms:g} ms added per S3 request" if result.latency_ms else "as is"
+    peak = max(size.peak_rss(way) for size in result.sizes for way, _ in ways)
+    edited = large.seconds("edited").median
+    lines = [
+        f"#### `plan` from {small.jobs:,} to {large.jobs:,} jobs, moto's S3 server {latency}",
+        "",
+        "The workspace of the 1,000-job comparison, at each size (stored manifests and the "
+        f"store's index, checkpoints, live runs); {rounds} rounds of `plan` cold, then again after "
+        f"{large.edited:,} of {large.jobs:,} job files (1 %) were edited; load average "
+        f"{load_text(result.load)}. Times are median (best); the phases are `plan`'s own "
+        "(timing log), peak RSS the largest of the rounds.",
+        "",
+        markdown_table(headers, rows),
+        "",
+        f"Growth, {large.jobs:,} jobs over {small.jobs:,} ({times:g}x the jobs): cold "
+        f"{result.growth('cold'):.1f}x, 1 % edited {result.growth('edited'):.1f}x.",
+        "",
+        goal(
+            result.growth("cold") <= 1.1 * times,
+            f"cold, {large.jobs:,} jobs in at most {1.1 * times:g}x the {small.jobs:,}-job "
+            f"time: {result.growth('cold'):.1f}x",
+        ),
+        goal(edited < 3, f"{large.jobs:,} jobs with 1 % edited under 3 s: {edited:.2f} s"),
+        goal(peak < 500, f"peak memory under 500 MB: {mib(peak)}"),
     ]
     return "\n".join(lines)
 

@@ -37,6 +37,39 @@ def test_plan_benchmark_at_toy_size(tmp_path: Path) -> None:
     assert written.count("results:plan:start") == 1
 
 
+def test_plan_growth_at_toy_sizes(tmp_path: Path) -> None:
+    """Cold, then again after 1 % of the job files were edited, at two sizes; whatever the
+    first `plan` leaves in the state folder is gone before the next cold one."""
+    result = plan_bench.run_growth(tmp_path, [20, 10], rounds=2, latency_ms=0, say=lambda _: None)
+    assert [size.jobs for size in result.sizes] == [10, 20]
+    assert [size.edited for size in result.sizes] == [1, 1]
+    for size in result.sizes:
+        assert {way: len(runs) for way, runs in size.timed.items()} == {"cold": 2, "edited": 2}
+    edited = (tmp_path / "growth-20" / "jobs" / "job-00002.yaml").read_text()
+    assert "description: Benchmark job job-00002, edited (round 2)\n" in edited
+    text = report.growth_section(result)
+    assert "#### `plan` from 10 to 20 jobs, moto's S3 server as is" in text
+    assert "Growth, 20 jobs over 10 (2x the jobs): cold " in text
+    assert "1 of 20 job files (1 %) were edited" in text
+    ws = plan_bench.Workspace(tmp_path / "reset")
+    (ws.state / "runs").mkdir(parents=True)
+    (ws.state / "runs" / "a.json").write_text("{}")
+    pristine = plan_bench.state_files(ws)
+    (ws.state / "cache" / "deep").mkdir(parents=True)
+    (ws.state / "cache" / "deep" / "x").write_text("x")
+    (ws.state / "runs" / "b.json").write_text("{}")
+    plan_bench.reset_state(ws, pristine)
+    assert plan_bench.state_files(ws) == pristine
+
+
+def test_the_edited_jobs_keep_their_decision() -> None:
+    """1 % of the jobs, all among the config changed ones (their description is edited)."""
+    names = plan_bench.edited_jobs(10_000)
+    assert len(names) == 100 and names[0] == "job-01000"
+    kinds = {plan_bench.Mix().kind(int(name[4:]), 10_000) for name in names}
+    assert kinds == {"config"}
+
+
 def test_runner_times_come_from_the_event_log(tmp_path: Path) -> None:
     events = tmp_path / "events" / "eventlog_v2_local-1"
     events.mkdir(parents=True)
@@ -72,6 +105,7 @@ def test_first_commit_after_skips_older_commits(tmp_path: Path) -> None:
 
 def test_the_command_line_picks_benchmarks() -> None:
     assert cli.parse(["--only", "plan,redeploy"]).only == ["plan", "redeploy"]
+    assert cli.parse([]).plan_sizes == "1000,10000"
     with pytest.raises(SystemExit):
         cli.parse(["--only", "everything"])
 

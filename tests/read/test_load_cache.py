@@ -1,0 +1,485 @@
+"""The load cache (read/load_cache.py): what unchanged job and table files read as last time,
+reused only while every input is unchanged, and the very objects an uncached load builds."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from contextlib import chdir
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from flink_sql_runner.act.deployment import Deployment
+from flink_sql_runner.act.settings import Settings
+from flink_sql_runner.errors import InvalidInput, Problem
+from flink_sql_runner.read import catalog as catalog_module
+from flink_sql_runner.read import manifest as manifest_module
+from flink_sql_runner.read.load_cache import FORMAT, LoadCache, code_digest
+from flink_sql_runner.read.paths import SourceCheck
+from flink_sql_runner.read.properties import PropertyRules
+from tests.support.cli import REPO, run_cli
+
+EXAMPLES = REPO / "examples"
+
+
+def typed(value: Any) -> Any:
+    """`value` with every type spelt out: 1, 1.0 and True, a list and a tuple, differ."""
+    if isinstance(value, dict):
+        return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [typed(v) for v in value])
+    return (type(value).__name__, value)
+
+
+def shape(jobs: list[Any]) -> Any:
+    return typed([(j.spec, j.tables, j.source_tables, j.file, j.base, j.relative) for j in jobs])
+
+
+class Counted:
+    """Counts the YAML and SQL texts parsed (what the cache saves)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        self.parsed = 0
+        for module, name in (
+            (manifest_module, "parse_yaml"),
+            (catalog_module, "parse_yaml"),
+            (catalog_module, "parse_sql_tables"),
+        ):
+            real = getattr(module, name)
+            monkeypatch.setattr(module, name, self._counting(real))
+
+    def _counting(self, real: Any) -> Any:
+        def call(*args: Any) -> Any:
+            self.parsed += 1
+            return real(*args)
+
+        return call
+
+
+def settings(
+    state: Path,
+    paths: list[Path],
+    tables: list[Path],
+    template: Path | None = None,
+    cache: bool = True,
+    strict: bool = False,
+) -> Settings:
+    return Settings(
+        paths=paths,
+        table_paths=tables,
+        template=template,
+        state_dir=state,
+        cache=cache,
+        properties=PropertyRules(strict=strict),
+    )
+
+
+def load(
+    state: Path, paths: list[Path], tables: list[Path], cache: bool = True, **kw: Any
+) -> tuple[list[Any], list[Problem]]:
+    """The jobs and the warnings of one load (a fresh Deployment, as each command makes)."""
+    deployment = Deployment(settings(state, paths, tables, cache=cache, **kw))
+    jobs = deployment.load(SourceCheck.LOCAL)
+    return jobs, list(deployment.settings.properties.warnings)
+
+
+def problems_of(state: Path, paths: list[Path], tables: list[Path], cache: bool) -> list[str]:
+    with pytest.raises(InvalidInput) as raised:
+        load(state, paths, tables, cache=cache)
+    return [str(p) for p in raised.value.problems] + raised.value.hints
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    folder = tmp_path / "state"
+    folder.mkdir()
+    return folder
+
+
+def cache_file(state: Path) -> Path:
+    return state / "cache" / "load.json"
+
+
+def project(root: Path) -> tuple[list[Path], list[Path]]:
+    """A copy of the examples (jobs of both folders, YAML tables), with its data folder."""
+    shutil.copytree(EXAMPLES / "queries", root / "jobs" / "queries")
+    shutil.copytree(EXAMPLES / "pipeline" / "queries", root / "jobs" / "pipeline")
+    shutil.copytree(EXAMPLES / "tables", root / "tables" / "main")
+    shutil.copytree(EXAMPLES / "pipeline" / "tables", root / "tables" / "pipeline")
+    shutil.copytree(EXAMPLES / "data", root / "examples" / "data")
+    return [root / "jobs"], [root / "tables"]
+
+
+# -- the same objects -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tables", ["tables", "tables-sql"])
+def test_the_examples_load_the_same_with_and_without_the_cache(
+    tables: str, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REPO)  # the examples' relative paths resolve here, as the README runs them
+    paths = [EXAMPLES / "queries", EXAMPLES / "pipeline" / "queries"]
+    catalog = [EXAMPLES / tables, EXAMPLES / "pipeline" / "tables"]
+    uncached = load(state, paths, catalog, cache=False)
+    assert not cache_file(state).exists(), "--no-cache keeps nothing"
+    counted = Counted(monkeypatch)
+    cold = load(state, paths, catalog)
+    parsed_cold = counted.parsed
+    warm = load(state, paths, catalog)
+    assert counted.parsed == parsed_cold, "the second load parses no file again"
+    assert parsed_cold == 8  # 5 jobs, 3 table files
+    assert shape(cold[0]) == shape(uncached[0]) == shape(warm[0])
+    assert cold[1] == uncached[1] == warm[1]
+    assert [j.name for j in warm[0]] == [
+        "big-buyer-orders", "buyer-orders-code", "expensive-orders", "order-stats", "tick-log"
+    ]  # fmt: skip
+
+
+def test_the_test_catalogs_read_the_same_from_the_cache(state: Path) -> None:
+    for folder in ("good", "good-as-yaml"):
+        tables = [REPO / "tests" / "data" / "ddl" / folder]
+        without = Deployment(settings(state, [], tables, cache=False)).catalog()
+        first = Deployment(settings(state, [], tables)).catalog()
+        again = Deployment(settings(state, [], tables)).catalog()
+        for catalog in (first, again):
+            assert catalog.broken == without.broken
+            assert list(catalog.tables) == list(without.tables)
+            for name, table in catalog.tables.items():
+                known = without.tables[name]
+                assert typed(table.definition) == typed(known.definition)
+                assert (table.file, table.at, table.lines) == (known.file, known.at, known.lines)
+
+
+def test_warnings_come_back_with_the_cached_job(tmp_path: Path, state: Path) -> None:
+    paths, tables = project(tmp_path)
+    job = tmp_path / "jobs" / "queries" / "tick-log.yaml"
+    doc = yaml.safe_load(job.read_text())
+    doc["sparkProperties"] = {"taskmanager.memory.process.size": "1g"}
+    job.write_text(yaml.safe_dump(doc))
+    with chdir(tmp_path):
+        _, uncached = load(state, paths, tables, cache=False)
+        _, cold = load(state, paths, tables)
+        _, warm = load(state, paths, tables)
+    assert len(uncached) == 1 and "taskmanager.memory.process.size" in uncached[0].field
+    assert cold == warm == uncached
+
+
+# -- never trusted over a changed input -------------------------------------------------------
+
+
+def test_an_edited_job_is_read_again_and_only_it(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    job = tmp_path / "jobs" / "queries" / "expensive-orders.yaml"
+    job.write_text(job.read_text().replace("9000", "9500"))
+    counted = Counted(monkeypatch)
+    jobs, _ = load(state, paths, tables)
+    assert counted.parsed == 1
+    edited = next(j for j in jobs if j.name == "expensive-orders")
+    assert "9500" in edited.spec["sql"]
+    assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
+
+
+def test_an_edited_template_reads_every_job_again(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    template = tmp_path / "template.yaml"
+    shutil.copy(EXAMPLES / "job-template.yaml", template)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables, template=template)
+    template.write_text(template.read_text().replace("10 seconds", "20 seconds"))
+    counted = Counted(monkeypatch)
+    jobs, _ = load(state, paths, tables, template=template)
+    assert counted.parsed == 5  # the jobs, not the unchanged table files
+    assert {j.spec["trigger"]["processingTime"] for j in jobs if j.name != "tick-log"} == {
+        "20 seconds"
+    }
+    assert shape(jobs) == shape(load(state, paths, tables, False, template=template)[0])
+
+
+def test_a_changed_table_reads_again_the_jobs_using_it_and_only_them(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    sinks = tmp_path / "tables" / "main" / "sinks.yaml"
+    text = sinks.read_text().replace("output/tick_log", "output/ticks_logged")
+    sinks.write_text(text)
+    counted = Counted(monkeypatch)
+    jobs, _ = load(state, paths, tables)
+    assert counted.parsed == 2  # sinks.yaml, and tick-log, the one job writing tick_log
+    tick = next(j for j in jobs if j.name == "tick-log")
+    assert tick.tables["tick_log"]["options"]["path"].endswith("/output/ticks_logged")
+    assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
+    # A table added elsewhere in the catalog (a new job's sink) costs no job its entry.
+    sinks.write_text(text + "\n  - name: other\n    format: parquet\n    options: {path: /o}\n")
+    counted.parsed = 0
+    jobs, _ = load(state, paths, tables)
+    assert counted.parsed == 1
+    assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
+
+
+def test_a_table_moved_in_its_file_reads_the_job_again(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a table is declared is part of what a job got from it (a missing source's problem
+    names that place)."""
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    sources = tmp_path / "tables" / "main" / "sources.yaml"
+    doc = yaml.safe_load(sources.read_text())
+    sources.write_text(yaml.safe_dump({"tables": doc["tables"][::-1]}, sort_keys=False))
+    shutil.rmtree(tmp_path / "examples" / "data" / "orders")
+    assert problems_of(state, paths, tables, cache=True) == problems_of(
+        state, paths, tables, cache=False
+    )
+
+
+def test_a_name_resolving_to_another_table_reads_the_job_again(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The catalog's answer for a name, not only the tables used, is part of the key: a name
+    that resolved to `orders` may resolve to a newly declared `ORDERS` ... or to none."""
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    sources = tmp_path / "tables" / "main" / "sources.yaml"
+    sources.write_text(sources.read_text().replace("- name: orders", "- name: orders_v2"))
+    assert problems_of(state, paths, tables, cache=True) == problems_of(
+        state, paths, tables, cache=False
+    )
+
+
+def test_environment_variables_are_kept_as_written_so_they_need_no_key(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loading reads no environment variable: `${OUT}` stays as written until a run starts
+    (model/runtime.py), so a cached job is right whatever the variable says."""
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    sinks = tmp_path / "tables" / "main" / "sinks.yaml"
+    sinks.write_text(sinks.read_text().replace("{state_dir}/output/tick_log", "${OUT}/tick_log"))
+    monkeypatch.setenv("OUT", "/one")
+    load(state, paths, tables)
+    monkeypatch.setenv("OUT", "/two")
+    jobs, _ = load(state, paths, tables)
+    tick = next(j for j in jobs if j.name == "tick-log")
+    assert tick.tables["tick_log"]["options"]["path"] == "${OUT}/tick_log"
+    assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
+
+
+def test_another_working_folder_resolves_relative_paths_again(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path / "one")
+    shutil.copytree(tmp_path / "one" / "examples", tmp_path / "two" / "examples")
+    monkeypatch.chdir(tmp_path / "one")
+    load(state, paths, tables)
+    monkeypatch.chdir(tmp_path / "two")
+    jobs, _ = load(state, paths, tables)
+    orders = next(j for j in jobs if j.name == "expensive-orders").tables["orders"]
+    assert orders["options"]["path"] == str(tmp_path / "two" / "examples" / "data" / "orders")
+    assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
+
+
+def test_another_state_folder_or_strictness_reads_again(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    shutil.copytree(state, tmp_path / "elsewhere")
+    counted = Counted(monkeypatch)
+    jobs, _ = load(tmp_path / "elsewhere", paths, tables)
+    assert counted.parsed == 5  # {state_dir} differs: the jobs are read again (not the tables)
+    assert all(str(tmp_path / "elsewhere") in j.spec["checkpoint-root"] for j in jobs)
+    counted.parsed = 0
+    load(state, paths, tables, strict=True)
+    assert counted.parsed == 5
+
+
+def test_a_source_gone_since_is_still_a_problem(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a source's path exists is looked at on every load, never kept."""
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    shutil.rmtree(tmp_path / "examples" / "data" / "orders")
+    with_cache = problems_of(state, paths, tables, cache=True)
+    assert any("examples/data/orders" in p and "does not exist" in p for p in with_cache)
+    assert with_cache == problems_of(state, paths, tables, cache=False)
+
+
+def test_a_file_that_fails_fails_the_same_way_with_the_cache(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    kept = cache_file(state).read_bytes()
+    job = tmp_path / "jobs" / "queries" / "expensive-orders.yaml"
+    job.write_text(job.read_text().replace("FROM orders", "FROM nowhere"))
+    shutil.copytree(REPO / "tests" / "data" / "broken", tmp_path / "jobs" / "broken")
+    shutil.copytree(REPO / "tests" / "data" / "hostile" / "jobs", tmp_path / "jobs" / "hostile")
+    with_cache = problems_of(state, paths, tables, cache=True)
+    assert any("nowhere" in p for p in with_cache)
+    assert with_cache == problems_of(state, paths, tables, cache=False)
+    assert with_cache == problems_of(state, paths, tables, cache=True)
+    assert cache_file(state).read_bytes() == kept, "invalid inputs touch nothing"
+
+
+# -- the file ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\x00\xff not json",
+        b'{"format": 1, "code": "',
+        b"[]",
+        json.dumps({"format": FORMAT + 1, "code": "x", "tables": {}, "jobs": {}}).encode(),
+        json.dumps({"format": FORMAT, "code": "other code", "tables": {}, "jobs": {}}).encode(),
+        b"",
+    ],
+    ids=["garbage", "truncated", "a-list", "another-format", "another-code", "empty"],
+)
+def test_a_broken_or_foreign_cache_file_is_ignored_and_rebuilt(
+    content: bytes, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    cache_file(state).parent.mkdir()
+    cache_file(state).write_bytes(content)
+    jobs, _ = load(state, paths, tables)
+    assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
+    doc = json.loads(cache_file(state).read_bytes())
+    assert (doc["format"], doc["code"], len(doc["jobs"])) == (FORMAT, code_digest(), 5)
+
+
+def test_broken_entries_are_read_again(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    doc = json.loads(cache_file(state).read_bytes())
+    for entry in doc["jobs"].values():
+        entry["canonical"] = "not a list of pairs"
+    for entry in doc["tables"].values():
+        entry["tables"] = [{"entry": 3}]
+    cache_file(state).write_text(json.dumps(doc))
+    counted = Counted(monkeypatch)
+    jobs, _ = load(state, paths, tables)
+    assert counted.parsed == 8
+    assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
+
+
+def test_no_secret_is_written_to_the_cache(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tables" / "main" / "secret.yaml").write_text(
+        "tables:\n  - name: vault\n    format: parquet\n"
+        "    options: {path: /v, password: hunter2-in-a-table}\n"
+    )
+    job = tmp_path / "jobs" / "queries" / "tick-log.yaml"
+    doc = yaml.safe_load(job.read_text())
+    doc["sparkProperties"] = {"spark.hadoop.fs.s3a.secret.key": "hunter2-in-a-job"}
+    job.write_text(yaml.safe_dump(doc))
+    cold, _ = load(state, paths, tables)
+    warm, _ = load(state, paths, tables)
+    kept = cache_file(state).read_text()
+    assert "hunter2" not in kept
+    assert "expensive-orders" in kept  # the others are kept
+    assert shape(warm) == shape(cold) == shape(load(state, paths, tables, cache=False)[0])
+
+
+def test_entries_of_files_no_longer_there_are_dropped(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    (tmp_path / "jobs" / "queries" / "tick-log.yaml").unlink()
+    load(state, paths, tables)
+    doc = json.loads(cache_file(state).read_bytes())
+    assert sorted(Path(k).name for k in doc["jobs"]) == [
+        "big-buyer-orders.yaml", "buyer-orders-code.yaml", "expensive-orders.yaml",
+        "order-stats.yaml",
+    ]  # fmt: skip
+    # One job loaded alone (deploy-job) keeps the others' entries: their files are there.
+    deployment = Deployment(settings(state, paths, tables))
+    deployment.load_one(tmp_path / "jobs" / "queries" / "order-stats.yaml")
+    assert json.loads(cache_file(state).read_bytes())["jobs"].keys() == doc["jobs"].keys()
+
+
+def test_nothing_is_written_when_nothing_changed_nor_without_a_state_folder(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    before = cache_file(state).stat().st_mtime_ns
+    cache_file(state).chmod(0o400)
+    load(state, paths, tables)
+    assert cache_file(state).stat().st_mtime_ns == before
+    load(tmp_path / "no-state", paths, tables)
+    assert not (tmp_path / "no-state").exists(), "a command that only reads makes no folder"
+
+
+def test_a_cache_of_plain_values_only() -> None:
+    """What JSON would not give back as it was (a tuple, a date) is not kept."""
+    import datetime
+
+    cache = LoadCache()
+    for value in ({"when": datetime.date(2024, 1, 1)}, {"pair": (1, 2)}):
+        cache.keep_table_file("t.yaml", "text", [(value, "tables[0]", None)])
+    assert not cache.changed
+
+
+def test_no_cache_on_the_command_line(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    args = ["--path", "examples/queries", "--table-definition-path", "examples/tables"]
+    args += ["--state-dir", str(state)]
+    result = run_cli("validate", *args, "--no-cache")
+    assert result.returncode == 0, result.stderr
+    assert not cache_file(state).exists()
+    result = run_cli("validate", *args)
+    assert result.returncode == 0, result.stderr
+    assert cache_file(state).exists()
+    for command in ("plan", "deploy", "deploy-job", "validate", "lineage", "status"):
+        assert "--no-cache" in run_cli(command, "--help").stdout, command
+    for command in ("stop", "forget", "logs"):
+        assert "--no-cache" not in run_cli(command, "--help").stdout, command
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"options": {"password": "x"}},
+        {"sparkProperties": {"spark.hadoop.fs.s3a.secret.key": ["x"]}},
+        {"options": {"url": "jdbc:x;password=abc"}},
+        {"options": {"kafka.sasl.jaas.config": "org... required;"}},
+        {"sql": "SELECT 1 -- token: abc"},
+        {"a": [{"b": {"AccessKey": 1}}]},
+    ],
+)
+def test_what_mask_would_hide_is_not_kept(value: dict[str, Any]) -> None:
+    from flink_sql_runner.read.load_cache import storable
+    from flink_sql_runner.read.secrets import mask
+
+    assert mask(value) != value
+    assert not storable(value)
+    assert storable({"options": {"path": "/p", "user": "me"}, "n": [1, 2.5, True, None]})
