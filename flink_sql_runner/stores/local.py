@@ -12,6 +12,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -27,7 +28,14 @@ from flink_sql_runner.model.stored import (
     Token,
     Unconditional,
 )
-from flink_sql_runner.stores.base import Reads, Snapshot, archived_copies, conflict, read_each
+from flink_sql_runner.stores.base import (
+    Reads,
+    Snapshot,
+    archived_copies,
+    conflict,
+    read_each,
+    reused,
+)
 from flink_sql_runner.stores.local_lock import FileLockBackend
 
 ARCHIVE_DIR = "_archive"
@@ -43,9 +51,17 @@ class LocalStore:
         return self.folder / f"{name}.yaml"
 
     def snapshot(self) -> Snapshot:
+        """The `*.yaml` files of the folder, each with its stamp (inode, modification time and
+        size: an atomic replace always makes a new inode)."""
         if not self.folder.is_dir():
             return Snapshot(())
-        return Snapshot(tuple(sorted(p.stem for p in self.folder.glob("*.yaml") if p.is_file())))
+        stamps = {}
+        for entry in _entries(self.folder):
+            if entry.name.endswith(".yaml") and not entry.name.startswith("."):
+                stamp = _stamp(entry)
+                if stamp is not None:
+                    stamps[entry.name[: -len(".yaml")]] = stamp
+        return Snapshot(tuple(sorted(stamps)), stamps=stamps)
 
     def list_names(self) -> list[str]:
         return list(self.snapshot().names)
@@ -67,16 +83,25 @@ class LocalStore:
             raise StoreError(f"stored manifest {path}: not UTF-8 text") from None
 
     def read_many(
-        self, names: Iterable[str], max_workers: int, snapshot: Snapshot | None = None
+        self,
+        names: Iterable[str],
+        max_workers: int,
+        snapshot: Snapshot | None = None,
+        known: Reads | None = None,
     ) -> Reads:
         names = list(dict.fromkeys(names))
         listed = set(snapshot.names) if snapshot is not None else None
-        reads = read_each(self, [n for n in names if listed is None or n in listed], max_workers)
+        kept = reused(names, snapshot, known) if snapshot is not None else Reads({})
+        wanted = [n for n in names if (listed is None or n in listed) and n not in kept.manifests]
+        reads = read_each(self, wanted, max_workers)
         absent = [n for n in names if listed is not None and n not in listed]
+        # Read after the listing's stat: a file changed since has another stamp next time.
+        stamps = {n: snapshot.stamps[n] for n in reads.tokens if snapshot and n in snapshot.stamps}
         return Reads(
-            {**reads.manifests, **dict.fromkeys(absent)},
+            {**kept.manifests, **reads.manifests, **dict.fromkeys(absent)},
             reads.problems,
-            {**reads.tokens, **dict.fromkeys(absent, ABSENT)},
+            {**kept.tokens, **reads.tokens, **dict.fromkeys(absent, ABSENT)},
+            {**kept.stamps, **stamps},
         )
 
     def refresh_index(self, known: Reads | None = None) -> bool:
@@ -135,26 +160,39 @@ class LocalStore:
         """`{file name: text}` of every file in the side folder `folder`."""
         return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
 
-    def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
+    def read_side_docs(
+        self, folder: str, known: dict[str, SideDoc] | None = None
+    ) -> dict[str, SideDoc]:
         """`{file name: document}` of every file in the side folder `folder`, each with its
-        token and its age (this machine's clock against the file's modification time)."""
+        token, its stamp and its age (this machine's clock against the file's modification
+        time); a file `known` holds under its stamp now is given back unread."""
         path = self.folder / folder
         if not path.is_dir():
             return {}
         found = {}
-        for item in sorted(path.iterdir()):
-            if item.is_file() and not item.name.startswith("."):
-                data = _bytes(item)
-                if data is None:
-                    continue  # deleted since the listing
-                try:
-                    age = max(0.0, runtime.wall() - item.stat().st_mtime)
-                except FileNotFoundError:
+        for entry in sorted(_entries(path), key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            try:
+                if not entry.is_file():
                     continue
-                try:
-                    found[item.name] = SideDoc(data.decode("utf-8"), token_of(data), age)
-                except UnicodeDecodeError as exc:
-                    raise StoreError(f"cannot read {item}: {exc}") from None
+                stat = entry.stat()
+            except FileNotFoundError:
+                continue  # deleted since the listing
+            except OSError as exc:
+                raise StoreError(f"cannot read {entry.path}: {exc.strerror}") from None
+            stamp, age = _stamp_of(stat), max(0.0, runtime.wall() - stat.st_mtime)
+            before = (known or {}).get(entry.name)
+            if before is not None and before.stamp == stamp:
+                found[entry.name] = replace(before, age=age)
+                continue
+            data = _bytes(Path(entry.path))  # read after the stat: a later change restamps
+            if data is None:
+                continue
+            try:
+                found[entry.name] = SideDoc(data.decode("utf-8"), token_of(data), age, stamp)
+            except UnicodeDecodeError as exc:
+                raise StoreError(f"cannot read {entry.path}: {exc}") from None
         return found
 
     def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:
@@ -172,6 +210,32 @@ class LocalStore:
 
     def lock_backend(self, name: str | None = None) -> FileLockBackend:
         return FileLockBackend(self.folder / (name or LOCK_FILE))
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise StoreError(f"cannot list {folder}: {exc.strerror}") from None
+
+
+def _stamp_of(stat: os.stat_result) -> str:
+    """What changes whenever a file is written: its inode (an atomic replace makes a new one),
+    modification time and size."""
+    return f"{stat.st_ino}:{stat.st_mtime_ns}:{stat.st_size}"
+
+
+def _stamp(entry: os.DirEntry[str]) -> str | None:
+    """A regular file's stamp (None: not a file, or gone since the listing)."""
+    try:
+        return _stamp_of(entry.stat()) if entry.is_file() else None
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(f"cannot read {entry.path}: {exc.strerror}") from None
 
 
 def _bytes(path: Path) -> bytes | None:
