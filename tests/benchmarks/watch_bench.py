@@ -128,6 +128,7 @@ def run(sizes: list[int], say: Callable[[str], None] = print) -> list[Look]:
                     folder = Path(scratch, f"{jobs}-{on_s3}")
                     folder.mkdir()
                     looks.append(_look(jobs, on_s3, server.url, folder, say))
+                    say("  " + section(looks[-1:]).splitlines()[-1])
     return looks
 
 
