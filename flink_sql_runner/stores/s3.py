@@ -47,6 +47,8 @@ from flink_sql_runner.stores.s3_client import (
     make_s3_client,
     translated_errors,
 )
+from flink_sql_runner.stores.s3_listing import age, clock_of
+from flink_sql_runner.stores.s3_listing import pages as listing_pages
 from flink_sql_runner.stores.s3_lock import S3LockBackend
 
 ARCHIVE_DIR = "_archive"
@@ -78,13 +80,13 @@ class S3Store:
     def snapshot(self) -> Snapshot:
         """One listing (paginated), with each manifest's ETag."""
         etags = {}
-        paginator = self.client.get_paginator("list_objects_v2")
+        start, end = len(self.prefix), -len(SUFFIX)
         with self._errors(self.prefix, "list"):
-            for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix, Delimiter="/"):
-                for item in page.get("Contents", []):
-                    rest = item["Key"][len(self.prefix) :]
+            for page in listing_pages(self.client, self.bucket, self.prefix):
+                for listed in page.keys:
+                    rest = listed.key[start:]
                     if rest.endswith(SUFFIX) and len(rest) > len(SUFFIX) and "/" not in rest:
-                        etags[rest[: -len(SUFFIX)]] = str(item.get("ETag", ""))
+                        etags[rest[:end]] = listed.etag
         return Snapshot(tuple(sorted(etags)), etags, etags)
 
     def list_names(self) -> list[str]:
@@ -298,20 +300,18 @@ class S3Store:
         `known` holds under the ETag listed now (given back, their age as listed)."""
         prefix = f"{self.prefix}{folder}/"
         found = {}
-        paginator = self.client.get_paginator("list_objects_v2")
+        known = known or {}
         with self._errors(prefix, "list"):
-            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/"):
-                date = page.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
-                for item in page.get("Contents", []):
-                    file_name, etag = item["Key"][len(prefix) :], str(item.get("ETag", ""))
-                    before = (known or {}).get(file_name)
+            for page in listing_pages(self.client, self.bucket, prefix):
+                now = clock_of(page.date)
+                for key, etag, _, modified in page.keys:
+                    file_name = key[len(prefix) :]
+                    before = known.get(file_name)
                     if etag and before is not None and before.stamp == etag:
-                        listed = {"LastModified": item.get("LastModified"),
-                                  "ResponseMetadata": {"HTTPHeaders": {"date": date}}}  # fmt: skip
-                        found[file_name] = replace(before, age=age_of(listed))
+                        found[file_name] = replace(before, age=age(now, modified))
                         continue
-                    with self._errors(item["Key"], "read"):
-                        got = get_answer(self.client, self.bucket, item["Key"])
+                    with self._errors(key, "read"):
+                        got = get_answer(self.client, self.bucket, key)
                     if got is not None:
                         text = got[0].decode("utf-8", "replace")
                         etag = str(got[1].get("ETag", ""))
