@@ -116,6 +116,12 @@ class Watcher:
         self._healthy_since: dict[str, float] = {}
         self._waiting_for: str | None = None  # who held the store's lock when we wanted it
         self._written: dict[str, WatchRecord] = {}  # what this watcher last wrote, by job
+        #: The very record object (by job) that the last look found it need not write: handed
+        #: the same object again, it need not compare (records are frozen).
+        self._kept: dict[str, WatchRecord] = {}
+        #: Each job's manifest digest, with the very manifest object it was computed from (the
+        #: store hands back unchanged manifests as the same objects): computed once per version.
+        self._digests: dict[str, tuple[StoredManifest, str]] = {}
         self._problem: str | None = None  # why the last look failed, said once
         #: The manifests the last look read, with the stamps it read them under: handed back
         #: to the store, which gives back unread only those its new listing shows unchanged.
@@ -204,6 +210,9 @@ class Watcher:
             if health.state in (State.DOWN, State.STALLED):
                 mark("wanted", job=name, state=health.state.value)
                 wanted.append(name)
+        for memo in (self._digests, self._kept):
+            for gone in [n for n in memo if n not in stored]:
+                del memo[gone]
         if self.metrics is not None:
             self.metrics.forget(set(stored))
         if wanted:
@@ -232,7 +241,12 @@ class Watcher:
     ) -> WatchRecord:
         """The job's record; a new one when a deploy changed the job since (which also lifts a
         crash-loop mark)."""
-        digest = manifest_digest(manifest)
+        cached = self._digests.get(name)
+        if cached is not None and cached[0] is manifest:
+            digest = cached[1]
+        else:
+            digest = manifest_digest(manifest)
+            self._digests[name] = (manifest, digest)
         record = records.get(name)
         return (
             record
@@ -283,15 +297,19 @@ class Watcher:
         shown = health.state.value
         if health.state is State.DOWN and record.state == State.BACKING_OFF.value:
             shown = record.state  # its delay is over: restarted in this tick
-        self._write(replace(record, state=shown))
+        self._write(record if record.state == shown else replace(record, state=shown))
         if self.metrics is not None:
             self.metrics.observe(name, health, record.restarts)
 
     def _write(self, record: WatchRecord) -> None:
         """Keep the record in the store when it changed since this watcher last wrote it."""
+        if self._kept.get(record.name) is record:
+            return  # the very record found unchanged last time
         same = replace(record, updated="")
         if self._written.get(record.name) == same:
+            self._kept[record.name] = record
             return
+        self._kept.pop(record.name, None)
         try:
             self.watch_log.write(replace(record, updated=utc_text(self.wall())))
             self._written[record.name] = same
