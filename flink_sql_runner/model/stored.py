@@ -135,11 +135,15 @@ WATCH_FOLDER = "_watch"
 class SideDoc:
     """A side document as read (an intent record, a watch record): its text, its version token,
     and its age: seconds since it was last written, on the store's own clock (S3's `Date` against
-    its `LastModified`; a folder's modification time against this machine's clock)."""
+    its `LastModified`; a folder's modification time against this machine's clock). Its `stamp`
+    is what the folder's listing shows of it that changes whenever it is written (S3's ETag; a
+    file's inode, modification time and size; "" when not known): a caller that hands back the
+    documents of an earlier read is given them again, unread, while their stamp is the same."""
 
     text: str
     token: Token
     age: float = 0.0
+    stamp: str = ""
 
 
 @dataclass(frozen=True)

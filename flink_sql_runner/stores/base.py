@@ -2,7 +2,10 @@
 
 No store object remembers what it read. A read returns the manifest with its version token
 (`model/stored.py`); a write passes the token back and succeeds only while the store still holds
-that version. A listing is a `Snapshot` the caller holds and hands to `read_many`.
+that version. A listing is a `Snapshot` the caller holds and hands to `read_many`. A caller that
+looks again and again (`watch`) may hand back what it read before (`known`): what the new listing
+shows unchanged (same stamp: S3's ETag; a file's inode, modification time and size) is given
+back unread, and everything else is read, so a look at unchanged jobs costs only the listings.
 """
 
 from __future__ import annotations
@@ -33,20 +36,24 @@ class StoreConflict(StoreError):
 class Snapshot:
     """One listing of the store, held by whoever listed: the names of the stored manifests
     (archived ones excluded), sorted, and each one's token where the listing tells it (S3's
-    ETag; a folder's listing tells none)."""
+    ETag; a folder's listing tells none); and each one's stamp, which changes whenever it is
+    written (S3's ETag; a file's inode, modification time and size)."""
 
     names: tuple[str, ...]
     etags: dict[str, str] = field(default_factory=dict)
+    stamps: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Reads:
     """Stored manifests by name (None: not stored) with their tokens, and the names that could
-    not be read, with why: one unreadable manifest is its job's problem, not every job's."""
+    not be read, with why: one unreadable manifest is its job's problem, not every job's.
+    `stamps`: the snapshot's stamp each manifest was read under, where it told one."""
 
     manifests: dict[str, StoredManifest | None]
     problems: dict[str, str] = field(default_factory=dict)
     tokens: dict[str, Token] = field(default_factory=dict)
+    stamps: dict[str, str] = field(default_factory=dict)
 
     def stored(self, name: str) -> Stored:
         """What was read of `name` (absent if nothing was)."""
@@ -68,12 +75,17 @@ class ManifestStore(Protocol):
         ...
 
     def read_many(
-        self, names: Iterable[str], max_workers: int, snapshot: Snapshot | None = None
+        self,
+        names: Iterable[str],
+        max_workers: int,
+        snapshot: Snapshot | None = None,
+        known: Reads | None = None,
     ) -> Reads:
         """`read` for every name, concurrently where it pays; a name that cannot be read is
         reported in `Reads.problems`. With the caller's `snapshot`, a name it does not list is
-        absent, and a store may serve a manifest from its index where the index holds it
-        under the very token the snapshot lists."""
+        absent, a manifest `known` (the caller's earlier reads) holds under the very stamp the
+        snapshot lists is given back unread, and a store may serve a manifest from its index
+        where the index holds it under the very token the snapshot lists."""
         ...
 
     def refresh_index(self, known: Reads | None = None) -> bool:
@@ -119,9 +131,13 @@ class ManifestStore(Protocol):
         """`{file name: text}` of the side documents in `folder`: one listing."""
         ...
 
-    def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
+    def read_side_docs(
+        self, folder: str, known: dict[str, SideDoc] | None = None
+    ) -> dict[str, SideDoc]:
         """`{file name: document}` of the side documents in `folder` (one listing), each with
-        its token and its age on the store's own clock."""
+        its token, its stamp and its age on the store's own clock. A document `known` (what
+        the caller read before) holds under the stamp listed now is given back unread (its
+        age as listed); every other one is read."""
         ...
 
     def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:
@@ -159,6 +175,26 @@ def read_each(store: ManifestStore, names: Iterable[str], max_workers: int) -> R
         else:
             manifests[name], tokens[name] = answer.manifest, answer.token
     return Reads(manifests, problems, tokens)
+
+
+def reused(names: list[str], snapshot: Snapshot, known: Reads | None) -> Reads:
+    """What `known` holds of `names` under the very stamp `snapshot` lists (nothing else)."""
+    if known is None:
+        return Reads({})
+    same = [
+        n
+        for n in names
+        if (stamp := snapshot.stamps.get(n))
+        and known.stamps.get(n) == stamp
+        and known.manifests.get(n) is not None
+        and n in known.tokens
+    ]
+    return Reads(
+        {n: known.manifests[n] for n in same},
+        {},
+        {n: known.tokens[n] for n in same if n in known.tokens},
+        {n: snapshot.stamps[n] for n in same},
+    )
 
 
 def archived_copies(store: ManifestStore, folder: str, name: str) -> list[StoredManifest]:

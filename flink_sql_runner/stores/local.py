@@ -16,6 +16,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -31,7 +32,14 @@ from flink_sql_runner.model.stored import (
     Token,
     Unconditional,
 )
-from flink_sql_runner.stores.base import Reads, Snapshot, archived_copies, conflict, read_each
+from flink_sql_runner.stores.base import (
+    Reads,
+    Snapshot,
+    archived_copies,
+    conflict,
+    read_each,
+    reused,
+)
 from flink_sql_runner.stores.local_lock import FileLockBackend
 
 ARCHIVE_DIR = "_archive"
@@ -49,9 +57,17 @@ class LocalStore:
         return self.folder / f"{name}.yaml"
 
     def snapshot(self) -> Snapshot:
+        """The `*.yaml` files of the folder, each with its stamp (inode, modification time and
+        size: an atomic replace always makes a new inode)."""
         if not self.folder.is_dir():
             return Snapshot(())
-        return Snapshot(tuple(sorted(p.stem for p in self.folder.glob("*.yaml") if p.is_file())))
+        stamps = {}
+        for entry in _entries(self.folder):
+            if entry.name.endswith(".yaml") and not entry.name.startswith("."):
+                stamp = _stamp(entry)
+                if stamp is not None:
+                    stamps[entry.name[: -len(".yaml")]] = stamp
+        return Snapshot(tuple(sorted(stamps)), stamps=stamps)
 
     def list_names(self) -> list[str]:
         return list(self.snapshot().names)
@@ -73,28 +89,43 @@ class LocalStore:
             raise StoreError(f"stored manifest {path}: not UTF-8 text") from None
 
     def read_many(
-        self, names: Iterable[str], max_workers: int, snapshot: Snapshot | None = None
+        self,
+        names: Iterable[str],
+        max_workers: int,
+        snapshot: Snapshot | None = None,
+        known: Reads | None = None,
     ) -> Reads:
         """Every named manifest. With the caller's `snapshot`: a name it does not list is
-        absent, and each listed file is read in turn (threads would only queue for the
-        parser), its manifest taken from the index where the index holds it under the
-        digest of the bytes just read."""
+        absent; one `known` holds under the stamp the listing shows is taken from it unread;
+        each other listed file is read in turn (threads would only queue for the parser), its
+        manifest taken from the index where the index holds it under the digest of the bytes
+        just read."""
         names = list(dict.fromkeys(names))
         if snapshot is None:
             return read_each(self, names, max_workers)
         listed = set(snapshot.names)
-        index = self._read_index() if any(n in listed for n in names) else {}
+        kept = reused(names, snapshot, known)
+        wanted = [n for n in names if n in listed and n not in kept.manifests]
+        index = self._read_index() if wanted else {}
         manifests: dict[str, StoredManifest | None] = {}
         tokens: dict[str, Token] = {}
         problems: dict[str, str] = {}
-        for name in names:
+        for name in wanted:
             try:
-                stored = self._read_indexed(name, index) if name in listed else Stored(None, ABSENT)
+                stored = self._read_indexed(name, index)
             except StoreError as exc:
                 problems[name] = str(exc)
                 continue
             manifests[name], tokens[name] = stored.manifest, stored.token
-        return Reads(manifests, problems, tokens)
+        absent = [n for n in names if n not in listed]
+        # Read after the listing's stat: a file changed since has another stamp next time.
+        stamps = {n: snapshot.stamps[n] for n in tokens if n in snapshot.stamps}
+        return Reads(
+            {**kept.manifests, **manifests, **dict.fromkeys(absent)},
+            problems,
+            {**kept.tokens, **tokens, **dict.fromkeys(absent, ABSENT)},
+            {**kept.stamps, **stamps},
+        )
 
     def _read_indexed(self, name: str, index: dict[str, tuple[str, StoredManifest]]) -> Stored:
         """`read`, but the manifest from `index` when it holds it under the file's token."""
@@ -210,26 +241,39 @@ class LocalStore:
         """`{file name: text}` of every file in the side folder `folder`."""
         return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
 
-    def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
+    def read_side_docs(
+        self, folder: str, known: dict[str, SideDoc] | None = None
+    ) -> dict[str, SideDoc]:
         """`{file name: document}` of every file in the side folder `folder`, each with its
-        token and its age (this machine's clock against the file's modification time)."""
+        token, its stamp and its age (this machine's clock against the file's modification
+        time); a file `known` holds under its stamp now is given back unread."""
         path = self.folder / folder
         if not path.is_dir():
             return {}
         found = {}
-        for item in sorted(path.iterdir()):
-            if item.is_file() and not item.name.startswith("."):
-                data = _bytes(item)
-                if data is None:
-                    continue  # deleted since the listing
-                try:
-                    age = max(0.0, runtime.wall() - item.stat().st_mtime)
-                except FileNotFoundError:
+        for entry in sorted(_entries(path), key=lambda e: e.name):
+            if entry.name.startswith("."):
+                continue
+            try:
+                if not entry.is_file():
                     continue
-                try:
-                    found[item.name] = SideDoc(data.decode("utf-8"), token_of(data), age)
-                except UnicodeDecodeError as exc:
-                    raise StoreError(f"cannot read {item}: {exc}") from None
+                stat = entry.stat()
+            except FileNotFoundError:
+                continue  # deleted since the listing
+            except OSError as exc:
+                raise StoreError(f"cannot read {entry.path}: {exc.strerror}") from None
+            stamp, age = _stamp_of(stat), max(0.0, runtime.wall() - stat.st_mtime)
+            before = (known or {}).get(entry.name)
+            if before is not None and before.stamp == stamp:
+                found[entry.name] = replace(before, age=age)
+                continue
+            data = _bytes(Path(entry.path))  # read after the stat: a later change restamps
+            if data is None:
+                continue
+            try:
+                found[entry.name] = SideDoc(data.decode("utf-8"), token_of(data), age, stamp)
+            except UnicodeDecodeError as exc:
+                raise StoreError(f"cannot read {entry.path}: {exc}") from None
         return found
 
     def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:
@@ -247,6 +291,32 @@ class LocalStore:
 
     def lock_backend(self, name: str | None = None) -> FileLockBackend:
         return FileLockBackend(self.folder / (name or LOCK_FILE))
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        raise StoreError(f"cannot list {folder}: {exc.strerror}") from None
+
+
+def _stamp_of(stat: os.stat_result) -> str:
+    """What changes whenever a file is written: its inode (an atomic replace makes a new one),
+    modification time and size."""
+    return f"{stat.st_ino}:{stat.st_mtime_ns}:{stat.st_size}"
+
+
+def _stamp(entry: os.DirEntry[str]) -> str | None:
+    """A regular file's stamp (None: not a file, or gone since the listing)."""
+    try:
+        return _stamp_of(entry.stat()) if entry.is_file() else None
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(f"cannot read {entry.path}: {exc.strerror}") from None
 
 
 def _bytes(path: Path) -> bytes | None:

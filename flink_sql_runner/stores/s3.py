@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -34,6 +35,7 @@ from flink_sql_runner.stores.base import (
     archived_copies,
     conflict,
     read_each,
+    reused,
 )
 from flink_sql_runner.stores.s3_client import (
     CONDITION_FAILED_CODES,
@@ -45,6 +47,8 @@ from flink_sql_runner.stores.s3_client import (
     make_s3_client,
     translated_errors,
 )
+from flink_sql_runner.stores.s3_listing import age, clock_of
+from flink_sql_runner.stores.s3_listing import pages as listing_pages
 from flink_sql_runner.stores.s3_lock import S3LockBackend
 
 ARCHIVE_DIR = "_archive"
@@ -76,14 +80,14 @@ class S3Store:
     def snapshot(self) -> Snapshot:
         """One listing (paginated), with each manifest's ETag."""
         etags = {}
-        paginator = self.client.get_paginator("list_objects_v2")
+        start, end = len(self.prefix), -len(SUFFIX)
         with self._errors(self.prefix, "list"):
-            for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix, Delimiter="/"):
-                for item in page.get("Contents", []):
-                    rest = item["Key"][len(self.prefix) :]
+            for page in listing_pages(self.client, self.bucket, self.prefix):
+                for listed in page.keys:
+                    rest = listed.key[start:]
                     if rest.endswith(SUFFIX) and len(rest) > len(SUFFIX) and "/" not in rest:
-                        etags[rest[: -len(SUFFIX)]] = str(item.get("ETag", ""))
-        return Snapshot(tuple(sorted(etags)), etags)
+                        etags[rest[:end]] = listed.etag
+        return Snapshot(tuple(sorted(etags)), etags, etags)
 
     def list_names(self) -> list[str]:
         return list(self.snapshot().names)
@@ -111,20 +115,26 @@ class S3Store:
         names: Iterable[str],
         max_workers: int = DEFAULT_READ_WORKERS,
         snapshot: Snapshot | None = None,
+        known: Reads | None = None,
     ) -> Reads:
         """Every named manifest, one GET each, `max_workers` at a time. With the caller's
-        `snapshot`: a name it does not list is absent, and a manifest the store's index
-        (`_index.json`, kept by deploys) holds under the very ETag the snapshot lists comes
-        from the index instead."""
+        `snapshot`: a name it does not list is absent, a manifest `known` holds under the very
+        ETag the snapshot lists is given back as it is, and one the store's index
+        (`_index.json`, kept by deploys) holds under that ETag comes from the index; the index
+        is read only when some listed manifest is not known so."""
         names = list(dict.fromkeys(names))
         if snapshot is None:
             return read_each(self, names, max_workers)
         listed = snapshot.etags
-        index = self._read_index()[0] if any(n in listed for n in names) else {}
-        found: dict[str, StoredManifest | None] = {}
-        tokens: dict[str, Token] = {}
+        kept = reused(names, snapshot, known)
+        unknown = [n for n in names if n in listed and n not in kept.manifests]
+        index = self._read_index()[0] if unknown else {}
+        found: dict[str, StoredManifest | None] = dict(kept.manifests)
+        tokens: dict[str, Token] = dict(kept.tokens)
         fetch = []
         for name in names:
+            if name in found:
+                continue
             if name not in listed:
                 found[name], tokens[name] = None, ABSENT
             elif name in index and index[name][0] == listed[name]:
@@ -138,6 +148,8 @@ class S3Store:
             {n: found[n] for n in names if n in found},
             fetched.problems,
             {n: tokens[n] for n in names if n in tokens},
+            # The stamp a manifest was read under: its ETag when read together with it.
+            {n: listed[n] for n in names if n in listed and tokens.get(n) == listed[n]},
         )
 
     def _put(
@@ -280,21 +292,30 @@ class S3Store:
         """`{file name: text}` of every object directly under the side folder `folder`."""
         return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
 
-    def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
+    def read_side_docs(
+        self, folder: str, known: dict[str, SideDoc] | None = None
+    ) -> dict[str, SideDoc]:
         """`{file name: document}` of every object directly under the side folder, each with
-        its ETag and its age on S3's clock."""
+        its ETag and its age on S3's clock: one listing, and a GET of each object but those
+        `known` holds under the ETag listed now (given back, their age as listed)."""
         prefix = f"{self.prefix}{folder}/"
         found = {}
-        paginator = self.client.get_paginator("list_objects_v2")
+        known = known or {}
         with self._errors(prefix, "list"):
-            for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix, Delimiter="/"):
-                for item in page.get("Contents", []):
-                    with self._errors(item["Key"], "read"):
-                        got = get_answer(self.client, self.bucket, item["Key"])
+            for page in listing_pages(self.client, self.bucket, prefix):
+                now = clock_of(page.date)
+                for key, etag, _, modified in page.keys:
+                    file_name = key[len(prefix) :]
+                    before = known.get(file_name)
+                    if etag and before is not None and before.stamp == etag:
+                        found[file_name] = replace(before, age=age(now, modified))
+                        continue
+                    with self._errors(key, "read"):
+                        got = get_answer(self.client, self.bucket, key)
                     if got is not None:
                         text = got[0].decode("utf-8", "replace")
                         etag = str(got[1].get("ETag", ""))
-                        found[item["Key"][len(prefix) :]] = SideDoc(text, etag, age_of(got[1]))
+                        found[file_name] = SideDoc(text, etag, age_of(got[1]), etag)
         return found
 
     def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:

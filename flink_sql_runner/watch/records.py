@@ -17,7 +17,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta, timezone
 
-from flink_sql_runner.model.stored import WATCH_FOLDER, StoredManifest
+from flink_sql_runner.model.stored import WATCH_FOLDER, SideDoc, StoredManifest
 from flink_sql_runner.stores.base import ManifestStore
 
 LEADER_LOCK = f"{WATCH_FOLDER}/_leader.json"
@@ -43,6 +43,13 @@ def manifest_digest(manifest: StoredManifest) -> str:
     doc = {"job": manifest.job, "tables": manifest.tables, "query-id": manifest.meta.query_id}
     text = json.dumps(doc, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _parsed(text: str) -> WatchRecord | None:
+    try:
+        return WatchRecord.from_json(text)
+    except (ValueError, TypeError, KeyError):
+        return None
 
 
 @dataclass(frozen=True)
@@ -103,22 +110,36 @@ class WatchRecord:
 
 
 class WatchLog:
-    """The watch records of one manifest store."""
+    """The watch records of one manifest store. One that `remembers` (the watcher's) keeps what
+    it read, with each record's stamp, and hands it back to the store on the next read: only
+    the records written since are read again (one listing for every thousand unchanged)."""
 
-    def __init__(self, store: ManifestStore):
+    def __init__(self, store: ManifestStore, remembers: bool = False):
         self.store = store
+        self.remembers = remembers
+        #: What the last read found, by file name: the document, and its record (None:
+        #: unreadable). Only ever handed back to the store, which checks each stamp.
+        self._seen: dict[str, tuple[SideDoc, WatchRecord | None]] = {}
 
     def read_all(self) -> dict[str, WatchRecord]:
         """Every readable record, by job name (one listing); unreadable ones are started anew."""
+        known = {n: doc for n, (doc, _) in self._seen.items()} if self.remembers else None
+        docs = self.store.read_side_docs(WATCH_FOLDER, known)
+        seen: dict[str, tuple[SideDoc, WatchRecord | None]] = {}
         found = {}
-        for file_name, text in self.store.read_side_folder(WATCH_FOLDER).items():
+        for file_name, doc in docs.items():
             if not file_name.endswith(".json") or file_name.startswith("_"):
                 continue
-            try:
-                record = WatchRecord.from_json(text)
-            except (ValueError, TypeError, KeyError):
-                continue
-            found[record.name] = record
+            before = self._seen.get(file_name)
+            if before is not None and before[0].stamp and before[0].stamp == doc.stamp:
+                record = before[1]  # the very document parsed before
+            else:
+                record = _parsed(doc.text)
+            seen[file_name] = (doc, record)
+            if record is not None:
+                found[record.name] = record
+        if self.remembers:
+            self._seen = seen
         return found
 
     def write(self, record: WatchRecord) -> None:

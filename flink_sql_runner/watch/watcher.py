@@ -1,8 +1,9 @@
 """`flink-sql-runner watch`: keep what the store records running.
 
 The desired state is what `deploy` recorded (the store); `watch` never applies git. Every
-interval the leading watcher lists what runs (one listing), reads each job's status file and
-its own records (`records.py`), and judges each job (`health.py`, `stalls.py`). Jobs that are
+interval the leading watcher lists what runs (one listing), lists the store's manifests and its
+own records (`records.py`), reading again only those the listings show changed since the last
+look, reads each job's status file, and judges each job (`health.py`, `stalls.py`). Jobs that are
 down or stalled are acted on through the same decisions and executor steps as `deploy`, in the
 background (`restarts.py`: the looks go on meanwhile), holding the store's lock only while
 restarts are under way: a deploy that holds it is waited out, never joined.
@@ -40,6 +41,7 @@ from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Stored, StoredManifest
+from flink_sql_runner.stores.base import Reads
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
 from flink_sql_runner.watch.events import Event, Notifier
 from flink_sql_runner.watch.health import Health, State, assess, failure_reason
@@ -104,7 +106,7 @@ class Watcher:
         self.notifier, self.metrics = notifier, metrics
         self.clock, self.wall = clock, wall
         self.store, self.storage = deployment.store, deployment.storage
-        self.watch_log = WatchLog(self.store)
+        self.watch_log = WatchLog(self.store, remembers=True)
         self.leader = StoreLock(
             self.store.lock_backend(LEADER_LOCK), "watch", ttl=settings.leader_ttl, clock=clock
         )
@@ -114,7 +116,16 @@ class Watcher:
         self._healthy_since: dict[str, float] = {}
         self._waiting_for: str | None = None  # who held the store's lock when we wanted it
         self._written: dict[str, WatchRecord] = {}  # what this watcher last wrote, by job
+        #: The very record object (by job) that the last look found it need not write: handed
+        #: the same object again, it need not compare (records are frozen).
+        self._kept: dict[str, WatchRecord] = {}
+        #: Each job's manifest digest, with the very manifest object it was computed from (the
+        #: store hands back unchanged manifests as the same objects): computed once per version.
+        self._digests: dict[str, tuple[StoredManifest, str]] = {}
         self._problem: str | None = None  # why the last look failed, said once
+        #: The manifests the last look read, with the stamps it read them under: handed back
+        #: to the store, which gives back unread only those its new listing shows unchanged.
+        self._reads: Reads | None = None
         self.actions = Actions(deployment, self.stopping, clock)
         #: Jobs whose last restart by this watcher failed, with its cause (cleared when a
         #: restart succeeds or the job is seen healthy): `watch` then exits 1.
@@ -199,6 +210,9 @@ class Watcher:
             if health.state in (State.DOWN, State.STALLED):
                 mark("wanted", job=name, state=health.state.value)
                 wanted.append(name)
+        for memo in (self._digests, self._kept):
+            for gone in [n for n in memo if n not in stored]:
+                del memo[gone]
         if self.metrics is not None:
             self.metrics.forget(set(stored))
         if wanted:
@@ -213,9 +227,11 @@ class Watcher:
         self._problem = problem
 
     def _stored(self) -> dict[str, Stored]:
-        """What the store records now: one listing, and the manifests as of it."""
+        """What the store records now: one listing, and the manifests as of it (those the last
+        look read and the listing shows unchanged are not read again)."""
         snapshot = self.store.snapshot()
-        reads = self.store.read_many(snapshot.names, 16, snapshot=snapshot)
+        reads = self.store.read_many(snapshot.names, 16, snapshot=snapshot, known=self._reads)
+        self._reads = reads
         for name, problem in sorted(reads.problems.items()):
             self.notifier.warn(f"{name}: {problem}")
         return {n: reads.stored(n) for n, m in reads.manifests.items() if m is not None}
@@ -225,7 +241,12 @@ class Watcher:
     ) -> WatchRecord:
         """The job's record; a new one when a deploy changed the job since (which also lifts a
         crash-loop mark)."""
-        digest = manifest_digest(manifest)
+        cached = self._digests.get(name)
+        if cached is not None and cached[0] is manifest:
+            digest = cached[1]
+        else:
+            digest = manifest_digest(manifest)
+            self._digests[name] = (manifest, digest)
         record = records.get(name)
         return (
             record
@@ -276,15 +297,19 @@ class Watcher:
         shown = health.state.value
         if health.state is State.DOWN and record.state == State.BACKING_OFF.value:
             shown = record.state  # its delay is over: restarted in this tick
-        self._write(replace(record, state=shown))
+        self._write(record if record.state == shown else replace(record, state=shown))
         if self.metrics is not None:
             self.metrics.observe(name, health, record.restarts)
 
     def _write(self, record: WatchRecord) -> None:
         """Keep the record in the store when it changed since this watcher last wrote it."""
+        if self._kept.get(record.name) is record:
+            return  # the very record found unchanged last time
         same = replace(record, updated="")
         if self._written.get(record.name) == same:
+            self._kept[record.name] = record
             return
+        self._kept.pop(record.name, None)
         try:
             self.watch_log.write(replace(record, updated=utc_text(self.wall())))
             self._written[record.name] = same

@@ -1,8 +1,8 @@
 """Run the benchmarks (docs/benchmarks.md says what each measures):
 
-    python -m tests.benchmarks                      # all six, print the results
+    python -m tests.benchmarks                      # all seven, print the results
     python -m tests.benchmarks --only handover      # one (plan, runner, redeploy, recovery, kafka,
-                                                    # handover)
+                                                    # handover, watch)
     python -m tests.benchmarks --write-docs         # and put them in docs/benchmarks.md
 
 Not part of the pytest suite: they take minutes and want a quiet machine. `--max-load` waits
@@ -26,10 +26,11 @@ from tests.benchmarks import (
     redeploy_bench,
     report,
     runner_bench,
+    watch_bench,
 )
 from tests.benchmarks.common import REPO, wait_for_quiet
 
-BENCHMARKS = ("plan", "runner", "redeploy", "recovery", "kafka", "handover")
+BENCHMARKS = ("plan", "runner", "redeploy", "recovery", "kafka", "handover", "watch")
 DOCS = REPO / "docs" / "benchmarks.md"
 #: Where each benchmark's results are written besides docs/benchmarks.md.
 MORE_DOCS = {"kafka": REPO / "docs" / "kafka.md"}
@@ -74,6 +75,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--kafka-rounds", type=int, default=3)
     parser.add_argument(
         "--handover-rounds", type=int, default=3, help="handover: cold and warm, each kind"
+    )
+    parser.add_argument(
+        "--watch-jobs",
+        default="100,1000,10000",
+        help="watch: jobs per measured look, one per value",
     )
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "fsr-bench")
     parser.add_argument("--max-load", type=float, default=1.5)
@@ -141,6 +147,9 @@ def run_one(name: str, args: argparse.Namespace, scratch: Path) -> list[str]:
     if name == "handover":
         result = handover_bench.run(scratch, args.handover_rounds, say=say)
         return [report.handover_section(result)]
+    if name == "watch":
+        sizes = [int(v) for v in args.watch_jobs.split(",")]
+        return [watch_bench.section(watch_bench.run(sizes, say=say))]
     if name == "recovery":
         result = recovery_bench.run(scratch, args.recovery_rounds, args.watch_interval, say=say)
         return [report.recovery_section(result)]

@@ -171,3 +171,17 @@ def test_handover_report_compares_the_ways_and_measures_the_largest_gap() -> Non
     assert "| config | warm | 1 | 2.0 (2.0-2.0) | 30.0 (30.0-30.0) | 500 | 1010 | - |" in text
     assert "| cannot-start | warm | 1 | 1.0 (1.0-1.0) |" in text and "| True |" in text
     assert "config change: warm pause / cold pause = 0.17" in text
+
+
+def test_watch_report_splits_the_store_from_the_checkpoint_storage() -> None:
+    from collections import Counter
+
+    from tests.benchmarks.watch_bench import Look, section
+
+    look = Look(1000, "S3", Counter({"ListObjectsV2": 4, "PutObject": 1}),
+                Counter({"GetObject": 1000}), 0.5, 2.0)  # fmt: skip
+    row = section([look]).splitlines()[-1]
+    assert row == (
+        "| 1,000 | S3 | 5 (4 ListObjectsV2, 1 PutObject) | 1000 (1000 GetObject) "
+        "| 0.50 s | 2.00 s |"
+    )

@@ -26,7 +26,7 @@ from flink_sql_runner.model.stored import (
     Token,
     Unconditional,
 )
-from flink_sql_runner.stores.base import Reads, Snapshot, StoreConflict
+from flink_sql_runner.stores.base import Reads, Snapshot, StoreConflict, reused
 from flink_sql_runner.stores.storage import StorageError
 from flink_sql_runner.targets.base import (
     DriverLog,
@@ -85,6 +85,8 @@ class FakeStore:
         self.lose_answers = 0
         self.unreadable: set[str] = set()
         self.writes: list[str] = []
+        #: Every manifest and side document read (its name or key), in order, as S3 GETs them.
+        self.gets: list[str] = []
 
     def other(self) -> FakeStore:
         """Another deployer's view of the same store."""
@@ -134,7 +136,8 @@ class FakeStore:
     def snapshot(self) -> Snapshot:
         self._fail()
         names = tuple(sorted(self.data.manifests))
-        return Snapshot(names, {n: str(self.token(n)) for n in names})
+        tokens = {n: str(self.token(n)) for n in names}
+        return Snapshot(names, tokens, tokens)
 
     def list_names(self) -> list[str]:
         return list(self.snapshot().names)
@@ -143,15 +146,26 @@ class FakeStore:
         self._fail()
         if name in self.unreadable:
             raise StoreError(f"stored manifest memory://store/{name}.yaml: not a mapping")
+        self.gets.append(name)
         return Stored(self.data.manifests.get(name), self.token(name))
 
     def read_text(self, name: str) -> tuple[str | None, Token]:
         stored = self.read(name)
         return (stored.manifest.to_yaml() if stored.manifest else None), stored.token
 
-    def read_many(self, names, max_workers: int, snapshot: Snapshot | None = None) -> Reads:
-        found, tokens, problems = {}, {}, {}
+    def read_many(
+        self,
+        names,
+        max_workers: int,
+        snapshot: Snapshot | None = None,
+        known: Reads | None = None,
+    ) -> Reads:
+        names = list(names)
+        kept = reused(names, snapshot, known) if snapshot is not None else Reads({})
+        found, tokens, problems = dict(kept.manifests), dict(kept.tokens), {}
         for name in names:
+            if name in kept.manifests:
+                continue
             if snapshot is not None and name not in snapshot.names:
                 found[name], tokens[name] = None, ABSENT
                 continue
@@ -160,7 +174,9 @@ class FakeStore:
                 found[name], tokens[name] = stored.manifest, stored.token
             except StoreError as exc:
                 problems[name] = str(exc)
-        return Reads(found, problems, tokens)
+        listed = snapshot.stamps if snapshot is not None else {}
+        stamps = {n: t for n, t in tokens.items() if listed.get(n) == t}
+        return Reads(found, problems, tokens, stamps)
 
     def refresh_index(self, known: Reads | None = None) -> bool:
         return False
@@ -215,20 +231,27 @@ class FakeStore:
     def read_side_folder(self, folder: str) -> dict[str, str]:
         return {name: doc.text for name, doc in self.read_side_docs(folder).items()}
 
-    def read_side_docs(self, folder: str) -> dict[str, SideDoc]:
-        """Each document with its token and its age on the store's clock (`data.clock`)."""
+    def read_side_docs(
+        self, folder: str, known: dict[str, SideDoc] | None = None
+    ) -> dict[str, SideDoc]:
+        """Each document with its token and its age on the store's clock (`data.clock`); one
+        `known` holds under its token now is given back unread, as S3 does by ETag."""
         self._fail()
         prefix = folder + "/"
         now = self.data.clock()
-        return {
-            k[len(prefix) :]: SideDoc(
-                v,
-                _token(self.data.side_versions, k),
-                max(0.0, now - self.data.side_written.get(k, now)),
-            )
-            for k, v in sorted(self.data.side.items())
-            if k.startswith(prefix)
-        }
+        found = {}
+        for key, text in sorted(self.data.side.items()):
+            if not key.startswith(prefix):
+                continue
+            token = _token(self.data.side_versions, key)
+            age = max(0.0, now - self.data.side_written.get(key, now))
+            before = (known or {}).get(key[len(prefix) :])
+            if before is not None and before.stamp == token:
+                found[key[len(prefix) :]] = SideDoc(before.text, token, age, token)
+                continue
+            self.gets.append(key)
+            found[key[len(prefix) :]] = SideDoc(text, token, age, str(token))
+        return found
 
     def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:
         if expected is not ANY and key in self.data.side:

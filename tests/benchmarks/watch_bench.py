@@ -1,0 +1,160 @@
+"""What one look of `watch` costs when nothing changed: S3 requests and CPU seconds per look.
+
+    python -m tests.benchmarks --only watch --watch-jobs 100,1000,3000
+
+N jobs are recorded in an S3 store on moto's S3 server (a separate process on 127.0.0.1), each
+with a run the (fake) target lists and a runner status file; the watcher looks three times (the
+first reads everything and writes each job's record, the second reads again the records the
+first wrote) and the third look is measured: every HTTP request its S3 client sends (retries
+too, from botocore's `before-send` event), split into the manifest store's and the checkpoint
+storage's, and the CPU time of this process (moto's server is another process). Twice: with
+the checkpoints (and so the status files) on S3, and on a local folder.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.benchmarks.common import machine, markdown_table, moto_server_process, s3_env
+
+
+@dataclass(frozen=True)
+class Look:
+    jobs: int
+    checkpoints: str  # "S3" or "local folder"
+    store_requests: Counter[str]
+    storage_requests: Counter[str]
+    cpu_seconds: float
+    seconds: float
+
+
+def _look(
+    jobs: int, on_s3: bool, url: str, scratch: Path, say: Callable[[str], None], profile=False
+) -> Look:
+    import boto3
+    from botocore.config import Config
+
+    from flink_sql_runner.act.deployment import Deployment
+    from flink_sql_runner.act.settings import Settings
+    from flink_sql_runner.model.runs import Run
+    from flink_sql_runner.model.stored import ABSENT
+    from flink_sql_runner.stores.s3 import S3Store
+    from flink_sql_runner.stores.storage import FileStorage
+    from flink_sql_runner.watch.events import Notifier
+    from flink_sql_runner.watch.watcher import Watcher, WatchSettings
+    from tests.support.fakes import FakeTarget
+    from tests.support.jobs import make_job, stored_of
+
+    env = s3_env(url, scratch)
+    config = Config(retries={"mode": "standard", "total_max_attempts": 5},
+                    max_pool_connections=64)  # fmt: skip
+    client = boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_DEFAULT_REGION"],
+    ).client("s3", endpoint_url=url, config=config)
+    bucket = f"watch-{jobs}-{'s3' if on_s3 else 'local'}"
+    client.create_bucket(Bucket=bucket)
+    root = f"s3://{bucket}/ckpt" if on_s3 else str(scratch / f"ckpt-{jobs}")
+    store, storage, target = S3Store(bucket, "store/", client), FileStorage(client), FakeTarget()
+
+    def seed(i: int) -> None:
+        name = f"job{i:05d}"
+        sink = {"format": "parquet", "options": {"path": f"/out/{name}"}}
+        job = make_job(name=name, tables={"out": sink}, **{"checkpoint-root": root})
+        store.write(stored_of(job), ABSENT)
+        status = {"run-id": "run-0", "state": "active", "heartbeat": 1}
+        storage.write_text(f"{root}/{name}/_control/v1.status.json", json.dumps(status))
+
+    say(f"  {jobs} jobs, checkpoints {'on S3' if on_s3 else 'local'}: seeding")
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(seed, range(jobs)))
+    for i in range(jobs):
+        target.add_run(Run(f"job{i:05d}", 1, "run-0", "pid 1"))
+    store.refresh_index()  # as deploys keep it
+    deployment = Deployment(Settings(state_dir=scratch / "state"), store=store, target=target)
+    deployment.storage = storage
+    watcher = Watcher(deployment, WatchSettings(leader_ttl=3600), Notifier(io.StringIO(), "json"))
+    sent: Counter[str] = Counter()
+
+    def count(event_name: str, request: Any, **_: Any) -> None:
+        side = "storage" if f"/{bucket}/ckpt/" in request.url else "store"
+        sent[f"{side} {event_name.rsplit('.', 1)[-1]}"] += 1
+
+    try:
+        say("  looks 1 and 2 (read everything; read again the records look 1 wrote)")
+        watcher.step()
+        watcher.step()
+        client.meta.events.register("before-send.s3", count)
+        say("  look 3, measured")
+        cpu, begun = time.process_time(), time.perf_counter()
+        if profile:
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.runcall(watcher.step)
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+        else:
+            watcher.step()
+        cpu, seconds = time.process_time() - cpu, time.perf_counter() - begun
+        client.meta.events.unregister("before-send.s3", count)
+    finally:
+        watcher.stopping.set()
+        watcher.settle()
+        watcher.actions.close()
+        watcher.leader.release()
+    store_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("store ")})
+    storage_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("storage ")})
+    where = "S3" if on_s3 else "local folder"
+    return Look(jobs, where, store_side, storage_side, cpu, seconds)
+
+
+def run(sizes: list[int], say: Callable[[str], None] = print) -> list[Look]:
+    looks = []
+    with tempfile.TemporaryDirectory(prefix="fsr-watch-bench-") as scratch:
+        for on_s3 in (False, True):
+            for jobs in sizes:
+                with moto_server_process() as server:
+                    folder = Path(scratch, f"{jobs}-{on_s3}")
+                    folder.mkdir()
+                    looks.append(_look(jobs, on_s3, server.url, folder, say))
+                    say("  " + section(looks[-1:]).splitlines()[-1])
+    return looks
+
+
+def _requests(counter: Counter[str]) -> str:
+    if not counter:
+        return "0"
+    return (
+        f"{sum(counter.values())} ("
+        + ", ".join(f"{v} {k}" for k, v in sorted(counter.items()))
+        + ")"
+    )
+
+
+def section(looks: list[Look]) -> str:
+    rows = [
+        [f"{look.jobs:,}", look.checkpoints, _requests(look.store_requests),
+         _requests(look.storage_requests), f"{look.cpu_seconds:.2f} s", f"{look.seconds:.2f} s"]
+        for look in looks
+    ]  # fmt: skip
+    table = markdown_table(
+        ["jobs", "checkpoints", "store requests", "checkpoint-storage requests",
+         "CPU of the look", "wall time"],
+        rows,
+    )  # fmt: skip
+    return (
+        f"#### One look of `watch` at unchanged jobs\n\n{machine()}; moto's S3 server in its own "
+        "process, no latency added; the third look of a fresh watcher (the first reads "
+        "everything, the second the records the first wrote).\n\n" + table
+    )
