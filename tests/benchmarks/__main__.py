@@ -77,6 +77,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--handover-rounds", type=int, default=3, help="handover: cold and warm, each kind"
     )
     parser.add_argument(
+        "--handover-targets",
+        default="local,standalone",
+        help="handover: where, local and/or standalone (a cluster the benchmark starts)",
+    )
+    parser.add_argument(
         "--watch-jobs",
         default="100,1000,10000",
         help="watch: jobs per measured look, one per value",
@@ -104,20 +109,29 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m tests.benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
     with tempfile.TemporaryDirectory(prefix="fsr-bench-") as scratch:
         for name in args.only:
-            load = wait_for_quiet(args.max_load, args.wait, say)
-            say(f"{name} (load average {load:.2f})")
-            sections = run_one(name, args, Path(scratch))
-            body = "\n\n".join([report.measured_with(command), *sections])
-            print(body + "\n", flush=True)
-            if args.write_docs:
-                for docs in (DOCS, *([MORE_DOCS[name]] if name in MORE_DOCS else [])):
-                    report.write_docs(docs, name, body)
-                    say(f"written to {docs}")
+            # The handover benchmark is one results block per target, written as each ends.
+            blocks = (
+                [(f"handover-{t}", t) for t in args.handover_targets.split(",")]
+                if name == "handover"
+                else [(name, None)]
+            )
+            for block, target in blocks:
+                load = wait_for_quiet(args.max_load, args.wait, say)
+                say(f"{block} (load average {load:.2f})")
+                sections = run_one(name, args, Path(scratch), target)
+                body = "\n\n".join([report.measured_with(command), *sections])
+                print(body + "\n", flush=True)
+                if args.write_docs:
+                    for docs in (DOCS, *([MORE_DOCS[name]] if name in MORE_DOCS else [])):
+                        report.write_docs(docs, block, body)
+                        say(f"written to {docs}")
     return 0
 
 
-def run_one(name: str, args: argparse.Namespace, scratch: Path) -> list[str]:
-    """The Markdown sections of one benchmark's results."""
+def run_one(
+    name: str, args: argparse.Namespace, scratch: Path, target: str | None = None
+) -> list[str]:
+    """The Markdown sections of one benchmark's results (`target`: the handover's)."""
     if name == "plan":
         latencies = [float(v) for v in args.latency_ms.split(",") if v.strip()]
         sections = [
@@ -145,7 +159,9 @@ def run_one(name: str, args: argparse.Namespace, scratch: Path) -> list[str]:
     if name == "kafka":
         return [report.kafka_section(kafka_bench.run(scratch, args.kafka_rounds, say=say))]
     if name == "handover":
-        result = handover_bench.run(scratch, args.handover_rounds, say=say)
+        result = handover_bench.run(
+            scratch, args.handover_rounds, say=say, target=target or "local"
+        )
         return [report.handover_section(result)]
     if name == "watch":
         sizes = [int(v) for v in args.watch_jobs.split(",")]

@@ -18,6 +18,7 @@ sampled every 100 ms during the deploy: its peak against the same sum just befor
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -30,10 +31,16 @@ from tests.support.workspace import Workspace
 
 JOB = "ticker"
 WAYS = ("cold", "warm")
-QUERIES = (
-    "SELECT value, timestamp AS tick_time FROM ticks",
-    "SELECT value, timestamp AS tick_time, value % 2 = 0 AS even FROM ticks",
-)
+FIRST_QUERY = "SELECT value, timestamp AS tick_time FROM ticks"
+
+
+def query_of(number: int) -> str:
+    """The job's query after `number` query changes: each another projection, the columns the
+    same from the first change on (the sink's schema contract allows the one added column; a
+    column dropped again would be refused)."""
+    if number == 0:
+        return FIRST_QUERY
+    return f"SELECT value, timestamp AS tick_time, value % {number + 1} = 0 AS even FROM ticks"
 
 
 @dataclass
@@ -51,6 +58,7 @@ class Round:
 class HandoverResult:
     rounds: list[Round] = field(default_factory=list)
     trigger: float = 1.0
+    target: str = "local"
 
     def of(self, kind: str, way: str) -> list[Round]:
         return [r for r in self.rounds if r.kind == kind and r.way == way]
@@ -117,37 +125,58 @@ def largest_gap(times: list[float], begun: float, ended: float) -> float:
 
 
 def write_job(ws: Workspace, description: str, query: int, **properties: str) -> None:
-    fields = {"target-table": "tick_out", "sql": QUERIES[query % len(QUERIES)]}
+    fields = {"target-table": "tick_out", "sql": query_of(query)}
     if properties:
         fields["sparkProperties"] = properties
     ws.write_job(JOB, description=description, **fields)
 
 
+def driver_of(ws: Workspace, state: dict) -> str | None:
+    """What names the job's running driver: its pid on local, its submission id on a cluster
+    (the version's submission record)."""
+    if state.get("target") == "local":
+        record = ws.record(JOB)
+        return str(record["pid"]) if record else None
+    version = state["version"]
+    path = ws.state / "checkpoints" / JOB / "_control" / f"v{version}.submission.json"
+    return json.loads(path.read_text())["submission_id"] if path.exists() else None
+
+
 def one_round(ws: Workspace, kind: str, way: str, index: int, state: dict) -> Round:
     if kind == "query":
         state["query"] += 1
-    extra = {"spark.driver.memory": "banana"} if kind == "cannot-start" else {}
+        state["version"] += 1
+    extra = {**state.get("properties", {})}
+    if kind == "cannot-start":
+        extra["spark.driver.memory"] = "banana"
     write_job(ws, f"{kind} {way} {index}", state["query"], **extra)
-    before = ws.record(JOB)
+    before = driver_of(ws, state)
     needle = str(ws.state)
     rss_before = resident_mib(needle)
     with MemorySampler(needle) as memory:
         begun = time.time()
+        printed = ws.root / f"deploy-{kind}-{way}-{index}.txt"
         measured = run_measured(
-            ws.argv("deploy", "--handover", way), env=dict(os.environ), cwd=ws.root, timeout=600
+            ws.argv("deploy", "--handover", way, "--start-timeout", "300"),
+            env=dict(os.environ),
+            cwd=ws.root,
+            stdout=printed,
+            timeout=600,
         )
         ended = time.time()
-    new = ws.record(JOB)
-    if new is not None:
-        ws.remember(new)
+    if state.get("target") == "local" and (record := ws.record(JOB)) is not None:
+        ws.remember(record)
+    new = driver_of(ws, state)
     wanted = 1 if kind == "cannot-start" else 0
     if measured.returncode != wanted:
-        raise RuntimeError(f"{kind} {way}: deploy exited {measured.returncode}: {measured.stdout}")
+        said = printed.read_text() + measured.stderr
+        raise RuntimeError(f"{kind} {way}: deploy exited {measured.returncode}: {said}")
     time.sleep(3)  # commits after the deploy close the last gap
     same = None
     if kind == "cannot-start":
-        same = before is not None and new is not None and before["pid"] == new["pid"]
-        write_job(ws, f"back {index}", state["query"])  # what git holds again: the running job
+        same = before is not None and before == new
+        # What git holds again: the running job.
+        write_job(ws, f"back {index}", state["query"], **state.get("properties", {}))
     return Round(
         kind,
         way,
@@ -160,9 +189,43 @@ def one_round(ws: Workspace, kind: str, way: str, index: int, state: dict) -> Ro
 
 
 def run(
-    scratch: Path, rounds: int = 3, settle: float = 4.0, say: Callable[[str], None] = print
+    scratch: Path,
+    rounds: int = 3,
+    settle: float = 4.0,
+    say: Callable[[str], None] = print,
+    target: str = "local",
 ) -> HandoverResult:
-    ws = Workspace(scratch / "handover")
+    """The rounds on `target`: local, or a standalone cluster started here (a master and a
+    4-core worker on 127.0.0.1, drivers in cluster mode through the REST gateway)."""
+    if target == "local":
+        return _run(Workspace(scratch / "handover"), "local", rounds, settle, say)
+    from tests.support.standalone_cluster import standalone_cluster
+
+    with standalone_cluster(scratch / "standalone") as cluster:
+        options = (
+            "--rest-gateway",
+            cluster.rest.replace("spark://", "http://"),
+            "--cluster-api",
+            cluster.web_ui,
+        )
+        ws = Workspace(scratch / "handover-standalone", cluster.master, "standalone", options)
+        try:
+            return _run(ws, "standalone", rounds, settle, say)
+        finally:
+            ws.cli("stop", "--all")
+
+
+#: A driver and one executor core per run, so that two runs fit on the 4-core worker.
+CLUSTER_PROPERTIES = {
+    "spark.cores.max": "1",
+    "spark.executor.memory": "512m",
+    "spark.driver.memory": "512m",
+}
+
+
+def _run(
+    ws: Workspace, target: str, rounds: int, settle: float, say: Callable[[str], None]
+) -> HandoverResult:
     ws.write_tables(
         [
             {
@@ -173,9 +236,11 @@ def run(
             {"name": "tick_out", "format": "parquet", "options": {"path": str(ws.root / "out")}},
         ]
     )
-    state = {"query": 0}
-    write_job(ws, "round 0", 0)
-    result = HandoverResult()
+    state: dict = {"query": 0, "version": 1, "target": target}
+    if target != "local":
+        state["properties"] = CLUSTER_PROPERTIES
+    write_job(ws, "round 0", 0, **state.get("properties", {}))
+    result = HandoverResult(target=target)
     try:
         first = ws.deploy()
         if first.returncode != 0:

@@ -372,11 +372,17 @@ def handover_section(result: handover_bench.HandoverResult) -> str:
                 [r.pause for r in cold]
             )
             ratios.append(f"{kind} change: warm pause / cold pause = {ratio:.2f}")
+    where = (
+        "local Spark"
+        if result.target == "local"
+        else "a standalone cluster: master and a 4-core worker on 127.0.0.1, drivers in cluster "
+        "mode, one executor core per run"
+    )
     return "\n".join(
         [
-            "#### Warm and cold handovers, side by side",
+            f"#### Warm and cold handovers, side by side, on {result.target}",
             "",
-            "A rate-micro-batch job (1 s trigger, parquet sink, local Spark); each round deploys "
+            f"A rate-micro-batch job (1 s trigger, parquet sink, {where}); each round deploys "
             "a config change and a query change once cold and once warm (the order alternating "
             "by round), and a warm change whose new run cannot start "
             "(`spark.driver.memory: banana`). Pause: the largest gap between two committed "
