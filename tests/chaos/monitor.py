@@ -2,7 +2,9 @@
 
 A driver is every process whose command line names a runtime manifest under this world's
 checkpoints, `<checkpoints>/<job>/_control/v<N>.manifest.json` (the gate, spark-submit, its JVM and
-the Python driver all carry it; the local target starts each run in a session of its own). One
+the Python driver all carry it; the local target starts each run in a session of its own), or a
+prepared run's, `v<N>.prepared-<id>.manifest.json`, once its go file gives it the go (before
+that it writes nothing: a warm handover's new run beside the old one is not a second driver). One
 run is one session: two sessions of one job at one sample are two drivers, a violation. A job the
 harness was told is stopped (`stop NAME` returned ok, no deploy asked it back since) must have no
 driver at all.
@@ -10,6 +12,7 @@ driver at all.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -41,11 +44,20 @@ def session_of(stat: bytes) -> int:
     return int(stat[stat.rindex(b")") + 2 :].split()[3])
 
 
+def _given_go(manifest: str) -> bool:
+    """Whether the prepared run of `manifest` was given its go (runner/prepare.py)."""
+    raw = _read(manifest.removesuffix(".manifest.json") + ".go.json")
+    try:
+        return raw is not None and json.loads(raw).get("go") is True
+    except ValueError:  # being written
+        return False
+
+
 def sample(checkpoints: Path) -> Sample:
     """One look at the process table."""
     pattern = re.compile(
         re.escape(str(checkpoints)) + r"/(?P<job>[a-z0-9][a-z0-9_-]*)/_control/v(?P<v>\d+)"
-        r"\.manifest\.json$"
+        r"(?P<prepared>\.prepared-[0-9a-f]+)?\.manifest\.json$"
     )
     found = Sample(time.monotonic())
     for entry in os.listdir("/proc"):
@@ -59,6 +71,8 @@ def sample(checkpoints: Path) -> Sample:
             if match:
                 break
         else:
+            continue
+        if match["prepared"] and not _given_go(match.group(0)):
             continue
         stat = _read(f"/proc/{entry}/stat")
         if stat is None or b") Z " in stat:

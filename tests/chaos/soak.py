@@ -145,7 +145,7 @@ def check(world: World, act: Rounds, spark: Any, summary: Summary) -> None:
         if version != meta["query-version"]:
             act.violation(f"{job}: runs v{version}, the store records v{meta['query-version']}")
             continue
-        runtime = world.runtime(job, version)
+        runtime = world.runtime(job, live[0])
         ran = (runtime["meta"]["query-id"], runtime["description"])
         if ran != (meta["query-id"], spec.get("description")):
             act.violation(f"{job}: the run's manifest {ran} is not the stored one")

@@ -165,9 +165,12 @@ class World:
             return yaml.safe_load(body)
         return self.ws.stored(job)
 
-    def runtime(self, job: str, version: int) -> dict[str, Any]:
+    def runtime(self, job: str, run: dict[str, Any]) -> dict[str, Any]:
+        """The runtime manifest `run` (a live run's record) was started with: its version's, or
+        a warm handover's prepared run's own, named as its status file is."""
         control = self.ws.state / "checkpoints" / job / "_control"
-        return json.loads((control / f"v{version}.manifest.json").read_text())
+        status = Path(str(run.get("status-file") or f"v{run['version']}.status.json")).name
+        return json.loads((control / status.replace(".status.json", ".manifest.json")).read_text())
 
     @staticmethod
     def _s3(endpoint: str) -> Any:
