@@ -23,6 +23,7 @@ from typing import Any
 from flink_sql_runner.host.runtime import Runtime
 
 EPOCH = 1_800_000_000.0  # the virtual wall clock at virtual time 0
+FIRST_PID = 4242  # the simulated processes' pids, in the order they begin
 
 
 class Killed(BaseException):
@@ -48,8 +49,9 @@ def _closed() -> Any:
 
 
 class Proc:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, pid: int) -> None:
         self.name = name
+        self.pid = pid  # its own, as each deployer on one machine has (the lock's holder names it)
         self.dead = False  # killed, or exited
         self.killed = False
         self.main: SimThread | None = None
@@ -123,8 +125,13 @@ class SimRuntime(Runtime):
             raise RuntimeError("a simulated call from outside the simulation")
         return me
 
+    def current(self) -> Proc | None:
+        """The simulated process whose thread runs now; None outside the simulation's threads."""
+        me = getattr(self._local, "me", None)
+        return me.proc if me is not None else None
+
     def process(self, name: str, fn: Callable[[], Any]) -> Proc:
-        proc = Proc(name)
+        proc = Proc(name, FIRST_PID + len(self.procs))
         self.procs.append(proc)
         proc.main = self.spawn(fn, "main", daemon=False, proc=proc)
         return proc

@@ -7,16 +7,19 @@ import contextlib
 import copy
 import os
 import random
+import socket
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from flink_sql_runner.host import processes as procs
 from flink_sql_runner.host import runtime
 from flink_sql_runner.model import intents as intents_module
 from flink_sql_runner.model import stored as stored_module
 from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.stores import lock as lock_module
 from tests.simulation import actors
 from tests.simulation.scenario import VARIANTS, Op, Scenario, generate, wants
 from tests.simulation.sim_runtime import EPOCH, Killed, Proc, SimRuntime
@@ -49,10 +52,12 @@ class Outcome:
 
 @contextmanager
 def deterministic(rt: SimRuntime, rng: random.Random) -> Iterator[None]:
-    """uuid4 and the product's UTC stamps from the seed and the virtual clock."""
+    """uuid4 and the product's UTC stamps from the seed and the virtual clock; the pids, the
+    host and the process table the lock consults from the simulated processes (one machine), so
+    a replay never depends on which pids the real machine has."""
     saved = (uuid.uuid4, stored_module.utc_now_iso, intents_module.utc_now_iso)
-    getpid = os.getpid
-    os.getpid = lambda: 4242  # the lock's holder names a pid: the same in every replay
+    machine = (os.getpid, socket.gethostname, lock_module.this_machine)
+    table = (procs.start_marker, procs.is_same_process)
 
     def uuid4() -> uuid.UUID:
         return uuid.UUID(int=rng.getrandbits(128), version=4)
@@ -61,14 +66,28 @@ def deterministic(rt: SimRuntime, rng: random.Random) -> Iterator[None]:
         stamp = datetime.fromtimestamp(EPOCH + rt.now, timezone.utc)
         return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
 
+    def getpid() -> int:
+        proc = rt.current()
+        return proc.pid if proc is not None else machine[0]()
+
+    def start_marker(pid: int) -> str | None:
+        alive = [p for p in rt.procs if p.pid == pid and not p.dead]
+        return f"sim:{pid}" if alive else None
+
     uuid.uuid4 = uuid4  # type: ignore[assignment]
     stored_module.utc_now_iso = utc_now_iso  # type: ignore[assignment]
     intents_module.utc_now_iso = utc_now_iso  # type: ignore[assignment]
+    os.getpid = getpid
+    socket.gethostname = lambda: "sim-host"
+    lock_module.this_machine = lambda: "sim-boot/sim-pid-namespace"
+    procs.start_marker = start_marker
+    procs.is_same_process = lambda pid, marker: start_marker(pid) == marker
     try:
         yield
     finally:
-        os.getpid = getpid
         uuid.uuid4, stored_module.utc_now_iso, intents_module.utc_now_iso = saved  # type: ignore[assignment]
+        os.getpid, socket.gethostname, lock_module.this_machine = machine
+        procs.start_marker, procs.is_same_process = table
 
 
 class Director:

@@ -30,3 +30,18 @@ def test_a_seed_replays_exactly() -> None:
     first, again = run_seed(7), run_seed(7)
     assert first.history == again.history
     assert [v.line() for v in first.violations] == [v.line() for v in again.violations]
+
+
+@pytest.mark.simulation
+def test_a_replay_does_not_depend_on_the_machines_processes(monkeypatch) -> None:
+    """The lock judges a holder on this machine gone by its pid and start time: in the simulation
+    those are the simulated processes', whatever runs on the real machine (CI once failed seed
+    1597 because a real process had the one pid every simulated process used to share)."""
+    from flink_sql_runner.host import processes
+
+    alone = run_seed(1597)
+    monkeypatch.setattr(processes, "start_marker", lambda pid: "linux:1")
+    monkeypatch.setattr(processes, "is_same_process", lambda pid, marker: False)
+    crowded = run_seed(1597)
+    assert alone.history == crowded.history
+    assert not alone.violations, [v.line() for v in alone.violations]
