@@ -560,3 +560,27 @@ def stand_in(path: Path, source: str) -> Path:
     path.write_text(source.format(python=sys.executable))
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return path
+
+
+def write_beacon(
+    storage: object,
+    root: str,
+    name: str,
+    version: int,
+    run_id: str,
+    state: str = "active",
+    error: str | None = None,
+    running: float | None = None,
+    spark: str = "4.3.0",
+) -> str:
+    """Write a run's status beacon as runner/status.py writes it (`running`: the seconds its
+    micro-batch has run); its location."""
+    from flink_sql_runner.model.control import beacon_location
+    from runner.status import Status
+
+    location = beacon_location(root, name, version)
+    status = Status(None, None, run_id, spark, beacon=location)  # type: ignore[arg-type]
+    status.state, status.error = state, error
+    text = json.dumps(status.beacon_doc(running), sort_keys=True)
+    storage.write_text(location, text)  # type: ignore[attr-defined]
+    return location
