@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from tests.benchmarks.common import machine, markdown_table, moto_server_process, s3_env
 
@@ -105,7 +106,8 @@ def _look(
     sent: Counter[str] = Counter()
 
     def count(event_name: str, request: Any, **_: Any) -> None:
-        side = "storage" if f"/{bucket}/ckpt/" in request.url else "store"
+        url = unquote(request.url)  # a listing names its prefix in the query
+        side = "storage" if f"/{bucket}/ckpt/" in url or "prefix=ckpt/" in url else "store"
         sent[f"{side} {event_name.rsplit('.', 1)[-1]}"] += 1
 
     try:
