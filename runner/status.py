@@ -1,4 +1,4 @@
-"""The status file the deployer and `watch` read."""
+"""The status file the deployer and `watch` read, and the status beacon `watch` lists."""
 
 from __future__ import annotations
 
@@ -12,18 +12,37 @@ from .storage import Storage
 #: How often the status file is rewritten while the query runs, at the least. `watch` accepts
 #: no stall timeout below three of these (the deployer's model/control.py holds the same number).
 HEARTBEAT_SECONDS = 10.0
+#: The beacon's `long-batch-minutes` counts whole minutes from a micro-batch's first minute on
+#: (the deployer's model/control.py holds the same number).
+LONG_BATCH_SECONDS = 60
 
 
 class Status:
     """The status file the deployer and `watch` read: run id, state, last batch, error, Spark's
     version; and, every HEARTBEAT_SECONDS while the query runs, a heartbeat (a counter that
     only grows: a reader that sees it stop growing knows the driver hangs, whatever the clocks
-    say), how long the current micro-batch has been running, and the last batch's progress."""
+    say), how long the current micro-batch has been running, and the last batch's progress.
+
+    Beside it, at `beacon` (the runtime manifest's `beacon-file`, in one folder per checkpoint
+    root that `watch` lists once per look), a beacon of what a watcher judges only: run id,
+    state, error, Spark's version and, once a micro-batch has run for a minute, for how many
+    whole minutes. Its content changes only when one of those does (at most once a minute
+    while a batch runs long), so a listing's ETag tells a watcher it need not read it; it is
+    rewritten unchanged every HEARTBEAT_SECONDS while the query runs, so its modification time
+    moves: that is the heartbeat a listing shows."""
 
     def __init__(
-        self, storage: Storage, location: str | None, run_id: str, spark_version: str = ""
+        self,
+        storage: Storage,
+        location: str | None,
+        run_id: str,
+        spark_version: str = "",
+        beacon: str | None = None,
     ):
         self.storage, self.location, self.run_id = storage, location, run_id
+        self.beacon = beacon
+        self.beacon_text: str | None = None  # what the beacon holds, as last written
+        self.beacon_at = 0.0  # when it was last written, on this driver's monotonic clock
         self.spark_version = spark_version
         self.state: str | None = None
         self.batch_id: int | None = None
@@ -82,6 +101,36 @@ class Status:
             self.storage.write(self.location, json.dumps(doc))
         except Exception as exc:  # noqa: BLE001 - the status is advisory; the job goes on
             log(f"cannot write the status file {self.location}: {exc}")
+        self.write_beacon(running)
+
+    def beacon_doc(self, running: float | None) -> dict[str, Any]:
+        """What the beacon says: nothing that changes but what a watcher judges."""
+        minutes = None
+        if running is not None and running >= LONG_BATCH_SECONDS:
+            minutes = int(running // 60)
+        return {
+            "run-id": self.run_id,
+            "state": self.state,
+            "error": self.error,
+            "spark-version": self.spark_version,
+            "long-batch-minutes": minutes,
+        }
+
+    def write_beacon(self, running: float | None) -> None:
+        """Rewrite the beacon when what it says changed, or unchanged once HEARTBEAT_SECONDS
+        have passed since it was last written (its modification time is the heartbeat)."""
+        if not self.beacon:
+            return
+        text = json.dumps(self.beacon_doc(running), sort_keys=True)
+        now = self.written_at  # the status file's write: the beacon keeps its pace
+        if text == self.beacon_text and now - self.beacon_at < HEARTBEAT_SECONDS:
+            return
+        try:
+            self.storage.write(self.beacon, text)
+        except Exception as exc:  # noqa: BLE001 - the beacon is advisory; the job goes on
+            log(f"cannot write the status beacon {self.beacon}: {exc}")
+            return
+        self.beacon_text, self.beacon_at = text, now
 
 
 def progress_summary(progress: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ line, either still known to the store or one clean start away:
 3. its manifest archived: from here on no deploy resumes it from a checkpoint and `watch` leaves
    it be; a deploy of the name starts clean, at a version above every checkpoint folder left;
 4. its watch record, run records and logs deleted, then its checkpoint folders, version by
-   version, the control files last.
+   version, the control files, then its status beacons (`<root>/_status/<name>.v<N>.json`).
 
 Running `forget` again on a job left halfway finds the rest (its archived manifest names the
 checkpoint root) and finishes.
@@ -31,6 +31,7 @@ from typing import Any
 
 from flink_sql_runner.act.stop import stop_job
 from flink_sql_runner.errors import EXIT_FAILED, FsrError, UnknownJob
+from flink_sql_runner.model.control import beacons_folder, parse_beacon_name
 from flink_sql_runner.model.intents import INTENTS_FOLDER, Intent, IntentLog, Outcome, settle
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import WATCH_FOLDER, StoredManifest
@@ -247,6 +248,8 @@ def survey_job(
     try:
         for root in roots:
             items += _checkpoint_items(storage, f"{root}/{name}")
+        for root in roots:
+            items += _beacon_items(storage, root, name)
     except FsrError as exc:
         return Survey(name, refused=f"{exc}; nothing was touched", runs=runs)
     sink = _sink(manifests[0]) if manifests else None
@@ -303,6 +306,17 @@ def _folder_item(
         data = storage.read_bytes(where)
         return Item("delete", what, where, 1, len(data)) if data is not None else None
     return None
+
+
+def _beacon_items(storage: Storage, root: str, name: str) -> list[Item]:
+    """The job's status beacons, one per version, in the root's `_status/` folder (beside every
+    other job's: one file each)."""
+    items = []
+    for location, size in storage.tree(beacons_folder(root)):
+        parsed = parse_beacon_name(location.rsplit("/", 1)[-1])
+        if parsed is not None and parsed[0] == name:
+            items.append(Item("delete", f"beacon v{parsed[1]}", location, 1, size))
+    return items
 
 
 def _checkpoint_items(storage: Storage, job_root: str) -> list[Item]:
@@ -375,7 +389,7 @@ def forget_job(
             if item.action != "delete" or item.what in ("intent record", "watch record"):
                 continue
             check()
-            if item.what in ("file", "run record"):
+            if item.what in ("file", "run record") or item.what.startswith("beacon v"):
                 storage.delete(item.location)
             else:
                 storage.delete_tree(item.location)

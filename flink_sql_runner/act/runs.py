@@ -156,6 +156,7 @@ class RunControl:
         document, plain, secret = self._documents(manifest, run_id, control, source, starting)
         self.storage.delete(control.stop_marker)
         self.storage.delete(control.status_file)
+        self.storage.delete(control.beacon)  # the last run's: the new run writes its own
         self.storage.write_text(
             control.runtime_manifest, json.dumps(document, indent=2), private=True
         )
@@ -363,6 +364,7 @@ class RunControl:
             )
         self.storage.delete(control.stop_marker)
         self.storage.delete(control.status_file)
+        self.storage.delete(control.beacon)  # the last run's: the new run writes its own
         # From here on it is the version's run: a cluster finds its submission where it
         # finds the version's (the old run's record is the old run's no more).
         record = self.storage.read_text(prepared.files.submission_record)

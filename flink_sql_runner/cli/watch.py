@@ -37,6 +37,10 @@ WATCH_OPTIONS = [
     ("--leader-ttl", 60.0, 3.0,
      "Seconds after which a standby watcher takes over a leader that stopped renewing its "
      "lease (at once when the leader's process on the same machine is gone)."),
+    ("--metrics-refresh", 60.0, 1.0,
+     "With --metrics-port: seconds between two reads of a job's full status file for the "
+     "last batch its metrics show (one request per job on S3 each time); health and stalls "
+     "come from the status beacons every look regardless."),
 ]  # fmt: skip
 
 

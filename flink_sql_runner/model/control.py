@@ -1,6 +1,8 @@
 """What the deployer and the runner agree on: the Spark application name of each version of a job,
 the control files beside its checkpoints (runtime manifest, stop marker, status file, submission
-record), and how the runner's status document is read."""
+record), the status beacon every run of a version keeps up to date in one folder per checkpoint
+root (`<checkpoint-root>/_status/<name>.v<N>.json`), and how the runner's status document is
+read."""
 
 from __future__ import annotations
 
@@ -37,11 +39,19 @@ class ControlFiles:
     runtime_manifest: str
     stop_marker: str
     status_file: str
+    #: The version's status beacon (`beacon_location`): what a watcher judges, and nothing else.
+    beacon: str = ""
 
     @classmethod
     def of(cls, job_root: str, version: int) -> ControlFiles:
         control = f"{job_root}/_control/v{version}"
-        return cls(f"{control}.manifest.json", f"{control}.stop", f"{control}.status.json")
+        root, _, name = job_root.rstrip("/").rpartition("/")
+        return cls(
+            f"{control}.manifest.json",
+            f"{control}.stop",
+            f"{control}.status.json",
+            beacon_location(root, name, version),
+        )
 
     @property
     def submission_record(self) -> str:
@@ -80,6 +90,35 @@ class PreparedFiles:
 def submission_record_beside(stop_marker: str) -> str:
     """`_control/v<N>.submission.json`, found from the version's stop marker."""
     return stop_marker.removesuffix(".stop") + ".submission.json"
+
+
+#: The folder under a checkpoint root that holds every job's status beacons, one file per
+#: version: one listing of it reaches every job on that root. A job's name never starts with
+#: '_' and holds no '.' (read/schemas/job.schema.json), so the folder is no job's and
+#: `<name>.v<N>.json` names one job's version only.
+BEACONS = "_status"
+#: A beacon's long-batch field counts whole minutes, from a micro-batch's first minute on.
+LONG_BATCH_SECONDS = 60
+_BEACON = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_-]*)\.v(?P<version>\d+)\.json$")
+
+
+def beacons_folder(checkpoint_root: str) -> str:
+    return f"{checkpoint_root.rstrip('/')}/{BEACONS}"
+
+
+def beacon_location(checkpoint_root: str, name: str, version: int) -> str:
+    """Where the runs of version `version` of job `name` keep their status beacon: run id,
+    state, error, Spark's version and, once a micro-batch has run for a minute, for how many
+    whole minutes (runner/status.py). Its content changes only when one of those does; the
+    runner rewrites it unchanged every HEARTBEAT_SECONDS, so its modification time is the
+    heartbeat a listing shows."""
+    return f"{beacons_folder(checkpoint_root)}/{name}.v{version}.json"
+
+
+def parse_beacon_name(file_name: str) -> tuple[str, int] | None:
+    """(job name, version) of a beacon's file name, or None for any other file."""
+    match = _BEACON.match(file_name)
+    return (match["name"], int(match["version"])) if match else None
 
 
 #: Runner states that say a run completed a trigger.

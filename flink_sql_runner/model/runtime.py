@@ -121,6 +121,7 @@ def runtime_manifest(
         "checkpoint-location": f"{root}/{manifest.name}/{meta.query_version}",
         "stop-marker": control.stop_marker,
         "status-file": control.status_file,
+        "beacon-file": control.beacon,
         "run-id": run_id,
         "meta": meta.to_dict(),
     }

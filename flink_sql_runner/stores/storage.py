@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -38,6 +39,8 @@ _CONTENT_TYPES = {
 
 #: Objects one S3 DeleteObjects request removes (S3's limit).
 DELETE_BATCH = 1000
+#: Keys one S3 ListObjectsV2 request asks for (S3's most).
+LIST_PAGE = 1000
 
 
 class StorageError(FsrError):
@@ -46,6 +49,18 @@ class StorageError(FsrError):
 
 class IsAFolder(StorageError):
     """A folder stands where a file was expected."""
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One file a listing found: where, a token of its content (S3's ETag; elsewhere its size
+    and modification time, which a rewrite of the same bytes moves too) and a token of its last
+    write (S3's LastModified, a file's mtime, HDFS's modificationTime), which every write moves.
+    Tokens are compared with the same file's earlier tokens only, never with a clock."""
+
+    location: str
+    content: str
+    modified: str
 
 
 class Storage(Protocol):
@@ -89,6 +104,12 @@ class Storage(Protocol):
     def delete_tree(self, folder: str) -> None:
         """Remove `folder` and everything under it; a missing folder is fine. Files go one by
         one (or in batches): a failure leaves part of it, and a second call removes the rest."""
+        ...
+
+    def listing(self, folder: str) -> list[Listed]:
+        """Every file under `folder`, at any depth, with its tokens, sorted by location: one
+        paginated listing on S3 (1,000 keys a request), one LISTSTATUS a folder on HDFS; []
+        when the folder does not exist. A failure raises StorageError: never a part."""
         ...
 
 
@@ -278,6 +299,33 @@ class FileStorage:
                 found.append((f"{folder.rstrip('/')}/{path.relative_to(root).as_posix()}", size))
         return sorted(found)
 
+    def listing(self, folder: str) -> list[Listed]:
+        where = self.located(folder)
+        if is_s3_uri(where):
+            return self._s3(where).listing(where)
+        if is_hdfs_uri(where):
+            return self._webhdfs(where).listing(folder)  # named as the caller names the folder
+        root = local_path(folder)
+        found = []
+
+        def fail(exc: OSError) -> None:
+            if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                raise StorageError(f"cannot list {exc.filename}: {exc.strerror}")
+
+        for where, _, files in os.walk(root, onerror=fail):
+            for name in files:
+                path = Path(where) / name
+                try:
+                    info = path.lstat()
+                except FileNotFoundError:
+                    continue  # gone since the folder was read
+                except OSError as exc:
+                    raise StorageError(f"cannot read {path}: {exc.strerror}") from None
+                location = f"{folder.rstrip('/')}/{path.relative_to(root).as_posix()}"
+                mtime = str(info.st_mtime_ns)
+                found.append(Listed(location, f"{info.st_size}:{mtime}", mtime))
+        return sorted(found, key=lambda listed: listed.location)
+
     def delete_tree(self, folder: str) -> None:
         folder = self.located(folder)
         if is_s3_uri(folder):
@@ -359,7 +407,9 @@ class _S3:
         extra = {"Delimiter": delimiter} if delimiter else {}
         paginator = self.client.get_paginator("list_objects_v2")
         with self._errors(prefix, "list"):
-            yield from paginator.paginate(Bucket=self.bucket, Prefix=prefix, **extra)
+            yield from paginator.paginate(
+                Bucket=self.bucket, Prefix=prefix, PaginationConfig={"PageSize": LIST_PAGE}, **extra
+            )
 
     def any_object(self) -> bool:
         # Keys ending in "/" are directory markers (e.g. made by Hadoop's S3A on mkdirs).
@@ -410,6 +460,21 @@ class _S3:
             if not item["Key"].endswith("/")
         )
 
+    def listing(self, uri: str) -> list[Listed]:
+        scheme = uri.split("://", 1)[0]
+        return sorted(
+            (
+                Listed(
+                    f"{scheme}://{self.bucket}/{item['Key']}",
+                    str(item.get("ETag", "")),
+                    _modified(item.get("LastModified")),
+                )
+                for item in self._keys()
+                if not item["Key"].endswith("/")
+            ),
+            key=lambda listed: listed.location,
+        )
+
     def delete_tree(self) -> None:
         """Every object under the folder, `DELETE_BATCH` to a request."""
         keys = [item["Key"] for item in self._keys()]
@@ -426,6 +491,11 @@ class _S3:
                     f"cannot delete s3://{self.bucket}/{first.get('Key')}: "
                     f"{first.get('Code')} ({len(errors)} of {len(batch)} objects not deleted)"
                 )
+
+
+def _modified(when: Any) -> str:
+    """S3's LastModified (a datetime from boto3) as a token."""
+    return when.isoformat() if hasattr(when, "isoformat") else str(when)
 
 
 class _Hdfs:
@@ -542,3 +612,19 @@ class _Hdfs:
                 else:
                     found.append((child_named, int(entry.get("length", 0))))
         return sorted(found)
+
+    def listing(self, uri: str) -> list[Listed]:
+        found = []
+        pending = [(self.path, uri.rstrip("/"))]
+        while pending:
+            path, named = pending.pop()
+            for entry in self._list(path) or []:
+                child = f"{path.rstrip('/')}/{entry['pathSuffix']}"
+                child_named = f"{named}/{entry['pathSuffix']}"
+                if entry.get("type") == "DIRECTORY":
+                    pending.append((child, child_named))
+                else:
+                    modified = str(entry.get("modificationTime", ""))
+                    content = f"{entry.get('length', 0)}:{modified}"
+                    found.append(Listed(child_named, content, modified))
+        return sorted(found, key=lambda listed: listed.location)

@@ -1,8 +1,12 @@
-"""Whether a running job is stalled, judged by `watch` from the runner's status file.
+"""Whether a running job is stalled, judged by `watch` from what its runner reports.
 
-The runner writes a heartbeat (a counter) and the age of the micro-batch in progress every few
-seconds. A run is stalled when its heartbeat has not moved for `stall_timeout` on the watcher's
-own clock (never a comparison of the driver's clock with the watcher's), or when its micro-batch
+The runner rewrites its status beacon every few seconds (`beacons.py`): the listing's
+modification token of the beacon moving is its heartbeat, and the beacon says for how many
+whole minutes a micro-batch has run once it ran for one. A run without a beacon (an older
+runner's) is judged from its status file: a heartbeat counter and the batch's age in seconds.
+Either way a heartbeat is a token compared with the same run's earlier one only: a run is
+stalled when it has not moved for `stall_timeout` on the watcher's own monotonic clock (never a
+comparison of the storage's or the driver's clock with the watcher's), or when its micro-batch
 has run for longer than `batch_timeout`.
 """
 

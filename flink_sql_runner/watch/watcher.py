@@ -3,7 +3,8 @@
 The desired state is what `deploy` recorded (the store); `watch` never applies git. Every
 interval the leading watcher lists what runs (one listing), lists the store's manifests and its
 own records (`records.py`), reading again only those the listings show changed since the last
-look, reads each job's status file, and judges each job (`health.py`, `stalls.py`). Jobs that are
+look, lists the runs' status beacons once per checkpoint root and reads again only those that
+changed (`beacons.py`), and judges each job (`health.py`, `stalls.py`). Jobs that are
 down or stalled are acted on through the same decisions and executor steps as `deploy`, in the
 background (`restarts.py`: the looks go on meanwhile), holding the store's lock only while
 restarts are under way: a deploy that holds it is waited out, never joined.
@@ -14,8 +15,9 @@ restarts are under way: a deploy that holds it is waited out, never joined.
   finished on purpose (`availableNow`, `once`) is finished, not failed. After `max_failures`
   failures within `failure_window` it is crash-looping: left down, with its last error, until a
   deploy changes it or `flink-sql-runner resume NAME`.
-- A run whose heartbeat (a counter in its status file) does not move for `stall_timeout` on
-  this watcher's clock, or whose micro-batch has run for longer than `batch_timeout`, is
+- A run whose heartbeat (its beacon's modification time in the listing, or the counter of the
+  status file of a run without a beacon) does not move for `stall_timeout` on this watcher's
+  clock, or whose micro-batch has run for longer than `batch_timeout`, is
   stalled: stopped (killed if it does not stop) and restarted, as a failure.
 - Two watchers on one store: one leads (a lease, `_watch/_leader.json`), the other stands by
   and takes over once the lease is not renewed for `leader_ttl` (at once when the leader's
@@ -24,11 +26,10 @@ restarts are under way: a deploy that holds it is waited out, never joined.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.decide.decisions import Action, Decision
@@ -37,12 +38,12 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
-from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Stored, StoredManifest
 from flink_sql_runner.stores.base import Reads
 from flink_sql_runner.stores.lock import LeaseLost, StoreLock
+from flink_sql_runner.watch.beacons import Beacons
 from flink_sql_runner.watch.events import Event, Notifier
 from flink_sql_runner.watch.health import Health, State, assess, failure_reason
 from flink_sql_runner.watch.limits import Recorded, job_of, refusal_of, wanted
@@ -56,7 +57,7 @@ from flink_sql_runner.watch.records import (
     utc_text,
 )
 from flink_sql_runner.watch.restarts import Actions
-from flink_sql_runner.watch.stalls import UNREADABLE, Stalls, Unreadable
+from flink_sql_runner.watch.stalls import Stalls, Unreadable
 
 if TYPE_CHECKING:
     from flink_sql_runner.act.deployment import Deployment
@@ -84,6 +85,8 @@ class WatchSettings:
     stall_timeout: float = 180.0
     batch_timeout: float = 3600.0
     leader_ttl: float = 60.0
+    #: Seconds between two reads of a job's full status file for its metrics (served only).
+    metrics_refresh: float = 60.0
 
     def delay(self, consecutive: int) -> float:
         """The wait before restarting after the `consecutive`-th failure in a row."""
@@ -113,6 +116,8 @@ class Watcher:
         self.leading = False
         self.stopping = runtime.event()
         self.stalls = Stalls(settings.stall_timeout, settings.batch_timeout, clock)
+        refresh = settings.metrics_refresh if metrics is not None else None
+        self.beacons = Beacons(self.storage, clock, refresh)
         self._healthy_since: dict[str, float] = {}
         self._waiting_for: str | None = None  # who held the store's lock when we wanted it
         self._written: dict[str, WatchRecord] = {}  # what this watcher last wrote, by job
@@ -198,6 +203,7 @@ class Watcher:
             self._trouble(f"cannot look now: {str(exc).splitlines()[0]}")
             return
         self._trouble(None)
+        self.beacons.look(read.manifest for read in stored.values() if read.manifest)
         wanted = []
         for name, read in sorted(stored.items()):
             manifest = read.manifest
@@ -213,6 +219,7 @@ class Watcher:
         for memo in (self._digests, self._kept):
             for gone in [n for n in memo if n not in stored]:
                 del memo[gone]
+        self.beacons.forget(set(stored))
         if self.metrics is not None:
             self.metrics.forget(set(stored))
         if wanted:
@@ -254,25 +261,10 @@ class Watcher:
             else (WatchRecord(name, digest))
         )
 
-    def _status(self, manifest: StoredManifest) -> dict[str, Any] | None | Unreadable:
-        """The runner's status file of the stored version: None if there is none, UNREADABLE
-        if the storage did not answer (which says nothing about the run)."""
-        root = str(manifest.job.get("checkpoint-root", "")).rstrip("/")
-        control = ControlFiles.of(f"{root}/{manifest.name}", manifest.meta.query_version)
-        try:
-            text = self.storage.read_text(control.status_file)
-        except FsrError:
-            return UNREADABLE
-        try:
-            doc = json.loads(text) if text else None
-        except ValueError:
-            return UNREADABLE  # caught mid-write on a storage without atomic replaces
-        return doc if isinstance(doc, dict) else None
-
     def _assess(
         self, name: str, manifest: StoredManifest, runs: tuple[Run, ...], record: WatchRecord
     ) -> Health:
-        status = self._status(manifest)
+        status = self.beacons.status(manifest)
         readable = None if isinstance(status, Unreadable) else status
         stalled = self.stalls.judge(name, runs, status)
         return assess(manifest, runs, readable, record, self.wall(), stalled)
@@ -355,6 +347,8 @@ class Watcher:
             ]
             facts = gather(jobs, self.store, self.deployment.target, self.storage,
                            include_orphans=False, workers=4)  # fmt: skip
+            # The beacons of the jobs to act on listed again: judged as they are now.
+            self.beacons.look(f.stored for f in facts if f.stored is not None)
             records = self.watch_log.read_all()
             for job_facts in facts:
                 now = job_facts.stored

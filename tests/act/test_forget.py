@@ -27,6 +27,8 @@ SINK = {
     "/out/part-0000.parquet": "rows",
     "/out/_spark_metadata/0": "v1",
     "/out/_flink-sql-runner/claims/000000000001-0.json": "{}",
+    # Another job's status beacon, beside this job's: never this job's.
+    f"{ROOT}/_status/orders-2.v1.json": '{"state": "active"}',
 }
 
 
@@ -39,6 +41,7 @@ def world(name: str = "orders", version: int = 2, running: bool = True):
         storage.add_checkpoint(f"{ROOT}/{name}/{v}")
         for suffix in ("manifest.json", "status.json"):
             storage.files[f"{ROOT}/{name}/_control/v{v}.{suffix}"] = "{}"
+        storage.files[f"{ROOT}/_status/{name}.v{v}.json"] = '{"state": "stopped"}'
     storage.files[f"{STATE}/runs/{name}/run-1.json"] = "{}"
     storage.files[f"{STATE}/logs/{name}/20261125T010000.000Z-run-1.log"] = "log line\n" * 10
     storage.files.update(SINK)
@@ -81,14 +84,16 @@ def test_a_forgotten_job_is_stopped_archived_and_its_state_deleted_and_comes_bac
         ("", "ckpt", "orders", "1"),
         ("", "ckpt", "orders", "2"),
         ("", "ckpt", "orders", "_control"),
-    ], "run records and logs, then each version oldest first, the control files last"
+        ("", "ckpt", "_status", "orders.v1.json"),
+        ("", "ckpt", "_status", "orders.v2.json"),
+    ], "run records and logs, then each version oldest first, the control files, the beacons"
     assert storage.files == SINK, "only the sink is left, whole"
     assert highest_version(storage, f"{ROOT}/orders") == 0
     decision = next_deploy(store, target, storage)
     assert (decision.action.value, decision.version) == ("start-clean", 1)
     assert result.message.startswith(
         "orders: forgotten: stopped gracefully; manifest archived to memory://archive/orders; "
-        "deleted 5 items ("
+        "deleted 7 items ("
     )
 
 
@@ -106,6 +111,8 @@ def test_the_listing_shows_every_item_with_its_size_before_anything_is_done():
         "  delete   checkpoint v1   /ckpt/orders/1  (9 files, 66 B)",
         "  delete   checkpoint v2   /ckpt/orders/2  (9 files, 66 B)",
         "  delete   control files   /ckpt/orders/_control  (4 files, 8 B)",
+        "  delete   beacon v1       /ckpt/_status/orders.v1.json  (1 file, 20 B)",
+        "  delete   beacon v2       /ckpt/_status/orders.v2.json  (1 file, 20 B)",
         "  keep     sink            /out  (its data, _spark_metadata and the runner's claims)",
     ]
     assert target.stops == [] and storage.deleted == [] and "orders" in store.manifests
@@ -243,12 +250,19 @@ def test_json_of_a_result_names_each_item():
         "what": "manifest",
         "location": "memory://store/orders.yaml",
     }
-    assert doc["items"][-1] == {
+    assert doc["items"][-3] == {
         "action": "delete",
         "what": "control files",
         "location": "/ckpt/orders/_control",
         "files": 4,
         "bytes": 8,
+    }
+    assert doc["items"][-1] == {
+        "action": "delete",
+        "what": "beacon v2",
+        "location": "/ckpt/_status/orders.v2.json",
+        "files": 1,
+        "bytes": 20,
     }
 
 

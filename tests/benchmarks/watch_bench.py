@@ -3,12 +3,15 @@
     python -m tests.benchmarks --only watch --watch-jobs 100,1000,3000
 
 N jobs are recorded in an S3 store on moto's S3 server (a separate process on 127.0.0.1), each
-with a run the (fake) target lists and a runner status file; the watcher looks three times (the
-first reads everything and writes each job's record, the second reads again the records the
-first wrote) and the third look is measured: every HTTP request its S3 client sends (retries
-too, from botocore's `before-send` event), split into the manifest store's and the checkpoint
-storage's, and the CPU time of this process (moto's server is another process). Twice: with
-the checkpoints (and so the status files) on S3, and on a local folder.
+with a run the (fake) target lists, a runner status file and, as this release's runner writes
+it, a status beacon (`<checkpoint-root>/_status/<name>.v1.json`); the watcher looks three times
+(the first reads everything and writes each job's record, the second reads again the records
+the first wrote); before the third every beacon is rewritten with the same bytes, as each
+runner's heartbeat does, and the third look is measured: every HTTP request its S3 client sends
+(retries too, from botocore's `before-send` event), split into the manifest store's and the
+checkpoint storage's, and the CPU time of this process (moto's server is another process).
+With the checkpoints on S3, with and without beacons (runs of an older runner: one status-file
+GET per job), and on a local folder.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from tests.benchmarks.common import machine, markdown_table, moto_server_process, s3_env
 
@@ -31,6 +35,7 @@ from tests.benchmarks.common import machine, markdown_table, moto_server_process
 class Look:
     jobs: int
     checkpoints: str  # "S3" or "local folder"
+    beacons: bool
     store_requests: Counter[str]
     storage_requests: Counter[str]
     cpu_seconds: float
@@ -38,7 +43,13 @@ class Look:
 
 
 def _look(
-    jobs: int, on_s3: bool, url: str, scratch: Path, say: Callable[[str], None], profile=False
+    jobs: int,
+    on_s3: bool,
+    url: str,
+    scratch: Path,
+    say: Callable[[str], None],
+    profile: bool = False,
+    beacons: bool = True,
 ) -> Look:
     import boto3
     from botocore.config import Config
@@ -51,7 +62,7 @@ def _look(
     from flink_sql_runner.stores.storage import FileStorage
     from flink_sql_runner.watch.events import Notifier
     from flink_sql_runner.watch.watcher import Watcher, WatchSettings
-    from tests.support.fakes import FakeTarget
+    from tests.support.fakes import FakeTarget, write_beacon
     from tests.support.jobs import make_job, stored_of
 
     env = s3_env(url, scratch)
@@ -62,7 +73,7 @@ def _look(
         aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
         region_name=env["AWS_DEFAULT_REGION"],
     ).client("s3", endpoint_url=url, config=config)
-    bucket = f"watch-{jobs}-{'s3' if on_s3 else 'local'}"
+    bucket = f"watch-{jobs}-{'s3' if on_s3 else 'local'}-{'b' if beacons else 'n'}"
     client.create_bucket(Bucket=bucket)
     root = f"s3://{bucket}/ckpt" if on_s3 else str(scratch / f"ckpt-{jobs}")
     store, storage, target = S3Store(bucket, "store/", client), FileStorage(client), FakeTarget()
@@ -74,8 +85,16 @@ def _look(
         store.write(stored_of(job), ABSENT)
         status = {"run-id": "run-0", "state": "active", "heartbeat": 1}
         storage.write_text(f"{root}/{name}/_control/v1.status.json", json.dumps(status))
+        if beacons:
+            write_beacon(storage, root, name, 1, "run-0")
 
-    say(f"  {jobs} jobs, checkpoints {'on S3' if on_s3 else 'local'}: seeding")
+    def heartbeats() -> None:
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda i: write_beacon(storage, root, f"job{i:05d}", 1, "run-0"),
+                          range(jobs)))  # fmt: skip
+
+    kind = "beacons" if beacons else "status files only"
+    say(f"  {jobs} jobs, checkpoints {'on S3' if on_s3 else 'local'}, {kind}: seeding")
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(seed, range(jobs)))
     for i in range(jobs):
@@ -87,13 +106,16 @@ def _look(
     sent: Counter[str] = Counter()
 
     def count(event_name: str, request: Any, **_: Any) -> None:
-        side = "storage" if f"/{bucket}/ckpt/" in request.url else "store"
+        url = unquote(request.url)  # a listing names its prefix in the query
+        side = "storage" if f"/{bucket}/ckpt/" in url or "prefix=ckpt/" in url else "store"
         sent[f"{side} {event_name.rsplit('.', 1)[-1]}"] += 1
 
     try:
         say("  looks 1 and 2 (read everything; read again the records look 1 wrote)")
         watcher.step()
         watcher.step()
+        if beacons:
+            heartbeats()  # the same bytes again: the modification tokens move, the ETags stay
         client.meta.events.register("before-send.s3", count)
         say("  look 3, measured")
         cpu, begun = time.process_time(), time.perf_counter()
@@ -116,18 +138,18 @@ def _look(
     store_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("store ")})
     storage_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("storage ")})
     where = "S3" if on_s3 else "local folder"
-    return Look(jobs, where, store_side, storage_side, cpu, seconds)
+    return Look(jobs, where, beacons, store_side, storage_side, cpu, seconds)
 
 
 def run(sizes: list[int], say: Callable[[str], None] = print) -> list[Look]:
     looks = []
     with tempfile.TemporaryDirectory(prefix="fsr-watch-bench-") as scratch:
-        for on_s3 in (False, True):
+        for on_s3, beacons in ((False, True), (True, False), (True, True)):
             for jobs in sizes:
                 with moto_server_process() as server:
-                    folder = Path(scratch, f"{jobs}-{on_s3}")
+                    folder = Path(scratch, f"{jobs}-{on_s3}-{beacons}")
                     folder.mkdir()
-                    looks.append(_look(jobs, on_s3, server.url, folder, say))
+                    looks.append(_look(jobs, on_s3, server.url, folder, say, beacons=beacons))
                     say("  " + section(looks[-1:]).splitlines()[-1])
     return looks
 
@@ -144,17 +166,21 @@ def _requests(counter: Counter[str]) -> str:
 
 def section(looks: list[Look]) -> str:
     rows = [
-        [f"{look.jobs:,}", look.checkpoints, _requests(look.store_requests),
+        [f"{look.jobs:,}", look.checkpoints, "beacons" if look.beacons else "status files only",
+         _requests(look.store_requests),
          _requests(look.storage_requests), f"{look.cpu_seconds:.2f} s", f"{look.seconds:.2f} s"]
         for look in looks
     ]  # fmt: skip
     table = markdown_table(
-        ["jobs", "checkpoints", "store requests", "checkpoint-storage requests",
+        ["jobs", "checkpoints", "runners report in", "store requests",
+         "checkpoint-storage requests",
          "CPU of the look", "wall time"],
         rows,
     )  # fmt: skip
     return (
         f"#### One look of `watch` at unchanged jobs\n\n{machine()}; moto's S3 server in its own "
         "process, no latency added; the third look of a fresh watcher (the first reads "
-        "everything, the second the records the first wrote).\n\n" + table
+        "everything, the second the records the first wrote), every beacon rewritten unchanged "
+        "before it as the runners' heartbeats do; `status files only`: runs of an older runner, "
+        "which writes no beacon.\n\n" + table
     )

@@ -697,6 +697,25 @@ def test_the_status_file_sample_is_what_the_runner_writes() -> None:
     )
 
 
+@checks("beacon-file")
+def test_the_beacon_sample_is_what_the_runner_writes() -> None:
+    """The runner's own beacon, of an active run: the sample's keys and values but the run id."""
+    from runner.status import Status
+
+    class Written:
+        files: dict[str, str] = {}
+
+        def write(self, location: str, text: str) -> None:
+            self.files[location] = text
+
+    written = Written()
+    status = Status(written, "status.json", "run", "4.3.0", "beacon.json")  # type: ignore[arg-type]
+    status.set("active", 3)
+    block = sample("beacon-file")
+    real, shown = json.loads(written.files["beacon.json"]), json.loads(block.text)
+    assert {**real, "run-id": "..."} == shown, f"{block.where}: {shown} is not the real {real}"
+
+
 @checks("schema-refused", "schema-refused-excerpt")
 def test_a_refused_schema_change_reads_as_the_samples_show() -> None:
     """The plan of a change that would break a sink's readers, rendered from the facts the plan

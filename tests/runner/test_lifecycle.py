@@ -106,3 +106,61 @@ def test_the_status_file_carries_a_heartbeat_the_running_batch_and_the_last_prog
     }
     status.beat(query)
     assert json.loads(location.read_text())["heartbeat"] == 3, "nothing new, not yet due"
+
+
+class Writes:
+    """The runner's storage, counting what it writes where; a location in `failing` fails."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+        self.writes: list[str] = []
+        self.failing: set[str] = set()
+
+    def write(self, location: str, text: str) -> None:
+        if location in self.failing:
+            raise OSError("HTTP 503 SlowDown")
+        self.writes.append(location)
+        self.files[location] = text
+
+
+def test_the_beacon_changes_only_with_what_a_watcher_judges_and_is_rewritten_as_a_heartbeat(
+    monkeypatch,
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(lifecycle.time, "monotonic", lambda: clock[0])
+    storage = Writes()
+    status = Status(storage, "v1.status.json", "run-1", "4.3.0", "_status/a.v1.json")  # type: ignore[arg-type]
+    status.set("active", 6)
+    first = storage.files["_status/a.v1.json"]
+    assert json.loads(first) == {"run-id": "run-1", "state": "active", "error": None,
+                                 "spark-version": "4.3.0", "long-batch-minutes": None}  # fmt: skip
+    query = RunningQuery()
+    for batch in range(8, 20):  # a batch completes every second: the status file each time
+        clock[0] += 1
+        query.lastProgress = {**KAFKA_PROGRESS, "batchId": batch}
+        status.beat(query)
+    assert storage.writes.count("v1.status.json") == 13
+    # The same content, rewritten once per HEARTBEAT_SECONDS only: its modification time moves.
+    assert storage.writes.count("_status/a.v1.json") == 2
+    assert storage.files["_status/a.v1.json"] == first
+    query.status["isTriggerActive"] = True  # a long batch: whole minutes, from the first on
+    minutes = []
+    for _ in range(30):
+        clock[0] += HEARTBEAT_SECONDS
+        status.beat(query)
+        minutes.append(json.loads(storage.files["_status/a.v1.json"])["long-batch-minutes"])
+    assert minutes[:6] == [None] * 6 and minutes[6:12] == [1] * 6 and minutes[-1] == 4
+    assert "heartbeat" not in storage.files["_status/a.v1.json"]
+    storage.failing.add("_status/a.v1.json")  # a failed beacon is said and tried again
+    status.set("failed", error="boom")
+    assert json.loads(storage.files["v1.status.json"])["state"] == "failed"
+    storage.failing.clear()
+    status.set("failed", error="boom")
+    assert json.loads(storage.files["_status/a.v1.json"])["error"] == "boom"
+
+
+def test_a_run_without_a_beacon_file_writes_none() -> None:
+    storage = Writes()
+    status = Status(storage, "v1.status.json", "run-1", "4.3.0")  # type: ignore[arg-type]
+    status.set("active", 1)
+    assert storage.writes == ["v1.status.json"]

@@ -82,6 +82,8 @@ class SimRun:
     next_batch: int | None = None
     #: A run that may write: any run but a prepared one before its go (a warm handover).
     writer: bool = True
+    #: Its version's status beacon, from its runtime manifest (none before a prepared run's go).
+    beacon: str = ""
 
     def describe(self) -> str:
         return f"{self.name} v{self.version} run {self.run_id[:8]} (by {self.started_by})"
@@ -146,6 +148,9 @@ class World:
         self.object_log: list[tuple[float, str, str | None]] = []  # (time, key, etag or None)
         self._etag = 0
         self.files: dict[str, Any] = {}  # checkpoint storage
+        #: Each file's modification token in listings: the count of writes when last written.
+        self.stamps: dict[str, int] = {}
+        self.writes = 0
         self.runs: list[SimRun] = []
         self.next_batch: dict[str, int] = {}  # by checkpoint location
         self.sink: list[tuple[str, int, int, str, str]] = []  # name, version, batch, sink, run
@@ -312,6 +317,16 @@ class World:
     def write_status(self, run: SimRun, state: str, **more: Any) -> None:
         doc = {"run-id": run.run_id, "state": state, "spark-version": SIM_SPARK, **more}
         self.files[run.status_file] = json.dumps(doc)
+        self.stamp(run.status_file)
+        if run.beacon and run.writer:  # as runner/status.py: the same bytes but for a change
+            beacon = {"run-id": run.run_id, "state": state, "error": more.get("error"),
+                      "spark-version": SIM_SPARK, "long-batch-minutes": None}  # fmt: skip
+            self.files[run.beacon] = json.dumps(beacon, sort_keys=True)
+            self.stamp(run.beacon)
+
+    def stamp(self, location: str) -> None:
+        self.writes += 1
+        self.stamps[location] = self.writes
 
     def drive(self, run: SimRun) -> None:
         """One driver: reads its runtime manifest, then commits a batch every few seconds and
@@ -321,6 +336,8 @@ class World:
         if run.gone:
             return
         doc = json.loads(self.files.get(run.runtime_manifest) or "{}")
+        if not doc.get("prepare"):
+            run.beacon = str(doc.get("beacon-file") or "")
         if doc.get("prepare") and not self.await_go(run, doc):
             return
         run.location = str(doc.get("checkpoint-location", ""))
@@ -400,6 +417,7 @@ class World:
                     )
                 run.writer = True
                 run.status_file, run.stop_marker = doc["status-file"], doc["stop-marker"]
+                run.beacon = str(doc.get("beacon-file") or "")
                 self.log(f"cluster: run {run.describe()} got its go")
                 return True
             if (mine and "abort" in word) or self.files.get(section["stop-marker"]) is not None:
@@ -574,6 +592,10 @@ class SimStorage(FakeStorage):
         super().__init__()
         self.world = world
         self.files = world.files
+        self.stamps = world.stamps
+
+    def _stamp(self, location: str) -> None:
+        self.world.stamp(location)
 
     def _check(self) -> None:
         w = self.world

@@ -4,6 +4,7 @@ the faults a real NameNode cannot show on cue (503, no answer) on the fake only.
 
 from __future__ import annotations
 
+import time
 import urllib.parse
 import uuid
 from pathlib import Path
@@ -69,6 +70,31 @@ def test_files_are_written_read_listed_and_deleted(hdfs) -> None:
     storage.delete_tree(root)
     assert storage.is_empty(root)
     assert storage.tree(root) == []
+
+
+def test_a_listing_gives_every_file_with_tokens_that_a_write_moves(hdfs) -> None:
+    storage, root = hdfs
+    assert storage.listing(f"{root}/_status") == []
+    storage.write_text(f"{root}/_status/a.v1.json", '{"state": "active"}')
+    storage.write_text(f"{root}/_status/b.v2.json", '{"state": "starting"}')
+    storage.write_text(f"{root}/_status/deeper/c.json", "{}")
+    first = storage.listing(f"{root}/_status")
+    assert [listed.location for listed in first] == [
+        f"{root}/_status/a.v1.json", f"{root}/_status/b.v2.json", f"{root}/_status/deeper/c.json"
+    ]  # fmt: skip
+    time.sleep(0.01)  # the real NameNode counts milliseconds
+    storage.write_text(f"{root}/_status/a.v1.json", '{"state": "active"}')  # the same bytes
+    again = {listed.location: listed for listed in storage.listing(f"{root}/_status")}
+    assert again[first[0].location].modified != first[0].modified
+    assert again[first[1].location] == first[1]
+
+
+def test_a_listing_that_fails_is_an_error_never_a_part(fake) -> None:
+    storage = FileStorage(env=fake.env, hdfs_timeout=5)
+    fake.files["/t/_status/a.v1.json"] = b"{}"
+    fake.fail("LISTSTATUS", 503)
+    with pytest.raises(StorageError, match="HTTP 503"):
+        storage.listing("hdfs:///t/_status")
 
 
 def test_a_write_leaves_no_temporary_file(hdfs) -> None:

@@ -23,6 +23,10 @@ class FakeWebHdfs:
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.modes: dict[str, str] = {}
+        #: Each file's modificationTime: a count of writes here (the real one is the NameNode's
+        #: milliseconds; only its moving matters).
+        self.mtimes: dict[str, int] = {}
+        self._writes = 0
         self.faults: dict[tuple[str, str], int | None] = {}
         self.requests: list[tuple[str, str, str]] = []  # (method, op, path)
         self.standby = False  # a standby NameNode: every NameNode call answers StandbyException
@@ -128,12 +132,15 @@ class FakeWebHdfs:
                 return 0, None, redirect
             self.files[path] = body
             self.modes[path] = query.get("permission", "644")
+            self._writes += 1
+            self.mtimes[path] = self._writes
             return 201, None, None
         if (method, op) == ("PUT", "RENAME"):
             if path not in self.files:
                 return 404, missing, None
             self.files[query["destination"]] = self.files.pop(path)
             self.modes[query["destination"]] = self.modes.pop(path)
+            self.mtimes[query["destination"]] = self.mtimes.pop(path, 0)
             return 200, None, None
         if (method, op) == ("DELETE", "DELETE"):
             gone = [p for p in self.files if p == path or p.startswith(path.rstrip("/") + "/")]
@@ -152,7 +159,8 @@ class FakeWebHdfs:
                 if name.startswith(base):
                     first, _, rest = name[len(base) :].partition("/")
                     kind = "DIRECTORY" if rest else "FILE"
-                    entries[first] = {"pathSuffix": first, "type": kind, "length": len(data)}
+                    entries[first] = {"pathSuffix": first, "type": kind, "length": len(data),
+                                      "modificationTime": self.mtimes.get(name, 0)}  # fmt: skip
             return 200, {"FileStatuses": {"FileStatus": list(entries.values())}}, None
         if (method, op) == ("GET", "GETCONTENTSUMMARY"):
             if path not in folders and path not in self.files:

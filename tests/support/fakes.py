@@ -9,8 +9,11 @@ answers 503.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import stat
+import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +30,7 @@ from flink_sql_runner.model.stored import (
     Unconditional,
 )
 from flink_sql_runner.stores.base import Reads, Snapshot, StoreConflict, reused
-from flink_sql_runner.stores.storage import StorageError
+from flink_sql_runner.stores.storage import Listed, StorageError
 from flink_sql_runner.targets.base import (
     DriverLog,
     LogQuery,
@@ -419,7 +422,10 @@ class FakeTarget:
 class FakeStorage:
     """Checkpoint storage in memory: files by location. `fail` makes every call a 503;
     `deletes_left` lets that many more files be deleted, then every delete answers 503 (a
-    storage that fails halfway through a folder, as S3 can)."""
+    storage that fails halfway through a folder, as S3 can). A listing gives each file's digest
+    as its content token and the count of writes when it was last written as its modification
+    token; `listing_fails` makes listings answer 503, and a location in `unlisted` is left out
+    of listings (a listing that lags a write). `calls` counts the calls by method."""
 
     def __init__(self) -> None:
         self.files: dict[str, str] = {}  # write_bytes keeps bytes
@@ -430,10 +436,21 @@ class FakeStorage:
         self.deletes_left: int | None = None
         #: Every file deleted, in order.
         self.deleted: list[str] = []
+        self.listing_fails = False
+        self.unlisted: set[str] = set()
+        self.calls: Counter[str] = Counter()
+        #: Per file, the count of writes when it was last written (its modification token).
+        self.stamps: dict[str, int] = {}
+        self._writes = 0
 
     def _check(self) -> None:
+        self.calls[sys._getframe(1).f_code.co_name] += 1
         if self.fail:
             raise StorageError("cannot list s3://ckpt/: SlowDown (HTTP 503) (switch)")
+
+    def _stamp(self, location: str) -> None:
+        self._writes += 1
+        self.stamps[location] = self._writes
 
     def add_checkpoint(self, location: str, last_committed: int | None = 3) -> None:
         """A valid checkpoint, as Spark leaves it, up to batch `last_committed`."""
@@ -456,12 +473,14 @@ class FakeStorage:
     def write_text(self, location: str, text: str, *, private: bool = False) -> None:
         self._check()
         self.files[location] = text
+        self._stamp(location)
         if callable(self.on_write):
             self.on_write(location, text)
 
     def write_bytes(self, location: str, data: bytes) -> None:
         self._check()
         self.files[location] = data  # type: ignore[assignment]
+        self._stamp(location)
 
     def delete(self, location: str) -> None:
         self._check()
@@ -484,6 +503,19 @@ class FakeStorage:
     def delete_tree(self, folder: str) -> None:
         for location, _ in self.tree(folder):
             self.delete(location)
+
+    def listing(self, folder: str) -> list[Listed]:
+        self._check()
+        if self.listing_fails:
+            raise StorageError(f"cannot list {folder}: SlowDown (HTTP 503) (switch)")
+        prefix = folder.rstrip("/") + "/"
+        found = []
+        for location, data in sorted(self.files.items()):
+            if location.startswith(prefix) and location not in self.unlisted:
+                raw = data.encode() if isinstance(data, str) else data
+                stamp = str(self.stamps.get(location, 0))
+                found.append(Listed(location, hashlib.md5(raw).hexdigest(), stamp))  # noqa: S324
+        return found
 
     def is_empty(self, location: str) -> bool:
         self._check()
@@ -528,3 +560,27 @@ def stand_in(path: Path, source: str) -> Path:
     path.write_text(source.format(python=sys.executable))
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return path
+
+
+def write_beacon(
+    storage: object,
+    root: str,
+    name: str,
+    version: int,
+    run_id: str,
+    state: str = "active",
+    error: str | None = None,
+    running: float | None = None,
+    spark: str = "4.3.0",
+) -> str:
+    """Write a run's status beacon as runner/status.py writes it (`running`: the seconds its
+    micro-batch has run); its location."""
+    from flink_sql_runner.model.control import beacon_location
+    from runner.status import Status
+
+    location = beacon_location(root, name, version)
+    status = Status(None, None, run_id, spark, beacon=location)  # type: ignore[arg-type]
+    status.state, status.error = state, error
+    text = json.dumps(status.beacon_doc(running), sort_keys=True)
+    storage.write_text(location, text)  # type: ignore[attr-defined]
+    return location

@@ -1,5 +1,6 @@
 """What one look of `watch` asks S3, counted on moto's S3 server (real HTTP): the store's
-listings, and a GET only of what they show changed since the last look (docs/status.md)."""
+listings and the checkpoint root's listing of status beacons, and a GET only of what they show
+changed since the last look (docs/status.md)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from flink_sql_runner.stores.storage import FileStorage
 from flink_sql_runner.watch.events import Notifier
 from flink_sql_runner.watch.records import WatchLog, WatchRecord
 from flink_sql_runner.watch.watcher import Watcher, WatchSettings
-from tests.support.fakes import FakeTarget
+from tests.support.fakes import FakeTarget, write_beacon
 from tests.support.jobs import make_job, stored_of
 
 JOBS = 300
@@ -47,7 +48,9 @@ class Requests:
         return sent
 
 
-def world(client: Any, bucket: str, target: FakeTarget, jobs: int = JOBS) -> S3Store:
+def world(
+    client: Any, bucket: str, target: FakeTarget, jobs: int = JOBS, beacons: bool = True
+) -> S3Store:
     store, storage = S3Store(bucket, "store/", client), FileStorage(s3_client=client)
     for i in range(jobs):
         name = f"job{i:04d}"
@@ -59,16 +62,18 @@ def world(client: Any, bucket: str, target: FakeTarget, jobs: int = JOBS) -> S3S
         target.add_run(Run(name, 1, "run-0", "pid 1"))
         status = {"run-id": "run-0", "state": "active", "heartbeat": 1}
         storage.write_text(f"s3://{bucket}/ckpt/{name}/_control/v1.status.json", json.dumps(status))
+        if beacons:  # a runner of this release (an older one writes none)
+            write_beacon(storage, f"s3://{bucket}/ckpt", name, 1, "run-0")
     store.refresh_index()  # as deploys keep it
     return store
 
 
-@pytest.fixture
+@pytest.fixture(params=[True, False], ids=["beacons", "older-runners"])
 def watching(
-    s3_client: Any, s3_bucket: str, tmp_path: Path
+    s3_client: Any, s3_bucket: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[tuple[Watcher, FakeTarget]]:
     target = FakeTarget()
-    store = world(s3_client, s3_bucket, target)
+    store = world(s3_client, s3_bucket, target, beacons=request.param)
     deployment = Deployment(Settings(state_dir=tmp_path), store=store, target=target)
     deployment.storage = FileStorage(s3_client=s3_client)
     # A lease that needs no renewal but the look's own while the test counts.
@@ -91,10 +96,18 @@ def status_reads(sent: list[tuple[str, str]]) -> int:
     return sum(1 for op, key in sent if op == "GetObject" and key.endswith(".status.json"))
 
 
+def storage_side(sent: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [(op, key) for op, key in sent if key.startswith("ckpt/")]
+
+
 def test_a_look_at_unchanged_jobs_lists_and_reads_only_what_changed(
-    watching: tuple[Watcher, FakeTarget], s3_client: Any, s3_bucket: str
+    watching: tuple[Watcher, FakeTarget],
+    s3_client: Any,
+    s3_bucket: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     watcher, _ = watching
+    beacons = request.node.callspec.params["watching"]
     counted = Requests(s3_client, s3_bucket)
     watcher.step()  # the first look reads everything and writes each job's record
     watcher.step()  # the second reads again the records the first one wrote
@@ -108,9 +121,23 @@ def test_a_look_at_unchanged_jobs_lists_and_reads_only_what_changed(
         ("ListObjectsV2", "store/_watch/"),
         ("PutObject", "store/_watch/_leader.json"),
     ], "one listing of the manifests and one of the records; nothing read again"
-    # What is left per job: the runner's status file, on the checkpoint storage, beside each
-    # job's checkpoints (a running runner rewrites it every heartbeat anyway).
-    assert status_reads(sent) == JOBS
+    if beacons:
+        # One listing of the beacons; none read again (a rewrite of the same bytes keeps
+        # their ETags), no status file read (no metrics served).
+        assert storage_side(sent) == [("ListObjectsV2", "ckpt/_status/")]
+        writer = FileStorage(s3_client=s3_client)
+        write_beacon(writer, f"s3://{s3_bucket}/ckpt", "job0011", 1, "run-0")  # a heartbeat
+        # A micro-batch running for two minutes: the beacon says so, once a minute.
+        write_beacon(writer, f"s3://{s3_bucket}/ckpt", "job0012", 1, "run-0", running=120.0)
+        counted.take()
+        watcher.step()
+        assert sorted(storage_side(counted.take())) == [
+            ("GetObject", "ckpt/_status/job0012.v1.json"),
+            ("ListObjectsV2", "ckpt/_status/"),
+        ], "only the beacon whose content changed is read"
+    else:
+        # Runs of an older runner: each job's full status file, as before.
+        assert status_reads(sent) == JOBS
 
     # Another writer changes one job's record, and a deploy one job's manifest.
     other = S3Store(s3_bucket, "store/", s3_client)
