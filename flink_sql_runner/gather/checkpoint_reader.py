@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
@@ -31,6 +30,7 @@ from flink_sql_runner.gather.checkpoints import (
     numbers,
     parse_offsets,
 )
+from flink_sql_runner.model.checkpoint_report import CheckpointReport, Operator, SourceProgress
 from flink_sql_runner.stores.storage import IsAFolder, Storage
 
 #: A file source's log is counted only while the files to read for it stay below this in all.
@@ -40,88 +40,6 @@ _COMPACT = re.compile(r"([0-9]+)\.compact")
 
 class CheckpointUnreadable(FsrError):
     """A file of a checkpoint is there but cannot be read as Spark writes it."""
-
-
-@dataclass(frozen=True)
-class SourceProgress:
-    """One source of the query (in the order of the offsets files' lines): what kind its
-    offsets say it is, the offsets of the last committed batch and those the next batch reads
-    (None: no batch is planned beyond the last commit). A file source (`{"logOffset": N}`) also
-    has the number of files its log lists up to its committed entry and that entry's files."""
-
-    index: int
-    kind: str  # kafka, file, rate, other (its offset as Spark wrote it), none (no offset yet)
-    committed: Any = None
-    next: Any = None
-    files_read: int | None = None
-    last_files: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        doc = {"index": self.index, "kind": self.kind, "committed": self.committed,
-               "next": self.next}  # fmt: skip
-        if self.kind == "file":
-            doc["files-read"] = self.files_read
-            doc["last-files"] = list(self.last_files)
-        return doc
-
-
-@dataclass(frozen=True)
-class Operator:
-    """A stateful operator: its id (its folder under `state/`), name and state stores as its
-    `_metadata` says (Spark 4.x; None and () before), and its partitions (numeric folders)."""
-
-    id: int
-    name: str | None
-    partitions: int
-    stores: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "partitions": self.partitions,
-                "stores": list(self.stores)}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class CheckpointReport:
-    """What `inspect` shows of a checkpoint. Batches are numbered as Spark numbers them; times
-    are epoch milliseconds (`*_ms`), as Spark writes them: a batch's time is when it was
-    planned (its offsets file's `batchTimestampMs`)."""
-
-    location: str
-    query_id: str | None
-    committed: tuple[int, ...] = ()  # the batches `commits/` holds (Spark keeps the last 100)
-    first_time_ms: int | None = None
-    last_time_ms: int | None = None
-    pending: int | None = None  # a batch planned beyond the last commit: re-run on restart
-    watermark_ms: int | None = None  # the watermark the next batch runs with
-    sources: tuple[SourceProgress, ...] = ()
-    pinned: dict[str, str] | None = None
-    operators: tuple[Operator, ...] = field(default=())
-
-    @property
-    def first_committed(self) -> int | None:
-        return self.committed[0] if self.committed else None
-
-    @property
-    def last_committed(self) -> int | None:
-        return self.committed[-1] if self.committed else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "location": self.location,
-            "query-id": self.query_id,
-            "batches": {
-                "first": self.first_committed,
-                "last": self.last_committed,
-                "count": len(self.committed),
-                "first-planned-ms": self.first_time_ms,
-                "last-planned-ms": self.last_time_ms,
-                "pending": self.pending,
-            },
-            "watermark-ms": self.watermark_ms,
-            "sources": [s.to_dict() for s in self.sources],
-            "pinned": self.pinned,
-            "operators": [o.to_dict() for o in self.operators],
-        }
 
 
 def read_checkpoint(storage: Storage, location: str) -> CheckpointReport | None:

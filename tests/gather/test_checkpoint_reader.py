@@ -12,13 +12,8 @@ from typing import Any
 
 import pytest
 
-from flink_sql_runner.gather.checkpoint_reader import (
-    CheckpointReport,
-    CheckpointUnreadable,
-    Operator,
-    SourceProgress,
-    read_checkpoint,
-)
+from flink_sql_runner.gather.checkpoint_reader import CheckpointUnreadable, read_checkpoint
+from flink_sql_runner.model.checkpoint_report import CheckpointReport, Operator, SourceProgress
 from flink_sql_runner.stores.storage import FileStorage
 
 PINS = {"spark.sql.shuffle.partitions": "2", "spark.sql.streaming.multipleWatermarkPolicy": "min"}
