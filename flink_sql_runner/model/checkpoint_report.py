@@ -124,6 +124,7 @@ class Inspection:
     runs: tuple[RunSeen, ...] = ()
     status: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()
+    state: StateReport | None = None  # with --state only
 
     @property
     def spark_version(self) -> str | None:
@@ -134,3 +135,51 @@ class Inspection:
         if self.version == self.manifest.meta.query_version:
             return self.manifest.meta.spark_version
         return None
+
+
+@dataclass(frozen=True)
+class StoreState:
+    """One state store of a stateful operator at its last committed batch, as Spark's state
+    sources read it: rows per partition and a sample of keys and values (JSON), or why the
+    store could not be read (`error`)."""
+
+    operator: int
+    name: str | None
+    store: str
+    partitions: int | None = None
+    min_batch: int | None = None
+    max_batch: int | None = None
+    rows: dict[str, int] = field(default_factory=dict)
+    sample: tuple[dict[str, Any], ...] = ()
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = {"operator": self.operator, "name": self.name, "store": self.store}
+        if self.error is not None:
+            return {**doc, "error": self.error}
+        return {
+            **doc,
+            "partitions": self.partitions,
+            "min-batch": self.min_batch,
+            "max-batch": self.max_batch,
+            "rows": self.rows,
+            "sample": list(self.sample),
+        }
+
+
+@dataclass(frozen=True)
+class StateReport:
+    """`inspect --state`: the stores Spark's state sources read (`spark`: the Spark that read
+    them), or why they were not read (`unavailable`: a Spark without the sources, a probe that
+    failed), and the bytes each operator's partitions take on the checkpoint's storage
+    (operator -> partition -> bytes, every file kept: deltas, snapshots, metadata)."""
+
+    spark: str | None
+    stores: tuple[StoreState, ...] = ()
+    unavailable: str | None = None
+    disk: dict[int, dict[str, int]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spark": self.spark, "unavailable": self.unavailable,
+                "stores": [s.to_dict() for s in self.stores],
+                "bytes-on-disk": {str(op): parts for op, parts in self.disk.items()}}  # fmt: skip

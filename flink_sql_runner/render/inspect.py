@@ -7,8 +7,14 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+from flink_sql_runner.act.forget import human_size
 from flink_sql_runner.decide.changes import CHECKPOINT_VALUE_RULE, property_rule
-from flink_sql_runner.model.checkpoint_report import CheckpointReport, Inspection, SourceProgress
+from flink_sql_runner.model.checkpoint_report import (
+    CheckpointReport,
+    Inspection,
+    SourceProgress,
+    StateReport,
+)
 
 #: Files of a file source's last entry shown in text (all in JSON).
 SHOWN_FILES = 3
@@ -46,6 +52,8 @@ def inspect_json(inspection: Inspection) -> str:
         "last-status": inspection.status,
         "notes": list(inspection.notes),
     }
+    if inspection.state is not None:
+        doc["state"] = inspection.state.to_dict()
     if report is None:
         doc["checkpoint"]["exists"] = False
     return json.dumps(doc, indent=2)
@@ -67,6 +75,8 @@ def inspect_text(inspection: Inspection) -> str:
         out.append("  no checkpoint yet: no run of this version has planned a batch")
     else:
         out += _checkpoint_lines(report)
+        if inspection.state is not None:
+            out += _state_lines(inspection.state)
         out += _pin_lines(pin_agreement(inspection))
     out += _run_lines(inspection)
     out += [f"  note: {note}" for note in inspection.notes]
@@ -164,4 +174,27 @@ def _run_lines(inspection: Inspection) -> list[str]:
                    f"{status.get('updated')}, batch {status.get('batch-id')}")  # fmt: skip
     if inspection.spark_version:
         out.append(f"  spark       {inspection.spark_version}")
+    return out
+
+
+def _state_lines(state: StateReport) -> list[str]:
+    out = []
+    if state.unavailable:
+        out.append(f"  state rows  not read: {state.unavailable}")
+    for store in state.stores:
+        head = f"  state rows  operator {store.operator} {store.name or ''} ({store.store})"
+        if store.error is not None:
+            out.append(f"{head}: not read: {store.error}")
+            continue
+        total = sum(store.rows.values())
+        per = " ".join(f"{p}:{n}" for p, n in store.rows.items())
+        out.append(f"{head}: {total} row{'s' if total != 1 else ''} at batch "
+                   f"{store.max_batch} (per partition {per})")  # fmt: skip
+        for sample in store.sample:
+            key, value = json.dumps(sample.get("key")), json.dumps(sample.get("value"))
+            out.append(f"              {key} -> {value} (partition {sample.get('partition')})")
+    for op, parts in state.disk.items():
+        sizes = " ".join(f"{p}:{human_size(n)}" for p, n in parts.items())
+        out.append(f"  state disk  operator {op}: {human_size(sum(parts.values()))} "
+                   f"(per partition {sizes})")  # fmt: skip
     return out

@@ -143,3 +143,10 @@ def test_a_malformed_file_is_named(tmp_path: Path) -> None:
     result = cli("inspect", "clicks", "--state-dir", str(state), cwd=tmp_path)
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr.splitlines() == [f"error: {root}/clicks/2/commits/5: line 2 is not JSON"]
+
+
+def test_keys_without_state_is_bad_input(tmp_path: Path) -> None:
+    state, _ = given(tmp_path)
+    result = cli("inspect", "clicks", "--keys", "3", "--state-dir", str(state), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == ["error: --keys samples the state: give --state with it"]

@@ -13,7 +13,14 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.gather.checkpoint_reader import CheckpointUnreadable, read_checkpoint
-from flink_sql_runner.model.checkpoint_report import CheckpointReport, Operator, SourceProgress
+from flink_sql_runner.gather.state_reader import bytes_on_disk, read_state
+from flink_sql_runner.model.checkpoint_report import (
+    CheckpointReport,
+    Operator,
+    SourceProgress,
+    StateReport,
+    StoreState,
+)
 from flink_sql_runner.stores.storage import FileStorage
 
 PINS = {"spark.sql.shuffle.partitions": "2", "spark.sql.streaming.multipleWatermarkPolicy": "min"}
@@ -251,16 +258,19 @@ def written(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, A
         add_input(root, "first", FIRST)
         run_once(spark, root, stateful)
         before = read_checkpoint(ReadOnly(), str(root / "ckpt"))
+        states = [read_state(ReadOnly(), str(root / "ckpt"), keys=5)] if stateful else []
         add_input(root, "second", SECOND)
         run_once(spark, root, stateful)
         after = read_checkpoint(ReadOnly(), str(root / "ckpt"))
-        reports["stateful" if stateful else "stateless"] = (root, before, after)
+        if stateful:
+            states.append(read_state(ReadOnly(), str(root / "ckpt"), keys=5))
+        reports["stateful" if stateful else "stateless"] = (root, before, after, states)
     return reports
 
 
 @pytest.mark.spark
 def test_a_stateless_file_job_across_a_restart(written: dict[str, Any]) -> None:
-    root, before, after = written["stateless"]
+    root, before, after, _ = written["stateless"]
     assert before.committed == (0,) and before.pending is None
     assert [s.to_dict() for s in before.sources] == [{
         "index": 0, "kind": "file", "committed": {"logOffset": 0}, "next": None,
@@ -279,7 +289,7 @@ def test_a_stateless_file_job_across_a_restart(written: dict[str, Any]) -> None:
 
 @pytest.mark.spark
 def test_a_windowed_count_with_a_watermark_across_a_restart(written: dict[str, Any]) -> None:
-    root, before, after = written["stateful"]
+    root, before, after, _ = written["stateful"]
     # The first run reads the file (batch 0), then a batch with no data moves the watermark
     # to the latest event less 10 s, so that windows before it are emitted.
     first_watermark = epoch_ms("2026-01-01T00:01:10") - 10_000
@@ -293,3 +303,85 @@ def test_a_windowed_count_with_a_watermark_across_a_restart(written: dict[str, A
     assert after.operators[0].id == 0 and after.operators[0].partitions == 2
     # Spark 4.x writes each operator's metadata; 3.5 does not.
     assert after.operators[0].name in ("stateStoreSave", None)
+
+
+def window(start: str) -> dict[str, str]:
+    end = f"{start[:14]}{int(start[14:16]) + 1:02d}{start[16:]}"
+    return {"start": f"{start}.000Z", "end": f"{end}.000Z"}
+
+
+@pytest.mark.spark
+def test_the_state_of_a_windowed_count_read_through_spark(written: dict[str, Any]) -> None:
+    """After the first run the watermark (00:01:00) has closed key a's first window: only key
+    b's window (2 rows) is kept. After the restart (watermark 00:04:53) only key a's window of
+    00:05 (4 rows) is."""
+    pyspark = pytest.importorskip("pyspark")
+    _, _, _, (first, second) = written["stateful"]
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        assert first.unavailable is not None and "Spark 4.0" in first.unavailable
+        return
+    assert first.unavailable is None, first.unavailable
+    (store,) = first.stores
+    assert (store.operator, store.name, store.store) == (0, "stateStoreSave", "default")
+    assert (store.partitions, store.max_batch, sum(store.rows.values())) == (2, 1, 1)
+    assert store.sample == (
+        {"key": {"k": "b", "window": window("2026-01-01T00:01:00")}, "value": {"count": 2},
+         "partition": store.sample[0]["partition"]},
+    )  # fmt: skip
+    (store,) = second.stores
+    assert (store.max_batch, sum(store.rows.values())) == (3, 1)
+    assert [(s["key"], s["value"]) for s in store.sample] == [
+        ({"k": "a", "window": window("2026-01-01T00:05:00")}, {"count": 4})
+    ]
+    assert set(second.disk) == {0} and set(second.disk[0]) == {"0", "1"}
+    assert all(size > 0 for size in second.disk[0].values())
+
+
+# -- the state probe's answers, without Spark -------------------------------------------------
+
+
+def test_state_answers_become_the_report_and_bytes_on_disk_are_listed(tmp_path: Path) -> None:
+    files = {"state/0/0/1.delta": b"x" * 10, "state/0/0/_metadata/schema": b"y" * 5,
+             "state/0/1/1.delta": b"z" * 3, "state/0/_metadata/metadata": "v1\n{}"}  # fmt: skip
+    write(tmp_path, files)
+    asked = []
+
+    def ask(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        asked.append(request)
+        return {"spark": "4.3.0", "operators": [
+            {"id": 0, "name": "stateStoreSave", "store": "default", "partitions": 2,
+             "min-batch": 0, "max-batch": 3, "rows": {"1": 4, "0": 1},
+             "sample": [{"key": {"k": "a"}, "value": {"count": 4}, "partition": 1}]},
+            {"id": 1, "name": "symmetricHashJoin", "store": "left-keyToNumValues",
+             "error": "no such store"},
+        ]}, None  # fmt: skip
+
+    report = read_state(ReadOnly(), str(tmp_path), keys=1, conf={"spark.hadoop.x": "1"}, ask=ask)
+    assert asked == [{"checkpoint": str(tmp_path), "keys": 1, "conf": {"spark.hadoop.x": "1"}}]
+    assert report == StateReport(
+        "4.3.0",
+        (
+            StoreState(0, "stateStoreSave", "default", 2, 0, 3, {"0": 1, "1": 4},
+                       ({"key": {"k": "a"}, "value": {"count": 4}, "partition": 1},)),
+            StoreState(1, "symmetricHashJoin", "left-keyToNumValues", error="no such store"),
+        ),
+        disk={0: {"0": 15, "1": 3}},
+    )  # fmt: skip
+    assert bytes_on_disk(ReadOnly(), str(tmp_path / "absent")) == {}
+
+
+@pytest.mark.parametrize(
+    ("answer", "why", "unavailable"),
+    [
+        ({"spark": "3.5.8", "unavailable": "Spark 3.5.8 has no state sources"}, None,
+         "Spark 3.5.8 has no state sources"),
+        ({"spark": "4.3.0", "error": "not a checkpoint"}, None,
+         "Spark could not read it: not a checkpoint"),
+        ({}, "it exited 1: boom", "the state probe failed: it exited 1: boom"),
+    ],
+)  # fmt: skip
+def test_state_not_read_says_why(
+    tmp_path: Path, answer: dict[str, Any], why: str | None, unavailable: str
+) -> None:
+    report = read_state(ReadOnly(), str(tmp_path), ask=lambda _: (answer, why))
+    assert (report.unavailable, report.stores) == (unavailable, ())
