@@ -25,7 +25,7 @@ from flink_sql_runner.targets.local import LocalTarget
 LOG_BYTES_READ = 64 * 1024
 _FIRST = re.compile(r"\[flink-sql-runner\] active: first trigger done \(batch (\d+)\)")
 _ENDS = (
-    (re.compile(r"\[flink-sql-runner\] stopped gracefully after batch (\d+|None)"), "stopped"),
+    (re.compile(r"\[flink-sql-runner\] stopped gracefully"), "stopped"),
     (re.compile(r"\[flink-sql-runner\] the query finished"), "finished"),
     (re.compile(r"\[flink-sql-runner\] the query failed"), "failed"),
     (re.compile(r"\[flink-sql-runner\] the job (cannot start|failed)"), "failed"),
@@ -87,15 +87,9 @@ def _logged_runs(target: Target, name: str, version: int) -> list[RunSeen]:
             continue
         stamp, _, run_id = path.stem.partition("-")
         match = _FIRST.search(head + tail)
-        ended, last = None, None
-        for pattern, how in _ENDS:
-            if end := pattern.search(tail):
-                ended = how
-                if end.groups() and end[1] and end[1].isdigit():
-                    last = int(end[1])
-                break
+        ended = next((how for pattern, how in _ENDS if pattern.search(tail)), None)
         found.append(
-            RunSeen(run_id or None, _started(stamp), int(match[1]) if match else None, ended, last)
+            RunSeen(run_id or None, _started(stamp), int(match[1]) if match else None, ended)
         )
     return found
 

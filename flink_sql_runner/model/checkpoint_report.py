@@ -95,20 +95,19 @@ class CheckpointReport:
 
 @dataclass(frozen=True)
 class RunSeen:
-    """A run of the version: its id, when it started (UTC, from its log's name), the first
-    batch it completed, how it ended (stopped, finished, failed; None: not said: up, or
-    killed) and the batch it stopped after, and whether the target lists it up now."""
+    """A run of the version: its id, when it started (UTC, from its log's name), the batch its
+    first trigger reported (a restart's: where it resumed), how it ended (stopped, finished,
+    failed; None: not said: up, or killed), and whether the target lists it up now."""
 
     run_id: str | None
     started: str | None = None
     first_batch: int | None = None
     ended: str | None = None
-    last_batch: int | None = None
     up: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"run-id": self.run_id, "started": self.started, "first-batch": self.first_batch,
-                "ended": self.ended, "last-batch": self.last_batch, "up": self.up}  # fmt: skip
+                 "ended": self.ended, "up": self.up}  # fmt: skip
 
 
 @dataclass(frozen=True)

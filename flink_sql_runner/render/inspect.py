@@ -165,8 +165,7 @@ def _run_lines(inspection: Inspection) -> list[str]:
         if run.up:
             text += ", up now"
         elif run.ended:
-            after = f" after batch {run.last_batch}" if run.last_batch is not None else ""
-            text += f", {run.ended}{after}"
+            text += f", {run.ended}"
         out.append(text)
     status = inspection.status
     if status and not any(r.run_id == status.get("run-id") for r in inspection.runs):
