@@ -180,6 +180,8 @@ class _Reader:
         rels = ([f"{folder}/{start}.compact"] if start is not None else []) + [
             f"{folder}/{n}" for n in sorted(plain)
         ]
+        if not rels:  # no log to count: not none read
+            return None, ()
         for rel in rels:
             try:
                 entries = self._log(rel, budget)
@@ -237,6 +239,8 @@ def _kind(offset: Any) -> str:
             return "file"
         if is_kafka_offsets(offset):
             return "kafka"
-    if isinstance(offset, int) and not isinstance(offset, bool):
+        if set(offset) == {"offset", "timestamp"}:  # rate-micro-batch
+            return "rate"
+    if isinstance(offset, int) and not isinstance(offset, bool):  # rate
         return "rate"
     return "other"

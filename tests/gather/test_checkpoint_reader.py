@@ -110,6 +110,18 @@ def test_committed_batches_offsets_watermark_and_the_pending_batch(tmp_path: Pat
         "first-planned-ms": 1000, "last-planned-ms": 2000, "pending": 5}  # fmt: skip
 
 
+def test_the_kind_of_each_source_by_its_offset(tmp_path: Path) -> None:
+    micro = {"offset": 40, "timestamp": 1700000000000}
+    other = {"shardId-0": "seq-1"}
+    write(tmp_path, {"metadata": '{"id":"q"}', "commits/0": commit(),
+                     "offsets/0": offsets(KAFKA_0, 5, micro, {"logOffset": 2}, other)})  # fmt: skip
+    report = read(tmp_path)
+    assert report is not None
+    kinds = [(s.kind, s.committed) for s in report.sources]
+    assert kinds == [("kafka", KAFKA_0), ("rate", 5), ("rate", micro),
+                     ("file", {"logOffset": 2}), ("other", other)]  # fmt: skip
+
+
 def test_only_a_planned_batch_and_a_source_without_an_offset(tmp_path: Path) -> None:
     write(tmp_path, {"metadata": '{"id":"q"}', "offsets/0": offsets("-", KAFKA_0, watermark=5)})
     report = read(tmp_path)
