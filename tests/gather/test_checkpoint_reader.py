@@ -211,6 +211,23 @@ def test_a_folder_where_a_file_belongs_is_named(tmp_path: Path) -> None:
         read(tmp_path)
 
 
+@pytest.mark.s3
+def test_a_checkpoint_on_s3_reads_as_a_local_one(tmp_path: Path, s3_client: Any, s3_bucket: str):
+    files = {"metadata": '{"id":"q-1"}', "offsets/4": offsets(KAFKA_0, watermark=3, at=10),
+             "offsets/5": offsets(KAFKA_1, watermark=3, at=20), "commits/4": commit(3),
+             "state/0/_metadata/metadata": 'v1\n{"operatorInfo": {"operatorName": "dedupe"}}',
+             "state/0/0/1.delta": b"", "state/0/1/1.delta": b""}  # fmt: skip
+    write(tmp_path, files)
+    for rel, data in files.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=f"ckpt/job/1/{rel}", Body=data)
+    local = read(tmp_path)
+    remote = read_checkpoint(FileStorage(s3_client), f"s3a://{s3_bucket}/ckpt/job/1")
+    assert local is not None and remote is not None
+    assert remote.to_dict() == {**local.to_dict(), "location": f"s3a://{s3_bucket}/ckpt/job/1"}
+    assert (remote.committed, remote.pending, remote.operators) == ((4,), 5, local.operators)
+    assert local.operators == (Operator(0, "dedupe", 2),)
+
+
 # -- checkpoints real Spark wrote -------------------------------------------------------------
 
 EVENTS = "k STRING, ts TIMESTAMP"
