@@ -9,7 +9,13 @@ import click
 
 from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
-from flink_sql_runner.cli.options import drop_options, input_options, remote_options, settings_from
+from flink_sql_runner.cli.options import (
+    drop_options,
+    input_options,
+    remote_options,
+    settings_from,
+    version_option,
+)
 from flink_sql_runner.cli.original_flags import BadFlags, FsrCommand
 from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK
 from flink_sql_runner.gather.inspection import inspect_job
@@ -19,12 +25,6 @@ from flink_sql_runner.render.inspect import inspect_json, inspect_text
 
 @click.command(cls=FsrCommand)
 @click.argument("name")
-@click.option(
-    "--version",
-    "version",
-    type=click.IntRange(1),
-    help="This query version's checkpoint [default: the stored version's].",
-)
 @click.option(
     "--state",
     "with_state",
@@ -39,6 +39,7 @@ from flink_sql_runner.render.inspect import inspect_json, inspect_text
     metavar="N",
     help="With --state: a sample of N keys and their values per store.",
 )
+@version_option("This query version's checkpoint [default: the stored version's].")
 @input_options
 @remote_options
 @handle_errors
