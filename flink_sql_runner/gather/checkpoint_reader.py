@@ -201,15 +201,30 @@ class _Reader:
         found = []
         for op in sorted(numbers(self.storage.dir_names(f"{self.location}/state"))):
             folder = f"state/{op}"
-            partitions = len(numbers(self.storage.dir_names(f"{self.location}/{folder}")))
+            partitions = numbers(self.storage.dir_names(f"{self.location}/{folder}"))
             name, stores = None, ()
             entries = self._log(f"{folder}/_metadata/metadata", MAX_METADATA_BYTES)
             if entries:
                 name, stores = _operator_metadata(entries[0])
                 if name is None:
                     raise self._fail(f"{folder}/_metadata/metadata", "no operatorInfo")
-            found.append(Operator(op, name, partitions, stores))
+            schema = None
+            if partitions:
+                schema = self.schema_version(f"{folder}/{min(partitions)}/_metadata/schema")
+            found.append(Operator(op, name, len(partitions), stores, schema))
         return tuple(found)
+
+    def schema_version(self, rel: str) -> str | None:
+        """The version a state schema file starts with (Java's writeUTF: a 2-byte length,
+        then `v2`), None when there is no such file."""
+        data = self._bytes(rel, MAX_OFFSETS_BYTES)
+        if data is None:
+            return None
+        size = int.from_bytes(data[:2], "big")
+        version = data[2 : 2 + size].decode("ascii", errors="replace")
+        if len(data) < 2 + size or not re.fullmatch(r"v[0-9]+", version):
+            raise self._fail(rel, "does not start with a schema version (v2)")
+        return version
 
 
 def _operator_metadata(doc: Any) -> tuple[str | None, tuple[str, ...]]:

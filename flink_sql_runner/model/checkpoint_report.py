@@ -37,16 +37,18 @@ class SourceProgress:
 @dataclass(frozen=True)
 class Operator:
     """A stateful operator: its id (its folder under `state/`), name and state stores as its
-    `_metadata` says (Spark 4.x; None and () before), and its partitions (numeric folders)."""
+    `_metadata` says (Spark 4.x; None and () before), its partitions (numeric folders), and
+    the version of its state schema file (`v2`; None when it has none)."""
 
     id: int
     name: str | None
     partitions: int
     stores: tuple[str, ...] = ()
+    schema_version: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "partitions": self.partitions,
-                "stores": list(self.stores)}  # fmt: skip
+                "stores": list(self.stores), "schema-version": self.schema_version}  # fmt: skip
 
 
 @dataclass(frozen=True)

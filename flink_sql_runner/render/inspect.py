@@ -103,7 +103,8 @@ def _checkpoint_lines(report: CheckpointReport) -> list[str]:
         out += _source_lines(source)
     for op in report.operators:
         name = op.name or "(its name: Spark 4.0+ writes it)"
-        out.append(f"  state       operator {op.id} {name}, {op.partitions} partitions")
+        schema = f", state schema {op.schema_version}" if op.schema_version else ""
+        out.append(f"  state       operator {op.id} {name}, {op.partitions} partitions{schema}")
     return out
 
 

@@ -104,7 +104,9 @@ def test_the_json_form(tmp_path: Path) -> None:
               "next": {"clicks": {"1": 9, "0": 15}}}  # fmt: skip
     assert checkpoint["sources"] == [source]
     assert checkpoint["watermark-ms"] == 1767225600000
-    assert checkpoint["operators"] == [{"id": 0, "name": None, "partitions": 2, "stores": []}]
+    assert checkpoint["operators"] == [
+        {"id": 0, "name": None, "partitions": 2, "stores": [], "schema-version": None}
+    ]
     assert doc["pins"] == [
         {"setting": "spark.sql.shuffle.partitions", "checkpoint": "2", "manifest": "8",
          "agrees": False},

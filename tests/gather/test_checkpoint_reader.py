@@ -161,12 +161,13 @@ def test_stateful_operators_from_their_folders_and_metadata(tmp_path: Path) -> N
         "metadata": '{"id":"q"}', "offsets/0": offsets(KAFKA_0), "commits/0": commit(),
         "state/0/_metadata/metadata": "v1\n" + json.dumps(meta),
         "state/0/0/1.delta": b"", "state/0/1/1.delta": b"",
+        "state/0/0/_metadata/schema": b"\x00\x02v2\x00\x00\x00\x01\x01c{}",
         "state/1/0/1.delta": b"",  # Spark 3.5 writes no operator metadata
     })  # fmt: skip
     report = read(tmp_path)
     assert report is not None
     assert report.operators == (
-        Operator(0, "stateStoreSave", 2, ("default",)),
+        Operator(0, "stateStoreSave", 2, ("default",), "v2"),
         Operator(1, None, 1),
     )
 
@@ -189,6 +190,8 @@ def test_stateful_operators_from_their_folders_and_metadata(tmp_path: Path) -> N
         ("sources/0/0", 'v1\n{"batchId": 0}', "an entry without a file's path"),
         ("sources/0/0", "v1\n{", "line 2 is not JSON"),
         ("state/0/_metadata/metadata", 'v1\n{"stateStoreInfo": []}', "no operatorInfo"),
+        ("state/0/0/_metadata/schema", b"\x00\x09v2", "does not start with a schema version (v2)"),
+        ("state/0/0/_metadata/schema", b"{}", "does not start with a schema version (v2)"),
     ],
 )  # fmt: skip
 def test_a_malformed_file_is_an_error_naming_it_and_why(
@@ -332,6 +335,7 @@ def test_a_windowed_count_with_a_watermark_across_a_restart(written: dict[str, A
     assert after.operators[0].id == 0 and after.operators[0].partitions == 2
     # Spark 4.x writes each operator's metadata; 3.5 does not.
     assert after.operators[0].name in ("stateStoreSave", None)
+    assert after.operators[0].schema_version == "v2"
 
 
 def window(start: str) -> dict[str, str]:
