@@ -8,7 +8,13 @@ import click
 
 from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
-from flink_sql_runner.cli.options import drop_options, input_options, remote_options, settings_from
+from flink_sql_runner.cli.options import (
+    drop_options,
+    input_options,
+    remote_options,
+    settings_from,
+    version_option,
+)
 from flink_sql_runner.cli.original_flags import FsrCommand
 from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK
 from flink_sql_runner.gather.logs import find_log, follow, last_lines, still_up
@@ -16,12 +22,7 @@ from flink_sql_runner.gather.logs import find_log, follow, last_lines, still_up
 
 @click.command(cls=FsrCommand)
 @click.argument("name")
-@click.option(
-    "--version",
-    "version",
-    type=click.IntRange(1),
-    help="The last run of this query version [default: the run up now, else the last one].",
-)
+@version_option("The last run of this query version [default: the run up now, else the last one].")
 @click.option("--run", "run_id", metavar="RUN_ID", help="This run (its id, as `status` shows).")
 @click.option("--tail", type=click.IntRange(0), metavar="N", help="Only the last N lines.")
 @click.option(

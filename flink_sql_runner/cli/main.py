@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from flink_sql_runner import __version__
-from flink_sql_runner.cli import deploy, inputs, jobs, logs, migrate, watch
+from flink_sql_runner.cli import deploy, inputs, inspect, jobs, logs, migrate, watch
 from flink_sql_runner.cli.original_flags import (
     FsrGroup,
 )
@@ -40,6 +40,7 @@ for command in (
     jobs.stop,
     jobs.forget,
     logs.logs,
+    inspect.inspect,
     migrate.migrate,
     watch.watch,
     watch.resume,

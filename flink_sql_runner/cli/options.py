@@ -225,6 +225,11 @@ def parallelism_option(help: str) -> Callable[[Callable[..., Any]], Callable[...
     )
 
 
+def version_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """`--version N`: the query version of the job a command looks at."""
+    return click.option("--version", "version", type=click.IntRange(1), help=help)
+
+
 def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
     ctx = click.get_current_context(silent=True)
     target_source = ctx.get_parameter_source("target") if ctx else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from flink_sql_runner.stores.storage import IsAFolder, Storage
 
@@ -21,6 +22,7 @@ _CONTROL = re.compile(r"v(\d+)\.")
 #: Kafka partitions take a few hundred KiB).
 MAX_OFFSETS_BYTES = 8 * 1024 * 1024
 _NUMERIC = re.compile(r"[0-9]+")
+_VERSION_LINE = re.compile(r"v[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -76,19 +78,72 @@ def pinned_settings(
         return None
     if data is None or len(data) > MAX_OFFSETS_BYTES:
         return None
-    lines = data.split(b"\n", 2)
-    if len(lines) < 2:
-        return None
     try:
-        metadata = json.loads(lines[1].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        return parse_offsets(data, sources=False).conf
+    except ValueError:
         return None
-    conf = metadata.get("conf") if isinstance(metadata, dict) else None
-    if not isinstance(conf, dict):
-        return None
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in conf.items()):
-        return None
-    return dict(conf)
+
+
+@dataclass(frozen=True)
+class OffsetsFile:
+    """One `offsets/N` file: the batch's watermark and time (epoch ms), the settings it pins
+    (None: it writes none down, Spark 2.1), and one entry per source: its offset as JSON (None:
+    the source had none, Spark's `-`)."""
+
+    watermark_ms: int
+    timestamp_ms: int
+    conf: dict[str, str] | None
+    sources: tuple[Any, ...]
+
+
+def parse_offsets(data: bytes, sources: bool = True) -> OffsetsFile:
+    """An offsets file's content, in Spark's format (`v1`, its metadata JSON, a line per
+    source; those not read with `sources=False`). ValueError saying what is wrong when it is
+    not that."""
+    try:
+        lines = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) < 2:
+        raise ValueError("no metadata line after the version line")
+    if not _VERSION_LINE.fullmatch(lines[0]):
+        raise ValueError(f"the first line is not a log version (v1): {lines[0][:40]!r}")
+    try:
+        metadata = json.loads(lines[1])
+    except ValueError:
+        raise ValueError("line 2 (the batch's metadata) is not JSON") from None
+    if not isinstance(metadata, dict):
+        raise ValueError("line 2 (the batch's metadata) is not a JSON object")
+    conf = metadata.get("conf")
+    if conf is not None and not (
+        isinstance(conf, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in conf.items())
+    ):
+        raise ValueError("line 2: conf is not a map of settings to text")
+    found: list[Any] = []
+    for number, line in enumerate(lines[2:] if sources else [], start=3):
+        if line == "-":
+            found.append(None)
+            continue
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            raise ValueError(f"line {number} (source {number - 3}'s offset) is not JSON") from None
+    return OffsetsFile(
+        _epoch_ms(metadata, "batchWatermarkMs", 2),
+        _epoch_ms(metadata, "batchTimestampMs", 2),
+        None if conf is None else dict(conf),
+        tuple(found),
+    )
+
+
+def _epoch_ms(doc: dict[str, Any], key: str, line: int) -> int:
+    value = doc.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"line {line}: {key} is not a number")
+    return value
 
 
 def highest_version(storage: Storage, job_location: str) -> int:
@@ -116,3 +171,16 @@ def _metadata_has_id(data: bytes | None) -> bool:
     except (UnicodeDecodeError, ValueError):
         return False
     return isinstance(doc, dict) and "id" in doc
+
+
+def is_kafka_offsets(line: Any) -> bool:
+    """Whether a source's offset is a Kafka source's: `{"topic": {"partition": offset}}`."""
+    return (
+        isinstance(line, dict)
+        and bool(line)
+        and all(
+            isinstance(parts, dict)
+            and all(str(p).isdigit() and isinstance(o, int) for p, o in parts.items())
+            for parts in line.values()
+        )
+    )

@@ -16,7 +16,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from flink_sql_runner.gather.checkpoints import MAX_OFFSETS_BYTES, inspect_checkpoint
+from flink_sql_runner.gather.checkpoints import (
+    MAX_OFFSETS_BYTES,
+    inspect_checkpoint,
+    is_kafka_offsets,
+    parse_offsets,
+)
 from flink_sql_runner.model.offsets import OffsetCarry
 from flink_sql_runner.stores.storage import Storage, StorageError
 
@@ -68,13 +73,10 @@ def source_offsets(storage: Storage, checkpoint: str, batch: int) -> list[Any]:
     data = storage.read_bytes(f"{checkpoint.rstrip('/')}/offsets/{batch}")
     if data is None or len(data) > MAX_OFFSETS_BYTES:
         return []
-    found = []
-    for line in data.decode("utf-8", errors="replace").splitlines()[2:]:
-        try:
-            found.append(json.loads(line))
-        except ValueError:
-            found.append(None)
-    return found
+    try:
+        return list(parse_offsets(data).sources)
+    except ValueError:
+        return []
 
 
 def starting_offsets(storage: Storage, carry: OffsetCarry) -> StartingOffsets:
@@ -93,7 +95,7 @@ def starting_offsets(storage: Storage, carry: OffsetCarry) -> StartingOffsets:
     lines = [s for s in source_offsets(storage, carry.checkpoint, batch) if isinstance(s, dict)]
     for source in carry.sources:
         matching = [line for line in lines if set(line) == set(source.topics)]
-        if len(matching) != 1 or not _is_kafka_offsets(matching[0]):
+        if len(matching) != 1 or not is_kafka_offsets(matching[0]):
             why = "no" if not matching else "more than one"
             notes.append(
                 f"{source.table} starts as its table says: v{carry.version}'s batch {batch} "
@@ -111,11 +113,3 @@ def starting_offsets(storage: Storage, carry: OffsetCarry) -> StartingOffsets:
         )
         notes.append(f"{source.table} starts at v{carry.version}'s batch {batch}: {where}")
     return StartingOffsets(by_table, tuple(notes))
-
-
-def _is_kafka_offsets(line: dict[str, Any]) -> bool:
-    return all(
-        isinstance(parts, dict)
-        and all(str(p).isdigit() and isinstance(o, int) for p, o in parts.items())
-        for parts in line.values()
-    )

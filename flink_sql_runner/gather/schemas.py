@@ -14,17 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.gather.spark_child import run_child
 from flink_sql_runner.host.atomic import write_atomically
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.contracts import ContractFacts, Known, Reader, SinkHolds
@@ -37,7 +33,6 @@ from flink_sql_runner.read.sinks import normalise_path, schema_policy
 from flink_sql_runner.stores.storage import Storage, StorageError
 from flink_sql_runner.targets.runner_files import runner_zip
 
-PROBE_MODULE = "flink_sql_runner._runner.schema_probe"
 #: A probe that takes longer is stopped: its answers are unknown, not empty.
 PROBE_TIMEOUT = 600.0
 NOT_ANALYSED = "not analysed: a new location holds nothing it could break"
@@ -318,32 +313,4 @@ class _Probe:
 
 def run_probe(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     """The probe's answers, and why there are none (None when it answered)."""
-    with tempfile.TemporaryDirectory(prefix="fsr-schema-") as folder:
-        given, taken = Path(folder, "in.json"), Path(folder, "out.json")
-        given.touch(mode=0o600)  # a job's settings may hold a secret
-        given.write_text(json.dumps(request))
-        command = [sys.executable, "-m", PROBE_MODULE, "--input", str(given), "--output",
-                   str(taken)]  # fmt: skip
-        env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
-        process = subprocess.Popen(
-            command,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            cwd=folder,
-            env=env,
-            start_new_session=True,
-        )
-        try:
-            _, err = process.communicate(timeout=PROBE_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
-            return {}, f"it took over {PROBE_TIMEOUT:.0f} s"
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-        try:
-            return json.loads(taken.read_text()), None
-        except (OSError, ValueError):
-            tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-            return {}, f"it exited {process.returncode}: {tail[0][:300]}"
+    return run_child("schema_probe", request, PROBE_TIMEOUT)

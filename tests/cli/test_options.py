@@ -23,6 +23,7 @@ DOES = {
     "stop": {"store", "target", "output", "stops", "locks"},
     "forget": {"store", "target", "output", "stops", "locks"},
     "logs": {"store", "target"},
+    "inspect": {"store", "target", "output"},
     "watch": {"store", "target", "submits", "stops"},
     "resume": {"store", "locks"},
     "migrate": {"locks"},

@@ -436,6 +436,23 @@ def test_forget_lists_asks_and_says_what_it_did(project: Project) -> None:
                         str(project.root): "/home/you/flink-sql-runner"})  # fmt: skip
 
 
+@checks("inspect")
+def test_inspect_reads_a_checkpoint_spark_wrote(project: Project) -> None:
+    """The README's `inspect` of order-stats, on the checkpoint, status file and driver logs
+    (their runner lines) a real local run of it wrote: started, stopped, a second file of orders,
+    deployed again, stopped (tests/data/inspect, paths as /home/you/flink-sql-runner)."""
+    block = sample("inspect")
+    project.deployed("examples/queries", running=False)
+    state = project.root / STATE
+    shutil.rmtree(state / "checkpoints" / "order-stats")
+    data = REPO / "tests" / "data" / "inspect"
+    shutil.copytree(data / "checkpoints" / "order-stats", state / "checkpoints" / "order-stats")
+    shutil.copytree(data / "logs", state / "logs")
+    result = project.run(sample_command(block))
+    assert result.returncode == 0, result.stderr
+    same(block, result.stdout, {str(project.root): "/home/you/flink-sql-runner"})
+
+
 def a_driver_that_stops_when_asked(project: Project, name: str) -> subprocess.Popen:
     """A process standing in for `name`'s driver: it leaves when its stop marker appears, as
     the runner does; recorded as the job's run."""

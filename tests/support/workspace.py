@@ -65,7 +65,7 @@ class Workspace:
         argv = [sys.executable, "-m", "flink_sql_runner", command]
         if paths:
             argv += ["--path", str(self.jobs)]
-        if command not in ("stop", "forget", "logs"):  # they read no manifests or tables
+        if command not in ("stop", "forget", "logs", "inspect"):  # they read no manifests or tables
             argv += ["--table-definition-path", str(self.tables)]
             argv += ["--template-file", str(self.template)]
         argv += ["--state-dir", str(self.state)]
@@ -79,7 +79,9 @@ class Workspace:
     def _target_options(self, command: str) -> list[str]:
         """The target's options, less --runner-path for the commands that submit nothing."""
         options = list(self.target_options)
-        if command in ("plan", "status", "stop", "forget", "logs") and "--runner-path" in options:
+        if command in ("plan", "status", "stop", "forget", "logs", "inspect") and (
+            "--runner-path" in options
+        ):
             at = options.index("--runner-path")
             del options[at : at + 2]
         return options

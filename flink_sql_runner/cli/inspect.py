@@ -1,0 +1,88 @@
+"""`inspect NAME`: what one version's checkpoint says, read only."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import click
+
+from flink_sql_runner.act.deployment import Deployment
+from flink_sql_runner.cli.boundary import handle_errors
+from flink_sql_runner.cli.options import (
+    drop_options,
+    input_options,
+    remote_options,
+    settings_from,
+    version_option,
+)
+from flink_sql_runner.cli.original_flags import BadFlags, FsrCommand
+from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK
+from flink_sql_runner.gather.inspection import inspect_job
+from flink_sql_runner.gather.state_reader import read_state
+from flink_sql_runner.render.inspect import inspect_json, inspect_text
+
+
+@click.command(cls=FsrCommand)
+@click.argument("name")
+@click.option(
+    "--state",
+    "with_state",
+    is_flag=True,
+    help="Also read the state stores through Spark's state sources (4.0+; a local Spark in a "
+    "child process): rows per partition, and bytes on disk.",
+)
+@click.option(
+    "--keys",
+    type=click.IntRange(0),
+    default=0,
+    metavar="N",
+    help="With --state: a sample of N keys and their values per store.",
+)
+@version_option("This query version's checkpoint [default: the stored version's].")
+@input_options
+@remote_options
+@handle_errors
+def inspect(
+    name: str,
+    version: int | None,
+    with_state: bool,
+    keys: int,
+    output: str,
+    debug: bool,
+    **kw: Any,
+) -> int:
+    """Show what job NAME's checkpoint says, read from Spark's own files: its committed
+    batches and when they were planned, per source the last committed offsets (Kafka
+    topic-partition offsets, a file source's files read, a rate source's position) and what a
+    batch planned beyond the last commit reads, the watermark, the settings the checkpoint
+    pins and whether the stored manifest's values agree, its stateful operators, and the runs
+    of the version (with the first batch each completed, where the local target's logs tell).
+
+    With --state it also reads each state store through Spark's own `state-metadata` and
+    `statestore` sources (Spark 4.0+, in a local Spark it starts as a child process): its rows
+    per partition at the last committed batch and the bytes its partitions take, and with
+    --keys N a sample of N keys and values. The Spark 3.5 line has no such sources: it says so.
+
+    It only reads: no lock is taken, nothing is written, and it may run while the job runs.
+
+    Exit codes: 0 shown, 1 the version has no checkpoint yet or a file of it cannot be read
+    (the line names the file and why), 2 NAME is not stored.
+    """
+    if keys and not with_state:
+        raise BadFlags("--keys samples the state: give --state with it")
+    deployment = Deployment(settings_from((), **kw))
+    found = inspect_job(name, deployment.store, deployment.target, deployment.storage, version)
+    if with_state and found.report is not None:
+        props = found.manifest.job.get("sparkProperties") or {}
+        conf = {k: str(v) for k, v in props.items() if k.startswith("spark.hadoop.")}
+        state = read_state(deployment.storage, found.location, keys, conf)
+        found = replace(found, state=state)
+    click.echo(inspect_json(found) if output == "json" else inspect_text(found))
+    return EXIT_OK if found.report is not None else EXIT_FAILED
+
+
+#: `inspect` reads no job files, tables or template, and submits nothing.
+drop_options(
+    inspect, "table_paths", "template_file", "strict_properties", "no_cache", "runner_path"
+)

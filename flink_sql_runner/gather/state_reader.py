@@ -1,0 +1,76 @@
+"""`inspect --state`: a checkpoint's state stores read through Spark's own state sources
+(`runner/state_probe.py`, in a child process: the deployer never imports pyspark), and the bytes
+each operator's partitions take, listed through the `Storage`. Only reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flink_sql_runner.gather.checkpoints import numbers
+from flink_sql_runner.gather.spark_child import run_child
+from flink_sql_runner.model.checkpoint_report import StateReport, StoreState
+from flink_sql_runner.stores.storage import Storage
+
+#: A state probe that takes longer is stopped: what the state holds is then not shown.
+STATE_PROBE_TIMEOUT = 300.0
+#: Asks the state probe: request -> (answer, why there is none).
+AskState = Callable[[dict[str, Any]], tuple[dict[str, Any], str | None]]
+
+
+def ask_state_probe(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    return run_child("state_probe", request, STATE_PROBE_TIMEOUT)
+
+
+def read_state(
+    storage: Storage,
+    location: str,
+    keys: int = 0,
+    conf: dict[str, str] | None = None,
+    ask: AskState = ask_state_probe,
+) -> StateReport:
+    """The state stores of the checkpoint at `location` (a sample of `keys` keys each) and the
+    bytes its operators' partitions take. `conf`: Spark settings the probe's session needs to
+    reach the checkpoint's storage (the job's `spark.hadoop.*`)."""
+    location = location.rstrip("/")
+    disk = bytes_on_disk(storage, location)
+    answer, why = ask({"checkpoint": location, "keys": keys, "conf": conf or {}})
+    spark = answer.get("spark") if isinstance(answer.get("spark"), str) else None
+    if why is not None:
+        return StateReport(spark, unavailable=f"the state probe failed: {why}", disk=disk)
+    if answer.get("unavailable") or answer.get("error"):
+        reason = str(answer.get("unavailable") or f"Spark could not read it: {answer['error']}")
+        return StateReport(spark, unavailable=reason, disk=disk)
+    stores = tuple(_store(doc) for doc in answer.get("operators") or [] if isinstance(doc, dict))
+    return StateReport(spark, stores, disk=disk)
+
+
+def _store(doc: dict[str, Any]) -> StoreState:
+    base = StoreState(int(doc.get("id", -1)), doc.get("name"), str(doc.get("store")))
+    if doc.get("error"):
+        return StoreState(base.operator, base.name, base.store, error=str(doc["error"]))
+    rows = doc.get("rows") or {}
+    return StoreState(
+        base.operator,
+        base.name,
+        base.store,
+        doc.get("partitions"),
+        doc.get("min-batch"),
+        doc.get("max-batch"),
+        {str(p): int(n) for p, n in sorted(rows.items(), key=lambda i: int(i[0]))},
+        tuple(s for s in doc.get("sample") or [] if isinstance(s, dict)),
+    )
+
+
+def bytes_on_disk(storage: Storage, location: str) -> dict[int, dict[str, int]]:
+    """Operator -> partition -> bytes of every file under `state/<op>/<partition>/`."""
+    found: dict[int, dict[str, int]] = {}
+    for op in sorted(numbers(storage.dir_names(f"{location}/state"))):
+        prefix = f"{location}/state/{op}/"
+        parts: dict[str, int] = {}
+        for path, size in storage.tree(prefix.rstrip("/")):
+            partition = path[len(prefix) :].split("/", 1)[0]
+            if partition.isdigit():
+                parts[partition] = parts.get(partition, 0) + size
+        found[op] = dict(sorted(parts.items(), key=lambda i: int(i[0])))
+    return found

@@ -1,0 +1,139 @@
+"""`inspect --state`: a checkpoint's stateful operators read through Spark's own state sources
+(Spark 4.0+): `state-metadata` for the operators and their stores, `statestore` for the rows of
+each store at the last committed batch. One local SparkSession that only reads the checkpoint.
+
+Run by the deployer as
+`python -m flink_sql_runner._runner.state_probe --input IN.json --output OUT.json`. Input:
+`{"checkpoint": location as Spark reads it, "keys": how many keys to sample per store,
+"conf": {session settings}?}`. Output: `{"spark": version, "operators": [{"id", "name",
+"store", "partitions", "min-batch", "max-batch", "rows": {partition: rows}, "sample":
+[{"key", "value", "partition"}]} | {"id", "store", "error"}]}`, or `{"spark", "unavailable":
+why}` on a Spark without the state sources (3.5), or `{"spark", "error"}` when the checkpoint's
+operators cannot be read. Exit codes: 0 answered, 2 the input cannot be read.
+
+Needs pyspark and the standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+from typing import Any
+
+
+def probe(spark: Any, checkpoint: str, keys: int) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    answer: dict[str, Any] = {"spark": spark.version}
+    if int(spark.version.split(".")[0]) < 4:
+        answer["unavailable"] = (
+            f"Spark {spark.version} has no state sources (state-metadata and statestore come "
+            "with Spark 4.0)"
+        )
+        return answer
+    try:
+        stores = spark.read.format("state-metadata").load(checkpoint).collect()
+    except Exception as exc:  # noqa: BLE001 - Spark's reason is the answer
+        answer["error"] = _reason(exc)
+        return answer
+    operators = []
+    for row in sorted(stores, key=lambda r: (r.operatorId, r.stateStoreName)):
+        found: dict[str, Any] = {"id": row.operatorId, "name": row.operatorName,
+                                 "store": row.stateStoreName}  # fmt: skip
+        try:
+            frame = (
+                spark.read.format("statestore")
+                .option("operatorId", row.operatorId)
+                .option("storeName", row.stateStoreName)
+                .load(checkpoint)
+            )
+            counts = frame.groupBy("partition_id").count().collect()
+            sample = []
+            if keys > 0:
+                picked = (
+                    frame.select(
+                        F.to_json("key").alias("key"),
+                        F.to_json("value").alias("value"),
+                        "partition_id",
+                    )
+                    .orderBy("key", "partition_id")
+                    .limit(keys)
+                    .collect()
+                )
+                sample = [
+                    {"key": _json(r.key), "value": _json(r.value), "partition": r.partition_id}
+                    for r in picked
+                ]
+        except Exception as exc:  # noqa: BLE001 - one store's failure is its answer
+            found["error"] = _reason(exc)
+            operators.append(found)
+            continue
+        rows = {str(p): 0 for p in range(row.numPartitions or 0)}
+        rows.update({str(r.partition_id): r["count"] for r in counts})
+        found.update({
+            "partitions": row.numPartitions,
+            "min-batch": row.minBatchId,
+            "max-batch": row.maxBatchId,
+            "rows": rows,
+            "sample": sample,
+        })  # fmt: skip
+        operators.append(found)
+    answer["operators"] = operators
+    return answer
+
+
+def _json(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:500]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="state_probe")
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args(argv)
+    try:
+        with open(args.input) as handle:
+            request = json.load(handle)
+        checkpoint = str(request["checkpoint"])
+        keys = int(request.get("keys") or 0)
+        conf = dict(request.get("conf") or {})
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"state_probe: cannot read {args.input}: {exc}", file=sys.stderr)
+        return 2
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[1]").appName("flink-sql-runner-state-probe")
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.sql.shuffle.partitions": "1",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "fsr-state-probe"),
+        **conf,
+    }
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        answer = probe(spark, checkpoint, keys)
+    finally:
+        spark.stop()
+    with open(args.output, "w") as handle:
+        json.dump(answer, handle, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""`inspect` through the real command line, without Spark, on a local store with hand-written
+checkpoints and driver logs: the text and JSON forms, another version, a job not stored, a
+version with no checkpoint, a malformed file named, and nothing written into the checkpoint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.stores.local import LocalStore
+from tests.support.cli import run_cli as cli
+
+PINS = {"spark.sql.shuffle.partitions": "2", "spark.sql.streaming.multipleWatermarkPolicy": "min"}
+
+
+def offsets(*sources: object, watermark: int, at: int) -> str:
+    meta = {"batchWatermarkMs": watermark, "batchTimestampMs": at, "conf": PINS}
+    return "\n".join(["v1", json.dumps(meta), *(json.dumps(s) for s in sources)])
+
+
+def given(tmp_path: Path) -> tuple[Path, Path]:
+    """A stored job `clicks` at v2 (sparkProperties: one pinned setting agrees, one not), its
+    checkpoint with batches 4 and 5 committed and 6 planned, and two runs' logs of v2."""
+    state, root = tmp_path / "state", tmp_path / "ck"
+    props = {"spark.sql.shuffle.partitions": "8", "spark.sql.streaming.multipleWatermarkPolicy":
+             "min", "spark.ui.enabled": "false"}  # fmt: skip
+    job = {"name": "clicks", "target-table": "t", "sql": "SELECT 1",
+           "checkpoint-root": str(root), "sparkProperties": props}  # fmt: skip
+    LocalStore(state / "manifests").write(StoredManifest(job, {}, Meta(2, "q", "t")), None)
+    files = {
+        "metadata": '{"id":"5d0c"}',
+        "offsets/4": offsets({"clicks": {"0": 10, "1": 3}}, watermark=0, at=1_795_600_000_000),
+        "offsets/5": offsets({"clicks": {"0": 12, "1": 5}}, watermark=0, at=1_795_600_060_000),
+        "offsets/6": offsets({"clicks": {"1": 9, "0": 15}}, watermark=0, at=1_795_600_120_000),
+        "commits/4": 'v1\n{"nextBatchWatermarkMs":0}',
+        "commits/5": 'v1\n{"nextBatchWatermarkMs":1767225600000}',
+        "state/0/0/5.delta": "",
+        "state/0/1/5.delta": "",
+    }
+    for rel, text in files.items():
+        path = root / "clicks" / "2" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    logs = state / "logs" / "clicks"
+    logs.mkdir(parents=True)
+    (logs / "20261125T090000.000Z-run-a.log").write_text(
+        "==== 2026-11-25T09:00:00 flink-sql-runner-clicks-v2 run run-a\n"
+        "2026-11-25T09:00:20Z [flink-sql-runner] active: first trigger done (batch 0)\n"
+        "2026-11-25T10:00:00Z [flink-sql-runner] stopped gracefully after batch 3\n"
+    )
+    (logs / "20261125T110000.000Z-run-b.log").write_text(
+        "==== 2026-11-25T11:00:00 flink-sql-runner-clicks-v2 run run-b\n"
+        "2026-11-25T11:00:20Z [flink-sql-runner] active: first trigger done (batch 4)\n"
+    )
+    (logs / "20261125T080000.000Z-run-0.log").write_text(
+        "==== 2026-11-25T08:00:00 flink-sql-runner-clicks-v1 run run-0\n"
+    )
+    return state, root
+
+
+def tree(root: Path) -> list[tuple[str, int, int]]:
+    return sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*"))
+
+
+def test_the_text_form(tmp_path: Path) -> None:
+    state, root = given(tmp_path)
+    before = tree(root)
+    result = cli("inspect", "clicks", "--state-dir", str(state), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "clicks v2 (the stored version)",
+        f"  checkpoint  {root}/clicks/2",
+        "  query id    5d0c",
+        "  batches     4 to 5 committed (2 kept), planned 2026-11-25T09:46:40Z to "
+        "2026-11-25T09:47:40Z",
+        "  pending     batch 6 planned, not committed: a restart runs it again with the same "
+        "offsets",
+        "  watermark   2026-01-01T00:00:00Z (the next batch's)",
+        "  source 0    kafka: committed clicks[0:12,1:5]",
+        "              next batch reads to clicks[0:15,1:9]",
+        "  state       operator 0 (its name: Spark 4.0+ writes it), 2 partitions",
+        "  pinned      2 settings; the stored manifest sets 2",
+        "              spark.sql.shuffle.partitions: the manifest says 8, the checkpoint 2 "
+        "(Spark runs with 2)",
+        "              spark.sql.streaming.multipleWatermarkPolicy = min (agrees)",
+        "  run         run-a started 2026-11-25T09:00:00Z, first batch 0, stopped",
+        "  run         run-b started 2026-11-25T11:00:00Z, first batch 4",
+    ]
+    assert tree(root) == before, "inspect wrote into the checkpoint"
+    assert not (state / "lock").exists() and not list(state.glob("*.lock"))
+
+
+def test_the_json_form(tmp_path: Path) -> None:
+    state, root = given(tmp_path)
+    result = cli("inspect", "clicks", "--output", "json", "--state-dir", str(state), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["name"], doc["version"], doc["stored-version"]) == ("clicks", 2, 2)
+    checkpoint = doc["checkpoint"]
+    assert checkpoint["batches"] == {"first": 4, "last": 5, "count": 2, "pending": 6,
+        "first-planned-ms": 1_795_600_000_000, "last-planned-ms": 1_795_600_060_000}  # fmt: skip
+    source = {"index": 0, "kind": "kafka", "committed": {"clicks": {"0": 12, "1": 5}},
+              "next": {"clicks": {"1": 9, "0": 15}}}  # fmt: skip
+    assert checkpoint["sources"] == [source]
+    assert checkpoint["watermark-ms"] == 1767225600000
+    assert checkpoint["operators"] == [
+        {"id": 0, "name": None, "partitions": 2, "stores": [], "schema-version": None}
+    ]
+    assert doc["pins"] == [
+        {"setting": "spark.sql.shuffle.partitions", "checkpoint": "2", "manifest": "8",
+         "agrees": False},
+        {"setting": "spark.sql.streaming.multipleWatermarkPolicy", "checkpoint": "min",
+         "manifest": "min", "agrees": True},
+    ]  # fmt: skip
+    assert [(r["run-id"], r["first-batch"], r["ended"], r["up"]) for r in doc["runs"]] == [
+        ("run-a", 0, "stopped", False),
+        ("run-b", 4, None, False),
+    ]
+
+
+def test_another_version_without_a_checkpoint_exits_1(tmp_path: Path) -> None:
+    state, root = given(tmp_path)
+    result = cli("inspect", "clicks", "--version", "1", "--state-dir", str(state), cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "clicks v1 (stored: v2)",
+        f"  checkpoint  {root}/clicks/1",
+        "  no checkpoint yet: no run of this version has planned a batch",
+        "  run         run-0 started 2026-11-25T08:00:00Z",
+    ]
+
+
+def test_a_job_not_stored_is_bad_input(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    result = cli("inspect", "nothing", "--state-dir", str(state), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [
+        f"error: unknown job 'nothing': no manifest of it in {state / 'manifests'}"
+    ]
+
+
+def test_a_malformed_file_is_named(tmp_path: Path) -> None:
+    state, root = given(tmp_path)
+    (root / "clicks" / "2" / "commits" / "5").write_text("v1\n{nope")
+    result = cli("inspect", "clicks", "--state-dir", str(state), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [f"error: {root}/clicks/2/commits/5: line 2 is not JSON"]
+
+
+def test_keys_without_state_is_bad_input(tmp_path: Path) -> None:
+    state, _ = given(tmp_path)
+    result = cli("inspect", "clicks", "--keys", "3", "--state-dir", str(state), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == ["error: --keys samples the state: give --state with it"]
