@@ -87,6 +87,9 @@ class JobSteps:
         self.recorded: dict[str, Stored] = {}
         #: Per job: its run a PrepareRun prepared, until its go (or its end).
         self._prepared: dict[str, Prepared] = {}
+        #: Per job: the versions whose runs its StopRun steps stopped (a decision's stops and
+        #: starts are carried out in two parts), so its Record can tidy a replaced one's beacon.
+        self._stopped: dict[str, list[tuple[StoredManifest, int]]] = {}
 
     def parts(self, decision: Decision, result: JobResult) -> Parts | None:
         """The decision as a generator paused between its stops and its starts; None when
@@ -297,6 +300,7 @@ class JobSteps:
 
     def _steps(self, steps: tuple[Step, ...], result: JobResult, tracker: Tracker) -> None:
         ran_on: str | None = None  # the Spark the healthy run of these steps reported
+        stopped = self._stopped.setdefault(result.name, [])
         for index, step in enumerate(steps):
             self.doing(result.name, steps, index)
             self._check()
@@ -314,6 +318,8 @@ class JobSteps:
                 tracker.to(Phase.STOPPING)
                 how = self.runs.stop(step.run, step.manifest)
                 tracker.to(Phase.OLD_STOPPED)
+                old_version = step.run.version or step.manifest.meta.query_version
+                stopped.append((step.manifest, old_version))
                 result.steps.append(f"stopped v{step.run.version}: {how}")
             elif isinstance(step, PrepareRun):
                 self._prepare(step, result, tracker)
@@ -354,13 +360,19 @@ class JobSteps:
                 self._tokens[result.name] = self.store.write(manifest, self._tokens[result.name])
                 self.recorded[result.name] = Stored(manifest, self._tokens[result.name])
                 mark("recorded", job=result.name)
-                result.steps.append(f"recorded v{step.manifest.meta.query_version}")
+                version = step.manifest.meta.query_version
+                result.steps.append(f"recorded v{version}")
+                for old, old_version in self._stopped.pop(result.name, []):
+                    if old_version != version:  # replaced for good: its beacon only costs listings
+                        self.runs.drop_beacon(old, old_version)
                 if result.summary:
                     result.summary += "; manifest recorded"
                 elif step.manifest.job.get("desired-state") == "stopped":
                     result.summary = "stopped with its checkpoint; stays stopped"
             elif isinstance(step, Archive):
                 where = self.store.archive(step.name, self._tokens[result.name])
+                for old, old_version in self._stopped.pop(result.name, []):
+                    self.runs.drop_beacon(old, old_version)  # no watcher looks at it again
                 result.summary = f"pruned: checkpoint kept, manifest archived to {where}"
 
     # -- starts ----------------------------------------------------------------------------------

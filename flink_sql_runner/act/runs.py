@@ -126,6 +126,16 @@ class RunControl:
         root = str(manifest.job["checkpoint-root"]).rstrip("/")
         return ControlFiles.of(f"{root}/{manifest.name}", version or manifest.meta.query_version)
 
+    def drop_beacon(self, manifest: StoredManifest, version: int) -> bool:
+        """Delete the status beacon of a version a newer one replaced, so `watch`'s listing of
+        the beacons stays one key per job. Housekeeping only: a delete that fails leaves a key
+        no watcher reads (it reads the stored version's), and changes nothing else."""
+        try:
+            self.storage.delete(self.control(manifest, version).beacon)
+        except FsrError:
+            return False
+        return True
+
     def stop(self, run: Run, manifest: StoredManifest) -> str:
         """Stop `run` and return how; StopNotConfirmed (nothing is started then) when the
         target cannot confirm it is gone."""

@@ -11,7 +11,7 @@ from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
-from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
+from tests.support.fakes import FakeStorage, FakeStore, FakeTarget, write_beacon
 from tests.support.jobs import BASE, ROOT, make_job, stored_of
 
 
@@ -50,6 +50,7 @@ def test_orphans_are_left_alone_without_prune_and_archived_with_it():
     executor(store, target, state).apply(plan)
     assert "gone" in store.manifests and "gone" in target.running
 
+    beacon = write_beacon(state, ROOT, "gone", 3, "r")
     plan = build_plan(gather([BASE], store, target, state), prune=True)
     (gone_decision,) = [d for d in plan.decisions if d.name == "gone"]
     assert gone_decision.action is Action.PRUNE and gone_decision.version == 3
@@ -58,6 +59,7 @@ def test_orphans_are_left_alone_without_prune_and_archived_with_it():
     assert results["gone"].ok, results["gone"]
     assert target.stops == ["gone"] and "gone" not in target.running
     assert "gone" not in store.manifests and store.archived["gone"].meta.query_version == 3
+    assert beacon not in state.files, "no watcher looks at a pruned job's beacon again"
     assert "orders" in target.running and "orders" in store.manifests
 
 

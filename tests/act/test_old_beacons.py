@@ -1,0 +1,57 @@
+"""A version replaced for good leaves no status beacon behind: `watch` lists one folder of
+beacons per checkpoint root each look, so each job keeps one key there, not one per version it
+ever had. On fakes, warm and cold."""
+
+from __future__ import annotations
+
+import pytest
+
+from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.control import beacon_location
+from flink_sql_runner.stores.storage import StorageError
+from tests.support.fakes import write_beacon
+from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, fake_world
+
+
+def deploy(world, job, handover):
+    store, target, state, executor = world
+    facts = gather([job], store, target, state, workers=1)
+    results = executor.apply(build_plan(facts, handover=handover))
+    assert results["orders"].ok, results["orders"]
+    return results["orders"]
+
+
+@pytest.mark.parametrize("handover", ["warm", "cold"])
+def test_a_query_change_deletes_the_old_versions_beacon_once_the_new_one_is_recorded(handover):
+    world = fake_world()
+    store, _, state, _ = world
+    deploy(world, BASE, handover)
+    write_beacon(state, ROOT, "orders", 1, "run-1")
+    deploy(world, CONFIG, handover)  # the same version: its new run starts its beacon over
+    v1 = write_beacon(state, ROOT, "orders", 1, "run-2")
+    deploy(world, CONFIG, handover)  # nothing to do
+    assert v1 in state.files
+    result = deploy(world, QUERY, handover)
+    assert "recorded v2" in result.steps
+    assert store.manifests["orders"].meta.query_version == 2
+    assert v1 not in state.files and v1 in state.deleted
+
+
+def test_a_beacon_that_cannot_be_deleted_fails_nothing():
+    world = fake_world()
+    _, _, state, _ = world
+    deploy(world, BASE, "cold")
+    v1 = write_beacon(state, ROOT, "orders", 1, "run-1")
+    deletes = state.delete
+
+    def refuse_the_beacon(location):
+        if location == v1:
+            raise StorageError(f"cannot delete {location}: SlowDown (HTTP 503)")
+        return deletes(location)
+
+    state.delete = refuse_the_beacon
+    result = deploy(world, QUERY, "cold")
+    assert result.summary.endswith("manifest recorded"), result.summary
+    assert v1 in state.files
+    assert beacon_location(ROOT, "orders", 2) != v1
