@@ -17,9 +17,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from", dest="first", type=int, default=0, help="the first seed")
     parser.add_argument("--workers", type=int, default=1, help="--seeds: processes at once")
     parser.add_argument("--quiet", action="store_true", help="--seed: no history, the checks only")
+    parser.add_argument(
+        "--one-machine",
+        action="store_true",
+        help="every process on one host: a dead holder's lock is taken over at once",
+    )
     args = parser.parse_args(argv)
     if args.seed is not None:
-        outcome = run_seed(args.seed, verbose=True)
+        outcome = run_seed(args.seed, verbose=True, one_machine=args.one_machine)
         for line in outcome.scenario.describe():
             print(line)
         if not args.quiet:
@@ -34,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if outcome.violations else 0
     count = args.seeds or 100
     failed, begun = 0, time.monotonic()
-    for _, line in run_many(args.first, count, args.workers):
+    for _, line in run_many(args.first, count, args.workers, args.one_machine):
         if line is not None:
             failed += 1
             print(line, flush=True)

@@ -51,10 +51,12 @@ class Outcome:
 
 
 @contextmanager
-def deterministic(rt: SimRuntime, rng: random.Random) -> Iterator[None]:
+def deterministic(rt: SimRuntime, rng: random.Random, one_machine: bool) -> Iterator[None]:
     """uuid4 and the product's UTC stamps from the seed and the virtual clock; the pids, the
-    host and the process table the lock consults from the simulated processes (one machine), so
-    a replay never depends on which pids the real machine has."""
+    machines and the process table the lock consults from the simulated processes, so a replay
+    never depends on which pids the real machine has. `one_machine`: every process on one host
+    and pid namespace (a holder whose process is gone is taken over at once); else each on its
+    own (as CI runners are: a lock is taken over only once it expired)."""
     saved = (uuid.uuid4, stored_module.utc_now_iso, intents_module.utc_now_iso)
     machine = (os.getpid, socket.gethostname, lock_module.this_machine)
     table = (procs.start_marker, procs.is_same_process)
@@ -79,7 +81,7 @@ def deterministic(rt: SimRuntime, rng: random.Random) -> Iterator[None]:
     intents_module.utc_now_iso = utc_now_iso  # type: ignore[assignment]
     os.getpid = getpid
     socket.gethostname = lambda: "sim-host"
-    lock_module.this_machine = lambda: "sim-boot/sim-pid-namespace"
+    lock_module.this_machine = lambda: "sim-boot/" + ("one" if one_machine else str(getpid()))
     procs.start_marker = start_marker
     procs.is_same_process = lambda pid, marker: start_marker(pid) == marker
     try:
@@ -190,7 +192,7 @@ class Director:
             for job, outcome, _ in said:
                 if outcome in ("stopped", "not-running"):
                     self.world.track.stopped.setdefault(job, (self.rt.step, name))
-                    alive = self.world.live_runs(job)
+                    alive = [r for r in self.world.live_runs(job) if r.writer]
                     if alive:
                         self.world.violate(
                             "runs-after-stop",
@@ -346,7 +348,7 @@ class Director:
         w.log("END")
 
 
-def run_seed(seed: int, verbose: bool = False) -> Outcome:
+def run_seed(seed: int, verbose: bool = False, one_machine: bool = False) -> Outcome:
     scenario = generate(seed)
     rng = random.Random(f"world-{seed}")
     rt = SimRuntime(rng)
@@ -375,7 +377,7 @@ def run_seed(seed: int, verbose: bool = False) -> Outcome:
 
     rt.after_step = after_step
     said = Stream(world, "stderr")
-    with runtime.install(rt), deterministic(rt, rng), contextlib.redirect_stderr(said):
+    with runtime.install(rt), deterministic(rt, rng, one_machine), contextlib.redirect_stderr(said):
         world.cluster = rt.process("cluster", lambda: rt.block(until=lambda: False))
         boss = rt.process("director", director.run)
         note = rt.run(boss, MAX_STEPS)
@@ -384,25 +386,27 @@ def run_seed(seed: int, verbose: bool = False) -> Outcome:
     return Outcome(seed, scenario, world.violations, world.history, rt.step, rt.now, note, crashes)
 
 
-def failing_line(seed: int) -> str | None:
+def failing_line(seed: int, one_machine: bool = False) -> str | None:
     """One seed's first violation of each kind on one line; None when it kept every check."""
-    outcome = run_seed(seed)
+    outcome = run_seed(seed, one_machine=one_machine)
     if not outcome.violations and not outcome.note:
         return None
     return f"seed {seed}: " + " | ".join(outcome.first_lines() or [outcome.note])
 
 
-def _chunk(seeds: list[int]) -> list[tuple[int, str | None]]:
-    return [(seed, failing_line(seed)) for seed in seeds]
+def _chunk(seeds: list[int], one_machine: bool = False) -> list[tuple[int, str | None]]:
+    return [(seed, failing_line(seed, one_machine)) for seed in seeds]
 
 
-def run_many(first: int, count: int, workers: int = 1) -> Iterator[tuple[int, str | None]]:
+def run_many(
+    first: int, count: int, workers: int = 1, one_machine: bool = False
+) -> Iterator[tuple[int, str | None]]:
     """(seed, its failing line or None) for `count` seeds from `first`, in seed order;
     `workers` processes at once (each seed replays the same in any process)."""
     seeds = list(range(first, first + count))
     if workers <= 1:
         for seed in seeds:
-            yield seed, failing_line(seed)
+            yield seed, failing_line(seed, one_machine)
         return
     import concurrent.futures
     import multiprocessing
@@ -411,5 +415,5 @@ def run_many(first: int, count: int, workers: int = 1) -> Iterator[tuple[int, st
     chunks = [seeds[i : i + size] for i in range(0, len(seeds), size)]
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        for found in pool.map(_chunk, chunks):
+        for found in pool.map(_chunk, chunks, [one_machine] * len(chunks)):
             yield from found

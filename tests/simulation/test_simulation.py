@@ -39,9 +39,11 @@ def test_a_replay_does_not_depend_on_the_machines_processes(monkeypatch) -> None
     1597 because a real process had the one pid every simulated process used to share)."""
     from flink_sql_runner.host import processes
 
-    alone = run_seed(1597)
-    monkeypatch.setattr(processes, "start_marker", lambda pid: "linux:1")
-    monkeypatch.setattr(processes, "is_same_process", lambda pid, marker: False)
-    crowded = run_seed(1597)
-    assert alone.history == crowded.history
-    assert not alone.violations, [v.line() for v in alone.violations]
+    for one_machine in (False, True):
+        alone = run_seed(1597, one_machine=one_machine)
+        with monkeypatch.context() as patch:
+            patch.setattr(processes, "start_marker", lambda pid: "linux:1")
+            patch.setattr(processes, "is_same_process", lambda pid, marker: False)
+            crowded = run_seed(1597, one_machine=one_machine)
+        assert alone.history == crowded.history
+        assert not alone.violations, [v.line() for v in alone.violations]

@@ -290,14 +290,8 @@ class World:
                 + ", ".join(r.describe() for r in alive)
                 + " may be alive",
             )
-        stopped = self.track.stopped.get(run.name)
-        if stopped is not None:
-            self.violate(
-                "runs-after-stop",
-                f"{run.describe()} started although the job was "
-                f"stopped on purpose at step {stopped[0]} by {stopped[1]} and no "
-                "deploy asked for it since",
-            )
+        if run.writer:
+            self.check_not_stopped(run, "started")
         self.rt.spawn(
             lambda: self.drive(run),
             f"driver-{run.name}-{len(self.runs)}",
@@ -305,6 +299,20 @@ class World:
             proc=self.cluster,
         )
         return run
+
+    def check_not_stopped(self, run: SimRun, what: str) -> None:
+        """A run of a job stopped on purpose begins to write (it starts, or a prepared one is
+        given its go) before a deploy asked for the job again. A prepared run waiting for a go
+        writes nothing: one whose submission was still on its way when its deployer was killed
+        may start after a stop, and must end by itself without its go."""
+        stopped = self.track.stopped.get(run.name)
+        if stopped is not None:
+            self.violate(
+                "runs-after-stop",
+                f"{run.describe()} {what} although the job was "
+                f"stopped on purpose at step {stopped[0]} by {stopped[1]} and no "
+                "deploy asked for it since",
+            )
 
     def end_run(self, run: SimRun, how: str, state: str | None, error: str = "") -> None:
         if run.gone:
@@ -415,6 +423,7 @@ class World:
                         + ", ".join(r.describe() for r in alive)
                         + " may be alive",
                     )
+                self.check_not_stopped(run, "was given its go")
                 run.writer = True
                 run.status_file, run.stop_marker = doc["status-file"], doc["stop-marker"]
                 run.beacon = str(doc.get("beacon-file") or "")
