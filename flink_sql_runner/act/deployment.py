@@ -201,6 +201,7 @@ class Deployment:
             include_orphans=include_orphans,
             workers=max(GATHER_WORKERS, self.settings.parallelism),
             first=first,
+            running_commits=False,
         )
         mark("gathered")
         spark = self.target.spark_version()

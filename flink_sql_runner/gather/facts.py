@@ -63,10 +63,14 @@ def gather(
     workers: int = GATHER_WORKERS,
     listing: Listing | None = None,
     first: FirstReads | None = None,
+    running_commits: bool = True,
 ) -> list[JobFacts]:
     """Every fact the decision tree needs, read before anything is decided or done. `listing`:
     the target's listing when the caller already has it (one listing per command); `first`:
-    `first_reads` when the caller asked them already (while it read the job files)."""
+    `first_reads` when the caller asked them already (while it read the job files).
+    `running_commits`: False for a plan, which decides a job whose run is alive (and that has
+    no intent record) without its checkpoint's metadata and commits (decide/tree.py): those
+    are not read for it (`CheckpointFacts.inspected`)."""
     desired = {job.name: job for job in jobs}
     names = set(desired)
     if first is None:
@@ -91,8 +95,9 @@ def gather(
         if problem:
             return JobFacts(name, job, None, facts.runs, problem=problem)
         try:
-            checkpoint = _checkpoint_facts(name, job, previous, storage)
             intent = intent_of.get(name)
+            inspect = running_commits or intent is not None or not facts.alive
+            checkpoint = _checkpoint_facts(name, job, previous, storage, inspect)
             settled = _intent_facts(intent, facts, storage) if intent else None
         except FsrError as exc:
             problem = str(exc).splitlines()[0]
@@ -113,6 +118,7 @@ def _checkpoint_facts(
     job: Job | None,
     stored: StoredManifest | None,
     storage: Storage,
+    inspect: bool = True,
 ) -> CheckpointFacts | None:
     root = job.checkpoint_root if job else None
     stored_root = str(stored.job.get("checkpoint-root", "")).rstrip("/") if stored else ""
@@ -123,6 +129,9 @@ def _checkpoint_facts(
     if stored is None or not stored_root:
         return CheckpointFacts(f"{root}/{name}", False, None, highest)
     location = f"{stored_root}/{name}/{stored.meta.query_version}"
+    if not inspect:  # what it pins, from its latest offsets file; not its metadata and commits
+        pins = checkpoints.pinned_settings(storage, location)
+        return CheckpointFacts(location, False, None, highest, pins, inspected=False)
     info = checkpoints.inspect_checkpoint(storage, location)
     pinned = None
     if info.last_offset is not None:
