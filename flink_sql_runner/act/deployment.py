@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -34,9 +33,8 @@ from flink_sql_runner.decide.plan import build_plan, plan_lineage
 from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
-from flink_sql_runner.gather.facts import GATHER_WORKERS, FirstReads, first_reads, gather
+from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.gather.schemas import Ask, Check, gather_contracts, run_probe
-from flink_sql_runner.host import runtime
 from flink_sql_runner.host.atomic import replace_file
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
@@ -83,9 +81,6 @@ class Deployment:
         self.acting: Executor | None = None
         #: Whether the deploy's plan was carried out (only its report is left).
         self.acted = False
-        #: The store's listing, intents and the target's runs, asked while the files were read
-        #: (`reading_ahead`); taken by the next `plan`.
-        self._ahead: Future[FirstReads] | None = None
 
     @property
     def store(self) -> ManifestStore:
@@ -175,24 +170,7 @@ class Deployment:
         return job
 
     # -- commands ---------------------------------------------------------------------------
-    @contextmanager
-    def reading_ahead(self) -> Iterator[None]:
-        """For a command that reads the store without holding its lock (`plan`): the store's
-        listing, its intent records and the target's runs are asked in a thread while the
-        files are read, and the next `plan` takes them (still one look at the store per
-        command). What fails there is reported by that `plan`, as it would have been: after
-        the inputs were found valid."""
-        with runtime.pool(1, "ahead") as pool:
-            self._ahead = pool.submit(lambda: first_reads(self.store, self.target))
-            try:
-                yield
-            finally:
-                self._ahead = None
-
     def plan(self, jobs: list[Job], include_orphans: bool = True, prune: bool = False) -> Plan:
-        ahead, self._ahead = self._ahead, None
-        # Taken before the store and the target are touched here: the thread made them.
-        first = ahead.result() if ahead is not None else None
         facts = gather(
             jobs,
             self.store,
@@ -200,7 +178,6 @@ class Deployment:
             self.storage,
             include_orphans=include_orphans,
             workers=max(GATHER_WORKERS, self.settings.parallelism),
-            first=first,
             running_commits=False,
         )
         mark("gathered")

@@ -64,9 +64,8 @@ def plan(
     checks what a changed query would write against what its sink holds (Spark's analyser in
     one local session; docs/schema-contracts.md); changes nothing."""
     deployment = Deployment(settings_from(paths, **kw))
-    with deployment.reading_ahead():  # the store is read while the files are
-        jobs = load(deployment, sources=deployment.sources_checked())
-        result = deployment.plan(jobs)
+    jobs = load(deployment, sources=deployment.sources_checked())
+    result = deployment.plan(jobs)
     click.echo(_shown_plan(result, output, deployment, jobs))
     return _plan_exit(result, detailed_exitcode)
 

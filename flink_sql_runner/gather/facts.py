@@ -9,18 +9,17 @@ whole command, since no job can be decided without knowing what runs.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather import checkpoints
 from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles, run_status
 from flink_sql_runner.model.facts import CheckpointFacts, IntentFacts, JobFacts
-from flink_sql_runner.model.intents import Intent, IntentLog, IntentReads, settle
+from flink_sql_runner.model.intents import Intent, IntentLog, settle
 from flink_sql_runner.model.runs import Listing
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
-from flink_sql_runner.stores.base import ManifestStore, Snapshot
+from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.s3uri import is_s3_uri
 from flink_sql_runner.stores.storage import Storage
 from flink_sql_runner.stores.webhdfs import is_hdfs_uri
@@ -28,30 +27,6 @@ from flink_sql_runner.targets.base import Target
 
 #: Reads (store, checkpoints) are I/O: many at once.
 GATHER_WORKERS = 32
-
-
-@dataclass(frozen=True)
-class FirstReads:
-    """What gathering begins with: the store's listing, its intent records and what runs."""
-
-    snapshot: Snapshot
-    intents: IntentReads
-    listing: Listing
-
-
-def first_reads(store: ManifestStore, target: Target, listing: Listing | None = None) -> FirstReads:
-    """The three independent questions every gather begins with, asked at once; answers are
-    taken in this order, so the first failure is the one reported. `listing`: the target's
-    listing when the caller already has it."""
-    with runtime.pool(3, "gather") as pool:
-        stored_names = pool.submit(store.snapshot)
-        pending = pool.submit(IntentLog(store).read_all)
-        runs = pool.submit(target.list_runs) if listing is None else None
-        snapshot = stored_names.result()
-        intents = pending.result()
-        listing = runs.result() if runs is not None else listing
-    assert listing is not None
-    return FirstReads(snapshot, intents, listing)
 
 
 def gather(
@@ -62,20 +37,25 @@ def gather(
     include_orphans: bool = True,
     workers: int = GATHER_WORKERS,
     listing: Listing | None = None,
-    first: FirstReads | None = None,
     running_commits: bool = True,
 ) -> list[JobFacts]:
     """Every fact the decision tree needs, read before anything is decided or done. `listing`:
-    the target's listing when the caller already has it (one listing per command); `first`:
-    `first_reads` when the caller asked them already (while it read the job files).
+    the target's listing when the caller already has it (one listing per command).
     `running_commits`: False for a plan, which decides a job whose run is alive (and that has
     no intent record) without its checkpoint's metadata and commits (decide/tree.py): those
     are not read for it (`CheckpointFacts.inspected`)."""
     desired = {job.name: job for job in jobs}
     names = set(desired)
-    if first is None:
-        first = first_reads(store, target, listing)
-    snapshot, intents, listing = first.snapshot, first.intents, first.listing
+    # Three independent questions (the store's listing, its intent records, what runs) are
+    # asked at once; answers are taken in this order, so the first failure is the one reported.
+    with runtime.pool(3, "gather") as pool:
+        stored_names = pool.submit(store.snapshot)
+        pending = pool.submit(IntentLog(store).read_all)
+        runs = pool.submit(target.list_runs) if listing is None else None
+        snapshot = stored_names.result()
+        intents = pending.result()
+        listing = runs.result() if runs is not None else listing
+    assert listing is not None
     if include_orphans:
         names |= set(snapshot.names) | set(listing.runs)
         # A job whose first start failed is known by the record it kept, and by nothing else.
