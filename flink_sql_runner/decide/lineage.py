@@ -393,14 +393,8 @@ def _parents(path: str) -> list[str]:
     if "://" in path:
         scheme, _, path = path.partition("://")
         prefix = scheme + "://"
-    found = []
-    while True:  # one cut a folder, from the deepest up (not a join of the parts per folder)
-        path, sep, _ = path.rpartition("/")
-        if not sep:
-            return found
-        found.append(prefix + (path or "/"))
-        if not path:
-            return found
+    parts = path.split("/")
+    return [prefix + ("/".join(parts[:n]) or "/") for n in range(len(parts) - 1, 0, -1)]
 
 
 # -- the graph ----------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from flink_sql_runner.decide import lineage as lineage_module
 from flink_sql_runner.decide.lineage import build_lineage
 from tests.support.graphs import catalog, chain, folder, job, stored
 
@@ -245,20 +244,3 @@ def test_no_jobs_no_lineage() -> None:
         "cycles": [],
         "unused-tables": [],
     }
-
-
-@pytest.mark.parametrize(
-    "path, parents",
-    [
-        ("/a/b/c", ["/a/b", "/a", "/"]),
-        ("/a/b/", ["/a/b", "/a", "/"]),
-        ("/", ["/"]),
-        ("a/b", ["a"]),
-        ("a//b", ["a/", "a"]),
-        ("", []),
-        ("s3://bucket/a/c", ["s3://bucket/a", "s3://bucket"]),
-        ("hdfs://nn:8020/x", ["hdfs://nn:8020"]),
-    ],
-)
-def test_the_folders_above_a_path(path: str, parents: list[str]) -> None:
-    assert lineage_module._parents(path) == parents
