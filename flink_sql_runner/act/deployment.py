@@ -178,6 +178,7 @@ class Deployment:
             self.storage,
             include_orphans=include_orphans,
             workers=max(GATHER_WORKERS, self.settings.parallelism),
+            running_commits=False,
         )
         mark("gathered")
         spark = self.target.spark_version()

@@ -303,17 +303,22 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
     query_reason = f"query changed ({_summary(changes, ChangeKind.QUERY)})"
     config_reason = f"config changed ({_summary(changes, ChangeKind.CONFIG)})"
     same_version = manifest_of(desired, stored.meta)
-    new_version = manifest_of(desired, Meta.new(clean_version))
     back = (StartRun(stored, clean=False, source="the store"),)
-    # A new version's Kafka sources start where this one stopped (decide/offsets.py); a manifest
-    # converted from the original tool has no checkpoint of Spark's to start from.
-    carry = (
-        offset_carry(stored, new_version, checkpoint_location(stored))
-        if "checkpoint-root" in stored.job
-        else None
-    )
-    carried = f"; {carry.describe()}" if carry is not None and carry.describe() else ""
-    start_new = StartRun(new_version, True, desired.file, carry=carry)
+
+    def start_clean() -> tuple[StartRun, Record, str]:
+        """The clean start of a new version, its record, and what it says of Kafka offsets;
+        made only where the decision starts one (most jobs of a plan change nothing)."""
+        new_version = manifest_of(desired, Meta.new(clean_version))
+        # A new version's Kafka sources start where this one stopped (decide/offsets.py); a
+        # manifest converted from the original tool has no checkpoint of Spark's to start from.
+        carry = (
+            offset_carry(stored, new_version, checkpoint_location(stored))
+            if "checkpoint-root" in stored.job
+            else None
+        )
+        carried = f"; {carry.describe()}" if carry is not None and carry.describe() else ""
+        start = StartRun(new_version, True, desired.file, carry=carry)
+        return start, Record(new_version), carried
 
     if running is not None:
         if running.version is not None and running.version != version:
@@ -345,12 +350,13 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
                 steps=(stop, StartRun(same_version, False, desired.file), Record(same_version)),
                 rollback=back,
             )
+        start_new, record_new, carried = start_clean()
         return decision(
             Action.STOP_AND_START_CLEAN,
             clean_version,
             f"{query_reason}: stop, start clean as version {clean_version}{carried}",
             changes,
-            steps=(stop, start_new, Record(new_version)),
+            steps=(stop, start_new, record_new),
             rollback=back,
         )
 
@@ -367,12 +373,13 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
             )
         return decision(Action.NOOP, version, f"stopped, as desired{later}", changes)
     if kind is ChangeKind.QUERY:
+        start_new, record_new, carried = start_clean()
         return decision(
             Action.START_CLEAN,
             clean_version,
             f"not running; {query_reason}: start clean as version {clean_version}{carried}",
             changes,
-            steps=(start_new, Record(new_version)),
+            steps=(start_new, record_new),
         )
     if checkpoint is None or not checkpoint.valid:
         where = checkpoint.location if checkpoint else "its checkpoint"

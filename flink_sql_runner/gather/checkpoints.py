@@ -152,10 +152,11 @@ def highest_version(storage: Storage, job_location: str) -> int:
     (`_control/v<N>.*`, written before a run is submitted). A version a start was begun for is
     never started clean again, even when that run left no checkpoint: it may still appear."""
     location = job_location.rstrip("/")
-    used = numbers(storage.dir_names(location))
-    used += [
-        int(m[1]) for f in storage.file_names(f"{location}/_control") if (m := _CONTROL.match(f))
-    ]
+    folders = storage.dir_names(location)
+    used = numbers(folders)
+    if "_control" in folders:  # not listed when the listing above shows it is not there
+        control = storage.file_names(f"{location}/_control")
+        used += [int(m[1]) for f in control if (m := _CONTROL.match(f))]
     return max(used, default=0)
 
 

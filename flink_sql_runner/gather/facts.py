@@ -37,9 +37,13 @@ def gather(
     include_orphans: bool = True,
     workers: int = GATHER_WORKERS,
     listing: Listing | None = None,
+    running_commits: bool = True,
 ) -> list[JobFacts]:
     """Every fact the decision tree needs, read before anything is decided or done. `listing`:
-    the target's listing when the caller already has it (one listing per command)."""
+    the target's listing when the caller already has it (one listing per command).
+    `running_commits`: False for a plan, which decides a job whose run is alive (and that has
+    no intent record) without its checkpoint's metadata and commits (decide/tree.py): those
+    are not read for it (`CheckpointFacts.inspected`)."""
     desired = {job.name: job for job in jobs}
     names = set(desired)
     # Three independent questions (the store's listing, its intent records, what runs) are
@@ -71,8 +75,9 @@ def gather(
         if problem:
             return JobFacts(name, job, None, facts.runs, problem=problem)
         try:
-            checkpoint = _checkpoint_facts(name, job, previous, storage)
             intent = intent_of.get(name)
+            inspect = running_commits or intent is not None or not facts.alive
+            checkpoint = _checkpoint_facts(name, job, previous, storage, inspect)
             settled = _intent_facts(intent, facts, storage) if intent else None
         except FsrError as exc:
             problem = str(exc).splitlines()[0]
@@ -89,7 +94,11 @@ def gather(
 
 
 def _checkpoint_facts(
-    name: str, job: Job | None, stored: StoredManifest | None, storage: Storage
+    name: str,
+    job: Job | None,
+    stored: StoredManifest | None,
+    storage: Storage,
+    inspect: bool = True,
 ) -> CheckpointFacts | None:
     root = job.checkpoint_root if job else None
     stored_root = str(stored.job.get("checkpoint-root", "")).rstrip("/") if stored else ""
@@ -100,6 +109,9 @@ def _checkpoint_facts(
     if stored is None or not stored_root:
         return CheckpointFacts(f"{root}/{name}", False, None, highest)
     location = f"{stored_root}/{name}/{stored.meta.query_version}"
+    if not inspect:  # what it pins, from its latest offsets file; not its metadata and commits
+        pins = checkpoints.pinned_settings(storage, location)
+        return CheckpointFacts(location, False, None, highest, pins, inspected=False)
     info = checkpoints.inspect_checkpoint(storage, location)
     pinned = None
     if info.last_offset is not None:

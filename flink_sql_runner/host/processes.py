@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -15,10 +16,10 @@ def start_marker(pid: int) -> str | None:
     /proc/<pid>/stat field 22 on Linux; `ps -o lstart=` elsewhere. None if no such process
     (or a zombie, which has finished).
     """
-    stat = Path(f"/proc/{pid}/stat")
-    if stat.parent.parent.is_dir() and Path("/proc/self/stat").exists():
+    if _has_proc():
         try:
-            text = stat.read_text()
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as file:
+                text = file.read()
         except OSError:
             return None
         fields = text[text.rindex(")") + 2 :].split()
@@ -40,8 +41,23 @@ def start_marker(pid: int) -> str | None:
     return "ps:" + " ".join(out.split()[:-1])
 
 
-def is_same_process(pid: int, marker: str) -> bool:
-    return pid > 0 and start_marker(pid) == marker
+@functools.cache
+def _has_proc() -> bool:
+    """Whether this machine has Linux's /proc (asked once per process)."""
+    return Path("/proc").is_dir() and Path("/proc/self/stat").exists()
+
+
+def is_same_process(pid: int, marker: str, known: dict[int, str | None] | None = None) -> bool:
+    """Whether `pid` is still the process `marker` was taken of. `known`: start markers already
+    read in this look (pid -> marker), used and filled, so that records naming one pid read it
+    once."""
+    if pid <= 0:
+        return False
+    if known is None:
+        return start_marker(pid) == marker
+    if pid not in known:
+        known[pid] = start_marker(pid)
+    return known[pid] == marker
 
 
 def wait_gone(pid: int, marker: str, timeout: float, poll: float = 0.1) -> bool:

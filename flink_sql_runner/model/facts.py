@@ -24,6 +24,10 @@ class CheckpointFacts:
     #: The Spark settings the checkpoint pins (the `conf` map of its latest offsets file),
     #: setting -> value; None when no checkpoint is readable (what it pins is unknown).
     pinned: dict[str, str] | None = field(default=None, hash=False)
+    #: False when its `metadata` and commits were not read (a plan of a job that runs needs
+    #: only its highest version and what it pins): `valid` and `last_committed` then say
+    #: nothing, and a decision that needs them finds no valid checkpoint.
+    inspected: bool = True
 
 
 @dataclass(frozen=True)

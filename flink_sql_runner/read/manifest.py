@@ -168,6 +168,9 @@ class JobLoader:
         #: How many times a job named a table the catalog does not declare.
         self.missing_tables = 0
         self._missing_sources: list[_MissingSource] = []
+        #: Whether each source path looked at is missing: looked at once per command, however
+        #: many jobs read it.
+        self._missing: dict[str, bool] = {}
         self.cache = cache
         #: Everything a job's read depends on beside its file and the catalog's answers.
         self._context = digest(
@@ -478,7 +481,10 @@ class JobLoader:
             relative = written.get(field)
             if path is None or (relative is None and self.sources is not SourceCheck.LOCAL):
                 continue
-            if missing(path):
+            gone = self._missing.get(path)
+            if gone is None:
+                gone = self._missing[path] = missing(path)
+            if gone:
                 file, where = origin(name, f"options.{key}")
                 self._missing_sources.append(
                     _MissingSource(file, where, name, str(value), relative, job.name)

@@ -164,6 +164,7 @@ class LocalTarget:
 
     def list_runs(self) -> Listing:
         found = []
+        markers: dict[int, str | None] = {}  # one read of /proc per pid in this listing
         for name, path in self._record_files():
             try:
                 record = self._read(path)
@@ -174,7 +175,7 @@ class LocalTarget:
                         liveness=Liveness.UNKNOWN)
                 )  # fmt: skip
                 continue
-            if procs.is_same_process(int(record["pid"]), str(record["started"])):
+            if procs.is_same_process(int(record["pid"]), str(record["started"]), markers):
                 found.append(self._run(record))
         return Listing.of_runs(found)
 

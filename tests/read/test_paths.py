@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from flink_sql_runner.errors import InvalidInput
+from flink_sql_runner.read import manifest as manifest_module
 from flink_sql_runner.read.catalog import load_catalog
 from flink_sql_runner.read.manifest import Job, load_jobs
 from flink_sql_runner.read.paths import SourceCheck
@@ -293,3 +294,22 @@ def test_deploy_job_with_a_missing_source_exits_2_and_touches_nothing(tmp_path: 
     assert result.returncode == 2, result.stderr
     assert "tables[0].options.path: table 'orders': " in result.stderr
     assert not state.exists()
+
+
+def test_a_source_many_jobs_read_is_looked_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three jobs read one missing folder: one look, and each job is named in the problem."""
+    orders = {**ORDERS, "options": {"path": "gone"}}
+    outs = [{**OUT, "name": f"out{n}", "options": {"path": f"out/{n}"}} for n in range(3)]
+    root = project(tmp_path, orders, *outs)
+    (root / "jobs" / "copy.yaml").unlink()
+    for n in range(3):
+        job = {"name": f"copy{n}", "target-table": f"out{n}", "sql": "SELECT id FROM orders"}
+        (root / "jobs" / f"copy{n}.yaml").write_text(yaml.safe_dump(job))
+    looked: list[str] = []
+    real = manifest_module.missing
+    monkeypatch.setattr(manifest_module, "missing", lambda p: looked.append(p) or real(p))
+    (problem,) = problems(root, SourceCheck.LOCAL)
+    assert len(looked) == 1 and looked[0].endswith("/gone")
+    assert all(f"copy{n}" in problem for n in range(3)), problem

@@ -248,3 +248,19 @@ def test_each_run_logs_to_a_file_of_its_own_and_old_ones_go(tmp_path: Path, fake
             found = target._record_of(s.run)
             if found and found[1]:
                 procs.kill_group(int(found[1]["pid"]), str(found[1]["started"]))
+
+
+def test_a_listing_reads_each_pid_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records naming one process read its start once per listing; a record whose marker is
+    not that process's is still not listed."""
+    target = LocalTarget(tmp_path / "state", master="local[2]")
+    me, started = os.getpid(), procs.start_marker(os.getpid())
+    for n, marker in enumerate([started, started, started, "linux:0"]):
+        folder = target.runs / f"job{n}"
+        folder.mkdir(parents=True)
+        record = {"name": f"job{n}", "version": 1, "run-id": f"r{n}", "pid": me, "started": marker}
+        (folder / f"r{n}.json").write_text(json.dumps(record))
+    read, real = [], procs.start_marker
+    monkeypatch.setattr(procs, "start_marker", lambda pid: read.append(pid) or real(pid))
+    assert sorted(target.list_runs().runs) == ["job0", "job1", "job2"]
+    assert read == [me]

@@ -1,0 +1,117 @@
+"""What a plan reads, counted: the checkpoint of a job whose run is alive is not inspected for
+what its decision does not use (its metadata and commits), and the decision is the same as
+with everything read; a job folder without `_control` is not listed for it."""
+
+from __future__ import annotations
+
+import pytest
+
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.gather.checkpoints import highest_version
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.intents import Intent, IntentLog, Kind, Phase
+from flink_sql_runner.model.runs import Run
+from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
+from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, make_job, stored_of
+
+
+class CountingStorage(FakeStorage):
+    """FakeStorage that remembers every read and listing, by location."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+        self.listed: list[str] = []
+
+    def read_bytes(self, location: str) -> bytes | None:
+        self.reads.append(location)
+        return super().read_bytes(location)
+
+    def file_names(self, folder: str) -> list[str]:
+        self.listed.append(folder)
+        return super().file_names(folder)
+
+    def dir_names(self, folder: str) -> list[str]:
+        self.listed.append(folder)
+        return super().dir_names(folder)
+
+
+def world(running: bool, pins: dict[str, str] | None = None):
+    store, target, storage = FakeStore(), FakeTarget(), CountingStorage()
+    stored = stored_of(BASE, 1)
+    store.put(stored)
+    location = f"{ROOT}/orders/1"
+    storage.add_checkpoint(location, 7)
+    if pins is not None:
+        conf = ", ".join(f'"{k}": "{v}"' for k, v in pins.items())
+        storage.files[f"{location}/offsets/7"] = 'v1\n{"conf": {' + conf + "}}\n{}"
+    if running:
+        target.add_run(Run("orders", 1, "run-1", "pid 42"))
+    return store, target, storage, location
+
+
+def decided(desired, running: bool, full: bool, pins: dict[str, str] | None = None):
+    store, target, storage, location = world(running, pins)
+    facts = gather([desired], store, target, storage, workers=1, running_commits=full)
+    return build_plan(facts).decisions[0], storage, location
+
+
+PINNED_CHANGED = make_job(sparkProperties={"spark.sql.shuffle.partitions": "8"})
+CASES = [
+    ("running-unchanged", BASE, True),
+    ("running-config", CONFIG, True),
+    ("running-query", QUERY, True),
+    ("stopped-unchanged", BASE, False),
+    ("stopped-config", CONFIG, False),
+    ("stopped-query", QUERY, False),
+    ("running-pinned-changed", PINNED_CHANGED, True),
+]
+
+
+@pytest.mark.parametrize("desired, running", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_a_plan_decides_as_with_everything_read(desired, running) -> None:
+    pins = {"spark.sql.shuffle.partitions": "4"}
+    lean, _, _ = decided(desired, running, full=False, pins=pins)
+    full, _, _ = decided(desired, running, full=True, pins=pins)
+    assert (lean.action, lean.version, lean.reason) == (full.action, full.version, full.reason)
+    assert [type(s) for s in lean.steps] == [type(s) for s in full.steps]
+    assert lean.changes == full.changes
+
+
+def test_a_running_job_is_decided_without_its_metadata_and_commits() -> None:
+    pins = {"spark.sql.shuffle.partitions": "4"}
+    decision, storage, location = decided(PINNED_CHANGED, running=True, full=False, pins=pins)
+    assert f"{location}/metadata" not in storage.reads
+    assert f"{location}/commits" not in storage.listed
+    # What it pins is still read: the changed setting is refused as a restart.
+    assert f"{location}/offsets/7" in storage.reads
+    assert decision.action is Action.STOP_AND_START_CLEAN
+    assert "pinned by the checkpoint" in decision.changes[0].why
+
+
+def test_a_job_not_running_has_its_checkpoint_inspected() -> None:
+    decision, storage, location = decided(BASE, running=False, full=False)
+    assert f"{location}/metadata" in storage.reads
+    assert f"{location}/commits" in storage.listed
+    assert decision.action is Action.RESTART and "last committed batch 7" in decision.reason
+
+
+def test_a_running_job_with_an_intent_record_has_its_checkpoint_inspected() -> None:
+    store, target, storage, location = world(running=True)
+    manifest = stored_of(BASE, 1)
+    IntentLog(store).write(
+        Intent(manifest, "stop", "run-1", "2026-11-26T00:00:00Z", Phase.SUBMITTED, kind=Kind.STOP)
+    )
+    gather([BASE], store, target, storage, workers=1, running_commits=False)
+    assert f"{location}/metadata" in storage.reads
+    assert f"{location}/commits" in storage.listed
+
+
+def test_no_control_folder_is_not_listed() -> None:
+    storage = CountingStorage()
+    storage.add_checkpoint(f"{ROOT}/orders/3")
+    assert highest_version(storage, f"{ROOT}/orders") == 3
+    assert storage.listed == [f"{ROOT}/orders"]
+    storage.files[f"{ROOT}/orders/_control/v5.status.json"] = "{}"
+    assert highest_version(storage, f"{ROOT}/orders") == 5, "a version begun is counted"
