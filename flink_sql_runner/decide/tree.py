@@ -126,6 +126,17 @@ def settle_intent(
     failed = intent.failed_start
     if failed is not None and settled.outcome is Outcome.NOT_TAKEN:
         return _after_failed_start(untouched, failed, prune)
+    left_up = _start_left_up(facts)
+    if left_up is not None:
+        # What runs is what that start meant to record: adopted as its UP branch adopts it.
+        manifest = _as_started(intent.manifest, facts.desired)
+        adopted = replace(untouched, stored=manifest, checkpoint=checkpoint)
+        drop = DropIntent("the run it was to stop is up: a start's, recorded instead")
+        why = (
+            f"it was to stop v{intent.version}, which an interrupted start left up and the store "
+            "does not record: wait until it is healthy, record it; "
+        )
+        return adopted, (AwaitRun(left_up, manifest), Record(manifest), drop), (), note + why
     if settled.outcome is Outcome.NOT_TAKEN:
         drop = DropIntent(f"it did not take effect: {settled.why}")
         left = [r for r in facts.runs if intent.waits_for_go and r.run_id == intent.run_id]
@@ -166,6 +177,37 @@ def settle_intent(
     if facts.stored is not None and intent.action.startswith("stop-and-") and clean:
         rollback = (StartRun(facts.stored, clean=False, source="the store"),)
     return adopted, steps, rollback, note + "wait until it is healthy, record it; "
+
+
+def _start_left_up(facts: JobFacts) -> Run | None:
+    """The run of an interrupted start that a stop, interrupted before it stopped it, was to
+    stop; None if the job's intent is not such a stop. `stop NAME` records a start's manifest
+    whose run is up, stopped (act/stop.py): its own intent, written over the start's, carries
+    that manifest, of a version the store does not record. So a stop intent that did not take
+    effect, of another version than the store's, whose one run up is of its version, stands
+    for that start: its run is up, and it is completed as a start's would be."""
+    assert facts.intent is not None
+    settled = facts.intent.settled
+    intent = settled.intent
+    if intent.kind is not Kind.STOP or settled.outcome is not Outcome.NOT_TAKEN:
+        return None
+    if facts.stored is None or facts.stored.meta.query_version == intent.version:
+        return None
+    alive = facts.alive
+    if len(alive) != 1 or alive[0].version != intent.version:
+        return None
+    return alive[0]
+
+
+def _as_started(manifest: StoredManifest, desired: Job | None) -> StoredManifest:
+    """A start's manifest from the stopped copy a stop's intent carries (`as_stopped`): its
+    desired-state as the job file writes it (a start is of a job that runs)."""
+    job = dict(manifest.job)
+    if desired is not None and "desired-state" not in desired.spec:
+        job.pop("desired-state", None)
+    else:
+        job["desired-state"] = "running"
+    return replace(manifest, job=job)
 
 
 def _after_failed_start(

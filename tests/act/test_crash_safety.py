@@ -11,10 +11,14 @@ import pytest
 
 from flink_sql_runner.act.executor import Executor
 from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.act.stop import stop_jobs
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.errors import StoreError
 from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.intents import IntentLog, Kind
 from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.stored import ANY
 from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
 from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, FakeRunner, stored_of
 
@@ -187,3 +191,60 @@ def test_the_plan_only_reads_an_intent_record():
     side = dict(world.store.side)
     build_plan(gather([CONFIG], world.store, world.target, world.state, workers=1))
     assert world.store.side == side and world.store.manifests["orders"].job == BASE.spec
+
+
+@pytest.mark.parametrize("desired", [QUERY, BASE], ids=["wants-v2", "wants-v1-query"])
+def test_a_stop_that_failed_over_a_start_left_up_does_not_block_the_next_deploy(desired):
+    """Seed 1007: a deploy dies while v2's run comes up (its start intent at submitted); `stop`
+    takes that start's manifest as what to record stopped, writes its stop intent over the
+    start's, and fails before it stopped anything. The stop intent carries v2 (stopped), the
+    store v1, the run up is v2's: the next deploy completes the start (records v2 once healthy)
+    and goes on from there, never with two runs."""
+    world = deployed(World("cold"), BASE, 1)
+    arm(world, "while-waiting-for-health")
+    with pytest.raises(Crash):
+        world.deploy([QUERY])
+    disarm(world)
+    assert (
+        world.running_version("orders") == 2
+        and world.store.manifests["orders"].meta.query_version == 1
+    )
+    real, writes = world.store.write_side, []
+
+    def then_503(key, text, *, expected=ANY):
+        if writes:
+            raise StoreError("cannot write memory://store/: SlowDown (HTTP 503) (switch)")
+        writes.append(text)
+        return real(key, text, expected=expected)
+
+    world.store.write_side = then_503
+    [stop] = stop_jobs(world.store, world.target, world.state, ["orders"], 5)
+    world.store.write_side = real
+    assert stop.outcome == "failed", stop.message
+    [intent] = IntentLog(world.store).read_all().intents.values()
+    assert (intent.kind, intent.version) == (Kind.STOP, 2), "the start's record is gone"
+    submissions = len(world.target.submissions)
+
+    plan, results = world.deploy([desired])
+
+    (decision,) = plan.decisions
+    assert "interrupted start left up" in decision.reason
+    assert results["orders"].ok, (decision, results["orders"])
+    steps = results["orders"].steps
+    assert [type(s).__name__ for s in decision.steps[:3]] == ["AwaitRun", "Record", "DropIntent"]
+    assert len(steps) == len(decision.steps), "the plan shows exactly the steps carried out"
+    assert steps[0].startswith("v2 (") and steps[0].endswith("became healthy")
+    assert steps[1] == "recorded v2"
+    assert world.target.double_starts == [], "never two runs"
+    assert world.store.side == {}, "no intent record left behind"
+    stored = world.store.manifests["orders"]
+    assert stored.job == desired.spec, "the store records what git says, running"
+    if desired is QUERY:
+        assert decision.action is Action.ADOPT
+        assert len(world.target.submissions) == submissions, "v2 is not started again"
+        assert (stored.meta.query_version, world.running_version("orders")) == (2, 2)
+    else:
+        assert decision.action is Action.STOP_AND_START_CLEAN
+        assert (stored.meta.query_version, world.running_version("orders")) == (3, 3)
+    again, _ = world.deploy([desired])
+    assert [d.action for d in again.decisions] == [Action.NOOP], again.decisions[0].reason

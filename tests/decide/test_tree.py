@@ -9,7 +9,10 @@ import pytest
 
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.tree import as_stopped, decide
 from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.facts import CheckpointFacts, IntentFacts, JobFacts
+from flink_sql_runner.model.intents import Kind, new_intent, settle
 from flink_sql_runner.model.runs import Run
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
 from tests.support.jobs import (
@@ -299,3 +302,40 @@ def test_plan_is_pending_only_when_something_would_change():
     assert Plan((unchanged, stopped)).pending
     error = plan_one(BASE, stored_of(BASE, 2), running=1, checkpoint_batch=1)
     assert Plan((error,)).errors and not Plan((unchanged,)).errors
+
+
+def stop_over_a_start_left_up(desired, *runs):
+    """Facts after seed 1007: the store records v1; `stop` took an interrupted start's v2 as
+    what to record stopped, wrote its stop intent over the start's and failed before it stopped
+    anything."""
+    started = stored_of(desired, 2)
+    intent = new_intent(as_stopped(started), "stop", "stop-run", Kind.STOP)
+    checkpoint = CheckpointFacts(f"{ROOT}/orders/2", True, 3, 2)
+    facts = JobFacts(
+        "orders",
+        desired,
+        stored_of(BASE, 1),
+        runs,
+        checkpoint,
+        IntentFacts(settle(intent, runs, None), checkpoint),
+    )
+    return started, decide(facts)
+
+
+def test_a_stop_that_failed_over_a_start_left_up_completes_that_start():
+    spec = {k: v for k, v in QUERY.spec.items() if k != "desired-state"}  # the file omits it
+    desired = replace(QUERY, spec=spec)
+    started, decision = stop_over_a_start_left_up(desired, Run("orders", 2, "r2", "fake 2"))
+
+    assert decision.action is Action.ADOPT, decision.reason
+    assert [type(s).__name__ for s in decision.steps] == ["AwaitRun", "Record", "DropIntent"]
+    recorded = decision.steps[1].manifest
+    assert recorded.job == desired.spec, "as it ran: not stopped, as the job file writes it"
+    assert recorded.meta == started.meta
+
+
+def test_a_stop_that_failed_with_two_runs_up_adopts_nothing():
+    runs = (Run("orders", 1, "r1", "fake 1"), Run("orders", 2, "r2", "fake 2"))
+    _, decision = stop_over_a_start_left_up(QUERY, *runs)
+    assert decision.action is Action.ERROR
+    assert not any(type(s).__name__ in ("AwaitRun", "Record") for s in decision.steps)
