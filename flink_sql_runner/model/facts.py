@@ -24,6 +24,9 @@ class CheckpointFacts:
     #: The Spark settings the checkpoint pins (the `conf` map of its latest offsets file),
     #: setting -> value; None when no checkpoint is readable (what it pins is unknown).
     pinned: dict[str, str] | None = field(default=None, hash=False)
+    #: Its `metadata` holds a query id but no batch was planned (no `offsets/`, no `commits/`):
+    #: the version's first run stopped before its first batch; Spark starts it as new.
+    unplanned: bool = False
 
 
 @dataclass(frozen=True)
