@@ -89,3 +89,13 @@ def offset_carry(
         not_carried=tuple(not_carried),
         sink_folder=sink.where if sink is not None and sink.kind == "folder" else None,
     )
+
+
+def kafka_at_default(manifest: StoredManifest) -> tuple[str, ...]:
+    """Its Kafka source tables without a `startingOffsets` of their own: a start from a new
+    checkpoint (or one that planned no batch) puts them at Spark's default, `latest`."""
+    return tuple(
+        sorted(
+            name for name, opts in _kafka_sources(manifest).items() if "startingoffsets" not in opts
+        )
+    )

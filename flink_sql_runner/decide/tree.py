@@ -9,7 +9,7 @@ from typing import Any
 from flink_sql_runner.decide import contracts
 from flink_sql_runner.decide.changes import Change, ChangeKind, diff, severity
 from flink_sql_runner.decide.decisions import Action, Decision
-from flink_sql_runner.decide.offsets import offset_carry
+from flink_sql_runner.decide.offsets import kafka_at_default, offset_carry
 from flink_sql_runner.decide.steps import (
     Archive,
     AwaitRun,
@@ -423,6 +423,8 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
             changes,
             steps=(start_new, record_new),
         )
+    if checkpoint is not None and checkpoint.unplanned:
+        return _unplanned(facts, checkpoint.location, kind, changes, config_reason, same_version)
     if checkpoint is None or not checkpoint.valid:
         where = checkpoint.location if checkpoint else "its checkpoint"
         return error(
@@ -441,6 +443,54 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
         f"not running; {what}restart from checkpoint ({resumed})",
         changes,
         steps=(StartRun(same_version, False, desired.file), Record(same_version)),
+    )
+
+
+def _unplanned(
+    facts: JobFacts,
+    where: str,
+    kind: ChangeKind,
+    changes: list[Change],
+    config_reason: str,
+    same_version: StoredManifest,
+) -> Decision:
+    """A stored version whose checkpoint holds only its query id: its first run was stopped
+    before it planned a batch, so it read and wrote nothing. Spark starts such a checkpoint as a
+    new query, every source at its configured starting position: for file and rate sources
+    (from their beginning) and Kafka sources with a `startingOffsets` of their own that is
+    the version's clean start again, and the file sink keeps the shift the first run fixed
+    (`flink-sql-runner-sink.json`), or fixes it now as a clean start would. A Kafka source at
+    its table's default would start at `latest`, not where the previous version stopped (the
+    clean start carried that, decide/offsets.py): refused, since that loses data."""
+    assert facts.stored is not None and facts.desired is not None
+    version = facts.stored.meta.query_version
+    what = (
+        f"v{version}'s first run was stopped before it planned a batch ({where} holds its query "
+        "id, no offsets or commits)"
+    )
+    at_default = kafka_at_default(same_version)
+    if at_default:
+        tables = ", ".join(at_default)
+        return error(
+            facts,
+            f"not running; {what}: a restart would start Kafka source {tables} at its table's "
+            "startingOffsets (default latest), not where the previous version stopped, losing "
+            f"what arrived since; set startingOffsets on {tables} (the previous version's last "
+            "offsets are in its checkpoint's offsets/) and deploy again, which restarts from "
+            "this checkpoint there; remove it once a batch is committed (a later new version "
+            "would start there too)",
+            version,
+            changes,
+        )
+    config = f"{config_reason}; " if kind is ChangeKind.CONFIG else ""
+    return Decision(
+        facts.name,
+        Action.RESTART,
+        version,
+        f"not running; {config}{what}: restart from it, which Spark starts as new, every source "
+        "at its configured start, as its clean start did",
+        tuple(changes),
+        steps=(StartRun(same_version, False, facts.desired.file), Record(same_version)),
     )
 
 

@@ -34,6 +34,10 @@ class CheckpointInfo:
     valid: bool  # `metadata` has an "id" and `offsets/` holds a numeric file
     last_committed: int | None  # largest numeric name in commits/
     last_offset: int | None  # largest numeric name in offsets/
+    #: `metadata` has an "id" and neither `offsets/` nor `commits/` holds a numeric file: its
+    #: first run stopped before it planned a batch. Spark starts such a query as new (every
+    #: source at its configured starting position), as a clean start would.
+    unplanned: bool = False
 
     @property
     def pending(self) -> bool:
@@ -54,9 +58,14 @@ def inspect_checkpoint(storage: Storage, location: str) -> CheckpointInfo:
     exists = bool(metadata is not None or offsets or commits) or not storage.is_empty(location)
     if not exists:
         return CheckpointInfo(location, False, False, None, None)
-    valid = _metadata_has_id(metadata) and bool(offsets)
+    has_id = _metadata_has_id(metadata)
     return CheckpointInfo(
-        location, True, valid, max(commits, default=None), max(offsets, default=None)
+        location,
+        True,
+        has_id and bool(offsets),
+        max(commits, default=None),
+        max(offsets, default=None),
+        unplanned=has_id and not offsets and not commits,
     )
 
 

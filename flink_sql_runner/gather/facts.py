@@ -116,7 +116,9 @@ def _checkpoint_facts(
     pinned = None
     if info.last_offset is not None:
         pinned = checkpoints.pinned_settings(storage, location, info.last_offset)
-    return CheckpointFacts(location, info.valid, info.last_committed, highest, pinned)
+    return CheckpointFacts(
+        location, info.valid, info.last_committed, highest, pinned, unplanned=info.unplanned
+    )
 
 
 def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFacts:

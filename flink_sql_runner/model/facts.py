@@ -28,6 +28,9 @@ class CheckpointFacts:
     #: only its highest version and what it pins): `valid` and `last_committed` then say
     #: nothing, and a decision that needs them finds no valid checkpoint.
     inspected: bool = True
+    #: Its `metadata` holds a query id but no batch was planned (no `offsets/`, no `commits/`):
+    #: the version's first run stopped before its first batch; Spark starts it as new.
+    unplanned: bool = False
 
 
 @dataclass(frozen=True)

@@ -361,6 +361,9 @@ class World:
                 f"{run.describe()} runs query {run.query} on "
                 f"{run.location}, first used by query {first}",
             )
+        # Spark writes the checkpoint's `metadata` (its query id) as the query starts, before
+        # it plans a batch: a run stopped now leaves a checkpoint that planned none.
+        self.files.setdefault(f"{run.location}/metadata", '{"id": "sim"}')
         fate = self.rng.random()
         dies = fate < f.run_dies
         dies_after_commit = not dies and fate < f.run_dies + f.run_dies_after_commit
