@@ -130,8 +130,14 @@ class RunControl:
         """Delete the status beacon of a version a newer one replaced, so `watch`'s listing of
         the beacons stays one key per job. Housekeeping only: a delete that fails leaves a key
         no watcher reads (it reads the stored version's), and changes nothing else."""
+        return self._delete_beacon(self.control(manifest, version).beacon)
+
+    def _delete_beacon(self, location: str) -> bool:
+        """Delete a beacon, best effort: one left behind is a run's that is gone, which the next
+        run of its version overwrites within a heartbeat; a storage that fails here must not
+        fail a start or a go."""
         try:
-            self.storage.delete(self.control(manifest, version).beacon)
+            self.storage.delete(location)
         except FsrError:
             return False
         return True
@@ -166,7 +172,7 @@ class RunControl:
         document, plain, secret = self._documents(manifest, run_id, control, source, starting)
         self.storage.delete(control.stop_marker)
         self.storage.delete(control.status_file)
-        self.storage.delete(control.beacon)  # the last run's: the new run writes its own
+        self._delete_beacon(control.beacon)  # the last run's: the new run writes its own
         self.storage.write_text(
             control.runtime_manifest, json.dumps(document, indent=2), private=True
         )
@@ -374,7 +380,7 @@ class RunControl:
             )
         self.storage.delete(control.stop_marker)
         self.storage.delete(control.status_file)
-        self.storage.delete(control.beacon)  # the last run's: the new run writes its own
+        self._delete_beacon(control.beacon)  # the last run's: the new run writes its own
         # From here on it is the version's run: a cluster finds its submission where it
         # finds the version's (the old run's record is the old run's no more).
         record = self.storage.read_text(prepared.files.submission_record)

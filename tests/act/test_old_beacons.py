@@ -55,3 +55,24 @@ def test_a_beacon_that_cannot_be_deleted_fails_nothing():
     assert result.summary.endswith("manifest recorded"), result.summary
     assert v1 in state.files
     assert beacon_location(ROOT, "orders", 2) != v1
+
+
+@pytest.mark.parametrize("handover", ["warm", "cold"])
+def test_a_beacon_that_cannot_be_deleted_fails_no_start_and_no_go(handover):
+    """A start (and a warm handover's go) deletes the version's beacon before the new run
+    writes its own; a storage that answers 503 there must not fail the start: the leftover is a
+    run's that is gone, overwritten by the new run within a heartbeat."""
+    world = fake_world()
+    store, _, state, _ = world
+    deletes = state.delete
+
+    def refuse_beacons(location):
+        if "/_status/" in location:
+            raise StorageError(f"cannot delete {location}: SlowDown (HTTP 503)")
+        return deletes(location)
+
+    state.delete = refuse_beacons
+    deploy(world, BASE, handover)
+    result = deploy(world, CONFIG, handover)  # a restart: warm, a prepared run and its go
+    assert result.summary.endswith("manifest recorded"), result.summary
+    assert store.manifests["orders"].job["description"] == CONFIG.spec["description"]
