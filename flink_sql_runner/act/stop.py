@@ -8,6 +8,7 @@ the others from stopping; each has its own result."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from flink_sql_runner.model.intents import (
     Kind,
     Outcome,
     Phase,
+    Settlement,
     settle,
 )
 from flink_sql_runner.model.runs import Listing, Liveness, Run
@@ -136,7 +138,7 @@ def stop_job(
                 f"{name}: {intent.describe()}: {settled.why}; not stopped yet (stop it again "
                 "once that is known)"
             )
-        if settled.completes and intent.kind is Kind.START:
+        if settled.completes and intent.kind is Kind.START and _went(intent, settled, storage):
             # It took effect (or its run is up): the stop records what that command would have
             # recorded, stopped, so the manifest its run wrote with is not lost.
             stored = intent.manifest
@@ -174,3 +176,19 @@ def stop_job(
         return StopResult(name, "not-running", message)
     message = f"{name}: {'; '.join(said)}; checkpoint kept, recorded as stopped"
     return StopResult(name, "stopped", message)
+
+
+def _went(intent: Intent, settled: Settlement, storage: Storage) -> bool:
+    """Whether an interrupted start's run may have written: always, but for a warm handover's
+    prepared run that is up and was never given its go (the deployer failed between the old
+    run's stop and the go): it wrote nothing, so its manifest never took effect and the stop
+    records the store's. Its go file says; one that cannot be read raises (not stopped yet)."""
+    if not intent.prepared or settled.healthy or intent.run_id is None:
+        return True
+    root = str(intent.manifest.job["checkpoint-root"]).rstrip("/")
+    files = ControlFiles.of(f"{root}/{intent.name}", intent.version).prepared(intent.run_id)
+    try:
+        word = json.loads(storage.read_text(files.go_file) or "{}")
+    except ValueError:
+        return True  # caught mid-write: it may have been given
+    return isinstance(word, dict) and word.get("run-id") == intent.run_id

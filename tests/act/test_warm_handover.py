@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from flink_sql_runner.act.stop import stop_jobs
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import PrepareRun, StartRun
@@ -199,3 +200,55 @@ def test_a_deployer_killed_mid_handover_leaves_no_second_writer_and_the_next_con
         or (where == "go" and world.runs() == [prepared_id])
     )
     assert world.store.manifests["orders"].job["description"] == CONFIG.spec["description"]
+
+
+@pytest.mark.parametrize("change", [CONFIG, QUERY])
+def test_a_stop_after_a_deployer_killed_before_the_go_records_what_ran(change):
+    """Killed once the old run was confirmed gone, before the go: the prepared run is up and
+    wrote nothing. `stop` records the store's manifest, stopped (the change never took effect),
+    not the prepared one's: a new version's checkpoint holds nothing to resume from, and the old
+    one's is where the job goes on (simulation seed 1010)."""
+    world = World()
+
+    def crash(*_args):
+        raise Crash
+
+    runner_hears = world.state.on_write
+    world.state.on_write = lambda location, text: (
+        crash() if location.endswith(".go.json") and '"go"' in text else None
+    )
+    with pytest.raises(Crash):
+        world.deploy([change])
+    world.state.on_write = runner_hears
+    assert world.intent().phase is Phase.SUBMITTED
+    prepared = world.target.submissions[0].run_id
+    world.state.files.pop(next(f for f in world.state.files if f.endswith(".go.json")))
+    [stopped] = stop_jobs(world.store, world.target, world.state, ["orders"], 5)
+    assert stopped.outcome == "stopped", stopped
+    recorded = world.store.manifests["orders"]
+    assert recorded.meta.query_version == 1
+    assert recorded.job["description"] == BASE.spec["description"]
+    assert recorded.job["desired-state"] == "stopped"
+    assert prepared not in world.runs() and world.intent() is None
+    _, result = world.deploy([BASE])  # running again, from v1's checkpoint
+    assert result.ok and "from checkpoint" in result.summary, result
+
+
+def test_a_stop_after_the_go_was_given_records_the_new_manifest():
+    """Killed right after the go was written: the run may have written, so `stop` records the
+    manifest it was given its go with (stopped), never the older one."""
+    world = World()
+
+    def crash(location, text):
+        if location.endswith(".go.json") and '"go"' in text:
+            raise Crash
+
+    world.state.on_write = (lambda hears: lambda location, text: (
+        hears(location, text), crash(location, text)
+    ))(world.state.on_write)  # fmt: skip
+    with pytest.raises(Crash):
+        world.deploy([QUERY])
+    [stopped] = stop_jobs(world.store, world.target, world.state, ["orders"], 5)
+    assert stopped.outcome == "stopped", stopped
+    recorded = world.store.manifests["orders"]
+    assert recorded.meta.query_version == 2 and recorded.job["desired-state"] == "stopped"
