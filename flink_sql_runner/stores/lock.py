@@ -331,6 +331,11 @@ class StoreLock:
                 return
             self._abandoned = why
 
+    @property
+    def abandoned(self) -> bool:
+        """Whether `abandon()` was called: no new side effect begins."""
+        return self._abandoned is not None
+
     def keep_until_expiry(self) -> None:
         """Leave the lock to expire by itself (a process leaving while a worker may still be
         acting): `release()` stops renewing it but does not delete it."""

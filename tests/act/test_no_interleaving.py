@@ -69,7 +69,12 @@ def test_a_second_ctrl_c_keeps_the_lock_until_the_submit_in_flight_has_returned(
     def ctrl_c_twice_then_release():
         assert entered.wait(30)
         os.kill(os.getpid(), signal.SIGINT)  # the deploy's second Ctrl-C, while it waits
-        threading.Event().wait(0.3)
+        # Until the deploy has taken it in (the lease abandoned), however loaded the machine:
+        # released earlier, the submit would return before the interrupt and the job finish.
+        for _ in range(3000):
+            if lease.abandoned:
+                break
+            threading.Event().wait(0.01)
         held_during_submit.append(store.lock.holder is not None)
         release.set()
 
