@@ -129,7 +129,9 @@ def standalone_cluster(root: Path, cores: int = 4, memory: str = "3g") -> Iterat
             try:
                 if cluster.state().get("aliveworkers") == 1:
                     break
-            except OSError:
+            except (OSError, ValueError):
+                # Refused before the UI binds; HTML while it binds (the master page answers
+                # every path until /json/ is attached: seen under load).
                 pass
             if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
                 logs = "".join((root / f).read_text() for f in ("master.log", "worker.log"))
