@@ -279,25 +279,7 @@ class FileStorage:
             return self._s3(where).tree(where)
         if is_hdfs_uri(where):
             return self._webhdfs(where).tree(folder)  # named as the caller names the folder
-        root = local_path(folder)
-        found = []
-
-        def fail(exc: OSError) -> None:
-            if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
-                raise StorageError(f"cannot list {exc.filename}: {exc.strerror}")
-
-        for where, _, files in os.walk(root, onerror=fail):
-            for name in files:
-                path = Path(where) / name
-                try:
-                    size = path.lstat().st_size
-                except FileNotFoundError:
-                    continue
-                except OSError as exc:
-                    raise StorageError(f"cannot read {path}: {exc.strerror}") from None
-                # Named as the caller names the folder (a plain path, or a file: URI).
-                found.append((f"{folder.rstrip('/')}/{path.relative_to(root).as_posix()}", size))
-        return sorted(found)
+        return sorted((location, info.st_size) for location, info in _walk_local(folder))
 
     def listing(self, folder: str) -> list[Listed]:
         where = self.located(folder)
@@ -305,25 +287,10 @@ class FileStorage:
             return self._s3(where).listing(where)
         if is_hdfs_uri(where):
             return self._webhdfs(where).listing(folder)  # named as the caller names the folder
-        root = local_path(folder)
         found = []
-
-        def fail(exc: OSError) -> None:
-            if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
-                raise StorageError(f"cannot list {exc.filename}: {exc.strerror}")
-
-        for where, _, files in os.walk(root, onerror=fail):
-            for name in files:
-                path = Path(where) / name
-                try:
-                    info = path.lstat()
-                except FileNotFoundError:
-                    continue  # gone since the folder was read
-                except OSError as exc:
-                    raise StorageError(f"cannot read {path}: {exc.strerror}") from None
-                location = f"{folder.rstrip('/')}/{path.relative_to(root).as_posix()}"
-                mtime = str(info.st_mtime_ns)
-                found.append(Listed(location, f"{info.st_size}:{mtime}", mtime))
+        for location, info in _walk_local(folder):
+            mtime = str(info.st_mtime_ns)
+            found.append(Listed(location, f"{info.st_size}:{mtime}", mtime))
         return sorted(found, key=lambda listed: listed.location)
 
     def delete_tree(self, folder: str) -> None:
@@ -358,6 +325,28 @@ def _local_text(uri: str) -> str:
     if uri.startswith("file:") or _URI_SCHEME.match(uri):
         return str(local_path(uri))
     return uri or "."
+
+
+def _walk_local(folder: str) -> Iterator[tuple[str, os.stat_result]]:
+    """Every file under a local folder, named as the caller names the folder (a plain path or
+    a file: URI), with its stat: a file gone since its folder was read is left out, and a
+    folder that does not exist holds nothing."""
+    root = local_path(folder)
+
+    def fail(exc: OSError) -> None:
+        if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+            raise StorageError(f"cannot list {exc.filename}: {exc.strerror}")
+
+    for where, _, files in os.walk(root, onerror=fail):
+        for name in files:
+            path = Path(where) / name
+            try:
+                info = path.lstat()
+            except FileNotFoundError:
+                continue  # gone since the folder was read
+            except OSError as exc:
+                raise StorageError(f"cannot read {path}: {exc.strerror}") from None
+            yield f"{folder.rstrip('/')}/{path.relative_to(root).as_posix()}", info
 
 
 def _entries(folder: Path | str) -> list[os.DirEntry[str]]:
