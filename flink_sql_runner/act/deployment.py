@@ -35,6 +35,7 @@ from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.gather.schemas import Ask, Check, gather_contracts, run_probe
+from flink_sql_runner.gather.store_ahead import StoreAhead
 from flink_sql_runner.host.atomic import replace_file
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
@@ -45,7 +46,7 @@ from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs
 from flink_sql_runner.read.paths import SourceCheck
 from flink_sql_runner.read.template import load_template
 from flink_sql_runner.stores import open_store
-from flink_sql_runner.stores.base import ManifestStore, Reads
+from flink_sql_runner.stores.base import ManifestStore, Reads, Snapshot
 from flink_sql_runner.stores.lock import StoreLock, locked, telling_lock
 from flink_sql_runner.stores.storage import FileStorage, Storage
 from flink_sql_runner.targets.base import Target
@@ -81,12 +82,19 @@ class Deployment:
         self.acting: Executor | None = None
         #: Whether the deploy's plan was carried out (only its report is left).
         self.acted = False
+        #: The store read ahead for a command that only reads (`read_store_ahead`).
+        self._ahead: StoreAhead | None = None
 
     @property
     def store(self) -> ManifestStore:
         if self._store is None:
             self._store = open_store(self.settings.manifest_store, self.settings.state_dir)
         return self._store
+
+    def read_store_ahead(self) -> None:
+        """Begin reading the store now, beside loading the files, for a `plan(read_only=True)`
+        (gather/store_ahead.py). Changes nothing; a command that ends before does not wait."""
+        self._ahead = StoreAhead(lambda: self.store)
 
     @property
     def target(self) -> Target:
@@ -170,21 +178,30 @@ class Deployment:
         return job
 
     # -- commands ---------------------------------------------------------------------------
-    def plan(self, jobs: list[Job], include_orphans: bool = True, prune: bool = False) -> Plan:
-        facts = gather(
-            jobs,
-            self.store,
-            self.target,
-            self.storage,
-            include_orphans=include_orphans,
-            workers=max(GATHER_WORKERS, self.settings.parallelism),
-            running_commits=False,
-        )
+    def plan(
+        self,
+        jobs: list[Job],
+        include_orphans: bool = True,
+        prune: bool = False,
+        read_only: bool = False,
+    ) -> Plan:
+        """What deploy would do. `read_only`: for a command that acts on none of it (`plan`,
+        `deploy --dry-run`): the plan is made from the store's index while the listing comes
+        in, and made again from the listing if that shows otherwise (gather/store_ahead.py)."""
+        ahead = self._ahead if read_only else None
+        if read_only and ahead is None:
+            ahead = StoreAhead(lambda: self.store)
+        snapshot = ahead.first() if ahead is not None else None
+        facts = self._gather(jobs, include_orphans, snapshot)
         mark("gathered")
         spark = self.target.spark_version()
         lineage = plan_lineage(facts)  # the same jobs in every plan below: built once
         handover = self.settings.handover
         plan = build_plan(facts, prune=prune, spark=spark, handover=handover, lineage=lineage)
+        if ahead is not None and snapshot is not None and not ahead.confirms(snapshot):
+            facts = self._gather(jobs, include_orphans, ahead.listing())
+            lineage = plan_lineage(facts)
+            plan = build_plan(facts, prune=prune, spark=spark, handover=handover, lineage=lineage)
         checks = contract_checks(plan, facts, jobs, lineage)
         if checks:
             found = gather_contracts(checks, self.storage, self.schema_cache, self.ask_spark)
@@ -196,6 +213,20 @@ class Deployment:
         plan = without_starts_that_cannot_begin(plan, self.connectors.missing)
         mark("decided")
         return plan
+
+    def _gather(
+        self, jobs: list[Job], include_orphans: bool, snapshot: Snapshot | None
+    ) -> list[JobFacts]:
+        return gather(
+            jobs,
+            self.store,
+            self.target,
+            self.storage,
+            include_orphans=include_orphans,
+            workers=max(GATHER_WORKERS, self.settings.parallelism),
+            running_commits=False,
+            snapshot=snapshot,
+        )
 
     @property
     def connectors(self) -> Connectors:

@@ -64,8 +64,9 @@ def plan(
     checks what a changed query would write against what its sink holds (Spark's analyser in
     one local session; docs/schema-contracts.md); changes nothing."""
     deployment = Deployment(settings_from(paths, **kw))
+    deployment.read_store_ahead()  # beside loading the files; changes nothing
     jobs = load(deployment, sources=deployment.sources_checked())
-    result = deployment.plan(jobs)
+    result = deployment.plan(jobs, read_only=True)
     click.echo(_shown_plan(result, output, deployment, jobs))
     return _plan_exit(result, detailed_exitcode)
 
@@ -111,7 +112,7 @@ def _deploy(
     if output == "markdown" and not dry_run:
         raise BadFlags("--output markdown shows a plan: use it with --dry-run (or plan)")
     if dry_run:
-        plan = deployment.plan(jobs, include_orphans=include_orphans, prune=prune)
+        plan = deployment.plan(jobs, include_orphans=include_orphans, prune=prune, read_only=True)
         click.echo(_shown_plan(plan, output, deployment, jobs, **{"dry-run": True}))
         if output == "text":
             click.echo("Dry run: nothing was changed.")
@@ -177,6 +178,8 @@ def deploy(
     """
     deployment = Deployment(settings_from(paths, **kw))
     deployment.debug = debug
+    if dry_run:
+        deployment.read_store_ahead()  # beside loading the files; changes nothing
     jobs = load(deployment, sources=deployment.sources_checked())
     return _deploy(deployment, jobs, output, dry_run, include_orphans=True, prune=prune)
 

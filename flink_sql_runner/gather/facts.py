@@ -19,7 +19,7 @@ from flink_sql_runner.model.intents import Intent, IntentLog, settle
 from flink_sql_runner.model.runs import Listing
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
-from flink_sql_runner.stores.base import ManifestStore
+from flink_sql_runner.stores.base import ManifestStore, Snapshot
 from flink_sql_runner.stores.s3uri import is_s3_uri
 from flink_sql_runner.stores.storage import Storage
 from flink_sql_runner.stores.webhdfs import is_hdfs_uri
@@ -38,21 +38,24 @@ def gather(
     workers: int = GATHER_WORKERS,
     listing: Listing | None = None,
     running_commits: bool = True,
+    snapshot: Snapshot | None = None,
 ) -> list[JobFacts]:
     """Every fact the decision tree needs, read before anything is decided or done. `listing`:
     the target's listing when the caller already has it (one listing per command).
     `running_commits`: False for a plan, which decides a job whose run is alive (and that has
     no intent record) without its checkpoint's metadata and commits (decide/tree.py): those
-    are not read for it (`CheckpointFacts.inspected`)."""
+    are not read for it (`CheckpointFacts.inspected`). `snapshot`: the store's state to gather
+    from when the caller has it (`store_ahead.py`), instead of a listing now."""
     desired = {job.name: job for job in jobs}
     names = set(desired)
     # Three independent questions (the store's listing, its intent records, what runs) are
     # asked at once; answers are taken in this order, so the first failure is the one reported.
     with runtime.pool(3, "gather") as pool:
-        stored_names = pool.submit(store.snapshot)
+        stored_names = pool.submit(store.snapshot) if snapshot is None else None
         pending = pool.submit(IntentLog(store).read_all)
         runs = pool.submit(target.list_runs) if listing is None else None
-        snapshot = stored_names.result()
+        snapshot = stored_names.result() if stored_names is not None else snapshot
+        assert snapshot is not None
         intents = pending.result()
         listing = runs.result() if runs is not None else listing
     assert listing is not None

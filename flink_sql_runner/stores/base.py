@@ -42,6 +42,11 @@ class Snapshot:
     names: tuple[str, ...]
     etags: dict[str, str] = field(default_factory=dict)
     stamps: dict[str, str] = field(default_factory=dict)
+    #: The manifests a snapshot taken from a store's index came with, each under the ETag it
+    #: lists (`ManifestStore.index_snapshot`); None for a listing.
+    held: dict[str, tuple[str, StoredManifest]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,12 @@ class ManifestStore(Protocol):
 
     def snapshot(self) -> Snapshot:
         """One listing of the stored jobs, for the caller to hold."""
+        ...
+
+    def index_snapshot(self) -> Snapshot | None:
+        """What the store's index says it holds, in one read instead of a listing: a guess
+        for a command that only reads to start from while a listing confirms it
+        (gather/store_ahead.py). None when the store keeps no index, or it cannot be read."""
         ...
 
     def list_names(self) -> list[str]:

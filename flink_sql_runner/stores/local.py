@@ -69,6 +69,10 @@ class LocalStore:
                     stamps[entry.name[: -len(".yaml")]] = stamp
         return Snapshot(tuple(sorted(stamps)), stamps=stamps)
 
+    def index_snapshot(self) -> Snapshot | None:
+        """None: a folder's listing is cheap, and its index holds no file stamps."""
+        return None
+
     def list_names(self) -> list[str]:
         return list(self.snapshot().names)
 

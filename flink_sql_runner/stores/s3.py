@@ -89,6 +89,18 @@ class S3Store:
                         etags[rest[:end]] = listed.etag
         return Snapshot(tuple(sorted(etags)), etags, etags)
 
+    def index_snapshot(self) -> Snapshot | None:
+        """The index's manifests as a snapshot (one GET, no listing); None when there is no
+        usable index or it cannot be read now. A guess: a listing confirms it."""
+        try:
+            index = self._read_index()[0]
+        except StoreError:
+            return None
+        if not index:
+            return None
+        etags = {name: etag for name, (etag, _) in index.items()}
+        return Snapshot(tuple(sorted(etags)), etags, etags, held=index)
+
     def list_names(self) -> list[str]:
         return list(self.snapshot().names)
 
@@ -128,7 +140,9 @@ class S3Store:
         listed = snapshot.etags
         kept = reused(names, snapshot, known)
         unknown = [n for n in names if n in listed and n not in kept.manifests]
-        index = self._read_index()[0] if unknown else {}
+        index = snapshot.held
+        if index is None:
+            index = self._read_index()[0] if unknown else {}
         found: dict[str, StoredManifest | None] = dict(kept.manifests)
         tokens: dict[str, Token] = dict(kept.tokens)
         fetch = []

@@ -78,7 +78,7 @@ def pending(
 ) -> list[str]:
     """What a plan (under no lock) would still do: the jobs with steps."""
     d = deployment(world, name, handover=handover)
-    plan = d.plan(list(jobs), include_orphans=True, prune=prune)
+    plan = d.plan(list(jobs), include_orphans=True, prune=prune, read_only=True)
     return [f"{x.name}: {x.action.value} ({x.reason})" for x in plan.decisions if x.steps]
 
 

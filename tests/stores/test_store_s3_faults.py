@@ -273,10 +273,11 @@ def test_plan_exits_1_with_one_line_when_the_store_keeps_failing(
         f"error: cannot list s3://{stored}/jobs/: InternalError (HTTP 500); "
         "gave up after 3 attempts"
     ]
-    # The manifests' listing and the intent records' listing are asked for at once: each is
-    # tried 3 times (both are requests on the bucket's path), then the plan stops.
+    # Read ahead (gather/store_ahead.py): the store's index, tried 3 times and given up in
+    # silence (the listing stands in for it), and the listing, tried 3 times; then the plan
+    # stops before asking anything else.
     attempts = Counter(seen.path for seen in fault_proxy.seen())
-    assert attempts == {f"/{stored}": 6}
+    assert attempts == {f"/{stored}": 3, f"/{stored}/jobs/_index.json": 3}
     assert s3_env["AWS_SECRET_ACCESS_KEY"] not in result.stderr
 
 

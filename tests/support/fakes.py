@@ -142,6 +142,9 @@ class FakeStore:
         tokens = {n: str(self.token(n)) for n in names}
         return Snapshot(names, tokens, tokens)
 
+    def index_snapshot(self) -> Snapshot | None:
+        return None
+
     def list_names(self) -> list[str]:
         return list(self.snapshot().names)
 
