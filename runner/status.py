@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .log import log, utc_now
@@ -27,9 +28,12 @@ class Status:
     root that `watch` lists once per look), a beacon of what a watcher judges only: run id,
     state, error, Spark's version and, once a micro-batch has run for a minute, for how many
     whole minutes. Its content changes only when one of those does (at most once a minute
-    while a batch runs long), so a listing's ETag tells a watcher it need not read it; it is
-    rewritten unchanged every HEARTBEAT_SECONDS while the query runs, so its modification time
-    moves: that is the heartbeat a listing shows."""
+    while a batch runs long). The heartbeat a listing shows is a modification time that moves
+    every HEARTBEAT_SECONDS while the query runs: with `beat` (the manifest's `beat-file`, on a
+    local folder or HDFS, whose listings tell content by size and modification time), that of
+    an empty file rewritten so, the beacon itself written only when it changes; without it (on
+    S3, whose ETag stays for the same bytes, and a manifest of an earlier release), the
+    beacon's own, rewritten unchanged."""
 
     def __init__(
         self,
@@ -38,11 +42,16 @@ class Status:
         run_id: str,
         spark_version: str = "",
         beacon: str | None = None,
+        beat: str | None = None,
+        clock: Callable[[], float] | None = None,
     ):
         self.storage, self.location, self.run_id = storage, location, run_id
-        self.beacon = beacon
+        #: This driver's monotonic clock (a test's own, given).
+        self.clock = clock or (lambda: time.monotonic())
+        self.beacon, self.beat_file = beacon, beat
         self.beacon_text: str | None = None  # what the beacon holds, as last written
         self.beacon_at = 0.0  # when it was last written, on this driver's monotonic clock
+        self.beat_at: float | None = None  # when the heartbeat file was, on the same clock
         self.spark_version = spark_version
         self.state: str | None = None
         self.batch_id: int | None = None
@@ -60,7 +69,7 @@ class Status:
 
     def beat(self, query: Any) -> None:
         """Follow the query; write when a batch completed, else every HEARTBEAT_SECONDS."""
-        now = time.monotonic()
+        now = self.clock()
         try:
             active = bool((query.status or {}).get("isTriggerActive"))
             progress = query.lastProgress
@@ -80,7 +89,7 @@ class Status:
 
     def write(self) -> None:
         self.heartbeat += 1
-        self.written_at = time.monotonic()
+        self.written_at = self.clock()
         if not self.location:
             return
         running = None
@@ -117,20 +126,28 @@ class Status:
         }
 
     def write_beacon(self, running: float | None) -> None:
-        """Rewrite the beacon when what it says changed, or unchanged once HEARTBEAT_SECONDS
-        have passed since it was last written (its modification time is the heartbeat)."""
+        """Rewrite the beacon when what it says changed; and once HEARTBEAT_SECONDS have passed
+        since the heartbeat was last written, the heartbeat file (empty), or without one the
+        beacon unchanged (its modification time is the heartbeat then)."""
         if not self.beacon:
             return
         text = json.dumps(self.beacon_doc(running), sort_keys=True)
         now = self.written_at  # the status file's write: the beacon keeps its pace
-        if text == self.beacon_text and now - self.beacon_at < HEARTBEAT_SECONDS:
-            return
-        try:
-            self.storage.write(self.beacon, text)
-        except Exception as exc:  # noqa: BLE001 - the beacon is advisory; the job goes on
-            log(f"cannot write the status beacon {self.beacon}: {exc}")
-            return
-        self.beacon_text, self.beacon_at = text, now
+        due = now - self.beacon_at >= HEARTBEAT_SECONDS
+        if text != self.beacon_text or (due and not self.beat_file):
+            try:
+                self.storage.write(self.beacon, text)
+            except Exception as exc:  # noqa: BLE001 - the beacon is advisory; the job goes on
+                log(f"cannot write the status beacon {self.beacon}: {exc}")
+                return
+            self.beacon_text, self.beacon_at = text, now
+        if self.beat_file and (self.beat_at is None or now - self.beat_at >= HEARTBEAT_SECONDS):
+            try:
+                self.storage.write(self.beat_file, "")
+            except Exception as exc:  # noqa: BLE001 - the heartbeat too; tried again next time
+                log(f"cannot write the status beacon's heartbeat {self.beat_file}: {exc}")
+                return
+            self.beat_at = now
 
 
 def progress_summary(progress: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -15,7 +15,8 @@ line, either still known to the store or one clean start away:
 3. its manifest archived: from here on no deploy resumes it from a checkpoint and `watch` leaves
    it be; a deploy of the name starts clean, at a version above every checkpoint folder left;
 4. its watch record, run records and logs deleted, then its checkpoint folders, version by
-   version, the control files, then its status beacons (`<root>/_status/<name>.v<N>.json`).
+   version, the control files, then its status beacons (`<root>/_status/<name>.v<N>.json`)
+   and their beat files (`<name>.v<N>.beat`).
 
 Running `forget` again on a job left halfway finds the rest (its archived manifest names the
 checkpoint root) and finishes.
@@ -309,8 +310,8 @@ def _folder_item(
 
 
 def _beacon_items(storage: Storage, root: str, name: str) -> list[Item]:
-    """The job's status beacons, one per version, in the root's `_status/` folder (beside every
-    other job's: one file each)."""
+    """The job's status beacons, one per version, and their beat files, in the root's
+    `_status/` folder (beside every other job's): an item each, `beacon v<N>`."""
     items = []
     for location, size in storage.tree(beacons_folder(root)):
         parsed = parse_beacon_name(location.rsplit("/", 1)[-1])

@@ -127,20 +127,26 @@ class RunControl:
         return ControlFiles.of(f"{root}/{manifest.name}", version or manifest.meta.query_version)
 
     def drop_beacon(self, manifest: StoredManifest, version: int) -> bool:
-        """Delete the status beacon of a version a newer one replaced, so `watch`'s listing of
-        the beacons stays one key per job. Housekeeping only: a delete that fails leaves a key
-        no watcher reads (it reads the stored version's), and changes nothing else."""
-        return self._delete_beacon(self.control(manifest, version).beacon)
+        """Delete the status beacon (and its beat file) of a version a newer one replaced, so
+        `watch`'s listing of the beacons stays one job's current files per job. Housekeeping
+        only: a delete that fails leaves a key no watcher reads (it reads the stored
+        version's), and changes nothing else."""
+        return self._delete_beacon(self.control(manifest, version))
 
-    def _delete_beacon(self, location: str) -> bool:
-        """Delete a beacon, best effort: one left behind is a run's that is gone, which the next
-        run of its version overwrites within a heartbeat; a storage that fails here must not
-        fail a start or a go."""
-        try:
-            self.storage.delete(location)
-        except FsrError:
-            return False
-        return True
+    def _delete_beacon(self, control: ControlFiles) -> bool:
+        """Delete a version's beacon and its beat file, best effort: one left behind is a run's
+        that is gone, which the next run of its version overwrites within a heartbeat; a
+        storage that fails here must not fail a start or a go. Each is tried whatever the
+        other's delete did; True when both are gone."""
+        done = True
+        for location in (control.beat, control.beacon):
+            if not location:  # no beat file on S3
+                continue
+            try:
+                self.storage.delete(location)
+            except FsrError:
+                done = False
+        return done
 
     def stop(self, run: Run, manifest: StoredManifest) -> str:
         """Stop `run` and return how; StopNotConfirmed (nothing is started then) when the
@@ -172,7 +178,7 @@ class RunControl:
         document, plain, secret = self._documents(manifest, run_id, control, source, starting)
         self.storage.delete(control.stop_marker)
         self.storage.delete(control.status_file)
-        self._delete_beacon(control.beacon)  # the last run's: the new run writes its own
+        self._delete_beacon(control)  # the last run's: the new run writes its own
         self.storage.write_text(
             control.runtime_manifest, json.dumps(document, indent=2), private=True
         )
@@ -380,7 +386,7 @@ class RunControl:
             )
         self.storage.delete(control.stop_marker)
         self.storage.delete(control.status_file)
-        self._delete_beacon(control.beacon)  # the last run's: the new run writes its own
+        self._delete_beacon(control)  # the last run's: the new run writes its own
         # From here on it is the version's run: a cluster finds its submission where it
         # finds the version's (the old run's record is the old run's no more).
         record = self.storage.read_text(prepared.files.submission_record)

@@ -1,8 +1,8 @@
 """What the deployer and the runner agree on: the Spark application name of each version of a job,
 the control files beside its checkpoints (runtime manifest, stop marker, status file, submission
 record), the status beacon every run of a version keeps up to date in one folder per checkpoint
-root (`<checkpoint-root>/_status/<name>.v<N>.json`), and how the runner's status document is
-read."""
+root (`<checkpoint-root>/_status/<name>.v<N>.json`, with its heartbeat `<name>.v<N>.beat` beside
+it), and how the runner's status document is read."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ class ControlFiles:
     status_file: str
     #: The version's status beacon (`beacon_location`): what a watcher judges, and nothing else.
     beacon: str = ""
+    #: The beacon's heartbeat file (`beat_location`); "" on S3, whose listing tells a beacon's
+    #: content by its ETag, so the beacon rewritten unchanged is its own heartbeat there.
+    beat: str = ""
 
     @classmethod
     def of(cls, job_root: str, version: int) -> ControlFiles:
@@ -51,6 +54,7 @@ class ControlFiles:
             f"{control}.stop",
             f"{control}.status.json",
             beacon_location(root, name, version),
+            "" if root.startswith(_CONTENT_TOKENED) else beat_location(root, name, version),
         )
 
     @property
@@ -99,7 +103,12 @@ def submission_record_beside(stop_marker: str) -> str:
 BEACONS = "_status"
 #: A beacon's long-batch field counts whole minutes, from a micro-batch's first minute on.
 LONG_BATCH_SECONDS = 60
-_BEACON = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_-]*)\.v(?P<version>\d+)\.json$")
+_BEACON = re.compile(r"^(?P<name>[a-z0-9][a-z0-9_-]*)\.v(?P<version>\d+)\.(json|beat)$")
+#: Storages whose listing gives a token of each file's content (S3's ETag) that a rewrite of the
+#: same bytes keeps: there a beacon is its own heartbeat, and a second key per job would double
+#: the listing's requests. Elsewhere (a local folder, HDFS) a listing's tokens are a file's size
+#: and modification time, which every write moves: the heartbeat is a file of its own.
+_CONTENT_TOKENED = ("s3://", "s3a://")  # stores/s3uri.py::S3_SCHEMES
 
 
 def beacons_folder(checkpoint_root: str) -> str:
@@ -109,14 +118,24 @@ def beacons_folder(checkpoint_root: str) -> str:
 def beacon_location(checkpoint_root: str, name: str, version: int) -> str:
     """Where the runs of version `version` of job `name` keep their status beacon: run id,
     state, error, Spark's version and, once a micro-batch has run for a minute, for how many
-    whole minutes (runner/status.py). Its content changes only when one of those does; the
-    runner rewrites it unchanged every HEARTBEAT_SECONDS, so its modification time is the
-    heartbeat a listing shows."""
+    whole minutes (runner/status.py). Its content changes only when one of those does. Where
+    the runner keeps a heartbeat file beside it (`beat_location`), it writes the beacon only
+    then; elsewhere (S3, and runs of an earlier release) it rewrites it unchanged every
+    HEARTBEAT_SECONDS, so its modification time is the heartbeat a listing shows."""
     return f"{beacons_folder(checkpoint_root)}/{name}.v{version}.json"
 
 
+def beat_location(checkpoint_root: str, name: str, version: int) -> str:
+    """The beacon's heartbeat: an empty file the run rewrites every HEARTBEAT_SECONDS while its
+    query runs, so that the beacon itself is written only when what it says changes, and a
+    listing of a local folder or HDFS (whose content tokens every write moves) shows an
+    unchanged beacon unchanged. Its modification time in the listing is the heartbeat."""
+    return f"{beacons_folder(checkpoint_root)}/{name}.v{version}.beat"
+
+
 def parse_beacon_name(file_name: str) -> tuple[str, int] | None:
-    """(job name, version) of a beacon's file name, or None for any other file."""
+    """(job name, version) of a beacon's file name (or its heartbeat's), or None for any other
+    file."""
     match = _BEACON.match(file_name)
     return (match["name"], int(match["version"])) if match else None
 

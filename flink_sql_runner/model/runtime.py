@@ -122,6 +122,9 @@ def runtime_manifest(
         "stop-marker": control.stop_marker,
         "status-file": control.status_file,
         "beacon-file": control.beacon,
+        # The beacon's heartbeat (null on S3, where the beacon is its own): with it, the runner
+        # writes the beacon only when what it says changes (runner/status.py).
+        "beat-file": control.beat or None,
         "run-id": run_id,
         "meta": meta.to_dict(),
     }

@@ -2,13 +2,18 @@
 
 Every run keeps a beacon of its version beside the other jobs' on its checkpoint root
 (`<checkpoint-root>/_status/<name>.v<N>.json`, model/control.py; written by runner/status.py):
-run id, state, error, Spark's version and the whole minutes of a long micro-batch, rewritten
-unchanged every heartbeat. A look lists `_status/` once per checkpoint root in use (one request
-per 1,000 beacons on S3) and reads a beacon only when the listing's content token (S3's ETag)
-changed since it last read it, or on first sight; the listing's modification token is the
-run's heartbeat (`stalls.py`). A job without a beacon (a run started by an older runner) is
-judged from its full status file, read as before. A listing that fails makes every job of its
-root UNREADABLE for this look: that says nothing about a run.
+run id, state, error, Spark's version and the whole minutes of a long micro-batch. Its
+heartbeat is a modification time that moves every few seconds: on a local folder or HDFS that
+of an empty file beside it (`<name>.v<N>.beat`), rewritten every heartbeat while the beacon is
+written only when what it says changes; on S3 (and for runs of an earlier release) the
+beacon's own, rewritten unchanged. A look lists `_status/` once per checkpoint root in use (one
+request per 1,000 keys on S3, one LISTSTATUS on HDFS) and reads a beacon only when the
+listing's content token (S3's ETag; elsewhere size and modification time) changed since it last
+read it, or on first sight: a look at unchanged jobs reads none, on every storage. The
+heartbeat a job is judged by (`stalls.py`) is the beacon's modification token with its beat
+file's, when listed: either moving is a run that writes. A job without a beacon (a run started
+by an older runner) is judged from its full status file, read as before. A listing that fails
+makes every job of its root UNREADABLE for this look: that says nothing about a run.
 
 The full status file is read besides only for what metrics show of the last batch (id, time,
 rates, lag), at most once per `metrics_refresh` seconds per job, and only when metrics are
@@ -22,7 +27,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.model.control import ControlFiles, beacon_location, beacons_folder
+from flink_sql_runner.model.control import (
+    ControlFiles,
+    beacon_location,
+    beacons_folder,
+    beat_location,
+)
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import Listed, Storage
 from flink_sql_runner.watch.stalls import UNREADABLE, Unreadable
@@ -49,6 +59,16 @@ def read_status(storage: Storage, manifest: StoredManifest) -> Status:
     except ValueError:
         return UNREADABLE  # caught mid-write on a storage without atomic replaces
     return doc if isinstance(doc, dict) else None
+
+
+def heartbeat(beacon: Listed, beat: Listed | None) -> str:
+    """A run's heartbeat as a listing shows it: the beacon's modification token and, when
+    listed, its beat file's. A run of this release on a local folder or HDFS moves the beat
+    file's and writes the beacon only on a change; a run of an earlier release (or on S3)
+    moves the beacon's, and a beat file a later run of the version left does not hide that."""
+    if beat is None:
+        return f"modified {beacon.modified}"
+    return f"modified {beacon.modified}, beat {beat.modified}"
 
 
 class Beacons:
@@ -85,15 +105,17 @@ class Beacons:
 
     def status(self, manifest: StoredManifest) -> Status:
         """What the job's stored version's run says, as the watcher judges it: the beacon's
-        fields with the listing's modification token as its `heartbeat` (and the whole minutes
-        of a long batch as `batch-running-seconds`); the full status file when the version has
-        no beacon; UNREADABLE when the listing or the read failed, or caught a beacon
-        mid-write."""
+        fields with the listing's modification tokens of the beacon and of its beat file as its
+        `heartbeat` (and the whole minutes of a long batch as `batch-running-seconds`); the
+        full status file when the version has no beacon; UNREADABLE when the listing or the
+        read failed, or caught a beacon mid-write."""
         root = checkpoint_root(manifest)
         listed = self._listed.get(root)
         if isinstance(listed, Unreadable):
             return UNREADABLE
-        where = beacon_location(root, manifest.name, manifest.meta.query_version)
+        version = manifest.meta.query_version
+        where = beacon_location(root, manifest.name, version)
+        beat = beat_location(root, manifest.name, version)
         entry = listed.get(where) if listed is not None else None
         if entry is None:
             return read_status(self.storage, manifest)  # an older runner's run, or not listed
@@ -123,7 +145,7 @@ class Beacons:
             "state": doc.get("state"),
             "error": doc.get("error"),
             "spark-version": doc.get("spark-version"),
-            "heartbeat": f"modified {entry.modified}",
+            "heartbeat": heartbeat(entry, listed.get(beat)),
             "batch-running-seconds": running,
         }
         if self.metrics_refresh is not None:

@@ -97,6 +97,26 @@ def test_a_forgotten_job_is_stopped_archived_and_its_state_deleted_and_comes_bac
     )
 
 
+def test_a_forgotten_job_leaves_no_beat_file_and_another_jobs_stays():
+    """On a local folder or HDFS each version's beacon has a beat file beside it (the runner's
+    heartbeat): forgotten with it; another job's, whose name begins the same, is not touched."""
+    store, target, storage = world()
+    storage.files[f"{ROOT}/_status/orders.v2.beat"] = ""
+    storage.files[f"{ROOT}/_status/orders-2.v1.beat"] = ""
+    places = Places(store, target, storage, STATE)
+    [survey] = survey_jobs(places, ["orders"])
+    beacons = [line for line in survey.listing() if "beacon" in line]
+    assert beacons == [
+        "  delete   beacon v1       /ckpt/_status/orders.v1.json  (1 file, 20 B)",
+        "  delete   beacon v2       /ckpt/_status/orders.v2.beat  (1 file, 0 B)",
+        "  delete   beacon v2       /ckpt/_status/orders.v2.json  (1 file, 20 B)",
+    ]
+    [result] = forget(store, target, storage, ["orders"])
+    assert result.outcome == "forgotten", result.message
+    assert f"{ROOT}/_status/orders.v2.beat" in storage.deleted
+    assert storage.files == {**SINK, f"{ROOT}/_status/orders-2.v1.beat": ""}
+
+
 def test_the_listing_shows_every_item_with_its_size_before_anything_is_done():
     store, target, storage = world()
     places = Places(store, target, storage, STATE)

@@ -10,7 +10,7 @@ from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.control import beacon_location
 from flink_sql_runner.stores.storage import StorageError
-from tests.support.fakes import write_beacon
+from tests.support.fakes import write_beacon, write_beat
 from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, fake_world
 
 
@@ -36,6 +36,36 @@ def test_a_query_change_deletes_the_old_versions_beacon_once_the_new_one_is_reco
     assert "recorded v2" in result.steps
     assert store.manifests["orders"].meta.query_version == 2
     assert v1 not in state.files and v1 in state.deleted
+
+
+@pytest.mark.parametrize("handover", ["warm", "cold"])
+def test_a_beat_file_goes_with_its_beacon_at_a_start_and_once_its_version_is_replaced(handover):
+    """On a local folder or HDFS a run keeps a beat file beside its beacon: a new run of the
+    version starts without the last run's, and a replaced version leaves neither behind."""
+    world = fake_world()
+    store, _, state, _ = world
+    deploy(world, BASE, handover)
+    files = [write_beacon(state, ROOT, "orders", 1, "run-1"), write_beat(state, ROOT, "orders", 1)]
+    assert files[1] == f"{ROOT}/_status/orders.v1.beat"
+    deploy(world, CONFIG, handover)  # the same version: its new run starts both over
+    assert set(files) <= set(state.deleted) and not set(files) & set(state.files)
+    state.deleted.clear()
+    files = [write_beacon(state, ROOT, "orders", 1, "run-2"), write_beat(state, ROOT, "orders", 1)]
+    deploy(world, QUERY, handover)
+    assert store.manifests["orders"].meta.query_version == 2
+    assert set(files) <= set(state.deleted) and not set(files) & set(state.files)
+
+
+def test_on_s3_no_beat_file_is_asked_for_nor_deleted():
+    """S3's listing keeps a beacon's ETag across rewrites of the same bytes: the beacon is its
+    own heartbeat there, and no request goes to a beat file that is not."""
+    from flink_sql_runner.model.control import ControlFiles
+
+    on_s3 = ControlFiles.of("s3a://bucket/ckpt/orders", 3)
+    assert on_s3.beacon == "s3a://bucket/ckpt/_status/orders.v3.json" and on_s3.beat == ""
+    on_hdfs = ControlFiles.of("hdfs://nn:8020/ckpt/orders", 3)
+    assert on_hdfs.beat == "hdfs://nn:8020/ckpt/_status/orders.v3.beat"
+    assert ControlFiles.of("/ckpt/orders", 3).beat == "/ckpt/_status/orders.v3.beat"
 
 
 def test_a_beacon_that_cannot_be_deleted_fails_nothing():

@@ -6,8 +6,9 @@ N jobs are recorded in an S3 store on moto's S3 server (a separate process on 12
 with a run the (fake) target lists, a runner status file and, as this release's runner writes
 it, a status beacon (`<checkpoint-root>/_status/<name>.v1.json`); the watcher looks three times
 (the first reads everything and writes each job's record, the second reads again the records
-the first wrote); before the third every beacon is rewritten with the same bytes, as each
-runner's heartbeat does, and the third look is measured: every HTTP request its S3 client sends
+the first wrote); before the third each runner's heartbeat is written as this release writes
+it (on S3 every beacon rewritten with the same bytes; on a local folder each beacon's empty
+beat file, `<name>.v1.beat`), and the third look is measured: every HTTP request its S3 client sends
 (retries too, from botocore's `before-send` event), split into the manifest store's and the
 checkpoint storage's, and the CPU time of this process (moto's server is another process).
 With the checkpoints on S3, with and without beacons (runs of an older runner: one status-file
@@ -62,7 +63,7 @@ def _look(
     from flink_sql_runner.stores.storage import FileStorage
     from flink_sql_runner.watch.events import Notifier
     from flink_sql_runner.watch.watcher import Watcher, WatchSettings
-    from tests.support.fakes import FakeTarget, write_beacon
+    from tests.support.fakes import FakeTarget, write_beacon, write_beat
     from tests.support.jobs import make_job, stored_of
 
     env = s3_env(url, scratch)
@@ -88,10 +89,17 @@ def _look(
         if beacons:
             write_beacon(storage, root, name, 1, "run-0")
 
+    def beat(i: int) -> None:
+        """A runner's heartbeat as this release writes it: on S3 the beacon's same bytes again
+        (its ETag stays), elsewhere its beat file (the beacon written only on a change)."""
+        if on_s3:
+            write_beacon(storage, root, f"job{i:05d}", 1, "run-0")
+        else:
+            write_beat(storage, root, f"job{i:05d}", 1)
+
     def heartbeats() -> None:
         with ThreadPoolExecutor(16) as pool:
-            list(pool.map(lambda i: write_beacon(storage, root, f"job{i:05d}", 1, "run-0"),
-                          range(jobs)))  # fmt: skip
+            list(pool.map(beat, range(jobs)))
 
     kind = "beacons" if beacons else "status files only"
     say(f"  {jobs} jobs, checkpoints {'on S3' if on_s3 else 'local'}, {kind}: seeding")
@@ -180,7 +188,8 @@ def section(looks: list[Look]) -> str:
     return (
         f"#### One look of `watch` at unchanged jobs\n\n{machine()}; moto's S3 server in its own "
         "process, no latency added; the third look of a fresh watcher (the first reads "
-        "everything, the second the records the first wrote), every beacon rewritten unchanged "
-        "before it as the runners' heartbeats do; `status files only`: runs of an older runner, "
+        "everything, the second the records the first wrote), every runner's heartbeat written "
+        "before it (on S3 its beacon's same bytes, on a local folder its beat file); "
+        "`status files only`: runs of an older runner, "
         "which writes no beacon.\n\n" + table
     )

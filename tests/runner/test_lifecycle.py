@@ -164,3 +164,45 @@ def test_a_run_without_a_beacon_file_writes_none() -> None:
     status = Status(storage, "v1.status.json", "run-1", "4.3.0")  # type: ignore[arg-type]
     status.set("active", 1)
     assert storage.writes == ["v1.status.json"]
+
+
+def test_with_a_beat_file_the_beacon_is_written_on_a_change_only_and_the_beat_every_heartbeat() -> (
+    None
+):
+    """A local folder or HDFS (the runtime manifest's `beat-file`): the listing's tokens move at
+    every write there, so the beacon is written only when what it says changes and the empty
+    beat file carries the heartbeat."""
+    clock = [100.0]
+    storage = Writes()
+    beacon, beat = "_status/a.v1.json", "_status/a.v1.beat"
+    status = Status(storage, "v1.status.json", "run-1", "4.3.0", beacon, beat,  # type: ignore[arg-type]
+                    clock=lambda: clock[0])  # fmt: skip
+    status.set("active", 6)
+    assert storage.writes == ["v1.status.json", beacon, beat] and storage.files[beat] == ""
+    first = storage.files[beacon]
+    query = RunningQuery()
+    for batch in range(8, 38):  # 30 s of a batch a second, then 60 s idle
+        clock[0] += 1
+        query.lastProgress = {**KAFKA_PROGRESS, "batchId": batch}
+        status.beat(query)
+    for _ in range(6):
+        clock[0] += HEARTBEAT_SECONDS
+        status.beat(query)
+    assert storage.writes.count(beacon) == 1, "unchanged: never written again"
+    assert storage.writes.count(beat) == 1 + 3 + 6, "one heartbeat per HEARTBEAT_SECONDS"
+    assert storage.files[beacon] == first
+    query.status["isTriggerActive"] = True  # a long batch: the beacon says its whole minutes
+    for _ in range(13):
+        clock[0] += HEARTBEAT_SECONDS
+        status.beat(query)
+    assert storage.writes.count(beacon) == 3, "minute 1, minute 2"
+    assert json.loads(storage.files[beacon])["long-batch-minutes"] == 2
+    storage.failing.add(beat)  # a heartbeat that fails is said and tried again
+    clock[0] += HEARTBEAT_SECONDS
+    status.beat(query)
+    storage.failing.clear()
+    beats = storage.writes.count(beat)
+    clock[0] += 1
+    status.set("stopped")  # a change: the beacon at once, the heartbeat overdue: written too
+    assert json.loads(storage.files[beacon])["state"] == "stopped"
+    assert storage.writes.count(beat) == beats + 1

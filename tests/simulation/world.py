@@ -84,6 +84,10 @@ class SimRun:
     writer: bool = True
     #: Its version's status beacon, from its runtime manifest (none before a prepared run's go).
     beacon: str = ""
+    #: The beacon's heartbeat file, from its runtime manifest (none on S3, none before a go).
+    beat: str = ""
+    #: What it last wrote to its beacon (runner/status.py keeps it so, in memory).
+    beacon_text: str = ""
 
     def describe(self) -> str:
         return f"{self.name} v{self.version} run {self.run_id[:8]} (by {self.started_by})"
@@ -329,8 +333,13 @@ class World:
         if run.beacon and run.writer:  # as runner/status.py: the same bytes but for a change
             beacon = {"run-id": run.run_id, "state": state, "error": more.get("error"),
                       "spark-version": SIM_SPARK, "long-batch-minutes": None}  # fmt: skip
-            self.files[run.beacon] = json.dumps(beacon, sort_keys=True)
-            self.stamp(run.beacon)
+            text = json.dumps(beacon, sort_keys=True)
+            if not run.beat or run.beacon_text != text:  # with a beat: only on a change
+                self.files[run.beacon], run.beacon_text = text, text
+                self.stamp(run.beacon)
+            if run.beat:
+                self.files[run.beat] = ""
+                self.stamp(run.beat)
 
     def stamp(self, location: str) -> None:
         self.writes += 1
@@ -346,6 +355,7 @@ class World:
         doc = json.loads(self.files.get(run.runtime_manifest) or "{}")
         if not doc.get("prepare"):
             run.beacon = str(doc.get("beacon-file") or "")
+            run.beat = str(doc.get("beat-file") or "")
         if doc.get("prepare") and not self.await_go(run, doc):
             return
         run.location = str(doc.get("checkpoint-location", ""))
@@ -430,6 +440,7 @@ class World:
                 run.writer = True
                 run.status_file, run.stop_marker = doc["status-file"], doc["stop-marker"]
                 run.beacon = str(doc.get("beacon-file") or "")
+                run.beat = str(doc.get("beat-file") or "")
                 self.log(f"cluster: run {run.describe()} got its go")
                 return True
             if (mine and "abort" in word) or self.files.get(section["stop-marker"]) is not None:

@@ -587,3 +587,13 @@ def write_beacon(
     text = json.dumps(status.beacon_doc(running), sort_keys=True)
     storage.write_text(location, text)  # type: ignore[attr-defined]
     return location
+
+
+def write_beat(storage: object, root: str, name: str, version: int) -> str:
+    """A heartbeat of a run's status beacon, as runner/status.py writes it on a local folder or
+    HDFS (an empty file beside the beacon); its location."""
+    from flink_sql_runner.model.control import beat_location
+
+    location = beat_location(root, name, version)
+    storage.write_text(location, "")  # type: ignore[attr-defined]
+    return location

@@ -204,6 +204,20 @@ def test_a_job_lives_its_whole_life_on_yarn_with_hdfs(
         values = wait_rows(spark, sink, 2, 14, "v2 rows")
         assert_exactly_once(values)
         assert len(values[1]) == v1_rows, "v1 wrote nothing after it stopped"
+        # The beacons on HDFS: v1's beacon and beat file dropped once v2 was recorded; v2's
+        # beacon is not rewritten while what it says is the same, its beat file is (the
+        # heartbeat `watch` lists), through Hadoop's FileSystem on the driver.
+        beacons = f"{root}/_status"
+        first_look = {listed.location: listed for listed in storage.listing(beacons)}
+        assert sorted(first_look) == [f"{beacons}/{JOB}.v2.beat", f"{beacons}/{JOB}.v2.json"]
+
+        def beat_moved() -> bool:
+            now = {listed.location: listed for listed in storage.listing(beacons)}
+            return now[f"{beacons}/{JOB}.v2.beat"] != first_look[f"{beacons}/{JOB}.v2.beat"]
+
+        wait_for(beat_moved, timeout=40, what="the v2 run's heartbeat on HDFS")
+        later = {listed.location: listed for listed in storage.listing(beacons)}
+        assert later[f"{beacons}/{JOB}.v2.json"] == first_look[f"{beacons}/{JOB}.v2.json"]
         status = ok(ws.run("status", "--output", "json"))
         (row,) = json.loads(status.stdout)["jobs"]
         assert (row["stored-version"], row["running"], row["running-version"]) == (2, True, 2)
