@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.gather import checkpoints
+from flink_sql_runner.gather import checkpoint_reader
 from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles, run_status
 from flink_sql_runner.model.facts import CheckpointFacts, IntentFacts, JobFacts
@@ -105,17 +105,17 @@ def _checkpoint_facts(
     root = root or stored_root
     if not root:
         return None
-    highest = checkpoints.highest_version(storage, f"{root}/{name}")
+    highest = checkpoint_reader.highest_version(storage, f"{root}/{name}")
     if stored is None or not stored_root:
         return CheckpointFacts(f"{root}/{name}", False, None, highest)
     location = f"{stored_root}/{name}/{stored.meta.query_version}"
     if not inspect:  # what it pins, from its latest offsets file; not its metadata and commits
-        pins = checkpoints.pinned_settings(storage, location)
+        pins = checkpoint_reader.pinned_settings(storage, location)
         return CheckpointFacts(location, False, None, highest, pins, inspected=False)
-    info = checkpoints.inspect_checkpoint(storage, location)
+    info = checkpoint_reader.inspect_checkpoint(storage, location)
     pinned = None
     if info.last_offset is not None:
-        pinned = checkpoints.pinned_settings(storage, location, info.last_offset)
+        pinned = checkpoint_reader.pinned_settings(storage, location, info.last_offset)
     return CheckpointFacts(
         location, info.valid, info.last_committed, highest, pinned, unplanned=info.unplanned
     )
