@@ -38,12 +38,15 @@ def gather(
     workers: int = GATHER_WORKERS,
     listing: Listing | None = None,
     running_commits: bool = True,
+    checkpoints: bool = True,
 ) -> list[JobFacts]:
     """Every fact the decision tree needs, read before anything is decided or done. `listing`:
     the target's listing when the caller already has it (one listing per command).
     `running_commits`: False for a plan, which decides a job whose run is alive (and that has
     no intent record) without its checkpoint's metadata and commits (decide/tree.py): those
-    are not read for it (`CheckpointFacts.inspected`)."""
+    are not read for it (`CheckpointFacts.inspected`). `checkpoints`: False for `status`, which
+    reads what it shows of a stored version's checkpoint itself, and only where it may have
+    changed (watch/status_reads.py): none is read here, but an interrupted command's."""
     desired = {job.name: job for job in jobs}
     names = set(desired)
     # Three independent questions (the store's listing, its intent records, what runs) are
@@ -77,7 +80,9 @@ def gather(
         try:
             intent = intent_of.get(name)
             inspect = running_commits or intent is not None or not facts.alive
-            checkpoint = _checkpoint_facts(name, job, previous, storage, inspect)
+            checkpoint = None
+            if checkpoints:
+                checkpoint = _checkpoint_facts(name, job, previous, storage, inspect)
             settled = _intent_facts(intent, facts, storage) if intent else None
         except FsrError as exc:
             problem = str(exc).splitlines()[0]
