@@ -75,6 +75,11 @@ class Deployment:
         self.load_cache: Path | None = (
             Path(settings.state_dir) / "cache" / "load.json" if settings.cache else None
         )
+        #: What the last `status` read of runs that are gone (watch/status_reads.py); None:
+        #: read every time (--no-cache).
+        self.status_cache: Path | None = (
+            Path(settings.state_dir) / "cache" / "status.json" if settings.cache else None
+        )
         self.debug = False
         #: Where lines for people go while a command runs (waiting for the lock).
         self.say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)

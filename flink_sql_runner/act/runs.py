@@ -17,7 +17,7 @@ from typing import Any
 from flink_sql_runner.decide.changes import PINNED_SPARK_SETTINGS
 from flink_sql_runner.decide.steps import checkpoint_location
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.gather.checkpoints import inspect_checkpoint
+from flink_sql_runner.gather.checkpoint_reader import last_committed
 from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.control import (
@@ -118,8 +118,8 @@ class RunControl:
 
     def committed(self, manifest: StoredManifest) -> int:
         """The last batch the checkpoint of `manifest`'s version has committed; -1 if none."""
-        info = inspect_checkpoint(self.storage, checkpoint_location(manifest))
-        return info.last_committed if info.last_committed is not None else -1
+        found = last_committed(self.storage, checkpoint_location(manifest))
+        return found if found is not None else -1
 
     @staticmethod
     def control(manifest: StoredManifest, version: int | None) -> ControlFiles:

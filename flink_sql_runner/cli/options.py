@@ -83,7 +83,8 @@ _register(
     is_flag=True,
     envvar=env_var("NO_CACHE"),
     help="Read every job and table file again, without reusing what unchanged files read as "
-    "last time (<state-dir>/cache/load.json), and keep nothing.",
+    "last time (<state-dir>/cache/load.json; for status, what it read of runs that are gone, "
+    "cache/status.json), and keep nothing.",
 )
 _register("--debug", is_flag=True, help="Show tracebacks.")
 _register(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.gather import checkpoints
+from flink_sql_runner.gather import checkpoint_reader
 from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles, run_status
 from flink_sql_runner.model.facts import CheckpointFacts, IntentFacts, JobFacts
@@ -39,13 +39,17 @@ def gather(
     listing: Listing | None = None,
     running_commits: bool = True,
     snapshot: Snapshot | None = None,
+    checkpoints: bool = True,
 ) -> list[JobFacts]:
     """Every fact the decision tree needs, read before anything is decided or done. `listing`:
     the target's listing when the caller already has it (one listing per command).
     `running_commits`: False for a plan, which decides a job whose run is alive (and that has
     no intent record) without its checkpoint's metadata and commits (decide/tree.py): those
     are not read for it (`CheckpointFacts.inspected`). `snapshot`: the store's state to gather
-    from when the caller has it (`store_ahead.py`), instead of a listing now."""
+    from when the caller has it (`store_ahead.py`), instead of a listing now. `checkpoints`:
+    False for `status`, which reads what it shows of a stored version's checkpoint itself, and
+    only where it may have changed (watch/status_reads.py): none is read here, but an
+    interrupted command's."""
     desired = {job.name: job for job in jobs}
     names = set(desired)
     # Three independent questions (the store's listing, its intent records, what runs) are
@@ -80,7 +84,9 @@ def gather(
         try:
             intent = intent_of.get(name)
             inspect = running_commits or intent is not None or not facts.alive
-            checkpoint = _checkpoint_facts(name, job, previous, storage, inspect)
+            checkpoint = None
+            if checkpoints:
+                checkpoint = _checkpoint_facts(name, job, previous, storage, inspect)
             settled = _intent_facts(intent, facts, storage) if intent else None
         except FsrError as exc:
             problem = str(exc).splitlines()[0]
@@ -108,17 +114,17 @@ def _checkpoint_facts(
     root = root or stored_root
     if not root:
         return None
-    highest = checkpoints.highest_version(storage, f"{root}/{name}")
+    highest = checkpoint_reader.highest_version(storage, f"{root}/{name}")
     if stored is None or not stored_root:
         return CheckpointFacts(f"{root}/{name}", False, None, highest)
     location = f"{stored_root}/{name}/{stored.meta.query_version}"
     if not inspect:  # what it pins, from its latest offsets file; not its metadata and commits
-        pins = checkpoints.pinned_settings(storage, location)
+        pins = checkpoint_reader.pinned_settings(storage, location)
         return CheckpointFacts(location, False, None, highest, pins, inspected=False)
-    info = checkpoints.inspect_checkpoint(storage, location)
+    info = checkpoint_reader.inspect_checkpoint(storage, location)
     pinned = None
     if info.last_offset is not None:
-        pinned = checkpoints.pinned_settings(storage, location, info.last_offset)
+        pinned = checkpoint_reader.pinned_settings(storage, location, info.last_offset)
     return CheckpointFacts(
         location, info.valid, info.last_committed, highest, pinned, unplanned=info.unplanned
     )

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
-from flink_sql_runner.gather.checkpoints import (
-    MAX_OFFSETS_BYTES,
+from flink_sql_runner.gather.checkpoint_reader import (
     inspect_checkpoint,
     is_kafka_offsets,
-    parse_offsets,
+    source_offsets,
 )
 from flink_sql_runner.model.offsets import OffsetCarry
 from flink_sql_runner.stores.storage import Storage, StorageError
@@ -66,17 +64,6 @@ def _sink_holds(storage: Storage, checkpoint: str, sink_folder: str | None, batc
             offset = shift
     names = storage.file_names(f"{folder.rstrip('/')}/_spark_metadata")
     return str(batch + offset) in names or f"{batch + offset}.compact" in names
-
-
-def source_offsets(storage: Storage, checkpoint: str, batch: int) -> list[Any]:
-    """The per-source lines of `offsets/<batch>`, parsed (None for a source without one)."""
-    data = storage.read_bytes(f"{checkpoint.rstrip('/')}/offsets/{batch}")
-    if data is None or len(data) > MAX_OFFSETS_BYTES:
-        return []
-    try:
-        return list(parse_offsets(data).sources)
-    except ValueError:
-        return []
 
 
 def starting_offsets(storage: Storage, carry: OffsetCarry) -> StartingOffsets:

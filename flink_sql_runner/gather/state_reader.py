@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flink_sql_runner.gather.checkpoints import numbers
+from flink_sql_runner.gather.checkpoint_reader import numbers
 from flink_sql_runner.gather.spark_child import run_child
 from flink_sql_runner.model.checkpoint_report import StateReport, StoreState
 from flink_sql_runner.stores.storage import Storage

@@ -103,6 +103,15 @@ class Beacons:
                 if where not in found:
                     del self._read[where]
 
+    def listed(self, manifest: StoredManifest) -> Listed | None | Unreadable:
+        """What this look's listing shows of the beacon of the job's stored version (None: not
+        listed; UNREADABLE: the listing failed), read nothing."""
+        listed = self._listed.get(checkpoint_root(manifest))
+        if listed is None or isinstance(listed, Unreadable):
+            return listed
+        root = checkpoint_root(manifest)
+        return listed.get(beacon_location(root, manifest.name, manifest.meta.query_version))
+
     def status(self, manifest: StoredManifest) -> Status:
         """What the job's stored version's run says, as the watcher judges it: the beacon's
         fields with the listing's modification tokens of the beacon and of its beat file as its

@@ -114,12 +114,23 @@ class WatchLog:
     it read, with each record's stamp, and hands it back to the store on the next read: only
     the records written since are read again (one listing for every thousand unchanged)."""
 
-    def __init__(self, store: ManifestStore, remembers: bool = False):
+    def __init__(
+        self, store: ManifestStore, remembers: bool = False, known: dict[str, SideDoc] | None = None
+    ):
+        """`known`: the documents an earlier read found (`seen`), kept elsewhere meanwhile
+        (`status` keeps them in the state folder): it remembers from them on."""
         self.store = store
-        self.remembers = remembers
+        self.remembers = remembers or known is not None
         #: What the last read found, by file name: the document, and its record (None:
         #: unreadable). Only ever handed back to the store, which checks each stamp.
-        self._seen: dict[str, tuple[SideDoc, WatchRecord | None]] = {}
+        self._seen: dict[str, tuple[SideDoc, WatchRecord | None]] = {
+            name: (doc, _parsed(doc.text)) for name, doc in (known or {}).items()
+        }
+
+    @property
+    def seen(self) -> dict[str, SideDoc]:
+        """The documents the last read found, by file name (what `known` takes)."""
+        return {name: doc for name, (doc, _) in self._seen.items()}
 
     def read_all(self) -> dict[str, WatchRecord]:
         """Every readable record, by job name (one listing); unreadable ones are started anew."""

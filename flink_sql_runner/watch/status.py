@@ -3,11 +3,16 @@
 Health comes from `health.py`: the target's listing, the runner's status file of the stored
 version (heartbeat, last batch, rates, lag) and what `watch` recorded (failures, restarts,
 backoff, crash-looping). The JSON document is described in docs/status.md.
+
+What it reads costs listings per look where nothing changed (`status_reads.py`): the store
+through its index, the watch records and the beacons of each checkpoint root by one listing,
+and of each job only what may have changed since the last `status` on this machine: the status
+file and the checkpoint's last commit of a job whose run is (or may be) alive, or whose beacon
+moved.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -15,12 +20,16 @@ from flink_sql_runner.decide.changes import ChangeKind, diff, severity
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.gather.logs import log_query
+from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.watch.beacons import Beacons
+from flink_sql_runner.watch.beacons import checkpoint_root as beacon_root
 from flink_sql_runner.watch.health import Health, State, assess
-from flink_sql_runner.watch.records import WatchLog, WatchRecord, manifest_digest, parse_utc
+from flink_sql_runner.watch.records import WatchRecord, manifest_digest, parse_utc
+from flink_sql_runner.watch.status_reads import JobReads, StatusReads
 
 if TYPE_CHECKING:
     from flink_sql_runner.act.deployment import Deployment
@@ -41,17 +50,6 @@ def _drift(facts: JobFacts, compared: bool) -> str:
     return "in sync" if kind is ChangeKind.NONE else f"git differs ({kind.label})"
 
 
-def _status(deployment: Deployment, stored: StoredManifest) -> dict[str, Any] | None:
-    root = str(stored.job.get("checkpoint-root", "")).rstrip("/")
-    control = ControlFiles.of(f"{root}/{stored.name}", stored.meta.query_version)
-    try:
-        text = deployment.storage.read_text(control.status_file)
-        doc = json.loads(text) if text else None
-    except (FsrError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
 def _quiet(health: Health, now: datetime) -> str | None:
     """A running job whose runner has not written for long: shown stalled (by the clocks;
     `watch` judges by its own clock and the heartbeat counter instead)."""
@@ -63,14 +61,13 @@ def _quiet(health: Health, now: datetime) -> str | None:
 
 
 def health_of(
-    deployment: Deployment, f: JobFacts, records: dict[str, WatchRecord], now: datetime
+    f: JobFacts, status: dict[str, Any] | None, records: dict[str, WatchRecord], now: datetime
 ) -> tuple[Health, WatchRecord | None]:
     stored = f.stored
     assert stored is not None
     record = records.get(f.name)
     if record is not None and record.manifest != manifest_digest(stored):
         record = None  # about a job a deploy has changed since
-    status = _status(deployment, stored)
     health = assess(stored, f.writers, status, record, now)
     quiet = _quiet(health, now)
     if quiet:
@@ -89,20 +86,45 @@ def _log(deployment: Deployment, facts: JobFacts) -> str | None:
 
 
 def status_rows(
-    deployment: Deployment, jobs: list[Job], now: datetime | None = None
+    deployment: Deployment,
+    jobs: list[Job],
+    now: datetime | None = None,
+    reads: StatusReads | None = None,
 ) -> list[dict[str, Any]]:
+    """`reads`: what the last `status` read (kept in the state folder; saved back here)."""
     facts = gather(
         jobs, deployment.store, deployment.target, deployment.storage,
-        workers=deployment.settings.parallelism,
+        workers=deployment.settings.parallelism, checkpoints=False,
     )  # fmt: skip
+    if reads is None:
+        reads = StatusReads.load(deployment.status_cache, deployment.store.location)
     try:
-        records = WatchLog(deployment.store).read_all()
+        records = reads.watch_records(deployment.store)
     except FsrError:
         records = {}
+    beacons = Beacons(deployment.storage, runtime.monotonic)
+    manifests = [
+        f.stored for f in facts if f.stored is not None and not f.problem and beacon_root(f.stored)
+    ]
+    beacons.look(manifests)
     now = now or datetime.now(timezone.utc)
+
+    def one(f: JobFacts) -> tuple[str, JobReads]:
+        assert f.stored is not None
+        liveness = [r.liveness for r in f.runs]
+        return f.name, reads.job(deployment.storage, beacons, f.stored, liveness)
+
+    todo = [f for f in facts if f.stored is not None and not f.problem]
+    workers = deployment.settings.parallelism
+    if workers <= 1 or len(todo) <= 1:
+        found = dict(one(f) for f in todo)
+    else:  # each a GET and a listing on remote storage, many at once
+        with runtime.pool(workers, "status") as pool:
+            found = dict(pool.map(one, todo))
     rows = []
     for f in sorted(facts, key=lambda f: f.name):
         stored = f.stored
+        read = found.get(f.name)
         runs = [
             {
                 "query-version": r.version,
@@ -123,13 +145,13 @@ def status_rows(
             "runs": runs,
             "running-version": f.alive[0].version if len(f.alive) == 1 else None,
             "where": ", ".join(r.detail for r in f.runs),
-            "problem": f.problem,
-            "last-committed-batch": f.checkpoint.last_committed if f.checkpoint else None,
+            "problem": f.problem or (read.problem if read else None),
+            "last-committed-batch": read.committed if read else None,
             "last-batch": None,
             "restarts": 0,
             "restarts-last-hour": 0,
             "last-failure": None,
-            "checkpoint": f.checkpoint.location if f.checkpoint and stored else None,
+            "checkpoint": _checkpoint(stored) if stored else None,
             "drift": _drift(f, bool(jobs)),
         }
         row["log"] = _log(deployment, f)
@@ -143,7 +165,7 @@ def status_rows(
                 "next-deploy": f"start-clean v{max(highest, failed.version) + 1}",
             }
         if stored is not None:
-            health, record = health_of(deployment, f, records, now)
+            health, record = health_of(f, read.status if read else None, records, now)
             row["health"], row["health-detail"] = health.state.value, health.detail
             row["last-batch"] = health.last_batch
             if record is not None:
@@ -152,4 +174,13 @@ def status_rows(
                 row["restarts-last-hour"] = record.restarts_since(now - timedelta(hours=1))
                 row["last-failure"] = {"at": last.at, "reason": last.reason} if last else None
         rows.append(row)
+    reads.forget_others({ControlFiles.of(f"{beacon_root(m)}/{m.name}", m.meta.query_version).beacon
+                         for m in manifests})  # fmt: skip
+    reads.save()
     return rows
+
+
+def _checkpoint(stored: StoredManifest) -> str | None:
+    """The checkpoint folder of the stored version (None: its manifest names no root)."""
+    root = beacon_root(stored)
+    return f"{root}/{stored.name}/{stored.meta.query_version}" if root else None

@@ -165,7 +165,10 @@ def run_one(
         return [report.handover_section(result)]
     if name == "watch":
         sizes = [int(v) for v in args.watch_jobs.split(",")]
-        return [watch_bench.section(watch_bench.run(sizes, say=say))]
+        return [
+            watch_bench.section(watch_bench.run(sizes, say=say)),
+            watch_bench.status_section(watch_bench.run_status(sizes, say=say)),
+        ]
     if name == "recovery":
         result = recovery_bench.run(scratch, args.recovery_rounds, args.watch_interval, say=say)
         return [report.recovery_section(result)]

@@ -13,6 +13,12 @@ beat file, `<name>.v1.beat`), and the third look is measured: every HTTP request
 checkpoint storage's, and the CPU time of this process (moto's server is another process).
 With the checkpoints on S3, with and without beacons (runs of an older runner: one status-file
 GET per job), and on a local folder.
+
+Beside it, `status` of the same kind of jobs, checkpoints and beacons on S3, each job's
+checkpoint having committed a batch: run once (it reads everything and keeps what it read of
+runs that are gone in the state folder), every beacon rewritten unchanged, then measured; with
+every job's run alive (its status file and `commits/` are read every time: they move with every
+micro-batch) and with every run gone (stopped).
 """
 
 from __future__ import annotations
@@ -147,6 +153,123 @@ def _look(
     storage_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("storage ")})
     where = "S3" if on_s3 else "local folder"
     return Look(jobs, where, beacons, store_side, storage_side, cpu, seconds)
+
+
+@dataclass(frozen=True)
+class StatusLook:
+    jobs: int
+    alive: bool
+    store_requests: Counter[str]
+    storage_requests: Counter[str]
+    cpu_seconds: float
+    seconds: float
+
+
+def _status_look(
+    jobs: int, alive: bool, url: str, scratch: Path, say: Callable[[str], None]
+) -> StatusLook:
+    import boto3
+    from botocore.config import Config
+
+    from flink_sql_runner.act.deployment import Deployment
+    from flink_sql_runner.act.settings import Settings
+    from flink_sql_runner.model.runs import Liveness, Run
+    from flink_sql_runner.model.stored import ABSENT
+    from flink_sql_runner.stores.s3 import S3Store
+    from flink_sql_runner.stores.storage import FileStorage
+    from flink_sql_runner.watch.records import WatchLog, WatchRecord, manifest_digest
+    from flink_sql_runner.watch.status import status_rows
+    from tests.support.fakes import FakeTarget, write_beacon
+    from tests.support.jobs import make_job, stored_of
+
+    env = s3_env(url, scratch)
+    config = Config(retries={"mode": "standard", "total_max_attempts": 5},
+                    max_pool_connections=64)  # fmt: skip
+    client = boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_DEFAULT_REGION"],
+    ).client("s3", endpoint_url=url, config=config)
+    bucket = f"status-{jobs}-{'alive' if alive else 'gone'}"
+    client.create_bucket(Bucket=bucket)
+    root = f"s3://{bucket}/ckpt"
+    store, storage, target = S3Store(bucket, "store/", client), FileStorage(client), FakeTarget()
+    state = "active" if alive else "stopped"
+
+    def seed(i: int) -> None:
+        name = f"job{i:05d}"
+        sink = {"format": "parquet", "options": {"path": f"/out/{name}"}}
+        stored = stored_of(make_job(name=name, tables={"out": sink}, **{"checkpoint-root": root}))
+        store.write(stored, ABSENT)
+        status = {"run-id": "run-0", "state": state, "heartbeat": 1, "last-batch": {"id": 3}}
+        storage.write_text(f"{root}/{name}/_control/v1.status.json", json.dumps(status))
+        storage.write_text(f"{root}/{name}/1/commits/3", "v1\n{}")
+        write_beacon(storage, root, name, 1, "run-0", state=state)
+        WatchLog(store).write(WatchRecord(name, manifest_digest(stored)))
+
+    say(f"  status, {jobs} jobs, runs {'alive' if alive else 'gone'}: seeding")
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(seed, range(jobs)))
+    liveness = Liveness.ALIVE if alive else Liveness.GONE
+    for i in range(jobs):
+        target.add_run(Run(f"job{i:05d}", 1, "run-0", "pid 1", liveness=liveness))
+    store.refresh_index()
+    (scratch / "state").mkdir(exist_ok=True)
+    deployment = Deployment(Settings(state_dir=scratch / "state"), store=store, target=target)
+    deployment.storage = storage
+    status_rows(deployment, [])  # reads everything, keeps what it read of runs that are gone
+    if alive:  # the same bytes again, as heartbeats write them
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda i: write_beacon(storage, root, f"job{i:05d}", 1, "run-0",
+                                                 state=state), range(jobs)))  # fmt: skip
+    sent: Counter[str] = Counter()
+
+    def count(event_name: str, request: Any, **_: Any) -> None:
+        url = unquote(request.url)
+        side = "storage" if f"/{bucket}/ckpt/" in url or "prefix=ckpt/" in url else "store"
+        sent[f"{side} {event_name.rsplit('.', 1)[-1]}"] += 1
+
+    client.meta.events.register("before-send.s3", count)
+    say("  status again, measured")
+    cpu, begun = time.process_time(), time.perf_counter()
+    status_rows(deployment, [])
+    cpu, seconds = time.process_time() - cpu, time.perf_counter() - begun
+    client.meta.events.unregister("before-send.s3", count)
+    store_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("store ")})
+    storage_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("storage ")})
+    return StatusLook(jobs, alive, store_side, storage_side, cpu, seconds)
+
+
+def run_status(sizes: list[int], say: Callable[[str], None] = print) -> list[StatusLook]:
+    looks = []
+    with tempfile.TemporaryDirectory(prefix="fsr-status-bench-") as scratch:
+        for alive in (False, True):
+            for jobs in sizes:
+                with moto_server_process() as server:
+                    folder = Path(scratch, f"{jobs}-{alive}")
+                    folder.mkdir()
+                    looks.append(_status_look(jobs, alive, server.url, folder, say))
+                    say("  " + status_section(looks[-1:]).splitlines()[-1])
+    return looks
+
+
+def status_section(looks: list[StatusLook]) -> str:
+    rows = [
+        [f"{look.jobs:,}", "alive" if look.alive else "gone (stopped)",
+         _requests(look.store_requests), _requests(look.storage_requests),
+         f"{look.cpu_seconds:.2f} s", f"{look.seconds:.2f} s"]
+        for look in looks
+    ]  # fmt: skip
+    table = markdown_table(
+        ["jobs", "runs", "store requests", "checkpoint-storage requests", "CPU", "wall time"],
+        rows,
+    )
+    return (
+        f"#### `status` of unchanged jobs\n\n{machine()}; moto's S3 server in its own process, "
+        "no latency added; checkpoints and beacons on S3; the second `status` on this machine "
+        "(the first reads everything), every beacon rewritten unchanged before it when the "
+        "runs are alive.\n\n" + table
+    )
 
 
 def run(sizes: list[int], say: Callable[[str], None] = print) -> list[Look]:
