@@ -127,7 +127,8 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
         # written by the run it replaces.
         own = prepared.status_file if prepared else doc.get("status-file")
         beacon = None if prepared else doc.get("beacon-file")  # the version's: not before its go
-        status = Status(storage, own, doc["run-id"], spark.version, beacon)
+        runs = None if prepared else doc.get("runs-file")  # the version's: not before its go
+        status = Status(storage, own, doc["run-id"], spark.version, beacon, runs)
         log(
             f"job {doc['name']} v{doc['meta']['query-version']} run {doc['run-id']} on Spark "
             f"{spark.version}, checkpoint {doc['checkpoint-location']}"
@@ -147,7 +148,7 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
                 register_sources(spark, doc)
                 frame = with_metadata(query_frame(spark, doc), doc)
             status = Status(storage, doc.get("status-file"), doc["run-id"], spark.version,
-                            doc.get("beacon-file"))  # fmt: skip
+                            doc.get("beacon-file"), doc.get("runs-file"))  # fmt: skip
             status.set("starting")
         query = start_query(spark, storage, doc, frame)
         return watch(query, storage, doc, status, stop)

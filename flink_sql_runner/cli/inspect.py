@@ -57,7 +57,9 @@ def inspect(
     topic-partition offsets, a file source's files read, a rate source's position) and what a
     batch planned beyond the last commit reads, the watermark, the settings the checkpoint
     pins and whether the stored manifest's values agree, its stateful operators, and the runs
-    of the version (with the first batch each completed, where the local target's logs tell).
+    of the version with the batch each one's first trigger reported (a restart's: where it
+    resumed), from the run history the runs keep beside the checkpoint (for runs of older
+    releases, the local target's driver logs).
 
     With --state it also reads each state store through Spark's own `state-metadata` and
     `statestore` sources (Spark 4.0+, in a local Spark it starts as a child process): its rows

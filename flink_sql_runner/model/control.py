@@ -1,8 +1,8 @@
 """What the deployer and the runner agree on: the Spark application name of each version of a job,
-the control files beside its checkpoints (runtime manifest, stop marker, status file, submission
-record), the status beacon every run of a version keeps up to date in one folder per checkpoint
-root (`<checkpoint-root>/_status/<name>.v<N>.json`), and how the runner's status document is
-read."""
+the control files beside its checkpoints (runtime manifest, stop marker, status file, run
+history, submission record), the status beacon every run of a version keeps up to date in one
+folder per checkpoint root (`<checkpoint-root>/_status/<name>.v<N>.json`), and how the runner's
+status document is read."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ class ControlFiles:
     status_file: str
     #: The version's status beacon (`beacon_location`): what a watcher judges, and nothing else.
     beacon: str = ""
+    #: The version's run history, kept by its runs (runner/status.py): each run's start, the
+    #: batch its first trigger reported (a restart's: where it resumed) and how it ended.
+    runs: str = ""
 
     @classmethod
     def of(cls, job_root: str, version: int) -> ControlFiles:
@@ -51,6 +54,7 @@ class ControlFiles:
             f"{control}.stop",
             f"{control}.status.json",
             beacon_location(root, name, version),
+            f"{control}.runs.json",
         )
 
     @property

@@ -122,6 +122,7 @@ def runtime_manifest(
         "stop-marker": control.stop_marker,
         "status-file": control.status_file,
         "beacon-file": control.beacon,
+        "runs-file": control.runs,
         "run-id": run_id,
         "meta": meta.to_dict(),
     }

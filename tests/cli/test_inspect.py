@@ -5,6 +5,7 @@ version with no checkpoint, a malformed file named, and nothing written into the
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from flink_sql_runner.model.stored import Meta, StoredManifest
@@ -153,3 +154,44 @@ def test_keys_without_state_is_bad_input(tmp_path: Path) -> None:
     result = cli("inspect", "clicks", "--keys", "3", "--state-dir", str(state), cwd=tmp_path)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.splitlines() == ["error: --keys samples the state: give --state with it"]
+
+
+def test_the_run_history_gives_the_runs_on_any_target(tmp_path: Path) -> None:
+    """The runs' own history on the checkpoint's storage (every target) wins over the driver
+    logs; a run it does not list (an older release's) still comes from its log."""
+    state, root = given(tmp_path)
+    history = {"runs": [
+        {"run-id": "run-b", "started": "2026-11-25T11:00:01Z", "first-batch": 4,
+         "ended": "failed", "spark-version": "4.3.0"},
+        {"run-id": "run-c", "started": "2026-11-25T12:00:00Z", "first-batch": 6, "ended": None,
+         "spark-version": "4.3.0"},
+    ]}  # fmt: skip
+    (root / "clicks" / "_control").mkdir()
+    (root / "clicks" / "_control" / "v2.runs.json").write_text(json.dumps(history))
+    result = cli("inspect", "clicks", "--output", "json", "--state-dir", str(state), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    runs = json.loads(result.stdout)["runs"]
+    assert [(r["run-id"], r["started"], r["first-batch"], r["ended"]) for r in runs] == [
+        ("run-a", "2026-11-25T09:00:00Z", 0, "stopped"),
+        ("run-b", "2026-11-25T11:00:01Z", 4, "failed"),
+        ("run-c", "2026-11-25T12:00:00Z", 6, None),
+    ]
+    shutil.rmtree(state / "logs")  # a cluster target's: no logs here at all
+    result = cli("inspect", "clicks", "--state-dir", str(state), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if line.startswith("  run ")] == [
+        "  run         run-b started 2026-11-25T11:00:01Z, first batch 4, failed",
+        "  run         run-c started 2026-11-25T12:00:00Z, first batch 6",
+    ]
+
+
+def test_a_run_history_not_the_runners_is_a_note(tmp_path: Path) -> None:
+    state, root = given(tmp_path)
+    (root / "clicks" / "_control").mkdir()
+    history = root / "clicks" / "_control" / "v2.runs.json"
+    history.write_text('{"runs": [{"run-id": 7}]}')
+    result = cli("inspect", "clicks", "--state-dir", str(state), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert f"  note: the run history {history} is not one the runner writes: not shown" in lines
+    assert [line.split()[1] for line in lines if line.startswith("  run ")] == ["run-a", "run-b"]
