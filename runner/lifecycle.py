@@ -126,10 +126,11 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
         # A prepared run reports on its own file until its go: the version's may still be
         # written by the run it replaces.
         own = prepared.status_file if prepared else doc.get("status-file")
-        # The version's beacon and its heartbeat: not before a prepared run's go.
+        # The version's beacon, its heartbeat and its run history: not before a prepared run's go.
         beacon = None if prepared else doc.get("beacon-file")
         beat = None if prepared else doc.get("beat-file")
-        status = Status(storage, own, doc["run-id"], spark.version, beacon, beat)
+        runs = None if prepared else doc.get("runs-file")
+        status = Status(storage, own, doc["run-id"], spark.version, beacon, beat, runs)
         log(
             f"job {doc['name']} v{doc['meta']['query-version']} run {doc['run-id']} on Spark "
             f"{spark.version}, checkpoint {doc['checkpoint-location']}"
@@ -149,7 +150,8 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
                 register_sources(spark, doc)
                 frame = with_metadata(query_frame(spark, doc), doc)
             status = Status(storage, doc.get("status-file"), doc["run-id"], spark.version,
-                            doc.get("beacon-file"), doc.get("beat-file"))  # fmt: skip
+                            doc.get("beacon-file"), doc.get("beat-file"),
+                            doc.get("runs-file"))  # fmt: skip
             status.set("starting")
         query = start_query(spark, storage, doc, frame)
         return watch(query, storage, doc, status, stop)

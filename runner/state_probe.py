@@ -8,8 +8,9 @@ Run by the deployer as
 "conf": {session settings}?}`. Output: `{"spark": version, "operators": [{"id", "name",
 "store", "partitions", "min-batch", "max-batch", "rows": {partition: rows}, "sample":
 [{"key", "value", "partition"}]} | {"id", "store", "error"}]}`, or `{"spark", "unavailable":
-why}` on a Spark without the state sources (3.5), or `{"spark", "error"}` when the checkpoint's
-operators cannot be read. Exit codes: 0 answered, 2 the input cannot be read.
+why}` on a Spark without the state sources (3.5) or whose Hadoop cannot open the checkpoint's
+file system (s3a: without hadoop-aws), or `{"spark", "error"}` when the checkpoint's operators
+cannot be read. Exit codes: 0 answered, 2 the input cannot be read.
 
 Needs pyspark and the standard library only.
 """
@@ -34,6 +35,10 @@ def probe(spark: Any, checkpoint: str, keys: int) -> dict[str, Any]:
             f"Spark {spark.version} has no state sources (state-metadata and statestore come "
             "with Spark 4.0)"
         )
+        return answer
+    unreachable = cannot_open(spark, checkpoint)
+    if unreachable is not None:
+        answer["unavailable"] = unreachable
         return answer
     try:
         stores = spark.read.format("state-metadata").load(checkpoint).collect()
@@ -86,12 +91,37 @@ def probe(spark: Any, checkpoint: str, keys: int) -> dict[str, Any]:
     return answer
 
 
+#: What S3A needs that a Spark does not bring: said when its Hadoop has no file system for s3a.
+S3A_JARS = (
+    "S3A needs hadoop-aws and the AWS SDK, which this Spark does not have: --state starts its "
+    "Spark with the job's spark.jars and spark.jars.packages (README: Checkpoints on S3)"
+)
+
+
+def cannot_open(spark: Any, checkpoint: str) -> str | None:
+    """Why Spark's Hadoop cannot open the checkpoint's file system (one line), or None."""
+    try:
+        path = spark._jvm.org.apache.hadoop.fs.Path(checkpoint)
+        path.getFileSystem(spark._jsc.hadoopConfiguration())
+    except Exception as exc:  # noqa: BLE001 - Hadoop's reason is the answer
+        scheme = checkpoint.split("://", 1)[0] if "://" in checkpoint else "the default"
+        why = f"Spark cannot open {checkpoint}: {_reason(exc)}"
+        return f"{why}; {S3A_JARS}" if scheme in ("s3a", "s3", "s3n") else why
+    return None
+
+
 def _json(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
 def _reason(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
+    """The first line of Spark's message; of a Java exception (py4j's), the exception's own
+    (`class: message`), not py4j's `An error occurred while calling ...`."""
+    java = getattr(exc, "java_exception", None)
+    try:
+        text = str(java.toString() if java is not None else exc).strip().splitlines()
+    except Exception:  # noqa: BLE001 - the gateway may be gone
+        text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:500]
 
 

@@ -13,6 +13,10 @@ from .storage import Storage
 #: How often the status file is rewritten while the query runs, at the least. `watch` accepts
 #: no stall timeout below three of these (the deployer's model/control.py holds the same number).
 HEARTBEAT_SECONDS = 10.0
+#: The runs a version's run history (`runs-file`) keeps, newest last.
+KEEP_RUNS = 30
+#: States that end a run, as its entry in the run history says.
+ENDED = ("stopped", "finished", "failed")
 #: The beacon's `long-batch-minutes` counts whole minutes from a micro-batch's first minute on
 #: (the deployer's model/control.py holds the same number).
 LONG_BATCH_SECONDS = 60
@@ -33,7 +37,12 @@ class Status:
     local folder or HDFS, whose listings tell content by size and modification time), that of
     an empty file rewritten so, the beacon itself written only when it changes; without it (on
     S3, whose ETag stays for the same bytes, and a manifest of an earlier release), the
-    beacon's own, rewritten unchanged."""
+    beacon's own, rewritten unchanged.
+
+    At `runs` (the runtime manifest's `runs-file`, beside the status file), the version's run
+    history: one entry per run, rewritten when the run starts, when its first trigger is done
+    (the batch it reported: a restart's is where it resumed) and when it ends. It is on the
+    checkpoint's storage, so `inspect` reads it on every target."""
 
     def __init__(
         self,
@@ -43,12 +52,15 @@ class Status:
         spark_version: str = "",
         beacon: str | None = None,
         beat: str | None = None,
+        runs: str | None = None,
         clock: Callable[[], float] | None = None,
     ):
         self.storage, self.location, self.run_id = storage, location, run_id
         #: This driver's monotonic clock (a test's own, given).
         self.clock = clock or (lambda: time.monotonic())
-        self.beacon, self.beat_file = beacon, beat
+        self.beacon, self.beat_file, self.runs = beacon, beat, runs
+        self.started = utc_now()
+        self.first_batch: int | None = None
         self.beacon_text: str | None = None  # what the beacon holds, as last written
         self.beacon_at = 0.0  # when it was last written, on this driver's monotonic clock
         self.beat_at: float | None = None  # when the heartbeat file was, on the same clock
@@ -66,6 +78,30 @@ class Status:
         if batch_id is not None:
             self.batch_id = batch_id
         self.write()
+        self.record_run(state)
+
+    def record_run(self, state: str) -> None:
+        """Keep this run's entry in the version's run history: at its start, its first trigger
+        (once) and its end."""
+        if not self.runs:
+            return
+        if state == "active":
+            if self.first_batch is not None:
+                return
+            self.first_batch = self.batch_id
+        elif state != "starting" and state not in ENDED:
+            return
+        entry = {
+            "run-id": self.run_id,
+            "started": self.started,
+            "first-batch": self.first_batch,
+            "ended": state if state in ENDED else None,
+            "spark-version": self.spark_version,
+        }
+        try:
+            record_run(self.storage, self.runs, entry)
+        except Exception as exc:  # noqa: BLE001 - the history is advisory; the job goes on
+            log(f"cannot write the run history {self.runs}: {exc}")
 
     def beat(self, query: Any) -> None:
         """Follow the query; write when a batch completed, else every HEARTBEAT_SECONDS."""
@@ -148,6 +184,22 @@ class Status:
                 log(f"cannot write the status beacon's heartbeat {self.beat_file}: {exc}")
                 return
             self.beat_at = now
+
+
+def record_run(storage: Storage, location: str, entry: dict[str, Any]) -> None:
+    """Put `entry` in the run history at `location` (`{"runs": [..]}`, oldest first), in place
+    of the entry of the same run, keeping the newest KEEP_RUNS. A history that cannot be read
+    as one is started afresh (it is advisory). One run of a version writes at a time: a
+    prepared run writes none before its go."""
+    runs: list[Any] = []
+    try:
+        doc = json.loads(storage.read(location) or "{}")
+        runs = list(doc.get("runs") or []) if isinstance(doc, dict) else []
+    except ValueError:
+        log(f"the run history {location} is not JSON: started afresh")
+    runs = [r for r in runs if isinstance(r, dict) and r.get("run-id") != entry["run-id"]]
+    runs.append(entry)
+    storage.write(location, json.dumps({"runs": runs[-KEEP_RUNS:]}))
 
 
 def progress_summary(progress: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from flink_sql_runner.cli.options import (
 from flink_sql_runner.cli.original_flags import BadFlags, FsrCommand
 from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK
 from flink_sql_runner.gather.inspection import inspect_job
-from flink_sql_runner.gather.state_reader import read_state
+from flink_sql_runner.gather.state_reader import probe_conf, read_state
 from flink_sql_runner.render.inspect import inspect_json, inspect_text
 
 
@@ -57,12 +57,17 @@ def inspect(
     topic-partition offsets, a file source's files read, a rate source's position) and what a
     batch planned beyond the last commit reads, the watermark, the settings the checkpoint
     pins and whether the stored manifest's values agree, its stateful operators, and the runs
-    of the version (with the first batch each completed, where the local target's logs tell).
+    of the version with the batch each one's first trigger reported (a restart's: where it
+    resumed), from the run history the runs keep beside the checkpoint (for runs of older
+    releases, the local target's driver logs).
 
     With --state it also reads each state store through Spark's own `state-metadata` and
     `statestore` sources (Spark 4.0+, in a local Spark it starts as a child process): its rows
     per partition at the last committed batch and the bytes its partitions take, and with
     --keys N a sample of N keys and values. The Spark 3.5 line has no such sources: it says so.
+    That Spark starts with the job's spark.hadoop.* settings and, for a checkpoint on S3 or
+    HDFS, its spark.jars and spark.jars.packages (S3A needs hadoop-aws: without it, one line
+    says so).
 
     It only reads: no lock is taken, nothing is written, and it may run while the job runs.
 
@@ -75,7 +80,7 @@ def inspect(
     found = inspect_job(name, deployment.store, deployment.target, deployment.storage, version)
     if with_state and found.report is not None:
         props = found.manifest.job.get("sparkProperties") or {}
-        conf = {k: str(v) for k, v in props.items() if k.startswith("spark.hadoop.")}
+        conf = probe_conf(props, found.location)
         state = read_state(deployment.storage, found.location, keys, conf)
         found = replace(found, state=state)
     click.echo(inspect_json(found) if output == "json" else inspect_text(found))

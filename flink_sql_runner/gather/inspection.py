@@ -1,8 +1,10 @@
 """What `inspect NAME` shows of one version of a job, gathered read only: its stored manifest,
 its checkpoint (`checkpoint_reader.py`), the runs of it up now, the last run its status file
-names, and, where the target keeps driver logs as files here (local), each run of the version
-those logs show with the first batch it completed (a restart's: where it resumed) and how it
-ended. No lock is taken and nothing is written."""
+names, and each run of the version with when it started, the batch its first trigger reported
+(a restart's: where it resumed) and how it ended. Those come from the version's run history,
+which its runs keep beside the status file on the checkpoint's storage (runner/status.py), so
+on every target; runs of an older release, which kept none, from the driver logs where the
+target keeps them as files here (local). No lock is taken and nothing is written."""
 
 from __future__ import annotations
 
@@ -55,12 +57,16 @@ def inspect_job(
     except FsrError as exc:
         up = []
         notes.append(f"the {target.name} target's runs could not be listed: {exc}")
-    runs = _logged_runs(target, name, version)
+    control = ControlFiles.of(job_root, version)
+    runs = _recorded_runs(storage, control.runs, notes)
+    recorded = {r.run_id for r in runs}
+    logged = [r for r in _logged_runs(target, name, version) if r.run_id not in recorded]
+    runs = sorted(runs + logged, key=lambda r: r.started or "")
     seen = {r.run_id for r in runs}
     runs += [RunSeen(r.run_id) for r in up if r.run_id not in seen]
     ids = {r.run_id for r in up}
     runs = [replace(r, up=r.run_id in ids) for r in runs]
-    status = _status(storage, ControlFiles.of(job_root, version).status_file)
+    status = _status(storage, control.status_file)
     return Inspection(name, version, manifest, location, report, tuple(runs), status, tuple(notes))
 
 
@@ -71,6 +77,38 @@ def _status(storage: Storage, location: str) -> dict[str, Any] | None:
     except (FsrError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def _recorded_runs(storage: Storage, location: str, notes: list[str]) -> list[RunSeen]:
+    """The runs the version's run history lists, oldest first ([] when there is none: runs of
+    a release before it, or none yet). One that cannot be read is a note, not an error."""
+    try:
+        text = storage.read_text(location)
+    except FsrError as exc:
+        notes.append(f"the run history {location} could not be read: {exc}")
+        return []
+    if not text:
+        return []
+    try:
+        doc = json.loads(text)
+        entries = doc["runs"]
+        if not isinstance(entries, list):
+            raise TypeError
+        return [_entry(e) for e in entries]
+    except (ValueError, KeyError, TypeError):
+        notes.append(f"the run history {location} is not one the runner writes: not shown")
+        return []
+
+
+def _entry(doc: Any) -> RunSeen:
+    run_id, started, first, ended = (doc[k] for k in ("run-id", "started", "first-batch", "ended"))
+    if not isinstance(run_id, str) or not isinstance(started, (str, type(None))):
+        raise TypeError
+    if first is not None and (not isinstance(first, int) or isinstance(first, bool)):
+        raise TypeError
+    if ended not in (None, "stopped", "finished", "failed"):
+        raise TypeError
+    return RunSeen(run_id, started, first, ended)
 
 
 def _logged_runs(target: Target, name: str, version: int) -> list[RunSeen]:

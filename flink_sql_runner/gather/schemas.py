@@ -37,7 +37,8 @@ from flink_sql_runner.targets.runner_files import runner_zip
 PROBE_TIMEOUT = 600.0
 NOT_ANALYSED = "not analysed: a new location holds nothing it could break"
 #: Fields of a runtime manifest that say nothing about what its query writes.
-_RUN_FIELDS = ("run-id", "stop-marker", "status-file", "checkpoint-location", "on-schema-change")
+_RUN_FIELDS = ("run-id", "stop-marker", "status-file", "runs-file", "checkpoint-location",
+               "on-schema-change")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,23 @@ def ask_state_probe(request: dict[str, Any]) -> tuple[dict[str, Any], str | None
     return run_child("state_probe", request, STATE_PROBE_TIMEOUT)
 
 
+#: The job's settings that give a Spark the jars a checkpoint's storage needs (S3A's).
+JAR_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.jars.repositories",
+                "spark.jars.excludes", "spark.jars.ivy", "spark.jars.ivySettings")  # fmt: skip
+
+
+def probe_conf(properties: dict[str, Any], location: str) -> dict[str, str]:
+    """The settings of the job's `sparkProperties` the state probe's Spark starts with: its
+    `spark.hadoop.*` (how its storage is reached) and, for a checkpoint that is not a local
+    file (s3a:, hdfs:), the jars it gives its own Spark for that (JAR_SETTINGS)."""
+    remote = "://" in location and not location.startswith("file:")
+    return {
+        key: str(value)
+        for key, value in properties.items()
+        if key.startswith("spark.hadoop.") or (remote and key in JAR_SETTINGS)
+    }
+
+
 def read_state(
     storage: Storage,
     location: str,

@@ -97,9 +97,10 @@ class CheckpointReport:
 
 @dataclass(frozen=True)
 class RunSeen:
-    """A run of the version: its id, when it started (UTC, from its log's name), the batch its
-    first trigger reported (a restart's: where it resumed), how it ended (stopped, finished,
-    failed; None: not said: up, or killed), and whether the target lists it up now."""
+    """A run of the version: its id, when it started (UTC, as the version's run history or its
+    log's name says), the batch its first trigger reported (a restart's: where it resumed), how
+    it ended (stopped, finished, failed; None: not said: up, or killed), and whether the target
+    lists it up now."""
 
     run_id: str | None
     started: str | None = None

@@ -1,8 +1,8 @@
 """What the deployer and the runner agree on: the Spark application name of each version of a job,
-the control files beside its checkpoints (runtime manifest, stop marker, status file, submission
-record), the status beacon every run of a version keeps up to date in one folder per checkpoint
-root (`<checkpoint-root>/_status/<name>.v<N>.json`, with its heartbeat `<name>.v<N>.beat` beside
-it), and how the runner's status document is read."""
+the control files beside its checkpoints (runtime manifest, stop marker, status file, run
+history, submission record), the status beacon every run of a version keeps up to date in one
+folder per checkpoint root (`<checkpoint-root>/_status/<name>.v<N>.json`, with its heartbeat
+`<name>.v<N>.beat` beside it), and how the runner's status document is read."""
 
 from __future__ import annotations
 
@@ -44,6 +44,9 @@ class ControlFiles:
     #: The beacon's heartbeat file (`beat_location`); "" on S3, whose listing tells a beacon's
     #: content by its ETag, so the beacon rewritten unchanged is its own heartbeat there.
     beat: str = ""
+    #: The version's run history, kept by its runs (runner/status.py): each run's start, the
+    #: batch its first trigger reported (a restart's: where it resumed) and how it ended.
+    runs: str = ""
 
     @classmethod
     def of(cls, job_root: str, version: int) -> ControlFiles:
@@ -55,6 +58,7 @@ class ControlFiles:
             f"{control}.status.json",
             beacon_location(root, name, version),
             "" if root.startswith(_CONTENT_TOKENED) else beat_location(root, name, version),
+            f"{control}.runs.json",
         )
 
     @property

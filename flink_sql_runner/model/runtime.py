@@ -125,6 +125,7 @@ def runtime_manifest(
         # The beacon's heartbeat (null on S3, where the beacon is its own): with it, the runner
         # writes the beacon only when what it says changes (runner/status.py).
         "beat-file": control.beat or None,
+        "runs-file": control.runs,
         "run-id": run_id,
         "meta": meta.to_dict(),
     }

@@ -5,7 +5,11 @@ version with no checkpoint, a malformed file named, and nothing written into the
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
@@ -153,3 +157,89 @@ def test_keys_without_state_is_bad_input(tmp_path: Path) -> None:
     result = cli("inspect", "clicks", "--keys", "3", "--state-dir", str(state), cwd=tmp_path)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.splitlines() == ["error: --keys samples the state: give --state with it"]
+
+
+def test_the_run_history_gives_the_runs_on_any_target(tmp_path: Path) -> None:
+    """The runs' own history on the checkpoint's storage (every target) wins over the driver
+    logs; a run it does not list (an older release's) still comes from its log."""
+    state, root = given(tmp_path)
+    history = {"runs": [
+        {"run-id": "run-b", "started": "2026-11-25T11:00:01Z", "first-batch": 4,
+         "ended": "failed", "spark-version": "4.3.0"},
+        {"run-id": "run-c", "started": "2026-11-25T12:00:00Z", "first-batch": 6, "ended": None,
+         "spark-version": "4.3.0"},
+    ]}  # fmt: skip
+    (root / "clicks" / "_control").mkdir()
+    (root / "clicks" / "_control" / "v2.runs.json").write_text(json.dumps(history))
+    result = cli("inspect", "clicks", "--output", "json", "--state-dir", str(state), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    runs = json.loads(result.stdout)["runs"]
+    assert [(r["run-id"], r["started"], r["first-batch"], r["ended"]) for r in runs] == [
+        ("run-a", "2026-11-25T09:00:00Z", 0, "stopped"),
+        ("run-b", "2026-11-25T11:00:01Z", 4, "failed"),
+        ("run-c", "2026-11-25T12:00:00Z", 6, None),
+    ]
+    shutil.rmtree(state / "logs")  # a cluster target's: no logs here at all
+    result = cli("inspect", "clicks", "--state-dir", str(state), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if line.startswith("  run ")] == [
+        "  run         run-b started 2026-11-25T11:00:01Z, first batch 4, failed",
+        "  run         run-c started 2026-11-25T12:00:00Z, first batch 6",
+    ]
+
+
+def test_a_run_history_not_the_runners_is_a_note(tmp_path: Path) -> None:
+    state, root = given(tmp_path)
+    (root / "clicks" / "_control").mkdir()
+    history = root / "clicks" / "_control" / "v2.runs.json"
+    history.write_text('{"runs": [{"run-id": 7}]}')
+    result = cli("inspect", "clicks", "--state-dir", str(state), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert f"  note: the run history {history} is not one the runner writes: not shown" in lines
+    assert [line.split()[1] for line in lines if line.startswith("  run ")] == ["run-a", "run-b"]
+
+
+@pytest.mark.s3
+@pytest.mark.spark
+def test_state_on_s3_without_s3a_says_so_in_one_line(
+    tmp_path: Path, s3_env: dict[str, str], s3_client: Any, s3_bucket: str
+) -> None:
+    """`--state` on a checkpoint in S3: the deployer reads the checkpoint and the bytes its
+    state takes through boto3; Spark's state sources need S3A (hadoop-aws), which pyspark does
+    not bring: one line says so, no traceback, and the rest is shown."""
+    pyspark = pytest.importorskip("pyspark")
+    state = tmp_path / "state"
+    props = {"spark.hadoop.fs.s3a.endpoint": s3_env["AWS_ENDPOINT_URL"],
+             "spark.hadoop.fs.s3a.path.style.access": "true"}  # fmt: skip
+    job = {"name": "clicks", "target-table": "t", "sql": "SELECT 1",
+           "checkpoint-root": f"s3a://{s3_bucket}/ck", "sparkProperties": props}  # fmt: skip
+    LocalStore(state / "manifests").write(StoredManifest(job, {}, Meta(1, "q", "t")), None)
+    files = {
+        "metadata": '{"id":"5d0c"}',
+        "offsets/0": offsets({"clicks": {"0": 3}}, watermark=0, at=1_795_600_000_000),
+        "commits/0": 'v1\n{"nextBatchWatermarkMs":0}',
+        "state/0/_metadata/metadata": 'v1\n{"operatorInfo": {"operatorName": "dedupe"}}',
+        "state/0/0/1.delta": "x" * 10,
+        "state/0/1/1.delta": "y" * 3,
+    }
+    for rel, text in files.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=f"ck/clicks/1/{rel}", Body=text.encode())
+    result = cli("inspect", "clicks", "--state", "--state-dir", str(state), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    rows = [line for line in lines if line.startswith("  state rows")]
+    assert "  source 0    kafka: committed clicks[0:3]" in lines
+    assert "  state disk  operator 0: 13 B (per partition 0:10 B 1:3 B)" in lines
+    if int(pyspark.__version__.split(".")[0]) < 4:
+        assert len(rows) == 1 and "Spark 4.0" in rows[0]
+        return
+    location = f"s3a://{s3_bucket}/ck/clicks/1"
+    assert rows == [
+        f"  state rows  not read: Spark cannot open {location}: "
+        "java.lang.RuntimeException: java.lang.ClassNotFoundException: "
+        "Class org.apache.hadoop.fs.s3a.S3AFileSystem not found; "
+        "S3A needs hadoop-aws and the AWS SDK, which this Spark does not have: --state starts "
+        "its Spark with the job's spark.jars and spark.jars.packages (README: Checkpoints on S3)"
+    ]

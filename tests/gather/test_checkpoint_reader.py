@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.gather.checkpoint_reader import CheckpointUnreadable, read_checkpoint
-from flink_sql_runner.gather.state_reader import bytes_on_disk, read_state
+from flink_sql_runner.gather.state_reader import bytes_on_disk, probe_conf, read_state
 from flink_sql_runner.model.checkpoint_report import (
     CheckpointReport,
     Operator,
@@ -418,3 +418,17 @@ def test_state_not_read_says_why(
 ) -> None:
     report = read_state(ReadOnly(), str(tmp_path), ask=lambda _: (answer, why))
     assert (report.unavailable, report.stores) == (unavailable, ())
+
+
+def test_the_probe_starts_with_the_jobs_storage_settings_and_for_s3_its_jars() -> None:
+    props = {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000", "spark.jars": "/j/a.jar",
+             "spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.5.0",
+             "spark.sql.shuffle.partitions": 4}  # fmt: skip
+    storage_only = {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000"}
+    assert probe_conf(props, "/ck/job/1") == storage_only
+    assert probe_conf(props, "file:///ck/job/1") == storage_only
+    assert probe_conf(props, "s3a://b/ck/job/1") == {
+        **storage_only,
+        "spark.jars": "/j/a.jar",
+        "spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.5.0",
+    }

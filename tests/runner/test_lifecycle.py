@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from runner import lifecycle
-from runner.status import HEARTBEAT_SECONDS, Status
+from runner.status import HEARTBEAT_SECONDS, KEEP_RUNS, Status
 from runner.storage import Storage
 
 
@@ -122,6 +122,9 @@ class Writes:
         self.writes.append(location)
         self.files[location] = text
 
+    def read(self, location: str) -> str | None:
+        return self.files.get(location)
+
 
 def test_the_beacon_changes_only_with_what_a_watcher_judges_and_is_rewritten_as_a_heartbeat(
     monkeypatch,
@@ -206,3 +209,46 @@ def test_with_a_beat_file_the_beacon_is_written_on_a_change_only_and_the_beat_ev
     status.set("stopped")  # a change: the beacon at once, the heartbeat overdue: written too
     assert json.loads(storage.files[beacon])["state"] == "stopped"
     assert storage.writes.count(beat) == beats + 1
+
+
+def test_the_run_history_keeps_each_runs_start_first_batch_and_end() -> None:
+    storage = Writes()
+    first = Status(storage, "v1.status.json", "run-1", "4.3.0", runs="v1.runs.json")  # type: ignore[arg-type]
+    first.set("starting")
+    first.set("active", 6)
+    first.set("active", 9)  # the first trigger's batch is kept, not a later one's
+    first.set("stopped", 9)
+    second = Status(storage, "v1.status.json", "run-2", "4.3.0", runs="v1.runs.json")  # type: ignore[arg-type]
+    second.set("starting")
+    second.set("active", 10)
+    runs = json.loads(storage.files["v1.runs.json"])["runs"]
+    assert runs == [
+        {"run-id": "run-1", "started": first.started, "first-batch": 6, "ended": "stopped",
+         "spark-version": "4.3.0"},
+        {"run-id": "run-2", "started": second.started, "first-batch": 10, "ended": None,
+         "spark-version": "4.3.0"},
+    ]  # fmt: skip
+    assert storage.writes.count("v1.runs.json") == 5, "start, first trigger, end: no more"
+
+
+def test_the_run_history_keeps_the_newest_runs_and_survives_a_bad_file() -> None:
+    storage = Writes()
+    storage.files["v1.runs.json"] = "{not json"
+    for number in range(KEEP_RUNS + 5):
+        status = Status(storage, None, f"run-{number}", runs="v1.runs.json")  # type: ignore[arg-type]
+        status.set("failed", error="boom")
+    runs = json.loads(storage.files["v1.runs.json"])["runs"]
+    assert [r["run-id"] for r in runs] == [f"run-{n}" for n in range(5, KEEP_RUNS + 5)]
+    assert {(r["first-batch"], r["ended"]) for r in runs} == {(None, "failed")}
+    storage.failing.add("v1.runs.json")  # a history that cannot be written: the run goes on
+    Status(storage, "v1.status.json", "run-x", runs="v1.runs.json").set("starting")  # type: ignore[arg-type]
+    assert json.loads(storage.files["v1.status.json"])["state"] == "starting"
+
+
+def test_a_run_without_a_runs_file_keeps_no_history() -> None:
+    storage = Writes()
+    status = Status(storage, "v1.status.json", "run-1", "4.3.0")  # type: ignore[arg-type]
+    status.set("starting")
+    status.set("active", 1)
+    status.set("stopped", 1)
+    assert set(storage.writes) == {"v1.status.json"}
