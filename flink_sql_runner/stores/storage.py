@@ -9,7 +9,8 @@ That is the local disk unless the Hadoop configuration the deployer and spark-su
 another `fs.defaultFS`: with `hdfs://nn:8020` there, `/checkpoints` is `hdfs://nn:8020/checkpoints`.
 
 The deployer reads and writes the runner's control files here (runtime manifest, stop marker,
-status file, submission records) and inspects checkpoints through it (`gather/checkpoints.py`).
+status file, submission records) and reads checkpoints through it
+(`gather/checkpoint_reader.py`).
 Tests use the in-memory fake of the same interface (`tests/support/fakes.py`).
 """
 

@@ -12,7 +12,7 @@ import pytest
 from flink_sql_runner.act.forget import ForgetResult, Places, forget_jobs, survey_jobs
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.errors import FsrError, UnknownJob
-from flink_sql_runner.gather.checkpoints import highest_version
+from flink_sql_runner.gather.checkpoint_reader import highest_version
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.intents import IntentLog, Kind, Phase, new_intent
 from flink_sql_runner.model.runs import Run

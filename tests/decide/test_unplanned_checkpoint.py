@@ -12,7 +12,7 @@ import pytest
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import Record, StartRun
-from flink_sql_runner.gather.checkpoints import inspect_checkpoint
+from flink_sql_runner.gather.checkpoint_reader import inspect_checkpoint
 from flink_sql_runner.gather.facts import gather
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
 from tests.support.jobs import BASE, CONFIG, ROOT, make_job, stored_of

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.gather.checkpoints import (
+from flink_sql_runner.gather.checkpoint_reader import (
     MAX_OFFSETS_BYTES,
     CheckpointInfo,
     highest_version,

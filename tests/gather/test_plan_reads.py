@@ -8,7 +8,7 @@ import pytest
 
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
-from flink_sql_runner.gather.checkpoints import highest_version
+from flink_sql_runner.gather.checkpoint_reader import highest_version
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.intents import Intent, IntentLog, Kind, Phase
 from flink_sql_runner.model.runs import Run
