@@ -4,9 +4,9 @@
 Per job it keeps the runner's status file of the stored version and the last batch its
 checkpoint committed, under the listing tokens (content and modification) of the version's
 status beacon as listed when they were read. Only a run of that version writes either, and
-every run writes its beacon when it starts (its run id is in it), when its state changes and
-every heartbeat while it runs (runner/status.py): while the listing shows the same tokens, no
-run wrote since, and what was kept is given back unread. Everything else is read every time:
+every run writes its beacon when it starts (its run id is in it) and when its state changes
+(runner/status.py): while the listing shows the same tokens, no run began or ended since, and
+what was kept is given back unread. Everything else is read every time:
 a job with a run that is alive or may be (its last batch and its checkpoint's last commit move
 with every micro-batch, and a beacon that said so would change every batch and be read by every
 look of `watch`: they cost one GET of its status file and one listing of its `commits/`), and
