@@ -29,7 +29,7 @@ from flink_sql_runner.act.stop import StopResult, stop_jobs
 from flink_sql_runner.decide.contracts import needs_check
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.lineage import Lineage
-from flink_sql_runner.decide.plan import build_plan, plan_lineage
+from flink_sql_runner.decide.plan import build_plan, checkpoint_unused, plan_lineage
 from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
@@ -179,6 +179,7 @@ class Deployment:
             include_orphans=include_orphans,
             workers=max(GATHER_WORKERS, self.settings.parallelism),
             running_commits=False,
+            checkpoint_unused=checkpoint_unused,
         )
         mark("gathered")
         spark = self.target.spark_version()

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from flink_sql_runner.decide import pipeline
+from flink_sql_runner.decide.changes import same
 from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.decide.lineage import Lineage, build_lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
@@ -32,6 +33,22 @@ def plan_lineage(facts: list[JobFacts]) -> Lineage:
         [f.desired for f in ordered if f.desired is not None],
         stored={f.name: f.stored for f in ordered if f.stored is not None},
     )
+
+
+def checkpoint_unused(facts: JobFacts) -> bool:
+    """Whether the plan decides `facts`' job without anything of its checkpoint, so that
+    gather need not read it (asked before it is read): a job with no intent record and one run
+    up, whose manifest in git is the stored one, field for field (`same`: no change, so nothing
+    is compared with what the checkpoint pins), is left alone or stopped, and starts nothing.
+    Not a consumer with `reprocessing: consistent`: a producer's new version may change the
+    tables it is decided on again with (pipeline.follow_producers)."""
+    desired, stored = facts.desired, facts.stored
+    if desired is None or stored is None or facts.intent is not None or facts.problem:
+        return False
+    if len(facts.alive) != 1 or facts.unknown or pipeline.policy(facts) == pipeline.CONSISTENT:
+        return False
+    stored_job, stored_tables = desired.resolved(stored.job, stored.tables)
+    return same(stored_job, desired.spec) and same(stored_tables, desired.tables)
 
 
 def build_plan(
