@@ -190,12 +190,13 @@ def _hand_over(decisions: dict[str, Decision], handovers: list[Handover]) -> dic
             after[taker].append(giver)
     result = {}
     for name, decision in decisions.items():
-        decision = replace(
-            decision,
-            after=tuple(after[name]),
-            after_stops=tuple(after_stops[name]),
-            why_after=why[name],
-        )
+        starts_after, starts_after_stops = tuple(after[name]), tuple(after_stops[name])
+        if (starts_after, starts_after_stops, why[name]) != (
+            decision.after, decision.after_stops, decision.why_after
+        ):  # fmt: skip
+            decision = replace(
+                decision, after=starts_after, after_stops=starts_after_stops, why_after=why[name]
+            )
         if name in given and decision.rollback:
             decision = replace(
                 decision,
