@@ -47,8 +47,10 @@ def checkpoint_unused(facts: JobFacts) -> bool:
         return False
     if len(facts.alive) != 1 or facts.unknown or pipeline.policy(facts) == pipeline.CONSISTENT:
         return False
-    stored_job, stored_tables = desired.resolved(stored.job, stored.tables)
-    return same(stored_job, desired.spec) and same(stored_tables, desired.tables)
+    # As stored, not resolved (`Job.resolved`): the job's paths were resolved at load, so
+    # one stored the same holds no relative path; one stored with relative paths (by an
+    # older deploy) may mean the same, and has its checkpoint read.
+    return same(stored.job, desired.spec) and same(stored.tables, desired.tables)
 
 
 def build_plan(
