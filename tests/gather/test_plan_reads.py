@@ -159,3 +159,16 @@ def test_which_checkpoints_a_plan_does_not_read(desired, stored, runs, unused) -
     manifest = stored_of(stored, 1) if stored is not None else None
     alive = tuple(Run("orders", 1, f"run-{i}", f"pid {i}") for i in range(runs))
     assert checkpoint_unused(JobFacts("orders", desired, manifest, alive)) is unused
+
+
+@pytest.mark.parametrize("desired, diffs", [(BASE, 0), (CONFIG, 1)], ids=["unchanged", "config"])
+def test_a_job_stored_as_git_has_it_is_not_diffed(desired, diffs, monkeypatch) -> None:
+    """Field for field the same: no paths resolved, nothing compared; left alone."""
+    from flink_sql_runner.decide import tree
+
+    calls: list[str] = []
+    real = tree.diff
+    monkeypatch.setattr(tree, "diff", lambda *a, **k: calls.append("diff") or real(*a, **k))
+    decision, _, _ = decided(desired, running=True, full=True)
+    assert len(calls) == diffs
+    assert decision.action is (Action.NOOP if diffs == 0 else Action.STOP_AND_RESTART)
