@@ -5,6 +5,7 @@ The CLI builds a `Deployment` from its options and renders what its methods retu
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -29,7 +30,7 @@ from flink_sql_runner.act.stop import StopResult, stop_jobs
 from flink_sql_runner.decide.contracts import needs_check
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.lineage import Lineage
-from flink_sql_runner.decide.plan import build_plan, plan_lineage
+from flink_sql_runner.decide.plan import build_plan, checkpoint_unused, plan_lineage
 from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
@@ -41,9 +42,10 @@ from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import Stored
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
-from flink_sql_runner.read.load_cache import LoadCache
+from flink_sql_runner.read.load_cache import LoadCache, code_digest
 from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs
 from flink_sql_runner.read.paths import SourceCheck
+from flink_sql_runner.read.sqlinfo import use_fingerprints
 from flink_sql_runner.read.template import load_template
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import ManifestStore, Reads, Snapshot
@@ -183,6 +185,30 @@ class Deployment:
         return job
 
     # -- commands ---------------------------------------------------------------------------
+    @contextmanager
+    def _fingerprints(self) -> Iterator[None]:
+        """SQL fingerprints computed by the commands before, reused (read/sqlinfo.py), and
+        the ones this command asked kept beside the load cache when it computed any; as
+        that cache, only once there is a state folder, and not with --no-cache."""
+        path = self.load_cache.parent / "fingerprints.json" if self.load_cache else None
+        known: dict[str, str] = {}
+        if path is not None:
+            try:
+                doc = json.loads(path.read_bytes())
+                if doc.get("code") == code_digest() and isinstance(doc.get("sql"), dict):
+                    known = {k: v for k, v in doc["sql"].items() if isinstance(v, str)}
+            except (OSError, ValueError, AttributeError):
+                known = {}
+        fingerprints = use_fingerprints(known)
+        yield
+        if path is None or not fingerprints.computed or not Path(self.settings.state_dir).is_dir():
+            return
+        doc = {"code": code_digest(), "sql": fingerprints.kept()}
+        try:
+            replace_file(path, json.dumps(doc, separators=(",", ":")).encode(), mode=0o600)
+        except OSError as exc:
+            print(f"warning: cannot write {path}: {exc.strerror}", file=sys.stderr)
+
     def plan(
         self,
         jobs: list[Job],
@@ -193,6 +219,10 @@ class Deployment:
         """What deploy would do. `read_only`: for a command that acts on none of it (`plan`,
         `deploy --dry-run`): the plan is made from the store's index while the listing comes
         in, and made again from the listing if that shows otherwise (gather/store_ahead.py)."""
+        with self._fingerprints():
+            return self._plan(jobs, include_orphans, prune, read_only)
+
+    def _plan(self, jobs: list[Job], include_orphans: bool, prune: bool, read_only: bool) -> Plan:
         ahead = self._ahead if read_only else None
         if read_only and ahead is None:
             ahead = StoreAhead(lambda: self.store)
@@ -231,6 +261,7 @@ class Deployment:
             workers=max(GATHER_WORKERS, self.settings.parallelism),
             running_commits=False,
             snapshot=snapshot,
+            checkpoint_unused=checkpoint_unused,
         )
 
     @property

@@ -463,15 +463,37 @@ def _sink_kind(definition: dict[str, Any]) -> str:
 # -- the diff -------------------------------------------------------------------------------------
 
 
+#: Values compared where they stand, without a call of `same` each.
+_LEAVES = (str, int, float, bool, type(None))
+
+
 def same(a: Any, b: Any) -> bool:
     """Equal values of equal types all the way down: `1`, `1.0` and `True` differ (Spark would
-    get other text), the order of a mapping's keys does not."""
+    get other text), the order of a mapping's keys does not. (Loops, and leaves compared in
+    place: a plan walks every stored manifest that is as git has it, twice.)"""
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(v, b[k]) for k, v in a.items())
+        if a.keys() != b.keys():
+            return False
+        for key, value in a.items():
+            other = b[key]
+            if type(value) in _LEAVES:
+                if type(other) is not type(value) or not value == other:
+                    return False
+            elif not same(value, other):
+                return False
+        return True
     if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+        if len(a) != len(b):
+            return False
+        for value, other in zip(a, b, strict=True):
+            if type(value) in _LEAVES:
+                if type(other) is not type(value) or not value == other:
+                    return False
+            elif not same(value, other):
+                return False
+        return True
     return bool(a == b)
 
 

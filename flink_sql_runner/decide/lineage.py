@@ -350,6 +350,8 @@ class _Writers:
         self.below: dict[str, list[_Use]] = {}  # folder -> writers of folders inside it
         self.others: list[tuple[SinkId, _Use]] = []  # every written place, for patterns
         self.place: dict[str, SinkId | None] = {}
+        #: `_at`'s answers, by place: thousands of jobs read the same few sources.
+        self._found: dict[SinkId, list[tuple[_Use, str]]] = {}
         for use in uses:
             self.by_key.setdefault(_key(use.target), []).append(use)
             place = write_place(use.name, use.target_definition)
@@ -373,6 +375,12 @@ class _Writers:
         return [found[name] for name in sorted(found)]
 
     def _at(self, place: SinkId) -> list[tuple[_Use, str]]:
+        found = self._found.get(place)
+        if found is None:
+            found = self._found[place] = self._writers_at(place)
+        return found
+
+    def _writers_at(self, place: SinkId) -> list[tuple[_Use, str]]:
         if place.kind == KAFKA_PATTERN or (place.kind == FOLDER and _is_glob(place.where)):
             hits = [(use, relation(written, place)) for written, use in self.others]
             return [(use, via) for use, via in hits if via]
@@ -471,8 +479,9 @@ def _tables(uses: list[_Use], writers: _Writers, catalog: Catalog | None) -> dic
     for use in uses:
         for table, definition in use.reads.items():
             read.setdefault(table, []).append(use.name)
-            places.setdefault(table, read_places(use.name, definition))
-            formats.setdefault(table, definition.get("format"))
+            if table not in places:  # the first reader's view, as for writers
+                places[table] = read_places(use.name, definition)
+                formats[table] = definition.get("format")
     for table in _unused(uses, catalog):
         definition = catalog.tables[table].definition if catalog is not None else {}
         places[table] = ()

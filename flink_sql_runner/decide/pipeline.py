@@ -128,12 +128,18 @@ def order_by_lineage(decisions: dict[str, Decision], lineage: Lineage) -> dict[s
         if cycle and decision.steps:
             loop = " -> ".join((*cycle, cycle[0]))
             reason += f"; in a cycle of jobs ({loop}): ordered by name, not by lineage"
+        starts_after, stops_after = tuple(after[name]), tuple(stop_after[name])
+        if (reason, starts_after, stops_after, why[name]) == (
+            decision.reason, decision.after, decision.stop_after, decision.why_after
+        ):  # fmt: skip
+            ordered[name] = decision  # most jobs of a plan: nothing to order
+            continue
         ordered[name] = replace(
             decision,
             reason=reason,
-            after=tuple(after[name]),
+            after=starts_after,
             why_after=why[name],
-            stop_after=tuple(stop_after[name]),
+            stop_after=stops_after,
         )
     return ordered
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from flink_sql_runner.decide import pipeline
+from flink_sql_runner.decide.changes import same
 from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.decide.lineage import Lineage, build_lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
@@ -32,6 +33,24 @@ def plan_lineage(facts: list[JobFacts]) -> Lineage:
         [f.desired for f in ordered if f.desired is not None],
         stored={f.name: f.stored for f in ordered if f.stored is not None},
     )
+
+
+def checkpoint_unused(facts: JobFacts) -> bool:
+    """Whether the plan decides `facts`' job without anything of its checkpoint, so that
+    gather need not read it (asked before it is read): a job with no intent record and one run
+    up, whose manifest in git is the stored one, field for field (`same`: no change, so nothing
+    is compared with what the checkpoint pins), is left alone or stopped, and starts nothing.
+    Not a consumer with `reprocessing: consistent`: a producer's new version may change the
+    tables it is decided on again with (pipeline.follow_producers)."""
+    desired, stored = facts.desired, facts.stored
+    if desired is None or stored is None or facts.intent is not None or facts.problem:
+        return False
+    if len(facts.alive) != 1 or facts.unknown or pipeline.policy(facts) == pipeline.CONSISTENT:
+        return False
+    # As stored, not resolved (`Job.resolved`): the job's paths were resolved at load, so
+    # one stored the same holds no relative path; one stored with relative paths (by an
+    # older deploy) may mean the same, and has its checkpoint read.
+    return same(stored.job, desired.spec) and same(stored.tables, desired.tables)
 
 
 def build_plan(
@@ -173,12 +192,13 @@ def _hand_over(decisions: dict[str, Decision], handovers: list[Handover]) -> dic
             after[taker].append(giver)
     result = {}
     for name, decision in decisions.items():
-        decision = replace(
-            decision,
-            after=tuple(after[name]),
-            after_stops=tuple(after_stops[name]),
-            why_after=why[name],
-        )
+        starts_after, starts_after_stops = tuple(after[name]), tuple(after_stops[name])
+        if (starts_after, starts_after_stops, why[name]) != (
+            decision.after, decision.after_stops, decision.why_after
+        ):  # fmt: skip
+            decision = replace(
+                decision, after=starts_after, after_stops=starts_after_stops, why_after=why[name]
+            )
         if name in given and decision.rollback:
             decision = replace(
                 decision,

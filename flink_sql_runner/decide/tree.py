@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from flink_sql_runner.decide import contracts
-from flink_sql_runner.decide.changes import Change, ChangeKind, diff, severity
+from flink_sql_runner.decide.changes import Change, ChangeKind, diff, same, severity
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.offsets import kafka_at_default, offset_carry
 from flink_sql_runner.decide.steps import (
@@ -329,16 +329,21 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
         steps = (StartRun(manifest, clean=True, source=desired.file), Record(manifest))
         return decision(Action.START_CLEAN, version, reason, steps=steps)
 
-    # A manifest stored with relative paths means them against the folder this deploy runs in.
-    stored_job, stored_tables = desired.resolved(stored.job, stored.tables)
-    changes = diff(
-        stored_job,
-        stored_tables,
-        desired.spec,
-        desired.tables,
-        spark or stored.meta.spark_version,
-        checkpoint.pinned if checkpoint else None,
-    )
+    changes: list[Change] = []
+    # Most jobs of a plan are stored as git has them, field for field: nothing to resolve or
+    # compare (the job's paths were resolved at load, so such a manifest holds none relative).
+    if not (same(stored.job, desired.spec) and same(stored.tables, desired.tables)):
+        # A manifest stored with relative paths means them against the folder this deploy
+        # runs in.
+        stored_job, stored_tables = desired.resolved(stored.job, stored.tables)
+        changes = diff(
+            stored_job,
+            stored_tables,
+            desired.spec,
+            desired.tables,
+            spark or stored.meta.spark_version,
+            checkpoint.pinned if checkpoint else None,
+        )
     kind = severity(changes)
     version = stored.meta.query_version
     clean_version = max(version, highest) + 1

@@ -8,7 +8,7 @@ whole command, since no job can be decided without knowing what runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather import checkpoint_reader
@@ -40,16 +40,19 @@ def gather(
     running_commits: bool = True,
     snapshot: Snapshot | None = None,
     checkpoints: bool = True,
+    checkpoint_unused: Callable[[JobFacts], bool] | None = None,
 ) -> list[JobFacts]:
     """Every fact the decision tree needs, read before anything is decided or done. `listing`:
     the target's listing when the caller already has it (one listing per command).
     `running_commits`: False for a plan, which decides a job whose run is alive (and that has
     no intent record) without its checkpoint's metadata and commits (decide/tree.py): those
-    are not read for it (`CheckpointFacts.inspected`). `snapshot`: the store's state to gather
-    from when the caller has it (`store_ahead.py`), instead of a listing now. `checkpoints`:
-    False for `status`, which reads what it shows of a stored version's checkpoint itself, and
-    only where it may have changed (watch/status_reads.py): none is read here, but an
-    interrupted command's."""
+    are not read for it (`CheckpointFacts.inspected`). `checkpoint_unused`: whether the
+    decision of a job whose run is alive, without an intent record, uses nothing of its
+    checkpoint (decide/plan.py::checkpoint_unused); such a job's is not read at all (None).
+    `snapshot`: the store's state to gather from when the caller has it (`store_ahead.py`),
+    instead of a listing now. `checkpoints`: False for `status`, which reads what it shows of a
+    stored version's checkpoint itself, and only where it may have changed
+    (watch/status_reads.py): none is read here, but an interrupted command's."""
     desired = {job.name: job for job in jobs}
     names = set(desired)
     # Three independent questions (the store's listing, its intent records, what runs) are
@@ -85,7 +88,8 @@ def gather(
             intent = intent_of.get(name)
             inspect = running_commits or intent is not None or not facts.alive
             checkpoint = None
-            if checkpoints:
+            unused = not inspect and checkpoint_unused is not None and checkpoint_unused(facts)
+            if checkpoints and not unused:
                 checkpoint = _checkpoint_facts(name, job, previous, storage, inspect)
             settled = _intent_facts(intent, facts, storage) if intent else None
         except FsrError as exc:

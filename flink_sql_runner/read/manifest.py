@@ -493,6 +493,8 @@ class JobLoader:
     def source_problems(self, jobs: list[Job]) -> list[Problem]:
         """The missing source paths of `jobs`, one problem per declaration, naming the jobs that
         read it; a folder one of `jobs` writes need not exist yet (a pipeline's next stage)."""
+        if not self._missing_sources:
+            return []
         sinks = SinkIndex(
             (sink, job.name)
             for job in jobs

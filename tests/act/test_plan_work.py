@@ -81,3 +81,43 @@ def test_new_jobs_into_empty_sinks_build_no_runtime_manifest(
     assert lineages[0] == 1
     schemas = {d.name: d.schema for d in plan.decisions if d.schema is not None}
     assert list(schemas) == ["j007"]
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["cached", "no-cache"])
+def test_sql_is_tokenised_once_per_text_and_not_again_by_the_next_plan(
+    cache: bool, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query change compares the stored and desired SQL by fingerprint: each text is
+    tokenised once, and the next plan (its state folder kept) tokenises neither again; with
+    --no-cache every plan tokenises them, and nothing is written."""
+    from flink_sql_runner.model.runs import Run
+    from flink_sql_runner.read import sqlinfo
+    from tests.support.jobs import BASE, stored_of
+
+    state = tmp_path / "state"
+    state.mkdir()
+    store, target, storage, _ = fake_world()
+    desired = []
+    for n in range(3):
+        name = f"orders{n}"
+        tables = {**BASE.tables, "out": {"format": "parquet", "options": {"path": f"/out/{n}"}}}
+        stored = stored_of(BASE, 1)
+        store.put(type(stored)({**stored.job, "name": name}, tables, stored.meta))
+        target.add_run(Run(name, 1, f"run-{n}", f"pid {n}"))
+        storage.add_checkpoint(f"/ckpt/{name}/1", 3)
+        sql = f"SELECT id, ts FROM src WHERE id > {100 + n}"
+        desired.append(type(BASE)({**BASE.spec, "name": name, "sql": sql}, tables,
+                                  BASE.source_tables, BASE.file))  # fmt: skip
+    tokenised = counted(monkeypatch, sqlinfo, "_fingerprint")
+    plans = []
+    for _ in range(2):
+        deployment = Deployment(Settings(state_dir=state, cache=cache), store=store, target=target)
+        deployment.storage, deployment.schema_cache, deployment.ask_spark = storage, None, probe
+        plans.append([d.to_dict() for d in deployment.plan(desired).decisions])
+    assert plans[0] == plans[1], plans[0][0]["reason"]
+    assert {d["action"] for d in plans[0]} == {Action.STOP_AND_START_CLEAN.value}, plans[0][0][
+        "reason"
+    ]
+    # One stored SQL for all three, three desired ones; each once, or each once per plan.
+    assert tokenised[0] == (4 if cache else 8)
+    assert (state / "cache" / "fingerprints.json").exists() is cache

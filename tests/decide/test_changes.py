@@ -423,3 +423,56 @@ def test_the_known_list_still_counts_where_the_checkpoint_does_not_name_a_settin
     for key in sorted(set(PINNED_43) - {"spark.sql.shuffle.partitions"}):
         [change] = property_diff({}, {key: "7"}, pinned=None)
         assert change.kind is QUERY, key
+
+
+def _walked_same(a, b) -> bool:
+    """`same` as it was first written (recursion through `all`): the reference it keeps to."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_walked_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_walked_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+class _Text(str):
+    pass
+
+
+def _value(rng, depth: int = 0):
+    import datetime
+
+    scalars = [0, 1, 1.0, True, False, None, -0.0, 0.0, float("nan"), "1", "a", "",
+               _Text("a"), datetime.date(2024, 1, 1), (1, 2), [1, 2]]  # fmt: skip
+    if depth > 3 or rng.random() < 0.5:
+        return rng.choice(scalars)
+    if rng.random() < 0.5:
+        return [_value(rng, depth + 1) for _ in range(rng.randrange(3))]
+    keys = ["a", "b", 1, True, "1", 1.5]
+    return {rng.choice(keys): _value(rng, depth + 1) for _ in range(rng.randrange(3))}
+
+
+def _variant(rng, value):
+    """`value` with a leaf perhaps swapped for one equal in Python (1 -> 1.0 -> True, "a" ->
+    a str subclass) and its keys perhaps in another order."""
+    swaps: dict[Any, list[Any]] = {1: [1.0, True], 0: [0, 0.0, False, -0.0], "a": [_Text("a")]}
+    if isinstance(value, dict):
+        items = [(k, _variant(rng, v)) for k, v in value.items()]
+        rng.shuffle(items)
+        return dict(items)
+    if isinstance(value, list):
+        return [_variant(rng, v) for v in value]
+    if type(value) in (int, float, str) and value in swaps and rng.random() < 0.3:
+        return rng.choice(swaps[value])
+    return value
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_same_agrees_with_walking_every_value(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    a = _value(rng)
+    for b in (a, _variant(rng, a), _value(rng)):
+        assert same(a, b) is _walked_same(a, b), (a, b)

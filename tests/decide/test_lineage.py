@@ -244,3 +244,24 @@ def test_no_jobs_no_lineage() -> None:
         "cycles": [],
         "unused-tables": [],
     }
+
+
+def test_the_writers_of_a_place_many_jobs_read_are_looked_for_once(monkeypatch) -> None:
+    from flink_sql_runner.decide import lineage as lineage_module
+
+    looked: list[Any] = []
+    writers_at = lineage_module._Writers._writers_at
+
+    def counted(self, place):
+        looked.append(place)
+        return writers_at(self, place)
+
+    monkeypatch.setattr(lineage_module._Writers, "_writers_at", counted)
+    producer = job("producer", {"src": folder("/in")}, "shared", folder("/data/shared"))
+    readers = [
+        job(f"reader-{i}", {"r": folder("/data/shared")}, f"out_{i}", folder(f"/data/out/{i}"))
+        for i in range(50)
+    ]
+    lineage = build_lineage([producer, *readers])
+    assert sorted(link.consumer for link in lineage.links) == sorted(r.name for r in readers)
+    assert len(looked) == len(set(looked)) == 2  # /in and /data/shared

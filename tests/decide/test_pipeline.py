@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.decide.decisions import Action
-from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.plan import build_plan, checkpoint_unused
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, HANDOVERS, WARM
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.runs import Run
@@ -66,8 +66,11 @@ def deploy_before(jobs: dict[str, Job], consistent: bool = False):
     return store, target, state, executor, order
 
 
-def plan_for(store, target, state, jobs, handover=DEFAULT_HANDOVER):
-    facts = gather(sorted(jobs, key=lambda j: j.name), store, target, state, workers=1)
+def plan_for(store, target, state, jobs, handover=DEFAULT_HANDOVER, lean=False):
+    """The plan; `lean`: gathered as `plan` and `deploy` gather (act/deployment.py), reading
+    no more of each checkpoint than the decision uses."""
+    reads = {"running_commits": False, "checkpoint_unused": checkpoint_unused} if lean else {}
+    facts = gather(sorted(jobs, key=lambda j: j.name), store, target, state, workers=1, **reads)
     return build_plan(facts, handover=handover)
 
 
@@ -195,6 +198,22 @@ def test_a_consistent_consumer_follows_its_producer_to_a_new_version() -> None:
     assert {d.name: d.action for d in again.decisions} == dict.fromkeys(
         (PRODUCER, CONSUMER, LAST), Action.NOOP
     )
+
+
+def test_a_consistent_consumer_is_decided_the_same_on_what_a_plan_reads() -> None:
+    """Its manifest did not change, but its producer's new version changes the tables it is
+    decided on again with: its checkpoint is read (the new version's number comes from it)."""
+    before = chain(versioned=True, policy="consistent")
+    store, target, state, _, _ = deploy_before(before, consistent=True)
+    state.add_checkpoint(f"/ckpt/{CONSUMER}/4", 5)  # a version begun before: the next is 5
+    jobs = [changed(before[PRODUCER]), before[CONSUMER], before[LAST]]
+    full = plan_for(store, target, state, jobs)
+    lean = plan_for(store, target, state, jobs, lean=True)
+    assert [d.to_dict() for d in lean.decisions] == [d.to_dict() for d in full.decisions]
+    by_name = {d.name: d for d in lean.decisions}
+    assert by_name[CONSUMER].action is Action.STOP_AND_START_CLEAN
+    assert by_name[CONSUMER].version == 5
+    assert by_name[LAST].action is Action.NOOP
 
 
 def test_without_the_policy_a_versioned_table_leaves_its_reader_behind_and_says_so() -> None:

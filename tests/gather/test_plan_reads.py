@@ -1,15 +1,17 @@
 """What a plan reads, counted: the checkpoint of a job whose run is alive is not inspected for
-what its decision does not use (its metadata and commits), and the decision is the same as
-with everything read; a job folder without `_control` is not listed for it."""
+what its decision does not use (its metadata and commits), nor read at all when its manifest
+did not change, and the decision is the same as with everything read; a job folder without
+`_control` is not listed for it."""
 
 from __future__ import annotations
 
 import pytest
 
 from flink_sql_runner.decide.decisions import Action
-from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.plan import build_plan, checkpoint_unused
 from flink_sql_runner.gather.checkpoint_reader import highest_version
 from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Intent, IntentLog, Kind, Phase
 from flink_sql_runner.model.runs import Run
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
@@ -53,7 +55,10 @@ def world(running: bool, pins: dict[str, str] | None = None):
 
 def decided(desired, running: bool, full: bool, pins: dict[str, str] | None = None):
     store, target, storage, location = world(running, pins)
-    facts = gather([desired], store, target, storage, workers=1, running_commits=full)
+    lean = None if full else checkpoint_unused  # as a plan gathers (act/deployment.py)
+    facts = gather(
+        [desired], store, target, storage, workers=1, running_commits=full, checkpoint_unused=lean
+    )
     return build_plan(facts).decisions[0], storage, location
 
 
@@ -90,6 +95,25 @@ def test_a_running_job_is_decided_without_its_metadata_and_commits() -> None:
     assert "pinned by the checkpoint" in decision.changes[0].why
 
 
+def test_a_running_job_whose_manifest_did_not_change_has_nothing_of_its_checkpoint_read() -> None:
+    pins = {"spark.sql.shuffle.partitions": "4"}
+    decision, storage, _ = decided(BASE, running=True, full=False, pins=pins)
+    assert decision.action is Action.NOOP
+    assert [r for r in storage.reads if r.startswith(ROOT)] == []
+    assert [f for f in storage.listed if f.startswith(ROOT)] == []
+
+
+@pytest.mark.parametrize(
+    "desired", [CONFIG, QUERY, PINNED_CHANGED], ids=["config", "query", "pinned"]
+)
+def test_a_running_job_whose_manifest_changed_has_its_highest_version_and_pins_read(
+    desired,
+) -> None:
+    _, storage, location = decided(desired, running=True, full=False, pins={"a": "b"})
+    assert f"{location}/offsets/7" in storage.reads
+    assert f"{ROOT}/orders" in storage.listed
+
+
 def test_a_job_not_running_has_its_checkpoint_inspected() -> None:
     decision, storage, location = decided(BASE, running=False, full=False)
     assert f"{location}/metadata" in storage.reads
@@ -115,3 +139,36 @@ def test_no_control_folder_is_not_listed() -> None:
     assert storage.listed == [f"{ROOT}/orders"]
     storage.files[f"{ROOT}/orders/_control/v5.status.json"] = "{}"
     assert highest_version(storage, f"{ROOT}/orders") == 5, "a version begun is counted"
+
+
+CONSISTENT = make_job(reprocessing="consistent")
+UNUSED_CASES = [
+    ("running-unchanged", BASE, BASE, 1, True),
+    ("not-running", BASE, BASE, 0, False),
+    ("two-runs-up", BASE, BASE, 2, False),
+    ("config-changed", CONFIG, BASE, 1, False),
+    ("new-job", BASE, None, 1, False),
+    ("consistent-consumer", CONSISTENT, CONSISTENT, 1, False),
+]
+
+
+@pytest.mark.parametrize(
+    "desired, stored, runs, unused", [c[1:] for c in UNUSED_CASES], ids=[c[0] for c in UNUSED_CASES]
+)
+def test_which_checkpoints_a_plan_does_not_read(desired, stored, runs, unused) -> None:
+    manifest = stored_of(stored, 1) if stored is not None else None
+    alive = tuple(Run("orders", 1, f"run-{i}", f"pid {i}") for i in range(runs))
+    assert checkpoint_unused(JobFacts("orders", desired, manifest, alive)) is unused
+
+
+@pytest.mark.parametrize("desired, diffs", [(BASE, 0), (CONFIG, 1)], ids=["unchanged", "config"])
+def test_a_job_stored_as_git_has_it_is_not_diffed(desired, diffs, monkeypatch) -> None:
+    """Field for field the same: no paths resolved, nothing compared; left alone."""
+    from flink_sql_runner.decide import tree
+
+    calls: list[str] = []
+    real = tree.diff
+    monkeypatch.setattr(tree, "diff", lambda *a, **k: calls.append("diff") or real(*a, **k))
+    decision, _, _ = decided(desired, running=True, full=True)
+    assert len(calls) == diffs
+    assert decision.action is (Action.NOOP if diffs == 0 else Action.STOP_AND_RESTART)

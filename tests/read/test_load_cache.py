@@ -483,3 +483,39 @@ def test_what_mask_would_hide_is_not_kept(value: dict[str, Any]) -> None:
     assert mask(value) != value
     assert not storable(value)
     assert storable({"options": {"path": "/p", "user": "me"}, "n": [1, 2.5, True, None]})
+
+
+def test_entries_read_and_not_replaced_are_written_back_as_they_were_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Writing the file back encodes only the entries added since it was read; the file is the
+    same JSON document as one encoded whole, and reads back to the same entries."""
+    from flink_sql_runner.read import load_cache
+
+    first = LoadCache()
+    for n in range(5):
+        first.keep_table_file(f"/t/{n}é.yaml", f"text {n}", [({"n": n, "s": "a\nb"}, "x", None)])
+    raw = first.to_bytes()
+    assert json.loads(raw)["tables"] == first._tables
+    encoded: list[Any] = []
+    compact = load_cache._compact
+    monkeypatch.setattr(load_cache, "_compact", lambda v: encoded.append(v) or compact(v))
+    again = LoadCache.from_bytes(raw)
+    assert again.to_bytes() == raw and encoded == []
+    again.keep_table_file("/t/2é.yaml", "new text", [({"n": 22}, "x", None)])
+    written = again.to_bytes()
+    assert len(encoded) == 1
+    doc = json.loads(written)
+    assert doc["tables"] == again._tables and len(doc["tables"]) == 5
+    assert doc["tables"]["/t/2é.yaml"]["tables"][0]["entry"] == {"n": 22}
+    assert LoadCache.from_bytes(written).to_bytes() == written
+
+
+def test_a_cache_file_laid_out_otherwise_is_read_and_written_whole() -> None:
+    cache = LoadCache()
+    cache.keep_table_file("/t/a.yaml", "text", [({"n": 1}, "x", None)])
+    doc = json.loads(cache.to_bytes())
+    by_hand = json.dumps(doc, indent=1).encode()
+    read = LoadCache.from_bytes(by_hand)
+    assert read._tables == cache._tables and read._texts == {}
+    assert read.to_bytes() == cache.to_bytes()

@@ -89,3 +89,17 @@ def test_keyword_case_whitespace_and_comments_are_no_change() -> None:
     assert sql_fingerprint("select a from t where a rlike r'Bob' -- note") == sql_fingerprint(
         "SELECT a\n  FROM t /* c */ WHERE a RLIKE r'Bob';"
     )
+
+
+def test_fingerprints_are_kept_by_digest_but_never_a_text_that_could_not_be_tokenised() -> None:
+    from flink_sql_runner.read.sqlinfo import Fingerprints
+
+    first = Fingerprints()
+    good, broken = "SELECT a FROM t", "SELECT 'unterminated FROM t"
+    assert first.of(good) == first.of(" select  a FROM t ") and first.computed == 2
+    assert first.of(broken).startswith("text:")
+    kept = first.kept()
+    assert len(kept) == 2 and all(v.startswith("sql:") for v in kept.values())
+    assert not any("SELECT" in v or "select" in v for v in kept.values())
+    again = Fingerprints(kept)
+    assert again.of(good) == first.of(good) and again.computed == 0

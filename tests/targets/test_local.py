@@ -264,3 +264,34 @@ def test_a_listing_reads_each_pid_once(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(procs, "start_marker", lambda pid: read.append(pid) or real(pid))
     assert sorted(target.list_runs().runs) == ["job0", "job1", "job2"]
     assert read == [me]
+
+
+def test_the_record_files_are_found_as_path_globbing_finds_them(tmp_path: Path) -> None:
+    """Folders per job (`runs/<name>/<run>.json`, hidden records among them) and the earlier
+    layout (`runs/<name>.json`), in name order; hidden entries of `runs/` and other files are
+    not records."""
+    target = LocalTarget(tmp_path / "state", master="local[2]")
+    runs = target.runs
+    for path in [
+        "b/2.json",
+        "b/10.json",
+        "b/.h.json",
+        "b/notes.txt",
+        "a.b/x.json",
+        ".hidden/y.json",
+    ]:
+        (runs / path).parent.mkdir(parents=True, exist_ok=True)
+        (runs / path).write_text("{}")
+    for path in ["c.json", "a.json", ".d.json", "e.JSON", "f.yaml"]:
+        (runs / path).write_text("{}")
+    (runs / "empty").mkdir()
+    by_path = []  # what `Path.iterdir` and `Path.glob` find, as it was listed before
+    for entry in sorted(runs.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            by_path += [(entry.name, f) for f in sorted(entry.glob("*.json"))]
+        elif entry.suffix == ".json":
+            by_path.append((entry.stem, entry))
+    assert target._record_files() == by_path
+    assert [name for name, _ in by_path] == ["a.b", "a", "b", "b", "b", "c"]  # a.b < a.json
