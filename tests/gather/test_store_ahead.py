@@ -20,7 +20,7 @@ from flink_sql_runner.stores.base import Snapshot
 from flink_sql_runner.stores.s3 import S3Store
 from tests.support.fakes import FakeTarget
 from tests.support.jobs import make_job, stored_of
-from tests.watch.test_watch_requests import Requests
+from tests.support.s3_requests import Requests
 
 
 def _jobs(count: int) -> list[Any]:

@@ -14,15 +14,7 @@ import pytest
 from flink_sql_runner.stores.storage import FileStorage, IsAFolder, StorageError
 from flink_sql_runner.stores.webhdfs import namenode_urls
 from tests.support.fake_webhdfs import FakeWebHdfs
-
-
-def site(folder: Path, name: str, **properties: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = "".join(
-        f"<property><name>{key}</name><value>{value}</value></property>"
-        for key, value in properties.items()
-    )
-    (folder / name).write_text(f"<configuration>{rows}</configuration>")
+from tests.support.hadoop_site import site
 
 
 @pytest.fixture

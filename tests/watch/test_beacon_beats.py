@@ -30,6 +30,7 @@ from runner.status import HEARTBEAT_SECONDS, Status
 from runner.storage import Storage as RunnerStorage
 from tests.support.fake_webhdfs import FakeWebHdfs
 from tests.support.fakes import FakeClock
+from tests.support.hadoop_site import site
 from tests.support.jobs import make_job, stored_of
 
 JOBS = 6
@@ -73,15 +74,6 @@ class Place:
     runner_storage: Any
     requests: Callable[[], list[tuple[str, str, str]]] | None = None
     tick: Callable[[], None] = lambda: None
-
-
-def site(folder: Path, name: str, **properties: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = "".join(
-        f"<property><name>{key}</name><value>{value}</value></property>"
-        for key, value in properties.items()
-    )
-    (folder / name).write_text(f"<configuration>{rows}</configuration>")
 
 
 @pytest.fixture(params=["local", "hdfs-fake", pytest.param("hdfs-real", marks=pytest.mark.yarn)])

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
@@ -22,26 +21,9 @@ from flink_sql_runner.watch.records import WatchLog, WatchRecord, manifest_diges
 from flink_sql_runner.watch.status import status_rows
 from tests.support.fakes import FakeTarget, write_beacon
 from tests.support.jobs import make_job, stored_of
+from tests.support.s3_requests import Requests
 
 pytestmark = pytest.mark.s3
-
-
-class Requests:
-    """Every HTTP request a client sends (retries too), as (operation, key or listed prefix)."""
-
-    def __init__(self, client: Any, bucket: str) -> None:
-        self.bucket, self.sent = bucket, []
-        client.meta.events.register("before-send.s3", self._send)
-
-    def _send(self, event_name: str, request: Any, **_: Any) -> None:
-        url = urlsplit(request.url)
-        where = unquote(url.path).removeprefix(f"/{self.bucket}").lstrip("/")
-        where = where or parse_qs(url.query).get("prefix", [""])[0]
-        self.sent.append((event_name.rsplit(".", 1)[-1], where))
-
-    def take(self) -> list[tuple[str, str]]:
-        sent, self.sent = self.sent, []
-        return sent
 
 
 def world(
