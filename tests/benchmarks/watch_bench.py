@@ -49,6 +49,21 @@ class Look:
     seconds: float
 
 
+def _client(url: str, scratch: Path) -> Any:
+    """An S3 client of moto's server at `url`, blind to ~/.aws, 64 requests at once."""
+    import boto3
+    from botocore.config import Config
+
+    env = s3_env(url, scratch)
+    config = Config(retries={"mode": "standard", "total_max_attempts": 5},
+                    max_pool_connections=64)  # fmt: skip
+    return boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_DEFAULT_REGION"],
+    ).client("s3", endpoint_url=url, config=config)
+
+
 def _look(
     jobs: int,
     on_s3: bool,
@@ -58,9 +73,6 @@ def _look(
     profile: bool = False,
     beacons: bool = True,
 ) -> Look:
-    import boto3
-    from botocore.config import Config
-
     from flink_sql_runner.act.deployment import Deployment
     from flink_sql_runner.act.settings import Settings
     from flink_sql_runner.model.runs import Run
@@ -72,14 +84,7 @@ def _look(
     from tests.support.fakes import FakeTarget, write_beacon, write_beat
     from tests.support.jobs import make_job, stored_of
 
-    env = s3_env(url, scratch)
-    config = Config(retries={"mode": "standard", "total_max_attempts": 5},
-                    max_pool_connections=64)  # fmt: skip
-    client = boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        region_name=env["AWS_DEFAULT_REGION"],
-    ).client("s3", endpoint_url=url, config=config)
+    client = _client(url, scratch)
     bucket = f"watch-{jobs}-{'s3' if on_s3 else 'local'}-{'b' if beacons else 'n'}"
     client.create_bucket(Bucket=bucket)
     root = f"s3://{bucket}/ckpt" if on_s3 else str(scratch / f"ckpt-{jobs}")
@@ -168,9 +173,6 @@ class StatusLook:
 def _status_look(
     jobs: int, alive: bool, url: str, scratch: Path, say: Callable[[str], None]
 ) -> StatusLook:
-    import boto3
-    from botocore.config import Config
-
     from flink_sql_runner.act.deployment import Deployment
     from flink_sql_runner.act.settings import Settings
     from flink_sql_runner.model.runs import Liveness, Run
@@ -182,14 +184,7 @@ def _status_look(
     from tests.support.fakes import FakeTarget, write_beacon
     from tests.support.jobs import make_job, stored_of
 
-    env = s3_env(url, scratch)
-    config = Config(retries={"mode": "standard", "total_max_attempts": 5},
-                    max_pool_connections=64)  # fmt: skip
-    client = boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        region_name=env["AWS_DEFAULT_REGION"],
-    ).client("s3", endpoint_url=url, config=config)
+    client = _client(url, scratch)
     bucket = f"status-{jobs}-{'alive' if alive else 'gone'}"
     client.create_bucket(Bucket=bucket)
     root = f"s3://{bucket}/ckpt"
