@@ -66,11 +66,13 @@ def inspect_job(
     runs += [RunSeen(r.run_id) for r in up if r.run_id not in seen]
     ids = {r.run_id for r in up}
     runs = [replace(r, up=r.run_id in ids) for r in runs]
-    status = _status(storage, control.status_file)
+    status = read_status_file(storage, control.status_file)
     return Inspection(name, version, manifest, location, report, tuple(runs), status, tuple(notes))
 
 
-def _status(storage: Storage, location: str) -> dict[str, Any] | None:
+def read_status_file(storage: Storage, location: str) -> dict[str, Any] | None:
+    """The runner's status document at `location`; None when there is none, or it cannot be
+    read or parsed now."""
     try:
         text = storage.read_text(location)
         doc = json.loads(text) if text else None

@@ -26,6 +26,7 @@ from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.checkpoint_reader import last_committed
+from flink_sql_runner.gather.inspection import read_status_file
 from flink_sql_runner.host.atomic import replace_file
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.runs import Liveness
@@ -119,7 +120,7 @@ class StatusReads:
             if kept is not None and all(kept.get(k) == v for k, v in tokens.items()):
                 return JobReads(kept.get("status"), kept.get("committed"))
         self.jobs.pop(key, None)
-        status = _status(storage, control.status_file)
+        status = read_status_file(storage, control.status_file)
         try:
             committed = last_committed(storage, checkpoint)
         except FsrError as exc:
@@ -131,12 +132,3 @@ class StatusReads:
     def forget_others(self, keep: set[str]) -> None:
         """Drop what is kept of beacons no job of this look has."""
         self.jobs = {k: v for k, v in self.jobs.items() if k in keep}
-
-
-def _status(storage: Storage, location: str) -> dict[str, Any] | None:
-    try:
-        text = storage.read_text(location)
-        doc = json.loads(text) if text else None
-    except (FsrError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
