@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TypeVar
 
 from flink_sql_runner.act.executor import Executor
 from flink_sql_runner.act.forget import (
@@ -54,6 +55,8 @@ from flink_sql_runner.stores.storage import FileStorage, Storage
 from flink_sql_runner.targets.base import Target
 from flink_sql_runner.targets.connectors import Connectors, SparkBuild, scala_of
 from flink_sql_runner.targets.sparksubmit import find_spark_submit, spark_home
+
+T = TypeVar("T")
 
 
 class Deployment:
@@ -220,23 +223,55 @@ class Deployment:
         `deploy --dry-run`): the plan is made from the store's index while the listing comes
         in, and made again from the listing if that shows otherwise (gather/store_ahead.py)."""
         with self._fingerprints():
-            return self._plan(jobs, include_orphans, prune, read_only)
+            return self._plan(jobs, include_orphans, prune, read_only, None)[0]
 
-    def _plan(self, jobs: list[Job], include_orphans: bool, prune: bool, read_only: bool) -> Plan:
+    def plan_shown(
+        self,
+        jobs: list[Job],
+        show: Callable[[Plan], T],
+        include_orphans: bool = True,
+        prune: bool = False,
+    ) -> tuple[Plan, T]:
+        """A read-only plan (`plan(read_only=True)`) and what `show` makes of it, made while
+        the store's listing is still coming in: when the listing is the slowest read (10
+        pages at 10,000 jobs), showing the plan costs no time. Shown again from the listing's
+        plan if that differs."""
+        with self._fingerprints():
+            plan, shown = self._plan(jobs, include_orphans, prune, True, show)
+        assert shown is not None
+        return plan, shown[0]
+
+    def _plan(
+        self,
+        jobs: list[Job],
+        include_orphans: bool,
+        prune: bool,
+        read_only: bool,
+        show: Callable[[Plan], T] | None,
+    ) -> tuple[Plan, tuple[T] | None]:
         ahead = self._ahead if read_only else None
         if read_only and ahead is None:
             ahead = StoreAhead(lambda: self.store)
         snapshot = ahead.first() if ahead is not None else None
+        plan = self._decided(jobs, include_orphans, prune, snapshot)
+        shown = (show(plan),) if show is not None else None
+        if ahead is not None and snapshot is not None and not ahead.confirms(snapshot):
+            plan = self._decided(jobs, include_orphans, prune, ahead.listing())
+            shown = (show(plan),) if show is not None else None
+        mark("decided")
+        return plan, shown
+
+    def _decided(
+        self, jobs: list[Job], include_orphans: bool, prune: bool, snapshot: Snapshot | None
+    ) -> Plan:
+        """Facts gathered (from `snapshot` when given, else a listing now), decided, and the
+        changed queries' writes checked against their sinks."""
         facts = self._gather(jobs, include_orphans, snapshot)
         mark("gathered")
         spark = self.target.spark_version()
         lineage = plan_lineage(facts)  # the same jobs in every plan below: built once
         handover = self.settings.handover
         plan = build_plan(facts, prune=prune, spark=spark, handover=handover, lineage=lineage)
-        if ahead is not None and snapshot is not None and not ahead.confirms(snapshot):
-            facts = self._gather(jobs, include_orphans, ahead.listing())
-            lineage = plan_lineage(facts)
-            plan = build_plan(facts, prune=prune, spark=spark, handover=handover, lineage=lineage)
         checks = contract_checks(plan, facts, jobs, lineage)
         if checks:
             found = gather_contracts(checks, self.storage, self.schema_cache, self.ask_spark)
@@ -245,9 +280,7 @@ class Deployment:
                 plan = build_plan(
                     facts, prune=prune, spark=spark, handover=handover, lineage=lineage
                 )
-        plan = without_starts_that_cannot_begin(plan, self.connectors.missing)
-        mark("decided")
-        return plan
+        return without_starts_that_cannot_begin(plan, self.connectors.missing)
 
     def _gather(
         self, jobs: list[Job], include_orphans: bool, snapshot: Snapshot | None

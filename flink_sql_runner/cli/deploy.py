@@ -66,8 +66,8 @@ def plan(
     deployment = Deployment(settings_from(paths, **kw))
     deployment.read_store_ahead()  # beside loading the files; changes nothing
     jobs = load(deployment, sources=deployment.sources_checked())
-    result = deployment.plan(jobs, read_only=True)
-    click.echo(_shown_plan(result, output, deployment, jobs))
+    result, shown = deployment.plan_shown(jobs, lambda p: _shown_plan(p, output, deployment, jobs))
+    click.echo(shown)
     return _plan_exit(result, detailed_exitcode)
 
 
@@ -112,8 +112,13 @@ def _deploy(
     if output == "markdown" and not dry_run:
         raise BadFlags("--output markdown shows a plan: use it with --dry-run (or plan)")
     if dry_run:
-        plan = deployment.plan(jobs, include_orphans=include_orphans, prune=prune, read_only=True)
-        click.echo(_shown_plan(plan, output, deployment, jobs, **{"dry-run": True}))
+        plan, shown = deployment.plan_shown(
+            jobs,
+            lambda p: _shown_plan(p, output, deployment, jobs, **{"dry-run": True}),
+            include_orphans=include_orphans,
+            prune=prune,
+        )
+        click.echo(shown)
         if output == "text":
             click.echo("Dry run: nothing was changed.")
         return EXIT_FAILED if plan.errors else EXIT_OK

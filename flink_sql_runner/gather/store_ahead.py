@@ -3,9 +3,10 @@
 A store's listing comes a page of 1,000 manifests at a time, one page after another: about 2 s
 for 10,000 manifests on S3. Begun before the job files are read, it runs beside everything
 else: meanwhile the store's index (one object, kept by every deploy) stands in for it while the
-facts are gathered and the plan is made. The plan is kept only if the listing, once in, shows
-the same manifests under the same ETags; otherwise it is made again from the listing (a
-manifest written by hand, by another tool, or by a deploy since the index). A command that
+facts are gathered and the plan is made and rendered (`Deployment.plan_shown`). The plan, and
+what was rendered of it, is kept only if the listing, once in, shows the same manifests under
+the same ETags; otherwise it is made again from the listing (a manifest written by hand, by
+another tool, or by a deploy since the index). A command that
 writes takes its listing under the store's lock instead (`gather` without a snapshot).
 
 The reads run on daemon threads: a command that ends early (invalid input, exit 2) does not

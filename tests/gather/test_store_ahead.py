@@ -113,6 +113,71 @@ def test_a_store_without_an_index_is_listed(s3_client: Any, s3_bucket: str, tmp_
     assert {d.name for d in planned.decisions} == {j.name for j in jobs}
 
 
+class _HeldListing(S3Store):
+    """An S3 store whose listing begins only once the test lets it (`release`)."""
+
+    def __init__(self, store: S3Store) -> None:
+        super().__init__(store.bucket, store.prefix, store.client)
+        self.release = threading.Event()
+
+    def snapshot(self) -> Snapshot:
+        assert self.release.wait(30), "the plan was not shown before the listing was needed"
+        return super().snapshot()
+
+
+@pytest.mark.s3
+def test_the_plan_is_shown_while_the_listing_is_still_coming_in(
+    world: tuple[S3Store, FakeTarget, list[Any]], tmp_path: Path
+) -> None:
+    """`plan` shows its plan before it waits for the listing (which only begins once the plan
+    is shown here), and keeps what it showed when the listing confirms the index."""
+    store, target, jobs = world
+    held = _HeldListing(store)
+    shown: list[dict[str, tuple[str, int | None]]] = []
+
+    def show(plan: Any) -> str:
+        shown.append(_decided(plan))
+        held.release.set()
+        return f"shown {len(shown)}"
+
+    ahead = _deployment(held, target, tmp_path)
+    ahead.read_store_ahead()
+    plan, text = ahead.plan_shown(jobs, show)
+    assert text == "shown 1" and shown == [_decided(plan)]
+    assert _decided(plan) == {j.name: ("noop", 1) for j in jobs}
+
+
+@pytest.mark.s3
+def test_a_plan_shown_from_an_index_the_listing_contradicts_is_shown_again(
+    world: tuple[S3Store, FakeTarget, list[Any]], s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    """A manifest edited by hand after the index was read, while the first plan was shown:
+    the plan and the text returned are the listing's."""
+    store, target, jobs = world
+    held = _HeldListing(store)
+    changed = jobs[5]
+    edited = StoredManifest(
+        {**changed.spec, "sql": "SELECT 2 AS x"}, changed.tables, stored_of(changed).meta
+    )
+    shown: list[dict[str, tuple[str, int | None]]] = []
+
+    def show(plan: Any) -> str:
+        shown.append(_decided(plan))
+        if len(shown) == 1:
+            key = f"store/{changed.name}.yaml"
+            s3_client.put_object(Bucket=s3_bucket, Key=key, Body=edited.to_yaml().encode())
+            held.release.set()
+        return f"shown {len(shown)}"
+
+    ahead = _deployment(held, target, tmp_path)
+    ahead.read_store_ahead()
+    plan, text = ahead.plan_shown(jobs, show)
+    assert text == "shown 2"
+    assert shown[0][changed.name] == ("noop", 1)
+    assert shown[1] == _decided(plan)
+    assert _decided(plan)[changed.name][0] == "stop-and-start-clean"
+
+
 # -- the pieces, without a server ---------------------------------------------------------------
 
 
