@@ -14,14 +14,14 @@ from pathlib import Path
 import click
 import yaml
 
-from flink_sql_runner.cli.main import main
+from flink_sql_runner.cli.main import all_commands
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
 from flink_sql_runner.stores.lock import Holder
 from flink_sql_runner.watch.records import Failure, WatchLog, WatchRecord, manifest_digest
 from tests.support.cli import REPO, run_cli
 
-WATCH = main.commands["watch"]
+WATCH = all_commands()["watch"]
 EXAMPLES = REPO / "examples" / "watch"
 
 

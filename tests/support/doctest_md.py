@@ -238,7 +238,8 @@ def check_cli(args: list[str]) -> list[str]:
         return []
     command = main.get_command(click.Context(main), args[0])
     if command is None:
-        return [f"flink-sql-runner has no command {args[0]!r} (it has: {', '.join(main.commands)})"]
+        known = ", ".join(main.list_commands(click.Context(main)))
+        return [f"flink-sql-runner has no command {args[0]!r} (it has: {known})"]
     from flink_sql_runner.cli.original_flags import expand_greedy
 
     parent = click.Context(main, info_name="flink-sql-runner")
