@@ -86,7 +86,11 @@ def plan_section(result: PlanResult) -> str:
 def growth_section(result: GrowthResult) -> str:
     """`plan` at each size, cold and with 1 % edited, and how it grows from the smallest size
     to the largest."""
-    ways = (("cold", "cold"), ("edited", "1 % edited since the last `plan`"))
+    ways = (
+        ("cold", "cold"),
+        ("edited", "1 % edited since the last `plan`"),
+        (plan_bench.IN_STEP, "1 % edited, the store in step with git before (after a deploy)"),
+    )
     headers = ["jobs", "way", "wall time", "CPU time", "peak RSS", *plan_bench.PHASE_NAMES]
     rows = [
         [
@@ -106,14 +110,18 @@ def growth_section(result: GrowthResult) -> str:
     latency = f"{result.latency_ms:g} ms added per S3 request" if result.latency_ms else "as is"
     peak = max(size.peak_rss(way) for size in result.sizes for way, _ in ways)
     edited = large.seconds("edited").median
+    in_step = large.seconds(plan_bench.IN_STEP).median
     lines = [
         f"#### `plan` from {small.jobs:,} to {large.jobs:,} jobs, moto's S3 server {latency}",
         "",
         "The workspace of the 1,000-job comparison, at each size (stored manifests and the "
         f"store's index, checkpoints, live runs); {rounds} rounds of `plan` cold, then again after "
-        f"{large.edited:,} of {large.jobs:,} job files (1 %) were edited; load average "
-        f"{load_text(result.load)}. Times are median (best); the phases are `plan`'s own "
-        "(timing log), peak RSS the largest of the rounds.",
+        f"{large.edited:,} of {large.jobs:,} job files (1 %) were edited (the store holding "
+        "70 % of the jobs as git has them, 20 % with another config, 10 % with another query); "
+        "then the store as a deploy leaves it (every job as git has it) and, each round, "
+        "`plan` once and again after the same 1 % were edited (*in step*: what CI sees on the "
+        f"push after a deploy); load average {load_text(result.load)}. Times are median "
+        "(best); the phases are `plan`'s own (timing log), peak RSS the largest of the rounds.",
         "",
         markdown_table(headers, rows),
         "",
@@ -125,7 +133,11 @@ def growth_section(result: GrowthResult) -> str:
             f"cold, {large.jobs:,} jobs in at most {1.1 * times:g}x the {small.jobs:,}-job "
             f"time: {result.growth('cold'):.1f}x",
         ),
-        goal(edited < 3, f"{large.jobs:,} jobs with 1 % edited under 3 s: {edited:.2f} s"),
+        goal(
+            edited < 3,
+            f"{large.jobs:,} jobs with 1 % edited under 3 s: {edited:.2f} s (in step: "
+            f"{in_step:.2f} s)",
+        ),
         goal(peak < 500, f"peak memory under 500 MB: {mib(peak)}"),
     ]
     return "\n".join(lines)

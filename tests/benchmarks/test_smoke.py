@@ -44,13 +44,18 @@ def test_plan_growth_at_toy_sizes(tmp_path: Path) -> None:
     assert [size.jobs for size in result.sizes] == [10, 20]
     assert [size.edited for size in result.sizes] == [1, 1]
     for size in result.sizes:
-        assert {way: len(runs) for way, runs in size.timed.items()} == {"cold": 2, "edited": 2}
+        assert {way: len(runs) for way, runs in size.timed.items()} == {
+            "cold": 2,
+            "edited": 2,
+            "in-step": 2,
+        }
     edited = (tmp_path / "growth-20" / "jobs" / "job-00002.yaml").read_text()
-    assert "description: Benchmark job job-00002, edited (round 2)\n" in edited
+    assert "description: Benchmark job job-00002, edited (in step, round 2)\n" in edited
     text = report.growth_section(result)
     assert "#### `plan` from 10 to 20 jobs, moto's S3 server as is" in text
     assert "Growth, 20 jobs over 10 (2x the jobs): cold " in text
     assert "1 of 20 job files (1 %) were edited" in text
+    assert "| 20 | 1 % edited, the store in step with git before (after a deploy) |" in text
     ws = plan_bench.Workspace(tmp_path / "reset")
     (ws.state / "runs").mkdir(parents=True)
     (ws.state / "runs" / "a.json").write_text("{}")
