@@ -1,5 +1,5 @@
 """Reading YAML through libyaml's parser gives what PyYAML's own parser gives: the same value,
-or the same problem in the same words."""
+or the same problem in the same words; and a file's bytes are read whole, up to the limit."""
 
 from __future__ import annotations
 
@@ -99,3 +99,16 @@ def test_plain_block_yaml_goes_through_libyaml_and_keeps_the_checks(
     with pytest.raises(YamlProblem, match="tab character"):
         parse_yaml(SNIPPETS["tab-after-colon"], "f")  # libyaml would accept it
     assert used == ["_StrictLoader"]
+
+
+@pytest.mark.parametrize("told", [0, 10, 150_000, 5_000_000])
+def test_a_file_is_read_whole_whatever_size_it_was_said_to_have(tmp_path: Path, told: int) -> None:
+    """The size a file had when it was looked at only sizes the first read: one that grew
+    since is read to its end, up to one byte over the limit (which says it is too large)."""
+    from flink_sql_runner.read.yamlio import MAX_FILE_BYTES, _read_bounded
+
+    small, large = tmp_path / "small", tmp_path / "large"
+    small.write_bytes(bytes(range(256)) * 600)  # 153,600 bytes: more than one read of 64 KiB
+    large.write_bytes(b"x" * (MAX_FILE_BYTES + 5000))
+    assert _read_bounded(str(small), told) == small.read_bytes()
+    assert _read_bounded(str(large), told) == b"x" * (MAX_FILE_BYTES + 1)
