@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from flink_sql_runner.decide import pipeline
-from flink_sql_runner.decide.changes import same
+from flink_sql_runner.decide.changes import unchanged
 from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.decide.lineage import Lineage, build_lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
@@ -41,16 +41,17 @@ def checkpoint_unused(facts: JobFacts) -> bool:
     up, whose manifest in git is the stored one, field for field (`same`: no change, so nothing
     is compared with what the checkpoint pins), is left alone or stopped, and starts nothing.
     Not a consumer with `reprocessing: consistent`: a producer's new version may change the
-    tables it is decided on again with (pipeline.follow_producers)."""
+    tables it is decided on again with (pipeline.follow_producers). True only for a job stored
+    as git has it: gather keeps that (`JobFacts.found_same`), and the plan does not compare the
+    two again."""
     desired, stored = facts.desired, facts.stored
     if desired is None or stored is None or facts.intent is not None or facts.problem:
         return False
     if len(facts.alive) != 1 or facts.unknown or pipeline.policy(facts) == pipeline.CONSISTENT:
         return False
-    # As stored, not resolved (`Job.resolved`): the job's paths were resolved at load, so
-    # one stored the same holds no relative path; one stored with relative paths (by an
-    # older deploy) may mean the same, and has its checkpoint read.
-    return same(stored.job, desired.spec) and same(stored.tables, desired.tables)
+    # One stored with relative paths (by an older deploy) may mean the same, and has its
+    # checkpoint read.
+    return unchanged(facts)
 
 
 def build_plan(

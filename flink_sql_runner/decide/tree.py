@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from flink_sql_runner.decide import contracts
-from flink_sql_runner.decide.changes import Change, ChangeKind, diff, same, severity
+from flink_sql_runner.decide.changes import Change, ChangeKind, diff, severity, unchanged
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.offsets import kafka_at_default, offset_carry
 from flink_sql_runner.decide.steps import (
@@ -332,7 +332,7 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
     changes: list[Change] = []
     # Most jobs of a plan are stored as git has them, field for field: nothing to resolve or
     # compare (the job's paths were resolved at load, so such a manifest holds none relative).
-    if not (same(stored.job, desired.spec) and same(stored.tables, desired.tables)):
+    if not unchanged(facts):
         # A manifest stored with relative paths means them against the folder this deploy
         # runs in.
         stored_job, stored_tables = desired.resolved(stored.job, stored.tables)

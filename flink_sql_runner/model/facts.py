@@ -61,6 +61,11 @@ class JobFacts:
     #: The schema contract of its sink, for a job whose start could change what it writes
     #: (gathered only for those, and only by commands that start jobs).
     contract: ContractFacts | None = None
+    #: The desired job and the stored manifest, when gather found them the same field for
+    #: field (decide/changes.py::unchanged), so that the plan does not compare them again. Kept
+    #: with the two it is about: facts made with another desired job or stored manifest
+    #: (`replace`) are compared anew.
+    found_same: tuple[Job, StoredManifest] | None = field(default=None, repr=False, compare=False)
 
     @property
     def writers(self) -> tuple[Run, ...]:
