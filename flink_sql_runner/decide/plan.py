@@ -20,7 +20,7 @@ from flink_sql_runner.decide.tree import decide, describe_runs, error
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, warm
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
-from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.model.stored import StoredManifest, Token
 from flink_sql_runner.read.sinks import SinkId, SinkIndex, target_sink
 
 
@@ -95,7 +95,13 @@ def build_plan(
     decisions = _hand_over(decisions, handovers)
     decisions = pipeline.downstream_impact(decisions, by_name, lineage)
     decisions = {name: warm(d, by_name[name], handover) for name, d in decisions.items()}
-    return Plan(tuple(replace(decisions[f.name], token=f.token) for f in ordered))
+    # The tree makes most decisions with their facts' token already (replacing a decision
+    # costs as much as deciding a job that changed nothing).
+    return Plan(tuple(_with_token(decisions[f.name], f.token) for f in ordered))
+
+
+def _with_token(decision: Decision, token: Token) -> Decision:
+    return decision if decision.token == token else replace(decision, token=token)
 
 
 def _recorded(facts: JobFacts) -> StoredManifest | None:
