@@ -182,30 +182,39 @@ def _hand_over(decisions: dict[str, Decision], handovers: list[Handover]) -> dic
     swap sinks, or pass them round), after the giver's stops only (`after_stops`), and the giver
     has no rollback: once it stopped, its old sink is the taker's. The lineage's order, made
     before, stands; otherwise the first in name order starts first."""
-    after = {n: list(d.after) for n, d in decisions.items()}
-    after_stops = {n: list(d.after_stops) for n, d in decisions.items()}
-    why = {n: dict(d.why_after) for n, d in decisions.items()}
+    # Copied for the jobs that have orders (`reaches` walks them) or are given one here: most
+    # jobs of a plan take no sink over, and are returned as they are.
+    after = {n: list(d.after) for n, d in decisions.items() if d.after}
+    after_stops: dict[str, list[str]] = {}
+    why: dict[str, dict[str, str]] = {}  # the takers
     given: dict[str, list[str]] = {}  # giver: who takes which of its sinks once it stopped
     for taker, giver, sink in sorted(handovers, key=lambda h: (h.taker, h.giver), reverse=True):
-        if decisions[taker].action is Action.ERROR or giver in after_stops[taker]:
+        decision = decisions[taker]
+        if decision.action is Action.ERROR or giver in after_stops.get(taker, decision.after_stops):
             continue
+        why.setdefault(taker, dict(decision.why_after))
         why[taker].setdefault(giver, f"the writer of {sink} until now")
-        if giver in after[taker]:
+        if giver in after.get(taker, ()):
             continue
         if pipeline.reaches(giver, taker, after):
-            after_stops[taker].append(giver)
+            after_stops.setdefault(taker, list(decision.after_stops)).append(giver)
             given.setdefault(giver, []).append(f"{taker} takes over {sink} once it has stopped")
         else:
-            after[taker].append(giver)
+            after.setdefault(taker, []).append(giver)
     result = {}
     for name, decision in decisions.items():
-        starts_after, starts_after_stops = tuple(after[name]), tuple(after_stops[name])
-        if (starts_after, starts_after_stops, why[name]) != (
-            decision.after, decision.after_stops, decision.why_after
-        ):  # fmt: skip
-            decision = replace(
-                decision, after=starts_after, after_stops=starts_after_stops, why_after=why[name]
-            )
+        if name in why:
+            starts_after = tuple(after.get(name, ()))
+            starts_after_stops = tuple(after_stops.get(name, decision.after_stops))
+            if (starts_after, starts_after_stops, why[name]) != (
+                decision.after, decision.after_stops, decision.why_after
+            ):  # fmt: skip
+                decision = replace(
+                    decision,
+                    after=starts_after,
+                    after_stops=starts_after_stops,
+                    why_after=why[name],
+                )
         if name in given and decision.rollback:
             decision = replace(
                 decision,
