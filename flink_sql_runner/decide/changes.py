@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from enum import Enum, IntEnum
 from typing import Any
 
+from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.sparkversion import stateless_shuffle_partitions_change
 from flink_sql_runner.read.catalog import file_format
 from flink_sql_runner.read.sinks import kafka_servers
@@ -495,6 +496,21 @@ def same(a: Any, b: Any) -> bool:
                 return False
         return True
     return bool(a == b)
+
+
+def unchanged(facts: JobFacts) -> bool:
+    """Whether the job's manifest in git is the stored one, field for field (`same`), as
+    stored, not resolved (`Job.resolved`): the job's paths were resolved at load, so one stored
+    the same holds no relative path. Compared once per job: gather compares the jobs whose
+    checkpoint it may leave unread (decide/plan.py::checkpoint_unused) and keeps what it found
+    (`JobFacts.found_same`), and most jobs of a plan are such jobs."""
+    desired, stored = facts.desired, facts.stored
+    if desired is None or stored is None:
+        return False
+    found = facts.found_same
+    if found is not None and found[0] is desired and found[1] is stored:
+        return True
+    return same(stored.job, desired.spec) and same(stored.tables, desired.tables)
 
 
 def diff(

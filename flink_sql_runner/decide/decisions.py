@@ -4,6 +4,7 @@ and `deploy` hands their steps to the executor."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -123,13 +124,16 @@ class Decision:
     #: The job's first start that failed (the record it kept), shown beside the retry.
     failed_start: FailedStart | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(
+        self, change: Callable[[Change], dict[str, Any]] = Change.to_dict
+    ) -> dict[str, Any]:
+        """For JSON; `change`: how each change is shown (render/ masks the secrets in them)."""
         doc: dict[str, Any] = {
             "name": self.name,
             "action": self.action.value,
             "query-version": self.version,
             "reason": self.reason,
-            "changes": [c.to_dict() for c in self.changes],
+            "changes": [change(c) for c in self.changes],
             "steps": [s.to_dict() for s in self.steps],
             "rollback": [s.to_dict() for s in self.rollback],
         }

@@ -100,12 +100,14 @@ def follow_producers(
 
 def order_by_lineage(decisions: dict[str, Decision], lineage: Lineage) -> dict[str, Decision]:
     """A consumer's starts after its producer's; a producer's stops after its consumer's."""
-    after: dict[str, list[str]] = {n: list(d.after) for n, d in decisions.items()}
-    why: dict[str, dict[str, str]] = {n: dict(d.why_after) for n, d in decisions.items()}
-    stop_after: dict[str, list[str]] = {n: list(d.stop_after) for n, d in decisions.items()}
+    # Copied for the jobs that have orders (`reaches` walks them) or are given one here: most
+    # jobs of a plan have none, and are returned as they are.
+    after: dict[str, list[str]] = {n: list(d.after) for n, d in decisions.items() if d.after}
+    why: dict[str, dict[str, str]] = {}  # the jobs given an order to start after
+    stop_after: dict[str, list[str]] = {}  # the jobs given an order to stop after
     # Without an order given before, every order added here follows a link between jobs not in
     # one cycle, so none can lead back: `reaches` would only walk the lineage to say so.
-    given = any(d.after for d in decisions.values())
+    given = bool(after)
     for link in lineage.links:
         producer, consumer = link.producer, link.consumer
         if producer not in decisions or consumer not in decisions or producer == consumer:
@@ -113,33 +115,32 @@ def order_by_lineage(decisions: dict[str, Decision], lineage: Lineage) -> dict[s
         if lineage.feed_each_other(producer, consumer):
             continue  # one cycle: no order among its jobs
         if starts(decisions[producer]) and starts(decisions[consumer]):
-            if producer not in after[consumer] and not (
+            if producer not in after.get(consumer, ()) and not (
                 given and reaches(producer, consumer, after)
             ):
-                after[consumer].append(producer)
-                why[consumer].setdefault(producer, f"writes {link.table}, which it reads")
+                after.setdefault(consumer, []).append(producer)
+                reasons = why.setdefault(consumer, dict(decisions[consumer].why_after))
+                reasons.setdefault(producer, f"writes {link.table}, which it reads")
         if stops(decisions[producer]) and stops(decisions[consumer]):
-            if consumer not in stop_after[producer]:
+            if consumer not in stop_after.get(producer, decisions[producer].stop_after):
+                stop_after.setdefault(producer, list(decisions[producer].stop_after))
                 stop_after[producer].append(consumer)
     ordered = {}
     for name, decision in decisions.items():
-        reason = decision.reason
-        cycle = lineage.cycle_of(name)
-        if cycle and decision.steps:
-            loop = " -> ".join((*cycle, cycle[0]))
-            reason += f"; in a cycle of jobs ({loop}): ordered by name, not by lineage"
-        starts_after, stops_after = tuple(after[name]), tuple(stop_after[name])
-        if (reason, starts_after, stops_after, why[name]) == (
-            decision.reason, decision.after, decision.stop_after, decision.why_after
-        ):  # fmt: skip
+        cycle = lineage.cycle_of(name) if decision.steps else None
+        if cycle is None and name not in why and name not in stop_after:
             ordered[name] = decision  # most jobs of a plan: nothing to order
             continue
+        reason = decision.reason
+        if cycle is not None:
+            loop = " -> ".join((*cycle, cycle[0]))
+            reason += f"; in a cycle of jobs ({loop}): ordered by name, not by lineage"
         ordered[name] = replace(
             decision,
             reason=reason,
-            after=starts_after,
-            why_after=why[name],
-            stop_after=stops_after,
+            after=tuple(after.get(name, ())),
+            why_after=why.get(name, decision.why_after),
+            stop_after=tuple(stop_after.get(name, decision.stop_after)),
         )
     return ordered
 

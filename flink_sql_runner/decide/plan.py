@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from flink_sql_runner.decide import pipeline
-from flink_sql_runner.decide.changes import same
+from flink_sql_runner.decide.changes import unchanged
 from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.decide.lineage import Lineage, build_lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
@@ -20,7 +20,7 @@ from flink_sql_runner.decide.tree import decide, describe_runs, error
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, warm
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
-from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.model.stored import StoredManifest, Token
 from flink_sql_runner.read.sinks import SinkId, SinkIndex, target_sink
 
 
@@ -41,16 +41,17 @@ def checkpoint_unused(facts: JobFacts) -> bool:
     up, whose manifest in git is the stored one, field for field (`same`: no change, so nothing
     is compared with what the checkpoint pins), is left alone or stopped, and starts nothing.
     Not a consumer with `reprocessing: consistent`: a producer's new version may change the
-    tables it is decided on again with (pipeline.follow_producers)."""
+    tables it is decided on again with (pipeline.follow_producers). True only for a job stored
+    as git has it: gather keeps that (`JobFacts.found_same`), and the plan does not compare the
+    two again."""
     desired, stored = facts.desired, facts.stored
     if desired is None or stored is None or facts.intent is not None or facts.problem:
         return False
     if len(facts.alive) != 1 or facts.unknown or pipeline.policy(facts) == pipeline.CONSISTENT:
         return False
-    # As stored, not resolved (`Job.resolved`): the job's paths were resolved at load, so
-    # one stored the same holds no relative path; one stored with relative paths (by an
-    # older deploy) may mean the same, and has its checkpoint read.
-    return same(stored.job, desired.spec) and same(stored.tables, desired.tables)
+    # One stored with relative paths (by an older deploy) may mean the same, and has its
+    # checkpoint read.
+    return unchanged(facts)
 
 
 def build_plan(
@@ -94,7 +95,13 @@ def build_plan(
     decisions = _hand_over(decisions, handovers)
     decisions = pipeline.downstream_impact(decisions, by_name, lineage)
     decisions = {name: warm(d, by_name[name], handover) for name, d in decisions.items()}
-    return Plan(tuple(replace(decisions[f.name], token=f.token) for f in ordered))
+    # The tree makes most decisions with their facts' token already (replacing a decision
+    # costs as much as deciding a job that changed nothing).
+    return Plan(tuple(_with_token(decisions[f.name], f.token) for f in ordered))
+
+
+def _with_token(decision: Decision, token: Token) -> Decision:
+    return decision if decision.token == token else replace(decision, token=token)
 
 
 def _recorded(facts: JobFacts) -> StoredManifest | None:
@@ -175,30 +182,39 @@ def _hand_over(decisions: dict[str, Decision], handovers: list[Handover]) -> dic
     swap sinks, or pass them round), after the giver's stops only (`after_stops`), and the giver
     has no rollback: once it stopped, its old sink is the taker's. The lineage's order, made
     before, stands; otherwise the first in name order starts first."""
-    after = {n: list(d.after) for n, d in decisions.items()}
-    after_stops = {n: list(d.after_stops) for n, d in decisions.items()}
-    why = {n: dict(d.why_after) for n, d in decisions.items()}
+    # Copied for the jobs that have orders (`reaches` walks them) or are given one here: most
+    # jobs of a plan take no sink over, and are returned as they are.
+    after = {n: list(d.after) for n, d in decisions.items() if d.after}
+    after_stops: dict[str, list[str]] = {}
+    why: dict[str, dict[str, str]] = {}  # the takers
     given: dict[str, list[str]] = {}  # giver: who takes which of its sinks once it stopped
     for taker, giver, sink in sorted(handovers, key=lambda h: (h.taker, h.giver), reverse=True):
-        if decisions[taker].action is Action.ERROR or giver in after_stops[taker]:
+        decision = decisions[taker]
+        if decision.action is Action.ERROR or giver in after_stops.get(taker, decision.after_stops):
             continue
+        why.setdefault(taker, dict(decision.why_after))
         why[taker].setdefault(giver, f"the writer of {sink} until now")
-        if giver in after[taker]:
+        if giver in after.get(taker, ()):
             continue
         if pipeline.reaches(giver, taker, after):
-            after_stops[taker].append(giver)
+            after_stops.setdefault(taker, list(decision.after_stops)).append(giver)
             given.setdefault(giver, []).append(f"{taker} takes over {sink} once it has stopped")
         else:
-            after[taker].append(giver)
+            after.setdefault(taker, []).append(giver)
     result = {}
     for name, decision in decisions.items():
-        starts_after, starts_after_stops = tuple(after[name]), tuple(after_stops[name])
-        if (starts_after, starts_after_stops, why[name]) != (
-            decision.after, decision.after_stops, decision.why_after
-        ):  # fmt: skip
-            decision = replace(
-                decision, after=starts_after, after_stops=starts_after_stops, why_after=why[name]
-            )
+        if name in why:
+            starts_after = tuple(after.get(name, ()))
+            starts_after_stops = tuple(after_stops.get(name, decision.after_stops))
+            if (starts_after, starts_after_stops, why[name]) != (
+                decision.after, decision.after_stops, decision.why_after
+            ):  # fmt: skip
+                decision = replace(
+                    decision,
+                    after=starts_after,
+                    after_stops=starts_after_stops,
+                    why_after=why[name],
+                )
         if name in given and decision.rollback:
             decision = replace(
                 decision,

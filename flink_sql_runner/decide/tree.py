@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from flink_sql_runner.decide import contracts
-from flink_sql_runner.decide.changes import Change, ChangeKind, diff, same, severity
+from flink_sql_runner.decide.changes import Change, ChangeKind, diff, severity, unchanged
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.offsets import kafka_at_default, offset_carry
 from flink_sql_runner.decide.steps import (
@@ -46,7 +46,7 @@ def as_stopped(manifest: StoredManifest) -> StoredManifest:
 def error(facts: JobFacts, reason: str, version: int | None = None, changes=()) -> Decision:
     if version is None and facts.stored is not None:
         version = facts.stored.meta.query_version
-    return Decision(facts.name, Action.ERROR, version, reason, tuple(changes))
+    return Decision(facts.name, Action.ERROR, version, reason, tuple(changes), token=facts.token)
 
 
 def describe_runs(runs: tuple[Run, ...]) -> str:
@@ -275,7 +275,7 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
     name = facts.name
 
     def decision(action: Action, version: int | None, reason: str, changes=(), **kw: Any):
-        return Decision(name, action, version, reason, tuple(changes), **kw)
+        return Decision(name, action, version, reason, tuple(changes), token=facts.token, **kw)
 
     if len(facts.alive) > 1:
         return error(
@@ -332,7 +332,7 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
     changes: list[Change] = []
     # Most jobs of a plan are stored as git has them, field for field: nothing to resolve or
     # compare (the job's paths were resolved at load, so such a manifest holds none relative).
-    if not (same(stored.job, desired.spec) and same(stored.tables, desired.tables)):
+    if not unchanged(facts):
         # A manifest stored with relative paths means them against the folder this deploy
         # runs in.
         stored_job, stored_tables = desired.resolved(stored.job, stored.tables)
@@ -347,10 +347,10 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
     kind = severity(changes)
     version = stored.meta.query_version
     clean_version = max(version, highest) + 1
-    query_reason = f"query changed ({_summary(changes, ChangeKind.QUERY)})"
-    config_reason = f"config changed ({_summary(changes, ChangeKind.CONFIG)})"
-    same_version = manifest_of(desired, stored.meta)
-    back = (StartRun(stored, clean=False, source="the store"),)
+    # What a change says, and the steps of one, are made only where the decision has them:
+    # most jobs of a plan run and change nothing.
+    query_reason = f"query changed ({_summary(changes, ChangeKind.QUERY)})" if changes else ""
+    config_reason = f"config changed ({_summary(changes, ChangeKind.CONFIG)})" if changes else ""
 
     def start_clean() -> tuple[StartRun, Record, str]:
         """The clean start of a new version, its record, and what it says of Kafka offsets;
@@ -377,18 +377,20 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
                 running.version,
                 changes,
             )
-        stop = StopRun(running, stored)
         if desired.desired_state == "stopped":
             return decision(
                 Action.STOP,
                 version,
                 "desired-state is stopped: stop with checkpoint",
                 changes,
-                steps=(stop, Record(as_stopped(stored))),
+                steps=(StopRun(running, stored), Record(as_stopped(stored))),
             )
         if kind is ChangeKind.NONE:
             return decision(Action.NOOP, version, "running, nothing changed")
+        stop = StopRun(running, stored)
+        back = (StartRun(stored, clean=False, source="the store"),)
         if kind is ChangeKind.CONFIG:
+            same_version = manifest_of(desired, stored.meta)
             return decision(
                 Action.STOP_AND_RESTART,
                 version,
@@ -428,6 +430,7 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
             changes,
             steps=(start_new, record_new),
         )
+    same_version = manifest_of(desired, stored.meta)
     if checkpoint is not None and checkpoint.unplanned:
         return _unplanned(facts, checkpoint.location, kind, changes, config_reason, same_version)
     if checkpoint is None or not checkpoint.valid:

@@ -95,7 +95,12 @@ def gather(
         except FsrError as exc:
             problem = str(exc).splitlines()[0]
             return JobFacts(name, job, previous, facts.runs, problem=problem, token=token)
-        return JobFacts(name, job, previous, facts.runs, checkpoint, settled, token=token)
+        # A job whose checkpoint the plan leaves unused is stored as git has it: kept, so that
+        # the plan does not compare the two again.
+        same = (job, previous) if unused and job is not None and previous is not None else None
+        return JobFacts(
+            name, job, previous, facts.runs, checkpoint, settled, token=token, found_same=same
+        )
 
     # Local checkpoint folders answer in microseconds and threads would only queue for the
     # GIL; remote ones (S3, HDFS) wait on the network, many at once.

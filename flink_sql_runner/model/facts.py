@@ -5,6 +5,7 @@ gather/ reads them; decide/ decides on them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from flink_sql_runner.model.contracts import ContractFacts
 from flink_sql_runner.model.intents import Intent, Settlement
@@ -61,8 +62,15 @@ class JobFacts:
     #: The schema contract of its sink, for a job whose start could change what it writes
     #: (gathered only for those, and only by commands that start jobs).
     contract: ContractFacts | None = None
+    #: The desired job and the stored manifest, when gather found them the same field for
+    #: field (decide/changes.py::unchanged), so that the plan does not compare them again. Kept
+    #: with the two it is about: facts made with another desired job or stored manifest
+    #: (`replace`) are compared anew.
+    found_same: tuple[Job, StoredManifest] | None = field(default=None, repr=False, compare=False)
 
-    @property
+    # The runs by liveness are asked many times of each job (gather, the tree, the one writer
+    # per sink); its facts do not change, so they are found once.
+    @cached_property
     def writers(self) -> tuple[Run, ...]:
         """Its listed runs, but for a run an interrupted warm handover prepared and never gave
         its go: that one writes nothing and ends by itself (model/intents.py)."""
@@ -71,10 +79,10 @@ class JobFacts:
             return self.runs
         return tuple(r for r in self.runs if r.run_id != intent.run_id)
 
-    @property
+    @cached_property
     def alive(self) -> tuple[Run, ...]:
         return tuple(r for r in self.writers if r.liveness is Liveness.ALIVE)
 
-    @property
+    @cached_property
     def unknown(self) -> tuple[Run, ...]:
         return tuple(r for r in self.writers if r.liveness is Liveness.UNKNOWN)

@@ -111,6 +111,8 @@ def normalise_path(path: str, job_name: str) -> str:
     if "://" in path:
         scheme, _, rest = path.partition("://")
         return f"{scheme.lower()}://{posixpath.normpath('/' + rest).lstrip('/')}"
+    if path.startswith("/"):  # most are: `abspath` would only normalise it once more
+        return posixpath.normpath(path)
     return posixpath.normpath(os.path.abspath(path))
 
 

@@ -72,8 +72,7 @@ def change_lines(change: Change, color: bool = False) -> list[str]:
 def plan_dict(plan: Plan, results: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     jobs = []
     for decision in plan.decisions:
-        entry = decision.to_dict()
-        entry["changes"] = [change_dict(c) for c in decision.changes]
+        entry = decision.to_dict(change_dict)
         if results is not None and decision.name in results:
             entry["result"] = results[decision.name]
         jobs.append(entry)

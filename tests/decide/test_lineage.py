@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from flink_sql_runner.decide import lineage as lineage_module
 from flink_sql_runner.decide.lineage import build_lineage
 from tests.support.graphs import catalog, chain, folder, job, stored
 
@@ -265,3 +266,21 @@ def test_the_writers_of_a_place_many_jobs_read_are_looked_for_once(monkeypatch) 
     lineage = build_lineage([producer, *readers])
     assert sorted(link.consumer for link in lineage.links) == sorted(r.name for r in readers)
     assert len(looked) == len(set(looked)) == 2  # /in and /data/shared
+
+
+@pytest.mark.parametrize(
+    "path, parents",
+    [
+        ("/a/b/c", ["/a/b", "/a", "/"]),
+        ("/a", ["/"]),
+        ("/", ["/"]),
+        ("/a/b/", ["/a/b", "/a", "/"]),
+        ("a//b", ["a/", "a"]),
+        ("s3://bucket/a/c", ["s3://bucket/a", "s3://bucket"]),
+        ("s3://bucket", []),
+        ("hdfs://nn:8020/a/b", ["hdfs://nn:8020/a", "hdfs://nn:8020"]),
+    ],
+)
+def test_the_folders_above_a_written_folder(path: str, parents: list[str]) -> None:
+    """The folders a reader of which sees a written folder's files (as its parent folder)."""
+    assert lineage_module._parents(path) == parents

@@ -339,3 +339,44 @@ def test_a_stop_that_failed_with_two_runs_up_adopts_nothing():
     _, decision = stop_over_a_start_left_up(QUERY, *runs)
     assert decision.action is Action.ERROR
     assert not any(type(s).__name__ in ("AwaitRun", "Record") for s in decision.steps)
+
+
+def test_every_decision_of_a_plan_carries_the_token_its_facts_were_read_with() -> None:
+    """The tree makes its decisions with their facts' token, and the plan gives it to those
+    made otherwise (an intent settled, a consumer decided again): each Record and Archive
+    lands only on the version decided on."""
+    alive = (Run("orders", 1, "run-1", "pid 42"),)
+
+    def job(name: str, spec: dict) -> object:
+        return make_job(name=name, **spec)
+
+    cases = {
+        "a-noop": (job("a-noop", {}), alive),
+        "b-config": (job("b-config", {"description": "now documented"}), alive),
+        "c-stopped": (job("c-stopped", {"desired-state": "stopped"}), ()),
+    }
+    facts = [
+        JobFacts(name, desired, stored_of(job(name, {})), runs, token=f"etag-{name}")
+        for name, (desired, runs) in cases.items()
+    ]
+    facts.append(JobFacts("d-broken", job("d-broken", {}), None, problem="unreadable"))
+    facts.append(JobFacts("e-new", job("e-new", {}), None))
+    plan = build_plan(facts)
+    assert {d.name: d.token for d in plan.decisions} == {
+        "a-noop": "etag-a-noop",
+        "b-config": "etag-b-config",
+        "c-stopped": "etag-c-stopped",
+        "d-broken": None,
+        "e-new": None,
+    }
+    # decided apart from the tree's own: a checkpoint whose first run planned no batch
+    unplanned = CheckpointFacts(f"{ROOT}/orders/1", False, None, 1, unplanned=True)
+    alone = JobFacts("orders", BASE, stored_of(BASE), (), unplanned, token="etag-orders")
+    decision = build_plan([alone]).decisions[0]
+    assert decision.action is Action.RESTART, decision.reason
+    assert decision.token == "etag-orders"
+    intent = new_intent(stored_of(job("a-noop", {}), 1), "start", "run-1", Kind.START)
+    settling = replace(facts[0], intent=IntentFacts(settle(intent, alive, None)))
+    decision = build_plan([settling]).decisions[0]
+    assert decision.action is Action.ADOPT, decision.reason
+    assert decision.token == "etag-a-noop"

@@ -172,3 +172,41 @@ def test_a_job_stored_as_git_has_it_is_not_diffed(desired, diffs, monkeypatch) -
     decision, _, _ = decided(desired, running=True, full=True)
     assert len(calls) == diffs
     assert decision.action is (Action.NOOP if diffs == 0 else Action.STOP_AND_RESTART)
+
+
+def test_a_job_gather_found_stored_as_git_has_it_is_compared_once(monkeypatch) -> None:
+    """checkpoint_unused compares the running job's manifests; gather keeps what it found
+    (`JobFacts.found_same`) and the plan does not compare them again."""
+    from flink_sql_runner.decide import changes
+
+    store, target, storage, _ = world(running=True)
+    compared: list[int] = []
+    real = changes.same
+    monkeypatch.setattr(changes, "same", lambda a, b: compared.append(1) or real(a, b))
+    facts = gather(
+        [BASE], store, target, storage, workers=1, running_commits=False,
+        checkpoint_unused=checkpoint_unused,
+    )  # fmt: skip
+    assert facts[0].found_same == (facts[0].desired, facts[0].stored)
+    gathered = len(compared)
+    assert gathered > 0
+    assert build_plan(facts).decisions[0].action is Action.NOOP
+    assert len(compared) == gathered, "the plan compared them again"
+
+
+def test_what_gather_found_the_same_holds_only_for_the_two_it_compared() -> None:
+    """Facts made with another desired job (a consumer decided again on resolved tables) are
+    compared anew: a config change is not taken for the manifest gather found unchanged."""
+    from dataclasses import replace
+
+    from flink_sql_runner.decide.changes import unchanged
+
+    stored = stored_of(BASE, 1)
+    alive = (Run("orders", 1, "run-1", "pid 42"),)
+    found = JobFacts("orders", BASE, stored, alive, found_same=(BASE, stored))
+    assert unchanged(found)
+    moved = replace(found, desired=CONFIG)
+    assert moved.found_same == (BASE, stored), "replace keeps the field"
+    assert not unchanged(moved)
+    assert build_plan([moved]).decisions[0].action is Action.STOP_AND_RESTART
+    assert build_plan([found]).decisions[0].action is Action.NOOP

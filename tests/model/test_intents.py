@@ -148,3 +148,7 @@ def test_a_prepared_run_counts_as_the_job_s_run_only_once_its_go_was_due(phase, 
         assert facts.alive == (old,)  # the prepared one writes nothing: not the job's run
     else:
         assert facts.alive == (prepared,)
+    # found once per facts (cached), and anew for facts made from them with another intent
+    without = replace(facts, intent=None)
+    assert without.alive == runs
+    assert facts.alive == ((old,) if outcome is Outcome.NOT_TAKEN else (prepared,))

@@ -186,3 +186,23 @@ def test_checking_ten_thousand_sinks_costs_about_ten_thousand_looks(
     n = len(jobs)
     assert counted.overlaps == 0
     assert 0 < counted.comparisons < 10 * n  # a path of 3 folders: 5 looks a job
+
+
+@pytest.mark.parametrize(
+    "path, where",
+    [
+        ("/data/a/../b/./c/", "/data/b/c"),
+        ("/data//{job_name}", "/data/orders"),
+        ("file:///data/x", "/data/x"),
+        ("s3a://bucket/a/../b", "s3://bucket/b"),
+        ("rel/../out", "{cwd}/out"),
+        ("./out/{job_name}", "{cwd}/out/orders"),
+    ],
+)
+def test_a_sink_folder_is_normalised_absolute_or_relative(
+    path: str, where: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative path is taken from where the deployer runs, an absolute one as written,
+    both normalised."""
+    monkeypatch.chdir(tmp_path)
+    assert sinks_module.normalise_path(path, "orders") == where.format(cwd=str(tmp_path))
