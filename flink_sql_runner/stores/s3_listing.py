@@ -26,7 +26,6 @@ from datetime import datetime, timezone
 from typing import Any, NamedTuple
 from urllib.parse import unquote_plus
 
-import botocore.handlers
 from botocore.exceptions import PaginationError
 from botocore.utils import parse_timestamp
 
@@ -60,8 +59,6 @@ _LIGHT: ContextVar[bool] = ContextVar("fsr_light_listing", default=False)
 _RESULT = "FsrLightListing"
 _HANDLER_ID = "flink-sql-runner-light-listing"
 _EVENT = "before-parse.s3.ListObjectsV2"
-_ALL_EVENT = "before-parse.s3.*"
-_CHECK_ID = "flink-sql-runner-200-check"
 _EMPTY = b'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></ListBucketResult>'
 
 
@@ -75,7 +72,6 @@ def pages(
     events = getattr(getattr(client, "meta", None), "events", None)
     if events is not None:
         events.register(_EVENT, _light_parse, unique_id=_HANDLER_ID)
-        _take_over_200_check(events)
     params: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": delimiter}
     if max_keys is not None:
         params["MaxKeys"] = max_keys
@@ -107,74 +103,32 @@ def _from_parsed(answer: dict[str, Any]) -> _Light:
     return _Light(keys, bool(answer.get("IsTruncated")), answer.get("NextContinuationToken"))
 
 
-def _take_over_200_check(events: Any) -> None:
-    """botocore reads every successful S3 answer as XML once before parsing it, to find an
-    error S3 may send with HTTP 200 (it makes such an answer, or one that is not XML, a 500,
-    retried). For the listings made here `_light_parse` does that reading itself, the same
-    way, and then reads the page from the same tree: botocore's check is left out for those
-    calls only (a third of a listing's CPU), kept for every other call of this client. Where
-    botocore has no such check by that name, nothing changes (it then reads twice)."""
-    check = getattr(botocore.handlers, "_handle_200_error", None)
-    if check is None:
-        return
-
-    def unless_light(operation_model: Any, response_dict: Any, **kwargs: Any) -> None:
-        if _LIGHT.get() and operation_model.name == "ListObjectsV2":
-            return
-        check(operation_model=operation_model, response_dict=response_dict, **kwargs)
-
-    events.unregister(_ALL_EVENT, check)
-    events.register_first(_ALL_EVENT, unless_light, unique_id=_CHECK_ID)
-
-
 def _light_parse(
     response_dict: dict[str, Any], customized_response_dict: dict[str, Any], **_: Any
 ) -> None:
     """botocore's `before-parse` event of ListObjectsV2: read a successful answer of a call
-    made by `pages`, and give botocore an empty listing to parse instead. An answer that is
-    not XML, or an S3 error sent with HTTP 200, is made a 500 as botocore's own check would
-    (`_take_over_200_check`); one that is XML but not a listing this reads is left to
-    botocore's parser."""
+    made by `pages`, and give botocore an empty listing to parse instead."""
     if not _LIGHT.get() or response_dict.get("status_code") != 200:
         return
     if _RESULT in customized_response_dict:
         return  # read already (the handler registered twice)
-    body = response_dict.get("body") or b""
-    if not body:
-        return
-    try:
-        root = _xml(body)
-    except ETree.ParseError:
-        response_dict["status_code"] = 500  # cut short on the way, say: asked again
-        return
-    if root.tag == "Error":
-        response_dict["status_code"] = 500
-        return
-    page = _page_of(root)
+    page = parse_listing(response_dict.get("body") or b"")
     if page is not None:
         customized_response_dict[_RESULT] = page
         response_dict["body"] = _EMPTY
 
 
-def _xml(body: bytes) -> ETree.Element:
-    parser = ETree.XMLParser(target=ETree.TreeBuilder(), encoding="utf-8")
-    parser.feed(body)
-    return parser.close()
-
-
 def parse_listing(body: bytes) -> _Light | None:
     """A ListObjectsV2 answer's body as botocore reads it (a missing ETag ""), or None when it
-    is not XML, or not a listing `_page_of` reads."""
+    is not XML, a key lacks its `Key` or has a size that is not a number, or its keys are in
+    another XML namespace than the answer (botocore reads any; S3 and the S3-compatible stores
+    write one)."""
     try:
-        return _page_of(_xml(body))
+        parser = ETree.XMLParser(target=ETree.TreeBuilder(), encoding="utf-8")
+        parser.feed(body)
+        root = parser.close()
     except ETree.ParseError:
         return None
-
-
-def _page_of(root: ETree.Element) -> _Light | None:
-    """The page a parsed answer holds; None when a key lacks its `Key` or has a size that is
-    not a number, or its keys are in another XML namespace than the answer (botocore reads
-    any; S3 and the S3-compatible stores write one)."""
     tag = root.tag
     ns = tag[: tag.index("}") + 1] if tag[:1] == "{" else ""
     contents, key_tag, etag_tag = ns + "Contents", ns + "Key", ns + "ETag"

@@ -75,7 +75,7 @@ def test_pages_read_what_botocore_reads(
 def test_what_botocore_parses_itself_is_read_the_same(
     s3_client: Any, listed: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(s3_listing, "_page_of", lambda root: None)
+    monkeypatch.setattr(s3_listing, "parse_listing", lambda body: None)
     assert lights(s3_client, listed, 5) == botocores(s3_client, listed, 5)
 
 
@@ -94,14 +94,14 @@ def test_the_store_reads_its_listings_the_light_way(
         store.write_side(f"_watch/{name}", "{}")
     store.write(manifest("job", 1), None)
     parsed: list[int] = []
-    real = s3_listing._page_of
+    real = s3_listing.parse_listing
 
-    def counted(root: Any) -> Any:
-        page = real(root)
+    def counted(body: bytes) -> Any:
+        page = real(body)
         parsed.append(len(page.keys) if page else -1)
         return page
 
-    monkeypatch.setattr(s3_listing, "_page_of", counted)
+    monkeypatch.setattr(s3_listing, "parse_listing", counted)
     assert sorted(store.read_side_docs("_watch")) == sorted(NAMES[:3])
     assert store.snapshot().names == ("job",)
     assert parsed == [3, 1]
@@ -139,7 +139,7 @@ def test_a_malformed_answer_fails_the_listing_as_before(
 
     monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0)
     if not light:
-        monkeypatch.setattr(s3_listing, "_page_of", lambda root: None)
+        monkeypatch.setattr(s3_listing, "parse_listing", lambda body: None)
     config = Config(retries={"mode": "standard", "total_max_attempts": 2})
     client = s3_session.client("s3", endpoint_url=s3_endpoint, config=config)
     sent: list[str] = []
@@ -173,56 +173,3 @@ def test_a_listing_key_without_its_key_is_left_to_botocore() -> None:
     page = s3_listing.parse_listing(good)
     assert page is not None
     assert page.keys == [Listed("a b c", '"e"', None, None)]
-
-
-def test_a_light_listing_reads_each_answer_once(
-    s3_session: Any, s3_endpoint: str, listed: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """botocore's check for an error sent with HTTP 200 reads an answer's XML too; for the
-    light listings the light parse does that check from its own reading: one XML parser a
-    page, where there were two. botocore's own listing of the same client still has both."""
-    import xml.etree.ElementTree as ETree
-
-    made: list[int] = []  # the size of each answer an XML parser was fed
-
-    class Counted(ETree.XMLParser):
-        def feed(self, data: Any) -> None:
-            made.append(len(data))
-            super().feed(data)
-
-    client = s3_session.client("s3", endpoint_url=s3_endpoint)
-    monkeypatch.setattr(ETree, "XMLParser", Counted)
-    pages_seen = len(lights(client, listed, 3))
-    # botocore's parser is handed an empty listing (`_EMPTY`) instead of each answer
-    answers = [size for size in made if size > len(s3_listing._EMPTY)]
-    assert pages_seen == 3 and len(answers) == pages_seen
-    made.clear()
-    client.list_objects_v2(Bucket=listed, Prefix=PREFIX, Delimiter="/", MaxKeys=3)
-    assert len(made) == 2 and made[0] == made[1], "botocore's check, then botocore's parser"
-
-
-def test_other_calls_of_the_client_keep_botocores_check_for_errors_in_a_200(
-    s3_session: Any, s3_endpoint: str, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Once a light listing has run on a client, its other listings still have an S3 error
-    sent with HTTP 200 made a 500 and retried by botocore."""
-    from botocore.config import Config
-    from botocore.exceptions import ClientError
-    from botocore.retries.standard import ExponentialBackoff
-
-    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0)
-    config = Config(retries={"mode": "standard", "total_max_attempts": 2})
-    client = s3_session.client("s3", endpoint_url=s3_endpoint, config=config)
-    list(pages(client, s3_bucket, "jobs/"))  # the light listing's handlers are in place
-    sent: list[str] = []
-    error = b"<Error><Code>InternalError</Code><Message>in a 200</Message></Error>"
-
-    def answer(request: Any, **_: Any) -> AWSResponse:
-        sent.append(request.url)
-        return AWSResponse(request.url, 200, {}, _Raw(error))
-
-    client.meta.events.register("before-send.s3.ListObjectsV2", answer)
-    with pytest.raises(ClientError) as raised:
-        client.list_objects_v2(Bucket=s3_bucket, Prefix="jobs/")
-    assert raised.value.response["Error"]["Code"] == "InternalError"
-    assert len(sent) == 2
