@@ -63,16 +63,19 @@ _EMPTY = b'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></L
 
 
 def pages(
-    client: Any, bucket: str, prefix: str, delimiter: str = "/", max_keys: int | None = None
+    client: Any, bucket: str, prefix: str, delimiter: str | None = "/", max_keys: int | None = None
 ) -> Iterator[Page]:
-    """Every page of the listing of `prefix` (keys directly under it with the delimiter "/"),
+    """Every page of the listing of `prefix` (keys directly under it with the delimiter "/";
+    every key under it, at any depth, with None),
     as botocore's paginator would fetch them (up to `max_keys` keys a page, S3's default 1,000;
     each next page asked with the token the last one gave; the same token twice is botocore's
     `PaginationError`). Errors are botocore's, as from any call of the client."""
     events = getattr(getattr(client, "meta", None), "events", None)
     if events is not None:
         events.register(_EVENT, _light_parse, unique_id=_HANDLER_ID)
-    params: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": delimiter}
+    params: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+    if delimiter:
+        params["Delimiter"] = delimiter
     if max_keys is not None:
         params["MaxKeys"] = max_keys
     previous: str | None = None
