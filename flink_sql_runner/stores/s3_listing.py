@@ -84,9 +84,10 @@ def pages(
     events = getattr(getattr(client, "meta", None), "events", None)
     if events is not None and _botocore_200_check is not None:
         # In botocore's check's place, first: the light parse, then the check itself (of the
-        # empty listing left, when the light parse read the answer; else of the answer).
-        events.unregister(_ALL_EVENT, _botocore_200_check)
+        # empty listing left, when the light parse read the answer; else of the answer). Ours
+        # in before botocore's is out: another thread's call is never left unchecked meanwhile.
         events.register_first(_ALL_EVENT, _light_then_check, unique_id=_FIRST_ID)
+        events.unregister(_ALL_EVENT, _botocore_200_check)
     elif events is not None:
         events.register(_EVENT, _light_parse, unique_id=_HANDLER_ID)
     params: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
