@@ -8,9 +8,13 @@ successful (HTTP 200) answer's body is read by ElementTree's C parser instead, i
 per key (`Listed`: the key, the ETag, the size and LastModified as text), and botocore is
 handed an empty listing to parse. That happens in a `before-parse` handler, and only for the
 calls made here (a context variable set around them): any other listing through the same
-client is parsed by botocore as always. An answer the light parse cannot read (not XML, a key
-without its `Key`) is left to botocore, which parses it or says what is wrong as before (an
-answer that is not XML was already made a 500, and so retried, by botocore's own handler).
+client is parsed by botocore as always. The handler takes the place of botocore's own first
+`before-parse` handler of S3, its check of every 200 answer for an `<Error>` (which parses the
+whole body: as much again as the light parse), and calls it after the light parse, on the empty
+listing left, or on the answer itself when the light parse did not read it. An answer the
+light parse cannot read (not XML, not a listing such as an `<Error>` in a 200, a key without
+its `Key`) is left to botocore, which parses it or says what is wrong as before (an answer that
+is not XML or an error is made a 500, and so retried, by botocore's check).
 
 Keys come back as botocore gives them: URL-decoded when the answer says `EncodingType` `url`
 (which botocore asks for on every listing that does not choose an encoding).
@@ -28,6 +32,11 @@ from urllib.parse import unquote_plus
 
 from botocore.exceptions import PaginationError
 from botocore.utils import parse_timestamp
+
+try:  # botocore's check of a 200 answer for an <Error> body (it parses the whole body)
+    from botocore.handlers import _handle_200_error as _botocore_200_check
+except ImportError:  # pragma: no cover - a botocore without it
+    _botocore_200_check = None
 
 
 class Listed(NamedTuple):
@@ -59,20 +68,31 @@ _LIGHT: ContextVar[bool] = ContextVar("fsr_light_listing", default=False)
 _RESULT = "FsrLightListing"
 _HANDLER_ID = "flink-sql-runner-light-listing"
 _EVENT = "before-parse.s3.ListObjectsV2"
+_ALL_EVENT = "before-parse.s3.*"
+_FIRST_ID = "flink-sql-runner-light-listing-first"
 _EMPTY = b'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></ListBucketResult>'
 
 
 def pages(
-    client: Any, bucket: str, prefix: str, delimiter: str = "/", max_keys: int | None = None
+    client: Any, bucket: str, prefix: str, delimiter: str | None = "/", max_keys: int | None = None
 ) -> Iterator[Page]:
-    """Every page of the listing of `prefix` (keys directly under it with the delimiter "/"),
+    """Every page of the listing of `prefix` (keys directly under it with the delimiter "/";
+    every key under it, at any depth, with None),
     as botocore's paginator would fetch them (up to `max_keys` keys a page, S3's default 1,000;
     each next page asked with the token the last one gave; the same token twice is botocore's
     `PaginationError`). Errors are botocore's, as from any call of the client."""
     events = getattr(getattr(client, "meta", None), "events", None)
-    if events is not None:
+    if events is not None and _botocore_200_check is not None:
+        # In botocore's check's place, first: the light parse, then the check itself (of the
+        # empty listing left, when the light parse read the answer; else of the answer). Ours
+        # in before botocore's is out: another thread's call is never left unchecked meanwhile.
+        events.register_first(_ALL_EVENT, _light_then_check, unique_id=_FIRST_ID)
+        events.unregister(_ALL_EVENT, _botocore_200_check)
+    elif events is not None:
         events.register(_EVENT, _light_parse, unique_id=_HANDLER_ID)
-    params: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": delimiter}
+    params: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+    if delimiter:
+        params["Delimiter"] = delimiter
     if max_keys is not None:
         params["MaxKeys"] = max_keys
     previous: str | None = None
@@ -103,6 +123,21 @@ def _from_parsed(answer: dict[str, Any]) -> _Light:
     return _Light(keys, bool(answer.get("IsTruncated")), answer.get("NextContinuationToken"))
 
 
+def _light_then_check(
+    response_dict: dict[str, Any], customized_response_dict: dict[str, Any], **kwargs: Any
+) -> None:
+    """botocore's `before-parse` of every S3 call, in place of its `_handle_200_error`: a
+    successful answer of a listing `pages` makes is read first, then botocore's check runs as
+    before on what is left (so a page is parsed once, not twice)."""
+    operation = kwargs.get("operation_model")
+    if getattr(operation, "name", None) == "ListObjectsV2":
+        _light_parse(response_dict, customized_response_dict)
+    assert _botocore_200_check is not None
+    _botocore_200_check(
+        response_dict=response_dict, customized_response_dict=customized_response_dict, **kwargs
+    )
+
+
 def _light_parse(
     response_dict: dict[str, Any], customized_response_dict: dict[str, Any], **_: Any
 ) -> None:
@@ -131,6 +166,8 @@ def parse_listing(body: bytes) -> _Light | None:
         return None
     tag = root.tag
     ns = tag[: tag.index("}") + 1] if tag[:1] == "{" else ""
+    if tag[len(ns) :] != "ListBucketResult":
+        return None  # an <Error> in a 200, or no listing: botocore's to judge
     contents, key_tag, etag_tag = ns + "Contents", ns + "Key", ns + "ETag"
     size_tag, modified_tag = ns + "Size", ns + "LastModified"
     top: dict[str, str] = {}

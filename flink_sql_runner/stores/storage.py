@@ -451,19 +451,21 @@ class _S3:
         )
 
     def listing(self, uri: str) -> list[Listed]:
+        """Through `s3_listing.pages` (the answers' XML read at a small cost per key, not by
+        botocore's shape parser: `watch` lists every beacon on each look), the same requests as
+        botocore's paginator (`LIST_PAGE` keys each) and the same tokens."""
+        from flink_sql_runner.stores.s3_listing import pages
+
         scheme = uri.split("://", 1)[0]
-        return sorted(
-            (
-                Listed(
-                    f"{scheme}://{self.bucket}/{item['Key']}",
-                    str(item.get("ETag", "")),
-                    _modified(item.get("LastModified")),
-                )
-                for item in self._keys()
-                if not item["Key"].endswith("/")
-            ),
-            key=lambda listed: listed.location,
-        )
+        prefix = self._prefix()
+        found = []
+        with self._errors(prefix, "list"):
+            for page in pages(self.client, self.bucket, prefix, None, LIST_PAGE):
+                for key, etag, _, modified in page.keys:
+                    if not key.endswith("/"):
+                        where = f"{scheme}://{self.bucket}/{key}"
+                        found.append(Listed(where, etag, _modified(modified)))
+        return sorted(found, key=lambda listed: listed.location)
 
     def delete_tree(self) -> None:
         """Every object under the folder, `DELETE_BATCH` to a request."""
@@ -484,7 +486,12 @@ class _S3:
 
 
 def _modified(when: Any) -> str:
-    """S3's LastModified (a datetime from boto3) as a token."""
+    """S3's LastModified as a token: a datetime's ISO text, as botocore parses it (a listing's
+    text is read so first; text that does not read as a time is the token as it is)."""
+    if isinstance(when, str):
+        from flink_sql_runner.stores.s3_listing import modified_at
+
+        when = modified_at(when) or when
     return when.isoformat() if hasattr(when, "isoformat") else str(when)
 
 

@@ -184,9 +184,10 @@ def test_watch_report_splits_the_store_from_the_checkpoint_storage() -> None:
     from tests.benchmarks.watch_bench import Look, section
 
     look = Look(1000, "S3", False, Counter({"ListObjectsV2": 4, "PutObject": 1}),
-                Counter({"GetObject": 1000, "ListObjectsV2": 1}), 0.5, 2.0)  # fmt: skip
+                Counter({"GetObject": 1000, "ListObjectsV2": 1}), 0.5, 2.0,
+                (14.0, 6.5))  # fmt: skip
     row = section([look]).splitlines()[-1]
     assert row == (
         "| 1,000 | S3 | status files only | 5 (4 ListObjectsV2, 1 PutObject) "
-        "| 1001 (1000 GetObject, 1 ListObjectsV2) | 0.50 s | 2.00 s |"
+        "| 1001 (1000 GetObject, 1 ListObjectsV2) | 0.50 s | 2.00 s | 14.0 s, 6.5 s |"
     )

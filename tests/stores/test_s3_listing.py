@@ -173,3 +173,26 @@ def test_a_listing_key_without_its_key_is_left_to_botocore() -> None:
     page = s3_listing.parse_listing(good)
     assert page is not None
     assert page.keys == [Listed("a b c", '"e"', None, None)]
+
+
+def test_a_page_read_the_light_way_is_not_parsed_again_by_botocores_200_check(
+    s3_client: Any, listed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """botocore checks every 200 answer of S3 for an <Error> by parsing it whole; a page the
+    light parse read leaves it the empty listing to check, and every other call of the client
+    (another listing, a GET) is checked on its own answer as before."""
+    from botocore import handlers
+
+    checked: list[int] = []
+    real = handlers._looks_like_special_case_error
+
+    def counted(status_code: int, body: bytes) -> bool:
+        checked.append(len(body or b""))
+        return bool(real(status_code, body))
+
+    monkeypatch.setattr(handlers, "_looks_like_special_case_error", counted)
+    assert len([key for page in pages(s3_client, listed, PREFIX) for key in page.keys]) == 8
+    assert checked == [len(s3_listing._EMPTY)]
+    checked.clear()
+    s3_client.list_objects_v2(Bucket=listed, Prefix=PREFIX, Delimiter="/")
+    assert len(checked) == 1 and checked[0] > 1000  # botocore's listing: its own answer

@@ -76,6 +76,40 @@ def test_an_s3_listing_keeps_the_etag_of_the_same_bytes_and_moves_last_modified(
 
 
 @pytest.mark.s3
+def test_an_s3_listing_is_read_the_light_way_with_botocores_tokens_and_requests(
+    s3_client: Any, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flink_sql_runner.stores import s3_listing
+
+    storage = FileStorage(s3_client)
+    for name in ("a", "b", "c", "d", "e"):
+        storage.write_text(f"s3://{s3_bucket}/ckpt/_status/{name}.v1.json", "{}")
+    storage.write_text(f"s3://{s3_bucket}/ckpt/_status/deeper/f.v1.beat", "")
+    parsed: list[int] = []
+    real = s3_listing.parse_listing
+
+    def counted(body: bytes) -> Any:
+        page = real(body)
+        parsed.append(len(page.keys) if page else -1)
+        return page
+
+    monkeypatch.setattr(s3_listing, "parse_listing", counted)
+    monkeypatch.setattr(storage_module, "LIST_PAGE", 4)
+    sent: list[str] = []
+    s3_client.meta.events.register("before-send.s3", lambda request, **_: sent.append(request.url))
+    listed = storage.listing(f"s3://{s3_bucket}/ckpt/_status")
+    assert parsed == [4, 2]  # every page read the light way, 4 keys a page, at any depth
+    assert len(sent) == 2 and all("max-keys=4" in url and "delimiter" not in url for url in sent)
+    paginator = s3_client.get_paginator("list_objects_v2")
+    botocores = [  # the tokens as botocore's parse made them before
+        (f"s3://{s3_bucket}/{item['Key']}", item["ETag"], item["LastModified"].isoformat())
+        for page in paginator.paginate(Bucket=s3_bucket, Prefix="ckpt/_status/")
+        for item in page["Contents"]
+    ]
+    assert [(x.location, x.content, x.modified) for x in listed] == botocores
+
+
+@pytest.mark.s3
 def test_an_s3_listing_that_fails_on_a_later_page_fails_whole(
     fault_proxy: FaultProxy, proxied_client: Any, s3_client: Any, s3_bucket: str,
     monkeypatch: pytest.MonkeyPatch,
