@@ -17,6 +17,7 @@ from flink_sql_runner.errors import (
     FsrError,
     InvalidInput,
 )
+from flink_sql_runner.host import collector
 from flink_sql_runner.host.timing import mark
 
 
@@ -53,6 +54,8 @@ def handle_errors(func: Callable[..., int]) -> Callable[..., None]:
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             code = 130
+        finally:
+            collector.restore()
         mark("exit", code=code)
         sys.exit(code)
 

@@ -40,6 +40,7 @@ from flink_sql_runner.errors import (
     EXIT_FAILED,
     EXIT_OK,
 )
+from flink_sql_runner.host import collector
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.render.markdown import plan_markdown
 from flink_sql_runner.render.plan import plan_json, plan_text, results_text
@@ -131,7 +132,7 @@ def _deploy(
                 jobs,
                 include_orphans=include_orphans,
                 prune=prune,
-                on_plan=lambda plan: (shown.append(plan), show(plan)),
+                on_plan=lambda plan: (shown.append(plan), show(plan), collector.resume()),
                 progress=progress,
             )
     except Abandoned as exc:

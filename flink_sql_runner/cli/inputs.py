@@ -29,16 +29,16 @@ from flink_sql_runner.errors import (
     InvalidInput,
     Problem,
 )
+from flink_sql_runner.host import collector
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.read.paths import SourceCheck
 from flink_sql_runner.render.lineage import OUTPUTS as LINEAGE_OUTPUTS
 from flink_sql_runner.render.lineage import render_lineage
 
-#: Allocations between two collections of the youngest generation (Python's default: 700). The
-#: commands that load jobs run once and keep what they loaded to their end: at 10,000 jobs a
-#: collection every 700 allocations cost a fifth of `plan`'s CPU walking objects that all stay
-#: alive, and peak memory did not move. Process-wide, set by these commands only (not `watch`);
-#: the older generations keep their defaults.
+#: Allocations between two collections of the youngest generation (Python's default: 700), once
+#: the collector runs again (host/collector.py): the commands that load jobs keep what they
+#: loaded to their end. Process-wide, set by these commands only (not `watch`); the older
+#: generations keep their defaults.
 GC_YOUNG_THRESHOLD = 50_000
 
 
@@ -49,6 +49,7 @@ def load(
     stderr, one line each, also when the input is invalid. `sources`: which source paths must
     exist (commands that start jobs: `deployment.sources_checked()`)."""
     gc.set_threshold(GC_YOUNG_THRESHOLD)
+    collector.pause()  # to the command's end, or until a deploy acts
     try:
         if path is not None:
             return [deployment.load_one(path, sources)]
