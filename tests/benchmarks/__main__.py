@@ -46,8 +46,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--plan-sizes",
         default="1000,10000",
-        help="plan: job counts for the growth runs (cold, then 1 %% edited), smallest first; "
-        "empty: none",
+        help="plan: job counts for the growth runs (cold, then 1 %% edited, then in step), "
+        "smallest first; empty: none",
     )
     parser.add_argument("--growth-rounds", type=int, default=3, help="plan: rounds of each size")
     parser.add_argument(
