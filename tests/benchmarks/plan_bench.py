@@ -419,6 +419,26 @@ def reset_state(ws: Workspace, pristine: set[Path]) -> None:
             path.unlink()
 
 
+def _timed_plan(
+    ws: Workspace,
+    env: dict[str, str],
+    out: Path,
+    log: Path,
+    counts: dict[str, int],
+    phases: dict[str, list[float]],
+    way: str,
+) -> Measured:
+    """One measured `plan`, checked to decide what `counts` say; its phases added to `phases`."""
+    log.unlink(missing_ok=True)
+    measured = run_measured(plan_argv(ws), env={**env, TIMING_ENV: str(log)}, stdout=out)
+    if measured.returncode != 0:
+        raise RuntimeError(f"{way} exited {measured.returncode}: {measured.stderr}")
+    _check_plan(out, counts)
+    for phase, seconds in phase_seconds(measured, log).items():
+        phases.setdefault(phase, []).append(seconds)
+    return measured
+
+
 def run_growth(
     scratch: Path,
     sizes: list[int],
@@ -450,16 +470,7 @@ def run_growth(
                 for way in GROWTH_WAYS:
                     if way == "edited":
                         edit_jobs(ws, edited, f"round {round_ + 1}")
-                    log.unlink(missing_ok=True)
-                    measured = run_measured(
-                        plan_argv(ws), env={**env, TIMING_ENV: str(log)}, stdout=out
-                    )
-                    if measured.returncode != 0:
-                        raise RuntimeError(f"{way} exited {measured.returncode}: {measured.stderr}")
-                    _check_plan(out, counts)
-                    timed[way].append(measured)
-                    for phase, seconds in phase_seconds(measured, log).items():
-                        phases[way].setdefault(phase, []).append(seconds)
+                    timed[way].append(_timed_plan(ws, env, out, log, counts, phases[way], way))
                 say(
                     f"  round {round_ + 1}/{rounds}: "
                     + ", ".join(f"{way} {timed[way][-1].seconds:.2f} s" for way in GROWTH_WAYS)
@@ -476,16 +487,8 @@ def run_growth(
                 steady_counts = {"unchanged": jobs, "config": 0, "query": 0}
                 _check_plan(out, in_step if round_ else steady_counts)  # a round's edits stay
                 edit_jobs(ws, edited, f"in step, round {round_ + 1}")
-                log.unlink(missing_ok=True)
-                measured = run_measured(
-                    plan_argv(ws), env={**env, TIMING_ENV: str(log)}, stdout=out
-                )
-                if measured.returncode != 0:
-                    raise RuntimeError(f"{IN_STEP} exited {measured.returncode}: {measured.stderr}")
-                _check_plan(out, in_step)
+                measured = _timed_plan(ws, env, out, log, in_step, phases[IN_STEP], IN_STEP)
                 timed[IN_STEP].append(measured)
-                for phase, seconds in phase_seconds(measured, log).items():
-                    phases[IN_STEP].setdefault(phase, []).append(seconds)
                 say(f"  {IN_STEP} round {round_ + 1}/{rounds}: {measured.seconds:.2f} s")
         results.append(
             SizeResult(
