@@ -14,6 +14,7 @@ from flink_sql_runner.stores import s3_listing
 from flink_sql_runner.stores.s3 import S3Store
 from flink_sql_runner.stores.s3_listing import Listed, modified_at, pages
 from tests.support.jobs import manifest
+from tests.support.s3_requests import parsed_pages
 
 pytestmark = pytest.mark.s3
 
@@ -93,15 +94,7 @@ def test_the_store_reads_its_listings_the_light_way(
     for name in NAMES[:3]:
         store.write_side(f"_watch/{name}", "{}")
     store.write(manifest("job", 1), None)
-    parsed: list[int] = []
-    real = s3_listing.parse_listing
-
-    def counted(body: bytes) -> Any:
-        page = real(body)
-        parsed.append(len(page.keys) if page else -1)
-        return page
-
-    monkeypatch.setattr(s3_listing, "parse_listing", counted)
+    parsed = parsed_pages(monkeypatch)
     assert sorted(store.read_side_docs("_watch")) == sorted(NAMES[:3])
     assert store.snapshot().names == ("job",)
     assert parsed == [3, 1]

@@ -14,6 +14,7 @@ import pytest
 from flink_sql_runner.stores import storage as storage_module
 from flink_sql_runner.stores.storage import FileStorage, StorageError
 from tests.support.faultproxy import FaultProxy
+from tests.support.s3_requests import parsed_pages
 
 
 def test_a_local_listing_gives_every_file_with_tokens(tmp_path: Path) -> None:
@@ -79,21 +80,11 @@ def test_an_s3_listing_keeps_the_etag_of_the_same_bytes_and_moves_last_modified(
 def test_an_s3_listing_is_read_the_light_way_with_botocores_tokens_and_requests(
     s3_client: Any, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from flink_sql_runner.stores import s3_listing
-
     storage = FileStorage(s3_client)
     for name in ("a", "b", "c", "d", "e"):
         storage.write_text(f"s3://{s3_bucket}/ckpt/_status/{name}.v1.json", "{}")
     storage.write_text(f"s3://{s3_bucket}/ckpt/_status/deeper/f.v1.beat", "")
-    parsed: list[int] = []
-    real = s3_listing.parse_listing
-
-    def counted(body: bytes) -> Any:
-        page = real(body)
-        parsed.append(len(page.keys) if page else -1)
-        return page
-
-    monkeypatch.setattr(s3_listing, "parse_listing", counted)
+    parsed = parsed_pages(monkeypatch)
     monkeypatch.setattr(storage_module, "LIST_PAGE", 4)
     sent: list[str] = []
     s3_client.meta.events.register("before-send.s3", lambda request, **_: sent.append(request.url))

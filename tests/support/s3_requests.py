@@ -22,3 +22,20 @@ class Requests:
     def take(self) -> list[tuple[str, str]]:
         sent, self.sent = self.sent, []
         return sent
+
+
+def parsed_pages(monkeypatch: Any) -> list[int]:
+    """From now on, the number of keys of each listing page the light parse reads
+    (stores/s3_listing.py), -1 for one it leaves to botocore."""
+    from flink_sql_runner.stores import s3_listing
+
+    parsed: list[int] = []
+    real = s3_listing.parse_listing
+
+    def counted(body: bytes) -> Any:
+        page = real(body)
+        parsed.append(len(page.keys) if page else -1)
+        return page
+
+    monkeypatch.setattr(s3_listing, "parse_listing", counted)
+    return parsed
