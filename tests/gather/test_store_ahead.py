@@ -241,6 +241,31 @@ def test_a_store_that_cannot_be_opened_says_so_when_its_answer_is_wanted() -> No
         ahead.listing()
 
 
+def test_the_store_is_opened_at_once_and_read_on_threads() -> None:
+    """Making the store (an S3 client: CPU) is done by the caller, before the files are read;
+    on a thread beside the loading it waited for the GIL and the listing waited for it."""
+    snap = Snapshot(("a",), {"a": '"1"'}, {"a": '"1"'})
+    opened_on: list[threading.Thread] = []
+    read_on: list[threading.Thread] = []
+
+    class Watched(_Store):
+        def snapshot(self) -> Snapshot:
+            read_on.append(threading.current_thread())
+            return super().snapshot()
+
+    store = Watched(snap, snap)
+    store.release.set()
+
+    def open_store() -> Any:
+        opened_on.append(threading.current_thread())
+        return store
+
+    ahead = StoreAhead(open_store)
+    assert opened_on == [threading.current_thread()], "opened before the constructor returned"
+    assert ahead.confirms(ahead.first())
+    assert read_on and read_on[0] is not threading.current_thread()
+
+
 def test_a_failed_listing_fails_the_plan_even_when_the_index_was_read() -> None:
     class Failing(_Store):
         def snapshot(self) -> Snapshot:
