@@ -28,7 +28,7 @@ from tests.benchmarks import (
     runner_bench,
     watch_bench,
 )
-from tests.benchmarks.common import REPO, wait_for_quiet
+from tests.benchmarks.common import REPO, compile_deployer, wait_for_quiet
 
 BENCHMARKS = ("plan", "runner", "redeploy", "recovery", "kafka", "handover", "watch")
 DOCS = REPO / "docs" / "benchmarks.md"
@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM unwinds like Ctrl-C, so that each benchmark stops the jobs and watchers it started.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     command = "python -m tests.benchmarks " + shlex.join(sys.argv[1:] if argv is None else argv)
+    compile_deployer()  # measured as installed: its bytecode there
     with tempfile.TemporaryDirectory(prefix="fsr-bench-") as scratch:
         for name in args.only:
             # The handover benchmark is one results block per target, written as each ends.

@@ -169,6 +169,17 @@ class Server:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def compile_deployer() -> None:
+    """The deployer's modules compiled to bytecode beside them, as installing it does (pip
+    compiles what it installs; an editable install writes bytecode on the first run): a
+    machine whose environment sets PYTHONDONTWRITEBYTECODE (this one does) would otherwise
+    compile them again in every measured command, about 0.13 s of each start-up."""
+    import compileall
+
+    for folder in ("flink_sql_runner", "runner", "templates"):
+        compileall.compile_dir(str(REPO / folder), quiet=1)
+
+
 @contextmanager
 def moto_server_process(latency_ms: float = 0, timeout: float = 30) -> Iterator[Server]:
     """moto's S3 server as a separate process on 127.0.0.1 (its own GIL, its own core); with
