@@ -14,6 +14,7 @@ from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import REMOTE_OPTIONS, env_var, options, settings_from
 from flink_sql_runner.cli.original_flags import FsrCommand
 from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK, UnknownJob
+from flink_sql_runner.host.collector import Frozen
 from flink_sql_runner.model.control import HEARTBEAT_SECONDS, MIN_STALL_TIMEOUT
 from flink_sql_runner.stores.lock import locked
 from flink_sql_runner.watch.events import Event, Notifier
@@ -144,7 +145,7 @@ def watch(
     port = metrics.serve(metrics_port or 0, metrics_address) if metrics is not None else None
     command = shlex.split(notify_command) if notify_command else None
     notifier = Notifier(sys.stdout, log_format, notify_url, command)
-    watcher = Watcher(deployment, settings, notifier, metrics)
+    watcher = Watcher(deployment, settings, notifier, metrics, collector=Frozen())
 
     def stop(signum: int, _frame: Any) -> None:
         if not watcher.stopping.is_set():

@@ -9,11 +9,22 @@ collects; `deploy` resumes it (`resume`) before it acts, with everything made so
 (`gc.freeze`: never walked again), since it then waits on runs for minutes. At each command's
 end (`restore`, in `cli/boundary.py`) the collector is as it was before the command: the same
 process may run another (the tests do). Reference counting frees all the rest as always.
+
+`watch` runs for days and keeps its state between looks (each job's manifest, record, beacon
+and stall watch: about a million objects at 10,000 jobs), which every full collection walks
+again: at 10,000 unchanged jobs, one to three of them a look were 0.2 to 0.6 s of a 0.5 s look.
+Between looks it freezes what the look left (`Frozen.between`), so that the next look's
+collections walk only what that look makes; every `FULL_EVERY` seconds it first unfreezes and
+walks everything once, so that reference cycles among what was frozen (the only garbage
+reference counting leaves) are freed within that time. Its end unfreezes (`Frozen.end`).
 """
 
 from __future__ import annotations
 
 import gc
+
+#: Seconds between two full collections of a process that freezes between steps (`Frozen`).
+FULL_EVERY = 600.0
 
 _paused = False  # paused by `pause`, not resumed yet
 _frozen = False  # `resume` froze what was made before it
@@ -43,3 +54,27 @@ def restore() -> None:
     if _paused:
         gc.enable()
         _paused = False
+
+
+class Frozen:
+    """The collector of a loop that keeps a large state between its steps (`watch`)."""
+
+    def __init__(self, full_every: float = FULL_EVERY) -> None:
+        self.full_every = full_every
+        self._last_full: float | None = None
+        self._frozen = False
+
+    def between(self, now: float) -> None:
+        """After a step, at `now` (seconds, the loop's clock): what is alive now is frozen, and
+        first, at most every `full_every`, everything is walked once."""
+        if self._last_full is None or now - self._last_full >= self.full_every:
+            gc.unfreeze()
+            gc.collect()
+            self._last_full = now
+        gc.freeze()
+        self._frozen = True
+
+    def end(self) -> None:
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False

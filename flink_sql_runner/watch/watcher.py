@@ -37,6 +37,7 @@ from flink_sql_runner.decide.tree import decide, replace_stalled
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.host import runtime
+from flink_sql_runner.host.collector import Frozen
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.runs import Run
@@ -104,6 +105,7 @@ class Watcher:
         metrics: Metrics | None = None,
         clock: Callable[[], float] = runtime.monotonic,
         wall: Callable[[], datetime] = lambda: datetime.fromtimestamp(runtime.wall(), timezone.utc),
+        collector: Frozen | None = None,
     ):
         self.deployment, self.settings = deployment, settings
         self.notifier, self.metrics = notifier, metrics
@@ -135,6 +137,8 @@ class Watcher:
         #: Jobs whose last restart by this watcher failed, with its cause (cleared when a
         #: restart succeeds or the job is seen healthy): `watch` then exits 1.
         self.failed_restarts: dict[str, str] = {}
+        #: The collector kept out of the way between looks (the `watch` command's; none: as is).
+        self.collector = collector
 
     # -- the loop ------------------------------------------------------------------------------
     def run(self, once: bool = False) -> None:
@@ -144,6 +148,7 @@ class Watcher:
                 self.step()
                 if once:
                     return
+                self.between_looks()
                 self.stopping.wait(self.settings.interval)
         finally:
             self.settle()
@@ -151,6 +156,14 @@ class Watcher:
             self.leader.release()
             if self.metrics is not None:
                 self.metrics.leader.set(0)
+            if self.collector is not None:
+                self.collector.end()
+
+    def between_looks(self) -> None:
+        """What a look left is kept out of the collector's way until the next (host/
+        collector.py)."""
+        if self.collector is not None:
+            self.collector.between(self.clock())
 
     def step(self) -> None:
         """One interval's work: keep or take the lead, and look (and act) when leading."""

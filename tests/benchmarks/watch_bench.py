@@ -122,6 +122,7 @@ def _look(
 ) -> Look:
     from flink_sql_runner.act.deployment import Deployment
     from flink_sql_runner.act.settings import Settings
+    from flink_sql_runner.host.collector import Frozen
     from flink_sql_runner.model.runs import Run
     from flink_sql_runner.model.stored import ABSENT
     from flink_sql_runner.stores.s3 import S3Store
@@ -174,7 +175,9 @@ def _look(
     deployment.storage = storage
     settings = WatchSettings(leader_ttl=3600)
     clock, events = LookClock(), io.StringIO()
-    watcher = Watcher(deployment, settings, Notifier(events, "json"), clock=clock)
+    # As the `watch` command has it: what a look left frozen until the next (host/collector.py).
+    frozen = Frozen()
+    watcher = Watcher(deployment, settings, Notifier(events, "json"), clock=clock, collector=frozen)
     sent: Counter[str] = Counter()
 
     def count(event_name: str, request: Any, **_: Any) -> None:
@@ -186,6 +189,7 @@ def _look(
         clock.advance(settings.interval)
         begun = time.perf_counter()
         watcher.step()
+        watcher.between_looks()
         return time.perf_counter() - begun
 
     try:
@@ -200,6 +204,7 @@ def _look(
         clock.advance(settings.interval)
         cpu, begun = time.process_time(), time.perf_counter()
         watcher.step()
+        watcher.between_looks()
         cpu, seconds = time.process_time() - cpu, time.perf_counter() - begun
         client.meta.events.unregister("before-send.s3", count)
         _unchanged(events.getvalue()[said:], sent, beacons and on_s3)
@@ -212,6 +217,7 @@ def _look(
             clock.advance(settings.interval)
             prof = cProfile.Profile()
             prof.runcall(watcher.step)
+            watcher.between_looks()
             for order in ("cumulative", "tottime"):
                 pstats.Stats(prof).sort_stats(order).print_stats(30)
     finally:
@@ -219,6 +225,7 @@ def _look(
         watcher.settle()
         watcher.actions.close()
         watcher.leader.release()
+        frozen.end()
     store_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("store ")})
     storage_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("storage ")})
     where = "S3" if on_s3 else "local folder"
