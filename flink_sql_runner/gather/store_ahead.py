@@ -57,8 +57,8 @@ class StoreAhead:
     def __init__(self, open_store: Callable[[], ManifestStore]) -> None:
         self._listing: Pending[Snapshot] | None = None
         try:
-            # Here, before the files are read: making an S3 client is a fifth of a second of
-            # CPU, which on a thread beside the loading waited for the GIL for over a second,
+            # Here, before the files are read: making an S3 client is a tenth of a second of
+            # CPU, which on a thread beside the loading waited for the GIL for a second,
             # and the listing, the longest read, waited for it.
             store: ManifestStore | BaseException = open_store()
         except Exception as exc:  # noqa: BLE001 - raised where the store is first needed

@@ -1,4 +1,5 @@
-"""Python's cyclic garbage collector, paused while a command reads and decides.
+"""Python's cyclic garbage collector: paused while a command reads and decides, kept off `watch`'s
+state between its looks.
 
 A command that loads jobs makes millions of objects that all live to its end (the jobs, the
 store's manifests, the facts, the plan), and every full collection walks them all for nothing:
@@ -11,8 +12,8 @@ end (`restore`, in `cli/boundary.py`) the collector is as it was before the comm
 process may run another (the tests do). Reference counting frees all the rest as always.
 
 `watch` runs for days and keeps its state between looks (each job's manifest, record, beacon
-and stall watch: about a million objects at 10,000 jobs), which every full collection walks
-again: at 10,000 unchanged jobs, one to three of them a look were 0.2 to 0.6 s of a 0.5 s look.
+and stall watch), which every full collection walks again: at 10,000 unchanged jobs, one to
+three of them a look added 0.2 to 0.6 s to a look of 0.5 s.
 Between looks it freezes what the look left (`Frozen.between`), so that the next look's
 collections walk only what that look makes; every `FULL_EVERY` seconds it first unfreezes and
 walks everything once, so that reference cycles among what was frozen (the only garbage
