@@ -57,14 +57,22 @@ def call(
         with exc:
             return _reply(exc.code, exc.read())
     except urllib.error.URLError as exc:
-        reason = exc.reason
-        maybe_sent = not isinstance(reason, (ConnectionRefusedError, socket.gaierror))
+        cause = exc.reason
     except (OSError, http.client.HTTPException) as exc:  # timeouts, resets, garbage
-        reason = str(exc) or type(exc).__name__
-        maybe_sent = not isinstance(exc, ConnectionRefusedError)
+        cause = exc
+    maybe_sent = not isinstance(cause, (ConnectionRefusedError, socket.gaierror))
     raise Unreachable(
-        f"cannot reach {what} at {url}: {reason}" + (f" ({hint})" if hint else ""), maybe_sent
+        f"cannot reach {what} at {url}: {_why(cause)}" + (f" ({hint})" if hint else ""),
+        maybe_sent,
     )
+
+
+def _why(cause: object) -> str:
+    """The cause in words. A server that drops the connection is seen as a reset or as a close,
+    as the TCP timing of the moment has it: one line either way."""
+    if isinstance(cause, ConnectionResetError):  # RemoteDisconnected is one too
+        return "the connection was closed without an answer"
+    return str(cause) or type(cause).__name__
 
 
 def _reply(status: int, raw: bytes) -> Reply:

@@ -262,7 +262,7 @@ def test_the_clusters_own_message_comes_back_when_a_driver_cannot_start(
     failed = next(line for line in result.stdout.splitlines() if line.startswith("FAIL"))
     assert failed == (
         f"FAIL ticks-job: cannot reach the Spark master's REST gateway at http://{master}/v1/"
-        "submissions/create: Remote end closed connection without response (the master's web "
+        "submissions/create: the connection was closed without an answer (the master's web "
         f"UI at {cluster.web_ui}/ shows its REST gateway: give --rest-gateway {gateway})"
     ), result.stdout
     assert ws.stored("ticks-job") is None

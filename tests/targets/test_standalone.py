@@ -6,6 +6,7 @@ master renders it; the real master is asked in tests/e2e/test_standalone_lifecyc
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -62,9 +63,9 @@ def web_ui(page: str) -> Iterator[str]:
 
 
 @contextmanager
-def master_rpc_port() -> Iterator[int]:
+def master_rpc_port(reset: bool = False) -> Iterator[int]:
     """A port that, like the master's own (7077), accepts a connection and closes it without an
-    HTTP answer."""
+    HTTP answer; with `reset`, closes it with a TCP reset, as the master's port does at times."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -82,6 +83,10 @@ def master_rpc_port() -> Iterator[int]:
             with connection:
                 connection.settimeout(10)
                 connection.recv(65536)
+                if reset:  # linger 0: close() sends RST, not FIN
+                    connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                    )
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -98,10 +103,12 @@ def test_the_gateway_shown_on_the_masters_page():
     assert rest_url_on_page(PAGE_WITHOUT_GATEWAY) is None
 
 
-def test_the_masters_own_port_as_gateway_gets_the_url_to_give():
+@pytest.mark.parametrize("reset", [False, True], ids=["closed", "reset"])
+def test_the_masters_own_port_as_gateway_gets_the_url_to_give(reset: bool):
     """What a user who knows the master by its port 7077 saw: "Remote end closed connection
-    without response", and nothing about what to give instead."""
-    with master_rpc_port() as port, web_ui(PAGE_WITH_GATEWAY) as ui:
+    without response" or "Connection reset by peer", as the TCP timing had it, and nothing about
+    what to give instead. Now one line, either way."""
+    with master_rpc_port(reset) as port, web_ui(PAGE_WITH_GATEWAY) as ui:
         target = StandaloneTarget(
             None, f"spark://127.0.0.1:{port}", ui, gateway=f"http://127.0.0.1:{port}", timeout=10
         )
@@ -113,7 +120,8 @@ def test_the_masters_own_port_as_gateway_gets_the_url_to_give():
         f"cannot reach the Spark master's REST gateway at http://127.0.0.1:{port}/v1/"
     )
     assert message.endswith(
-        f"Remote end closed connection without response (the master's web UI at {ui}/ shows "
+        "the connection was closed without an answer (the master's web UI at "
+        f"{ui}/ shows "
         "its REST gateway: give --rest-gateway http://10.0.0.5:16066)"
     )
     assert not raised.value.maybe_sent, "what is not the gateway never got the request to it"
