@@ -45,12 +45,18 @@ def test_a_deployer_killed_after_the_start_converges(
     deployer = subprocess.Popen(
         ws.argv("deploy"), cwd=ws.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
+    # Cold, the kill waits for the intent to say the target accepted the run (its run record is
+    # written a moment before that phase is); warm, for the prepared run, before its go.
+    phase = "submitted" if handover == "cold" else "preparing"
     try:
         record = wait_for(
-            lambda: next((r for r in ws.runs("ticks-job") if r["version"] == 2), None),
+            lambda: (
+                ws.intent_phase("ticks-job") == phase
+                and next((r for r in ws.runs("ticks-job") if r["version"] == 2), None)
+            ),
             timeout=120,
             interval=0.2,
-            what="the v2 submission",
+            what=f"the v2 submission (intent at {phase})",
         )
     finally:
         deployer.send_signal(signal.SIGKILL)

@@ -139,6 +139,14 @@ class Workspace:
         path = self.state / "manifests" / f"{name}.yaml"
         return yaml.safe_load(path.read_text()) if path.exists() else None
 
+    def intent_phase(self, name: str) -> str | None:
+        """The phase of the intent record a deployer keeps for `name` while it acts, or None."""
+        path = self.state / "manifests" / "_intents" / f"{name}.json"
+        try:
+            return str(json.loads(path.read_text()).get("phase"))
+        except (OSError, ValueError):
+            return None
+
     def _remember_pids(self) -> None:
         runs = self.state / "runs"
         for path in runs.glob("*/*.json") if runs.is_dir() else []:
