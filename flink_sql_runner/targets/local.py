@@ -117,14 +117,15 @@ class LocalTarget:
     def _record_path(self, name: str, run_id: str) -> Path:
         return self.runs / name / f"{run_id}.json"
 
-    def _record_files(self) -> list[tuple[str, Path]]:
+    def _record_files(self) -> list[tuple[str, str]]:
         """(job name, record file) of every recorded run; `runs/<name>.json` is the layout of
         earlier versions."""
         if not self.runs.is_dir():
             return []
         found = []
-        # Listed with os.scandir, whose entries know their type: a deployer's state holds a
-        # record per running job (thousands), and Path's iterdir, glob and sort cost 10 us each.
+        # Listed with os.scandir, whose entries know their type, and kept as text: a deployer's
+        # state holds a record per running job (thousands), and Path's iterdir, glob, sort and
+        # joins cost microseconds each.
         for entry in _sorted_entries(str(self.runs)):
             if entry.name.startswith("."):
                 continue
@@ -133,16 +134,14 @@ class LocalTarget:
                     inside = _sorted_entries(entry.path)
                 except PermissionError:  # as Path.glob: a folder it may not list holds none
                     inside = []
-                names = [f.name for f in inside if f.name.endswith(".json")]
-                folder = Path(entry.path)
-                found += [(entry.name, folder / name) for name in names]
+                found += [(entry.name, f.path) for f in inside if f.name.endswith(".json")]
             elif entry.name.endswith(".json") and entry.name != ".json":
-                found.append((entry.name[: -len(".json")], Path(entry.path)))
+                found.append((entry.name[: -len(".json")], entry.path))
         return found
 
     @staticmethod
-    def _read(path: Path) -> dict[str, Any]:
-        record = json.loads(path.read_bytes())
+    def _read(path: str | Path) -> dict[str, Any]:
+        record = json.loads(_small_file(path))
         int(record["pid"]), str(record["started"]), str(record["name"])  # all must be there
         return record
 
@@ -178,8 +177,9 @@ class LocalTarget:
                 record = self._read(path)
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 why = exc.strerror if isinstance(exc, OSError) else "not a run record"
+                run_id = os.path.basename(path).removesuffix(".json")
                 found.append(
-                    Run(name, None, path.stem, f"run record {path} is unreadable: {why}",
+                    Run(name, None, run_id, f"run record {path} is unreadable: {why}",
                         liveness=Liveness.UNKNOWN)
                 )  # fmt: skip
                 continue
@@ -213,7 +213,7 @@ class LocalTarget:
         recorded = set()
         for _, path in self._record_files():
             try:
-                recorded.add(Path(json.loads(path.read_text())["log"]).name)
+                recorded.add(Path(json.loads(_small_file(path))["log"]).name)
             except (OSError, ValueError, KeyError, TypeError):
                 continue
         logs = sorted(folder.glob("*.log")) if folder.is_dir() else []
@@ -358,6 +358,19 @@ class LocalTarget:
             shutil.rmtree(path.parent, ignore_errors=True)
         self._forget_secrets(run.run_id)
         return result
+
+
+def _small_file(path: str | Path) -> bytes:
+    """A small file's bytes, with two system calls fewer than `Path.read_bytes` (a listing
+    reads thousands of run records)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def _sorted_entries(folder: str) -> list[os.DirEntry[str]]:

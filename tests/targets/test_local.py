@@ -290,8 +290,8 @@ def test_the_record_files_are_found_as_path_globbing_finds_them(tmp_path: Path) 
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            by_path += [(entry.name, f) for f in sorted(entry.glob("*.json"))]
+            by_path += [(entry.name, str(f)) for f in sorted(entry.glob("*.json"))]
         elif entry.suffix == ".json":
-            by_path.append((entry.stem, entry))
+            by_path.append((entry.stem, str(entry)))
     assert target._record_files() == by_path
     assert [name for name, _ in by_path] == ["a.b", "a", "b", "b", "b", "c"]  # a.b < a.json
