@@ -38,7 +38,7 @@ from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.gather.schemas import Ask, Check, gather_contracts, run_probe
 from flink_sql_runner.gather.store_ahead import StoreAhead
-from flink_sql_runner.host.atomic import replace_file
+from flink_sql_runner.host.atomic import append_to, replace_file
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import Stored
@@ -134,7 +134,9 @@ class Deployment:
         cache.prune(os.path.exists)
         if cache.changed and Path(self.settings.state_dir).is_dir():
             try:
-                replace_file(self.load_cache, cache.to_bytes(), mode=0o600)
+                appendix = cache.appendix()
+                if appendix is None or not append_to(self.load_cache, appendix):
+                    replace_file(self.load_cache, cache.to_bytes(), mode=0o600)
             except OSError as exc:
                 print(f"warning: cannot write {self.load_cache}: {exc.strerror}", file=sys.stderr)
 

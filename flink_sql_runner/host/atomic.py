@@ -1,4 +1,5 @@
-"""Writing a file on this machine so that readers see the old content or the new, never a part."""
+"""Writing a file on this machine: replaced, so that readers see the old content or the new,
+never a part; or appended to, for readers that skip a line cut short."""
 
 from __future__ import annotations
 
@@ -26,6 +27,23 @@ def replace_file(path: Path, text: str | bytes, mode: int = 0o644) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def append_to(path: Path, data: bytes) -> bool:
+    """Append `data` to the file at `path` in one write; False when there is no such file (it
+    is not made). A reader may see the data in part: for files whose readers skip a line cut
+    short (the load cache)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    except FileNotFoundError:
+        return False
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    return True
 
 
 def write_atomically(path: Path, text: str, mode: int = 0o644) -> None:

@@ -22,10 +22,14 @@ variables are not read while loading (`${VAR}` stays as written until a run star
 whether a source path exists is looked at again on every load (`Cached.sources`), never kept.
 
 The cache is a value: the command reads its file (`from_bytes`, which takes anything broken or
-foreign for empty), asks and adds entries while loading, and writes it back (`to_bytes`) when
-it changed; entries of files that are gone are dropped (`prune`). The file is one JSON
-document with one entry a line, so that writing it back copies the text of every entry read
-and not replaced instead of encoding it again (10,000 jobs: 17 MB, a quarter of a second).
+foreign for empty), asks and adds entries while loading, and writes back what changed when it
+did; entries of files that are gone are dropped (`prune`). The file is JSON lines: a header,
+then one `[section, key, entry]` a line, a later line for a key replacing an earlier one (an
+entry of `null` drops it). What a command changed is appended to the file as it was read
+(`appendix`: 100 edited jobs of 10,000 write 100 lines, not 17 MB); once the lines on file
+outnumber the entries by a quarter, the file is written again whole (`to_bytes`), copying the
+text of every entry read and not replaced instead of encoding it again. A line cut short (a
+write interrupted) is skipped: its entry is read again.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ import os
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
-from json.decoder import scanstring
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -44,9 +47,14 @@ from flink_sql_runner.errors import Problem
 from flink_sql_runner.read.secrets import SECRET_IN_VALUE, is_secret_key
 
 #: The schema version of the cache file; another one is ignored.
-FORMAT = 1
+FORMAT = 2
 #: Libraries whose behaviour shapes what a file reads as.
 LIBRARIES = ("pyyaml", "jsonschema", "sqlglot", "flink-sql-runner")
+SECTIONS = ("tables", "jobs")
+#: The file is written again whole once its lines outnumber the live entries by this share
+#: (plus a few, for small projects): each command that changed something appends otherwise.
+REWRITE_SHARE = 0.25
+REWRITE_SLACK = 64
 
 
 @cache
@@ -79,42 +87,24 @@ def _compact(value: Any) -> str:
 
 
 def _head() -> str:
-    return f'{{"format":{FORMAT},"code":{json.dumps(code_digest())},"tables":{{'
+    return f'{{"format":{FORMAT},"code":{json.dumps(code_digest())}}}'
 
 
-_MIDDLE = '},"jobs":{'
-_END = "}}"
-
-
-def _entry_texts(
-    text: str, tables: dict[str, Any], jobs: dict[str, Any]
-) -> dict[tuple[str, str], tuple[object, str]]:
-    """The text of each entry of a cache file laid out as `to_bytes` writes it, by section and
-    key, with the entry it was read as; none when it is laid out otherwise (written by hand,
-    or by an older version: it is then written back whole)."""
-    lines = text.split("\n")
-    if not lines or lines[0] != _head() or lines[-1] != _END:
-        return {}
-    found: dict[tuple[str, str], tuple[object, str]] = {}
-    section, entries, keys = "tables", tables, iter(tables)
-    for line in lines[1:-1]:
-        if line == _MIDDLE and section == "tables":
-            if next(keys, None) is not None:
-                return {}
-            section, entries, keys = "jobs", jobs, iter(jobs)
-            continue
-        if not line.startswith('"'):
-            return {}
+def _rows(lines: list[str]) -> list[tuple[str, Any]]:
+    """Each line that reads as JSON, with what it reads as: all lines decoded as one document,
+    or one by one when that fails (a line cut short is then skipped)."""
+    try:
+        rows = json.loads("[" + ",".join(lines) + "]")
+    except (ValueError, RecursionError):
+        rows = None
+    if isinstance(rows, list) and len(rows) == len(lines):
+        return list(zip(lines, rows, strict=True))
+    found = []
+    for line in lines:
         try:
-            key, end = scanstring(line, 1)
-        except ValueError:
-            return {}
-        if key != next(keys, None) or line[end : end + 1] != ":":
-            return {}
-        value = line[end + 1 : -1] if line.endswith(",") else line[end + 1 :]
-        found[(section, key)] = (entries[key], value)
-    if section != "jobs" or next(keys, None) is not None:
-        return {}
+            found.append((line, json.loads(line)))
+        except (ValueError, RecursionError):
+            continue
     return found
 
 
@@ -149,15 +139,23 @@ class Answers(Protocol):
     def canonical_key(self, key: tuple[str, ...]) -> str | None: ...
 
 
+#: What parsing a query gives the loader: the parts of each table reference, in order, and the
+#: names of its CTEs in lower case (`sqlinfo.read_tables`).
+QueryRead = tuple[list[tuple[str, ...]], frozenset[str]]
+
+
 @dataclass
 class Lookups:
     """What the table catalog was asked while one job was read: which declared name each table
-    name (by its key) resolved to, and which declared tables were looked at."""
+    name (by its key) resolved to, and which declared tables were looked at; and what its
+    query read as."""
 
     canonical: dict[tuple[str, ...], str | None] = field(default_factory=dict)
     tables: set[str] = field(default_factory=set)
     #: The declared names taken from a final manifest's own tables (not the catalog's).
     embedded: set[str] = field(default_factory=set)
+    #: The query's text, the parts of each table it reads and its CTE names (`QueryRead`).
+    query: tuple[str, QueryRead] | None = None
 
 
 @dataclass(frozen=True)
@@ -174,10 +172,9 @@ class Cached:
 class LoadCache:
     """Entries by file (its absolute path): `tables` for table files, `jobs` for job files."""
 
-    def __init__(self, doc: dict[str, Any] | None = None):
-        doc = doc or {}
-        self._tables: dict[str, Any] = dict(doc.get("tables") or {})
-        self._jobs: dict[str, Any] = dict(doc.get("jobs") or {})
+    def __init__(self) -> None:
+        self._tables: dict[str, Any] = {}
+        self._jobs: dict[str, Any] = {}
         self._seen: set[str] = set()
         #: Whether an entry was added, replaced or dropped (the file needs writing).
         self.changed = False
@@ -186,54 +183,86 @@ class LoadCache:
         self.misses = 0
         #: Digests of the catalog's tables, by the table object (kept alive beside it).
         self._table_digests: dict[int, tuple[object, str]] = {}
-        #: The text of each entry as the file held it, by section and key, with the entry it
-        #: was read as: written back as it was while that entry stands.
+        #: The line of each entry as the file held it, by section and key, with the entry it
+        #: was read as: written again as it was while that entry stands.
         self._texts: dict[tuple[str, str], tuple[object, str]] = {}
+        #: The entries added, replaced (the entry) or dropped (None) since the file was read.
+        self._changes: dict[tuple[str, str], Any] = {}
+        #: The lines of entries in the file as read; None when there was no file of this code
+        #: to append to.
+        self._lines_on_file: int | None = None
 
     # -- the file ----------------------------------------------------------------------------
     @classmethod
     def from_bytes(cls, raw: bytes | None) -> LoadCache:
         """The cache a file holds; empty when there is none, or it is broken, or was written by
         another code (another version, another library)."""
+        cache = cls()
         if not raw:
-            return cls()
+            return cache
         try:
             text = raw.decode()
-            doc = json.loads(text)
-        except (ValueError, RecursionError):
-            return cls()
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            return cls()
-        if doc.get("code") != code_digest():
-            return cls()
-        if not isinstance(doc.get("tables"), dict) or not isinstance(doc.get("jobs"), dict):
-            return cls()
-        cache = cls(doc)
-        cache._texts = _entry_texts(text, cache._tables, cache._jobs)
+        except ValueError:
+            return cache
+        lines = text.split("\n")
+        if lines[0] != _head():
+            return cache
+        body = [line for line in lines[1:] if line]
+        for line, row in _rows(body):
+            if not (isinstance(row, list) and len(row) == 3 and row[0] in SECTIONS):
+                continue
+            section, key, entry = row
+            if not isinstance(key, str):
+                continue
+            entries = cache._tables if section == "tables" else cache._jobs
+            if entry is None:
+                entries.pop(key, None)
+                cache._texts.pop((section, key), None)
+            else:
+                entries[key] = entry
+                cache._texts[(section, key)] = (entry, line)
+        cache._lines_on_file = len(body)
         return cache
 
+    def appendix(self) -> bytes | None:
+        """The lines to append to the file as it was read, for what changed since; None when
+        the file is to be written again whole (`to_bytes`): there was none of this code, or
+        its lines would outnumber the entries by more than REWRITE_SHARE. The lines start on a
+        line of their own, after whatever an interrupted write left."""
+        if self._lines_on_file is None:
+            return None
+        lines = self._lines_on_file + len(self._changes)
+        live = len(self._tables) + len(self._jobs)
+        if lines > live * (1 + REWRITE_SHARE) + REWRITE_SLACK:
+            return None
+        added = [_compact([s, k, entry]) for (s, k), entry in self._changes.items()]
+        return ("\n" + "\n".join(added) + "\n").encode()
+
     def to_bytes(self) -> bytes:
-        """The file: `{"format":..,"code":..,"tables":{` on its first line, then one entry a
-        line, `},"jobs":{` and one entry a line, and `}}`."""
+        """The whole file: the header (format and code) on its first line, then one entry a
+        line, tables first."""
         lines = [_head()]
         for section, entries in (("tables", self._tables), ("jobs", self._jobs)):
-            if section == "jobs":
-                lines.append(_MIDDLE)
-            found = []
             for key, entry in entries.items():
                 kept = self._texts.get((section, key))
-                value = kept[1] if kept is not None and kept[0] is entry else _compact(entry)
-                found.append(f"{json.dumps(key)}:{value}")
-            lines.append(",\n".join(found))
-        lines.append(_END)
-        return "\n".join(line for line in lines if line).encode()
+                fresh = kept is None or kept[0] is not entry
+                lines.append(_compact([section, key, entry]) if fresh else kept[1])
+        return ("\n".join(lines) + "\n").encode()
 
     def prune(self, present: Any = os.path.exists) -> None:
         """Drop the entries of files not read by this command that are no longer there."""
-        for entries in (self._tables, self._jobs):
+        for section, entries in (("tables", self._tables), ("jobs", self._jobs)):
             for key in [k for k in entries if k not in self._seen and not present(k)]:
-                del entries[key]
-                self.changed = True
+                self._set(section, key, None)
+
+    def _set(self, section: str, key: str, entry: Any) -> None:
+        entries = self._tables if section == "tables" else self._jobs
+        if entry is None:
+            del entries[key]
+        else:
+            entries[key] = entry
+        self._changes[(section, key)] = entry
+        self.changed = True
 
     # -- table files -------------------------------------------------------------------------
     def table_file(self, source: str, text: str) -> list[tuple[dict[str, Any], str, Any]] | None:
@@ -261,12 +290,8 @@ class LoadCache:
         found = [{"entry": entry, "at": at, "lines": lines} for entry, at, lines in tables]
         if not storable(found):
             return
-        self._tables[self._key(source)] = {
-            "file": source,
-            "digest": text_digest(text),
-            "tables": found,
-        }
-        self.changed = True
+        entry = {"file": source, "digest": text_digest(text), "tables": found}
+        self._set("tables", self._key(source), entry)
 
     # -- job files ---------------------------------------------------------------------------
     def job(self, source: str, text: str, context: str, catalog: Answers) -> Cached | None:
@@ -307,7 +332,7 @@ class LoadCache:
         """Keep a job read without a problem, with what the catalog answered for it."""
         if not storable(job):
             return
-        self._jobs[self._key(source)] = {
+        entry = {
             "file": source,
             "context": context,
             "digest": text_digest(text),
@@ -317,7 +342,28 @@ class LoadCache:
             "tables": {name: self._table_digest(catalog, name) for name in lookups.tables},
             "embedded": sorted(lookups.embedded),
         }
-        self.changed = True
+        if lookups.query is not None:
+            sql, (parts, ctes) = lookups.query
+            entry["query"] = {
+                "digest": text_digest(sql),
+                "tables": [list(p) for p in parts],
+                "ctes": sorted(ctes),
+            }
+        self._set("jobs", self._key(source), entry)
+
+    def query(self, source: str, sql: str) -> QueryRead | None:
+        """What the query read as when file `source` was last read, if its text is the same:
+        a job edited elsewhere than in its query is not parsed again. Only a file read without
+        a problem is kept, so the text parsed as one query, by this very code."""
+        entry = self._jobs.get(self._key(source))
+        try:
+            query = entry["query"]
+            if query["digest"] == text_digest(sql):
+                parts = [tuple(str(p) for p in table) for table in query["tables"]]
+                return parts, frozenset(str(c) for c in query["ctes"])
+        except (KeyError, TypeError):
+            pass
+        return None
 
     def _same_answers(self, entry: dict[str, Any], catalog: Answers) -> bool:
         for key, canonical in entry["canonical"]:

@@ -19,7 +19,7 @@ from flink_sql_runner.read.catalog import (
 )
 from flink_sql_runner.read.files import yaml_files
 from flink_sql_runner.read.intervals import trigger_problems
-from flink_sql_runner.read.load_cache import Cached, LoadCache, Lookups, digest
+from flink_sql_runner.read.load_cache import Cached, LoadCache, Lookups, QueryRead, digest
 from flink_sql_runner.read.names import BadName, TableName, from_parts, name_problem, parse_name
 from flink_sql_runner.read.original import (
     flink_code_hint,
@@ -333,6 +333,16 @@ class JobLoader:
             )
         ]
 
+    def _read_query(self, source: str, sql: str, lookups: Lookups) -> QueryRead:
+        """The tables a query reads and its CTEs: as the last read of the same file found them
+        in the same text (load_cache.py), else parsed now; SqlProblem if it is not one query."""
+        known = self.cache.query(source, sql) if self.cache is not None else None
+        if known is None:
+            references, ctes = read_tables(sql)
+            known = [r.parts for r in references], ctes
+        lookups.query = sql, known
+        return known
+
     def _check(
         self,
         spec: dict[str, Any],
@@ -367,15 +377,15 @@ class JobLoader:
                 )
             if "sql" not in unsound:
                 try:
-                    references, ctes = read_tables(spec["sql"])
+                    references, ctes = self._read_query(source, spec["sql"], lookups)
                 except SqlProblem as exc:
                     problem("sql", str(exc) + parse_failure_hint(spec["sql"]))
                     references = []
                 for hint in flink_sql_hints(spec["sql"]):
                     problem("sql", hint)
-                for reference in references:
+                for parts in references:
                     try:
-                        read.append(from_parts(reference.parts))
+                        read.append(from_parts(parts))
                     except BadName as exc:
                         problem("sql", f"reads table {exc}")
         else:

@@ -8,10 +8,6 @@ import ast
 import re
 from typing import Any
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
-
 from flink_sql_runner.errors import Problem
 
 #: What to do with the original's fields that have no place in a job here.
@@ -67,6 +63,10 @@ def flink_sql_hints(sql: str) -> list[str]:
     """Flink SQL functions in a query, each with its line and what Spark writes instead."""
     if not _FLINK_WORDS.search(sql):
         return []
+    import sqlglot  # here: a query without Flink's words is not parsed again
+    from sqlglot import exp
+    from sqlglot.errors import ParseError, TokenError
+
     try:
         query = sqlglot.parse_one(sql, read="spark")
     except (ParseError, TokenError):

@@ -1,4 +1,7 @@
-"""What the deployer reads from a job's SQL or code, without Spark."""
+"""What the deployer reads from a job's SQL or code, without Spark.
+
+sqlglot is imported where a text is parsed or tokenised, not with this module: a command whose
+queries were all read before (`LoadCache`, `Fingerprints`) never pays for its import."""
 
 from __future__ import annotations
 
@@ -7,10 +10,10 @@ import bisect
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import sqlglot
-from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 DIALECT = "spark"
 #: sqlglot reads `GROUP BY window(...)` (Spark's time-window function) as a WINDOW clause.
@@ -26,6 +29,10 @@ class SqlProblem(ValueError):
 def _parse_query(sql: str) -> tuple[exp.Expression, list[int]]:
     """The one query in `sql`, and where `window(` calls were renamed for the parser (their
     positions in the parsed text, to map the parser's offsets back to `sql`)."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import ParseError, TokenError
+
     renamed = [m.start() + 4 * i for i, m in enumerate(_WINDOW_CALL.finditer(sql))]
     try:
         text = _WINDOW_CALL.sub(r"fsr_\1\2", sql)
@@ -65,6 +72,8 @@ def table_references(sql: str) -> list[Reference]:
 
 def read_tables(sql: str) -> tuple[list[Reference], frozenset[str]]:
     """`table_references`, and the names of the query's CTEs in lower case."""
+    from sqlglot import exp
+
     query, renamed = _parse_query(sql)
     ctes = frozenset(cte.alias_or_name.lower() for cte in query.find_all(exp.CTE))
 
@@ -152,6 +161,9 @@ def sql_fingerprint(sql: str) -> str:
 
 
 def _fingerprint(sql: str) -> str:
+    import sqlglot
+    from sqlglot.errors import TokenError
+
     try:
         tokens = sqlglot.tokenize(sql, read=DIALECT)
     except TokenError:

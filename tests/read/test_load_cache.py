@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from contextlib import chdir
 from pathlib import Path
 from typing import Any
@@ -103,6 +105,28 @@ def cache_file(state: Path) -> Path:
     return state / "cache" / "load.json"
 
 
+def cache_doc(state: Path) -> dict[str, Any]:
+    """The cache file read as its lines say: the header's fields, and the entries by section
+    and key (a later line replacing an earlier one, `null` dropping it)."""
+    header, *lines = cache_file(state).read_text().splitlines()
+    doc: dict[str, Any] = {**json.loads(header), "tables": {}, "jobs": {}}
+    for line in filter(None, lines):
+        section, key, entry = json.loads(line)
+        if entry is None:
+            del doc[section][key]
+        else:
+            doc[section][key] = entry
+    return doc
+
+
+def write_doc(state: Path, doc: dict[str, Any]) -> None:
+    """`doc` (as `cache_doc` reads it) written as a cache file, one entry a line."""
+    lines = [json.dumps({"format": doc["format"], "code": doc["code"]}, separators=(",", ":"))]
+    for section in ("tables", "jobs"):
+        lines += [json.dumps([section, k, e]) for k, e in doc[section].items()]
+    cache_file(state).write_text("\n".join(lines) + "\n")
+
+
 def project(root: Path) -> tuple[list[Path], list[Path]]:
     """A copy of the examples (jobs of both folders, YAML tables), with its data folder."""
     shutil.copytree(EXAMPLES / "queries", root / "jobs" / "queries")
@@ -184,6 +208,65 @@ def test_an_edited_job_is_read_again_and_only_it(
     edited = next(j for j in jobs if j.name == "expensive-orders")
     assert "9500" in edited.spec["sql"]
     assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
+
+
+def test_a_job_edited_elsewhere_than_in_its_query_is_not_parsed_again(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query's tables and CTEs come from the last read of the same file while the text
+    is the same; another text is parsed, and a query that does not parse says so again."""
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    parsed: list[str] = []
+    real = manifest_module.read_tables
+    monkeypatch.setattr(manifest_module, "read_tables", lambda sql: parsed.append(sql) or real(sql))
+    job = tmp_path / "jobs" / "queries" / "expensive-orders.yaml"
+    job.write_text(job.read_text().replace("description:", "description: edited,"))
+    jobs, _ = load(state, paths, tables)
+    assert parsed == []
+    assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
+    parsed.clear()
+    job.write_text(job.read_text().replace("9000", "9500"))
+    jobs, _ = load(state, paths, tables)
+    assert len(parsed) == 1 and "9500" in parsed[0]
+    assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
+    job.write_text(job.read_text().replace("9500", "9500 AND"))
+    assert any("does not parse" in p for p in problems_of(state, paths, tables, cache=True))
+    job.write_text(job.read_text().replace("description:", "description: again,"))
+    assert any("does not parse" in p for p in problems_of(state, paths, tables, cache=True))
+
+
+def test_a_command_whose_queries_were_all_read_before_does_not_import_the_sql_parser(
+    tmp_path: Path, state: Path
+) -> None:
+    paths, tables = project(tmp_path)
+    script = (
+        "import sys\n"
+        "from flink_sql_runner.act.deployment import Deployment\n"
+        "from flink_sql_runner.act.settings import Settings\n"
+        "from flink_sql_runner.read.paths import SourceCheck\n"
+        "from pathlib import Path\n"
+        f"settings = Settings(paths=[Path({str(paths[0])!r})],\n"
+        f"    table_paths=[Path({str(tables[0])!r})],\n"
+        f"    template=None, state_dir=Path({str(state)!r}), cache=True)\n"
+        "Deployment(settings).load(SourceCheck.LOCAL)\n"
+        "print('sqlglot' in sys.modules)\n"
+    )
+
+    def imports_the_parser() -> bool:
+        found = subprocess.run(
+            [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert found.returncode == 0, found.stderr
+        return found.stdout.strip() == "True"
+
+    assert imports_the_parser(), "the first read parses every query"
+    job = tmp_path / "jobs" / "queries" / "expensive-orders.yaml"
+    job.write_text(job.read_text().replace("description:", "description: edited,"))
+    assert not imports_the_parser()
+    job.write_text(job.read_text().replace("9000", "9500"))
+    assert imports_the_parser()
 
 
 def test_an_edited_template_reads_every_job_again(
@@ -347,11 +430,12 @@ def test_a_file_that_fails_fails_the_same_way_with_the_cache(
         b"\x00\xff not json",
         b'{"format": 1, "code": "',
         b"[]",
-        json.dumps({"format": FORMAT + 1, "code": "x", "tables": {}, "jobs": {}}).encode(),
-        json.dumps({"format": FORMAT, "code": "other code", "tables": {}, "jobs": {}}).encode(),
+        json.dumps({"format": FORMAT + 1, "code": "x"}).encode() + b"\n[]\n",
+        json.dumps({"format": FORMAT, "code": "other code"}).encode() + b"\n",
+        json.dumps({"format": 1, "code": "x", "tables": {}, "jobs": {}}).encode(),
         b"",
     ],
-    ids=["garbage", "truncated", "a-list", "another-format", "another-code", "empty"],
+    ids=["garbage", "truncated", "a-list", "another-format", "another-code", "format-1", "empty"],
 )
 def test_a_broken_or_foreign_cache_file_is_ignored_and_rebuilt(
     content: bytes, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
@@ -362,7 +446,7 @@ def test_a_broken_or_foreign_cache_file_is_ignored_and_rebuilt(
     cache_file(state).write_bytes(content)
     jobs, _ = load(state, paths, tables)
     assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
-    doc = json.loads(cache_file(state).read_bytes())
+    doc = cache_doc(state)
     assert (doc["format"], doc["code"], len(doc["jobs"])) == (FORMAT, code_digest(), 5)
 
 
@@ -372,12 +456,12 @@ def test_broken_entries_are_read_again(
     paths, tables = project(tmp_path)
     monkeypatch.chdir(tmp_path)
     load(state, paths, tables)
-    doc = json.loads(cache_file(state).read_bytes())
+    doc = cache_doc(state)
     for entry in doc["jobs"].values():
         entry["canonical"] = "not a list of pairs"
     for entry in doc["tables"].values():
         entry["tables"] = [{"entry": 3}]
-    cache_file(state).write_text(json.dumps(doc))
+    write_doc(state, doc)
     counted = Counted(monkeypatch)
     jobs, _ = load(state, paths, tables)
     assert counted.parsed == 8
@@ -413,7 +497,7 @@ def test_entries_of_files_no_longer_there_are_dropped(
     load(state, paths, tables)
     (tmp_path / "jobs" / "queries" / "tick-log.yaml").unlink()
     load(state, paths, tables)
-    doc = json.loads(cache_file(state).read_bytes())
+    doc = cache_doc(state)
     assert sorted(Path(k).name for k in doc["jobs"]) == [
         "big-buyer-orders.yaml", "buyer-orders-code.yaml", "expensive-orders.yaml",
         "order-stats.yaml",
@@ -421,7 +505,7 @@ def test_entries_of_files_no_longer_there_are_dropped(
     # One job loaded alone (deploy-job) keeps the others' entries: their files are there.
     deployment = Deployment(settings(state, paths, tables))
     deployment.load_one(tmp_path / "jobs" / "queries" / "order-stats.yaml")
-    assert json.loads(cache_file(state).read_bytes())["jobs"].keys() == doc["jobs"].keys()
+    assert cache_doc(state)["jobs"].keys() == doc["jobs"].keys()
 
 
 def test_nothing_is_written_when_nothing_changed_nor_without_a_state_folder(
@@ -485,37 +569,102 @@ def test_what_mask_would_hide_is_not_kept(value: dict[str, Any]) -> None:
     assert storable({"options": {"path": "/p", "user": "me"}, "n": [1, 2.5, True, None]})
 
 
-def test_entries_read_and_not_replaced_are_written_back_as_they_were_read(
+def test_what_changed_is_appended_and_the_rest_copied_when_written_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Writing the file back encodes only the entries added since it was read; the file is the
-    same JSON document as one encoded whole, and reads back to the same entries."""
+    """A command appends a line per entry it added, replaced or dropped; read back, the later
+    line wins. Writing the file whole copies the line of every entry read and not replaced."""
     from flink_sql_runner.read import load_cache
 
     first = LoadCache()
     for n in range(5):
         first.keep_table_file(f"/t/{n}é.yaml", f"text {n}", [({"n": n, "s": "a\nb"}, "x", None)])
+    assert first.appendix() is None, "no file was read: it is written whole"
     raw = first.to_bytes()
-    assert json.loads(raw)["tables"] == first._tables
+    assert raw.count(b"\n") == 6 and raw.endswith(b"\n")
     encoded: list[Any] = []
     compact = load_cache._compact
     monkeypatch.setattr(load_cache, "_compact", lambda v: encoded.append(v) or compact(v))
     again = LoadCache.from_bytes(raw)
+    assert again._tables == first._tables
     assert again.to_bytes() == raw and encoded == []
     again.keep_table_file("/t/2é.yaml", "new text", [({"n": 22}, "x", None)])
-    written = again.to_bytes()
-    assert len(encoded) == 1
-    doc = json.loads(written)
-    assert doc["tables"] == again._tables and len(doc["tables"]) == 5
-    assert doc["tables"]["/t/2é.yaml"]["tables"][0]["entry"] == {"n": 22}
-    assert LoadCache.from_bytes(written).to_bytes() == written
+    again.prune(lambda key: "4" not in key)
+    appendix = again.appendix()
+    assert appendix is not None and appendix.count(b"\n") == 3, appendix
+    assert len(encoded) == 2, "only the replaced entry and the dropped one are encoded"
+    read = LoadCache.from_bytes(raw + appendix)
+    assert read._tables == again._tables and len(read._tables) == 4
+    assert read._tables["/t/2é.yaml"]["tables"][0]["entry"] == {"n": 22}
+    encoded.clear()
+    whole = read.to_bytes()
+    assert encoded == [] and whole.count(b"\n") == 5
+    assert LoadCache.from_bytes(whole)._tables == again._tables
 
 
-def test_a_cache_file_laid_out_otherwise_is_read_and_written_whole() -> None:
+def test_a_line_cut_short_is_skipped_and_the_lines_after_it_read() -> None:
+    """A write interrupted leaves part of a line; the next command's lines start on a line of
+    their own, and only the entry of the cut line is lost (its file is read again)."""
     cache = LoadCache()
-    cache.keep_table_file("/t/a.yaml", "text", [({"n": 1}, "x", None)])
-    doc = json.loads(cache.to_bytes())
-    by_hand = json.dumps(doc, indent=1).encode()
-    read = LoadCache.from_bytes(by_hand)
-    assert read._tables == cache._tables and read._texts == {}
-    assert read.to_bytes() == cache.to_bytes()
+    for n in range(3):
+        cache.keep_table_file(f"/t/{n}.yaml", f"text {n}", [({"n": n}, "x", None)])
+    raw = cache.to_bytes()
+    cut = LoadCache.from_bytes(raw)
+    cut.keep_table_file("/t/1.yaml", "text 1 edited", [({"n": 11}, "x", None)])
+    appendix = cut.appendix()
+    assert appendix is not None
+    later = LoadCache.from_bytes(raw)
+    later.keep_table_file("/t/3.yaml", "text 3", [({"n": 3}, "x", None)])
+    later_lines = later.appendix()
+    assert later_lines is not None
+    read = LoadCache.from_bytes(raw + appendix[:-9] + later_lines)
+    assert sorted(read._tables) == ["/t/0.yaml", "/t/1.yaml", "/t/2.yaml", "/t/3.yaml"]
+    assert read._tables["/t/1.yaml"] == cache._tables["/t/1.yaml"], "the line before the cut"
+    assert read.table_file("/t/1.yaml", "text 1 edited") is None
+    assert read.table_file("/t/3.yaml", "text 3") == [({"n": 3}, "x", None)]
+
+
+def test_the_file_is_written_whole_once_its_lines_outnumber_its_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from flink_sql_runner.read import load_cache
+
+    monkeypatch.setattr(load_cache, "REWRITE_SLACK", 0)
+    cache = LoadCache()
+    for n in range(8):
+        cache.keep_table_file(f"/t/{n}.yaml", "text", [({"n": n}, "x", None)])
+    raw = cache.to_bytes()
+    appended = 0
+    while (appendix := cache.appendix()) is not None or appended == 0:
+        if appendix is not None:
+            raw += appendix
+        cache = LoadCache.from_bytes(raw)
+        cache.keep_table_file("/t/0.yaml", f"text {appended}", [({"n": appended}, "x", None)])
+        appended += 1
+    # 8 entries on 10 lines (a quarter more) were appended to; the 11th is written whole.
+    assert appended == 3
+    whole = cache.to_bytes()
+    assert whole.count(b"\n") == 9
+    assert LoadCache.from_bytes(whole)._tables == cache._tables
+
+
+def test_an_edit_appends_to_the_file_it_read(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)
+    before = cache_file(state).read_bytes()
+    job = tmp_path / "jobs" / "queries" / "expensive-orders.yaml"
+    job.write_text(job.read_text().replace("9000", "9500"))
+    load(state, paths, tables)
+    after = cache_file(state).read_bytes()
+    assert after.startswith(before)
+    added = [json.loads(line) for line in after[len(before) :].decode().splitlines() if line]
+    assert [(section, Path(key).name) for section, key, _ in added] == [
+        ("jobs", "expensive-orders.yaml")
+    ]
+    counted = Counted(monkeypatch)
+    jobs, _ = load(state, paths, tables)
+    assert counted.parsed == 0
+    assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
