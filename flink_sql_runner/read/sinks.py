@@ -61,7 +61,9 @@ class SinkIndex(Generic[T]):
     `probes` counts the dictionary looks, for tests that show the cost grows with n."""
 
     def __init__(self, entries: Iterable[tuple[SinkId, T]] = ()):
-        self._exact: dict[SinkId, list[tuple[int, SinkId, T]]] = {}
+        # Keyed by (kind, where) tuples, not SinkIds: a look per folder above a sink would make
+        # a SinkId each, and a frozen dataclass is made and hashed in Python.
+        self._exact: dict[tuple[str, str], list[tuple[int, SinkId, T]]] = {}
         self._inside: dict[str, list[tuple[int, SinkId, T]]] = {}
         self._added = 0
         self.probes = 0
@@ -71,7 +73,7 @@ class SinkIndex(Generic[T]):
     def add(self, sink: SinkId, item: T) -> None:
         entry = (self._added, sink, item)
         self._added += 1
-        self._exact.setdefault(sink, []).append(entry)
+        self._exact.setdefault((sink.kind, sink.where), []).append(entry)
         if sink.kind == "folder":
             for above in _cuts(sink.where):
                 self._inside.setdefault(above, []).append(entry)
@@ -79,15 +81,21 @@ class SinkIndex(Generic[T]):
     def overlapping(self, sink: SinkId) -> list[tuple[SinkId, T]]:
         """Every (sink, item) added whose sink overlaps `sink`, in the order they were added."""
         self.probes += 1
-        found = list(self._exact.get(sink, ()))
+        exact = self._exact
+        found = list(exact.get((sink.kind, sink.where), ()))
         if sink.kind == "folder":
-            self.probes += 1
+            cuts = _cuts(sink.where)
+            self.probes += 1 + len(cuts)
             found += self._inside.get(sink.where, ())
-            for above in _cuts(sink.where):
-                self.probes += 1
-                found += self._exact.get(SinkId(sink.kind, above), ())
-        found.sort(key=lambda entry: entry[0])
+            for above in cuts:
+                found += exact.get(("folder", above), ())
+        if len(found) > 1:
+            found.sort(key=_added)
         return [(theirs, item) for _, theirs, item in found]
+
+
+def _added(entry: tuple[int, SinkId, Any]) -> int:
+    return entry[0]
 
 
 def _cuts(where: str) -> list[str]:
