@@ -361,8 +361,8 @@ class LocalTarget:
 
 
 def _small_file(path: str | Path) -> bytes:
-    """A small file's bytes, with two system calls fewer than `Path.read_bytes` (a listing
-    reads thousands of run records)."""
+    """A small file's bytes, read without the buffered file object `Path.read_bytes` makes (a
+    listing reads thousands of run records: about half the time)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         chunks = []
