@@ -120,9 +120,8 @@ def test_the_masters_own_port_as_gateway_gets_the_url_to_give(reset: bool):
         f"cannot reach the Spark master's REST gateway at http://127.0.0.1:{port}/v1/"
     )
     assert message.endswith(
-        "the connection was closed without an answer (the master's web UI at "
-        f"{ui}/ shows "
-        "its REST gateway: give --rest-gateway http://10.0.0.5:16066)"
+        f"the connection was closed without an answer (the master's web UI at {ui}/ shows its "
+        "REST gateway: give --rest-gateway http://10.0.0.5:16066)"
     )
     assert not raised.value.maybe_sent, "what is not the gateway never got the request to it"
 
