@@ -61,3 +61,20 @@ def test_a_command_without_state_dir_uses_the_tests_own_folder(tmp_path: Path):
     result = run_cli("stop", "no-such-job")  # takes the store's lock: writes into the state
     assert result.returncode == 2, result.stderr
     assert str(default / "manifests") in result.stderr
+
+
+def test_a_test_that_patches_path_does_not_fool_the_guard(tmp_path: Path, monkeypatch):
+    """The guard runs in a test's teardown, while the test's own patches still hold: a test that
+    makes `Path.lstat` refuse (tests/stores/test_storage_listing.py) saw every file of a user's
+    state folder reported deleted."""
+    state = example_state(tmp_path)
+    before = fingerprint(state)
+
+    def refused(self: Path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    with monkeypatch.context() as patch:
+        for method in ("lstat", "stat", "iterdir", "rglob", "glob", "is_dir", "is_file"):
+            patch.setattr(Path, method, refused)
+        assert fingerprint(state) == before
+    assert len(before) == 12

@@ -13,6 +13,7 @@ Two parts, both used by `tests/conftest.py` for every test:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 #: Folders of a state folder a deployer writes file by file.
@@ -28,30 +29,39 @@ def fingerprint(state: Path) -> Fingerprint | None:
     """What a deployer would change in the state folder `state`: None when it does not exist;
     else its entries, every file under manifests/ and runs/ (size, mtime), the entries of
     checkpoints/, output/ and logs/ (a new job or table shows there), and the run logs in
-    logs/<job>/ (a new run)."""
-    if not state.is_dir():
+    logs/<job>/ (a new run).
+
+    It walks with `os.scandir` only, never `Path`'s methods: the guard runs in a test's teardown,
+    while what the test patched (`Path.lstat`, say, to make a listing fail) still holds."""
+    root = os.fspath(state)
+    if not os.path.isdir(root):
         return None
     found: Fingerprint = {}
 
-    def note(path: Path, deep: bool) -> None:
+    def walk(folder: str, relative: str, depth: int, deep: bool) -> None:
+        """Note the entries of `folder` and, `depth` levels further down, theirs; with `deep`
+        a file's size and mtime, else only that it is there."""
         try:
-            stat = path.lstat()
+            entries = list(os.scandir(folder))
         except OSError:
-            return  # gone meanwhile
-        found[str(path.relative_to(state))] = (stat.st_size, stat.st_mtime_ns) if deep else (0, 0)
+            return  # not there, or gone meanwhile
+        for entry in entries:
+            name = f"{relative}/{entry.name}" if relative else entry.name
+            try:
+                is_file = entry.is_file(follow_symlinks=False)
+                stat = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue  # gone meanwhile
+            found[name] = (stat.st_size, stat.st_mtime_ns) if deep and is_file else (0, 0)
+            if depth > 0 and entry.is_dir(follow_symlinks=False):
+                walk(entry.path, name, depth - 1, deep)
 
-    for entry in state.iterdir():
-        note(entry, deep=False)
+    walk(root, "", 0, deep=False)
     for name in DEPLOYER_FILES:
-        folder = state / name
-        for path in folder.rglob("*") if folder.is_dir() else []:
-            note(path, deep=path.is_file())
+        walk(os.path.join(root, name), name, 64, deep=True)
     for name in JOB_FOLDERS:
-        folder = state / name
-        for path in folder.iterdir() if folder.is_dir() else []:
-            note(path, deep=False)
-    for path in (state / "logs").glob("*/*"):  # a run's own log: a run was started
-        note(path, deep=False)
+        walk(os.path.join(root, name), name, 0, deep=False)
+    walk(os.path.join(root, "logs"), "logs", 1, deep=False)  # a run's own log: a run was started
     return found
 
 
