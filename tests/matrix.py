@@ -4,9 +4,12 @@ Spark line, every line in its own virtualenv with the pyspark its constraints fi
     python -m tests.matrix                        # the lines CI adds: 3.5, 4.0, 4.1, 4.2
     python -m tests.matrix --line 3.5 --line 4.3  # any of them, the default (4.3) too
 
-A line's virtualenv is `.matrix/spark-<line>/` (gitignored), made with
-`pip install -e '.[test]' -c constraints/spark-<line>.txt` and kept while that file,
-`constraints/common.txt` and `pyproject.toml` are unchanged. The lines run one after the other
+A line's virtualenv is made with `pip install -e '.[test]' -c constraints/spark-<line>.txt` in
+the tests' cache outside the clone (`venvs/spark-<line>-<key>/` of tests/support/cache.py), its
+folder named for what it was made from (that file, `constraints/common.txt` and `pyproject.toml`),
+so another clone or a later CI run on the machine reuses it; it is pointed at the clone that uses
+it (`pip install --no-deps -e`, a few seconds) and locked while that clone's tests run in it. The
+lines run one after the other
 (the tests start Spark JVMs; two cores are not enough for two at once). At the end, one table
 row per line and the closing line `matrix: N passed, N failed`; exit code 1 if any test of any
 line failed or a line could not be installed.
@@ -23,11 +26,15 @@ import sys
 import time
 import venv
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.cache import cache_root, locked
+
 ROOT = Path(__file__).resolve().parent.parent
-CACHE = ROOT / ".matrix"
+CACHE = cache_root() / "venvs"
 CONSTRAINTS = ROOT / "constraints"
 LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
 DEFAULT_LINE = "4.3"  # the whole suite runs on it (.ci/run); the matrix adds the others
@@ -78,18 +85,38 @@ def child_env(venv_dir: Path) -> dict[str, str]:
 
 
 def ensure_venv(line: str) -> Path:
-    """The line's virtualenv, made (or remade) when its key changed."""
-    venv_dir = CACHE / f"spark-{line}"
-    key_file = venv_dir / ".flink-sql-runner-key"
+    """The line's virtualenv, made once per machine for what it is made from (its key). What
+    this clone's code needs of it besides its pyspark: `use_venv`."""
     key = install_key(line)
-    if key_file.is_file() and key_file.read_text() == key:
-        return venv_dir
-    if venv_dir.exists():
-        shutil.rmtree(venv_dir)  # only our own cache folder
-    venv.EnvBuilder(with_pip=True).create(venv_dir)
-    python = str(venv_dir / "bin" / "python")
-    argv = [python, "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[test]"]
-    argv += ["-c", str(constraints_file(line))]
+    venv_dir = CACHE / f"spark-{line}-{key[:16]}"
+    key_file = venv_dir / ".flink-sql-runner-key"
+    with locked(CACHE / f".spark-{line}.lock"):
+        if key_file.is_file() and key_file.read_text() == key:
+            return venv_dir
+        if venv_dir.exists():
+            shutil.rmtree(venv_dir)  # only our own cache folder: a make cut short
+        venv.EnvBuilder(with_pip=True).create(venv_dir)
+        _pip(venv_dir, "-e", f"{ROOT}[test]", "-c", str(constraints_file(line)))
+        (venv_dir / ".flink-sql-runner-root").write_text(str(ROOT))
+        key_file.write_text(key)
+    return venv_dir
+
+
+@contextmanager
+def use_venv(line: str) -> Iterator[Path]:
+    """The line's virtualenv with this clone's code installed in it (editable), locked for
+    this process while the block runs: a clone that shares it waits."""
+    venv_dir = ensure_venv(line)
+    with locked(venv_dir / ".in-use.lock"):
+        root_file = venv_dir / ".flink-sql-runner-root"
+        if not root_file.is_file() or root_file.read_text() != str(ROOT):
+            _pip(venv_dir, "--no-deps", "-e", str(ROOT))
+            root_file.write_text(str(ROOT))
+        yield venv_dir
+
+
+def _pip(venv_dir: Path, *args: str) -> None:
+    argv = [str(venv_dir / "bin" / "python"), "-m", "pip", "install", "--quiet", *args]
     done = subprocess.run(  # noqa: S603 - a list, never a shell
         argv,
         cwd=ROOT,
@@ -102,9 +129,7 @@ def ensure_venv(line: str) -> Path:
     )
     if done.returncode != 0:
         print("\n".join(done.stdout.splitlines()[-30:]), flush=True)
-        raise subprocess.CalledProcessError(done.returncode, argv[:4])
-    key_file.write_text(key)
-    return venv_dir
+        raise subprocess.CalledProcessError(done.returncode, argv[:5])
 
 
 def pyspark_version(venv_dir: Path) -> str:
@@ -136,14 +161,18 @@ def run_line(line: str) -> Result:
     print(f"\n=== Spark {line}: installing (constraints/spark-{line}.txt)", flush=True)
     begun = time.monotonic()
     try:
-        venv_dir = ensure_venv(line)
-        result.pyspark = pyspark_version(venv_dir)
+        with use_venv(line) as venv_dir:
+            result.pyspark = pyspark_version(venv_dir)
+            result.install_seconds = time.monotonic() - begun
+            run_tests(line, venv_dir, result)
     except (subprocess.SubprocessError, OSError) as exc:
         result.problem = f"install failed: {exc}"
         result.failed = 1
-        return result
-    finally:
         result.install_seconds = time.monotonic() - begun
+    return result
+
+
+def run_tests(line: str, venv_dir: Path, result: Result) -> None:
     print(f"=== Spark {line}: pyspark {result.pyspark}, {len(MATRIX_TESTS)} test files", flush=True)
     report = venv_dir / "junit.xml"
     report.unlink(missing_ok=True)
@@ -165,7 +194,6 @@ def run_line(line: str) -> Result:
         result.problem = f"pytest exited {done.returncode}"
     if result.problem and result.failed == 0:
         result.failed = 1
-    return result
 
 
 def table(results: list[Result]) -> str:

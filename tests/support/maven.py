@@ -2,9 +2,10 @@
 
 Each set of jars is a small pom under `tests/support/maven/` whose dependencies are what a real
 part needs (the Kafka broker, Spark's Kafka connector, Hadoop's minicluster). `classpath(pom)`
-resolves it once into `.cache/maven/` (gitignored; `repository/` is mvn's local repository there,
-never the user's `~/.m2`) and keeps the resolved classpath beside it, keyed by the pom's bytes and
-the properties given, so a later session starts no `mvn` at all.
+resolves it once into the tests' cache outside the clone (`maven/` of tests/support/cache.py;
+`FSR_TEST_MAVEN_CACHE` names another folder; `repository/` is mvn's local repository there, never
+the user's `~/.m2`) and keeps the resolved classpath beside it, keyed by the pom's bytes and the
+properties given, so a later session, in this clone or another, starts no `mvn` at all.
 
 Nothing is downloaded from anywhere but the repositories the machine's `mvn` is set up with.
 Where Maven Central cannot be reached, `MavenUnavailable` says so and what to do.
@@ -18,9 +19,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cache import cache_root, locked
+
 POMS = Path(__file__).resolve().parent / "maven"
-CACHE = Path(os.environ.get("FSR_TEST_MAVEN_CACHE", ROOT / ".cache" / "maven"))
+CACHE = Path(os.environ.get("FSR_TEST_MAVEN_CACHE") or cache_root() / "maven")
 RESOLVE_TIMEOUT = 1200
 
 
@@ -40,15 +42,18 @@ def classpath(pom_file: Path, properties: dict[str, str] | None = None) -> list[
     for key, value in properties.items():
         digest.update(f"\0{key}={value}".encode())
     record = CACHE / "classpaths" / f"{pom_file.parent.name}-{digest.hexdigest()[:16]}.txt"
-    if record.exists():
-        jars = [Path(line) for line in record.read_text().splitlines() if line]
-        if jars and all(jar.exists() for jar in jars):
-            return jars
-    jars = _resolve(pom_file, properties)
     record.parent.mkdir(parents=True, exist_ok=True)
-    partial = record.with_suffix(".tmp")
-    partial.write_text("".join(f"{jar}\n" for jar in jars))
-    partial.replace(record)
+    # One resolver at a time per cache: test processes (pytest-xdist's workers, two clones)
+    # share it, and mvn's local repository is not safe for two writers.
+    with locked(CACHE / "classpaths" / ".lock"):
+        if record.exists():
+            jars = [Path(line) for line in record.read_text().splitlines() if line]
+            if jars and all(jar.exists() for jar in jars):
+                return jars
+        jars = _resolve(pom_file, properties)
+        partial = record.with_suffix(".tmp")
+        partial.write_text("".join(f"{jar}\n" for jar in jars))
+        partial.replace(record)
     return jars
 
 
