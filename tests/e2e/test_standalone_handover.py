@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from tests.support.jvm import cluster_conf
 from tests.support.rows import assert_exactly_once, rows_by_version
 from tests.support.standalone_cluster import Cluster, standalone_cluster
 from tests.support.workspace import Workspace, wait_for
@@ -22,6 +23,7 @@ from tests.support.workspace import Workspace, wait_for
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e, pytest.mark.spark]
 
 PROPERTIES = {
+    **cluster_conf(),
     "spark.cores.max": "1",
     "spark.executor.memory": "512m",
     "spark.driver.memory": "512m",

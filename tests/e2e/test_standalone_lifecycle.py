@@ -19,13 +19,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.faultproxy import FaultProxy
+from tests.support.jvm import cluster_conf
 from tests.support.rows import assert_exactly_once, rows_by_version
 from tests.support.standalone_cluster import Cluster, free_port, standalone_cluster
 from tests.support.workspace import Workspace, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.e2e, pytest.mark.spark]
 
-CLUSTER_JOB_PROPERTIES = {"spark.cores.max": "1", "spark.executor.memory": "512m"}
+CLUSTER_JOB_PROPERTIES = {"spark.cores.max": "1", "spark.executor.memory": "512m", **cluster_conf()}
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import maven
+from tests.support.jvm import QUICK_OPTIONS
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 REPO = Path(__file__).resolve().parents[2]
@@ -233,6 +234,7 @@ def hadoop(work_dir: Path) -> Iterator[Hadoop]:
         "java",
         f"-Dlog4j.configuration=file:{JAVA_DIR / 'log4j.properties'}",
         "-Xmx1g",
+        *QUICK_OPTIONS,
         "-cp",
         os.pathsep.join(str(jar) for jar in jars),
         str(JAVA_DIR / "MiniHadoop.java"),

@@ -29,9 +29,12 @@ from pathlib import Path
 import pytest
 
 from tests.support import maven
+from tests.support.jvm import QUICK_OPTIONS
 
 #: The broker shares two cores with Spark: a small heap, few threads.
-HEAP = ("-Xms128m", "-Xmx384m", "-XX:+UseSerialGC")
+#: A small heap, and the client compiler only (tests/support/jvm.py: a test's JVM never runs long
+#: enough for the optimizing compiler to pay).
+HEAP = ("-Xms128m", "-Xmx384m", "-XX:+UseSerialGC", *QUICK_OPTIONS)
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0
 

@@ -14,6 +14,7 @@ asked for anything (no `spark.jars.packages` here): the tests reach nothing but 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import maven
+from tests.support.jvm import java_options
 
 #: The line the tests fall back to when the running pyspark's connector is not served.
 FALLBACK_LINE = "4.2"
@@ -38,8 +40,13 @@ class KafkaSpark:
         return ("--spark-submit", self.spark_submit)
 
     def env(self) -> dict[str, str]:
-        """What a CLI call that starts runs needs in its environment."""
-        return {"PYSPARK_PYTHON": self.python, "PYSPARK_DRIVER_PYTHON": self.python}
+        """What a CLI call that starts runs needs in its environment: this release's Python
+        for the driver, and the cheaper JVM of tests/support/jvm.py for this release."""
+        env = {"PYSPARK_PYTHON": self.python, "PYSPARK_DRIVER_PYTHON": self.python}
+        if os.environ.get("FSR_TEST_JVM") != "plain":
+            home = Path(self.spark_submit).parent.parent
+            env["SPARK_SUBMIT_OPTS"] = java_options(home, python=self.python)
+        return env
 
 
 def connector_jars(version: str) -> list[Path]:

@@ -30,6 +30,7 @@ import pytest
 
 from flink_sql_runner.stores.storage import FileStorage
 from tests.support.hadoop_cluster import Hadoop, spark_conf
+from tests.support.jvm import cluster_conf
 from tests.support.rows import assert_exactly_once, rows_by_version
 from tests.support.workspace import wait_for
 from tests.support.yarn_cli import Ran, YarnWorkspace
@@ -124,7 +125,7 @@ def write_ticks_job(ws: YarnWorkspace, root: str, sink: str) -> dict:
         "target-table": "tick_out",
         "sql": "SELECT value FROM ticks",
         "checkpoint-root": root,
-        "sparkProperties": spark_conf(),
+        "sparkProperties": {**spark_conf(), **cluster_conf()},
     }
     ws.write_job(JOB, **job)
     return job
