@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.isolation import changes, fingerprint
+from tests.support.jvm import quicken
+from tests.support.scheduling import make_scheduler, order
 
 pytest_plugins = ["tests.support.fixtures_s3", "tests.support.hadoop_cluster"]
 
@@ -100,8 +102,31 @@ def spark():
     session.stop()
 
 
+#: Markers of tests that start a Spark JVM: a session that runs one makes its JVMs cheaper first.
+SPARK = ("spark", "e2e", "cluster", "kafka", "yarn")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A session that starts Spark gives every JVM it starts the measured options of
+    tests/support/jvm.py (the class-data-sharing archive made first, once per machine);
+    `FSR_TEST_JVM=plain` leaves them as Spark starts them (to measure the difference)."""
+    if os.environ.get("FSR_TEST_JVM") == "plain" or session.config.option.collectonly:
+        return
+    if any(item.get_closest_marker(m) for item in session.items for m in SPARK):
+        quicken(os.environ)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """`fast` for every test that starts no Spark, no server and no browser: `pytest -m fast`."""
+    """`fast` for every test that starts no Spark, no server and no browser (`pytest -m fast`);
+    the long files first, a file's tests together (tests/support/scheduling.py: every worker
+    collects the same order)."""
     for item in items:
         if not any(item.get_closest_marker(name) for name in HEAVY):
             item.add_marker(pytest.mark.fast)
+    marks = [{m.name for m in item.iter_markers()} for item in items]
+    items[:] = [items[i] for i in order([item.nodeid for item in items], marks)]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 - xdist's
+    """`pytest -n 2`: whole files to a worker, each server's files to one (scheduling.py)."""
+    return make_scheduler(config, log)
