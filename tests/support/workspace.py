@@ -90,9 +90,11 @@ class Workspace:
         self, command: str, *args: str, paths: bool = True, timeout: float = 300
     ) -> subprocess.CompletedProcess[str]:
         argv = self.argv(command, *args, paths=paths)
+        began = time.monotonic()
         result = subprocess.run(
             argv, capture_output=True, text=True, timeout=timeout, check=False, cwd=self.root
         )
+        trace(f"cli {command} {' '.join(args)}".strip(), began)
         self._remember_pids()
         return result
 
@@ -167,12 +169,25 @@ class Workspace:
             procs.wait_gone(pid, started, 10)
 
 
+def trace(step: str, began: float) -> None:
+    """With `FSR_TEST_TRACE=<file>`, one line per CLI call and wait of a scenario: the test,
+    the step, its seconds (docs/testing.md: where a scenario's time goes)."""
+    path = os.environ.get("FSR_TEST_TRACE")
+    if path:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+        line = {"test": test, "step": step, "s": round(time.monotonic() - began, 2)}
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
+
+
 def wait_for(predicate, timeout: float = 90, interval: float = 1.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
+    began = time.monotonic()
+    deadline = began + timeout
     last = None
     while time.monotonic() < deadline:
         last = predicate()
         if last:
+            trace(f"wait {what}", began)
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
