@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.isolation import changes, fingerprint
 from tests.support.jvm import quicken
-from tests.support.scheduling import make_scheduler, order
+from tests.support.scheduling import group_ended, make_scheduler, order
 
 pytest_plugins = ["tests.support.fixtures_s3", "tests.support.hadoop_cluster"]
 
@@ -127,6 +127,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items[:] = [items[i] for i in order([item.nodeid for item in items], marks)]
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: `-p no:xdist` runs without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 - xdist's
     """`pytest -n 2`: whole files to a worker, each server's files to one (scheduling.py)."""
     return make_scheduler(config, log)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201
+    """After a server group's last test, its broker or minicluster stops (scheduling.py)."""
+    yield
+    group_ended(item.nodeid, nextitem.nodeid if nextitem is not None else None)

@@ -10,7 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tests.support.scheduling import order, scope_of
+from tests.support import scheduling
+from tests.support.scheduling import group_ended, order, scope_of, until_group_ends
 
 
 def test_every_test_that_uses_a_server_is_in_its_group(tmp_path: Path) -> None:
@@ -41,6 +42,24 @@ def test_the_long_kinds_begin_first_and_a_files_tests_stay_together() -> None:
         "tests/a.py::z",
         "tests/a.py::u",
     ]
+
+
+def test_a_groups_server_stops_after_its_last_test_and_only_then(monkeypatch) -> None:
+    monkeypatch.setattr(scheduling, "_STARTED", {})
+    stopped: list[str] = []
+    with until_group_ends("kafka") as stack:
+        stack.callback(stopped.append, "broker")
+        group_ended("tests/kafka/test_a.py::one", "tests/kafka/test_a.py::two")
+        group_ended("tests/kafka/test_a.py::two", "tests/kafka/test_b.py::three")
+        group_ended("tests/yarn/test_y.py::other", "tests/cli/test_c.py::four")
+        assert stopped == [], "the group goes on: the broker stays"
+        group_ended("tests/kafka/test_b.py::three", "tests/cli/test_c.py::four")
+        assert stopped == ["broker"], "the group's last test: the broker stops"
+    assert stopped == ["broker"], "stopped once, not again at the fixture's end"
+    with until_group_ends("hadoop") as stack:
+        stack.callback(stopped.append, "minicluster")
+        group_ended("tests/yarn/test_y.py::last", None)
+    assert stopped == ["broker", "minicluster"], "the run's last test ends its group too"
 
 
 def test_a_groups_tests_run_in_one_worker(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ import pytest
 
 from tests.support import maven
 from tests.support.jvm import QUICK_OPTIONS
+from tests.support.scheduling import until_group_ends
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 REPO = Path(__file__).resolve().parents[2]
@@ -268,9 +269,11 @@ def hadoop(work_dir: Path) -> Iterator[Hadoop]:
 
 @pytest.fixture(scope="session")
 def hadoop_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hadoop]:
-    """One minicluster for the session (see the module's doc)."""
+    """One minicluster for the tests that use it (see the module's doc), stopped after the last
+    of them (tests/support/scheduling.py)."""
     try:
-        with hadoop(tmp_path_factory.mktemp("hadoop")) as cluster:
+        with until_group_ends("hadoop") as stack:
+            cluster = stack.enter_context(hadoop(tmp_path_factory.mktemp("hadoop")))
             print(f"\nHadoop minicluster started in {cluster.started_in:.1f} s")
             yield cluster
     except maven.MavenUnavailable as exc:

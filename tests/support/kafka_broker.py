@@ -30,6 +30,7 @@ import pytest
 
 from tests.support import maven
 from tests.support.jvm import QUICK_OPTIONS
+from tests.support.scheduling import until_group_ends
 
 #: The broker shares two cores with Spark: a small heap, few threads.
 #: A small heap, and the client compiler only (tests/support/jvm.py: a test's JVM never runs long
@@ -312,12 +313,12 @@ def _signal_group(pid: int, number: int) -> None:
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    """One broker for the test session, stopped at its end (pass or fail)."""
-    broker = Broker.start(tmp_path_factory.mktemp("kafka-broker"))
-    try:
+    """One broker for the tests of tests/kafka/, stopped after the last of them (pass or fail;
+    tests/support/scheduling.py)."""
+    with until_group_ends("kafka") as stack:
+        broker = Broker.start(tmp_path_factory.mktemp("kafka-broker"))
+        stack.callback(broker.stop)
         yield broker
-    finally:
-        broker.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

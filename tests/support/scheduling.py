@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from contextlib import ExitStack
 
 import pytest
 
@@ -64,6 +65,29 @@ def order(nodeids: Sequence[str], markers: Sequence[set[str]]) -> list[int]:
     )
 
 
+#: What each server group started, closed after the group's last test (or at the session's end).
+_STARTED: dict[str, list[ExitStack]] = {}
+
+
+def until_group_ends(group: str) -> ExitStack:
+    """A stack for a session fixture of `group` to start its server on: closed after the last
+    test of the group's files, so a broker or a minicluster does not hold memory and CPU while
+    the rest of the run goes on. Closing is idempotent; the fixture closes it again at its end."""
+    stack = ExitStack()
+    _STARTED.setdefault(group, []).append(stack)
+    return stack
+
+
+def group_ended(nodeid: str, next_nodeid: str | None) -> None:
+    """After a test: if it was its server group's last (the next test is another scope's, or
+    none), stop what the group started. A group's tests run one after the other in one process
+    (`order` here, and `make_scheduler` under xdist)."""
+    scope = scope_of(nodeid)
+    if scope.startswith("server:") and (next_nodeid is None or scope_of(next_nodeid) != scope):
+        for stack in _STARTED.pop(scope.removeprefix("server:"), []):
+            stack.close()
+
+
 def make_scheduler(config, log):  # noqa: ANN001, ANN201 - xdist's own types
     """xdist's file-by-file scheduling, with each server group's files as one unit."""
     from xdist.scheduler import LoadFileScheduling
@@ -72,6 +96,7 @@ def make_scheduler(config, log):  # noqa: ANN001, ANN201 - xdist's own types
         def _split_scope(self, nodeid: str) -> str:
             return scope_of(nodeid)
 
+    config.option.loadscopereorder = False  # the order is `order`'s: long kinds first
     return SharedServers(config, log)
 
 
