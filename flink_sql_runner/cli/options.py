@@ -11,7 +11,12 @@ import click
 from click.core import ParameterSource
 
 from flink_sql_runner.act.runs import Timeouts
-from flink_sql_runner.act.settings import DEFAULT_LOCK_TIMEOUT, DEFAULT_PARALLELISM, Settings
+from flink_sql_runner.act.settings import (
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_PARALLELISM,
+    Settings,
+    default_state_dir,
+)
 from flink_sql_runner.cli.original_flags import (
     original_settings,
 )
@@ -249,7 +254,7 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         paths=list(paths),
         table_paths=list(kw.get("table_paths") or ()),
         template=kw.get("template_file"),
-        state_dir=kw.get("state_dir") or Path(".flink-sql-runner"),
+        state_dir=kw.get("state_dir") or default_state_dir(),
         manifest_store=store,
         target=kw.get("target") or "local",
         master=kw.get("master"),
