@@ -68,12 +68,16 @@ def utc(ms: int | None) -> str:
 def inspect_text(inspection: Inspection) -> str:
     stored = inspection.manifest.meta.query_version
     which = "the stored version" if inspection.version == stored else f"stored: v{stored}"
-    out = [f"{inspection.name} v{inspection.version} ({which})",
-           f"  checkpoint  {inspection.location}"]  # fmt: skip
+    out = [f"{inspection.name} v{inspection.version} ({which})"]
     report = inspection.report
-    if report is None:
+    if inspection.location is None:
+        out.append("  checkpoint  none: converted by `migrate`, not deployed by this tool yet")
+        out.append(f"  no checkpoint yet: the next deploy starts it clean, as v{stored + 1}")
+    elif report is None:
+        out.append(f"  checkpoint  {inspection.location}")
         out.append("  no checkpoint yet: no run of this version has planned a batch")
     else:
+        out.append(f"  checkpoint  {inspection.location}")
         out += _checkpoint_lines(report)
         if inspection.state is not None:
             out += _state_lines(inspection.state)
