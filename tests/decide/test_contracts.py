@@ -103,6 +103,16 @@ def test_a_type_an_older_version_wrote_counts_when_a_column_returns() -> None:
     assert report.change["retyped"] == [{"name": "value", "from": "bigint", "to": "string"}]
 
 
+def test_a_column_an_older_version_wrote_returning_not_null_is_refused() -> None:
+    """Issue 40, item 3: v1 wrote value, v2 dropped it (allowed), v3 brings it back NOT NULL:
+    v2's parquet files lack it, and reading them fails as for any new NOT NULL column."""
+    v2 = (f("tick_time", "timestamp"), *META)
+    back = (*v2, {"name": "value", "type": "bigint", "nullable": False})
+    report = judge(contract(output=back, history=(V1, v2)))
+    assert report.refused and report.verdict == "breaking"
+    assert report.change["required"] == ["value"]
+
+
 def test_a_new_location_holds_nothing_and_says_where_readers_must_move() -> None:
     retyped = (f("value", "string"), *META)
     report = judge(contract(output=retyped, history=(), moved_from="/out/v1"))
