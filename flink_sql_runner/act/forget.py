@@ -36,6 +36,7 @@ from flink_sql_runner.model.control import beacons_folder, parse_beacon_name
 from flink_sql_runner.model.intents import INTENTS_FOLDER, Intent, IntentLog, Outcome, settle
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import WATCH_FOLDER, StoredManifest
+from flink_sql_runner.read.names import is_job_name, job_name_problem
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock
 from flink_sql_runner.stores.storage import Storage
@@ -45,8 +46,6 @@ from flink_sql_runner.targets.base import Target
 #: (targets/local.py): `runs/<name>/`, `runs/<name>.json` (earlier versions), `logs/<name>/`.
 RUN_RECORDS = "runs"
 LOGS = "logs"
-#: A job's name, as manifests allow it (read/schemas/job.schema.json): never a path.
-_JOB_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 _NUMERIC = re.compile(r"[0-9]+")
 CONTROL = "_control"
 
@@ -160,7 +159,7 @@ class Places:
             root = str(self.state_dir / folder)
             found |= set(self.storage.dir_names(root))
             found |= {n.removesuffix(".json") for n in self.storage.file_names(root)}
-        return {n for n in found if _JOB_NAME.fullmatch(n)}
+        return {n for n in found if is_job_name(n)}
 
 
 def human_size(size: int) -> str:
@@ -177,12 +176,9 @@ def survey_jobs(places: Places, names: list[str] | None) -> list[Survey]:
     """What forgetting each of `names` (None: every job the store records, the target runs, or
     the state folder or the store holds records of) means. UnknownJob, before anything is
     done, for a name that is not a job's or of which nothing is anywhere."""
-    bad = [n for n in names or [] if not _JOB_NAME.fullmatch(n)]
-    if bad:
-        raise UnknownJob(
-            f"{bad[0]!r} is not a job name (lower-case letters, digits, '-' and '_', a letter "
-            "or digit first, at most 63)"
-        )
+    bad = [problem for n in names or [] if (problem := job_name_problem(n))]
+    if bad:  # the command line refuses them first; never a path here
+        raise UnknownJob(bad[0])
     places.listing = places.target.list_runs()
     store = places.store
     intents = IntentLog(store).read_all()
@@ -190,7 +186,7 @@ def survey_jobs(places: Places, names: list[str] | None) -> list[Survey]:
     if names is None:
         chosen = set(store.list_names()) | set(places.listing.runs) | set(intents.intents)
         chosen |= set(intents.problems) | places.leftover_names()
-        names = sorted(n for n in chosen | watched if _JOB_NAME.fullmatch(n))
+        names = sorted(n for n in chosen | watched if is_job_name(n))
     surveys = []
     unknown = []
     for name in dict.fromkeys(names):

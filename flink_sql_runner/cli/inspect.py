@@ -10,6 +10,7 @@ import click
 from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import (
+    JOB_NAME,
     drop_options,
     input_options,
     remote_options,
@@ -24,7 +25,7 @@ from flink_sql_runner.render.inspect import inspect_json, inspect_text
 
 
 @click.command(cls=FsrCommand)
-@click.argument("name")
+@click.argument("name", type=JOB_NAME)
 @click.option(
     "--state",
     "with_state",

@@ -17,6 +17,7 @@ from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
     EXISTING,
+    JOB_NAME,
     drop_options,
     env_var,
     input_options,
@@ -85,7 +86,7 @@ drop_options(status, "runner_path")
 
 
 @click.command(cls=FsrCommand)
-@click.argument("names", metavar="[NAME]...", nargs=-1)
+@click.argument("names", metavar="[NAME]...", nargs=-1, type=JOB_NAME)
 @click.option(
     "--all", "every", is_flag=True, help="Stop every job the store records or the target runs."
 )
@@ -133,7 +134,7 @@ drop_options(
 
 
 @click.command(cls=FsrCommand)
-@click.argument("names", metavar="[NAME]...", nargs=-1)
+@click.argument("names", metavar="[NAME]...", nargs=-1, type=JOB_NAME)
 @click.option(
     "--all",
     "every",
