@@ -26,6 +26,9 @@ Field = dict[str, Any]
 POSITIONAL_FORMATS = ("csv", "text")
 #: Formats whose files keep no nullability: a new NOT NULL column is additive there.
 NULLABLE_FORMATS = ("json", "csv", "text")
+#: The column a Kafka source gives with `includeHeaders` true (Spark's
+#: KafkaRecordToRowConverter.headersType), after its fixed ones.
+KAFKA_HEADERS = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 
 _PRIMITIVE = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
 
@@ -148,6 +151,16 @@ def reader_conflicts(declared: list[Field], new: list[Field]) -> list[str]:
         elif got["type"] != f["type"]:
             problems.append(f"{f['name']} is written as {got['type']}, declared {f['type']}")
     return problems
+
+
+def kafka_headers(options: dict[str, Any]) -> bool:
+    """Whether a Kafka source with these options gives the `headers` column: `includeHeaders`
+    true, its key matched without case and its value read as Spark reads it (YAML's true is
+    "true")."""
+    return any(
+        str(key).lower() == "includeheaders" and str(value).lower() == "true"
+        for key, value in options.items()
+    )
 
 
 def kafka_conflicts(new: list[Field]) -> list[str]:

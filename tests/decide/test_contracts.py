@@ -249,6 +249,28 @@ def test_a_new_not_null_column_is_refused_and_said_so() -> None:
     assert json.loads(plan_json(plan))["jobs"][0]["schema"]["required"] == ["tag"]
 
 
+def test_kafka_headers_included_give_a_column_and_are_analysed() -> None:
+    """Issue 40, item 6: `includeHeaders` true adds a `headers` column to a Kafka source (Spark's
+    KafkaRecordToRowConverter); the plan took it for an option that gives the same columns,
+    and only the run's check before its first write saw the new column."""
+    kafka = {"format": "kafka", "options": {"subscribe": "orders",
+             "kafka.bootstrap.servers": "k:9092"}}  # fmt: skip
+    before = make_job(sql="SELECT * FROM src", tables={"src": kafka})
+    store = FakeStore()
+    store.put(stored_of(before))
+
+    def checked(options: dict) -> bool:
+        job = make_job(sql="SELECT * FROM src", tables={"src": {**kafka, "options": options}})
+        (facts,) = gather([job], store, FakeTarget(), FakeStorage(), workers=1)
+        return needs_check(facts)
+
+    for value in (True, "true", "TRUE"):
+        assert checked({**kafka["options"], "includeHeaders": value})
+        assert checked({**kafka["options"], "INCLUDEHEADERS": value}), "keys without case"
+    assert not checked({**kafka["options"], "includeHeaders": "false"}), "no column: same columns"
+    assert not checked({**kafka["options"], "maxOffsetsPerTrigger": 100})
+
+
 def test_a_sources_options_alone_are_not_analysed() -> None:
     """A rate limit or a path gives the same columns: a config change starts no Spark."""
     store = FakeStore()
