@@ -35,6 +35,7 @@ from flink_sql_runner.errors import EXIT_FAILED, FsrError, UnknownJob
 from flink_sql_runner.model.control import beacons_folder, parse_beacon_name
 from flink_sql_runner.model.intents import INTENTS_FOLDER, Intent, IntentLog, Outcome, settle
 from flink_sql_runner.model.runs import Listing, Liveness, Run
+from flink_sql_runner.model.sizes import human_size
 from flink_sql_runner.model.stored import WATCH_FOLDER, StoredManifest
 from flink_sql_runner.read.names import is_job_name, job_name_problem
 from flink_sql_runner.stores.base import ManifestStore
@@ -160,16 +161,6 @@ class Places:
             found |= set(self.storage.dir_names(root))
             found |= {n.removesuffix(".json") for n in self.storage.file_names(root)}
         return {n for n in found if is_job_name(n)}
-
-
-def human_size(size: int) -> str:
-    """`512 B`, `3.4 KiB`, `1.2 MiB`, ..."""
-    if size < 1024:
-        return f"{size} B"
-    value, units = size / 1024, ["KiB", "MiB", "GiB", "TiB"]
-    while value >= 1024 and len(units) > 1:
-        value, units = value / 1024, units[1:]
-    return f"{value:.1f} {units[0]}"
 
 
 def survey_jobs(places: Places, names: list[str] | None) -> list[Survey]:

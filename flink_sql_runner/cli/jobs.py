@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from flink_sql_runner.act.deployment import Deployment
-from flink_sql_runner.act.forget import Survey, human_size
+from flink_sql_runner.act.forget import Survey
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
@@ -31,6 +31,7 @@ from flink_sql_runner.errors import (
     EXIT_OK,
     FsrError,
 )
+from flink_sql_runner.model.sizes import human_size
 from flink_sql_runner.render.status import status_json, status_text
 from flink_sql_runner.watch.status import status_rows
 

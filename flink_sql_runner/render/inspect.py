@@ -7,7 +7,6 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from flink_sql_runner.act.forget import human_size
 from flink_sql_runner.decide.changes import CHECKPOINT_VALUE_RULE, property_rule
 from flink_sql_runner.model.checkpoint_report import (
     CheckpointReport,
@@ -15,6 +14,7 @@ from flink_sql_runner.model.checkpoint_report import (
     SourceProgress,
     StateReport,
 )
+from flink_sql_runner.model.sizes import human_size
 
 #: Files of a file source's last entry shown in text (all in JSON).
 SHOWN_FILES = 3
