@@ -220,10 +220,7 @@ def survey_job(
         return Survey(name, refused=refused, runs=runs)
     # The newest first: the stored manifest, an interrupted command's, the archived copies.
     manifests = [m for m in (stored, intent.manifest if intent else None, *archived[::-1]) if m]
-    roots = tuple(dict.fromkeys(
-        str(m.job.get("checkpoint-root", "")).rstrip("/") for m in manifests
-        if str(m.job.get("checkpoint-root", "")).strip("/")
-    ))  # fmt: skip
+    roots = tuple(dict.fromkeys(root for m in manifests if (root := m.checkpoint_root)))
     items = [Item("stop", "run" if run.version is None else f"run v{run.version}",
                   f"{run.detail} (gracefully, with its checkpoint)") for run in runs]  # fmt: skip
     if intent is not None:
