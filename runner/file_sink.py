@@ -24,6 +24,8 @@ from .schema_rules import fields_of
 from .spark_internals import catalog_file_table, is_file_format, new_file_sink
 from .storage import Storage
 
+#: In the checkpoint: how its batch ids map to the sink's (`sink_batch_segments`); the
+#: deployer's gather/offsets.py keeps the same name and value.
 SINK_OFFSET_FILE = "flink-sql-runner-sink.json"
 
 

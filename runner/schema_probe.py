@@ -40,7 +40,7 @@ from typing import Any
 
 from .manifest import load_manifest, options_of
 from .query import query_frame, register_sources, with_metadata
-from .schema_rules import Field, fields_of
+from .schema_rules import KAFKA_HEADERS, Field, fields_of, kafka_headers
 from .sink_schema import declared_fields, sink_history
 from .storage import Storage
 
@@ -50,7 +50,6 @@ KAFKA_SCHEMA = (
     "key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, "
     "timestamp TIMESTAMP, timestampType INT"
 )
-KAFKA_HEADERS = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 CODE_UNKNOWN = (
     "a code job's output is known only when it runs; its run checks the sink before its first write"
 )
@@ -87,10 +86,7 @@ def stand_in_opener(empty: str) -> Any:
             reader = reader.format(table["format"])
             return (reader.schema(schema) if schema else reader).load()
         if fmt == "kafka":
-            headers = options_of(table)
-            with_headers = any(
-                k.lower() == "includeheaders" and v.lower() == "true" for k, v in headers.items()
-            )
+            with_headers = kafka_headers(options_of(table))
             kafka = f"{KAFKA_SCHEMA}, {KAFKA_HEADERS}" if with_headers else KAFKA_SCHEMA
             return spark.readStream.format("json").schema(kafka).load(empty)
         if schema:

@@ -26,6 +26,9 @@ Field = dict[str, Any]
 POSITIONAL_FORMATS = ("csv", "text")
 #: Formats whose files keep no nullability: a new NOT NULL column is additive there.
 NULLABLE_FORMATS = ("json", "csv", "text")
+#: The column a Kafka source gives with `includeHeaders` true (Spark's
+#: KafkaRecordToRowConverter.headersType), after its fixed ones.
+KAFKA_HEADERS = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 
 _PRIMITIVE = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
 
@@ -66,8 +69,9 @@ def compare(history: list[list[Field]], new: list[Field], fmt: str | None = None
     Against the newest schema: columns added, dropped, renamed (a dropped and an added column of
     one type at one position), retyped, and for positional formats moved. A column of an older
     schema that the newest no longer has and `new` brings back with another type is retyped too:
-    the old files still hold it. `required` names the added columns that are NOT NULL where
-    the format keeps nullability (breaking: see the module's docstring). Returns the lists and
+    the old files still hold it; one it brings back with its type is not added, unless NOT
+    NULL. `required` names the added columns that are NOT NULL where the format keeps
+    nullability (breaking: see the module's docstring). Returns the lists and
     `verdict`: `same`, `additive` or `breaking`."""
     found: dict[str, Any] = {
         "added": [],
@@ -104,7 +108,14 @@ def compare(history: list[list[Field]], new: list[Field], fmt: str | None = None
             found["retyped"].append({"name": f["name"], "from": before["type"], "to": f["type"]})
             if f in added:
                 added.remove(f)
-    added = [f for f in added if _key(f["name"]) not in older]
+    keeps_nulls = fmt not in NULLABLE_FORMATS
+    # A column an older version wrote is not new to the readers, unless it comes back NOT NULL
+    # where the format keeps nullability: the newest files lack it, as any older files would.
+    added = [
+        f
+        for f in added
+        if _key(f["name"]) not in older or (keeps_nulls and not f.get("nullable", True))
+    ]
     if fmt in POSITIONAL_FORMATS:
         kept_old = [_key(f["name"]) for f in newest if _key(f["name"]) in new_by]
         kept_new = [_key(f["name"]) for f in new if _key(f["name"]) in old_by]
@@ -117,7 +128,7 @@ def compare(history: list[list[Field]], new: list[Field], fmt: str | None = None
         if kept_old != kept_new or shifted or (added and len(new) - len(added) < len(newest)):
             found["moved"] = [f["name"] for f in new if _key(f["name"]) in old_by]
     found["added"], found["dropped"] = added, dropped
-    if fmt not in NULLABLE_FORMATS:
+    if keeps_nulls:
         found["required"] = [f["name"] for f in added if not f.get("nullable", True)]
     if any(found[k] for k in ("dropped", "renamed", "retyped", "moved", "required")):
         found["verdict"] = "breaking"
@@ -140,6 +151,16 @@ def reader_conflicts(declared: list[Field], new: list[Field]) -> list[str]:
         elif got["type"] != f["type"]:
             problems.append(f"{f['name']} is written as {got['type']}, declared {f['type']}")
     return problems
+
+
+def kafka_headers(options: dict[str, Any]) -> bool:
+    """Whether a Kafka source with these options gives the `headers` column: `includeHeaders`
+    true, its key matched without case and its value read as Spark reads it (YAML's true is
+    "true")."""
+    return any(
+        str(key).lower() == "includeheaders" and str(value).lower() == "true"
+        for key, value in options.items()
+    )
 
 
 def kafka_conflicts(new: list[Field]) -> list[str]:

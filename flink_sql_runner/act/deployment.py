@@ -135,7 +135,8 @@ class Deployment:
         if cache.changed and Path(self.settings.state_dir).is_dir():
             try:
                 appendix = cache.appendix()
-                if appendix is None or not append_to(self.load_cache, appendix):
+                # Appended only to a file of this code: another's may have replaced it since.
+                if appendix is None or not append_to(self.load_cache, appendix, cache.head()):
                     replace_file(self.load_cache, cache.to_bytes(), mode=0o600)
             except OSError as exc:
                 print(f"warning: cannot write {self.load_cache}: {exc.strerror}", file=sys.stderr)

@@ -35,7 +35,9 @@ from flink_sql_runner.errors import EXIT_FAILED, FsrError, UnknownJob
 from flink_sql_runner.model.control import beacons_folder, parse_beacon_name
 from flink_sql_runner.model.intents import INTENTS_FOLDER, Intent, IntentLog, Outcome, settle
 from flink_sql_runner.model.runs import Listing, Liveness, Run
+from flink_sql_runner.model.sizes import human_size
 from flink_sql_runner.model.stored import WATCH_FOLDER, StoredManifest
+from flink_sql_runner.read.names import is_job_name, job_name_problem
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock
 from flink_sql_runner.stores.storage import Storage
@@ -45,8 +47,6 @@ from flink_sql_runner.targets.base import Target
 #: (targets/local.py): `runs/<name>/`, `runs/<name>.json` (earlier versions), `logs/<name>/`.
 RUN_RECORDS = "runs"
 LOGS = "logs"
-#: A job's name, as manifests allow it (read/schemas/job.schema.json): never a path.
-_JOB_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 _NUMERIC = re.compile(r"[0-9]+")
 CONTROL = "_control"
 
@@ -160,29 +160,16 @@ class Places:
             root = str(self.state_dir / folder)
             found |= set(self.storage.dir_names(root))
             found |= {n.removesuffix(".json") for n in self.storage.file_names(root)}
-        return {n for n in found if _JOB_NAME.fullmatch(n)}
-
-
-def human_size(size: int) -> str:
-    """`512 B`, `3.4 KiB`, `1.2 MiB`, ..."""
-    if size < 1024:
-        return f"{size} B"
-    value, units = size / 1024, ["KiB", "MiB", "GiB", "TiB"]
-    while value >= 1024 and len(units) > 1:
-        value, units = value / 1024, units[1:]
-    return f"{value:.1f} {units[0]}"
+        return {n for n in found if is_job_name(n)}
 
 
 def survey_jobs(places: Places, names: list[str] | None) -> list[Survey]:
     """What forgetting each of `names` (None: every job the store records, the target runs, or
     the state folder or the store holds records of) means. UnknownJob, before anything is
     done, for a name that is not a job's or of which nothing is anywhere."""
-    bad = [n for n in names or [] if not _JOB_NAME.fullmatch(n)]
-    if bad:
-        raise UnknownJob(
-            f"{bad[0]!r} is not a job name (lower-case letters, digits, '-' and '_', a letter "
-            "or digit first, at most 63)"
-        )
+    bad = [problem for n in names or [] if (problem := job_name_problem(n))]
+    if bad:  # the command line refuses them first; never a path here
+        raise UnknownJob(bad[0])
     places.listing = places.target.list_runs()
     store = places.store
     intents = IntentLog(store).read_all()
@@ -190,7 +177,7 @@ def survey_jobs(places: Places, names: list[str] | None) -> list[Survey]:
     if names is None:
         chosen = set(store.list_names()) | set(places.listing.runs) | set(intents.intents)
         chosen |= set(intents.problems) | places.leftover_names()
-        names = sorted(n for n in chosen | watched if _JOB_NAME.fullmatch(n))
+        names = sorted(n for n in chosen | watched if is_job_name(n))
     surveys = []
     unknown = []
     for name in dict.fromkeys(names):
@@ -233,10 +220,7 @@ def survey_job(
         return Survey(name, refused=refused, runs=runs)
     # The newest first: the stored manifest, an interrupted command's, the archived copies.
     manifests = [m for m in (stored, intent.manifest if intent else None, *archived[::-1]) if m]
-    roots = tuple(dict.fromkeys(
-        str(m.job.get("checkpoint-root", "")).rstrip("/") for m in manifests
-        if str(m.job.get("checkpoint-root", "")).strip("/")
-    ))  # fmt: skip
+    roots = tuple(dict.fromkeys(root for m in manifests if (root := m.checkpoint_root)))
     items = [Item("stop", "run" if run.version is None else f"run v{run.version}",
                   f"{run.detail} (gracefully, with its checkpoint)") for run in runs]  # fmt: skip
     if intent is not None:

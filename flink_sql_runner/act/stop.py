@@ -143,15 +143,22 @@ def stop_job(
             # recorded, stopped, so the manifest its run wrote with is not lost.
             stored = intent.manifest
     recorded = stored.job.get("desired-state") == "stopped"
+    root = stored.checkpoint_root
+    if root is None and runs:
+        raise FsrError(
+            f"{name}: runs ({', '.join(run.describe() for run in runs)}) but its stored manifest, "
+            "converted by `migrate`, names no checkpoint root: its stop marker is unknown; stop "
+            "it on the target"
+        )
     if not runs and recorded:
-        return StopResult(name, "not-running", f"{name}: already stopped; checkpoint kept")
+        kept = "; checkpoint kept" if root else " (not deployed by this tool yet: no checkpoint)"
+        return StopResult(name, "not-running", f"{name}: already stopped{kept}")
     check = lease.check if lease is not None else (lambda evidence=False: None)
     submit_timeout = float(getattr(target, "submit_timeout", DEFAULT_SUBMIT_TIMEOUT))
     # An intent first: a stop done but not yet recorded is recorded by whoever comes next,
     # never undone (model/intents.py).
     tracker = Tracker(IntentLog(store), check, as_stopped(stored), "stop", Kind.STOP,
                       submit_timeout, over=ANY)  # fmt: skip
-    root = str(stored.job["checkpoint-root"]).rstrip("/")
     said = []
     for run in runs:
         if run.liveness is Liveness.UNKNOWN and run.version is None:
@@ -171,6 +178,10 @@ def stop_job(
         store.write(as_stopped(stored), read.token)  # only over what was read here
     if tracker.written:
         tracker.forget()
+    if not runs and root is None:
+        message = (f"{name}: not deployed by this tool yet (converted by `migrate`: no "
+                   "checkpoint); nothing to stop; recorded as stopped")  # fmt: skip
+        return StopResult(name, "not-running", message)
     if not runs:
         message = f"{name}: was not running; recorded as stopped (checkpoint kept)"
         return StopResult(name, "not-running", message)
@@ -185,7 +196,9 @@ def _went(intent: Intent, settled: Settlement, storage: Storage) -> bool:
     records the store's. Its go file says; one that cannot be read raises (not stopped yet)."""
     if not intent.prepared or settled.healthy or intent.run_id is None:
         return True
-    root = str(intent.manifest.job["checkpoint-root"]).rstrip("/")
+    root = intent.manifest.checkpoint_root
+    if root is None:
+        return True  # no go file to read (a start's manifest always names its root)
     files = ControlFiles.of(f"{root}/{intent.name}", intent.version).prepared(intent.run_id)
     try:
         word = json.loads(storage.read_text(files.go_file) or "{}")

@@ -10,6 +10,7 @@ import click
 from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import (
+    JOB_NAME,
     drop_options,
     input_options,
     remote_options,
@@ -19,12 +20,12 @@ from flink_sql_runner.cli.options import (
 from flink_sql_runner.cli.original_flags import BadFlags, FsrCommand
 from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK
 from flink_sql_runner.gather.inspection import inspect_job
-from flink_sql_runner.gather.state_reader import probe_conf, read_state
+from flink_sql_runner.gather.state_reader import state_of
 from flink_sql_runner.render.inspect import inspect_json, inspect_text
 
 
 @click.command(cls=FsrCommand)
-@click.argument("name")
+@click.argument("name", type=JOB_NAME)
 @click.option(
     "--state",
     "with_state",
@@ -67,7 +68,8 @@ def inspect(
     --keys N a sample of N keys and values. The Spark 3.5 line has no such sources: it says so.
     That Spark starts with the job's spark.hadoop.* settings and, for a checkpoint on S3 or
     HDFS, its spark.jars and spark.jars.packages (S3A needs hadoop-aws: without it, one line
-    says so).
+    says so), ${ENV} in them resolved from this environment as a deploy resolves them (one not
+    set: one line says so).
 
     It only reads: no lock is taken, nothing is written, and it may run while the job runs.
 
@@ -79,10 +81,7 @@ def inspect(
     deployment = Deployment(settings_from((), **kw))
     found = inspect_job(name, deployment.store, deployment.target, deployment.storage, version)
     if with_state and found.report is not None:
-        props = found.manifest.job.get("sparkProperties") or {}
-        conf = probe_conf(props, found.location)
-        state = read_state(deployment.storage, found.location, keys, conf)
-        found = replace(found, state=state)
+        found = replace(found, state=state_of(deployment.storage, found, keys))
     click.echo(inspect_json(found) if output == "json" else inspect_text(found))
     return EXIT_OK if found.report is not None else EXIT_FAILED
 

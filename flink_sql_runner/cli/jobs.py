@@ -12,11 +12,12 @@ from typing import Any
 import click
 
 from flink_sql_runner.act.deployment import Deployment
-from flink_sql_runner.act.forget import Survey, human_size
+from flink_sql_runner.act.forget import Survey
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
     EXISTING,
+    JOB_NAME,
     drop_options,
     env_var,
     input_options,
@@ -30,6 +31,7 @@ from flink_sql_runner.errors import (
     EXIT_OK,
     FsrError,
 )
+from flink_sql_runner.model.sizes import human_size
 from flink_sql_runner.render.status import status_json, status_text
 from flink_sql_runner.watch.status import status_rows
 
@@ -85,7 +87,7 @@ drop_options(status, "runner_path")
 
 
 @click.command(cls=FsrCommand)
-@click.argument("names", metavar="[NAME]...", nargs=-1)
+@click.argument("names", metavar="[NAME]...", nargs=-1, type=JOB_NAME)
 @click.option(
     "--all", "every", is_flag=True, help="Stop every job the store records or the target runs."
 )
@@ -133,7 +135,7 @@ drop_options(
 
 
 @click.command(cls=FsrCommand)
-@click.argument("names", metavar="[NAME]...", nargs=-1)
+@click.argument("names", metavar="[NAME]...", nargs=-1, type=JOB_NAME)
 @click.option(
     "--all",
     "every",

@@ -9,6 +9,7 @@ import click
 from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import (
+    JOB_NAME,
     drop_options,
     input_options,
     remote_options,
@@ -21,7 +22,7 @@ from flink_sql_runner.gather.logs import find_log, follow, last_lines, still_up
 
 
 @click.command(cls=FsrCommand)
-@click.argument("name")
+@click.argument("name", type=JOB_NAME)
 @version_option("The last run of this query version [default: the run up now, else the last one].")
 @click.option("--run", "run_id", metavar="RUN_ID", help="This run (its id, as `status` shows).")
 @click.option("--tail", type=click.IntRange(0), metavar="N", help="Only the last N lines.")

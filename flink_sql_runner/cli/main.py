@@ -29,6 +29,7 @@ COMMANDS = {
     "migrate": ("migrate", "migrate"),
     "watch": ("watch", "watch"),
     "resume": ("watch", "resume"),
+    "jvm-archive": ("jvm", "jvm_archive"),
 }
 
 

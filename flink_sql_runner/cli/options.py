@@ -21,6 +21,7 @@ from flink_sql_runner.cli.original_flags import (
     original_settings,
 )
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, HANDOVERS
+from flink_sql_runner.read.names import job_name_problem
 from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.stores import store_uri_from_legacy
 
@@ -30,6 +31,29 @@ EXISTING = click.Path(exists=False, path_type=Path)
 
 def env_var(name: str) -> str:
     return ENV + name
+
+
+class NotAJobName(click.BadParameter):
+    """A NAME that is not a job's name: one line, exit 2, before anything is read."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: NAME {self.message}; nothing was touched", err=True)
+
+
+class JobName(click.ParamType):
+    """A job name argument (NAME), checked by the job-name rule (read/names.py): it becomes an
+    S3 key, a file and a folder name, so what is not one (`../x`) is refused as it is parsed."""
+
+    name = "job name"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        problem = job_name_problem(str(value))
+        if problem is not None:
+            raise NotAJobName(problem, ctx, param)
+        return str(value)
+
+
+JOB_NAME = JobName()
 
 
 #: Every option of the command line, by its long name; each command takes the ones it uses.

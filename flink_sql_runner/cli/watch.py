@@ -11,7 +11,13 @@ import click
 
 from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
-from flink_sql_runner.cli.options import REMOTE_OPTIONS, env_var, options, settings_from
+from flink_sql_runner.cli.options import (
+    JOB_NAME,
+    REMOTE_OPTIONS,
+    env_var,
+    options,
+    settings_from,
+)
 from flink_sql_runner.cli.original_flags import FsrCommand
 from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK, UnknownJob
 from flink_sql_runner.host.collector import Frozen
@@ -170,7 +176,7 @@ def watch(
 
 
 @click.command(cls=FsrCommand)
-@click.argument("name")
+@click.argument("name", type=JOB_NAME)
 @options("--state-dir", "--manifest-store", "--external-job-config-bucket")
 @options("--external-job-config-prefix", "--lock-timeout", "--debug")
 @handle_errors

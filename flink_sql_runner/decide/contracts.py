@@ -19,11 +19,13 @@ checks its sink again before its first write.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from flink_sql_runner._runner.schema_rules import (
     compare,
     describe,
     kafka_conflicts,
+    kafka_headers,
     reader_conflicts,
 )
 from flink_sql_runner.decide.decisions import Action, Decision, SchemaReport
@@ -55,12 +57,20 @@ def needs_check(facts: JobFacts) -> bool:
     target = str(spec.get("target-table"))
     if desired.tables.get(target) != tables.get(target):
         return True
-    # A source's options (a rate limit, a path) do not change the columns it gives.
     return any(
-        (desired.tables.get(name) or {}).get(key) != (tables.get(name) or {}).get(key)
+        _source_columns(desired.tables.get(name)) != _source_columns(tables.get(name))
         for name in {*desired.tables, *tables} - {target}
-        for key in SOURCE_SHAPE
     )
+
+
+def _source_columns(table: dict[str, Any] | None) -> tuple[Any, ...]:
+    """What of a source table shapes the columns it gives. Its options (a rate limit, a path)
+    do not, but for a Kafka source's `includeHeaders`: true adds a `headers` column, as in
+    Spark (and in the plan's analysis, runner/schema_probe.py)."""
+    table = table or {}
+    kafka = str(table.get("format", "")).lower() == "kafka"
+    headers = kafka and kafka_headers(table.get("options") or {})
+    return (*(table.get(key) for key in SOURCE_SHAPE), headers)
 
 
 def judge(facts: ContractFacts) -> SchemaReport:

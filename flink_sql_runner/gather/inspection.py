@@ -48,17 +48,18 @@ def inspect_job(
     if manifest is None:
         raise UnknownJob(f"unknown job {name!r}: no manifest of it in {store.location}")
     version = version or manifest.meta.query_version
-    job_root = f"{str(manifest.job['checkpoint-root']).rstrip('/')}/{name}"
-    location = f"{job_root}/{version}"
-    report = read_checkpoint(storage, location)
+    # None: a manifest `migrate` converted, not deployed since: no checkpoint, no files of runs.
+    root = manifest.checkpoint_root
+    location = f"{root}/{name}/{version}" if root else None
+    report = read_checkpoint(storage, location) if location else None
     notes: list[str] = []
     try:
         up = [r for r in target.list_runs().of(name) if r.version == version]
     except FsrError as exc:
         up = []
         notes.append(f"the {target.name} target's runs could not be listed: {exc}")
-    control = ControlFiles.of(job_root, version)
-    runs = _recorded_runs(storage, control.runs, notes)
+    control = ControlFiles.of(f"{root}/{name}", version) if root else None
+    runs = _recorded_runs(storage, control.runs, notes) if control else []
     recorded = {r.run_id for r in runs}
     logged = [r for r in _logged_runs(target, name, version) if r.run_id not in recorded]
     runs = sorted(runs + logged, key=lambda r: r.started or "")
@@ -66,7 +67,7 @@ def inspect_job(
     runs += [RunSeen(r.run_id) for r in up if r.run_id not in seen]
     ids = {r.run_id for r in up}
     runs = [replace(r, up=r.run_id in ids) for r in runs]
-    status = read_status_file(storage, control.status_file)
+    status = read_status_file(storage, control.status_file) if control else None
     return Inspection(name, version, manifest, location, report, tuple(runs), status, tuple(notes))
 
 

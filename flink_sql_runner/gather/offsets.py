@@ -23,7 +23,9 @@ from flink_sql_runner.gather.checkpoint_reader import (
 from flink_sql_runner.model.offsets import OffsetCarry
 from flink_sql_runner.stores.storage import Storage, StorageError
 
-SINK_RECORD = "flink-sql-runner-sink.json"
+#: Where in a checkpoint the runner records how its batch ids map to its file sink's
+#: (runner/file_sink.py keeps the same name and value).
+SINK_OFFSET_FILE = "flink-sql-runner-sink.json"
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ def finished_batch(storage: Storage, checkpoint: str, sink_folder: str | None) -
 
 def _sink_holds(storage: Storage, checkpoint: str, sink_folder: str | None, batch: int) -> bool:
     """Whether the version's file sink holds `batch` (its id shifted as the runner recorded)."""
-    location = f"{checkpoint.rstrip('/')}/{SINK_RECORD}"
+    location = f"{checkpoint.rstrip('/')}/{SINK_OFFSET_FILE}"
     text = storage.read_text(location)
     try:
         record = json.loads(text) if text else {}

@@ -7,9 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.checkpoint_reader import numbers
 from flink_sql_runner.gather.spark_child import run_child
-from flink_sql_runner.model.checkpoint_report import StateReport, StoreState
+from flink_sql_runner.model.checkpoint_report import Inspection, StateReport, StoreState
+from flink_sql_runner.model.runtime import spark_conf
+from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import Storage
 
 #: A state probe that takes longer is stopped: what the state holds is then not shown.
@@ -27,16 +30,35 @@ JAR_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.jars.repositories",
                 "spark.jars.excludes", "spark.jars.ivy", "spark.jars.ivySettings")  # fmt: skip
 
 
-def probe_conf(properties: dict[str, Any], location: str) -> dict[str, str]:
+def probe_conf(manifest: StoredManifest, location: str) -> dict[str, str]:
     """The settings of the job's `sparkProperties` the state probe's Spark starts with: its
     `spark.hadoop.*` (how its storage is reached) and, for a checkpoint that is not a local
-    file (s3a:, hdfs:), the jars it gives its own Spark for that (JAR_SETTINGS)."""
+    file (s3a:, hdfs:), the jars it gives its own Spark for that (JAR_SETTINGS); resolved as its
+    runs get them (`${ENV}` from this environment: credentials kept there). FsrError naming the
+    setting and the variable when one is not set."""
     remote = "://" in location and not location.startswith("file:")
+    plain, secret = spark_conf(manifest, manifest.name)
     return {
-        key: str(value)
-        for key, value in properties.items()
+        key: value
+        for key, value in {**plain, **secret}.items()
         if key.startswith("spark.hadoop.") or (remote and key in JAR_SETTINGS)
     }
+
+
+def state_of(
+    storage: Storage, inspection: Inspection, keys: int = 0, ask: AskState = ask_state_probe
+) -> StateReport:
+    """What `inspect --state` shows of the inspected version's state (`read_state`), its probe
+    started with the job's settings (`probe_conf`); one that cannot be resolved is why not."""
+    location = inspection.location
+    if location is None:  # a manifest `migrate` converted: no checkpoint yet
+        return StateReport(None, unavailable="no checkpoint yet")
+    try:
+        conf = probe_conf(inspection.manifest, location)
+    except FsrError as exc:
+        why = f"the state probe was not started: {exc}"
+        return StateReport(None, unavailable=why, disk=bytes_on_disk(storage, location))
+    return read_state(storage, location, keys, conf, ask)
 
 
 def read_state(

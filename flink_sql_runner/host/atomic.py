@@ -29,15 +29,19 @@ def replace_file(path: Path, text: str | bytes, mode: int = 0o644) -> None:
         raise
 
 
-def append_to(path: Path, data: bytes) -> bool:
-    """Append `data` to the file at `path` in one write; False when there is no such file (it
-    is not made). A reader may see the data in part: for files whose readers skip a line cut
-    short (the load cache)."""
+def append_to(path: Path, data: bytes, head: bytes = b"") -> bool:
+    """Append `data` to the file at `path` in one write, when the file begins with `head`;
+    False when there is no such file (it is not made) or it begins otherwise. `head` is read
+    through the descriptor written to: a file replaced meanwhile (`replace_file` renames over
+    it) does not get `data`, the file it replaced does. A reader may see the data in part: for
+    files whose readers skip a line cut short (the load cache)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        fd = os.open(path, (os.O_RDWR if head else os.O_WRONLY) | os.O_APPEND)
     except FileNotFoundError:
         return False
     try:
+        if head and os.pread(fd, len(head), 0) != head:
+            return False
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]

@@ -116,12 +116,14 @@ class RunSeen:
 @dataclass(frozen=True)
 class Inspection:
     """One version of a job as `inspect` shows it. `report` is None when the version has no
-    checkpoint yet; `status` is its status file's document (the last run's), if readable."""
+    checkpoint yet; `location` too when the manifest names no checkpoint root (`migrate`
+    converted it, no deploy recorded it since); `status` is its status file's document (the
+    last run's), if readable."""
 
     name: str
     version: int
     manifest: StoredManifest
-    location: str
+    location: str | None
     report: CheckpointReport | None
     runs: tuple[RunSeen, ...] = ()
     status: dict[str, Any] | None = None

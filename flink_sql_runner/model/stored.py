@@ -72,6 +72,14 @@ class StoredManifest:
     def name(self) -> str:
         return str(self.job["name"])
 
+    @property
+    def checkpoint_root(self) -> str | None:
+        """The root of the job's checkpoints (`<root>/<name>/<version>/`), without a trailing
+        '/'; None for a manifest `migrate` converted that no deploy has recorded since: no
+        checkpoint of this tool is anywhere."""
+        root = str(self.job.get("checkpoint-root") or "").rstrip("/")
+        return root or None
+
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"schema-version": STORED_SCHEMA_VERSION}
         doc.update(self.job)

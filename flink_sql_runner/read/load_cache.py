@@ -26,10 +26,12 @@ foreign for empty), asks and adds entries while loading, and writes back what ch
 did; entries of files that are gone are dropped (`prune`). The file is JSON lines: a header,
 then one `[section, key, entry]` a line, a later line for a key replacing an earlier one (an
 entry of `null` drops it). What a command changed is appended to the file as it was read
-(`appendix`: 100 edited jobs of 10,000 write 100 lines, not 17 MB); once the lines on file
-outnumber the entries by a quarter, the file is written again whole (`to_bytes`), copying the
-text of every entry read and not replaced instead of encoding it again. A line cut short (a
-write interrupted) is skipped: its entry is read again.
+(`appendix`: 100 edited jobs of 10,000 write 100 lines, not 17 MB), only while the file still
+begins with this code's header (`head`: another code's command may have written it again
+since, and would take the lines for its own). Otherwise, and once the lines on file outnumber
+the entries by a quarter, the file is written again whole (`to_bytes`), copying the text of
+every entry read and not replaced instead of encoding it again. A line cut short (a write
+interrupted) is skipped: its entry is read again.
 """
 
 from __future__ import annotations
@@ -237,6 +239,13 @@ class LoadCache:
             return None
         added = [_compact([s, k, entry]) for (s, k), entry in self._changes.items()]
         return ("\n" + "\n".join(added) + "\n").encode()
+
+    @staticmethod
+    def head() -> bytes:
+        """The file's first line, with its end, as this code writes it: an appendix is only
+        appended to a file that begins with it (another code's may have replaced the file read
+        since, and would read the lines as its own)."""
+        return (_head() + "\n").encode()
 
     def to_bytes(self) -> bytes:
         """The whole file: the header (format and code) on its first line, then one entry a

@@ -1,18 +1,24 @@
-"""Table names as Spark SQL writes them: `orders`, `db.orders`, `` `kafka`.`orders` ``.
+"""Table names as Spark SQL writes them: `orders`, `db.orders`, `` `kafka`.`orders` ``; and
+the rule of a job's name.
 
 A name has one to three parts (table; database and table; catalog, database and table). A part
 is written plain (letters, digits and '_', not a digit first) or between backticks, which may
 also hold '-' (the original tool's tables are often named `some-kafka-table`). Like Spark with
 its default `spark.sql.caseSensitive=false`, names match part by part, ignoring case, backticks
 stripped: `` `Kafka`.`orders` ``, `kafka.ORDERS` and `kafka.orders` are one table.
+
+A job's name is an S3 key, a folder's and an application's name, never a path: its rule is the
+job schema's (`name` in job.schema.json), checked by validation and, through `is_job_name`, by
+every command that takes job names.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
-from flink_sql_runner.read.schemas import shown
+from flink_sql_runner.read.schemas import ecma_regex, shown, validator
 
 MAX_PARTS = 3
 MAX_PART_LENGTH = 128
@@ -141,3 +147,24 @@ def from_parts(parts: tuple[str, ...]) -> TableName:
     if problem:
         raise BadName(f"{shown(str(name))} is not allowed: read as {name.reading()}; {problem}")
     return name
+
+
+#: The rule of a job's name, in words.
+JOB_RULE = (
+    "job names use lowercase letters, digits, '-' and '_', a letter or digit first (at most 63)"
+)
+
+
+@cache
+def _job_name() -> re.Pattern[str]:
+    return ecma_regex(validator("job").schema["properties"]["name"]["pattern"])
+
+
+def is_job_name(text: str) -> bool:
+    """Whether `text` is a job's name by the job schema's rule."""
+    return bool(_job_name().search(text))
+
+
+def job_name_problem(text: str) -> str | None:
+    """Why `text` is not a job's name, or None when it is one."""
+    return None if is_job_name(text) else f"{shown(text)} is not a job name: {JOB_RULE}"

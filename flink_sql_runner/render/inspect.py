@@ -7,7 +7,6 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-from flink_sql_runner.act.forget import human_size
 from flink_sql_runner.decide.changes import CHECKPOINT_VALUE_RULE, property_rule
 from flink_sql_runner.model.checkpoint_report import (
     CheckpointReport,
@@ -15,6 +14,7 @@ from flink_sql_runner.model.checkpoint_report import (
     SourceProgress,
     StateReport,
 )
+from flink_sql_runner.model.sizes import human_size
 
 #: Files of a file source's last entry shown in text (all in JSON).
 SHOWN_FILES = 3
@@ -68,12 +68,16 @@ def utc(ms: int | None) -> str:
 def inspect_text(inspection: Inspection) -> str:
     stored = inspection.manifest.meta.query_version
     which = "the stored version" if inspection.version == stored else f"stored: v{stored}"
-    out = [f"{inspection.name} v{inspection.version} ({which})",
-           f"  checkpoint  {inspection.location}"]  # fmt: skip
+    out = [f"{inspection.name} v{inspection.version} ({which})"]
     report = inspection.report
-    if report is None:
+    if inspection.location is None:
+        out.append("  checkpoint  none: converted by `migrate`, not deployed by this tool yet")
+        out.append(f"  no checkpoint yet: the next deploy starts it clean, as v{stored + 1}")
+    elif report is None:
+        out.append(f"  checkpoint  {inspection.location}")
         out.append("  no checkpoint yet: no run of this version has planned a batch")
     else:
+        out.append(f"  checkpoint  {inspection.location}")
         out += _checkpoint_lines(report)
         if inspection.state is not None:
             out += _state_lines(inspection.state)

@@ -39,6 +39,7 @@ from flink_sql_runner.targets.base import (
     Stopped,
     Submission,
 )
+from flink_sql_runner.targets.jvm_archive import with_archive
 from flink_sql_runner.targets.runner_files import runner_script
 from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_submit re-exported
     find_spark_submit,
@@ -103,6 +104,8 @@ class LocalTarget:
         self.runs = state_dir / "runs"
         self.secrets = self.runs / ".secrets"
         self.logs = state_dir / "logs"
+        #: `jvm-archive`'s class-data-sharing archive, used when there is one (jvm_archive.py).
+        self.jvm = state_dir / "jvm"
         self.keep_logs = keep_logs
         self.spark_submit = spark_submit
         self.master = master
@@ -231,7 +234,7 @@ class LocalTarget:
             spark_submit = find_spark_submit(self.spark_submit)
             body = properties_file_text(spark_submit, submission.secret_conf)
             write_atomically(properties_file, body, 0o600)
-        env = dict(os.environ)
+        env = with_archive(dict(os.environ), self.jvm, find_spark_submit(self.spark_submit))
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("PYSPARK_DRIVER_PYTHON", env["PYSPARK_PYTHON"])
         args = self.command(submission, properties_file)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
-from tests.support.cli import run_cli
+from tests.support.cli import migrated_store, run_cli
 
 
 def cli(*args: str, stdin: int | None = subprocess.DEVNULL) -> subprocess.CompletedProcess[str]:
@@ -169,3 +169,32 @@ def test_a_locked_store_is_exit_3_and_a_dry_run_needs_no_lock(tmp_path: Path):
     assert tree(tmp_path) == before
     dry = cli("forget", "tick-log", "--dry-run", *args)
     assert dry.returncode == 0 and dry.stdout.startswith("tick-log:\n")
+
+
+def test_a_migrated_job_not_deployed_yet_is_forgotten_one_or_all(tmp_path: Path):
+    """Issue 40, item 2: a manifest `migrate` converted names no checkpoint root (no deploy of
+    this tool has run it): `forget` and `forget --all` ended in KeyError: 'checkpoint-root'."""
+    state = tmp_path / "state"
+    names = migrated_store(state)
+    one = cli("forget", "late-shipments", "--yes", "--state-dir", str(state))
+    assert (one.returncode, one.stderr) == (0, "")
+    manifests = state / "manifests"
+    lines = one.stdout.splitlines()
+    assert lines[:3] == [
+        "late-shipments:",
+        f"  archive  manifest        {manifests}/late-shipments.yaml",
+        "  keep     sink            `kafka`.`late-shipments`  (its data, _spark_metadata and "
+        "the runner's claims)",
+    ]
+    assert lines[3].startswith(
+        f"late-shipments: forgotten: manifest archived to {manifests}/_archive/late-shipments/"
+    )
+    assert lines[4:] == []
+    assert not (manifests / "late-shipments.yaml").exists()
+    every = cli("forget", "--all", "--yes", "--state-dir", str(state), "--output", "json")
+    assert (every.returncode, every.stderr) == (0, "")
+    docs = [json.loads(line) for line in every.stdout.splitlines()]
+    assert [(d["name"], d["outcome"]) for d in docs] == [
+        (n, "forgotten") for n in names if n != "late-shipments"
+    ]
+    assert sorted(p.name for p in manifests.glob("*.yaml")) == []

@@ -13,6 +13,7 @@ import pytest
 
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
+from tests.support.cli import migrated_store
 from tests.support.cli import run_cli as cli
 
 PINS = {"spark.sql.shuffle.partitions": "2", "spark.sql.streaming.multipleWatermarkPolicy": "min"}
@@ -198,6 +199,23 @@ def test_a_run_history_not_the_runners_is_a_note(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert f"  note: the run history {history} is not one the runner writes: not shown" in lines
     assert [line.split()[1] for line in lines if line.startswith("  run ")] == ["run-a", "run-b"]
+
+
+def test_a_migrated_job_not_deployed_yet_has_no_checkpoint_of_ours(tmp_path: Path) -> None:
+    """Issue 40, item 2: a manifest `migrate` converted names no checkpoint root (no deploy of
+    this tool has run it): `inspect` ended in KeyError: 'checkpoint-root'."""
+    state = tmp_path / "state"
+    migrated_store(state)
+    text = cli("inspect", "late-shipments", "--state-dir", str(state))
+    assert (text.returncode, text.stderr) == (1, "")
+    assert text.stdout.splitlines()[:3] == [
+        "late-shipments v1 (the stored version)",
+        "  checkpoint  none: converted by `migrate`, not deployed by this tool yet",
+        "  no checkpoint yet: the next deploy starts it clean, as v2",
+    ]
+    as_json = cli("inspect", "late-shipments", "--state-dir", str(state), "--output", "json")
+    assert (as_json.returncode, as_json.stderr) == (1, "")
+    assert json.loads(as_json.stdout)["checkpoint"] == {"location": None, "exists": False}
 
 
 @pytest.mark.s3

@@ -6,28 +6,33 @@ from __future__ import annotations
 
 import inspect
 import re
+from pathlib import Path
 
 import click
+import pytest
 
 from flink_sql_runner.cli import main as cli
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import settings_from
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from tests.support.cli import run_cli
 
 #: What each command does, as far as options are concerned.
 DOES = {
     "validate": {"loads"},
-    "plan": {"loads", "store", "target", "output"},
-    "deploy": {"loads", "store", "target", "output", "submits", "stops", "locks"},
-    "deploy-job": {"loads", "store", "target", "output", "submits", "stops", "locks"},
-    "status": {"loads", "store", "target", "output"},
-    "stop": {"store", "target", "output", "stops", "locks"},
-    "forget": {"store", "target", "output", "stops", "locks"},
-    "logs": {"store", "target"},
-    "inspect": {"store", "target", "output"},
-    "watch": {"store", "target", "submits", "stops"},
+    "plan": {"loads", "store", "target", "spark", "output"},
+    "deploy": {"loads", "store", "target", "spark", "output", "submits", "stops", "locks"},
+    "deploy-job": {"loads", "store", "target", "spark", "output", "submits", "stops", "locks"},
+    "status": {"loads", "store", "target", "spark", "output"},
+    "stop": {"store", "target", "spark", "output", "stops", "locks"},
+    "forget": {"store", "target", "spark", "output", "stops", "locks"},
+    "logs": {"store", "target", "spark"},
+    "inspect": {"store", "target", "spark", "output"},
+    "watch": {"store", "target", "spark", "submits", "stops"},
     "resume": {"store", "locks"},
     "migrate": {"locks"},
     "lineage": {"loads", "output"},
+    "jvm-archive": {"spark"},
 }
 #: The options of the shared groups, by what they are for.
 FOR = {
@@ -40,7 +45,7 @@ FOR = {
     "--rest-gateway": "target",
     "--cluster-api": "target",
     "--namespace": "target",
-    "--spark-submit": "target",
+    "--spark-submit": "spark",
     "--runner-path": "submits",
     "--start-timeout": "submits",
     "--stop-timeout": "stops",
@@ -77,3 +82,40 @@ def test_every_option_a_command_takes_is_read():
             elif param.opts[0] in FOR:
                 assert "settings_from(" in body, (name, param.name)
                 assert param.name in settings_reads, (name, param.name, "settings_from skips it")
+
+
+#: The one line a NAME that is not a job name gets, from every command that takes job names.
+NOT_A_JOB_NAME = (
+    "error: NAME '../x' is not a job name: job names use lowercase letters, digits, '-' and "
+    "'_', a letter or digit first (at most 63); nothing was touched"
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["stop"], ["stop", "tick-log"], ["forget", "--yes"], ["logs"], ["inspect"], ["resume"]],
+)
+def test_a_name_that_is_not_a_job_name_is_bad_input_and_reaches_nothing(
+    command: list[str], tmp_path: Path
+) -> None:
+    """Issue 40, item 5: `logs ../x` and `inspect ../x` reached the file system beside the
+    store (here a manifest `../x` would find); every command taking a job name checks it by the
+    job-name rule, before anything is read or touched: exit 2, one line naming the argument."""
+    state = tmp_path / "state"
+    (state / "manifests").mkdir(parents=True)
+    job = {"name": "x", "target-table": "t", "sql": "SELECT 1", "checkpoint-root": "/ck"}
+    (state / "x.yaml").write_text(StoredManifest(job, {}, Meta.new(1)).to_yaml())
+    (state / "x").mkdir()
+    (state / "x" / "20261125T010000.000Z-r1.log").write_text("a log line\n")
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+    result = run_cli(*command, "../x", "--state-dir", str(state), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [NOT_A_JOB_NAME]
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+
+
+def test_every_argument_that_takes_job_names_checks_them() -> None:
+    for name, command in cli.all_commands().items():
+        for param in command.params:
+            if isinstance(param, click.Argument) and param.name in ("name", "names"):
+                assert param.type.name == "job name", (name, param.name)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
+from tests.support.cli import migrated_store
 from tests.support.cli import run_cli as cli
 
 
@@ -141,3 +142,27 @@ def test_stop_needs_names_or_all_but_not_both(tmp_path: Path):
         assert result.stderr.splitlines() == [
             "error: name the jobs to stop, or give --all (not both)"
         ], args
+
+
+def test_a_migrated_job_not_deployed_yet_has_nothing_to_stop(tmp_path: Path):
+    """Issue 40, item 2: a manifest `migrate` converted names no checkpoint root (no deploy of
+    this tool has run it): `stop` ended in KeyError: 'checkpoint-root'."""
+    state = tmp_path / "state"
+    names = migrated_store(state)
+    result = cli("stop", "late-shipments", "--state-dir", str(state), cwd=tmp_path)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout == (
+        "late-shipments: not deployed by this tool yet (converted by `migrate`: no checkpoint); "
+        "nothing to stop; recorded as stopped\n"
+    )
+    stored = LocalStore(state / "manifests").read("late-shipments").manifest
+    assert stored is not None and stored.job["desired-state"] == "stopped"
+    again = cli("stop", "late-shipments", "--state-dir", str(state), cwd=tmp_path)
+    assert (again.returncode, again.stderr) == (0, "")
+    assert again.stdout == (
+        "late-shipments: already stopped (not deployed by this tool yet: no checkpoint)\n"
+    )
+    every = cli("stop", "--all", "--state-dir", str(state), "--output", "json", cwd=tmp_path)
+    assert (every.returncode, every.stderr) == (0, "")
+    docs = [json.loads(line) for line in every.stdout.splitlines()]
+    assert [(d["name"], d["outcome"]) for d in docs] == [(n, "not-running") for n in names]

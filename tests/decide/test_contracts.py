@@ -103,6 +103,16 @@ def test_a_type_an_older_version_wrote_counts_when_a_column_returns() -> None:
     assert report.change["retyped"] == [{"name": "value", "from": "bigint", "to": "string"}]
 
 
+def test_a_column_an_older_version_wrote_returning_not_null_is_refused() -> None:
+    """Issue 40, item 3: v1 wrote value, v2 dropped it (allowed), v3 brings it back NOT NULL:
+    v2's parquet files lack it, and reading them fails as for any new NOT NULL column."""
+    v2 = (f("tick_time", "timestamp"), *META)
+    back = (*v2, {"name": "value", "type": "bigint", "nullable": False})
+    report = judge(contract(output=back, history=(V1, v2)))
+    assert report.refused and report.verdict == "breaking"
+    assert report.change["required"] == ["value"]
+
+
 def test_a_new_location_holds_nothing_and_says_where_readers_must_move() -> None:
     retyped = (f("value", "string"), *META)
     report = judge(contract(output=retyped, history=(), moved_from="/out/v1"))
@@ -237,6 +247,28 @@ def test_a_new_not_null_column_is_refused_and_said_so() -> None:
     assert decision.action is Action.REFUSED
     assert "+ tag string NOT NULL (older files lack it: readers fail)" in plan_text(plan)
     assert json.loads(plan_json(plan))["jobs"][0]["schema"]["required"] == ["tag"]
+
+
+def test_kafka_headers_included_give_a_column_and_are_analysed() -> None:
+    """Issue 40, item 6: `includeHeaders` true adds a `headers` column to a Kafka source (Spark's
+    KafkaRecordToRowConverter); the plan took it for an option that gives the same columns,
+    and only the run's check before its first write saw the new column."""
+    kafka = {"format": "kafka", "options": {"subscribe": "orders",
+             "kafka.bootstrap.servers": "k:9092"}}  # fmt: skip
+    before = make_job(sql="SELECT * FROM src", tables={"src": kafka})
+    store = FakeStore()
+    store.put(stored_of(before))
+
+    def checked(options: dict) -> bool:
+        job = make_job(sql="SELECT * FROM src", tables={"src": {**kafka, "options": options}})
+        (facts,) = gather([job], store, FakeTarget(), FakeStorage(), workers=1)
+        return needs_check(facts)
+
+    for value in (True, "true", "TRUE"):
+        assert checked({**kafka["options"], "includeHeaders": value})
+        assert checked({**kafka["options"], "INCLUDEHEADERS": value}), "keys without case"
+    assert not checked({**kafka["options"], "includeHeaders": "false"}), "no column: same columns"
+    assert not checked({**kafka["options"], "maxOffsetsPerTrigger": 100})
 
 
 def test_a_sources_options_alone_are_not_analysed() -> None:

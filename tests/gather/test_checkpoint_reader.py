@@ -21,6 +21,7 @@ from flink_sql_runner.model.checkpoint_report import (
     StateReport,
     StoreState,
 )
+from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.storage import FileStorage
 
 PINS = {"spark.sql.shuffle.partitions": "2", "spark.sql.streaming.multipleWatermarkPolicy": "min"}
@@ -424,10 +425,12 @@ def test_the_probe_starts_with_the_jobs_storage_settings_and_for_s3_its_jars() -
     props = {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000", "spark.jars": "/j/a.jar",
              "spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.5.0",
              "spark.sql.shuffle.partitions": 4}  # fmt: skip
+    job = {"name": "job", "target-table": "t", "sql": "SELECT 1", "sparkProperties": props}
+    manifest = StoredManifest(job, {}, Meta.new(1))
     storage_only = {"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000"}
-    assert probe_conf(props, "/ck/job/1") == storage_only
-    assert probe_conf(props, "file:///ck/job/1") == storage_only
-    assert probe_conf(props, "s3a://b/ck/job/1") == {
+    assert probe_conf(manifest, "/ck/job/1") == storage_only
+    assert probe_conf(manifest, "file:///ck/job/1") == storage_only
+    assert probe_conf(manifest, "s3a://b/ck/job/1") == {
         **storage_only,
         "spark.jars": "/j/a.jar",
         "spark.jars.packages": "org.apache.hadoop:hadoop-aws:3.5.0",

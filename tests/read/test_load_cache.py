@@ -668,3 +668,30 @@ def test_an_edit_appends_to_the_file_it_read(
     jobs, _ = load(state, paths, tables)
     assert counted.parsed == 0
     assert shape(jobs) == shape(load(state, paths, tables, cache=False)[0])
+
+
+def test_an_entry_is_never_appended_to_the_file_of_another_code(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40, item 4: a command of code X read the file (X's), a command of code Y wrote it
+    again whole meanwhile (Y's header), then X appended its entries: Y read them back as its
+    own. The append lands only on a file headed by the appender's code."""
+    from flink_sql_runner.read import load_cache
+
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(load_cache, "code_digest", lambda: "X")
+    load(state, paths, tables)
+    made_by_x = tmp_path / "made-by-x.yaml"
+    made_by_x.write_text("text")
+    deployment = Deployment(settings(state, paths, tables))
+    with deployment._cache() as cache:  # a command of code X, loading
+        assert cache is not None and cache.hits == 0
+        cache.keep_table_file(str(made_by_x), "text", [({"by": "X"}, "x", None)])
+        monkeypatch.setattr(load_cache, "code_digest", lambda: "Y")
+        load(state, paths, tables)  # a command of code Y, meanwhile
+        assert cache_doc(state)["code"] == "Y"
+        monkeypatch.setattr(load_cache, "code_digest", lambda: "X")
+    monkeypatch.setattr(load_cache, "code_digest", lambda: "Y")
+    read_by_y = LoadCache.from_bytes(cache_file(state).read_bytes())
+    assert read_by_y.table_file(str(made_by_x), "text") is None

@@ -13,7 +13,8 @@ from flink_sql_runner.model.runtime import runtime_manifest
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.catalog import load_catalog
 from flink_sql_runner.read.manifest import load_jobs
-from flink_sql_runner.read.names import BadName, parse_name
+from flink_sql_runner.read.names import BadName, is_job_name, job_name_problem, parse_name
+from flink_sql_runner.read.schemas import schema_problems
 from flink_sql_runner.read.sqlinfo import point_at_views, table_references
 
 RULE = "table names use letters, digits and '_', not a digit first (at most 128)"
@@ -256,3 +257,14 @@ def test_changes_of_a_qualified_table_show_old_and_new_values():
     spec = {"name": "j", "target-table": "out", "sql": "SELECT 1 FROM kafka.orders"}
     (change,) = diff(spec, old, spec, new)
     assert (change.field, change.old, change.new) == ("tables.kafka.orders.options.path", "a", "b")
+
+
+@pytest.mark.parametrize(
+    "text", ["tick-log", "a", "0_a", "a" * 63, "a" * 64, "../x", "Tick", "-a", "a\n", "a/b", ""]
+)
+def test_the_job_name_rule_is_the_job_schemas(text: str) -> None:
+    """One rule for a job's name: what validation of a manifest's `name` allows, and what the
+    commands taking a NAME check (read/names.py)."""
+    allowed = not [p for p in schema_problems({"name": text}, "job", "f") if p.field == "name"]
+    assert is_job_name(text) == allowed
+    assert (job_name_problem(text) is None) == allowed

@@ -148,3 +148,18 @@ def test_a_new_not_null_column_breaks_a_parquet_or_orc_sinks_readers() -> None:
         assert describe(found) == "added NOT NULL, which the older files lack: note (string)"
     assert compare([V1], new, "json")["verdict"] == "additive"
     assert compare([V1], [*V1, col("note", "string")], "parquet")["required"] == []
+
+
+def test_an_older_versions_column_brought_back_not_null_breaks_a_parquet_or_orc_sink() -> None:
+    """Issue 40, item 3: v1 wrote `b`, v2 dropped it (allowed), v3 brings it back NOT NULL: the
+    v2 files lack it, as the files before a new column do, and reading them fails alike. Judged
+    `same, no change` before; with v2 alone as the history the same change is refused."""
+    a, b, strict = col("a"), col("b"), col("b", nullable=False)
+    for fmt in ("parquet", "orc", None):
+        found = compare([[a, b], [a]], [a, strict], fmt)
+        assert found["verdict"] == "breaking" and found["required"] == ["b"]
+        assert describe(found) == "added NOT NULL, which the older files lack: b (bigint)"
+        assert found == compare([[a]], [a, strict], fmt)
+    # Nullable, it is not new to the readers (v1's files hold it); json keeps no nullability.
+    assert describe(compare([[a, b], [a]], [a, b], "parquet")) == "no change"
+    assert compare([[a, b], [a]], [a, strict], "json")["verdict"] == "same"

@@ -25,3 +25,16 @@ def run_cli(
         env={**os.environ, **(env or {})},
         stdin=stdin,
     )
+
+
+#: Stored manifests of the original tool (Flink), versions 1 to 5 (tests/data/migration/).
+ORIGINAL_STORE = REPO / "tests" / "data" / "migration" / "original" / "store"
+
+
+def migrated_store(state: Path) -> list[str]:
+    """`migrate --from <the original tool's store> --to <state>/manifests` through the command
+    line: the converted manifests, not deployed by this tool yet (none names a checkpoint
+    root); returns their job names."""
+    result = run_cli("migrate", "--from", str(ORIGINAL_STORE), "--to", str(state / "manifests"))
+    assert result.returncode == 0, result.stderr
+    return sorted(p.stem for p in ORIGINAL_STORE.glob("*.yaml"))

@@ -22,7 +22,7 @@ _PLAIN_KEY = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
 @cache
-def _ecma_regex(pattern: str) -> re.Pattern[str]:
+def ecma_regex(pattern: str) -> re.Pattern[str]:
     """`pattern` as ECMA-262 (JSON Schema's dialect) reads it: a final `$` is the end of the
     text. Python's `$` also matches before a final newline, which let "name\\n" through."""
     if pattern.endswith("$") and not pattern.endswith("\\$"):
@@ -31,7 +31,7 @@ def _ecma_regex(pattern: str) -> re.Pattern[str]:
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
-    if validator.is_type(instance, "string") and not _ecma_regex(pattern).search(instance):
+    if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 

@@ -1,5 +1,6 @@
-"""What a test's Spark driver does, done once so that a class-data-sharing archive holds the
-classes it loads: spark-submitted by tests/support/jvm.py with `-XX:ArchiveClassesAtExit`.
+"""What a job's Spark driver does, done once so that a class-data-sharing archive holds the
+classes it loads: spark-submitted by `flink-sql-runner jvm-archive`
+(flink_sql_runner/targets/jvm_archive.py) with `-XX:ArchiveClassesAtExit`.
 
     jvm_training.py WORK_DIR
 
