@@ -1,12 +1,12 @@
 """A Kafka job changed while records keep arriving: the scenario behind the Kafka handover test
-(tests/kafka/test_kafka_handover.py asserts it) and the `kafka` benchmark (python -m
-tests.benchmarks --only kafka prints it, docs/kafka.md shows it).
+(tests/kafka/test_kafka_handover.py asserts it, then goes on with the same job) and the `kafka`
+benchmark (python -m tests.benchmarks --only kafka prints it, docs/kafka.md shows it).
 
 One Kafka topic (three partitions), one job copying every record with its partition and offset
 into a parquet sink (`PASS_THROUGH`), its source table with no `startingOffsets` (what Spark
-defaults to: `latest`). v1 is deployed, then a producer keeps producing (in the benchmark a
-record every 20 ms, and each run reads 100 rows before the next change; the test asks for
-fewer) while `deploy` carries out, one after the other:
+defaults to: `latest`). v1 is deployed, then a producer keeps producing (a record every 20 ms
+in the benchmark, every 100 ms in the test) while `deploy` carries out, one after the other,
+each once the run before it has read 100 rows (20 in the test):
 
 1. a config change (the description): stop with checkpoint, restart from it (v1 again);
 2. a query change (a filter that keeps every record): stop, start clean as v2, whose source
@@ -18,7 +18,7 @@ that the old one had read too (repeated), and what neither read between the old 
 offset and the new run's first, partition by partition (lost). The pause in commits is the
 longest time without a committed batch from before the deploy began to the first batch after it
 (the checkpoints' `commits/` files, by their modification time; the trigger is the template's:
-1 second in the benchmark).
+1 second in the benchmark, 3 in the test).
 """
 
 from __future__ import annotations
