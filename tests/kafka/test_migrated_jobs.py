@@ -11,8 +11,8 @@ What changes from the folder, as a user would change it to run it elsewhere:
   (the connector for Spark 4.0.1, hadoop-aws) becomes the connector of the Spark the tests run
   (`spark.jars`, tests/support/kafka_spark.py; with its drivers' JVM options, as every test's
   drivers have them); the Spark UI is off, drivers get 512 MiB and
-  shuffles 2 partitions, for ten drivers on two cores. Its 60 s trigger stays: the windows close
-  on the trigger after the first batch.
+  shuffles 2 partitions, for ten drivers on two cores; its 60 s trigger becomes 5 s (the windows
+  close on the trigger after the first batch: a minute of waiting, proving nothing more).
 """
 
 from __future__ import annotations
@@ -124,6 +124,8 @@ def test_the_original_tool_s_ten_jobs_process_records_on_the_real_broker(
         (ws.tables / path.name).write_text(text.replace("'kafka:9092'", f"'{broker.bootstrap}'"))
     template = yaml.safe_load((EDITED / "job-template.yaml").read_text())
     template["checkpoint-root"] = str(ws.state / "checkpoints")
+    assert template["trigger"] == {"processingTime": "60 seconds"}
+    template["trigger"] = {"processingTime": "5 seconds"}
     properties = template["sparkProperties"]
     assert properties.pop("spark.jars.packages").startswith("org.apache.spark:spark-sql-kafka")
     properties.update(job_properties(kafka_spark))
