@@ -22,13 +22,15 @@ DEFAULT_LOCK_TIMEOUT = 300.0
 #: Where the state folder is when nothing names one: this variable (as `--state-dir` reads it),
 #: else `.flink-sql-runner` in the folder the command runs in.
 STATE_DIR_VARIABLE = "FLINK_SQL_RUNNER_STATE_DIR"
+DEFAULT_STATE_DIR = Path(".flink-sql-runner")
 
 
 def default_state_dir() -> Path:
     """The state folder when none is given: $FLINK_SQL_RUNNER_STATE_DIR, else
     ./.flink-sql-runner. Read when a `Settings` is made, so code that makes its own settings
     (the watch's, a test's) finds the same folder as the command line."""
-    return Path(os.environ.get(STATE_DIR_VARIABLE) or ".flink-sql-runner")
+    found = os.environ.get(STATE_DIR_VARIABLE)
+    return Path(found) if found else DEFAULT_STATE_DIR
 
 
 @dataclass

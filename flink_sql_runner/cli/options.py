@@ -14,6 +14,7 @@ from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.act.settings import (
     DEFAULT_LOCK_TIMEOUT,
     DEFAULT_PARALLELISM,
+    DEFAULT_STATE_DIR,
     Settings,
     default_state_dir,
 )
@@ -95,7 +96,7 @@ _register(
     "--state-dir",
     type=click.Path(path_type=Path),
     envvar=env_var("STATE_DIR"),
-    default=Path(".flink-sql-runner"),
+    default=DEFAULT_STATE_DIR,
     show_default=True,
     help="Local state: manifests (unless --manifest-store), running jobs, "
     "logs, checkpoints of the default template.",
