@@ -15,12 +15,12 @@ from tests.support.jobs import make_job, stored_of
 V1 = [{"name": "id", "type": "bigint", "nullable": True}]
 
 
-def check_into(sink: Path, version: int = 2, **overrides) -> Check:
+def check_into(
+    sink: Path, version: int = 2, created: str = "2026-11-26T07:00:00Z", **overrides
+) -> Check:
     job = make_job(tables={"out": {"format": "parquet", "options": {"path": str(sink)}}},
                    **overrides)  # fmt: skip
-    # One creation time for every check: the plan's cache key holds it, and two checks made
-    # either side of a second's boundary would be two queries (a flaky test under load).
-    new = StoredManifest(job.spec, job.tables, Meta(version, "q", "2026-11-26T07:00:00Z"))
+    new = StoredManifest(job.spec, job.tables, Meta(version, "q", created))
     return Check(new, stored_of(job) if version > 1 else None)
 
 
@@ -60,7 +60,9 @@ def test_queries_are_analysed_once_and_sinks_read_every_time(tmp_path: Path, pro
     first = gather_contracts([check_into(sink)], FileStorage(), cache, probe)["orders"]
     assert first.output.fields == tuple(V1) and first.holds.history == (tuple(V1),)
     assert [len(probe.requests[0][k]) for k in ("jobs", "sinks")] == [1, 1]
-    again = gather_contracts([check_into(sink)], FileStorage(), cache, probe)["orders"]
+    # The deploy after the plan: its new version is made a moment later, the same query.
+    later = check_into(sink, created="2026-11-26T07:00:09Z")
+    again = gather_contracts([later], FileStorage(), cache, probe)["orders"]
     assert again == first
     assert [len(probe.requests[1][k]) for k in ("jobs", "sinks")] == [0, 1]
     other = check_into(sink, sql="SELECT id FROM src")
