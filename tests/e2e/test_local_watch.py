@@ -256,6 +256,8 @@ def test_a_job_failing_on_every_start_backs_off_then_is_left_crash_looping(
     deployed = ws.deploy()
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
     watcher.wait_for_event("crash-looping", timeout=300)
+    # The watcher logs an event, then posts it: the webhook may hear it a moment later.
+    wait_for(lambda: "crash-looping" in webhook.kinds(), timeout=30, what="the webhook's event")
 
     kinds = [k for k in webhook.kinds() if k != "watching"]
     assert kinds == ["restart-failed", "backing-off", "restart-failed", "backing-off",
