@@ -188,6 +188,9 @@ class JobSteps:
                 )
             ):
                 self._forget_intent(tracker)  # nothing new can exist: the old facts stand
+            down = self._left_down(name, tracker) if isinstance(exc, FsrError) else None
+            if down is not None:
+                raise FsrError(f"{str(exc).rstrip()}; {down}") from None
             raise
         if tracker.written:
             tracker.forget()
@@ -237,8 +240,10 @@ class JobSteps:
         try:
             self._roll_back(decision, result, tracker)
         except StartFailed as again:
+            down = f"; the job is down: no run of {name} is up" if again.gone else ""
             raise FsrError(
-                f"{first_line(str(failure))}; and the rollback failed too: {first_line(str(again))}"
+                f"{first_line(str(failure))}; and the rollback failed too: "
+                f"{first_line(str(again))}{down}"
             ) from None
         back = next(s for s in decision.rollback if isinstance(s, StartRun))
         result.ok, result.outcome = False, "rolled-back"
@@ -291,6 +296,23 @@ class JobSteps:
             f"skipped: held back, {'; '.join(held)}; v{back.manifest.meta.query_version} "
             "running again from its checkpoint, the store unchanged"
         )
+
+    def _left_down(self, name: str, tracker: Tracker) -> str | None:
+        """What a job whose steps failed is left as, in words, when they stopped its run and no
+        new run of it may be up; None otherwise."""
+        stopped = self._stopped.get(name)
+        if not stopped:
+            return None
+        old = stopped[-1][1]
+        intent = tracker.intent
+        if intent is not None and intent.phase.submitted:
+            if not intent.prepared or intent.phase is Phase.HEALTHY:
+                return None  # its new run may be up
+            return (
+                f"the job is down: v{old} was stopped and the prepared v{intent.version} has "
+                "not had its go; the next deploy gives it"
+            )
+        return f"the job is down: v{old} was stopped and no run of it is up; deploy again"
 
     def _forget_intent(self, tracker: Tracker) -> None:
         try:

@@ -117,8 +117,13 @@ class RunControl:
         return float(getattr(self.target, "submit_timeout", DEFAULT_SUBMIT_TIMEOUT))
 
     def committed(self, manifest: StoredManifest) -> int:
-        """The last batch the checkpoint of `manifest`'s version has committed; -1 if none."""
-        found = last_committed(self.storage, checkpoint_location(manifest))
+        """The last batch the checkpoint of `manifest`'s version has committed; -1 if none.
+        StartFailed (nothing started) when it cannot be read."""
+        location = checkpoint_location(manifest)
+        try:
+            found = last_committed(self.storage, location)
+        except FsrError as exc:
+            raise StartFailed(f"cannot read {location}: {exc}", True) from None
         return found if found is not None else -1
 
     @staticmethod
@@ -155,7 +160,10 @@ class RunControl:
         mark("stopping", job=run.name)
         stopped = self.target.stop(run, control.stop_marker, self.timeouts.stop)
         mark("stopped", job=run.name)
-        self.storage.delete(control.stop_marker)
+        try:
+            self.storage.delete(control.stop_marker)
+        except FsrError:
+            pass  # housekeeping: the version's next start deletes its marker before it starts
         return stopped.how
 
     def start(
@@ -176,12 +184,15 @@ class RunControl:
         control = self.control(manifest, manifest.meta.query_version)
         self._refuse_used_checkpoint(manifest, clean, StartFailed)
         document, plain, secret = self._documents(manifest, run_id, control, source, starting)
-        self.storage.delete(control.stop_marker)
-        self.storage.delete(control.status_file)
-        self._delete_beacon(control)  # the last run's: the new run writes its own
-        self.storage.write_text(
-            control.runtime_manifest, json.dumps(document, indent=2), private=True
-        )
+        try:
+            self.storage.delete(control.stop_marker)
+            self.storage.delete(control.status_file)
+            self._delete_beacon(control)  # the last run's: the new run writes its own
+            self.storage.write_text(
+                control.runtime_manifest, json.dumps(document, indent=2), private=True
+            )
+        except FsrError as exc:  # nothing submitted: nothing of it runs
+            raise StartFailed(f"cannot write its control files: {exc}", True) from None
         submission = self._submission(manifest, run_id, control, plain, secret)
         begun = self.clock()
         started = self._submit(submission, on_submitted, before_wait)
@@ -195,7 +206,15 @@ class RunControl:
     # -- what start and prepare share ----------------------------------------------------------
     def _refuse_used_checkpoint(self, manifest: StoredManifest, clean: bool, error: type) -> None:
         location = checkpoint_location(manifest)
-        if clean and not self.storage.is_empty(location):
+        if not clean:
+            return
+        try:
+            empty = self.storage.is_empty(location)
+        except StartFailed:
+            raise
+        except FsrError as exc:  # nothing submitted: nothing of it runs
+            raise error(f"cannot tell whether {location} is empty: {exc}", True) from None
+        if not empty:
             raise error(f"refusing a clean start: checkpoint folder {location} is not empty", True)
 
     def _documents(

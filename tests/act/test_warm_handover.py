@@ -15,6 +15,7 @@ from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import PrepareRun, StartRun
 from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.intents import IntentLog, Phase
 from flink_sql_runner.model.runs import Run
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
@@ -252,3 +253,42 @@ def test_a_stop_after_the_go_was_given_records_the_new_manifest():
     assert stopped.outcome == "stopped", stopped
     recorded = world.store.manifests["orders"]
     assert recorded.meta.query_version == 2 and recorded.job["desired-state"] == "stopped"
+
+
+@pytest.mark.parametrize("handover", ["warm", "cold"])
+@pytest.mark.parametrize("change", [CONFIG, QUERY], ids=["config", "query"])
+def test_a_storage_error_tidying_the_old_run_s_stop_marker_does_not_fail_the_handover(
+    handover, change
+):
+    """Issue 39, finding 5: the stop marker's delete right after the old run stopped is
+    housekeeping (the next start deletes the version's marker again before it starts): one
+    503 there must not leave the job down."""
+    world = World()
+    marker = ControlFiles.of(f"{ROOT}/orders", 1).stop_marker
+    world.target.before_stop = lambda run: world.state.delete_fails_once.add(marker)
+    _, result = world.deploy([change], handover=handover)
+    assert result.ok, result
+    assert world.state.delete_fails_once == set()  # the 503 was answered
+    assert world.target.double_starts == []
+    assert len(world.runs()) == 1 and world.runs() != ["old-run"]
+    assert world.store.manifests["orders"].job["sql"] == change.spec["sql"]
+    assert world.intent() is None
+
+
+@pytest.mark.parametrize("handover", ["warm", "cold"])
+@pytest.mark.parametrize("change", [CONFIG, QUERY], ids=["config", "query"])
+def test_a_job_left_down_after_its_old_run_stopped_says_so_in_words(handover, change):
+    """Issue 39, finding 5: the checkpoint storage fails for good once the old run stopped:
+    the start fails before anything is submitted, the rollback too, and the result says that
+    the job is down."""
+    world = World()
+
+    def storage_fails(_run) -> None:
+        world.state.fail = True
+
+    world.target.before_stop = storage_fails
+    _, result = world.deploy([change], handover=handover)
+    assert not result.ok
+    assert "the job is down" in result.summary, result
+    assert world.target.double_starts == []
+    assert world.runs() == [] or handover == "warm"  # a prepared run that heard no abort
