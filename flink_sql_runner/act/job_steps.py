@@ -160,6 +160,13 @@ class JobSteps:
                 return
             self._steps(decision.steps[split:], result, tracker)
         except StartFailed as failure:
+            # A prepared run that will not get its go is told to end before anything else of
+            # the job starts (a rollback's run would be up beside it).
+            if not self._end_prepared(name, f"its go will not come: {first_line(str(failure))}"):
+                result.steps.append(
+                    "the prepared run could not be confirmed gone: it writes nothing and ends "
+                    "by itself"
+                )
             if not failure.gone:
                 raise FsrError(
                     f"{first_line(str(failure))}; the run may still be up, so nothing else "
@@ -350,7 +357,7 @@ class JobSteps:
                 self.runs.abort(prepared, "an interrupted deploy prepared it; no go will come")
                 result.steps.append(f"ended {step.run.describe()}, prepared and never given its go")
             elif isinstance(step, StartRun):
-                prepared = self._prepared.pop(result.name, None) if step.prepared else None
+                prepared = self._prepared.get(result.name) if step.prepared else None
                 if step.prepared and prepared is None:
                     result.steps.append("no run was prepared: started the cold way")
                 healthy = self._start(step, result, tracker, prepared)
@@ -422,6 +429,7 @@ class JobSteps:
         starting = self._starting(step, result)
         if prepared is not None:
             tracker.to(Phase.SUBMITTED, prepared.run.submission_id, committed_before=before)
+            del self._prepared[result.name]  # its go may be given from here on: not ended
             try:
                 return self.runs.go(prepared, starting)
             except PreparedGone as gone:

@@ -19,7 +19,16 @@ from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.intents import IntentLog, Phase
 from flink_sql_runner.model.runs import Run
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
-from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, FakeRunner, fake_executor, stored_of
+from tests.support.jobs import (
+    BASE,
+    CONFIG,
+    QUERY,
+    ROOT,
+    FakeRunner,
+    fake_executor,
+    make_job,
+    stored_of,
+)
 
 
 class Crash(BaseException):
@@ -29,10 +38,10 @@ class Crash(BaseException):
 class World:
     """A job `orders` recorded at v1 and running, with a checkpoint; a runner on fakes."""
 
-    def __init__(self, **runner) -> None:
+    def __init__(self, base=BASE, **runner) -> None:
         self.store, self.target, self.state = FakeStore(), FakeTarget(), FakeStorage()
         self.runner = FakeRunner(self.state, self.target, **runner)
-        self.store.put(stored_of(BASE, 1))
+        self.store.put(stored_of(base, 1))
         self.target.add_run(Run("orders", 1, "old-run", "pid 1"))
         self.state.add_checkpoint(f"{ROOT}/orders/1", 7)
         self.events: list[str] = []
@@ -292,3 +301,51 @@ def test_a_job_left_down_after_its_old_run_stopped_says_so_in_words(handover, ch
     assert "the job is down" in result.summary, result
     assert world.target.double_starts == []
     assert world.runs() == [] or handover == "warm"  # a prepared run that heard no abort
+
+
+KAFKA = {
+    "format": "kafka",
+    "options": {"kafka.bootstrap.servers": "b1:9092", "subscribe": "orders"},
+}
+KAFKA_V1 = make_job(tables={"src": KAFKA})
+KAFKA_V2 = make_job(sql="SELECT id, ts FROM src WHERE id > 100", tables={"src": KAFKA})
+
+
+def kafka_checkpoint(state: FakeStorage, committed: int = 4) -> None:
+    """v1's checkpoint: batches 0..committed read `orders` up to [0:5, 1:7]."""
+    line = json.dumps({"orders": {"0": 5, "1": 7}})
+    for old in [f for f in state.files if f.startswith(f"{ROOT}/orders/1/")]:
+        del state.files[old]
+    state.files[f"{ROOT}/orders/1/metadata"] = json.dumps({"id": "x"})
+    for batch in range(committed + 1):
+        state.files[f"{ROOT}/orders/1/offsets/{batch}"] = f"v1\n{{}}\n{line}"
+        state.files[f"{ROOT}/orders/1/commits/{batch}"] = "v1\n{}"
+
+
+def test_a_prepared_run_is_ended_before_the_rollback_when_the_old_end_cannot_be_read():
+    """Issue 39, finding 4: once the old run stopped, where its Kafka sources ended cannot be
+    read (its sink's record is not JSON): the prepared run never gets its go, and is told to
+    end before the rollback starts v1 again, not left up beside it."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    world.state.files[f"{ROOT}/orders/1/offsets/5"] = "v1\n{}\n{}"  # planned, not committed
+    world.state.files[f"{ROOT}/orders/1/flink-sql-runner-sink.json"] = "{not json"
+    world.target.before_submit = lambda s: world.events.append(
+        "submit prepared" if s.prepared else "submit"
+    )
+    world.runner.on_start = lambda s: world.events.append(f"writes {s.version}")
+    heard = world.state.on_write
+
+    def hears(location, text):
+        if location.endswith(".go.json"):
+            world.events.append("abort" if '"abort"' in text else "go")
+        heard(location, text)
+
+    world.state.on_write = hears
+    _, result = world.deploy([KAFKA_V2])
+    assert result.outcome == "rolled-back", result
+    assert "cannot read where v1 stopped" in result.summary
+    assert world.events == ["submit prepared", "stop old-run", "abort", "submit", "writes 1"]
+    assert len(world.runs()) == 1  # v1, started again; the prepared v2 ended
+    assert world.target.double_starts == []
+    assert world.intent() is None
