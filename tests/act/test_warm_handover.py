@@ -18,6 +18,7 @@ from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.intents import IntentLog, Phase
 from flink_sql_runner.model.runs import Run
+from flink_sql_runner.stores.storage import StorageError
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
 from tests.support.jobs import (
     BASE,
@@ -328,7 +329,8 @@ def test_a_prepared_run_is_ended_before_the_rollback_when_the_old_end_cannot_be_
     end before the rollback starts v1 again, not left up beside it."""
     world = World(KAFKA_V1)
     kafka_checkpoint(world.state)
-    world.state.files[f"{ROOT}/orders/1/offsets/5"] = "v1\n{}\n{}"  # planned, not committed
+    planned = json.dumps({"orders": {"0": 9, "1": 9}})
+    world.state.files[f"{ROOT}/orders/1/offsets/5"] = f"v1\n{{}}\n{planned}"  # not committed
     world.state.files[f"{ROOT}/orders/1/flink-sql-runner-sink.json"] = "{not json"
     world.target.before_submit = lambda s: world.events.append(
         "submit prepared" if s.prepared else "submit"
@@ -349,3 +351,33 @@ def test_a_prepared_run_is_ended_before_the_rollback_when_the_old_end_cannot_be_
     assert len(world.runs()) == 1  # v1, started again; the prepared v2 ended
     assert world.target.double_starts == []
     assert world.intent() is None
+
+
+def test_a_go_given_again_after_a_storage_error_carries_the_same_starts():
+    """Issue 39, finding 1: a 503 as the go is written, once the old run stopped, fails the
+    deploy; the next deploy gives the prepared run its go with where its Kafka sources start,
+    as the first deploy's intent record holds it (before: without, so at `latest`)."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    heard = world.state.on_write
+    failed: list[str] = []
+
+    def first_go_fails(location, text):
+        if location.endswith(".go.json") and '"go"' in text and not failed:
+            failed.append(location)
+            del world.state.files[location]
+            raise StorageError(f"cannot write {location}: SlowDown (HTTP 503) (switch)")
+        heard(location, text)
+
+    world.state.on_write = first_go_fails
+    _, result = world.deploy([KAFKA_V2])
+    assert not result.ok and failed
+    assert "the job is down" in result.summary and "the next deploy gives it" in result.summary
+    plan, result = world.deploy([KAFKA_V2])
+    assert plan.decisions[0].steps[0].to_dict()["go"] is True
+    assert result.ok, result
+    [word] = world.runner.words
+    assert word["go"] is True
+    assert word["starting"]["src"]["options"] == {"startingOffsets": '{"orders": {"0": 5, "1": 7}}'}
+    assert world.store.manifests["orders"].meta.query_version == 2
+    assert world.intent() is None and world.target.double_starts == []
