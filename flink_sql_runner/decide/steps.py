@@ -125,9 +125,10 @@ class AwaitRun:
 
     def describe(self) -> str:
         if self.go is not None:
+            starts = f" ({'; '.join(self.go.notes)})" if self.go.notes else ""
             return (
-                f"give {self.run.describe()}, prepared by an interrupted deploy, its go and wait "
-                "until it is healthy"
+                f"give {self.run.describe()}, prepared by an interrupted deploy, its go{starts} "
+                "and wait until it is healthy"
             )
         return f"wait for {self.run.describe()}, started by an interrupted deploy, to be healthy"
 
@@ -139,6 +140,8 @@ class AwaitRun:
         }
         if self.go is not None:
             doc["go"] = True
+            if self.go.by_table:
+                doc["starting"] = self.go.to_dict()
         return doc
 
 

@@ -374,7 +374,9 @@ def test_a_go_given_again_after_a_storage_error_carries_the_same_starts():
     assert not result.ok and failed
     assert "the job is down" in result.summary and "the next deploy gives it" in result.summary
     plan, result = world.deploy([KAFKA_V2])
-    assert plan.decisions[0].steps[0].to_dict()["go"] is True
+    go = plan.decisions[0].steps[0]
+    assert go.to_dict()["go"] is True
+    assert "its go (src starts at v1's batch 4: orders[0:5,1:7])" in go.describe()
     assert result.ok, result
     [word] = world.runner.words
     assert word["go"] is True
