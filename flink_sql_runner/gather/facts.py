@@ -128,14 +128,17 @@ def _checkpoint_facts(
     if stored is None or not stored_root:
         return CheckpointFacts(f"{root}/{name}", False, None, highest)
     location = f"{stored_root}/{name}/{stored.meta.query_version}"
+    # Its sources' offsets matter only where a new version may carry a Kafka source's.
+    kafka = any(isinstance(t, dict) and t.get("format") == "kafka" for t in stored.tables.values())
     if not inspect:  # its latest offsets file; not its metadata and commits
-        pinned, sources = _pins_and_sources(checkpoint_reader.latest_offsets(storage, location))
+        latest = checkpoint_reader.latest_offsets(storage, location, sources=kafka)
+        pinned, sources = _pins_and_sources(latest)
         return CheckpointFacts(location, False, None, highest, pinned, inspected=False,
                                latest_sources=sources)  # fmt: skip
     info = checkpoint_reader.inspect_checkpoint(storage, location)
     latest = None
     if info.last_offset is not None:
-        latest = checkpoint_reader.latest_offsets(storage, location, info.last_offset)
+        latest = checkpoint_reader.latest_offsets(storage, location, info.last_offset, kafka)
     pinned, sources = _pins_and_sources(latest)
     return CheckpointFacts(
         location, info.valid, info.last_committed, highest, pinned, unplanned=info.unplanned,
