@@ -20,6 +20,7 @@ import argparse
 import signal
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from .failures import FAILURES, BadManifest, error_text
@@ -37,6 +38,8 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_MANIFEST = 0, 1, 2
 POLL_SECONDS = 0.5
 #: How long a stop waits for the running micro-batch to finish before it interrupts it.
 BATCH_DRAIN_SECONDS = 30.0
+#: How often a stop looks whether the running micro-batch has committed.
+DRAIN_POLL_SECONDS = 0.05
 
 
 class StopRequest:
@@ -47,13 +50,36 @@ class StopRequest:
         self.reason = f"signal {signal.Signals(signum).name}"
 
 
-def stop_gracefully(query: Any, reason: str) -> None:
-    """Let the running micro-batch finish (up to a limit), then stop the query."""
+def stop_gracefully(
+    query: Any,
+    reason: str,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str:
+    """Stop the query between two micro-batches: at once when none is running, else as soon as
+    the running one has committed (its batch id in the last progress), then the one that may
+    have begun right after it is stopped before it writes much; interrupted mid-batch only after
+    BATCH_DRAIN_SECONDS. A query whose batches run back to back (each as long as its trigger or
+    longer) is never seen with its trigger idle, so waiting for that alone waited out the whole
+    limit and then interrupted a batch anyway. Returns how it stopped, for the log."""
     log(f"stop requested ({reason}); waiting for the current micro-batch")
-    deadline = time.monotonic() + BATCH_DRAIN_SECONDS
-    while time.monotonic() < deadline and query.isActive and query.status.get("isTriggerActive"):
-        time.sleep(0.1)
+    running_after = _last_batch(query)
+    deadline = clock() + BATCH_DRAIN_SECONDS
+    how = "between micro-batches"
+    while query.isActive and query.status.get("isTriggerActive"):
+        if _last_batch(query) != running_after:
+            how = f"after batch {_last_batch(query)} committed"
+            break
+        if clock() >= deadline:
+            how = f"interrupting its micro-batch after {BATCH_DRAIN_SECONDS:.0f} s"
+            break
+        sleep(DRAIN_POLL_SECONDS)
     query.stop()
+    return how
+
+
+def _last_batch(query: Any) -> int | None:
+    return (query.lastProgress or {}).get("batchId")
 
 
 def watch(
@@ -64,10 +90,11 @@ def watch(
         if stop.reason is None and marker and storage.exists(marker):
             stop.reason = f"stop marker {marker}"
         if stop.reason is not None:
-            stop_gracefully(query, stop.reason)
-            batch = (query.lastProgress or {}).get("batchId")
+            how = stop_gracefully(query, stop.reason)
+            batch = _last_batch(query)
             status.set("stopped", batch)
-            log(f"stopped gracefully after batch {batch}")
+            graceful = "interrupting" not in how
+            log(f"stopped {'gracefully ' if graceful else ''}after batch {batch} ({how})")
             return EXIT_OK
         if not query.isActive:
             failure = query.exception()

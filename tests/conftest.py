@@ -32,8 +32,9 @@ USER_STATE = sorted({REPO / ".flink-sql-runner", Path.cwd().resolve() / ".flink-
 def away_from_the_users_jobs(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[None]:
-    """The CLI's default state folder is a fresh temp folder; a test that changes the user's
-    `./.flink-sql-runner/` anyway fails (tests/support/isolation.py)."""
+    """The default state folder (the CLI's, and a `Settings()` a test makes) is a fresh temp
+    folder; a test that changes the user's `./.flink-sql-runner/` anyway fails
+    (tests/support/isolation.py)."""
     monkeypatch.setenv("FLINK_SQL_RUNNER_STATE_DIR", str(tmp_path_factory.mktemp("default-state")))
     before = {folder: fingerprint(folder) for folder in USER_STATE}
     yield

@@ -3,22 +3,26 @@ Spark line, every line in its own virtualenv with the pyspark its constraints fi
 
     python -m tests.matrix                        # the lines CI adds: 3.5, 4.0, 4.1, 4.2
     python -m tests.matrix --line 3.5 --line 4.3  # any of them, the default (4.3) too
+    python -m tests.matrix --install-only         # only make the virtualenvs (.ci/run does
+                                                  # it while the suite runs)
 
 A line's virtualenv is made with `pip install -e '.[test]' -c constraints/spark-<line>.txt` in
 the tests' cache outside the clone (`venvs/spark-<line>-<key>/` of tests/support/cache.py), its
-folder named for what it was made from (that file, `constraints/common.txt` and `pyproject.toml`),
-so another clone or a later CI run on the machine reuses it; it is pointed at the clone that uses
-it (`pip install --no-deps -e`, a few seconds) and locked while that clone's tests run in it. The
-lines run one after the other
-(the tests start Spark JVMs; two cores are not enough for two at once). At the end, one table
-row per line and the closing line `matrix: N passed, N failed`; exit code 1 if any test of any
-line failed or a line could not be installed.
+folder named for what it was made from (that file, `constraints/common.txt` and the dependencies
+in `pyproject.toml`), so another clone or a later CI run on the machine reuses it; it is pointed
+at the clone that uses it (`pip install --no-deps -e`, a few seconds) and locked while that
+clone's tests run in it. The lines run one after the other, each line's tests in two workers
+(pytest -n 2, as the suite); two lines at once would start four Spark JVMs on two cores. At the
+end, one table row per line and the closing line `matrix: N passed, N failed`; exit code 1 if
+any test of any line failed or a line could not be installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -50,6 +54,15 @@ MATRIX_TESTS = (
 )
 #: Settings of the calling shell that would make a line's tests use another Spark or Python.
 ISOLATE = ("SPARK_HOME", "SPARK_CONF_DIR", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")
+#: pyproject.toml's tables a line's virtualenv is made from, and those its editable install of a
+#: clone follows.
+DEPENDENCY_TABLES = ("[build-system]", "[project]", "[project.optional-dependencies]")
+LAYOUT_TABLES = (
+    "[project.scripts]",
+    "[tool.setuptools]",
+    "[tool.setuptools.package-dir]",
+    "[tool.setuptools.package-data]",
+)
 INSTALL_TIMEOUT = 1800
 TEST_TIMEOUT = 1800
 
@@ -70,11 +83,42 @@ def constraints_file(line: str) -> Path:
     return CONSTRAINTS / f"spark-{line}.txt"
 
 
-def install_key(line: str) -> str:
+def _digest(*parts: object) -> str:
     digest = hashlib.sha256()
-    for path in (constraints_file(line), CONSTRAINTS / "common.txt", ROOT / "pyproject.toml"):
-        digest.update(path.read_bytes())
+    for part in parts:
+        digest.update(json.dumps(part, sort_keys=True, default=str).encode())
     return digest.hexdigest()
+
+
+def _pyproject() -> dict[str, str]:
+    """pyproject.toml's tables, each header to its text (Python 3.10 has no tomllib)."""
+    tables: dict[str, str] = {}
+    header = ""
+    for line in (ROOT / "pyproject.toml").read_text().splitlines():
+        if line.startswith("[") and line.rstrip().endswith("]"):
+            header = line.strip()
+        tables[header] = tables.get(header, "") + line + "\n"
+    return tables
+
+
+def install_key(line: str) -> str:
+    """What a line's virtualenv is made from: its constraints and the dependencies
+    pyproject.toml names (not the rest of that file: a change to pytest's or ruff's settings
+    does not make four virtualenvs again)."""
+    tables = _pyproject()
+    return _digest(
+        constraints_file(line).read_text(),
+        (CONSTRAINTS / "common.txt").read_text(),
+        [tables.get(name) for name in DEPENDENCY_TABLES],
+    )
+
+
+def code_key() -> str:
+    """What this clone's editable install in a virtualenv depends on: where the clone is and
+    how its packages are laid out (pyproject.toml's setuptools sections, its scripts)."""
+    tables = _pyproject()
+    layout = [text for name, text in sorted(tables.items()) if name in LAYOUT_TABLES]
+    return _digest(str(ROOT), layout)
 
 
 def child_env(venv_dir: Path) -> dict[str, str]:
@@ -97,9 +141,24 @@ def ensure_venv(line: str) -> Path:
             shutil.rmtree(venv_dir)  # only our own cache folder: a make cut short
         venv.EnvBuilder(with_pip=True).create(venv_dir)
         _pip(venv_dir, "-e", f"{ROOT}[test]", "-c", str(constraints_file(line)))
-        (venv_dir / ".flink-sql-runner-root").write_text(str(ROOT))
+        (venv_dir / ".flink-sql-runner-root").write_text(code_key())
         key_file.write_text(key)
+        _drop_others(line, venv_dir)
     return venv_dir
+
+
+def _drop_others(line: str, kept: Path) -> None:
+    """The line's virtualenvs made from something else before (about 900 MB each), removed
+    unless a clone's tests run in one now (its in-use lock is held)."""
+    for other in CACHE.glob(f"spark-{line}-*"):
+        if other == kept or not other.is_dir():
+            continue
+        with (other / ".in-use.lock").open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # in use: the next make drops it
+            shutil.rmtree(other)
 
 
 @contextmanager
@@ -109,9 +168,9 @@ def use_venv(line: str) -> Iterator[Path]:
     venv_dir = ensure_venv(line)
     with locked(venv_dir / ".in-use.lock"):
         root_file = venv_dir / ".flink-sql-runner-root"
-        if not root_file.is_file() or root_file.read_text() != str(ROOT):
+        if not root_file.is_file() or root_file.read_text() != code_key():
             _pip(venv_dir, "--no-deps", "-e", str(ROOT))
-            root_file.write_text(str(ROOT))
+            root_file.write_text(code_key())
         yield venv_dir
 
 
@@ -176,7 +235,7 @@ def run_tests(line: str, venv_dir: Path, result: Result) -> None:
     print(f"=== Spark {line}: pyspark {result.pyspark}, {len(MATRIX_TESTS)} test files", flush=True)
     report = venv_dir / "junit.xml"
     report.unlink(missing_ok=True)
-    argv = [str(venv_dir / "bin" / "python"), "-m", "pytest", "-q", *MATRIX_TESTS]
+    argv = [str(venv_dir / "bin" / "python"), "-m", "pytest", "-q", "-n", "2", *MATRIX_TESTS]
     argv += [f"--junitxml={report}"]
     begun = time.monotonic()
     try:
@@ -219,6 +278,26 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def install_only(lines: list[str], begun: float) -> int:
+    """Each line's virtualenv made or found, one line each; exit code 1 if one could not be."""
+    failed = 0
+    for line in lines:
+        started = time.monotonic()
+        try:
+            made = ensure_venv(line)
+        except (subprocess.SubprocessError, OSError) as exc:
+            failed += 1
+            print(f"Spark {line}: install failed: {exc}", flush=True)
+            continue
+        print(f"Spark {line}: {made} ({time.monotonic() - started:.0f} s)", flush=True)
+    print(
+        f"matrix virtualenvs: {len(lines) - failed} ready, {failed} failed "
+        f"({time.monotonic() - begun:.0f} s)",
+        flush=True,
+    )
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tests.matrix",
@@ -231,9 +310,16 @@ def main(argv: list[str] | None = None) -> int:
         choices=LINES,
         help=f"a Spark line to test (repeatable); default: every line but {DEFAULT_LINE}",
     )
+    parser.add_argument(
+        "--install-only",
+        action="store_true",
+        help="make the lines' virtualenvs (or find them made) and run no test",
+    )
     args = parser.parse_args(argv)
     lines = args.line or [line for line in LINES if line != DEFAULT_LINE]
     begun = time.monotonic()
+    if args.install_only:
+        return install_only(lines, begun)
     results = [run_line(line) for line in lines]
     print(f"\nSpark matrix ({time.monotonic() - begun:.0f} s wall):")
     print(table(results))

@@ -7,7 +7,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from flink_sql_runner.act.deployment import Deployment
+from flink_sql_runner.act.settings import Settings
+from flink_sql_runner.watch.status import status_rows
 from tests.support.cli import run_cli
+from tests.support.fakes import FakeStore, FakeTarget
 from tests.support.isolation import changes, fingerprint
 
 
@@ -78,3 +82,18 @@ def test_a_test_that_patches_path_does_not_fool_the_guard(tmp_path: Path, monkey
             patch.setattr(Path, method, refused)
         assert fingerprint(state) == before
     assert len(before) == 12
+
+
+def test_settings_made_in_a_test_use_the_tests_own_folder(tmp_path: Path, monkeypatch):
+    """A test that makes its own `Settings()` (no --state-dir) and reads status through it writes
+    its caches into the session's temp state folder, never into `.flink-sql-runner` of the folder
+    it runs in: CI runs the suite beside the README's example jobs, and
+    tests/act/test_failed_start.py once wrote `.flink-sql-runner/cache/` there."""
+    user = example_state(tmp_path / "clone")
+    monkeypatch.chdir(tmp_path / "clone")
+    before = fingerprint(user)
+    default = Path(os.environ["FLINK_SQL_RUNNER_STATE_DIR"])
+    assert Settings().state_dir == default
+    status_rows(Deployment(Settings(), store=FakeStore(), target=FakeTarget()), [])
+    assert changes(before, fingerprint(user)) == []
+    assert (default / "cache" / "status.json").is_file()

@@ -3,6 +3,7 @@ manifest store, the target and its cluster, timeouts and parallelism; and the ta
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,13 +20,26 @@ DEFAULT_PARALLELISM = 4
 
 DEFAULT_LOCK_TIMEOUT = 300.0
 
+#: Where the state folder is when nothing names one: this variable (as `--state-dir` reads it),
+#: else `.flink-sql-runner` in the folder the command runs in.
+STATE_DIR_VARIABLE = "FLINK_SQL_RUNNER_STATE_DIR"
+DEFAULT_STATE_DIR = Path(".flink-sql-runner")
+
+
+def default_state_dir() -> Path:
+    """The state folder when none is given: $FLINK_SQL_RUNNER_STATE_DIR, else
+    ./.flink-sql-runner. Read when a `Settings` is made, so code that makes its own settings
+    (the watch's, a test's) finds the same folder as the command line."""
+    found = os.environ.get(STATE_DIR_VARIABLE)
+    return Path(found) if found else DEFAULT_STATE_DIR
+
 
 @dataclass
 class Settings:
     paths: list[Path] = field(default_factory=list)
     table_paths: list[Path] = field(default_factory=list)
     template: Path | None = None
-    state_dir: Path = Path(".flink-sql-runner")
+    state_dir: Path = field(default_factory=default_state_dir)
     manifest_store: str | None = None
     target: str = "local"
     master: str | None = None

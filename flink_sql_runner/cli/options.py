@@ -11,7 +11,13 @@ import click
 from click.core import ParameterSource
 
 from flink_sql_runner.act.runs import Timeouts
-from flink_sql_runner.act.settings import DEFAULT_LOCK_TIMEOUT, DEFAULT_PARALLELISM, Settings
+from flink_sql_runner.act.settings import (
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_PARALLELISM,
+    DEFAULT_STATE_DIR,
+    Settings,
+    default_state_dir,
+)
 from flink_sql_runner.cli.original_flags import (
     original_settings,
 )
@@ -96,7 +102,7 @@ _register(
     "--state-dir",
     type=click.Path(path_type=Path),
     envvar=env_var("STATE_DIR"),
-    default=Path(".flink-sql-runner"),
+    default=DEFAULT_STATE_DIR,
     show_default=True,
     help="Local state: manifests (unless --manifest-store), running jobs, "
     "logs, checkpoints of the default template.",
@@ -308,7 +314,7 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         paths=list(paths),
         table_paths=list(kw.get("table_paths") or ()),
         template=kw.get("template_file"),
-        state_dir=kw.get("state_dir") or Path(".flink-sql-runner"),
+        state_dir=kw.get("state_dir") or default_state_dir(),
         manifest_store=store,
         target=kw.get("target") or "local",
         master=kw.get("master"),

@@ -30,8 +30,10 @@ ACTIONS = {
     "kill-deployer": 2,
     "kill-stop": 1,
 }
-#: How long `watch` acts alone between a killed deployer and the next deploy.
+#: How long `watch` acts alone between a killed deployer and the next deploy, at most: until
+#: it has restarted the job, then WATCH_LOOKS_AFTER more seconds (looks, at `--interval 1`).
 WATCH_SECONDS = 30
+WATCH_LOOKS_AFTER = 3
 
 
 @dataclass
@@ -220,6 +222,7 @@ class Rounds:
         self.recorded = self.records()
         if self.rng.random() < 0.5:
             # Before the next deploy, the job's run dies and `watch` acts on what it finds.
+            seen = len(self.world.watch_events())
             runs = self.world.live(job)
             if not runs:
                 self.say(f"  {job} has no live run (the killed deployer stopped it); watch acts")
@@ -227,9 +230,22 @@ class Rounds:
                 os.killpg(int(run["pid"]), signal.SIGKILL)
                 self.tally.faults["driver SIGKILLed after a killed deployer"] += 1
                 self.say(f"  SIGKILLed the driver of {job} (v{run['version']}); watch acts")
-            time.sleep(WATCH_SECONDS)
+            self.watch_alone(job, seen)
             self.only_watch_acted(f"after the killed deployer of {job}")
         self.deployed(0, f"again, after the killed deployer of {job}")
+
+    def watch_alone(self, job: str, seen: int) -> None:
+        """Leave `watch` alone until it has restarted `job` (an event after the first `seen` of
+        its log) and looked WATCH_LOOKS_AFTER more times; WATCH_SECONDS at most."""
+        began = time.monotonic()
+        deadline = began + WATCH_SECONDS
+        while time.monotonic() < deadline:
+            events = self.world.watch_events()[seen:]
+            if any(e.get("event") == "restarted" and e.get("job") == job for e in events):
+                time.sleep(max(0.0, min(WATCH_LOOKS_AFTER, deadline - time.monotonic())))
+                break
+            time.sleep(0.5)
+        self.say(f"  watch acted alone for {time.monotonic() - began:.0f} s")
 
     def kill_stop(self, job: str) -> None:
         """`stop NAME` SIGKILLed at a seeded delay; then stopped again."""

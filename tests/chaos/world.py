@@ -193,8 +193,16 @@ class World:
             )  # fmt: skip
 
     def watch_events(self) -> list[dict[str, Any]]:
-        lines = self.watch_log.read_text(errors="replace").splitlines()
-        return [json.loads(line) for line in lines if line.startswith("{")]
+        """The events `watch` logged so far (a line it is still writing left out)."""
+        events = []
+        for line in self.watch_log.read_text(errors="replace").splitlines():
+            if not line.startswith("{"):
+                continue
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+        return events
 
     def live(self, job: str) -> list[dict[str, Any]]:
         """The local target's records of the runs of `job` whose process is alive."""

@@ -20,18 +20,19 @@ from tests.support.cli import run_cli
 #: What each command does, as far as options are concerned.
 DOES = {
     "validate": {"loads"},
-    "plan": {"loads", "store", "target", "output"},
-    "deploy": {"loads", "store", "target", "output", "submits", "stops", "locks"},
-    "deploy-job": {"loads", "store", "target", "output", "submits", "stops", "locks"},
-    "status": {"loads", "store", "target", "output"},
-    "stop": {"store", "target", "output", "stops", "locks"},
-    "forget": {"store", "target", "output", "stops", "locks"},
-    "logs": {"store", "target"},
-    "inspect": {"store", "target", "output"},
-    "watch": {"store", "target", "submits", "stops"},
+    "plan": {"loads", "store", "target", "spark", "output"},
+    "deploy": {"loads", "store", "target", "spark", "output", "submits", "stops", "locks"},
+    "deploy-job": {"loads", "store", "target", "spark", "output", "submits", "stops", "locks"},
+    "status": {"loads", "store", "target", "spark", "output"},
+    "stop": {"store", "target", "spark", "output", "stops", "locks"},
+    "forget": {"store", "target", "spark", "output", "stops", "locks"},
+    "logs": {"store", "target", "spark"},
+    "inspect": {"store", "target", "spark", "output"},
+    "watch": {"store", "target", "spark", "submits", "stops"},
     "resume": {"store", "locks"},
     "migrate": {"locks"},
     "lineage": {"loads", "output"},
+    "jvm-archive": {"spark"},
 }
 #: The options of the shared groups, by what they are for.
 FOR = {
@@ -44,7 +45,7 @@ FOR = {
     "--rest-gateway": "target",
     "--cluster-api": "target",
     "--namespace": "target",
-    "--spark-submit": "target",
+    "--spark-submit": "spark",
     "--runner-path": "submits",
     "--start-timeout": "submits",
     "--stop-timeout": "stops",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -80,8 +81,10 @@ def test_a_failed_first_start_stays_in_view_and_logs_prints_the_driver_log(
     running_log = ws.record("bad-job")["log"]
     assert row["log"].endswith(running_log.rsplit("/", 1)[-1])
 
-    wait_for(lambda: len(ws.cli("logs", "bad-job", paths=False).stdout.splitlines()) > 5,
-             what="the running driver to log")  # fmt: skip
+    def logged() -> bool:  # the file itself: each `logs` call is a whole CLI start
+        return len(Path(running_log).read_text(errors="replace").splitlines()) > 5
+
+    wait_for(logged, what="the running driver to log")
     tail = ws.cli("logs", "bad-job", "--tail", "5", paths=False)
     assert tail.returncode == 0, tail.stderr
     assert len(tail.stdout.splitlines()) == 5

@@ -1,11 +1,13 @@
 """One job through its whole life on local Spark, with real spark-submit, checking the data.
 
-new (v1) -> unchanged (noop, same process) -> config change (restart, same version)
--> query change (v2, clean) -> driver SIGKILLed, deploy (restart from checkpoint)
+new (v1) -> unchanged (noop, same process) -> config change, warm (restart, same version)
+-> config change, cold (restart, same version) -> query change, warm (v2, clean)
+-> query change, cold (v3, clean) -> driver SIGKILLed, deploy (restart from checkpoint)
 -> stopped and checkpoint removed, deploy (error for that job, exit 1).
 After each step the target, read with spark.read, holds every row exactly once. Both ways a
-change of a running job can be carried out: warm (the default: the new run prepared while the
-old one runs) and cold (stop, then start).
+change of a running job can be carried out, one after the other on the same job: warm (the
+default: the new run prepared while the old one runs) and cold (`--handover cold`: stop, then
+start).
 """
 
 from __future__ import annotations
@@ -20,14 +22,22 @@ import pytest
 from tests.support.rows import assert_exactly_once, rows_by_version
 from tests.support.workspace import Workspace, kill_driver, wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.spark,
+    pytest.mark.timeout(1800),  # a safety net, not a limit asserted: six starts and two probes
+]
+
+HANDOVERS = ("warm", "cold")
+
+#: A micro-batch every 3 s, of as many rows as a step waits for: the job idles between its
+#: batches, so a graceful stop finds none running and ends at once (a stop waits for the running
+#: batch, up to 30 s, and batches back to back on a busy machine kept it waiting all that time,
+#: past the deploy's stop timeout), and a running job costs the machine less.
+TRIGGER = {"processingTime": "3 seconds"}
 
 
-@pytest.mark.parametrize("handover", ["warm", "cold"])
-def test_job_lifecycle_keeps_every_row_exactly_once(
-    workspace: Workspace, spark, handover: str, monkeypatch: pytest.MonkeyPatch
-):
-    monkeypatch.setenv("FLINK_SQL_RUNNER_HANDOVER", handover)
+def test_job_lifecycle_keeps_every_row_exactly_once(workspace: Workspace, spark):
     ws = workspace
     out = ws.root / "out" / "ticks"
     ws.write_tables(
@@ -35,7 +45,7 @@ def test_job_lifecycle_keeps_every_row_exactly_once(
             {
                 "name": "ticks",
                 "format": "rate-micro-batch",
-                "options": {"rowsPerBatch": 7, "numPartitions": 2},
+                "options": {"rowsPerBatch": 14, "numPartitions": 2},
             },
             {"name": "tick_out", "format": "parquet", "options": {"path": str(out)}},
         ]
@@ -44,6 +54,7 @@ def test_job_lifecycle_keeps_every_row_exactly_once(
         "description": "first words",
         "target-table": "tick_out",
         "sql": "SELECT value FROM ticks",
+        "trigger": TRIGGER,
     }
     ws.write_job("ticks-job", **job)
 
@@ -76,45 +87,51 @@ def test_job_lifecycle_keeps_every_row_exactly_once(
     assert plan["ticks-job"]["action"] == "noop"
     assert ws.record("ticks-job")["pid"] == first["pid"]
 
-    # 3. config change (description) -> stop with checkpoint, restart, same version and id
-    before = len(rows_by_version(spark, out)[0][1])
-    ws.write_job("ticks-job", **{**job, "description": "second words"})
-    assert ws.plan_json()["ticks-job"]["action"] == "stop-and-restart-from-checkpoint"
-    result = ws.deploy()
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "stopped gracefully" in result.stdout
-    assert ("prepared v1 in " in result.stdout) == (handover == "warm"), result.stdout
-    assert ws.record("ticks-job")["pid"] != first["pid"]
-    stored = ws.stored("ticks-job")
-    assert (stored["meta"]["query-version"], stored["meta"]["query-id"]) == (1, query_id_v1)
-    values = wait_for(progressed(1, before + 14), what="v1 rows after the restart")
-    assert_exactly_once(values)
-    _, meta = rows_by_version(spark, out)
-    assert meta[1] == {
-        ("ticks-job", "first words", query_id_v1),
-        ("ticks-job", "second words", query_id_v1),
-    }
+    # 3. config change (description) -> stop with checkpoint, restart, same version and id:
+    #    warm, then cold. Each run's rows carry the description it was deployed with.
+    descriptions = ["first words"]
+    for handover, description in zip(HANDOVERS, ("second words", "third words"), strict=True):
+        before = len(rows_by_version(spark, out)[0][1])
+        pid_before = ws.record("ticks-job")["pid"]
+        ws.write_job("ticks-job", **{**job, "description": description})
+        assert ws.plan_json()["ticks-job"]["action"] == "stop-and-restart-from-checkpoint"
+        result = ws.deploy("--handover", handover)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "stopped gracefully" in result.stdout
+        assert ("prepared v1 in " in result.stdout) == (handover == "warm"), result.stdout
+        assert ws.record("ticks-job")["pid"] not in (first["pid"], pid_before)
+        stored = ws.stored("ticks-job")
+        assert (stored["meta"]["query-version"], stored["meta"]["query-id"]) == (1, query_id_v1)
+        values = wait_for(progressed(1, before + 14), what=f"v1 rows after the {handover} restart")
+        assert_exactly_once(values)
+        descriptions.append(description)
+        _, meta = rows_by_version(spark, out)
+        assert meta[1] == {("ticks-job", d, query_id_v1) for d in descriptions}
 
-    # 4. query change -> stop, start clean as version 2 in a new checkpoint folder
-    ws.write_job(
-        "ticks-job",
-        **{**job, "description": "second words", "sql": "SELECT value FROM ticks WHERE value >= 0"},
-    )
-    result = ws.deploy()
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "stop-and-start-clean" in result.stdout
-    stored = ws.stored("ticks-job")
-    assert stored["meta"]["query-version"] == 2
-    query_id_v2 = stored["meta"]["query-id"]
-    assert query_id_v2 != query_id_v1
-    assert (ws.state / "checkpoints" / "ticks-job" / "2" / "metadata").exists()
-    v1_rows = len(rows_by_version(spark, out)[0][1])
-    values = wait_for(progressed(2, 14), what="v2 rows")
-    assert_exactly_once(values)
-    assert len(values[1]) == v1_rows  # version 1's rows are all still there, once
+    # 4. query change -> stop, start clean as a new version in a new checkpoint folder: warm
+    #    (v2), then cold (v3). The versions before keep their rows, once.
+    query_ids = {1: query_id_v1}
+    for version, handover in enumerate(HANDOVERS, start=2):
+        sql = f"SELECT value FROM ticks WHERE value >= {2 - version}"  # a new query each time
+        ws.write_job("ticks-job", **{**job, "description": descriptions[-1], "sql": sql})
+        result = ws.deploy("--handover", handover)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "stop-and-start-clean" in result.stdout
+        stored = ws.stored("ticks-job")
+        assert stored["meta"]["query-version"] == version
+        query_ids[version] = stored["meta"]["query-id"]
+        assert query_ids[version] not in [query_ids[v] for v in range(1, version)]
+        assert (ws.state / "checkpoints" / "ticks-job" / str(version) / "metadata").exists()
+        rows = rows_by_version(spark, out)[0]
+        earlier = {v: len(rows[v]) for v in range(1, version)}
+        values = wait_for(progressed(version, 14), what=f"v{version} rows ({handover})")
+        assert_exactly_once(values)
+        # the earlier versions' rows are all still there, once
+        assert {v: len(values[v]) for v in range(1, version)} == earlier
+    last = 1 + len(HANDOVERS)  # v3
 
     # 5. the driver dies by SIGKILL -> deploy restarts it from its checkpoint
-    before = len(values[2])
+    before = len(values[last])
     kill_driver(ws.record("ticks-job")["pid"])
     wait_for(
         lambda: ws.plan_json()["ticks-job"]["action"] == "restart-from-checkpoint",
@@ -124,16 +141,16 @@ def test_job_lifecycle_keeps_every_row_exactly_once(
     result = ws.deploy()
     assert result.returncode == 0, result.stdout + result.stderr
     assert "restart-from-checkpoint" in result.stdout
-    values = wait_for(progressed(2, before + 14), what="v2 rows after SIGKILL and restart")
+    values = wait_for(progressed(last, before + 14), what=f"v{last} rows after SIGKILL and restart")
     assert_exactly_once(values)
     _, meta = rows_by_version(spark, out)
-    assert meta[2] == {("ticks-job", "second words", query_id_v2)}
+    assert meta[last] == {("ticks-job", descriptions[-1], query_ids[last])}
 
     # status shows the job, its version, running, and a committed batch
     status = ws.cli("status", "--output", "json")
     assert status.returncode == 0, status.stderr
     (row,) = json.loads(status.stdout)["jobs"]
-    assert (row["name"], row["stored-version"], row["running"]) == ("ticks-job", 2, True)
+    assert (row["name"], row["stored-version"], row["running"]) == ("ticks-job", last, True)
     assert row["drift"] == "in sync" and row["last-committed-batch"] >= 1
 
     # 6. stopped, checkpoint removed -> deploy says error for that job, exit 1
@@ -143,7 +160,7 @@ def test_job_lifecycle_keeps_every_row_exactly_once(
     again = ws.cli("stop", "ticks-job", paths=False)  # a stopped job: nothing to do, no failure
     assert again.returncode == 0, again.stderr
     assert again.stdout == "ticks-job: already stopped; checkpoint kept\n"
-    shutil.rmtree(ws.state / "checkpoints" / "ticks-job" / "2")
+    shutil.rmtree(ws.state / "checkpoints" / "ticks-job" / str(last))
     result = ws.deploy()
     assert result.returncode == 1
     assert "no valid checkpoint" in result.stdout

@@ -5,8 +5,9 @@ One job (a rate source into parquet) and one file-source job, through:
   same driver; cold, rolled back: v1 runs again from its checkpoint; the store keeps v1's
   manifest, exit code 1 either way;
 - a query change whose v2 fails on its first batch -> rolled back the same way;
-- a sink path change -> a clean start as a new version (v3: the failed v2 left its folder);
-- a file source path change -> a clean start as a new version, reading only the new folder.
+- a sink path change and, in the same deploy, the other job's file source path change -> each
+  a clean start as a new version (the ticks' v3: the failed v2 left its folder), the file
+  source job reading only the new folder.
 After each step the targets, read with spark.read, hold every row exactly once.
 """
 
@@ -21,7 +22,18 @@ import pytest
 from tests.support.rows import assert_exactly_once, rows_by_version
 from tests.support.workspace import Workspace, wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.spark,
+    pytest.mark.timeout(1800),  # a safety net, not a limit asserted: nine starts
+]
+
+
+#: A micro-batch every 3 s, of as many rows as a step waits for: the job idles between its
+#: batches, so a graceful stop finds none running and ends at once (a stop waits for the running
+#: batch, up to 30 s, and batches back to back on a busy machine kept it waiting all that time,
+#: past the deploy's stop timeout), and a running job costs the machine less.
+TRIGGER = {"processingTime": "3 seconds"}
 
 
 def progressed(spark, out: Path, version: int, at_least: int):
@@ -53,7 +65,7 @@ def test_failed_starts_roll_back_and_moved_sources_and_sinks_start_clean(
     for folder, words in ((in_a, ["apple", "avocado"]), (in_b, ["banana", "blueberry"])):
         folder.mkdir(parents=True)
         (folder / "words.json").write_text("".join(json.dumps({"word": w}) + "\n" for w in words))
-    ticks = {"name": "ticks", "format": "rate-micro-batch", "options": {"rowsPerBatch": 7}}
+    ticks = {"name": "ticks", "format": "rate-micro-batch", "options": {"rowsPerBatch": 14}}
     tick_out = {"name": "tick_out", "format": "parquet", "options": {"path": str(out)}}
     words = {
         "name": "words",
@@ -63,7 +75,7 @@ def test_failed_starts_roll_back_and_moved_sources_and_sinks_start_clean(
     }
     word_out = {"name": "word_out", "format": "parquet", "options": {"path": str(files_out)}}
     ws.write_tables([ticks, tick_out, words, word_out])
-    job = {"target-table": "tick_out", "sql": "SELECT value FROM ticks"}
+    job = {"target-table": "tick_out", "sql": "SELECT value FROM ticks", "trigger": TRIGGER}
     ws.write_job("ticks-job", **job)
     ws.write_job("words-job", **{"target-table": "word_out", "sql": "SELECT word FROM words"})
 
@@ -114,28 +126,26 @@ def test_failed_starts_roll_back_and_moved_sources_and_sinks_start_clean(
     assert_exactly_once(values)
     assert sorted(values) == [1], "the failed v2 wrote no row"
 
-    # 3. The sink moves: a clean start as a new version (v2's folder exists, so v3).
+    # 3. The sink of one job and the file source of the other move, in one deploy: each a clean
+    # start as a new version of its job. The ticks' sink: v3 (v2's folder exists). The words:
+    # v2, reading only the new folder.
     ws.write_job("ticks-job", **job)
-    ws.write_tables([ticks, {**tick_out, "options": {"path": str(out_moved)}}, words, word_out])
-    plan = ws.plan_json()["ticks-job"]
+    ws.write_tables(
+        [ticks, {**tick_out, "options": {"path": str(out_moved)}},
+         {**words, "options": {"path": str(in_b)}}, word_out]
+    )  # fmt: skip
+    plans = ws.plan_json()
+    plan = plans["ticks-job"]
     assert (plan["action"], plan["query-version"]) == ("stop-and-start-clean", 3)
     assert [c["field"] for c in plan["changes"]] == ["tables.tick_out.options.path"]
+    plan = plans["words-job"]
+    assert (plan["action"], plan["query-version"]) == ("stop-and-start-clean", 2)
     result = ws.deploy()
     assert result.returncode == 0, result.stdout + result.stderr
     v1_rows = len(rows_by_version(spark, out)[0][1])  # v1 is stopped: no more rows there
     values = wait_for(progressed(spark, out_moved, 3, 14), what="v3 rows in the new folder")
     assert_exactly_once(values)
     assert len(rows_by_version(spark, out)[0][1]) == v1_rows, "the old folder is left as it was"
-
-    # 4. The file source moves: a clean start as v2 of that job, reading only the new folder.
-    ws.write_tables(
-        [ticks, {**tick_out, "options": {"path": str(out_moved)}},
-         {**words, "options": {"path": str(in_b)}}, word_out]
-    )  # fmt: skip
-    plan = ws.plan_json()["words-job"]
-    assert (plan["action"], plan["query-version"]) == ("stop-and-start-clean", 2)
-    result = ws.deploy()
-    assert result.returncode == 0, result.stdout + result.stderr
     by_version = wait_for(
         lambda: file_rows(spark, files_out).get(2) and file_rows(spark, files_out),
         what="the words of folder b",

@@ -28,7 +28,9 @@ from tests.support.workspace import Workspace, kill_driver, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
-WATCH_ARGS = ("--interval", "1", "--stop-timeout", "10", "--start-timeout", "120",
+#: A short --stop-timeout: the only run a watcher here stops is a SIGSTOPped one, which never
+#: stops gracefully, so its replacement waits the whole timeout before the kill.
+WATCH_ARGS = ("--interval", "1", "--stop-timeout", "3", "--start-timeout", "120",
               "--log-format", "json")  # fmt: skip
 
 
@@ -247,28 +249,31 @@ def test_a_job_failing_on_every_start_backs_off_then_is_left_crash_looping(
         sql=f"SELECT {poison} AS value FROM ticks",
         sparkProperties={"spark.sql.ansi.enabled": "true"},
     )
-    deployed = ws.deploy()
-    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
-    watcher = WatchProcess(ws, "watch", "--max-failures", "4", "--backoff-first", "2",
+    # The watcher starts beside the deploy: it watches the job from the moment it is recorded.
+    watcher = WatchProcess(ws, "watch", "--max-failures", "4", "--backoff-first", "1",
                            "--notify-url", webhook.url)  # fmt: skip
     watchers.append(watcher)
+    deployed = ws.deploy()
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
     watcher.wait_for_event("crash-looping", timeout=300)
 
     kinds = [k for k in webhook.kinds() if k != "watching"]
     assert kinds == ["restart-failed", "backing-off", "restart-failed", "backing-off",
                      "restart-failed", "crash-looping"], kinds  # fmt: skip
     delays = [e["delay-seconds"] for e in webhook.events if e["event"] == "backing-off"]
-    assert delays == [2, 4], "each wait is longer than the one before"
+    assert delays == [1, 2], "each wait is longer than the one before"
     looping = webhook.events[-1]
     assert "CAST_INVALID_INPUT" in looping["reason"]
     assert "`flink-sql-runner resume poison`" in looping["message"]
 
     starts = len(list((ws.state / "runs" / "poison").glob("*.json")))
-    time.sleep(6)  # several more looks: it stays down
-    assert len(list((ws.state / "runs" / "poison").glob("*.json"))) == starts
-    assert ws.record("poison") is None
+    looked_from = time.monotonic()
     row = status_of(ws, "poison")
     assert row["health"] == "crash-looping" and row["restarts"] == 3, row
     assert "CAST_INVALID_INPUT" in row["last-failure"]["reason"]
     text = ws.cli("status", paths=False).stdout
     assert "crash-looping" in text and "flink-sql-runner resume poison" in text
+    # several more looks (6 s of them, the status calls' time included): it stays down
+    time.sleep(max(0.0, looked_from + 6 - time.monotonic()))
+    assert len(list((ws.state / "runs" / "poison").glob("*.json"))) == starts
+    assert ws.record("poison") is None

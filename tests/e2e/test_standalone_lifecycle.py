@@ -1,13 +1,21 @@
-"""Jobs on a real Spark standalone cluster (master and worker on 127.0.0.1), deployed with the real
-CLI: drivers in cluster deploy mode through the master's REST gateway.
+"""Jobs on a real Spark standalone cluster (master and a 4-core worker on 127.0.0.1, one for the
+module), deployed with the real CLI: drivers in cluster deploy mode through the master's REST
+gateway.
 
 new (v1) -> the driver is the worker's child and keeps writing after `deploy` exited ->
-unchanged (noop) -> config change while the gateway answers 503 to the status of the old driver
-(it is waited for, never taken for gone: one driver at a time) -> query change (v2, clean) ->
-status, and a listing answered with 503 (an error, nothing acted on) -> stop past its timeout
-(killed through the REST API) -> deploy (restart from checkpoint) -> stop (graceful). After each
-step the target, read with spark.read, holds every row exactly once. The gateway and the web UI
-are reached through fault-injecting proxies on 127.0.0.1.
+unchanged (noop) -> config change, warm: a second driver prepared on the worker while v1 runs,
+v1 stopped, the go, while the gateway answers 503 to the status of the old driver (it is waited
+for, never taken for gone: one driver at a time); the version's submission record names the new
+driver -> a change whose new driver cannot start (`spark.driver.memory: banana`): the pre-flight
+fails, v1 untouched -> query change (v2, clean) -> a change whose new driver needs the room the
+running one holds (`spark.driver.cores: 3`): it is never placed, so the change goes the cold way
+and says so -> status, and a listing answered with 503 (an error, nothing acted on) -> stop past
+its timeout (killed through the REST API) -> deploy (restart from checkpoint) -> stop
+(graceful). After each step the target, read with spark.read, holds every row exactly once. The
+gateway and the web UI are reached through fault-injecting proxies on 127.0.0.1.
+
+Then a driver that cannot start (the worker cannot fetch the runner), a gateway that is not
+there, and the master's own port given as the gateway: the cluster's own message comes back.
 """
 
 from __future__ import annotations
@@ -24,9 +32,20 @@ from tests.support.rows import assert_exactly_once, rows_by_version
 from tests.support.standalone_cluster import Cluster, free_port, standalone_cluster
 from tests.support.workspace import Workspace, wait_for
 
-pytestmark = [pytest.mark.cluster, pytest.mark.e2e, pytest.mark.spark]
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.e2e,
+    pytest.mark.spark,
+    pytest.mark.timeout(1800),  # a safety net, not a limit: seven drivers on 2 cores
+]
 
-CLUSTER_JOB_PROPERTIES = {"spark.cores.max": "1", "spark.executor.memory": "512m", **cluster_conf()}
+#: Two drivers and their executors fit the worker (4 cores, 3g): a warm handover has room.
+CLUSTER_JOB_PROPERTIES = {
+    "spark.cores.max": "1",
+    "spark.executor.memory": "512m",
+    "spark.driver.memory": "512m",
+    **cluster_conf(),
+}
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +129,8 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     ws.write_job("ticks-job", **job)
 
     # 1. new: start clean as v1, a driver on the cluster, recorded beside the checkpoints
-    result = ws.deploy()
+    # (warm or not: nothing runs yet, nothing to overlap)
+    result = ws.deploy("--handover", "warm")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "start-clean" in result.stdout
     first = record(ws, 1)
@@ -132,17 +152,20 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     assert ws.plan_json()["ticks-job"]["action"] == "noop"
     assert record(ws, 1) == first
 
-    # 3. config change: graceful stop through the stop marker, restart from the checkpoint.
+    # 3. config change, warm: the new driver is prepared beside v1's, then v1 stops gracefully
+    # through the stop marker and the prepared one takes over from the checkpoint.
     # The gateway answers 503 to the first questions about the old driver: an answer that
-    # is no answer, so the deployer keeps waiting for the driver to be gone before it starts
-    # the next one (before, a 503 read as "not running": two drivers wrote at once).
+    # is no answer, so the deployer keeps waiting for the driver to be gone before it gives
+    # the go (before, a 503 read as "not running": two drivers wrote at once).
     status_path = f"/v1/submissions/status/{first['submission_id']}"
     gateway.clear()
     gateway.inject("slowdown", times=4, method="GET", path=status_path)
     ws.write_job("ticks-job", **{**job, "description": "second words"})
-    result = ws.deploy()
+    # Timeouts as safety nets: two drivers on a busy machine start and stop slowly.
+    result = ws.deploy("--handover", "warm", "--start-timeout", "300", "--stop-timeout", "90")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "stop-and-restart-from-checkpoint" in result.stdout
+    assert "prepared v1 in" in result.stdout, result.stdout
     assert "stopped gracefully" in result.stdout
     assert [s.fault for s in gateway.seen("GET", status_path)][:4] == ["slowdown"] * 4
     assert cluster.active_apps() == ["flink-sql-runner-ticks-job-v1"], "one driver at a time"
@@ -156,7 +179,19 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     _, meta = rows_by_version(spark, out)
     assert {description for _, description, _ in meta[1]} == {"first words", "second words"}
 
-    # 4. query change: stop, start clean as v2
+    # 4. a new driver that cannot start: v1's keeps running, untouched
+    banana = {**CLUSTER_JOB_PROPERTIES, "spark.driver.memory": "banana"}
+    ws.write_job("ticks-job", **{**job, "description": "third", "sparkProperties": banana})
+    result = ws.deploy("--handover", "warm", "--start-timeout", "300")
+    assert result.returncode == 1, result.stdout + result.stderr
+    fail = next(line for line in result.stdout.splitlines() if line.startswith("FAIL"))
+    assert "pre-flight failed:" in fail and fail.endswith("v1 untouched, still running"), fail
+    assert record(ws, 1)["submission_id"] == second["submission_id"]
+    count = len(rows_by_version(spark, out)[0][1])
+    values = wait_rows(spark, out, 1, count + 14, "v1 rows after the failed pre-flight")
+    assert_exactly_once(values)
+
+    # 5. query change: stop, start clean as v2
     job = {**job, "description": "second words", "sql": "SELECT value FROM ticks WHERE value >= 0"}
     ws.write_job("ticks-job", **job)
     result = ws.deploy()
@@ -169,7 +204,18 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     assert len(values[1]) == v1_rows
     assert cluster.active_apps() == ["flink-sql-runner-ticks-job-v2"]
 
-    # 5. status: the cluster's listing, with version and running state
+    # 6. a new driver that needs the room v2's holds: never placed, so the cold way
+    wide = {**CLUSTER_JOB_PROPERTIES, "spark.driver.cores": "3"}
+    ws.write_job("ticks-job", **{**job, "description": "wide", "sparkProperties": wide})
+    result = ws.cli("deploy", "--handover", "warm", "--start-timeout", "60", timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "handing over the cold way (stop, then start)" in result.stdout, result.stdout
+    assert cluster.active_apps() == ["flink-sql-runner-ticks-job-v2"]
+    count = len(rows_by_version(spark, out)[0][2])
+    values = wait_rows(spark, out, 2, count + 14, "v2 rows after the cold handover")
+    assert_exactly_once(values)
+
+    # 7. status: the cluster's listing, with version and running state
     status = ws.cli("status", "--output", "json")
     assert status.returncode == 0, status.stderr
     (row,) = json.loads(status.stdout)["jobs"]
@@ -199,14 +245,14 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     assert refused.returncode == 1 and "answered HTTP 503" in refused.stderr, refused.stderr
     assert cluster.active_apps() == ["flink-sql-runner-ticks-job-v2"]
 
-    # 6. a stop that times out is killed through the master's REST API
+    # 8. a stop that times out is killed through the master's REST API
     killed = record(ws, 2)["submission_id"]
     result = ws.cli("stop", "ticks-job", "--stop-timeout", "0", paths=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"killed {killed} through the master's REST API" in result.stdout
     wait_for(lambda: not cluster.active_apps(), timeout=60, what="the killed app to go")
 
-    # 7. deploy restarts it from its checkpoint; still exactly once after the kill
+    # 9. deploy restarts it from its checkpoint; still exactly once after the kill
     result = ws.deploy()
     assert result.returncode == 0, result.stdout + result.stderr
     assert "restart-from-checkpoint" in result.stdout
@@ -214,7 +260,7 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     values = wait_rows(spark, out, 2, count + 14, "v2 rows after the kill and restart")
     assert_exactly_once(values)
 
-    # 8. stop: graceful, nothing left on the cluster
+    # 10. stop: graceful, nothing left on the cluster
     result = ws.cli("stop", "ticks-job", "--stop-timeout", "60", paths=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "stopped gracefully" in result.stdout

@@ -12,7 +12,11 @@ producer keeps producing, one decision after the other (six Spark starts in all)
 - the sink's topic changed: a restart from the checkpoint, the new topic gets only new records;
 - the source's topic changed: a new version, reading the new topic.
 
-Every record of the first topic lands once in the file sink or in one of the two topics."""
+Every record of the first topic lands once in the file sink or in one of the two topics.
+
+The trigger is 3 seconds (the template's is 1): a batch every 3 s while the producer produces,
+and a stop finds the run between two batches on a loaded machine (a run whose batches fall
+behind its trigger is stopped only by the deployer's timeout, with a SIGKILL)."""
 
 from __future__ import annotations
 
@@ -52,7 +56,7 @@ def test_kafka_change_rules_on_the_real_broker(kafka_workspace, kafka_broker, ka
     ws, broker = kafka_workspace, kafka_broker
     for topic, partitions in (("r-in-a", 2), ("r-in-b", 1), ("r-out-1", 1), ("r-out-2", 1)):
         broker.create_topic(topic, partitions=partitions)
-    use_connector(ws, kafka_spark)
+    use_connector(ws, kafka_spark, trigger="3 seconds")
     out = ws.root / "out" / JOB
     brokers = f"{broker.bootstrap},{broker.other}"
     source = {
@@ -82,7 +86,7 @@ def test_kafka_change_rules_on_the_real_broker(kafka_workspace, kafka_broker, ka
         assert record is not None, "the job is not running"
         return int(record["pid"])
 
-    producer = Producer(broker, "r-in-a", every=0.05, limit=20_000, seconds=900)
+    producer = Producer(broker, "r-in-a", every=0.1, limit=20_000, seconds=900)
     producer.start()
     try:
         # v1: Kafka -> parquet
@@ -102,7 +106,7 @@ def test_kafka_change_rules_on_the_real_broker(kafka_workspace, kafka_broker, ka
         # its run fails on its first batch, and the file sink's run is started again from the
         # same checkpoint, the store unchanged
         dead = kafka_sink(f"127.0.0.1:{free_port()}", "r-out-1")
-        dead["options"]["kafka.max.block.ms"] = "3000"
+        dead["options"]["kafka.max.block.ms"] = "1000"  # no broker there: 1 s says so
         ws.write_tables([source, dead])
         planned = ws.plan_json()[JOB]
         assert planned["action"] == "stop-and-restart-from-checkpoint", planned

@@ -9,9 +9,10 @@ What changes from the folder, as a user would change it to run it elsewhere:
   environment variable for it; replacing the address is the least change);
 - the template's checkpoint root (on S3) becomes a local folder, and its `spark.jars.packages`
   (the connector for Spark 4.0.1, hadoop-aws) becomes the connector of the Spark the tests run
-  (`spark.jars`, tests/support/kafka_spark.py); the Spark UI is off, drivers get 512 MiB and
-  shuffles 2 partitions, for ten drivers on two cores. Its 60 s trigger stays: the windows close
-  on the trigger after the first batch.
+  (`spark.jars`, tests/support/kafka_spark.py; with its drivers' JVM options, as every test's
+  drivers have them); the Spark UI is off, drivers get 512 MiB and
+  shuffles 2 partitions, for ten drivers on two cores; its 60 s trigger becomes 5 s (the windows
+  close on the trigger after the first batch: a minute of waiting, proving nothing more).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 import yaml
 
 from tests.support.cli import REPO
-from tests.support.kafka_spark import connector_properties
+from tests.support.kafka_spark import job_properties
 from tests.support.workspace import wait_for
 
 pytestmark = [
@@ -123,9 +124,11 @@ def test_the_original_tool_s_ten_jobs_process_records_on_the_real_broker(
         (ws.tables / path.name).write_text(text.replace("'kafka:9092'", f"'{broker.bootstrap}'"))
     template = yaml.safe_load((EDITED / "job-template.yaml").read_text())
     template["checkpoint-root"] = str(ws.state / "checkpoints")
+    assert template["trigger"] == {"processingTime": "60 seconds"}
+    template["trigger"] = {"processingTime": "5 seconds"}
     properties = template["sparkProperties"]
     assert properties.pop("spark.jars.packages").startswith("org.apache.spark:spark-sql-kafka")
-    properties.update(connector_properties(kafka_spark))
+    properties.update(job_properties(kafka_spark))
     properties.update(
         {
             "spark.ui.enabled": "false",

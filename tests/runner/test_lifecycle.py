@@ -252,3 +252,54 @@ def test_a_run_without_a_runs_file_keeps_no_history() -> None:
     status.set("active", 1)
     status.set("stopped", 1)
     assert set(storage.writes) == {"v1.status.json"}
+
+
+class BusyQuery:
+    """A query whose micro-batches run back to back: its trigger is active whenever it is
+    asked; batch `first` commits after `commit_after` seconds of the stop's own clock."""
+
+    def __init__(self, first: int, commit_after: float | None) -> None:
+        self.isActive = True
+        self.status = {"isTriggerActive": True}
+        self.first, self.commit_after = first, commit_after
+        self.now = 0.0
+        self.stopped_at: float | None = None
+
+    @property
+    def lastProgress(self) -> dict[str, Any]:  # noqa: N802 - PySpark's name
+        committed = self.commit_after is not None and self.now >= self.commit_after
+        return {"batchId": self.first if committed else self.first - 1}
+
+    def stop(self) -> None:
+        self.stopped_at = self.now
+        self.isActive = False
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def stop(query: BusyQuery) -> str:
+    return lifecycle.stop_gracefully(query, "test", clock=lambda: query.now, sleep=query.sleep)
+
+
+def test_a_stop_of_back_to_back_batches_waits_for_the_running_one_to_commit_only() -> None:
+    query = BusyQuery(first=8, commit_after=2.0)
+    assert stop(query) == "after batch 8 committed"
+    assert query.stopped_at is not None
+    assert 2.0 <= query.stopped_at < 2.0 + 2 * lifecycle.DRAIN_POLL_SECONDS
+
+
+def test_a_batch_that_never_commits_is_interrupted_at_the_limit() -> None:
+    query = BusyQuery(first=8, commit_after=None)
+    assert (
+        stop(query) == f"interrupting its micro-batch after {lifecycle.BATCH_DRAIN_SECONDS:.0f} s"
+    )
+    assert query.stopped_at is not None
+    assert lifecycle.BATCH_DRAIN_SECONDS <= query.stopped_at < lifecycle.BATCH_DRAIN_SECONDS + 1
+
+
+def test_a_query_between_batches_is_stopped_at_once() -> None:
+    query = BusyQuery(first=8, commit_after=None)
+    query.status["isTriggerActive"] = False
+    assert stop(query) == "between micro-batches"
+    assert query.stopped_at == 0.0

@@ -17,9 +17,19 @@ from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.stores.s3 import S3Store
+from flink_sql_runner.targets.connectors import Connectors, SparkBuild, scala_of
 from flink_sql_runner.watch.events import Notifier
 from flink_sql_runner.watch.watcher import Watcher, WatchSettings
-from tests.simulation.world import BUCKET, PREFIX, SimS3, SimStorage, SimTarget, Stream, World
+from tests.simulation.world import (
+    BUCKET,
+    PREFIX,
+    SIM_SPARK,
+    SimS3,
+    SimStorage,
+    SimTarget,
+    Stream,
+    World,
+)
 
 TIMEOUTS = Timeouts(start=60.0, stop=20.0, poll=2.0)
 
@@ -35,6 +45,10 @@ def deployment(world: World, name: str, parallelism: int = 1, handover: str = "c
     # (its run checks the sink), and nothing is cached on disk.
     found.ask_spark = lambda request: ({}, "the simulation runs no Spark")
     found.schema_cache = None
+    # The connector a Kafka job needs is served: the product would ask a Maven repository over
+    # the network (a HEAD of its pom, targets/connectors.py) and find the Scala build from the
+    # machine's spark-submit; a replay must depend on neither.
+    found._connectors = Connectors(SparkBuild(SIM_SPARK, scala_of(SIM_SPARK)), head=lambda url: 200)
     found.say = lambda line: world.log(f"{name} says: {line}")
     return found
 

@@ -7,6 +7,8 @@
 - `venvs/`: the Spark lines' virtualenvs (tests/matrix.py; the Kafka tests use one of them), each
   in a folder named for what it was made from;
 - `jvm/`: class-data-sharing archives of Spark's classes (tests/support/jvm.py).
+- `hadoop/`: the minicluster's launcher compiled into a jar, and a class-data-sharing archive of
+  its classes (tests/support/hadoop_cluster.py).
 
 A second clone, or a second CI run on the same machine, reuses all of it; a fresh machine makes
 it anew. Every entry is keyed by what it was made from, so nothing stale is used.

@@ -249,6 +249,21 @@ class Broker:
             raise RuntimeError(f"{len(failed) + left} records not delivered: {failed[:3]}")
         return count
 
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """Per partition, the offset after its last record (what a reader that read everything
+        has committed)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "fsr-tests-ends"})
+        try:
+            partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+            return {
+                number: consumer.get_watermark_offsets(TopicPartition(topic, number), 10)[1]
+                for number in partitions
+            }
+        finally:
+            consumer.close()
+
     def records(self, topic: str, timeout: float = 60.0) -> list[Record]:
         """Every record the topic holds now, with its partition and offset (no consumer group is
         committed: nothing a job reads is changed)."""

@@ -1,11 +1,12 @@
 """A Kafka job changed while records keep arriving: the scenario behind the Kafka handover test
-(tests/kafka/test_kafka_handover.py asserts it) and the `kafka` benchmark (python -m
-tests.benchmarks --only kafka prints it, docs/kafka.md shows it).
+(tests/kafka/test_kafka_handover.py asserts it, then goes on with the same job) and the `kafka`
+benchmark (python -m tests.benchmarks --only kafka prints it, docs/kafka.md shows it).
 
 One Kafka topic (three partitions), one job copying every record with its partition and offset
 into a parquet sink (`PASS_THROUGH`), its source table with no `startingOffsets` (what Spark
-defaults to: `latest`). v1 is deployed, then a producer keeps producing (a record every 20 ms)
-while `deploy` carries out, one after the other:
+defaults to: `latest`). v1 is deployed, then a producer keeps producing (a record every 20 ms
+in the benchmark, every 100 ms in the test) while `deploy` carries out, one after the other,
+each once the run before it has read 100 rows (20 in the test):
 
 1. a config change (the description): stop with checkpoint, restart from it (v1 again);
 2. a query change (a filter that keeps every record): stop, start clean as v2, whose source
@@ -16,7 +17,8 @@ handover's figures come from the source records' partitions and offsets: what th
 that the old one had read too (repeated), and what neither read between the old run's last
 offset and the new run's first, partition by partition (lost). The pause in commits is the
 longest time without a committed batch from before the deploy began to the first batch after it
-(the checkpoints' `commits/` files, by their modification time; the trigger is 1 second).
+(the checkpoints' `commits/` files, by their modification time; the trigger is the template's:
+1 second in the benchmark, 3 in the test).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class Result:
     overall: dict[str, int]  # exactly_once over every row
     versions: dict[int, int]  # rows per query version
     runs: dict[str, int] = field(default_factory=dict)  # rows per run
+    started: str = ""  # what the first deploy (v1's start) printed
 
 
 def source_table(bootstrap: str, topic: str) -> dict[str, Any]:
@@ -135,9 +138,13 @@ class Scenario:
         say: Callable[[str], None] = lambda _: None,
         timeout: float = 240,
         topic: str = TOPIC,
+        every: float = EVERY,
+        steady: int = STEADY,
     ) -> None:
+        """`every`: seconds between two records produced; `steady`: rows each run reads before
+        the next change is deployed (the benchmark's: EVERY, STEADY)."""
         self.ws, self.broker, self.read, self.say, self.timeout = ws, broker, read, say, timeout
-        self.topic = topic
+        self.topic, self.every, self.steady = topic, every, steady
         self.out = ws.root / "out" / JOB
         self.job = {"target-table": "out", "sql": PASS_THROUGH}
 
@@ -162,7 +169,7 @@ class Scenario:
         ended, produced_after = time.time(), producer.next
         if done.returncode != 0:
             raise RuntimeError(f"deploy failed: {done.stdout}{done.stderr}")
-        self.wait_rows(after, STEADY)
+        self.wait_rows(after, self.steady)
         times = sorted(t for c in self.checkpoints() for t in commit_times(c))
         counts = handover_counts(self.rows(), before, after)
         return Handover(
@@ -208,10 +215,10 @@ class Scenario:
         first = ws.deploy()
         if first.returncode != 0:
             raise RuntimeError(f"the first deploy failed: {first.stdout}{first.stderr}")
-        producer = Producer(broker, self.topic, every=EVERY, limit=60_000, seconds=900)
+        producer = Producer(broker, self.topic, every=self.every, limit=60_000, seconds=900)
         producer.start()
         try:
-            self.wait_rows("v1 first run", STEADY)
+            self.wait_rows("v1 first run", self.steady)
             ws.write_job(JOB, description=DESCRIPTIONS[1], **self.job)
             restart = self.deploy(
                 producer,
@@ -234,4 +241,5 @@ class Scenario:
             exactly_once(rows, produced, self.topic),
             per_version(rows),
             dict(sorted(runs.items())),
+            first.stdout,
         )

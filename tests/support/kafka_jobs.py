@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from tests.support.kafka_broker import Broker
-from tests.support.kafka_spark import KafkaSpark, connector_properties
+from tests.support.kafka_spark import KafkaSpark, job_properties
 from tests.support.workspace import TEST_TEMPLATE, Workspace
 
 #: Each record's identity travels with it: where the source holds it.
@@ -43,13 +43,19 @@ def kafka_sink(bootstrap: str, topic: str, name: str = "out") -> dict[str, Any]:
     }
 
 
-def use_connector(ws: Workspace, spark: KafkaSpark, **extra: str) -> None:
-    """The workspace's template gives every job the connector (and `extra` Spark properties)."""
+def use_connector(
+    ws: Workspace, spark: KafkaSpark, trigger: str | None = None, **extra: str
+) -> None:
+    """The workspace's template gives every job the connector, its driver the JVM options of
+    its release (kafka_spark.job_properties), and `extra` Spark properties; `trigger` (e.g.
+    "3 seconds") instead of the template's 1 second."""
     import yaml
 
     template = json.loads(json.dumps(TEST_TEMPLATE))
-    template["sparkProperties"].update(connector_properties(spark))
+    template["sparkProperties"].update(job_properties(spark))
     template["sparkProperties"].update(extra)
+    if trigger is not None:
+        template["trigger"] = {"processingTime": trigger}
     ws.template.write_text(yaml.safe_dump(template))
 
 

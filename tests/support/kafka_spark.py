@@ -10,6 +10,14 @@ talks to).
 The jars reach the job through one helper, `connector_properties`: until the product names a
 folder of connector jars itself, the tests hand them to Spark in `spark.jars`. Spark's Ivy is never
 asked for anything (no `spark.jars.packages` here): the tests reach nothing but 127.0.0.1.
+
+The drivers' JVM options (tests/support/jvm.py: the client compiler, this release's class-data-
+sharing archive) travel in the job's properties too (`job_properties`:
+`spark.driver.extraJavaOptions`, which spark-submit puts after `SPARK_SUBMIT_OPTS`, so they win),
+not in the environment: the environment's `SPARK_SUBMIT_OPTS` is also that of the CLI's own Spark,
+the plan's schema probe, which runs the suite's pyspark (another release) and keeps its options,
+with its own archive (an archive of another release's classes is not loaded, and its JVM then
+maps no archive at all: 2.3x its CPU).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ class KafkaSpark:
     spark_submit: str
     python: str  # the driver's Python: imports this release's pyspark
     jars: tuple[Path, ...]
+    java_options: str = ""  # the drivers' JVM options (tests/support/jvm.py), for this release
 
     @property
     def target_options(self) -> tuple[str, ...]:
@@ -41,12 +50,8 @@ class KafkaSpark:
 
     def env(self) -> dict[str, str]:
         """What a CLI call that starts runs needs in its environment: this release's Python
-        for the driver, and the cheaper JVM of tests/support/jvm.py for this release."""
-        env = {"PYSPARK_PYTHON": self.python, "PYSPARK_DRIVER_PYTHON": self.python}
-        if os.environ.get("FSR_TEST_JVM") != "plain":
-            home = Path(self.spark_submit).parent.parent
-            env["SPARK_SUBMIT_OPTS"] = java_options(home, python=self.python)
-        return env
+        for the driver (its JVM's options are in `job_properties`)."""
+        return {"PYSPARK_PYTHON": self.python, "PYSPARK_DRIVER_PYTHON": self.python}
 
 
 def connector_jars(version: str) -> list[Path]:
@@ -61,6 +66,21 @@ def connector_properties(spark: KafkaSpark) -> dict[str, str]:
     return {"spark.jars": ",".join(str(jar) for jar in spark.jars)}
 
 
+def job_properties(spark: KafkaSpark) -> dict[str, str]:
+    """A Kafka job's Spark properties in the tests: the connector, and its driver's JVM options
+    for `spark`'s release (none with `FSR_TEST_JVM=plain`)."""
+    driver = {"spark.driver.extraJavaOptions": spark.java_options} if spark.java_options else {}
+    return {**connector_properties(spark), **driver}
+
+
+def driver_java_options(spark_submit: str, python: str) -> str:
+    """The JVM options of the drivers of the Spark at `spark_submit` (its archive made if
+    missing); none with `FSR_TEST_JVM=plain`."""
+    if os.environ.get("FSR_TEST_JVM") == "plain":
+        return ""
+    return java_options(Path(spark_submit).parent.parent, python=python)
+
+
 def find_kafka_spark() -> KafkaSpark:
     import sys
 
@@ -71,8 +91,9 @@ def find_kafka_spark() -> KafkaSpark:
     except maven.MavenUnavailable:
         jars = None
     if jars is not None:
-        bundled = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-        return KafkaSpark(pyspark.__version__, str(bundled), sys.executable, tuple(jars))
+        bundled = str(Path(pyspark.__file__).parent / "bin" / "spark-submit")
+        options = driver_java_options(bundled, sys.executable)
+        return KafkaSpark(pyspark.__version__, bundled, sys.executable, tuple(jars), options)
     from tests.matrix import ensure_venv, pyspark_version
 
     venv = ensure_venv(FALLBACK_LINE)
@@ -81,7 +102,9 @@ def find_kafka_spark() -> KafkaSpark:
     found = list((venv / "lib").glob("python3*/site-packages/pyspark/bin/spark-submit"))
     if not found:
         raise RuntimeError(f"no pyspark/bin/spark-submit in {venv}")
-    return KafkaSpark(version, str(found[0]), str(python), tuple(connector_jars(version)))
+    jars = connector_jars(version)
+    options = driver_java_options(str(found[0]), str(python))
+    return KafkaSpark(version, str(found[0]), str(python), tuple(jars), options)
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.hadoop_cluster import Hadoop, working_in
-from tests.support.workspace import Workspace, wait_for
+from tests.support.workspace import Workspace, trace, wait_for
 
 #: The tag the yarn target gives every application it submits (targets/yarn.py).
 TAG = "flink-sql-runner"
@@ -86,6 +86,7 @@ class YarnWorkspace(Workspace):
                         running_after[app["id"]] = time.monotonic() - begun
                 time.sleep(1.0)
         seconds = time.monotonic() - begun
+        trace(f"cli {command} {' '.join(args)}".strip(), begun)
         self._kill(process)  # anything it left in its session
         return Ran(process.returncode, "".join(out), "".join(err), seconds, running_after)
 

@@ -234,7 +234,10 @@ def test_deploy_status_and_stop_through_the_cli_with_checkpoints_on_s3(
                 "'{state_dir}/checkpoints'", f"s3a://{s3_bucket}/checkpoints"
             )
         )
-        ws.write_one_job("orders", "s3a://b/out")
+        # a sink the plan can list, empty: it has nothing to read there (one it cannot list,
+        # it would ask Spark to read)
+        sink = f"s3a://{s3_bucket}/out"
+        ws.write_one_job("orders", sink)
 
         result = ws.deploy()
         assert result.returncode == 0, result.stdout + result.stderr
@@ -251,7 +254,7 @@ def test_deploy_status_and_stop_through_the_cli_with_checkpoints_on_s3(
         assert (row["running"], row["running-version"]) == (True, 1)
         assert row["where"] == "application_1795400000000_0001"
 
-        ws.write_one_job("orders", "s3a://b/out", description="new words")
+        ws.write_one_job("orders", sink, description="new words")
         result = ws.deploy()
         assert result.returncode == 0, result.stdout + result.stderr
         assert "stopped gracefully" in result.stdout

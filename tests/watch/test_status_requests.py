@@ -63,7 +63,7 @@ def status_again(client: Any, bucket: str, deployment: Deployment) -> tuple[list
     return rows, counted.take()
 
 
-@pytest.mark.parametrize("jobs", [30, 90])
+@pytest.mark.parametrize("jobs", [10, 30])
 def test_a_status_of_unchanged_jobs_whose_runs_are_gone_lists_only(
     s3_client: Any, s3_bucket: str, tmp_path: Path, jobs: int
 ) -> None:

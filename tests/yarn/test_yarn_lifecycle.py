@@ -3,13 +3,22 @@ deployed with the real CLI: `--target yarn --master yarn --cluster-api <the Reso
 drivers in cluster deploy mode, the checkpoint root and the parquet sink on the MiniDFSCluster.
 
 new (v1 clean, RUNNING in the ResourceManager) -> unchanged (noop) -> config change (stop through
-the stop marker, restart from the checkpoint) -> query change (v2 clean) -> the application killed
-through the ResourceManager, as an operator would -> `watch --once` restarts it from its checkpoint
--> stop (graceful). After each step the sink, read with spark.read on HDFS, holds every row
-exactly once per version, and the checkpoint folders are on HDFS. A failing step's message
-carries the containers' logs. Spark on YARN is slow to start: one scenario covers every decision.
-A second, shorter test deploys with a checkpoint root and a sink without a scheme: they are on
-HDFS, the default file system, for the deployer as for Spark (a bug the minicluster showed).
+the stop marker, restart from the checkpoint) -> query change (v2 clean), its checkpoint root and
+sink now written without a scheme -> the application killed through the ResourceManager, as an
+operator would -> `watch --once` restarts it from its checkpoint -> stop (graceful). After each
+step the sink, read with spark.read on HDFS, holds every row exactly once per version, and the
+checkpoint folders are on HDFS. A failing step's message carries the containers' logs. Spark on
+YARN is slow to start: one scenario covers every decision, on four applications.
+
+The paths without a scheme: HADOOP_CONF_DIR names HDFS the default file system, so Spark on the
+driver puts `/it-.../checkpoints` on HDFS; the deployer looks there too, for v2 and every step
+after it, and writes nothing on its own disk. Before, it wrote the runtime manifest and the
+runner's package there, and the driver, looking on HDFS, failed: "invalid runtime manifest ...
+does not exist" (a bug the minicluster showed).
+
+The job triggers every few seconds, not every second: a loaded machine then still has a pause
+between two micro-batches, where the runner's graceful stop takes its turn (it waits for the
+running batch to end, up to 30 s), and reads the sink back from fewer files.
 
 What it measured is printed (`pytest -s`): the time from each command's start to its new
 application showing RUNNING, and the pause in commits at each restart, from the sink's
@@ -29,8 +38,7 @@ from pathlib import Path
 import pytest
 
 from flink_sql_runner.stores.storage import FileStorage
-from tests.support.hadoop_cluster import Hadoop, spark_conf
-from tests.support.jvm import cluster_conf
+from tests.support.hadoop_cluster import Hadoop, quick_conf, spark_conf
 from tests.support.rows import assert_exactly_once, rows_by_version
 from tests.support.workspace import wait_for
 from tests.support.yarn_cli import Ran, YarnWorkspace
@@ -44,6 +52,8 @@ pytestmark = [
 
 JOB = "ticks-job"
 DEPLOY = ("--start-timeout", "300", "--stop-timeout", "120")
+#: A batch every few seconds (the template's is every second): see the module's doc.
+TRIGGER = {"processingTime": "5 seconds"}
 
 
 @contextmanager
@@ -107,9 +117,8 @@ def pause_in_commits(spark, sink: str, version: int) -> str:
     return f"{gap.total_seconds():.0f} s ({before:%H:%M:%S} -> {after:%H:%M:%S})"
 
 
-def write_ticks_job(ws: YarnWorkspace, root: str, sink: str) -> dict:
-    """A rate source, a parquet sink at `sink` and job JOB copying one into the other, its
-    checkpoints under `root`, with the Spark properties of the minicluster; the job's fields."""
+def write_tables(ws: YarnWorkspace, sink: str) -> None:
+    """A rate source and a parquet sink at `sink`."""
     ws.write_tables(
         [
             {
@@ -120,12 +129,19 @@ def write_ticks_job(ws: YarnWorkspace, root: str, sink: str) -> dict:
             {"name": "tick_out", "format": "parquet", "options": {"path": sink}},
         ]
     )
+
+
+def write_ticks_job(ws: YarnWorkspace, root: str, sink: str) -> dict:
+    """The tables of `write_tables` and job JOB copying one into the other, its checkpoints
+    under `root`, with the Spark properties of the minicluster; the job's fields."""
+    write_tables(ws, sink)
     job = {
         "description": "first words",
         "target-table": "tick_out",
         "sql": "SELECT value FROM ticks",
         "checkpoint-root": root,
-        "sparkProperties": {**spark_conf(), **cluster_conf()},
+        "trigger": TRIGGER,
+        "sparkProperties": {**spark_conf(), **quick_conf()},
     }
     ws.write_job(JOB, **job)
     return job
@@ -136,8 +152,10 @@ def test_a_job_lives_its_whole_life_on_yarn_with_hdfs(
 ) -> None:
     ws, cluster = yarn_workspace, hadoop_cluster
     storage = FileStorage(env=cluster.env())
-    base = f"{cluster.default_fs}/it-{uuid.uuid4().hex[:8]}"
-    root, sink = f"{base}/checkpoints", f"{base}/out"
+    # `bare`: the same folders without a scheme, as the job writes them from its query change on
+    bare = f"/it-{uuid.uuid4().hex[:8]}"
+    bare_root, bare_sink = f"{bare}/checkpoints", f"{bare}/out"
+    root, sink = f"{cluster.default_fs}{bare_root}", f"{cluster.default_fs}{bare_sink}"
     job = write_ticks_job(ws, root, sink)
     measured: list[str] = []
 
@@ -190,17 +208,23 @@ def test_a_job_lives_its_whole_life_on_yarn_with_hdfs(
         pause = pause_in_commits(spark, sink, 1)
         measured.append(f"config change: pause in commits {pause}")
 
-        # 4. query change: v1 stops, v2 starts clean in a checkpoint of its own
+        # 4. query change: v1 stops, v2 starts clean in a checkpoint of its own; the job now
+        # writes its checkpoint root and its sink without a scheme, the same folders on HDFS
         job["sql"] = "SELECT value FROM ticks WHERE value >= 0"
+        job["checkpoint-root"] = bare_root
+        write_tables(ws, bare_sink)
         ws.write_job(JOB, **job)
         ran = ok(ws.run("deploy", *DEPLOY))
         assert "stop-and-start-clean" in ran.stdout
+        assert f"in {bare_root}/{JOB}/2" in ran.stdout, "the plan shows the root as written"
         assert ws.app(second)["finalStatus"] == "SUCCEEDED"
         third = new_app(ws, ran)
         assert ws.app(third)["name"] == "flink-sql-runner-ticks-job-v2"
         measured.append(f"query change: {timing(ran, third)}")
+        assert not Path(bare).exists(), "nothing on the deployer's own disk"
         assert storage.dir_names(f"{root}/{JOB}") == ["1", "2", "_control"]
         assert storage.file_names(f"{root}/{JOB}/2/commits"), "v2 committed a batch on HDFS"
+        assert record(2)["submission_id"] == third, "v2's control files on HDFS"
         v1_rows = len(rows_by_version(spark, sink)[0][1])
         values = wait_rows(spark, sink, 2, 14, "v2 rows")
         assert_exactly_once(values)
@@ -255,33 +279,7 @@ def test_a_job_lives_its_whole_life_on_yarn_with_hdfs(
         assert len(final[2]) >= count + 14
         stored = ws.stored(JOB)
         assert stored["meta"]["query-version"] == 2 and stored["desired-state"] == "stopped"
+        assert stored["checkpoint-root"] == bare_root
+        assert not Path(bare).exists(), "nothing on the deployer's own disk"
 
     print(f"\nHadoop minicluster started in {cluster.started_in:.0f} s; " + "; ".join(measured))
-
-
-def test_a_path_without_a_scheme_is_on_hdfs_for_the_deployer_as_for_spark(
-    yarn_workspace: YarnWorkspace, hadoop_cluster: Hadoop, spark
-) -> None:
-    """HADOOP_CONF_DIR names HDFS the default file system, so Spark on the driver puts
-    `/it-.../checkpoints` on HDFS; the deployer looks there too. Before, it wrote the runtime
-    manifest and the runner's package on its own disk, and the driver, looking on HDFS, failed:
-    "invalid runtime manifest ... does not exist"."""
-    ws, cluster = yarn_workspace, hadoop_cluster
-    base = f"/it-{uuid.uuid4().hex[:8]}"
-    root, sink = f"{base}/checkpoints", f"{base}/out"
-    write_ticks_job(ws, root, sink)
-    on_hdfs = FileStorage(env=cluster.env())
-    with container_logs_on_failure(cluster):
-        ran = ok(ws.run("deploy", *DEPLOY))
-        assert "start-clean" in ran.stdout
-        assert f"in {root}/{JOB}/1" in ran.stdout, "the plan shows the root as written"
-        app = new_app(ws, ran)
-        assert not Path(base).exists(), "nothing on the deployer's own disk"
-        assert on_hdfs.dir_names(f"{cluster.default_fs}{root}/{JOB}") == ["1", "_control"]
-        assert on_hdfs.file_names(f"{cluster.default_fs}{root}/{JOB}/1/commits")
-        values = wait_rows(spark, f"{cluster.default_fs}{sink}", 1, 14, "v1 rows on HDFS")
-        assert_exactly_once(values)
-        ran = ok(ws.run("stop", JOB, "--stop-timeout", "120", paths=False))
-        assert "stopped gracefully" in ran.stdout, ran.stdout
-        assert ws.app(app)["finalStatus"] == "SUCCEEDED"
-        assert_exactly_once(rows_by_version(spark, f"{cluster.default_fs}{sink}")[0])
