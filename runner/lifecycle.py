@@ -24,9 +24,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .failures import FAILURES, BadManifest, error_text
+from .kafka_start import apply_starts, starts_from_word
 from .log import log
 from .manifest import load_manifest
-from .prepare import NoGo, Prepared, checkpoint_summary, pinned_conf, with_starting_offsets
+from .prepare import NoGo, Prepared, checkpoint_summary, pinned_conf
 from .query import query_frame, register_sources, start_query, with_metadata
 from .sink_schema import SchemaRefused, check_before_first_write
 from .spark_internals import UnsupportedSpark
@@ -149,6 +150,7 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
         if text is None:
             raise BadManifest(f"{manifest_location} does not exist")
         doc = load_manifest(text)
+        apply_starts(doc)
         prepared = Prepared(storage, doc, spark.version) if doc.get("prepare") else None
         # A prepared run reports on its own file until its go: the version's may still be
         # written by the run it replaces.
@@ -173,7 +175,7 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
                 checkpoint=checkpoint_summary(storage, doc["checkpoint-location"]),
                 conf=pinned_conf(spark, list(doc["prepare"].get("pinned-settings") or [])),
             )
-            if with_starting_offsets(doc, word):
+            if starts_from_word(doc, word):
                 register_sources(spark, doc)
                 frame = with_metadata(query_frame(spark, doc), doc)
             status = Status(storage, doc.get("status-file"), doc["run-id"], spark.version,

@@ -8,9 +8,9 @@ version's status file may still be written by the run this one replaces, for a c
 keeps the version) and waits for the deployer's word in `prepare.go-file`:
 
 - `{"run-id": "<this run>", "go": true}`: start the query now (the old run is confirmed gone);
-  `"starting-offsets": {table: offsets JSON}` with it: those Kafka sources start there (where
-  the previous version stopped, known only once it has), and are registered again before the
-  query starts;
+  `"starting": {table: start}` with it: those Kafka sources start there (runner/kafka_start.py;
+  where the previous version stopped is known only once it has), and are registered again
+  before the query starts;
 - `{"run-id": "<this run>", "abort": "<why>"}`, or its own stop marker (`prepare.stop-marker`,
   which a target's stop writes): exit 0 without having written anything;
 - no word naming this run within `prepare.timeout-seconds`, or SIGTERM: exit 1, nothing written.
@@ -132,17 +132,3 @@ class Prepared:
                 self.report("expired", error=why)
                 raise NoGo(why, EXIT_EXPIRED)
             time.sleep(POLL_SECONDS)
-
-
-def with_starting_offsets(doc: dict[str, Any], word: dict[str, Any]) -> bool:
-    """Give the Kafka source tables the go names the offsets they start from; True when it
-    named any (their views must then be registered again)."""
-    offsets = word.get("starting-offsets") or {}
-    if not isinstance(offsets, dict):
-        return False
-    for table, where in offsets.items():
-        definition = doc["tables"].get(table)
-        if definition is None or not isinstance(where, str):
-            continue
-        definition["options"] = {**(definition.get("options") or {}), "startingOffsets": where}
-    return bool(offsets)

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from .file_sink import shifted_file_sink
+from .kafka_start import filled_offsets, kafka_partitions
 from .manifest import options_of, trigger_args
 from .storage import Storage
 
@@ -21,8 +22,12 @@ METADATA_COLUMNS = (
 
 
 def open_source(spark: Any, name: str, table: dict[str, Any]) -> Any:
-    """The streaming frame of source table `name`, as the job reads it."""
-    reader = spark.readStream.options(**options_of(table))
+    """The streaming frame of source table `name`, as the job reads it (a Kafka source whose
+    carried offsets leave partitions out starts those at their earliest: kafka_start.py)."""
+    options = options_of(table)
+    if table.get("new-partitions") == "earliest":
+        options = filled_offsets(options, kafka_partitions(spark))
+    reader = spark.readStream.options(**options)
     if "table" in table:
         return reader.table(table["table"])
     reader = reader.format(table["format"])

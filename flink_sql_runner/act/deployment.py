@@ -273,16 +273,16 @@ class Deployment:
         mark("gathered")
         spark = self.target.spark_version()
         lineage = plan_lineage(facts)  # the same jobs in every plan below: built once
-        handover = self.settings.handover
-        plan = build_plan(facts, prune=prune, spark=spark, handover=handover, lineage=lineage)
+        handover, kafka_start = self.settings.handover, self.settings.kafka_start
+        plan = build_plan(facts, prune=prune, spark=spark, handover=handover, lineage=lineage,
+                          kafka_start=kafka_start)  # fmt: skip
         checks = contract_checks(plan, facts, jobs, lineage)
         if checks:
             found = gather_contracts(checks, self.storage, self.schema_cache, self.ask_spark)
             if found:
                 facts = [replace(f, contract=found.get(f.name)) for f in facts]
-                plan = build_plan(
-                    facts, prune=prune, spark=spark, handover=handover, lineage=lineage
-                )
+                plan = build_plan(facts, prune=prune, spark=spark, handover=handover,
+                                  lineage=lineage, kafka_start=kafka_start)  # fmt: skip
         return without_starts_that_cannot_begin(plan, self.connectors.missing)
 
     def _gather(

@@ -51,9 +51,11 @@ from flink_sql_runner.decide.steps import (
     StopRun,
 )
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.gather.offsets import starting_offsets
+from flink_sql_runner.gather.offsets import read_starts
+from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.intents import IntentLog, Kind, Phase
+from flink_sql_runner.model.offsets import NO_STARTS, CarryRefused, StartPlan, Starts
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import ABSENT, ANY, Stored, StoredManifest, Token
 from flink_sql_runner.read.secrets import redact_text
@@ -150,7 +152,8 @@ class JobSteps:
         warm = any(isinstance(s, PrepareRun) for s in decision.steps)
         tracker = Tracker(self.intents, self._check, manifest, decision.action.value,
                           KIND_OF_ACTION.get(decision.action, Kind.START),
-                          self.runs.submit_timeout, prepared=warm)  # fmt: skip
+                          self.runs.submit_timeout, prepared=warm,
+                          starting=_starting(decision))  # fmt: skip
         split = first_start(decision.steps)
         try:
             self._steps(decision.steps[:split], result, tracker)
@@ -160,6 +163,13 @@ class JobSteps:
                 return
             self._steps(decision.steps[split:], result, tracker)
         except StartFailed as failure:
+            # A prepared run that will not get its go is told to end before anything else of
+            # the job starts (a rollback's run would be up beside it).
+            if not self._end_prepared(name, f"its go will not come: {first_line(str(failure))}"):
+                result.steps.append(
+                    "the prepared run could not be confirmed gone: it writes nothing and ends "
+                    "by itself"
+                )
             if not failure.gone:
                 raise FsrError(
                     f"{first_line(str(failure))}; the run may still be up, so nothing else "
@@ -188,6 +198,9 @@ class JobSteps:
                 )
             ):
                 self._forget_intent(tracker)  # nothing new can exist: the old facts stand
+            down = self._left_down(name, tracker) if isinstance(exc, FsrError) else None
+            if down is not None:
+                raise FsrError(f"{str(exc).rstrip()}; {down}") from None
             raise
         if tracker.written:
             tracker.forget()
@@ -237,8 +250,10 @@ class JobSteps:
         try:
             self._roll_back(decision, result, tracker)
         except StartFailed as again:
+            down = f"; the job is down: no run of {name} is up" if again.gone else ""
             raise FsrError(
-                f"{first_line(str(failure))}; and the rollback failed too: {first_line(str(again))}"
+                f"{first_line(str(failure))}; and the rollback failed too: "
+                f"{first_line(str(again))}{down}"
             ) from None
         back = next(s for s in decision.rollback if isinstance(s, StartRun))
         result.ok, result.outcome = False, "rolled-back"
@@ -292,6 +307,23 @@ class JobSteps:
             "running again from its checkpoint, the store unchanged"
         )
 
+    def _left_down(self, name: str, tracker: Tracker) -> str | None:
+        """What a job whose steps failed is left as, in words, when they stopped its run and no
+        new run of it may be up; None otherwise."""
+        stopped = self._stopped.get(name)
+        if not stopped:
+            return None
+        old = stopped[-1][1]
+        intent = tracker.intent
+        if intent is not None and intent.phase.submitted:
+            if not intent.prepared or intent.phase is Phase.HEALTHY:
+                return None  # its new run may be up
+            return (
+                f"the job is down: v{old} was stopped and the prepared v{intent.version} has "
+                "not had its go; the next deploy gives it"
+            )
+        return f"the job is down: v{old} was stopped and no run of it is up; deploy again"
+
     def _forget_intent(self, tracker: Tracker) -> None:
         try:
             tracker.forget()
@@ -328,7 +360,7 @@ class JobSteps:
                 self.runs.abort(prepared, "an interrupted deploy prepared it; no go will come")
                 result.steps.append(f"ended {step.run.describe()}, prepared and never given its go")
             elif isinstance(step, StartRun):
-                prepared = self._prepared.pop(result.name, None) if step.prepared else None
+                prepared = self._prepared.get(result.name) if step.prepared else None
                 if step.prepared and prepared is None:
                     result.steps.append("no run was prepared: started the cold way")
                 healthy = self._start(step, result, tracker, prepared)
@@ -343,8 +375,8 @@ class JobSteps:
             elif isinstance(step, AwaitRun):
                 control = self.runs.control(step.manifest, step.run.version)
                 self._fresh_lease(f"wait for {result.name}")
-                if step.go:  # the old run was confirmed gone by the interrupted deploy
-                    healthy = self.runs.go(self._as_prepared(step.run, step.manifest))
+                if step.go is not None:  # the old run was confirmed gone by the interrupted deploy
+                    healthy = self.runs.go(self._as_prepared(step.run, step.manifest), step.go)
                 else:
                     healthy = self.runs.await_healthy(step.run, control)
                 tracker.to(Phase.HEALTHY)
@@ -376,35 +408,41 @@ class JobSteps:
                 result.summary = f"pruned: checkpoint kept, manifest archived to {where}"
 
     # -- starts ----------------------------------------------------------------------------------
-    def _starting(self, step: StartRun, result: JobResult) -> dict[str, str] | None:
-        """Where its Kafka sources start, read now that the previous version has stopped."""
-        if step.carry is None:
-            return None
+    def _starts(self, tracker: Tracker, result: JobResult) -> Starts:
+        """Where the new run's Kafka sources start, resolved now that the previous version has
+        stopped, from the plan its intent record holds; StartFailed (nothing started) when a
+        carry is not exact any more or the checkpoint cannot be read: never `latest` instead."""
+        plan = tracker.starting
+        if plan is None:
+            return NO_STARTS
         try:
-            found = starting_offsets(self.runs.storage, step.carry)
-        except FsrError as exc:  # never `latest` instead: nothing starts
-            raise StartFailed(
-                f"cannot read where v{step.carry.version} stopped: {exc}", True
-            ) from None
-        result.steps += found.notes
-        return found.by_table
+            starts = read_starts(self.runs.storage, plan)
+        except CarryRefused as exc:
+            raise StartFailed(str(exc), True) from None
+        except FsrError as exc:
+            raise StartFailed(f"cannot read where v{plan.version} stopped: {exc}", True) from None
+        result.steps += starts.notes
+        return starts
 
     def _start(
         self, step: StartRun, result: JobResult, tracker: Tracker, prepared: Prepared | None
     ) -> Healthy:
         """Start `step`'s manifest and wait until healthy: the prepared run given its go, or
-        (none, or it ended before its go) a run submitted now."""
+        (none, or it ended before its go) a run submitted now. Either is given the starts its
+        intent record holds from then on."""
         self._fresh_lease(f"start {result.name}")
         tracker.to(Phase.INTENDED)
         before = None if step.clean else self.runs.committed(step.manifest)
-        starting = self._starting(step, result)
+        starts = self._starts(tracker, result)
         if prepared is not None:
-            tracker.to(Phase.SUBMITTED, prepared.run.submission_id, committed_before=before)
+            tracker.to(Phase.SUBMITTED, prepared.run.submission_id, committed_before=before,
+                       starts=starts)  # fmt: skip
+            del self._prepared[result.name]  # its go may be given from here on: not ended
             try:
-                return self.runs.go(prepared, starting)
+                return self.runs.go(prepared, starts)
             except PreparedGone as gone:
                 result.steps.append(f"{gone}: started the cold way")
-        tracker.to(Phase.SUBMITTING, committed_before=before)
+        tracker.to(Phase.SUBMITTING, committed_before=before, starts=starts)
         return self.runs.start(
             step.manifest,
             step.clean,
@@ -412,7 +450,7 @@ class JobSteps:
             step.source,
             on_submitted=lambda run: tracker.to(Phase.SUBMITTED, run.submission_id),
             before_wait=lambda: self._fresh_lease(f"wait for {result.name}"),
-            starting=starting,
+            starts=starts,
         )
 
     def _prepare(self, step: PrepareRun, result: JobResult, tracker: Tracker) -> None:
@@ -466,6 +504,15 @@ class JobSteps:
         """A run an interrupted warm handover prepared, as `go` and `abort` take it."""
         control = self.runs.control(manifest, run.version)
         return Prepared(run, manifest, control.prepared(run.run_id), 0.0, {})
+
+
+def _starting(decision: Decision) -> StartPlan | None:
+    """Where the new version of `decision` starts its Kafka sources, as planned, a declared "now
+    minus" made a timestamp now: once, for the intent record written before anything stops."""
+    for step in decision.steps:
+        if isinstance(step, StartRun) and step.starting is not None:
+            return step.starting.at(int(runtime.wall() * 1000))
+    return None
 
 
 @dataclass

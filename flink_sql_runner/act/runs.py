@@ -28,8 +28,9 @@ from flink_sql_runner.model.control import (
     run_status,
 )
 from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT
+from flink_sql_runner.model.offsets import Starts
 from flink_sql_runner.model.runs import Liveness, Run
-from flink_sql_runner.model.runtime import runtime_manifest, spark_conf, starting_by_view
+from flink_sql_runner.model.runtime import runtime_manifest, spark_conf, starts_by_view
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import Storage
 from flink_sql_runner.targets.base import Started, Submission, SubmitOutcomeUnknown, Target
@@ -117,8 +118,13 @@ class RunControl:
         return float(getattr(self.target, "submit_timeout", DEFAULT_SUBMIT_TIMEOUT))
 
     def committed(self, manifest: StoredManifest) -> int:
-        """The last batch the checkpoint of `manifest`'s version has committed; -1 if none."""
-        found = last_committed(self.storage, checkpoint_location(manifest))
+        """The last batch the checkpoint of `manifest`'s version has committed; -1 if none.
+        StartFailed (nothing started) when it cannot be read."""
+        location = checkpoint_location(manifest)
+        try:
+            found = last_committed(self.storage, location)
+        except FsrError as exc:
+            raise StartFailed(f"cannot read {location}: {exc}", True) from None
         return found if found is not None else -1
 
     @staticmethod
@@ -155,7 +161,10 @@ class RunControl:
         mark("stopping", job=run.name)
         stopped = self.target.stop(run, control.stop_marker, self.timeouts.stop)
         mark("stopped", job=run.name)
-        self.storage.delete(control.stop_marker)
+        try:
+            self.storage.delete(control.stop_marker)
+        except FsrError:
+            pass  # housekeeping: the version's next start deletes its marker before it starts
         return stopped.how
 
     def start(
@@ -166,22 +175,25 @@ class RunControl:
         source: str = "",
         on_submitted: Callable[[Run], None] | None = None,
         before_wait: Callable[[], None] | None = None,
-        starting: dict[str, str] | None = None,
+        starts: Starts | None = None,
     ) -> Healthy:
         """Start one run and wait until it is healthy. StartFailed otherwise, saying whether
         the run is confirmed gone. `on_submitted` is told the run once the target accepted it,
-        `before_wait` is called before the wait for its health begins. `starting`: Kafka
-        source tables that start at given offsets (a clean start after another version)."""
+        `before_wait` is called before the wait for its health begins. `starts`: where its
+        Kafka source tables start (a clean start after another version)."""
         run_id = run_id or str(uuid.uuid4())
         control = self.control(manifest, manifest.meta.query_version)
         self._refuse_used_checkpoint(manifest, clean, StartFailed)
-        document, plain, secret = self._documents(manifest, run_id, control, source, starting)
-        self.storage.delete(control.stop_marker)
-        self.storage.delete(control.status_file)
-        self._delete_beacon(control)  # the last run's: the new run writes its own
-        self.storage.write_text(
-            control.runtime_manifest, json.dumps(document, indent=2), private=True
-        )
+        document, plain, secret = self._documents(manifest, run_id, control, source, starts)
+        try:
+            self.storage.delete(control.stop_marker)
+            self.storage.delete(control.status_file)
+            self._delete_beacon(control)  # the last run's: the new run writes its own
+            self.storage.write_text(
+                control.runtime_manifest, json.dumps(document, indent=2), private=True
+            )
+        except FsrError as exc:  # nothing submitted: nothing of it runs
+            raise StartFailed(f"cannot write its control files: {exc}", True) from None
         submission = self._submission(manifest, run_id, control, plain, secret)
         begun = self.clock()
         started = self._submit(submission, on_submitted, before_wait)
@@ -195,7 +207,15 @@ class RunControl:
     # -- what start and prepare share ----------------------------------------------------------
     def _refuse_used_checkpoint(self, manifest: StoredManifest, clean: bool, error: type) -> None:
         location = checkpoint_location(manifest)
-        if clean and not self.storage.is_empty(location):
+        if not clean:
+            return
+        try:
+            empty = self.storage.is_empty(location)
+        except StartFailed:
+            raise
+        except FsrError as exc:  # nothing submitted: nothing of it runs
+            raise error(f"cannot tell whether {location} is empty: {exc}", True) from None
+        if not empty:
             raise error(f"refusing a clean start: checkpoint folder {location} is not empty", True)
 
     def _documents(
@@ -204,13 +224,11 @@ class RunControl:
         run_id: str,
         control: ControlFiles,
         source: str,
-        starting: dict[str, str] | None,
+        starts: Starts | None,
     ) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
         """The runtime manifest, and the Spark properties: plain ones and secret ones."""
         try:
-            document = runtime_manifest(
-                manifest, run_id, control, source or manifest.name, starting
-            )
+            document = runtime_manifest(manifest, run_id, control, source or manifest.name, starts)
             plain, secret = spark_conf(manifest, source or manifest.name)
             if self.connectors is not None:
                 plain.update(self.connectors.conf(manifest.tables, {**secret, **plain}))
@@ -371,8 +389,9 @@ class RunControl:
         confirmed gone (it writes nothing, and ends by itself)."""
         self._stop_prepared(prepared.run, prepared.files, why)
 
-    def go(self, prepared: Prepared, starting: dict[str, str] | None = None) -> Healthy:
-        """Give a prepared run its go, once the run it replaces is confirmed gone, and wait
+    def go(self, prepared: Prepared, starts: Starts) -> Healthy:
+        """Give a prepared run its go, once the run it replaces is confirmed gone, with where its
+        Kafka sources start (the intent record's: every go of a run gives the same), and wait
         until it is healthy. PreparedGone when it ended before its go (its timeout): nothing
         of it ran, and the manifest may be started the cold way; StartFailed otherwise."""
         run, manifest = prepared.run, prepared.manifest
@@ -393,8 +412,8 @@ class RunControl:
         if record:
             self.storage.write_text(control.submission_record, record)
         word: dict[str, Any] = {"run-id": run.run_id, "go": True}
-        if starting:
-            word["starting-offsets"] = starting_by_view(manifest, starting)
+        if starts.by_table:
+            word["starting"] = starts_by_view(manifest, starts)
         begun = self.clock()
         mark("go", job=manifest.name)
         self.storage.write_text(prepared.files.go_file, json.dumps(word))

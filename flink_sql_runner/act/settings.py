@@ -10,6 +10,7 @@ from pathlib import Path
 from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.read.kafka_start import KafkaStart
 from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.stores.storage import FileStorage, Storage
 from flink_sql_runner.targets.base import Target
@@ -54,6 +55,9 @@ class Settings:
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT
     #: How a change of a running job is carried out when the job does not say (decide/warm.py).
     handover: str = DEFAULT_HANDOVER
+    #: Where a new version's Kafka sources start, for every job of the deploy (`--kafka-start`;
+    #: None: as each job says, else where the previous version stopped).
+    kafka_start: KafkaStart | None = None
     properties: PropertyRules = field(default_factory=PropertyRules)  # checks, and warnings
     #: Reuse what unchanged job and table files read as last time (read/load_cache.py).
     cache: bool = True

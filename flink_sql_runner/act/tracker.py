@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.model.intents import Intent, IntentLog, Kind, Phase, new_intent
+from flink_sql_runner.model.offsets import StartPlan, Starts
 from flink_sql_runner.model.stored import ABSENT, StoredManifest, Token, Unconditional
 
 
@@ -28,16 +29,20 @@ class Tracker:
         submit_timeout: float,
         over: Token | Unconditional = ABSENT,
         prepared: bool = False,
+        starting: StartPlan | None = None,
     ):
         """`over`: the record its first write replaces (ABSENT: none may exist; a rollback
         replaces the record of the start it undoes). `prepared`: its new run is prepared
-        beside the old one (a warm handover)."""
+        beside the old one (a warm handover). `starting`: where the new version's Kafka
+        sources start, as planned; in the record from its first write, before anything
+        stops."""
         self.log, self.check = log, check
         self.token: Token | Unconditional = over
         self.manifest, self.action, self.kind = manifest, action, kind
         self.submit_timeout = submit_timeout
         self.run_id = str(uuid.uuid4())
         self.prepared = prepared
+        self.starting = starting
         self.intent: Intent | None = None
 
     @property
@@ -50,8 +55,10 @@ class Tracker:
         submission_id: str | None = None,
         committed_before: int | None = None,
         error: str | None = None,
+        starts: Starts | None = None,
     ) -> None:
-        """Move the record to `phase`; at FAILED, `error` says why (one line)."""
+        """Move the record to `phase`; at FAILED, `error` says why (one line). `starts`: what
+        the new run's Kafka sources start at, once resolved."""
         self.check(phase in AFTER_EFFECTS)
         if self.intent is None:
             if self.manifest is None:
@@ -59,7 +66,8 @@ class Tracker:
             if phase is not Phase.INTENDED:
                 return  # awaiting an interrupted command's run: its own record stays
             self.intent = new_intent(self.manifest, self.action, self.run_id, self.kind,
-                                     self.submit_timeout, prepared=self.prepared)  # fmt: skip
+                                     self.submit_timeout, prepared=self.prepared,
+                                     starting=self.starting)  # fmt: skip
         elif phase is Phase.INTENDED:
             return
         else:
@@ -68,6 +76,8 @@ class Tracker:
             self.intent = replace(self.intent, committed_before=committed_before)
         if error is not None:
             self.intent = replace(self.intent, error=error)
+        if starts is not None:
+            self.intent = replace(self.intent, starts=starts)
         self.token = self.log.write(self.intent, self.token)
 
     def forget(self) -> None:

@@ -51,7 +51,7 @@ from flink_sql_runner.render.plan import plan_json, plan_text, results_text
 @input_options
 @remote_options
 @original_options()
-@options("--handover")
+@options("--handover", "--kafka-start")
 @click.option(
     "--detailed-exitcode",
     is_flag=True,
@@ -162,7 +162,7 @@ def _deploy_report(plan: Plan, results: dict[str, JobResult], output: str) -> No
 @remote_options
 @original_options()
 @timeout_options
-@options("--handover")
+@options("--handover", "--kafka-start")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option(
     "--prune",
@@ -202,7 +202,7 @@ def deploy(
 @remote_options
 @original_options()
 @timeout_options
-@options("--handover")
+@options("--handover", "--kafka-start")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @handle_errors
 def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, **kw: Any) -> int:

@@ -22,6 +22,12 @@ from flink_sql_runner.cli.original_flags import (
     original_settings,
 )
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, HANDOVERS
+from flink_sql_runner.read.kafka_start import (
+    KAFKA_START_FORMS,
+    BadKafkaStart,
+    KafkaStart,
+    parse_kafka_start,
+)
 from flink_sql_runner.read.names import job_name_problem
 from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.stores import store_uri_from_legacy
@@ -229,6 +235,35 @@ _register(
     "not fit).",
 )
 
+
+class KafkaStartType(click.ParamType):
+    """A start as `kafka-start` takes it (read/kafka_start.py); a bad one is a usage error."""
+
+    name = "START"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> KafkaStart:
+        if isinstance(value, KafkaStart):
+            return value
+        try:
+            return parse_kafka_start(value)
+        except BadKafkaStart as exc:
+            self.fail(f"{exc}; write {KAFKA_START_FORMS}", param, ctx)
+
+
+_register(
+    "--kafka-start",
+    type=KafkaStartType(),
+    default=None,
+    envvar=env_var("KAFKA_START"),
+    help="Where the Kafka sources of every new version this deploy starts (a query change) "
+    "begin, over what each job says (`kafka-start:`): carry (where the previous version "
+    "stopped; a carry that is not exact takes what can be carried, the rest from the earliest "
+    "offset), earliest, latest, a timestamp with its zone (2026-11-25T02:00:00Z) or now minus an "
+    "interval ('now - 2 hours'). Without it and without the job's, a carry that cannot be exact "
+    "(two sources on one topic, a topic missing, removed or added, nothing committed) refuses "
+    "the job before anything stops.",
+)
+
 INPUT_OPTIONS = (
     "--table-definition-path", "--template-file", "--state-dir", "--strict-properties",
     "--no-cache", "--debug",
@@ -293,6 +328,7 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
         handover=kw.get("handover") or DEFAULT_HANDOVER,
+        kafka_start=kw.get("kafka_start"),
         properties=PropertyRules(
             strict=bool(kw.get("strict_properties")), defaults=original["defaults"]
         ),

@@ -21,6 +21,7 @@ from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, warm
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
 from flink_sql_runner.model.stored import StoredManifest, Token
+from flink_sql_runner.read.kafka_start import KafkaStart
 from flink_sql_runner.read.sinks import SinkId, SinkIndex, target_sink
 
 
@@ -60,6 +61,7 @@ def build_plan(
     spark: str | None = None,
     handover: str = DEFAULT_HANDOVER,
     lineage: Lineage | None = None,
+    kafka_start: KafkaStart | None = None,
 ) -> Plan:
     """The decisions for every job, sorted by name. With `prune`, jobs whose manifest left
     --path are stopped and archived instead of left alone. No job starts into a sink another
@@ -70,14 +72,15 @@ def build_plan(
     clean as a new version names what happens downstream of it.
     `spark`: the Spark version the target will run jobs on, when it can tell. `handover`: how
     a change of a running job is carried out when the job does not say (decide/warm.py).
-    `lineage`: `plan_lineage(facts)` when the caller has it already."""
+    `lineage`: `plan_lineage(facts)` when the caller has it already. `kafka_start`: where a new
+    version's Kafka sources start, for every job of the deploy (decide/offsets.py)."""
     ordered = sorted(facts, key=lambda f: f.name)
     by_name = {f.name: f for f in ordered}
     if lineage is None:
         lineage = plan_lineage(ordered)
-    decisions = {f.name: decide(f, prune, spark) for f in ordered}
+    decisions = {f.name: decide(f, prune, spark, kafka_start) for f in ordered}
     decisions = pipeline.follow_producers(
-        decisions, by_name, lineage, lambda f: decide(f, prune, spark)
+        decisions, by_name, lineage, lambda f: decide(f, prune, spark, kafka_start)
     )
     owners: SinkIndex[str] = SinkIndex(
         (sink, f.name)

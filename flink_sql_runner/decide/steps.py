@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from flink_sql_runner.model.offsets import OffsetCarry
+from flink_sql_runner.model.offsets import StartPlan, Starts
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import StoredManifest
 
@@ -49,12 +49,13 @@ class StartRun:
     manifest: StoredManifest
     clean: bool
     source: str  # where the manifest comes from, for messages (a job file, the store)
-    #: A clean start's Kafka sources that begin where the previous version stopped.
-    carry: OffsetCarry | None = None
+    #: Where a clean start's Kafka sources begin (after a previous version): the plan's.
+    starting: StartPlan | None = None
     prepared: bool = False
 
     def describe(self) -> str:
-        carried = f" ({self.carry.describe()})" if self.carry and self.carry.describe() else ""
+        said = self.starting.describe() if self.starting is not None else ""
+        carried = f" ({said})" if said else ""
         if self.prepared:
             return f"go: the prepared {_version(self.manifest)} starts its query{carried}"
         how = (
@@ -73,8 +74,8 @@ class StartRun:
         }
         if self.prepared:
             doc["prepared"] = True
-        if self.carry is not None:
-            doc["starting-offsets"] = self.carry.to_dict()
+        if self.starting is not None:
+            doc["starting-offsets"] = self.starting.to_dict()
         return doc
 
 
@@ -114,24 +115,33 @@ class PrepareRun:
 class AwaitRun:
     """Wait for a run an interrupted deploy started until it has completed a trigger. `go`: the
     run was prepared by an interrupted warm handover that had confirmed the old run gone; it is
-    given its go (again: a go is given by run id, so twice is once) before the wait."""
+    given its go (again: a go is given by run id, so twice is once) before the wait, with where
+    its Kafka sources start, as the interrupted deploy's intent record holds it (a go without
+    it cannot be made)."""
 
     run: Run
     manifest: StoredManifest
-    go: bool = False
+    go: Starts | None = None
 
     def describe(self) -> str:
-        if self.go:
+        if self.go is not None:
+            starts = f" ({'; '.join(self.go.notes)})" if self.go.notes else ""
             return (
-                f"give {self.run.describe()}, prepared by an interrupted deploy, its go and wait "
-                "until it is healthy"
+                f"give {self.run.describe()}, prepared by an interrupted deploy, its go{starts} "
+                "and wait until it is healthy"
             )
         return f"wait for {self.run.describe()}, started by an interrupted deploy, to be healthy"
 
     def to_dict(self) -> dict[str, Any]:
-        doc = {"step": "await", "query-version": self.run.version, "run": self.run.detail}
-        if self.go:
+        doc: dict[str, Any] = {
+            "step": "await",
+            "query-version": self.run.version,
+            "run": self.run.detail,
+        }
+        if self.go is not None:
             doc["go"] = True
+            if self.go.by_table:
+                doc["starting"] = self.go.to_dict()
         return doc
 
 

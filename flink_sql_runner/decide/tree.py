@@ -3,13 +3,13 @@ the reason in words and the steps that carry it out. Nothing here acts."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from flink_sql_runner.decide import contracts
 from flink_sql_runner.decide.changes import Change, ChangeKind, diff, severity, unchanged
 from flink_sql_runner.decide.decisions import Action, Decision
-from flink_sql_runner.decide.offsets import kafka_at_default, offset_carry
+from flink_sql_runner.decide.offsets import Refused, kafka_at_all, kafka_at_default, kafka_starts
 from flink_sql_runner.decide.steps import (
     Archive,
     AwaitRun,
@@ -21,11 +21,13 @@ from flink_sql_runner.decide.steps import (
     StopRun,
     checkpoint_location,
 )
-from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.facts import CheckpointFacts, JobFacts
 from flink_sql_runner.model.intents import FailedStart, Kind, Outcome
+from flink_sql_runner.model.offsets import NO_STARTS
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.sparkversion import is_older, version_tuple
 from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.kafka_start import KafkaStart
 from flink_sql_runner.read.manifest import Job
 
 
@@ -53,19 +55,35 @@ def describe_runs(runs: tuple[Run, ...]) -> str:
     return ", ".join(r.describe() for r in runs)
 
 
-def decide(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Decision:
+def decide(
+    facts: JobFacts,
+    prune: bool = False,
+    spark: str | None = None,
+    kafka_start: KafkaStart | None = None,
+) -> Decision:
     """One job's decision, following SPEC's decision tree, with its reason in words; a start
-    that would break its sink's readers is refused (decide/contracts.py).
+    that would break its sink's readers is refused (decide/contracts.py). `kafka_start`: the
+    deploy's `--kafka-start`, where a new version's Kafka sources start (decide/offsets.py).
 
     An intent record left by an interrupted command is settled first, by its own rules
     (model/intents.py): what took effect is completed (recorded, or archived), a run that is up
     is waited for and recorded, what never took effect is dropped and the stored manifest
     stands; while its run may exist, nothing is started or recorded for the job.
     """
-    return contracts.check(_settled_decision(facts, prune, spark), facts)
+    return contracts.check(_settled_decision(facts, Asked(prune, spark, kafka_start)), facts)
 
 
-def _settled_decision(facts: JobFacts, prune: bool, spark: str | None) -> Decision:
+@dataclass(frozen=True)
+class Asked:
+    """What the command asks of every decision: `--prune`, the Spark the target runs jobs on
+    (when it can tell), the deploy's `--kafka-start`."""
+
+    prune: bool = False
+    spark: str | None = None
+    kafka_start: KafkaStart | None = None
+
+
+def _settled_decision(facts: JobFacts, asked: Asked) -> Decision:
     if facts.problem:
         return error(facts, f"cannot be decided: {facts.problem}")
     if facts.unknown:
@@ -76,19 +94,19 @@ def _settled_decision(facts: JobFacts, prune: bool, spark: str | None) -> Decisi
             "there)",
         )
     if facts.intent is None:
-        return _decide(facts, prune, spark)
+        return _decide(facts, asked)
     failed = facts.intent.intent.failed_start
     if failed is not None:
-        return replace(_settled(facts, prune, spark), failed_start=failed)
-    return _settled(facts, prune, spark)
+        return replace(_settled(facts, asked), failed_start=failed)
+    return _settled(facts, asked)
 
 
-def _settled(facts: JobFacts, prune: bool, spark: str | None) -> Decision:
-    settled = settle_intent(facts, prune)
+def _settled(facts: JobFacts, asked: Asked) -> Decision:
+    settled = settle_intent(facts, asked.prune)
     if isinstance(settled, Decision):
         return settled
     adopted, prefix, rollback, note = settled
-    decision = _decide(adopted, prune, spark)
+    decision = _decide(adopted, asked)
     if decision.action is Action.ERROR:
         return replace(decision, reason=note + decision.reason)
     action = decision.action if decision.steps else Action.ADOPT
@@ -166,7 +184,22 @@ def settle_intent(
             note + ("record it; "),
         )
     assert settled.run is not None
-    steps = (AwaitRun(settled.run, intent.manifest, go=intent.prepared), Record(intent.manifest),
+    go = None
+    if intent.prepared:  # its go, given again or for the first time: with the starts recorded
+        go = (
+            intent.starts
+            if intent.starts is not None or kafka_at_all(intent.manifest)
+            else NO_STARTS
+        )
+        if go is None:
+            return error(
+                facts,
+                f"{what}: {settled.why}; its record (of an older release) does not say where "
+                "its Kafka sources start, so it is not given its go; stop the job "
+                f"(`flink-sql-runner stop {facts.name}`) and deploy again",
+                intent.version,
+            )
+    steps = (AwaitRun(settled.run, intent.manifest, go=go), Record(intent.manifest),
              DropIntent("its run is up"))  # fmt: skip
     rollback: tuple[Step, ...] = ()
     # A new version's run that fails is undone by resuming the old one; a same-version restart's
@@ -229,12 +262,12 @@ def _after_failed_start(
     return facts, (DropIntent("started again", failed_start=True),), (), note
 
 
-def _decide(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Decision:
-    decision = _tree(facts, prune, spark)
+def _decide(facts: JobFacts, asked: Asked) -> Decision:
+    decision = _tree(facts, asked)
     stored = facts.stored
     if stored is None or decision.action in (Action.ERROR, Action.ORPHANED):
         return decision
-    return _with_spark_versions(decision, facts, stored.meta.spark_version, spark)
+    return _with_spark_versions(decision, facts, stored.meta.spark_version, asked.spark)
 
 
 def _with_spark_versions(
@@ -270,7 +303,7 @@ def _with_spark_versions(
     return replace(decision, reason=f"{decision.reason}; {note}")
 
 
-def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Decision:
+def _tree(facts: JobFacts, asked: Asked) -> Decision:
     desired, stored, checkpoint = facts.desired, facts.stored, facts.checkpoint
     name = facts.name
 
@@ -294,7 +327,7 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
                 version or (running.version if running else None),
                 f"{state}, but neither under --path nor in the store; left alone",
             )
-        if prune:
+        if asked.prune:
             stop = (StopRun(running, stored),) if running else ()
             what = "stop it with its checkpoint, " if running else ""
             return decision(
@@ -341,7 +374,7 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
             stored_tables,
             desired.spec,
             desired.tables,
-            spark or stored.meta.spark_version,
+            asked.spark or stored.meta.spark_version,
             checkpoint.pinned if checkpoint else None,
         )
     kind = severity(changes)
@@ -352,20 +385,37 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
     query_reason = f"query changed ({_summary(changes, ChangeKind.QUERY)})" if changes else ""
     config_reason = f"config changed ({_summary(changes, ChangeKind.CONFIG)})" if changes else ""
 
-    def start_clean() -> tuple[StartRun, Record, str]:
-        """The clean start of a new version, its record, and what it says of Kafka offsets;
-        made only where the decision starts one (most jobs of a plan change nothing)."""
+    def start_clean() -> tuple[StartRun, Record, str] | Refused:
+        """The clean start of a new version, its record, and what it says of where its Kafka
+        sources start (or why they cannot start where this version stopped); made only where
+        the decision starts one (most jobs of a plan change nothing)."""
         new_version = manifest_of(desired, Meta.new(clean_version))
         # A new version's Kafka sources start where this one stopped (decide/offsets.py); a
         # manifest converted from the original tool has no checkpoint of Spark's to start from.
-        carry = (
-            offset_carry(stored, new_version, checkpoint_location(stored))
+        starting = (
+            kafka_starts(
+                stored,
+                new_version,
+                checkpoint_location(stored),
+                _latest_batch(checkpoint),
+                asked.kafka_start,
+            )
             if "checkpoint-root" in stored.job
             else None
         )
-        carried = f"; {carry.describe()}" if carry is not None and carry.describe() else ""
-        start = StartRun(new_version, True, desired.file, carry=carry)
-        return start, Record(new_version), carried
+        if isinstance(starting, Refused):
+            return starting
+        said = starting.describe() if starting is not None else ""
+        start = StartRun(new_version, True, desired.file, starting=starting)
+        return start, Record(new_version), f"; {said}" if said else ""
+
+    def refused(reason: str, refusal: Refused) -> Decision:
+        return error(
+            facts,
+            f"{reason}; but {refusal.describe()}; nothing is stopped or started",
+            version,
+            changes,
+        )
 
     if running is not None:
         if running.version is not None and running.version != version:
@@ -399,11 +449,15 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
                 steps=(stop, StartRun(same_version, False, desired.file), Record(same_version)),
                 rollback=back,
             )
-        start_new, record_new, carried = start_clean()
+        reason = f"{query_reason}: stop, start clean as version {clean_version}"
+        clean = start_clean()
+        if isinstance(clean, Refused):
+            return refused(reason, clean)
+        start_new, record_new, carried = clean
         return decision(
             Action.STOP_AND_START_CLEAN,
             clean_version,
-            f"{query_reason}: stop, start clean as version {clean_version}{carried}",
+            f"{reason}{carried}",
             changes,
             steps=(stop, start_new, record_new),
             rollback=back,
@@ -422,11 +476,15 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
             )
         return decision(Action.NOOP, version, f"stopped, as desired{later}", changes)
     if kind is ChangeKind.QUERY:
-        start_new, record_new, carried = start_clean()
+        reason = f"not running; {query_reason}: start clean as version {clean_version}"
+        clean = start_clean()
+        if isinstance(clean, Refused):
+            return refused(reason, clean)
+        start_new, record_new, carried = clean
         return decision(
             Action.START_CLEAN,
             clean_version,
-            f"not running; {query_reason}: start clean as version {clean_version}{carried}",
+            f"{reason}{carried}",
             changes,
             steps=(start_new, record_new),
         )
@@ -452,6 +510,14 @@ def _tree(facts: JobFacts, prune: bool = False, spark: str | None = None) -> Dec
         changes,
         steps=(StartRun(same_version, False, desired.file), Record(same_version)),
     )
+
+
+def _latest_batch(checkpoint: CheckpointFacts | None) -> tuple[Any, ...] | None:
+    """The source lines of the stored version's latest batch, as the plan knows them; None
+    when it has none (nothing planned, or, where its commits were read, nothing committed)."""
+    if checkpoint is None or (checkpoint.inspected and checkpoint.last_committed is None):
+        return None
+    return checkpoint.latest_sources
 
 
 def _unplanned(

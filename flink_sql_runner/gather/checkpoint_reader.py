@@ -29,6 +29,7 @@ from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.checkpoint_report import CheckpointReport, Operator, SourceProgress
+from flink_sql_runner.model.offsets import is_kafka_offsets
 from flink_sql_runner.stores.storage import IsAFolder, Storage
 
 MAX_METADATA_BYTES = 1024 * 1024
@@ -115,6 +116,16 @@ def pinned_settings(
     of its latest offsets file (`batch`, when the caller already listed `offsets/`). None when
     that is not readable (no offsets file, no `conf` map, not Spark's format): what it pins is
     then unknown."""
+    found = latest_offsets(storage, location, batch, sources=False)
+    return found.conf if found is not None else None
+
+
+def latest_offsets(
+    storage: Storage, location: str, batch: int | None = None, sources: bool = True
+) -> OffsetsFile | None:
+    """The checkpoint's latest offsets file (`batch`, when the caller already listed
+    `offsets/`), parsed (its source lines only with `sources`); None when there is none or it
+    is not readable."""
     location = location.rstrip("/")
     if batch is None:
         batch = max(numbers(storage.file_names(f"{location}/offsets")), default=None)
@@ -127,7 +138,7 @@ def pinned_settings(
     if data is None or len(data) > MAX_OFFSETS_BYTES:
         return None
     try:
-        return parse_offsets(data, sources=False).conf
+        return parse_offsets(data, sources=sources)
     except ValueError:
         return None
 
@@ -232,19 +243,6 @@ def _metadata_has_id(data: bytes | None) -> bool:
     except (UnicodeDecodeError, ValueError):
         return False
     return isinstance(doc, dict) and "id" in doc
-
-
-def is_kafka_offsets(line: Any) -> bool:
-    """Whether a source's offset is a Kafka source's: `{"topic": {"partition": offset}}`."""
-    return (
-        isinstance(line, dict)
-        and bool(line)
-        and all(
-            isinstance(parts, dict)
-            and all(str(p).isdigit() and isinstance(o, int) for p, o in parts.items())
-            for parts in line.values()
-        )
-    )
 
 
 # -- the full read, for `inspect` ------------------------------------------------------------

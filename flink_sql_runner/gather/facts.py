@@ -9,6 +9,7 @@ whole command, since no job can be decided without knowing what runs.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather import checkpoint_reader
@@ -127,16 +128,31 @@ def _checkpoint_facts(
     if stored is None or not stored_root:
         return CheckpointFacts(f"{root}/{name}", False, None, highest)
     location = f"{stored_root}/{name}/{stored.meta.query_version}"
-    if not inspect:  # what it pins, from its latest offsets file; not its metadata and commits
-        pins = checkpoint_reader.pinned_settings(storage, location)
-        return CheckpointFacts(location, False, None, highest, pins, inspected=False)
+    # Its sources' offsets matter only where a new version may carry a Kafka source's.
+    kafka = any(isinstance(t, dict) and t.get("format") == "kafka" for t in stored.tables.values())
+    if not inspect:  # its latest offsets file; not its metadata and commits
+        latest = checkpoint_reader.latest_offsets(storage, location, sources=kafka)
+        pinned, sources = _pins_and_sources(latest)
+        return CheckpointFacts(location, False, None, highest, pinned, inspected=False,
+                               latest_sources=sources)  # fmt: skip
     info = checkpoint_reader.inspect_checkpoint(storage, location)
-    pinned = None
+    latest = None
     if info.last_offset is not None:
-        pinned = checkpoint_reader.pinned_settings(storage, location, info.last_offset)
+        latest = checkpoint_reader.latest_offsets(storage, location, info.last_offset, kafka)
+    pinned, sources = _pins_and_sources(latest)
     return CheckpointFacts(
-        location, info.valid, info.last_committed, highest, pinned, unplanned=info.unplanned
-    )
+        location, info.valid, info.last_committed, highest, pinned, unplanned=info.unplanned,
+        latest_sources=sources,
+    )  # fmt: skip
+
+
+def _pins_and_sources(
+    latest: checkpoint_reader.OffsetsFile | None,
+) -> tuple[dict[str, str] | None, tuple[Any, ...] | None]:
+    """What an offsets file says a checkpoint pins, and its source lines."""
+    if latest is None:
+        return None, None
+    return latest.conf, latest.sources
 
 
 def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFacts:

@@ -13,28 +13,14 @@ again (Kafka sinks are at-least-once).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
-from flink_sql_runner.gather.checkpoint_reader import (
-    inspect_checkpoint,
-    is_kafka_offsets,
-    source_offsets,
-)
-from flink_sql_runner.model.offsets import OffsetCarry
+from flink_sql_runner.gather.checkpoint_reader import inspect_checkpoint, source_offsets
+from flink_sql_runner.model.offsets import StartPlan, Starts, resolve_starts
 from flink_sql_runner.stores.storage import Storage, StorageError
 
 #: Where in a checkpoint the runner records how its batch ids map to its file sink's
 #: (runner/file_sink.py keeps the same name and value).
 SINK_OFFSET_FILE = "flink-sql-runner-sink.json"
-
-
-@dataclass(frozen=True)
-class StartingOffsets:
-    """What a new version's Kafka sources start at: `startingOffsets` JSON per table, and one
-    line per table saying what was done."""
-
-    by_table: dict[str, str]
-    notes: tuple[str, ...]
 
 
 def finished_batch(storage: Storage, checkpoint: str, sink_folder: str | None) -> int | None:
@@ -68,37 +54,14 @@ def _sink_holds(storage: Storage, checkpoint: str, sink_folder: str | None, batc
     return str(batch + offset) in names or f"{batch + offset}.compact" in names
 
 
-def starting_offsets(storage: Storage, carry: OffsetCarry) -> StartingOffsets:
-    """The offsets each carried source starts at, by table name."""
-    notes = [f"{table} {why}" for table, why in carry.not_carried]
-    by_table: dict[str, str] = {}
-    if not carry.sources:
-        return StartingOffsets(by_table, tuple(notes))
-    batch = finished_batch(storage, carry.checkpoint, carry.sink_folder)
+def read_starts(storage: Storage, plan: StartPlan) -> Starts:
+    """What each Kafka source of the new version starts at, now that the previous version has
+    stopped: the plan's carries resolved against the batch it finished. CarryRefused where a
+    carry is not exact any more (model/offsets.py); StorageError where the checkpoint cannot
+    be read."""
+    if not plan.carried:
+        return resolve_starts(plan, (), None)
+    batch = finished_batch(storage, plan.checkpoint, plan.sink_folder)
     if batch is None:
-        for source in carry.sources:
-            notes.append(
-                f"{source.table} starts as its table says: v{carry.version} committed no batch"
-            )
-        return StartingOffsets(by_table, tuple(notes))
-    lines = [s for s in source_offsets(storage, carry.checkpoint, batch) if isinstance(s, dict)]
-    for source in carry.sources:
-        matching = [line for line in lines if set(line) == set(source.topics)]
-        if len(matching) != 1 or not is_kafka_offsets(matching[0]):
-            why = "no" if not matching else "more than one"
-            notes.append(
-                f"{source.table} starts as its table says: v{carry.version}'s batch {batch} "
-                f"has {why} offsets for {', '.join(source.topics)}"
-            )
-            continue
-        offsets = {
-            topic: dict(sorted(parts.items(), key=lambda item: int(item[0])))
-            for topic, parts in sorted(matching[0].items())
-        }
-        by_table[source.table] = json.dumps(offsets)
-        where = " ".join(
-            f"{t}[{','.join(f'{p}:{o}' for p, o in parts.items())}]"
-            for t, parts in sorted(offsets.items())
-        )
-        notes.append(f"{source.table} starts at v{carry.version}'s batch {batch}: {where}")
-    return StartingOffsets(by_table, tuple(notes))
+        return resolve_starts(plan, None, None)
+    return resolve_starts(plan, tuple(source_offsets(storage, plan.checkpoint, batch)), batch)

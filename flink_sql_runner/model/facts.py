@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from flink_sql_runner.model.contracts import ContractFacts
 from flink_sql_runner.model.intents import Intent, Settlement
@@ -32,6 +33,10 @@ class CheckpointFacts:
     #: Its `metadata` holds a query id but no batch was planned (no `offsets/`, no `commits/`):
     #: the version's first run stopped before its first batch; Spark starts it as new.
     unplanned: bool = False
+    #: The source lines of its latest offsets file, one per source of the query (None: no
+    #: offsets file, or none readable): what its Kafka sources read, for the plan of where a
+    #: new version's start (model/offsets.py).
+    latest_sources: tuple[Any, ...] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)

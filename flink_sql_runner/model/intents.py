@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from flink_sql_runner.errors import StoreError
 from flink_sql_runner.model.control import HEALTHY_STATES
+from flink_sql_runner.model.offsets import StartPlan, Starts
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.stored import (
     ANY,
@@ -48,7 +49,10 @@ from flink_sql_runner.model.stored import (
 INTENTS_FOLDER = "_intents"
 #: Version 4 added `error`: why a failed start failed (a first start's record is kept).
 #: Version 5 added `prepared`: the new run was prepared beside the old one (a warm handover).
-INTENT_SCHEMA_VERSION = 5
+#: Version 6 added `starting` (where the new version's Kafka sources start, as planned, written
+#: before the old run stops) and `starts` (resolved once it stopped, with the phase that submits
+#: the new run or gives it its go).
+INTENT_SCHEMA_VERSION = 6
 
 #: How long a submission may take to show in a listing when the record does not say (records
 #: written before version 3): the longest submit timeout of any target.
@@ -115,6 +119,12 @@ class Intent:
     #: The new run was prepared (a warm handover): before SUBMITTED it never got its go and
     #: writes nothing; from SUBMITTED on, the go may have been given.
     prepared: bool = False
+    #: Where the new version's Kafka sources start, as the plan decided it (a declared "now
+    #: minus" made a timestamp): written before the old run stops.
+    starting: StartPlan | None = None
+    #: What the new run's Kafka sources start at, resolved once the old run stopped: written
+    #: with SUBMITTING or SUBMITTED, so that every go gives the same.
+    starts: Starts | None = None
 
     @property
     def waits_for_go(self) -> bool:
@@ -166,6 +176,8 @@ class Intent:
                 "written": self.written,
                 "error": self.error,
                 "prepared": self.prepared,
+                "starting": self.starting.to_dict() if self.starting is not None else None,
+                "starts": self.starts.to_dict() if self.starts is not None else None,
                 "manifest": self.manifest.to_dict(),
             },
             indent=2,
@@ -176,7 +188,7 @@ class Intent:
         try:
             doc: Any = json.loads(text)
             version = doc.get("schema-version")
-            if version not in (1, 2, 3, 4, INTENT_SCHEMA_VERSION):
+            if version not in (1, 2, 3, 4, 5, INTENT_SCHEMA_VERSION):
                 raise ValueError(f"schema-version {version!r}")
             manifest = StoredManifest.from_dict(doc["manifest"], source)
             action = str(doc["action"])
@@ -189,6 +201,7 @@ class Intent:
                 kind, raw_phase = Kind.ROLLBACK, Phase.SUBMITTING.value
             committed = doc.get("committed-before")
             error = doc.get("error")
+            starting, starts = doc.get("starting"), doc.get("starts")
             if error is not None and not isinstance(error, str):
                 raise ValueError(f"error {error!r} is not a string")
             return cls(
@@ -204,6 +217,8 @@ class Intent:
                 age,
                 error,
                 doc.get("prepared") is True,
+                StartPlan.from_dict(starting) if starting is not None else None,
+                Starts.from_dict(starts) if starts is not None else None,
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StoreError(f"intent record {source} is unreadable ({exc}); delete it") from None
@@ -217,6 +232,7 @@ def new_intent(
     submit_timeout: float = DEFAULT_SUBMIT_TIMEOUT,
     committed_before: int | None = None,
     prepared: bool = False,
+    starting: StartPlan | None = None,
 ) -> Intent:
     return Intent(
         manifest,
@@ -227,6 +243,7 @@ def new_intent(
         submit_timeout=submit_timeout,
         committed_before=committed_before,
         prepared=prepared,
+        starting=starting,
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.control import ControlFiles
+from flink_sql_runner.model.offsets import Starts
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.names import parse_name
 from flink_sql_runner.read.secrets import is_secret
@@ -66,11 +67,12 @@ def source_tables(manifest: StoredManifest) -> list[str]:
     return sorted(name for name in manifest.tables if name != spec["target-table"])
 
 
-def starting_by_view(manifest: StoredManifest, starting: dict[str, str] | None) -> dict[str, str]:
-    """`starting` (Kafka source tables' starting offsets, by table name) by the name the run
-    registers each table under (its view): what the runtime manifest and a go carry."""
+def starts_by_view(manifest: StoredManifest, starts: Starts | None) -> dict[str, dict[str, Any]]:
+    """`starts` (where Kafka source tables start, by table name) by the name the run registers
+    each table under (its view): what the runtime manifest and a go carry."""
     views = {name: parse_name(name).view for name in source_tables(manifest)}
-    return {views.get(name, name): offsets for name, offsets in (starting or {}).items()}
+    found = starts.by_table if starts is not None else {}
+    return {views.get(name, name): spec for name, spec in found.items()}
 
 
 def runtime_manifest(
@@ -78,10 +80,10 @@ def runtime_manifest(
     run_id: str,
     control: ControlFiles,
     source: str,
-    starting: dict[str, str] | None = None,
+    starts: Starts | None = None,
 ) -> dict[str, Any]:
-    """`starting`: Kafka source tables that start at given offsets (`startingOffsets` JSON,
-    by table name): a new version starting where the previous one stopped."""
+    """`starts`: where its Kafka source tables start (a new version after another): each
+    such table's `start`, which the runner applies to its options (runner/kafka_start.py)."""
     meta = manifest.meta
     spec = manifest.job
     sources = source_tables(manifest)
@@ -91,9 +93,8 @@ def runtime_manifest(
         views.get(name, name): _resolve(definition, manifest, f"tables.{name}", source)
         for name, definition in manifest.tables.items()
     }
-    for view, offsets in starting_by_view(manifest, starting).items():
-        table = tables[view]
-        table["options"] = {**table.get("options", {}), "startingOffsets": offsets}
+    for view, start in starts_by_view(manifest, starts).items():
+        tables[view]["start"] = start
     sql = spec.get("sql")
     moved = {parse_name(name).key: view for name, view in views.items() if view != name}
     if sql is not None and moved:

@@ -19,6 +19,7 @@ from flink_sql_runner.read.catalog import (
 )
 from flink_sql_runner.read.files import yaml_files
 from flink_sql_runner.read.intervals import trigger_problems
+from flink_sql_runner.read.kafka_start import checked_kafka_start
 from flink_sql_runner.read.load_cache import Cached, LoadCache, Lookups, QueryRead, digest
 from flink_sql_runner.read.names import BadName, TableName, from_parts, name_problem, parse_name
 from flink_sql_runner.read.original import (
@@ -431,6 +432,12 @@ class JobLoader:
             sources.append(canonical)
             tables[canonical] = definition
         _view_problems(sources, ctes, field_for(has_code), problem)
+        if "kafka-start" in spec and "kafka-start" not in unsound:
+            kafka = tuple(s for s in sources if tables[s].get("format") == "kafka")
+            broken = any(resolver.broken(name) for name in read)
+            spec["kafka-start"] = checked_kafka_start(
+                spec["kafka-start"], None if broken else kafka, problem
+            )
 
         if "target-table" not in spec or "target-table" in unsound:
             return None  # reported

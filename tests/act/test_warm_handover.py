@@ -15,10 +15,21 @@ from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import PrepareRun, StartRun
 from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.intents import IntentLog, Phase
 from flink_sql_runner.model.runs import Run
+from flink_sql_runner.stores.storage import StorageError
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
-from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, FakeRunner, fake_executor, stored_of
+from tests.support.jobs import (
+    BASE,
+    CONFIG,
+    QUERY,
+    ROOT,
+    FakeRunner,
+    fake_executor,
+    make_job,
+    stored_of,
+)
 
 
 class Crash(BaseException):
@@ -28,10 +39,10 @@ class Crash(BaseException):
 class World:
     """A job `orders` recorded at v1 and running, with a checkpoint; a runner on fakes."""
 
-    def __init__(self, **runner) -> None:
+    def __init__(self, base=BASE, **runner) -> None:
         self.store, self.target, self.state = FakeStore(), FakeTarget(), FakeStorage()
         self.runner = FakeRunner(self.state, self.target, **runner)
-        self.store.put(stored_of(BASE, 1))
+        self.store.put(stored_of(base, 1))
         self.target.add_run(Run("orders", 1, "old-run", "pid 1"))
         self.state.add_checkpoint(f"{ROOT}/orders/1", 7)
         self.events: list[str] = []
@@ -252,3 +263,123 @@ def test_a_stop_after_the_go_was_given_records_the_new_manifest():
     assert stopped.outcome == "stopped", stopped
     recorded = world.store.manifests["orders"]
     assert recorded.meta.query_version == 2 and recorded.job["desired-state"] == "stopped"
+
+
+@pytest.mark.parametrize("handover", ["warm", "cold"])
+@pytest.mark.parametrize("change", [CONFIG, QUERY], ids=["config", "query"])
+def test_a_storage_error_tidying_the_old_run_s_stop_marker_does_not_fail_the_handover(
+    handover, change
+):
+    """Issue 39, finding 5: the stop marker's delete right after the old run stopped is
+    housekeeping (the next start deletes the version's marker again before it starts): one
+    503 there must not leave the job down."""
+    world = World()
+    marker = ControlFiles.of(f"{ROOT}/orders", 1).stop_marker
+    world.target.before_stop = lambda run: world.state.delete_fails_once.add(marker)
+    _, result = world.deploy([change], handover=handover)
+    assert result.ok, result
+    assert world.state.delete_fails_once == set()  # the 503 was answered
+    assert world.target.double_starts == []
+    assert len(world.runs()) == 1 and world.runs() != ["old-run"]
+    assert world.store.manifests["orders"].job["sql"] == change.spec["sql"]
+    assert world.intent() is None
+
+
+@pytest.mark.parametrize("handover", ["warm", "cold"])
+@pytest.mark.parametrize("change", [CONFIG, QUERY], ids=["config", "query"])
+def test_a_job_left_down_after_its_old_run_stopped_says_so_in_words(handover, change):
+    """Issue 39, finding 5: the checkpoint storage fails for good once the old run stopped:
+    the start fails before anything is submitted, the rollback too, and the result says that
+    the job is down."""
+    world = World()
+
+    def storage_fails(_run) -> None:
+        world.state.fail = True
+
+    world.target.before_stop = storage_fails
+    _, result = world.deploy([change], handover=handover)
+    assert not result.ok
+    assert "the job is down" in result.summary, result
+    assert world.target.double_starts == []
+    assert world.runs() == [] or handover == "warm"  # a prepared run that heard no abort
+
+
+KAFKA = {
+    "format": "kafka",
+    "options": {"kafka.bootstrap.servers": "b1:9092", "subscribe": "orders"},
+}
+KAFKA_V1 = make_job(tables={"src": KAFKA})
+KAFKA_V2 = make_job(sql="SELECT id, ts FROM src WHERE id > 100", tables={"src": KAFKA})
+
+
+def kafka_checkpoint(state: FakeStorage, committed: int = 4) -> None:
+    """v1's checkpoint: batches 0..committed read `orders` up to [0:5, 1:7]."""
+    line = json.dumps({"orders": {"0": 5, "1": 7}})
+    for old in [f for f in state.files if f.startswith(f"{ROOT}/orders/1/")]:
+        del state.files[old]
+    state.files[f"{ROOT}/orders/1/metadata"] = json.dumps({"id": "x"})
+    for batch in range(committed + 1):
+        state.files[f"{ROOT}/orders/1/offsets/{batch}"] = f"v1\n{{}}\n{line}"
+        state.files[f"{ROOT}/orders/1/commits/{batch}"] = "v1\n{}"
+
+
+def test_a_prepared_run_is_ended_before_the_rollback_when_the_old_end_cannot_be_read():
+    """Issue 39, finding 4: once the old run stopped, where its Kafka sources ended cannot be
+    read (its sink's record is not JSON): the prepared run never gets its go, and is told to
+    end before the rollback starts v1 again, not left up beside it."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    planned = json.dumps({"orders": {"0": 9, "1": 9}})
+    world.state.files[f"{ROOT}/orders/1/offsets/5"] = f"v1\n{{}}\n{planned}"  # not committed
+    world.state.files[f"{ROOT}/orders/1/flink-sql-runner-sink.json"] = "{not json"
+    world.target.before_submit = lambda s: world.events.append(
+        "submit prepared" if s.prepared else "submit"
+    )
+    world.runner.on_start = lambda s: world.events.append(f"writes {s.version}")
+    heard = world.state.on_write
+
+    def hears(location, text):
+        if location.endswith(".go.json"):
+            world.events.append("abort" if '"abort"' in text else "go")
+        heard(location, text)
+
+    world.state.on_write = hears
+    _, result = world.deploy([KAFKA_V2])
+    assert result.outcome == "rolled-back", result
+    assert "cannot read where v1 stopped" in result.summary
+    assert world.events == ["submit prepared", "stop old-run", "abort", "submit", "writes 1"]
+    assert len(world.runs()) == 1  # v1, started again; the prepared v2 ended
+    assert world.target.double_starts == []
+    assert world.intent() is None
+
+
+def test_a_go_given_again_after_a_storage_error_carries_the_same_starts():
+    """Issue 39, finding 1: a 503 as the go is written, once the old run stopped, fails the
+    deploy; the next deploy gives the prepared run its go with where its Kafka sources start,
+    as the first deploy's intent record holds it (before: without, so at `latest`)."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    heard = world.state.on_write
+    failed: list[str] = []
+
+    def first_go_fails(location, text):
+        if location.endswith(".go.json") and '"go"' in text and not failed:
+            failed.append(location)
+            del world.state.files[location]
+            raise StorageError(f"cannot write {location}: SlowDown (HTTP 503) (switch)")
+        heard(location, text)
+
+    world.state.on_write = first_go_fails
+    _, result = world.deploy([KAFKA_V2])
+    assert not result.ok and failed
+    assert "the job is down" in result.summary and "the next deploy gives it" in result.summary
+    plan, result = world.deploy([KAFKA_V2])
+    go = plan.decisions[0].steps[0]
+    assert go.to_dict()["go"] is True
+    assert "its go (src starts at v1's batch 4: orders[0:5,1:7])" in go.describe()
+    assert result.ok, result
+    [word] = world.runner.words
+    assert word["go"] is True
+    assert word["starting"]["src"]["options"] == {"startingOffsets": '{"orders": {"0": 5, "1": 7}}'}
+    assert world.store.manifests["orders"].meta.query_version == 2
+    assert world.intent() is None and world.target.double_starts == []

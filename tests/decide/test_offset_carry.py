@@ -1,6 +1,7 @@
-"""A new version's Kafka sources start where the previous version stopped: which ones (decided
-from the two manifests), what offsets (read from the stopped version's checkpoint), and what a
-deploy hands the new run."""
+"""Where a new version's Kafka sources start: what the plan decides (carried where exact,
+declared, or as the table says; refused where a carry cannot be exact and nothing is declared),
+what the stopped version's checkpoint gives (resolved once it stopped), and what a deploy hands
+the new run."""
 
 from __future__ import annotations
 
@@ -9,105 +10,243 @@ import json
 import pytest
 
 from flink_sql_runner.decide.decisions import Action, Plan
-from flink_sql_runner.decide.offsets import offset_carry
+from flink_sql_runner.decide.offsets import Refused, kafka_starts
+from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import StartRun
-from flink_sql_runner.gather.offsets import finished_batch, starting_offsets
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.gather.offsets import finished_batch, read_starts
 from flink_sql_runner.model.control import ControlFiles
+from flink_sql_runner.model.offsets import CarryRefused, Starts
+from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.runtime import runtime_manifest
+from flink_sql_runner.read.kafka_start import parse_kafka_start
 from flink_sql_runner.stores.storage import StorageError
-from tests.decide.test_tree import plan_one
-from tests.support.fakes import FakeStorage
+from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
 from tests.support.jobs import ROOT, fake_world, make_job, stored_of
 
 pytestmark = pytest.mark.fast
 
 BROKERS = "b2:9092,b1:9092"
 CKPT = f"{ROOT}/orders/1"
+ORDERS = {"orders": {"0": 5, "1": 7}}
 
 
 def kafka(**options):
-    return {
-        "format": "kafka",
-        "options": {"kafka.bootstrap.servers": BROKERS, "subscribe": "orders", **options},
-    }
+    found = {"kafka.bootstrap.servers": BROKERS, "subscribe": "orders", **options}
+    return {"format": "kafka", "options": {k: v for k, v in found.items() if v is not None}}
 
 
-def job(sql="SELECT id FROM src", **source_options):
-    return make_job(sql=sql, tables={"src": kafka(**source_options)})
+def job(sql="SELECT id FROM src", tables=None, kafka_start=None):
+    found = make_job(sql=sql, tables=tables or {"src": kafka()})
+    if kafka_start is not None:
+        found.spec["kafka-start"] = kafka_start
+    return found
 
 
 V1 = job()
 V2 = job(sql="SELECT id FROM src WHERE id > 1")
 
 
-def carry_of(new_job, old_job=V1):
-    return offset_carry(stored_of(old_job, 1), stored_of(new_job, 2), CKPT)
-
-
-def test_same_topics_on_the_same_brokers_written_otherwise_carry():
-    new = job(sql="SELECT id FROM src WHERE id > 1")
-    new.tables["src"]["options"]["kafka.bootstrap.servers"] = " b1:9092, b2:9092,b1:9092"
-    carry = carry_of(new)
-    assert [(s.table, s.topics) for s in carry.sources] == [("src", ("orders",))]
-    assert carry.describe() == "src at v1's committed offsets"
-    assert carry.sink_folder == "/out"
-
-
-@pytest.mark.parametrize(
-    "options, why",
-    [
-        ({"startingOffsets": "earliest"}, "starts at its own startingOffsets"),
-        ({"subscribe": "orders,returns"}, "other topics than v1"),
-        ({"kafka.bootstrap.servers": "b3:9092"}, "other brokers than v1"),
-        ({"subscribe": None, "subscribePattern": "ord.*"}, "a subscribePattern"),
-    ],
-    ids=["explicit-wins", "other-topics", "other-brokers", "pattern"],
-)
-def test_a_source_that_reads_something_else_starts_as_its_table_says(options, why):
-    new = job(sql="SELECT id FROM src WHERE id > 1")
-    for key, value in options.items():
-        if value is None:
-            new.tables["src"]["options"].pop(key)
-        else:
-            new.tables["src"]["options"][key] = value
-    carry = carry_of(new)
-    assert carry.sources == ()
-    assert why in carry.describe()
-
-
-def test_a_job_without_kafka_sources_carries_nothing():
-    assert (
-        offset_carry(stored_of(make_job(), 1), stored_of(make_job(sql="SELECT 1"), 2), CKPT) is None
-    )
-
-
-def test_the_plan_says_where_a_new_version_starts():
-    decision = plan_one(V2, stored_of(V1), running=1, checkpoint_batch=7)
-    assert decision.action is Action.STOP_AND_START_CLEAN
-    assert decision.reason.endswith("; src at v1's committed offsets")
-    start = next(s for s in decision.steps if isinstance(s, StartRun))
-    assert start.to_dict()["starting-offsets"] == {
-        "from-version": 1,
-        "checkpoint": CKPT,
-        "tables": ["src"],
-        "not-carried": {},
-    }
-    restart = plan_one(V1, stored_of(V1), running=None, checkpoint_batch=7)
-    assert restart.action is Action.RESTART  # from the checkpoint: Spark keeps its offsets
-    assert all(getattr(s, "carry", None) is None for s in restart.steps)
+def starts_of(new_job, old_job=V1, latest=(ORDERS,), declared=None):
+    return kafka_starts(stored_of(old_job, 1), stored_of(new_job, 2), CKPT, latest, declared)
 
 
 def offsets_file(*sources) -> str:
     return "\n".join(["v1", json.dumps({"batchWatermarkMs": 0}), *map(json.dumps, sources)])
 
 
-def checkpoint(storage, committed, planned=None, sources=({"orders": {"0": 5, "1": 7}},)):
+def checkpoint(storage, committed, planned=None, sources=(ORDERS,)):
+    for old in [f for f in storage.files if f.startswith(f"{CKPT}/")]:
+        del storage.files[old]
     storage.files[f"{CKPT}/metadata"] = json.dumps({"id": "x"})
     for batch in range(committed + 1):
         storage.files[f"{CKPT}/offsets/{batch}"] = offsets_file(*sources)
         storage.files[f"{CKPT}/commits/{batch}"] = "v1\n{}"
     if planned is not None:
         storage.files[f"{CKPT}/offsets/{planned}"] = offsets_file({"orders": {"0": 9, "1": 9}})
+
+
+def plan_one(desired, stored, running=None, sources=(ORDERS,), committed=7, declared=None):
+    """The decision for `desired` against `stored` at v1, its checkpoint's batches reading
+    `sources` (None: no batch)."""
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    store.put(stored)
+    if running is not None:
+        target.add_run(Run("orders", running, "run-1", "pid 42"))
+    if sources is None:
+        storage.files[f"{CKPT}/metadata"] = json.dumps({"id": "x"})
+    else:
+        checkpoint(storage, committed, sources=sources)
+    facts = gather([desired], store, target, storage, workers=1)
+    return build_plan(facts, kafka_start=declared).decisions[0]
+
+
+# -- what the plan decides ----------------------------------------------------------------------
+def test_same_topics_on_the_same_brokers_written_otherwise_carry():
+    new = job(sql="SELECT id FROM src WHERE id > 1")
+    new.tables["src"]["options"]["kafka.bootstrap.servers"] = " b1:9092, b2:9092,b1:9092"
+    plan = starts_of(new)
+    assert [(s.table, s.topics) for s in plan.carried] == [("src", ("orders",))]
+    assert plan.describe() == "src at v1's committed offsets"
+    assert plan.sink_folder == "/out"
+
+
+@pytest.mark.parametrize(
+    "options, why",
+    [
+        ({"startingOffsets": "earliest"}, "starts at its own startingOffsets"),
+        ({"startingTimestamp": "1700000000000"}, "starts at its own startingTimestamp"),
+        ({"kafka.bootstrap.servers": "b3:9092"}, "starts as its table says (other brokers"),
+        ({"subscribe": "returns"}, "starts as its table says (topics not read by v1)"),
+    ],
+    ids=["explicit-wins", "explicit-timestamp-wins", "other-brokers", "other-topics"],
+)
+def test_a_source_that_reads_nothing_of_v1_or_says_its_own_start_starts_as_its_table_says(
+    options, why
+):
+    plan = starts_of(job(sql="SELECT id FROM src WHERE id > 1", tables={"src": kafka(**options)}))
+    assert plan.carried == ()
+    assert why in plan.describe()
+
+
+def test_a_job_without_kafka_sources_has_no_starts():
+    assert (
+        kafka_starts(stored_of(make_job(), 1), stored_of(make_job(sql="SELECT 1"), 2), CKPT, ())
+        is None
+    )
+
+
+def test_the_plan_says_where_a_new_version_starts():
+    decision = plan_one(V2, stored_of(V1), running=1)
+    assert decision.action is Action.STOP_AND_START_CLEAN
+    assert decision.reason.endswith("; src at v1's committed offsets")
+    start = next(s for s in decision.steps if isinstance(s, StartRun))
+    doc = start.to_dict()["starting-offsets"]
+    assert doc["from-version"] == 1 and doc["checkpoint"] == CKPT
+    assert doc["tables"] == ["src"] and doc["not-carried"] == {}
+    assert doc["sources"]["src"]["start"] == "carried"
+    restart = plan_one(V1, stored_of(V1), running=None)
+    assert restart.action is Action.RESTART  # from the checkpoint: Spark keeps its offsets
+    assert all(getattr(s, "starting", None) is None for s in restart.steps)
+
+
+TWO_TABLES = {"a": kafka(), "b": kafka()}
+#: Issue 39, finding 2: each a case where the plan promised carried offsets and the deploy
+#: started at `latest`, exit 0.
+NOT_EXACT = [
+    # two tables read one topic (or a self-join): two offsets lines for one topic
+    (
+        job(sql="SELECT id FROM a UNION ALL SELECT id FROM b", tables=TWO_TABLES),
+        job(sql="SELECT id FROM a UNION ALL SELECT id FROM b WHERE id > 1", tables=TWO_TABLES),
+        (ORDERS, ORDERS),
+        "v1 read its topics through 2 tables (a, b)",
+    ),
+    (
+        V1,
+        job(sql="SELECT x.id FROM src x JOIN src y ON x.id = y.id"),
+        (ORDERS, ORDERS),
+        "has 2 offsets for orders",
+    ),
+    # the previous version committed no batch
+    (V1, V2, None, "v1 committed no batch"),
+    # a subscribed topic missing from the offsets line
+    (
+        job(tables={"src": kafka(subscribe="orders,returns")}),
+        job(sql="SELECT 2 AS id FROM src", tables={"src": kafka(subscribe="orders,returns")}),
+        (ORDERS,),
+        "returns is not in v1's latest batch's offsets",
+    ),
+    # a topic removed from the subscription
+    (
+        job(tables={"src": kafka(subscribe="orders,returns")}),
+        V2,
+        ({**ORDERS, "returns": {"0": 3}},),
+        "returns is no longer read",
+    ),
+    # a topic added to the subscription
+    (
+        V1,
+        job(sql="SELECT 2 AS id FROM src", tables={"src": kafka(subscribe="orders,returns")}),
+        (ORDERS,),
+        "returns was not read by the previous version",
+    ),
+]
+NOT_EXACT_IDS = ["two-tables", "self-join", "nothing-committed", "missing", "removed", "added"]
+
+
+@pytest.mark.parametrize("old, new, lines, why", NOT_EXACT, ids=NOT_EXACT_IDS)
+@pytest.mark.parametrize("running", [1, None], ids=["running", "stopped"])
+def test_a_carry_that_cannot_be_exact_refuses_the_job_before_anything_stops(
+    old, new, lines, why, running
+):
+    decision = plan_one(new, stored_of(old), running=running, sources=lines)
+    assert decision.action is Action.ERROR, decision.reason
+    assert why in decision.reason
+    assert "where its Kafka sources start cannot be carried exactly" in decision.reason
+    assert "kafka-start" in decision.reason and "nothing is stopped or started" in decision.reason
+    assert decision.steps == ()
+
+
+@pytest.mark.parametrize("old, new, lines, why", NOT_EXACT, ids=NOT_EXACT_IDS)
+def test_a_deploy_s_declared_start_lets_it_through_and_the_plan_says_each_source_s_start(
+    old, new, lines, why
+):
+    declared = parse_kafka_start("now - 10 minutes")
+    decision = plan_one(new, stored_of(old), running=1, sources=lines, declared=declared)
+    assert decision.action is Action.STOP_AND_START_CLEAN, decision.reason
+    start = next(s for s in decision.steps if isinstance(s, StartRun))
+    assert start.starting is not None
+    for source in start.starting.sources:
+        assert f"{source.table} from now - 10 minutes (deploy --kafka-start)" in decision.reason
+
+
+def test_a_job_s_declared_carry_takes_what_can_be_carried_and_the_rest_from_the_earliest():
+    removed = job(tables={"src": kafka(subscribe="orders,returns")})
+    added = job(sql="SELECT 2 AS id FROM src", kafka_start="carry",
+                tables={"src": kafka(subscribe="orders,payments")})  # fmt: skip
+    decision = plan_one(added, stored_of(removed), sources=({**ORDERS, "returns": {"0": 3}},))
+    assert decision.action is Action.START_CLEAN, decision.reason
+    assert "src at v1's committed offsets where it read them, the rest from the earliest" in (
+        decision.reason
+    )
+    start = next(s for s in decision.steps if isinstance(s, StartRun))
+    found = read_starts(checkpointed({**ORDERS, "returns": {"0": 3}}), start.starting)
+    assert found.by_table["src"] == {
+        "options": {"startingOffsets": json.dumps(ORDERS)},
+        "new-partitions": "earliest",
+    }
+    assert "src: payments was not read by the previous version: from its earliest offset" in (
+        found.notes
+    )
+
+
+def test_a_declared_carry_is_refused_where_there_is_nothing_to_carry():
+    decision = plan_one(job(kafka_start={"src": "carry"}, sql="SELECT 3 AS id FROM src"),
+                        stored_of(V1), sources=(ORDERS, ORDERS))  # fmt: skip
+    assert decision.action is Action.ERROR and "has 2 offsets for orders" in decision.reason
+
+
+def test_a_job_declares_a_start_per_table_and_a_deploy_s_wins_over_it():
+    both = {"a": kafka(), "b": kafka(subscribe="returns")}
+    old = job(sql="SELECT id FROM a UNION ALL SELECT id FROM b", tables=both)
+    new = job(sql="SELECT id FROM a UNION ALL SELECT 1 AS id FROM b", tables=both,
+              kafka_start={"b": "2026-11-25T02:00:00Z"})  # fmt: skip
+    lines = (ORDERS, {"returns": {"0": 1}})
+    decision = plan_one(new, stored_of(old), sources=lines)
+    assert decision.reason.endswith(
+        "; a at v1's committed offsets; b from 2026-11-25T02:00:00Z (the job's kafka-start)"
+    )
+    decision = plan_one(new, stored_of(old), sources=lines, declared=parse_kafka_start("latest"))
+    assert decision.reason.endswith(
+        "; a from latest (deploy --kafka-start); b from latest (deploy --kafka-start)"
+    )
+
+
+# -- what the stopped version's checkpoint gives ------------------------------------------------
+def checkpointed(*sources, committed=2) -> FakeStorage:
+    storage = FakeStorage()
+    checkpoint(storage, committed=committed, sources=sources)
+    return storage
 
 
 def test_the_last_committed_batch_counts_unless_the_file_sink_holds_the_next():
@@ -129,22 +268,23 @@ def test_the_last_committed_batch_counts_unless_the_file_sink_holds_the_next():
     assert finished_batch(storage, CKPT, None) == 3  # a Kafka sink: the commit counts
 
 
-def test_starting_offsets_are_the_finished_batch_s_per_topic():
-    storage = FakeStorage()
-    checkpoint(storage, committed=2, sources=({"other": {"0": 1}}, {"orders": {"1": 7, "0": 5}}))
-    found = starting_offsets(storage, carry_of(V2))
-    assert found.by_table == {"src": '{"orders": {"0": 5, "1": 7}}'}
+def test_starts_are_the_finished_batch_s_offsets_and_new_partitions_start_earliest():
+    storage = checkpointed({"other": {"0": 1}}, {"orders": {"1": 7, "0": 5}})
+    found = read_starts(storage, starts_of(V2))
+    assert found.by_table == {
+        "src": {"options": {"startingOffsets": json.dumps(ORDERS)}, "new-partitions": "earliest"}
+    }
     assert found.notes == ("src starts at v1's batch 2: orders[0:5,1:7]",)
 
 
-def test_without_a_committed_batch_or_the_topic_the_table_says():
+def test_a_carry_not_exact_once_v1_stopped_is_refused_not_started_at_latest():
     storage = FakeStorage()
     storage.files[f"{CKPT}/metadata"] = json.dumps({"id": "x"})
-    found = starting_offsets(storage, carry_of(V2))
-    assert found.by_table == {}
-    assert found.notes == ("src starts as its table says: v1 committed no batch",)
+    with pytest.raises(CarryRefused, match="v1 committed no batch"):
+        read_starts(storage, starts_of(V2))
     checkpoint(storage, committed=0, sources=({"returns": {"0": 1}},))
-    assert "has no offsets for orders" in starting_offsets(storage, carry_of(V2)).notes[0]
+    with pytest.raises(CarryRefused, match="v1's batch 0 has no offsets for orders"):
+        read_starts(storage, starts_of(V2))
 
 
 def test_an_unreadable_sink_record_is_an_error_not_a_guess():
@@ -152,27 +292,45 @@ def test_an_unreadable_sink_record_is_an_error_not_a_guess():
     checkpoint(storage, committed=1, planned=2)
     storage.files[f"{CKPT}/flink-sql-runner-sink.json"] = "{not json"
     with pytest.raises(StorageError, match="cannot be told"):
-        starting_offsets(storage, carry_of(V2))
+        read_starts(storage, starts_of(V2))
 
 
-def test_the_runtime_manifest_gives_the_source_its_starting_offsets():
+def test_declared_starts_become_spark_s_options_and_now_minus_is_made_a_time_once():
+    plan = starts_of(V2, declared=parse_kafka_start("now - 1 hour")).at(1_700_000_000_000)
+    [source] = plan.sources
+    assert source.start is not None and source.start.ms == 1_700_000_000_000 - 3_600_000
+    assert source.start.text == "now - 1 hour (2023-11-14T21:13:20Z)"
+    found = read_starts(FakeStorage(), plan)
+    assert found.by_table["src"]["options"] == {
+        "startingTimestamp": str(1_700_000_000_000 - 3_600_000),
+        "startingOffsetsByTimestampStrategy": "latest",
+    }
+    assert plan.at(1_800_000_000_000) == plan  # made a time once: later, it stays
+
+
+def test_the_runtime_manifest_gives_the_source_its_start():
     manifest = stored_of(V2, 2)
+    spec = {"options": {"startingOffsets": '{"orders": {"0": 5}}'}, "new-partitions": "earliest"}
     doc = runtime_manifest(
-        manifest, "r", ControlFiles.of(f"{ROOT}/orders", 2), "x", {"src": '{"orders": {"0": 5}}'}
+        manifest, "r", ControlFiles.of(f"{ROOT}/orders", 2), "x", Starts({"src": spec})
     )
-    assert doc["tables"]["src"]["options"]["startingOffsets"] == '{"orders": {"0": 5}}'
+    assert doc["tables"]["src"]["start"] == spec
     assert "startingOffsets" not in manifest.tables["src"]["options"]  # not stored
 
 
+# -- what a deploy does -------------------------------------------------------------------------
 def test_a_deploy_starts_the_new_version_where_the_old_one_stopped():
     store, target, state, executor = fake_world()
     store.put(stored_of(V1))
     checkpoint(state, committed=4)
-    decision = plan_one(V2, stored_of(V1), running=None, checkpoint_batch=None)
+    decision = plan_one(V2, stored_of(V1), running=None)
     assert decision.action is Action.START_CLEAN
     result = executor.apply(Plan((decision,)))["orders"]
     written = json.loads(state.files[f"{ROOT}/orders/_control/v2.manifest.json"])
-    assert written["tables"]["src"]["options"]["startingOffsets"] == '{"orders": {"0": 5, "1": 7}}'
+    assert written["tables"]["src"]["start"] == {
+        "options": {"startingOffsets": json.dumps(ORDERS)},
+        "new-partitions": "earliest",
+    }
     assert "src starts at v1's batch 4: orders[0:5,1:7]" in result.steps
 
 
@@ -181,7 +339,26 @@ def test_a_checkpoint_that_cannot_be_read_starts_nothing_in_its_place():
     store.put(stored_of(V1))
     checkpoint(state, committed=4, planned=5)
     state.files[f"{CKPT}/flink-sql-runner-sink.json"] = "{not json"
-    decision = plan_one(V2, stored_of(V1), running=None, checkpoint_batch=None)
+    decision = plan_one(V2, stored_of(V1), running=None)
     result = executor.apply(Plan((decision,)))["orders"]
     assert target.submissions == []
     assert "cannot read where v1 stopped" in " ".join(result.steps + [result.summary])
+
+
+def test_a_carry_that_is_no_longer_exact_once_v1_stopped_rolls_back():
+    """Planned on v1's latest batch, found otherwise in the batch it finished (a topic that
+    appeared in the subscription meanwhile): refused then, not started at `latest`."""
+    store, target, state, executor = fake_world()
+    store.put(stored_of(V1))
+    checkpoint(state, committed=4)
+    decision = plan_one(V2, stored_of(V1), running=None)
+    checkpoint(state, committed=5, sources=(ORDERS, ORDERS))
+    result = executor.apply(Plan((decision,)))["orders"]
+    assert target.submissions == [] and not result.ok
+    assert "src cannot start where v1 stopped: v1's batch 5 has 2 offsets for orders" in (
+        result.summary
+    )
+
+
+def test_refusals_are_a_plain_value():
+    assert isinstance(starts_of(V2, latest=None), Refused)

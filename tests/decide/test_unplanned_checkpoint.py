@@ -73,7 +73,7 @@ def test_file_sources_restart_from_it_as_the_clean_start_did(desired):
     assert f"{WHERE} holds its query id, no offsets or commits" in decision.reason
     assert "Spark starts as new, every source at its configured start" in decision.reason
     start, record = decision.steps
-    assert isinstance(start, StartRun) and not start.clean and start.carry is None
+    assert isinstance(start, StartRun) and not start.clean and start.starting is None
     assert start.manifest.meta.query_version == 3
     assert isinstance(record, Record) and record.manifest.meta.query_version == 3
     if desired is CONFIG:

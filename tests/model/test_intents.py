@@ -104,8 +104,8 @@ def test_a_failed_start_s_error_is_kept_and_a_version_3_record_still_reads():
     doc["schema-version"], doc["error"] = 4, ["not", "a", "line"]
     with pytest.raises(StoreError, match="error .* is not a string"):
         Intent.from_json(json.dumps(doc), "intents/orders.json")
-    doc["schema-version"], doc["error"] = 6, None
-    with pytest.raises(StoreError, match="schema-version 6"):
+    doc["schema-version"], doc["error"] = 7, None
+    with pytest.raises(StoreError, match="schema-version 7"):
         Intent.from_json(json.dumps(doc), "intents/orders.json")
 
 

@@ -188,14 +188,15 @@ def test_the_go_may_name_where_sources_start_and_they_are_registered_again(spark
     write_input(tmp_path, "a", range(4))
     run = Run(spark, tmp_path, prepared_manifest(tmp_path))
     wait_for(lambda: run.state() == "ready", timeout=120, what="the run to be ready")
-    run.word(**{"run-id": "run-1", "go": True, "starting-offsets": {"people": '{"t": {"0": 5}}'}})
+    start = {"options": {"startingOffsets": '{"t": {"0": 5}}'}}
+    run.word(**{"run-id": "run-1", "go": True, "starting": {"people": start}})
     assert run.ended() == lifecycle.EXIT_OK
     rows = spark.read.parquet(str(tmp_path / "out")).collect()
     assert sorted(row["id"] for row in rows) == [0, 1, 2, 3]
 
 
-def test_starting_offsets_given_with_the_go_reach_only_the_tables_named() -> None:
-    from runner.prepare import with_starting_offsets
+def test_starts_given_with_the_go_reach_only_the_tables_named() -> None:
+    from runner.kafka_start import starts_from_word
 
     doc = {
         "tables": {
@@ -203,10 +204,16 @@ def test_starting_offsets_given_with_the_go_reach_only_the_tables_named() -> Non
             "out": {"format": "parquet", "options": {"path": "/o"}},
         }
     }
-    assert not with_starting_offsets(doc, {"go": True})
-    assert with_starting_offsets(doc, {"starting-offsets": {"orders": '{"o": {"0": 7}}'}})
-    assert doc["tables"]["orders"]["options"] == {
-        "subscribe": "o",
-        "startingOffsets": '{"o": {"0": 7}}',
+    assert not starts_from_word(doc, {"go": True})
+    start = {"options": {"startingOffsets": '{"o": {"0": 7}}'}, "new-partitions": "earliest"}
+    assert starts_from_word(doc, {"starting": {"orders": start}})
+    assert doc["tables"]["orders"] == {
+        "format": "kafka",
+        "options": {"subscribe": "o", "startingOffsets": '{"o": {"0": 7}}'},
+        "new-partitions": "earliest",
     }
     assert doc["tables"]["out"]["options"] == {"path": "/o"}
+    # a go of an older deployer names offsets only
+    assert starts_from_word(doc, {"starting-offsets": {"orders": '{"o": {"0": 9}}'}})
+    assert doc["tables"]["orders"]["options"]["startingOffsets"] == '{"o": {"0": 9}}'
+    assert "new-partitions" not in doc["tables"]["orders"]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import copy
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from flink_sql_runner.read.manifest import Job
+from tests.simulation import kafka as kafka_world
 from tests.simulation.world import Faults
 
 ROOT = "s3://ckpt/jobs"
@@ -72,6 +73,15 @@ VARIANTS: tuple[tuple[str, tuple[Job, ...], bool], ...] = (
 )
 
 
+#: The job that reads Kafka in the seeds that have it.
+KAFKA_JOB = "b"
+
+
+def with_kafka_source(found: Job) -> Job:
+    """`found` reading the world's Kafka topic as its `src`."""
+    return replace(found, tables={**found.tables, "src": kafka_world.source_table()})
+
+
 def wants(jobs: tuple[Job, ...], prune: bool) -> dict[str, str]:
     """What a deploy of `jobs` wants of each job: running, stopped or (pruned) gone."""
     found = {j.name: str(j.spec.get("desired-state", "running")) for j in jobs}
@@ -101,12 +111,30 @@ class Scenario:
     ops: list[Op] = field(default_factory=list)
     #: How every deploy of the seed carries out a change of a running job (--handover).
     handover: str = "cold"
+    #: Job b reads a Kafka topic (of two partitions) instead of files, in every variant.
+    kafka: bool = False
+    #: When (virtual s) that topic gains a third partition; None: never.
+    partition_added_at: float | None = None
+
+    def jobs(self, variant: int) -> tuple[Job, ...]:
+        """The jobs a deploy of `variant` applies, in this seed's world."""
+        jobs = VARIANTS[variant][1]
+        if not self.kafka:
+            return jobs
+        return tuple(with_kafka_source(j) if j.name == KAFKA_JOB else j for j in jobs)
 
     def describe(self) -> list[str]:
         lines = [
             f"seed {self.seed}: faults "
             + ", ".join(f"{k}={v:g}" for k, v in vars(self.faults).items() if v)
             + f"; handover {self.handover}"
+            + (
+                f"; b reads Kafka (a partition added at {self.partition_added_at:.0f} s)"
+                if self.kafka and self.partition_added_at is not None
+                else "; b reads Kafka"
+                if self.kafka
+                else ""
+            )
         ]
         for op in self.ops:
             if op.kind == "deploy":
@@ -175,4 +203,10 @@ def generate(seed: int) -> Scenario:
         faults.run_dies = max(faults.run_dies, 0.5)
     if rng.random() < 0.5:  # half the seeds deploy their changes warm (decide/warm.py)
         scenario.handover = "warm"
+    if rng.random() < 0.5:  # half the seeds: job b reads Kafka (issue 39)
+        scenario.kafka = True
+        if rng.random() < 0.5:
+            scenario.partition_added_at = rng.uniform(30, 600)
+        if rng.random() < 0.3:  # the checkpoint storage often fails: mid-handover too
+            faults.storage_503 = max(faults.storage_503, 0.1)
     return scenario

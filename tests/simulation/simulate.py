@@ -21,6 +21,7 @@ from flink_sql_runner.model import stored as stored_module
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores import lock as lock_module
 from tests.simulation import actors
+from tests.simulation.kafka import Topic
 from tests.simulation.scenario import VARIANTS, Op, Scenario, generate, wants
 from tests.simulation.sim_runtime import EPOCH, Killed, Proc, SimRuntime
 from tests.simulation.world import PREFIX, SimTarget, Stream, Violation, World, key_of_manifest
@@ -148,7 +149,8 @@ class Director:
 
     # -- the actors ------------------------------------------------------------------------------
     def deploy(self, op: Op | None, variant: int, quiet: bool = False) -> Proc:
-        _, jobs, prune = VARIANTS[variant]
+        _, _, prune = VARIANTS[variant]
+        jobs = self.scenario.jobs(variant)
         wanted = wants(jobs, prune)
         holder: list[Callable[[], None]] = []
 
@@ -335,7 +337,8 @@ class Director:
             w.violate("quiet-deploy-failed", f"{last.name} did not end in {QUIET_WAIT:.0f} s")
             self.kill(last, "did not end")
         else:
-            _, jobs, prune = VARIANTS[self.last_variant]
+            _, _, prune = VARIANTS[self.last_variant]
+            jobs = self.scenario.jobs(self.last_variant)
             left = actors.pending(w, "plan", jobs, prune, self.scenario.handover)
             if left:
                 w.violate(
@@ -354,6 +357,9 @@ def run_seed(seed: int, verbose: bool = False, one_machine: bool = False) -> Out
     rt = SimRuntime(rng)
     world = World(rt, copy.copy(scenario.faults))
     world.verbose = verbose
+    if scenario.kafka:
+        added = [scenario.partition_added_at] if scenario.partition_added_at is not None else []
+        world.topic = Topic(created=[0.0, 0.0, *added])
     director = Director(world, scenario)
     crashes: list[str] = []
 

@@ -29,6 +29,8 @@ from flink_sql_runner.targets.base import (
     Submission,
     SubmitOutcomeUnknown,
 )
+from tests.simulation import kafka
+from tests.simulation.sim_runtime import EPOCH as WALL_EPOCH
 from tests.simulation.sim_runtime import Killed, Proc, SimRuntime
 from tests.support.fakes import FakeStorage
 
@@ -88,6 +90,12 @@ class SimRun:
     beat: str = ""
     #: What it last wrote to its beacon (runner/status.py keeps it so, in memory).
     beacon_text: str = ""
+    #: Its go word, once given (a prepared run): where its Kafka source starts, among others.
+    go_word: dict[str, Any] | None = None
+    #: Its Kafka source table (view, definition), when it reads the world's topic.
+    kafka: tuple[str, dict[str, Any]] | None = None
+    #: Where its Kafka source reads next, partition -> offset (None: not read yet).
+    position: dict[str, int] | None = None
 
     def describe(self) -> str:
         return f"{self.name} v{self.version} run {self.run_id[:8]} (by {self.started_by})"
@@ -162,6 +170,10 @@ class World:
         self.violations: list[Violation] = []
         self.track = Tracking()
         self.cluster: Proc | None = None
+        #: The topic a job reads (None: no job reads Kafka in this seed).
+        self.topic: kafka.Topic | None = None
+        #: Per checkpoint location: the end offsets of its last committed batch.
+        self.kafka_at: dict[str, dict[str, int]] = {}
         self.kinds: dict[str, str] = {}  # process name -> deploy / stop / watch / ...
         self.wants: dict[str, dict[str, str]] = {}  # process name -> job -> running/stopped/gone
         self.verbose = False
@@ -285,6 +297,8 @@ class World:
         )
         run.writer = not submission.prepared
         alive = [r for r in self.live_runs(run.name) if r.writer]
+        if run.writer:
+            self.check_prepared_ended(run, by)
         self.runs.append(run)
         self.log(f"cluster: run {run.describe()} starts" + (" prepared" if not run.writer else ""))
         if alive and run.writer:
@@ -303,6 +317,24 @@ class World:
             proc=self.cluster,
         )
         return run
+
+    def check_prepared_ended(self, run: SimRun, by: str) -> None:
+        """A deployer starts a writer of a job while a run it prepared for that job waits for a
+        go it will never give, and it never told that run to end (an abort word, or its stop
+        marker): the prepared run is left up beside the new one (issue 39, finding 4)."""
+        for other in self.live_runs(run.name):
+            if other.writer or other.started_by != by:
+                continue
+            word = json.loads(self.files.get(go_file(other)) or "{}")
+            told = (word.get("run-id") == other.run_id and "abort" in word) or (
+                self.files.get(other.stop_marker) is not None
+            )
+            if not told:
+                self.violate(
+                    "prepared-left-up",
+                    f"{run.describe()} starts while {other.describe()}, prepared by the same "
+                    "process, waits for a go and was never told to end",
+                )
 
     def check_not_stopped(self, run: SimRun, what: str) -> None:
         """A run of a job stopped on purpose begins to write (it starts, or a prepared one is
@@ -358,6 +390,15 @@ class World:
             run.beat = str(doc.get("beat-file") or "")
         if doc.get("prepare") and not self.await_go(run, doc):
             return
+        if self.topic is not None:
+            run.kafka = next(
+                (
+                    (view, table)
+                    for view in doc.get("source-tables") or []
+                    if (table := (doc.get("tables") or {}).get(view) or {}).get("format") == "kafka"
+                ),
+                None,
+            )
         run.location = str(doc.get("checkpoint-location", ""))
         run.sink = sink_of_tables(str(doc.get("target-table")), doc.get("tables") or {})
         run.query = query_of(doc)
@@ -392,7 +433,11 @@ class World:
             if (hangs or stalls) and self.rt.now >= hang_at:
                 self.rt.sleep(5)  # alive, no progress; a hung run ignores its stop marker
                 continue
-            batch = self.commit(run)
+            try:
+                batch = self.commit(run)
+            except kafka.SparkRefuses as exc:
+                self.end_run(run, "its query failed", "failed", error=str(exc))
+                return
             heartbeat += 1
             if dies_after_commit:
                 self.end_run(
@@ -428,6 +473,7 @@ class World:
             word = json.loads(self.files.get(section["go-file"]) or "{}")
             mine = word.get("run-id") == run.run_id
             if mine and word.get("go") is True:
+                run.go_word = word
                 alive = [r for r in self.live_runs(run.name) if r.writer and r is not run]
                 if alive:
                     self.violate(
@@ -452,17 +498,65 @@ class World:
             self.rt.sleep(1)
         return False
 
+    def source_line(self, run: SimRun) -> str:
+        """The offsets line of the run's source for its next batch: a Kafka source reads from
+        where it is to the topic's end now (partitions found since, from their earliest, as
+        Spark's source does); any other source `{}`."""
+        if run.kafka is None or self.topic is None:
+            return "{}"
+        if run.position is None:
+            run.position = self.kafka_position(run)
+        ends = self.topic.ends(self.rt.now)
+        run.position = dict(ends)
+        self.kafka_at[run.location] = dict(ends)
+        return kafka.offsets_line(ends)
+
+    def kafka_position(self, run: SimRun) -> dict[str, int]:
+        """Where a run's Kafka source begins: where its checkpoint's last batch ended (a
+        restart), else on a new checkpoint where its deployer, its table or Spark says; the
+        latter checked against where the version it replaces finished."""
+        assert run.kafka is not None and self.topic is not None
+        resumed = self.kafka_at.get(run.location)
+        if resumed is not None:
+            return dict(resumed)
+        view, table = run.kafka
+        word = run.go_word or {}
+        spec = (word.get("starting") or {}).get(view) or table.get("start")
+        older = (word.get("starting-offsets") or {}).get(view)  # a go of an older deployer
+        if spec is None and older is not None:
+            spec = {"options": {"startingOffsets": older}}
+        start = kafka.start_of(table, spec, self.topic, self.rt.now, WALL_EPOCH)
+        replaced = self.stored_version(run.name)
+        root = run.location.rsplit("/", 1)[0]
+        finished = self.kafka_at.get(f"{root}/{replaced}") if replaced is not None else None
+        found = kafka.boundary_violation(run.name, run.version, start, replaced, finished)
+        self.log(f"cluster: {run.describe()} reads {self.topic.name} from {start.offsets} "
+                 f"({start.how})")  # fmt: skip
+        if found is not None:
+            self.violate(*found)
+        return start.offsets
+
+    def stored_version(self, name: str) -> int | None:
+        """The version the store records of a job now."""
+        found = self.objects.get(f"{PREFIX}{name}.yaml")
+        if found is None:
+            return None
+        from flink_sql_runner.model.stored import StoredManifest
+
+        return StoredManifest.from_yaml(found[0].decode(), name).meta.query_version
+
     def commit(self, run: SimRun) -> int:
         # A driver reads where its checkpoint is at its start and goes on from there by itself
         # (as Spark keeps its offsets in memory): two drivers on one checkpoint commit the same
         # batches.
+        line = self.source_line(run)  # SparkRefuses before the batch is planned
         if run.next_batch is None:
             run.next_batch = self.next_batch.get(run.location, 0)
         batch = run.next_batch
         run.next_batch += 1
         self.next_batch[run.location] = max(self.next_batch.get(run.location, 0), batch + 1)
         self.files[f"{run.location}/metadata"] = '{"id": "sim"}'
-        self.files[f"{run.location}/offsets/{batch}"] = "v1\n{}\n{}"
+        self.files[f"{run.location}/offsets/{batch}"] = "v1\n{}\n" + line
         self.sink.append((run.name, run.version, batch, run.sink, run.run_id))
         key = (run.name, run.version, batch)
         if key in self.track.committed:
@@ -759,6 +853,11 @@ class Stream(io.StringIO):
             if line.strip():
                 self.world.log(f"{self.name} says: {line.strip()}")
         return len(text)
+
+
+def go_file(run: SimRun) -> str:
+    """Where a prepared run's deployer gives its word (beside its own stop marker)."""
+    return run.stop_marker.removesuffix(".stop") + ".go.json"
 
 
 def noop(*_: Any) -> Callable[..., None]:

@@ -425,7 +425,8 @@ class FakeTarget:
 class FakeStorage:
     """Checkpoint storage in memory: files by location. `fail` makes every call a 503;
     `deletes_left` lets that many more files be deleted, then every delete answers 503 (a
-    storage that fails halfway through a folder, as S3 can). A listing gives each file's digest
+    storage that fails halfway through a folder, as S3 can); a location in `delete_fails_once`
+    answers its next delete with a 503, once. A listing gives each file's digest
     as its content token and the count of writes when it was last written as its modification
     token; `listing_fails` makes listings answer 503, and a location in `unlisted` is left out
     of listings (a listing that lags a write). `calls` counts the calls by method."""
@@ -437,6 +438,7 @@ class FakeStorage:
         #: its go (tests/support/jobs.py::FakeRunner).
         self.on_write: object = None
         self.deletes_left: int | None = None
+        self.delete_fails_once: set[str] = set()
         #: Every file deleted, in order.
         self.deleted: list[str] = []
         self.listing_fails = False
@@ -491,6 +493,9 @@ class FakeStorage:
             if self.deletes_left <= 0:
                 raise StorageError(f"cannot delete {location}: SlowDown (HTTP 503) (switch)")
             self.deletes_left -= 1
+        if location in self.delete_fails_once:
+            self.delete_fails_once.discard(location)
+            raise StorageError(f"cannot delete {location}: SlowDown (HTTP 503) (switch)")
         if self.files.pop(location, None) is not None:
             self.deleted.append(location)
 

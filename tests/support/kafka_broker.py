@@ -219,6 +219,20 @@ class Broker:
             time.sleep(0.2)
         raise RuntimeError(f"topic {topic} was created but is not listed")
 
+    def add_partitions(self, topic: str, total: int) -> None:
+        """Grow `topic` to `total` partitions, and wait until they are listed."""
+        from confluent_kafka.admin import AdminClient, NewPartitions
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin.create_partitions([NewPartitions(topic, total)])[topic].result(60)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            known = admin.list_topics(topic, timeout=5).topics.get(topic)
+            if known is not None and len(known.partitions) == total:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"topic {topic} was grown to {total} partitions but is not listed so")
+
     def producer(self):
         from confluent_kafka import Producer
 

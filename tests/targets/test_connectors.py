@@ -153,8 +153,12 @@ def test_a_repository_that_serves_the_pom_is_enough(repository: str):
 
 
 def deployment_with(target: FakeTarget, store: FakeStore, **settings) -> Deployment:
+    """A deployment whose storage holds v1's checkpoint, which read topic `t` (its Kafka
+    sources start there: decide/offsets.py)."""
     deployment = Deployment(Settings(**settings), store=store, target=target)
     deployment.storage = FakeStorage()
+    deployment.storage.add_checkpoint("/ckpt/orders/1", 3)
+    deployment.storage.files["/ckpt/orders/1/offsets/3"] = 'v1\n{}\n{"t": {"0": 4}}'
     return deployment
 
 
