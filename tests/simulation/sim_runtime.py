@@ -15,6 +15,7 @@ raises for them, so their `finally:` blocks change nothing in the world.
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
 import random
 import sys
 import threading
@@ -63,6 +64,35 @@ class Proc:
         return self.name
 
 
+class _Carrier:
+    """An OS thread that runs simulated threads, one after another: a seed starts about seventy,
+    a quarter of them at once at most, and an OS thread's start waits for it to run once (two
+    context switches besides its creation). A simulated thread is handed its carrier as it is
+    spawned and given it to run when first chosen. Each runs in a context of its own, as a new
+    thread's; nothing else of a simulated thread outlives it (its thread-local `me` is set as
+    it begins)."""
+
+    def __init__(self, rt: SimRuntime) -> None:
+        self.rt = rt
+        self.job = _closed()  # released with `thread` set: run it; with None: end
+        self.thread: SimThread | None = None
+        self.os = threading.Thread(target=self._loop, name="sim-carrier", daemon=True)
+        self.os.start()
+
+    def carry(self, thread: SimThread) -> None:
+        self.thread = thread
+        self.os.name = f"sim-{thread.proc.name}-{thread.name}"
+        self.job.release()
+
+    def _loop(self) -> None:
+        while True:
+            self.job.acquire()
+            thread = self.thread
+            if thread is None:
+                return
+            contextvars.Context().run(thread._main)
+
+
 class SimThread:
     def __init__(self, rt: SimRuntime, proc: Proc, name: str, fn: Callable[[], Any], daemon: bool):
         self.rt, self.proc, self.name, self.fn, self.daemon = rt, proc, name, fn, daemon
@@ -74,10 +104,10 @@ class SimThread:
         self.blocked = False
         self.signal: Callable[[], None] | None = None
         self.error: BaseException | None = None
-        self.os = threading.Thread(target=self._main, name=f"sim-{proc.name}-{name}", daemon=True)
+        self.carrier: _Carrier | None = None  # the OS thread that runs it
+        self.started = False  # chosen once: its carrier runs it
 
     def _main(self) -> None:
-        self.go.acquire()
         self.rt._local.me = self
         try:
             if self.proc.dead or self.rt.cleaning:
@@ -91,6 +121,8 @@ class SimThread:
         finally:
             self.done = True
             self.rt._ended = True
+            assert self.carrier is not None
+            self.rt._idle.append(self.carrier)  # its carrier may take the next thread now
             if self.rt.cleaning:
                 self.rt._baton.release()
             else:
@@ -107,6 +139,8 @@ class SimRuntime(Runtime):
         self._baton = _closed()
         self._local = threading.local()
         self.threads: list[SimThread] = []
+        self._carriers: list[_Carrier] = []  # every one started
+        self._idle: list[_Carrier] = []  # those whose thread ended
         #: The threads that may run (not ended, their process alive), in the order they were
         #: created: the scheduler's candidates, pruned once a thread ended or a process died.
         self._live: list[SimThread] = []
@@ -151,7 +185,11 @@ class SimRuntime(Runtime):
         self.threads.append(thread)
         if not proc.dead:
             self._live.append(thread)
-        thread.os.start()
+        if self._idle:
+            thread.carrier = self._idle.pop()
+        else:
+            thread.carrier = _Carrier(self)
+            self._carriers.append(thread.carrier)
         return thread
 
     def kill(self, proc: Proc) -> None:
@@ -214,8 +252,16 @@ class SimRuntime(Runtime):
             return None
 
     def _hand_over(self, chosen: SimThread | None) -> None:
-        """Let `chosen` run, or `run` return when there is none."""
-        (self._baton if chosen is None else chosen.go).release()
+        """Let `chosen` run (its carrier begins it, the first time), or `run` return when there
+        is none."""
+        if chosen is None:
+            self._baton.release()
+        elif chosen.started:
+            chosen.go.release()
+        else:
+            chosen.started = True
+            assert chosen.carrier is not None
+            chosen.carrier.carry(chosen)
 
     def _choose(self) -> SimThread | None:
         """The next thread to run (chosen by the seed among the runnable ones, in the order
@@ -283,10 +329,16 @@ class SimRuntime(Runtime):
             if not left:
                 break
             for thread in left:
-                thread.go.release()
-                self._baton.acquire()
-        for thread in self.threads:
-            thread.os.join()
+                if thread.started:
+                    thread.go.release()
+                    self._baton.acquire()
+                else:  # never ran: it would end at once, with Killed
+                    thread.done = True
+        for carrier in self._carriers:
+            carrier.thread = None
+            carrier.job.release()
+        for carrier in self._carriers:
+            carrier.os.join()
 
     # -- the Runtime interface -----------------------------------------------------------------
     def monotonic(self) -> float:
