@@ -176,6 +176,11 @@ class SimRuntime(Runtime):
         proc.main = self.spawn(fn, "main", daemon=False, proc=proc)
         return proc
 
+    def proc_of(self, pid: int) -> Proc | None:
+        """The simulated process with this pid (they are given in order), if any."""
+        index = pid - FIRST_PID
+        return self.procs[index] if 0 <= index < len(self.procs) else None
+
     def spawn(
         self, fn: Callable[[], Any], name: str, daemon: bool, proc: Proc | None = None
     ) -> SimThread:

@@ -73,8 +73,8 @@ def deterministic(rt: SimRuntime, rng: random.Random, one_machine: bool) -> Iter
         return proc.pid if proc is not None else machine[0]()
 
     def start_marker(pid: int) -> str | None:
-        alive = [p for p in rt.procs if p.pid == pid and not p.dead]
-        return f"sim:{pid}" if alive else None
+        proc = rt.proc_of(pid)
+        return f"sim:{pid}" if proc is not None and not proc.dead else None
 
     uuid.uuid4 = uuid4  # type: ignore[assignment]
     stored_module.utc_now_iso = utc_now_iso  # type: ignore[assignment]
@@ -211,7 +211,7 @@ class Director:
         for key, (body, _) in sorted(self.world.objects.items()):
             rest = key[len(PREFIX) :]
             if key.startswith(PREFIX) and rest.endswith(".yaml") and "/" not in rest:
-                found[rest[:-5]] = StoredManifest.from_yaml(body.decode(), key)
+                found[rest[:-5]] = self.world.manifest_of(body, key)
         return found
 
     def after_ok_deploy(self, name: str, jobs: tuple, prune: bool) -> None:

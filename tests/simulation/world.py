@@ -5,6 +5,7 @@ chooses who acts next. Faults are drawn from the seed's random generator."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -19,6 +20,7 @@ from botocore.exceptions import ClientError
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.runs import Listing, Liveness, Run
+from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import StorageError
 from flink_sql_runner.targets.base import (
     DriverLog,
@@ -165,6 +167,7 @@ class World:
         self.kinds: dict[str, str] = {}  # process name -> deploy / stop / watch / ...
         self.wants: dict[str, dict[str, str]] = {}  # process name -> job -> running/stopped/gone
         self.verbose = False
+        self._manifests: dict[bytes, StoredManifest] = {}  # manifest_of's, by their bytes
 
     # -- the history ---------------------------------------------------------------------------
     def who(self) -> str:
@@ -238,8 +241,6 @@ class World:
             return
         if rest.startswith("_intents/"):
             try:
-                from flink_sql_runner.model.stored import StoredManifest
-
                 intended = StoredManifest.from_dict(json.loads(body)["manifest"], key)
                 if kind == "watch":
                     return  # what watch intends counts only once a deploy wrote it
@@ -251,9 +252,7 @@ class World:
             return
         if "/" in rest or not rest.endswith(".yaml"):
             return
-        from flink_sql_runner.model.stored import StoredManifest
-
-        manifest = StoredManifest.from_yaml(body.decode(), key)
+        manifest = self.manifest_of(body, key)
         key_ = key_of_manifest(manifest.job, manifest.tables, manifest.meta.query_version)
         self.track.recorded_sinks.setdefault((manifest.name, key_[1]), set()).add(key_[3])
         if kind == "watch":
@@ -266,6 +265,14 @@ class World:
                 )
         else:
             self.track.deploy_wrote.add(key_)
+
+    def manifest_of(self, body: bytes, key: str) -> StoredManifest:
+        """A stored manifest's bytes as the product reads them; the checks read each version
+        once (after every deploy the store's manifests are read again, mostly unchanged)."""
+        found = self._manifests.get(body)
+        if found is None:
+            found = self._manifests[body] = StoredManifest.from_yaml(body.decode(), key)
+        return found
 
     # -- the cluster ---------------------------------------------------------------------------
     def live_runs(self, name: str | None = None) -> list[SimRun]:
@@ -482,6 +489,18 @@ class World:
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
+@functools.cache
+def _s3_time(seconds: int) -> datetime:
+    """The virtual clock's whole second `seconds` on S3's calendar."""
+    return EPOCH + timedelta(seconds=seconds)
+
+
+@functools.cache
+def _s3_date(seconds: int) -> str:
+    """An answer's Date header at the virtual clock's whole second `seconds`."""
+    return format_datetime(_s3_time(seconds), usegmt=True)
+
+
 class _Body:
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -559,13 +578,11 @@ class SimS3:
             raise w.s3_error("PreconditionFailed", 412, "GetObject")
         w.answer(who, f"s3.get {Key}", found[1])
         # S3's own clock: the object's LastModified and the answer's Date header, whole seconds.
-        modified = EPOCH + timedelta(seconds=int(w.modified.get(Key, w.rt.now)))
-        date = format_datetime(EPOCH + timedelta(seconds=int(w.rt.now)), usegmt=True)
         return {
             "Body": _Body(found[0]),
             "ETag": found[1],
-            "LastModified": modified,
-            "ResponseMetadata": {"HTTPHeaders": {"date": date}},
+            "LastModified": _s3_time(int(w.modified.get(Key, w.rt.now))),
+            "ResponseMetadata": {"HTTPHeaders": {"date": _s3_date(int(w.rt.now))}},
         }
 
     def put_object(
