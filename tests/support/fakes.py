@@ -513,8 +513,10 @@ class FakeStorage:
             raise StorageError(f"cannot list {folder}: SlowDown (HTTP 503) (switch)")
         prefix = folder.rstrip("/") + "/"
         found = []
-        for location, data in sorted(self.files.items()):
-            if location.startswith(prefix) and location not in self.unlisted:
+        # Only the folder's files are sorted (a simulated checkpoint storage holds thousands).
+        for location in sorted(f for f in self.files if f.startswith(prefix)):
+            if location not in self.unlisted:
+                data = self.files[location]
                 raw = data.encode() if isinstance(data, str) else data
                 stamp = str(self.stamps.get(location, 0))
                 found.append(Listed(location, hashlib.md5(raw).hexdigest(), stamp))  # noqa: S324
