@@ -16,17 +16,38 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextvars
+import os
 import random
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from typing import Any
 
 from flink_sql_runner.host.runtime import Runtime
 
 EPOCH = 1_800_000_000.0  # the virtual wall clock at virtual time 0
 FIRST_PID = 4242  # the simulated processes' pids, in the order they begin
+
+
+@contextmanager
+def one_core() -> Iterator[None]:
+    """The threads started meanwhile by this one (a seed's) on one CPU: only one of them runs at
+    a time, and a hand-over on one core is one context switch, where on two the thread woken
+    up waits once more, for the GIL of the one that woke it (a fifth of a seed's CPU). The CPU
+    is one of the process's by its pid, so that `run_many`'s workers spread over them; as it
+    was after (the process may start Spark next). As it is where affinity cannot be set."""
+    try:
+        allowed = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {sorted(allowed)[os.getpid() % len(allowed)]})
+    except (AttributeError, OSError):  # not Linux
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
 
 
 class Killed(BaseException):

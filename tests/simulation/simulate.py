@@ -22,7 +22,7 @@ from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores import lock as lock_module
 from tests.simulation import actors
 from tests.simulation.scenario import VARIANTS, Op, Scenario, generate, wants
-from tests.simulation.sim_runtime import EPOCH, Killed, Proc, SimRuntime
+from tests.simulation.sim_runtime import EPOCH, Killed, Proc, SimRuntime, one_core
 from tests.simulation.world import PREFIX, SimTarget, Stream, Violation, World, key_of_manifest
 
 MAX_STEPS = 60_000
@@ -377,7 +377,12 @@ def run_seed(seed: int, verbose: bool = False, one_machine: bool = False) -> Out
 
     rt.after_step = after_step
     said = Stream(world, "stderr")
-    with runtime.install(rt), deterministic(rt, rng, one_machine), contextlib.redirect_stderr(said):
+    with (
+        one_core(),
+        runtime.install(rt),
+        deterministic(rt, rng, one_machine),
+        contextlib.redirect_stderr(said),
+    ):
         world.cluster = rt.process("cluster", lambda: rt.block(until=lambda: False))
         boss = rt.process("director", director.run)
         note = rt.run(boss, MAX_STEPS)
