@@ -32,15 +32,18 @@ FIRST_PID = 4242  # the simulated processes' pids, in the order they begin
 
 
 @contextmanager
-def one_core() -> Iterator[None]:
+def one_core(slot: int | None = None) -> Iterator[None]:
     """The threads started meanwhile by this one (a seed's) on one CPU: only one of them runs at
     a time, and a hand-over on one core is one context switch, where on two the thread woken
-    up waits once more, for the GIL of the one that woke it (a fifth of a seed's CPU). The CPU
-    is one of the process's by its pid, so that `run_many`'s workers spread over them; as it
-    was after (the process may start Spark next). As it is where affinity cannot be set."""
+    up waits once more, for the GIL of the one that woke it (a fifth of a seed's CPU). The CPU:
+    the `slot`-th of the process's (`run_many` numbers its workers, which so spread over
+    them), else the one it runs on now; as it was after (the process may start Spark next).
+    As it is where affinity cannot be set."""
     try:
         allowed = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {sorted(allowed)[os.getpid() % len(allowed)]})
+        cpus = sorted(allowed)
+        cpu = cpus[slot % len(cpus)] if slot is not None else _cpu_now(cpus)
+        os.sched_setaffinity(0, {cpu})
     except (AttributeError, OSError):  # not Linux
         yield
         return
@@ -48,6 +51,17 @@ def one_core() -> Iterator[None]:
         yield
     finally:
         os.sched_setaffinity(0, allowed)
+
+
+def _cpu_now(cpus: list[int]) -> int:
+    """The CPU this thread runs on (the 39th field of its stat); the first one allowed if that
+    cannot be read."""
+    try:
+        with open("/proc/thread-self/stat") as stat:
+            cpu = int(stat.read().rpartition(")")[2].split()[36])
+    except (OSError, ValueError, IndexError):
+        return cpus[0]
+    return cpu if cpu in cpus else cpus[0]
 
 
 class Killed(BaseException):

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 from flink_sql_runner.host import processes as procs
 from flink_sql_runner.host import runtime
@@ -378,7 +379,7 @@ def run_seed(seed: int, verbose: bool = False, one_machine: bool = False) -> Out
     rt.after_step = after_step
     said = Stream(world, "stderr")
     with (
-        one_core(),
+        one_core(_worker_slot),
         runtime.install(rt),
         deterministic(rt, rng, one_machine),
         contextlib.redirect_stderr(said),
@@ -403,6 +404,19 @@ def _chunk(seeds: list[int], one_machine: bool = False) -> list[tuple[int, str |
     return [(seed, failing_line(seed, one_machine)) for seed in seeds]
 
 
+#: This process's number among run_many's workers (None: it is none of them); they run their
+#: seeds each on a CPU of its own, in turn (sim_runtime.one_core).
+_worker_slot: int | None = None
+
+
+def _worker_begins(slots: Any) -> None:
+    """A worker of run_many begins: it takes the next number."""
+    global _worker_slot
+    with slots.get_lock():
+        _worker_slot = slots.value
+        slots.value += 1
+
+
 def run_many(
     first: int, count: int, workers: int = 1, one_machine: bool = False
 ) -> Iterator[tuple[int, str | None]]:
@@ -419,6 +433,9 @@ def run_many(
     size = 10
     chunks = [seeds[i : i + size] for i in range(0, len(seeds), size)]
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+    slots = context.Value("i", 0)
+    with concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_worker_begins, initargs=(slots,)
+    ) as pool:
         for found in pool.map(_chunk, chunks, [one_machine] * len(chunks)):
             yield from found
