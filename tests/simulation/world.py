@@ -5,6 +5,7 @@ chooses who acts next. Faults are drawn from the seed's random generator."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import io
@@ -146,6 +147,48 @@ def key_of_manifest(job: dict[str, Any], tables: dict[str, Any], version: int) -
     )
 
 
+class Files(dict):  # type: ignore[type-arg]
+    """The checkpoint storage's files by location, their locations also kept in order: a folder's
+    files are a slice of them, where a listing scanned every file of the seed (every offset and
+    commit of every run: about 430 when `watch` lists its beacons, at every look)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[str] = []
+
+    def __setitem__(self, location: str, data: Any) -> None:
+        if location not in self:
+            bisect.insort(self.order, location)
+        super().__setitem__(location, data)
+
+    def setdefault(self, location: str, data: Any = None) -> Any:
+        if location not in self:
+            self[location] = data
+        return self[location]
+
+    def pop(self, location: str, *default: Any) -> Any:
+        if location in self:
+            del self.order[bisect.bisect_left(self.order, location)]
+        return super().pop(location, *default)
+
+    def __delitem__(self, location: str) -> None:
+        super().__delitem__(location)
+        del self.order[bisect.bisect_left(self.order, location)]
+
+    def _refused(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("the simulation's files change one location at a time")
+
+    update = clear = popitem = __ior__ = _refused  # type: ignore[assignment]
+
+    def under(self, prefix: str) -> list[str]:
+        """The locations that begin with `prefix`, in order."""
+        order = self.order
+        first = end = bisect.bisect_left(order, prefix)
+        while end < len(order) and order[end].startswith(prefix):
+            end += 1
+        return order[first:end]
+
+
 class World:
     def __init__(self, rt: SimRuntime, faults: Faults) -> None:
         self.rt, self.rng, self.faults = rt, rt.rng, faults
@@ -153,7 +196,7 @@ class World:
         self.modified: dict[str, float] = {}  # key -> when it was last written (virtual s)
         self.object_log: list[tuple[float, str, str | None]] = []  # (time, key, etag or None)
         self._etag = 0
-        self.files: dict[str, Any] = {}  # checkpoint storage
+        self.files = Files()  # checkpoint storage
         #: Each file's modification token in listings: the count of writes when last written.
         self.stamps: dict[str, int] = {}
         self.writes = 0
@@ -636,6 +679,9 @@ class SimStorage(FakeStorage):
 
     def _stamp(self, location: str) -> None:
         self.world.stamp(location)
+
+    def _under(self, prefix: str) -> list[str]:
+        return self.world.files.under(prefix)
 
     def _check(self) -> None:
         w = self.world
