@@ -24,7 +24,15 @@ from flink_sql_runner.stores import lock as lock_module
 from tests.simulation import actors
 from tests.simulation.scenario import VARIANTS, Op, Scenario, generate, wants
 from tests.simulation.sim_runtime import EPOCH, Killed, Proc, SimRuntime, one_core
-from tests.simulation.world import PREFIX, SimTarget, Stream, Violation, World, key_of_manifest
+from tests.simulation.world import (
+    PREFIX,
+    SimTarget,
+    Stream,
+    Violation,
+    World,
+    history_lines,
+    key_of_manifest,
+)
 
 MAX_STEPS = 60_000
 QUIET_WAIT = 1200.0  # at most this long for the actors to end before the quiet phase
@@ -36,11 +44,16 @@ class Outcome:
     seed: int
     scenario: Scenario
     violations: list[Violation]
-    history: list[str]
+    events: list[tuple[int, float, str]]  # what happened (World.events)
     steps: int
     virtual_seconds: float
     note: str = ""
     crashes: list[str] = field(default_factory=list)
+
+    @property
+    def history(self) -> list[str]:
+        """What happened, a line per event (made when asked: a passing seed is never shown)."""
+        return history_lines(self.events)
 
     def first_lines(self) -> list[str]:
         seen, lines = set(), []
@@ -389,7 +402,7 @@ def run_seed(seed: int, verbose: bool = False, one_machine: bool = False) -> Out
         note = rt.run(boss, MAX_STEPS)
     if note:
         world.log(f"CUT SHORT: {note}")
-    return Outcome(seed, scenario, world.violations, world.history, rt.step, rt.now, note, crashes)
+    return Outcome(seed, scenario, world.violations, world.events, rt.step, rt.now, note, crashes)
 
 
 def failing_line(seed: int, one_machine: bool = False) -> str | None:

@@ -91,9 +91,16 @@ class SimRun:
     beat: str = ""
     #: What it last wrote to its beacon (runner/status.py keeps it so, in memory).
     beacon_text: str = ""
+    #: Its beacon's text for a state and error, made once per change of them.
+    beacon_made: tuple[str, str | None, str] = ("", None, "")
 
     def describe(self) -> str:
         return f"{self.name} v{self.version} run {self.run_id[:8]} (by {self.started_by})"
+
+
+def history_lines(events: list[tuple[int, float, str]]) -> list[str]:
+    """The history as people read it: a line per event, its step and virtual time first."""
+    return [f"{step:6d} {now:8.1f}s {text}" for step, now, text in events]
 
 
 @dataclass
@@ -203,7 +210,8 @@ class World:
         self.runs: list[SimRun] = []
         self.next_batch: dict[str, int] = {}  # by checkpoint location
         self.sink: list[tuple[str, int, int, str, str]] = []  # name, version, batch, sink, run
-        self.history: list[str] = []
+        #: What happened: (step, virtual time, text), made lines of only when shown (`history`).
+        self.events: list[tuple[int, float, str]] = []
         self.violations: list[Violation] = []
         self.track = Tracking()
         self.cluster: Proc | None = None
@@ -218,7 +226,7 @@ class World:
         return f"{me.proc.name}/{me.name}"
 
     def log(self, text: str) -> None:
-        self.history.append(f"{self.rt.step:6d} {self.rt.now:8.1f}s {text}")
+        self.events.append((self.rt.step, self.rt.now, text))
 
     def violate(self, kind: str, text: str) -> None:
         self.violations.append(Violation(self.rt.step, kind, text))
@@ -381,9 +389,12 @@ class World:
         self.files[run.status_file] = json.dumps(doc)
         self.stamp(run.status_file)
         if run.beacon and run.writer:  # as runner/status.py: the same bytes but for a change
-            beacon = {"run-id": run.run_id, "state": state, "error": more.get("error"),
-                      "spark-version": SIM_SPARK, "long-batch-minutes": None}  # fmt: skip
-            text = json.dumps(beacon, sort_keys=True)
+            error = more.get("error")
+            if run.beacon_made[:2] != (state, error):
+                beacon = {"run-id": run.run_id, "state": state, "error": error,
+                          "spark-version": SIM_SPARK, "long-batch-minutes": None}  # fmt: skip
+                run.beacon_made = (state, error, json.dumps(beacon, sort_keys=True))
+            text = run.beacon_made[2]
             if not run.beat or run.beacon_text != text:  # with a beat: only on a change
                 self.files[run.beacon], run.beacon_text = text, text
                 self.stamp(run.beacon)
