@@ -17,6 +17,9 @@ class S3LockBackend:
         self.client, self.bucket, self.key = client, bucket, key
         self.location = f"s3://{bucket}/{key}"
         self._checked = False
+        #: The last lock read and its holder: a waiter reads the same lock every second (and
+        #: twice an attempt) until its holder renews it; a holder is frozen.
+        self._last: tuple[str, Holder | None] = ("", None)
 
     def _code(self, exc: Exception) -> str:
         return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
@@ -88,7 +91,9 @@ class S3LockBackend:
             raise StoreError(
                 f"cannot read lock {self.location}: {self._code(exc) or exc}"
             ) from None
-        return Holder.from_json(body), str(answer["ETag"])
+        if body != self._last[0]:
+            self._last = (body, Holder.from_json(body))
+        return self._last[1], str(answer["ETag"])
 
     def replace(self, holder: Holder, token: Any) -> Any:
         return self._put(holder, "renew", IfMatch=str(token))

@@ -1,8 +1,11 @@
 """Reading YAML through libyaml's parser gives what PyYAML's own parser gives: the same value,
-or the same problem in the same words; and a file's bytes are read whole, up to the limit."""
+or the same problem in the same words; and a file's bytes are read whole, up to the limit.
+Writing it through libyaml's emitter gives what PyYAML's own emitter gives, byte for byte."""
 
 from __future__ import annotations
 
+import datetime
+import random
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +115,113 @@ def test_a_file_is_read_whole_whatever_size_it_was_said_to_have(tmp_path: Path, 
     large.write_bytes(b"x" * (MAX_FILE_BYTES + 5000))
     assert _read_bounded(str(small), told) == small.read_bytes()
     assert _read_bounded(str(large), told) == b"x" * (MAX_FILE_BYTES + 1)
+
+
+# -- writing: libyaml's emitter where it writes what PyYAML's own writes ------------------------
+
+#: Text of every kind the fast emitter takes: YAML's indicators, quotes, words YAML reads as
+#: other types, numbers, leading and trailing spaces, and lengths around the 80-column fold
+#: and the 128-character limit of a simple key (keys shorter than the fast emitter's limit).
+_WORDS = ["true", "no", "null", "~", "1e3", "0x1F", "012", "1_000", "2024-01-01", ".inf", "-",
+          "", " a", "a ", "- a", "? a", "a: b", "#x", "@x", "'", '"', "yes", "Off", "+1", "NaN",
+          "%x", "!x", "&x", "*x", "|", ">", "a  b", "a ' b", "'a'", '"a"', "a #b"]  # fmt: skip
+_CHARS = "abcXYZ019 _-.:/#'\"!&*%@`,[]{}|>?=+~$^()\\;<"
+
+
+def _text(rng: random.Random, longest: int = 300) -> str:
+    if rng.random() < 0.2:
+        return rng.choice(_WORDS)
+    size = min(longest, rng.choice([0, 1, 5, 30, 62, 63, 79, 80, 81, 127, 128, 129, 300]))
+    return "".join(rng.choice(_CHARS) for _ in range(size))
+
+
+def _key(rng: random.Random) -> str:
+    return _text(rng, yamlio._FAST_KEY_LENGTH - 1) or "k"
+
+
+def _value(rng: random.Random, depth: int, shared: list[Any]) -> Any:
+    if shared and rng.random() < 0.05:
+        return rng.choice(shared)  # written once, then as an alias
+    if depth > 3 or rng.random() < 0.5:
+        return rng.choice(
+            [
+                _text(rng),
+                _text(rng),
+                rng.randint(-(10**9), 10**9),
+                True,
+                False,
+                None,
+                0.5,
+                -3.25,
+                1e20,
+                1e-300,
+                float("inf"),
+                float("nan"),
+            ]
+        )
+    if rng.random() < 0.3:
+        made: Any = [_value(rng, depth + 1, shared) for _ in range(rng.randint(0, 3))]
+    else:
+        made = {_key(rng): _value(rng, depth + 1, shared) for _ in range(rng.randint(0, 5))}
+    shared.append(made)
+    return made
+
+
+def dumped_both_ways(doc: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    fast = yamlio.dump_yaml(doc)
+    with monkeypatch.context() as patched:
+        patched.setattr(yamlio, "CSafeDumper", None)
+        pure = yamlio.dump_yaml(doc)
+    return fast, pure
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_plain_ascii_documents_are_written_the_same_both_ways(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(seed)
+    for _ in range(100):
+        shared: list[Any] = []
+        doc = {_key(rng): _value(rng, 0, shared) for _ in range(rng.randint(1, 8))}
+        assert yamlio._plain_ascii(doc)
+        fast, pure = dumped_both_ways(doc, monkeypatch)
+        assert fast == pure
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(REPO)) for p in FILES])
+def test_files_are_written_the_same_both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        doc = parse_yaml(path.read_text("utf-8", "replace"), str(path))
+    except YamlProblem:
+        return  # a file of the tests' hostile inputs
+    fast, pure = dumped_both_ways(doc, monkeypatch)
+    assert fast == pure
+
+
+OTHER_DOCUMENTS = [
+    {"sql": "SELECT 'é'"},
+    {"sql": "SELECT a\nFROM b"},
+    {"a": "tab\there"},
+    {"k\r": 1},
+    {"k" * 64: 1},
+    {1: "a"},
+    {"d": datetime.date(2024, 1, 1)},
+    {"t": (1, 2)},
+    {1.5: ["\u2028"]},
+    None,
+    ["a"],
+]
+
+
+@pytest.mark.parametrize("doc", OTHER_DOCUMENTS)
+def test_other_documents_are_written_by_pyyaml_itself(
+    doc: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where libyaml may write otherwise (other characters, which it quotes or escapes by its
+    own rules, a line break, a long key, values of other types, a document that is not a
+    mapping), PyYAML's own emitter writes: as before."""
+    used: list[Any] = []
+    with monkeypatch.context() as patched:
+        patched.setattr(yamlio.yaml, "dump", lambda data, Dumper, **kw: used.append(Dumper))
+        yamlio.dump_yaml(doc)
+    assert used == [yamlio.yaml.SafeDumper]

@@ -1,29 +1,67 @@
 """The simulated runtime (installed through flink_sql_runner/host/runtime.py).
 
 Every actor is a set of real OS threads of one simulated process, but only one thread runs at a
-time: each waits on its own semaphore and the scheduler releases exactly one, which runs until its
-next yield point (a call into the simulated world, a sleep, a wait on a future, an event or a
-contended lock), then hands the baton back. The scheduler picks the next thread with the seed's
-random generator among the runnable ones (sorted by creation), and when none is runnable moves the
-virtual clock to the earliest deadline. A killed process's threads never run again; at the end of
-the seed they are released with `Killed`, which every yield point raises for them, so their
-`finally:` blocks change nothing in the world.
+time: each waits on its own semaphore and exactly one is released, which runs until its next yield
+point (a call into the simulated world, a sleep, a wait on a future, an event or a contended
+lock). There the scheduler (`_next`, run by the thread that yields) picks the next thread with
+the seed's random generator among the runnable ones (sorted by creation), and when none is
+runnable moves the virtual clock to the earliest deadline; it releases the chosen thread's
+semaphore, or goes on at once when the chosen thread is itself (one switch between OS threads
+per step at most, none when the thread that yields is picked again). A killed process's threads
+never run again; at the end of the seed they are released with `Killed`, which every yield point
+raises for them, so their `finally:` blocks change nothing in the world.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextvars
+import os
 import random
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from typing import Any
 
 from flink_sql_runner.host.runtime import Runtime
 
 EPOCH = 1_800_000_000.0  # the virtual wall clock at virtual time 0
 FIRST_PID = 4242  # the simulated processes' pids, in the order they begin
+
+
+@contextmanager
+def one_core(slot: int | None = None) -> Iterator[None]:
+    """The threads started meanwhile by this one (a seed's) on one CPU: only one of them runs at
+    a time, and a hand-over on one core is one context switch, where on two the thread woken
+    up waits once more, for the GIL of the one that woke it (a fifth of a seed's CPU). The CPU:
+    the `slot`-th of the process's (`run_many` numbers its workers, which so spread over
+    them), else the one it runs on now; as it was after (the process may start Spark next).
+    As it is where affinity cannot be set."""
+    try:
+        allowed = os.sched_getaffinity(0)
+        cpus = sorted(allowed)
+        cpu = cpus[slot % len(cpus)] if slot is not None else _cpu_now(cpus)
+        os.sched_setaffinity(0, {cpu})
+    except (AttributeError, OSError):  # not Linux
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def _cpu_now(cpus: list[int]) -> int:
+    """The CPU this thread runs on (the 39th field of its stat); the first one allowed if that
+    cannot be read."""
+    try:
+        with open("/proc/thread-self/stat") as stat:
+            cpu = int(stat.read().rpartition(")")[2].split()[36])
+    except (OSError, ValueError, IndexError):
+        return cpus[0]
+    return cpu if cpu in cpus else cpus[0]
 
 
 class Killed(BaseException):
@@ -61,6 +99,35 @@ class Proc:
         return self.name
 
 
+class _Carrier:
+    """An OS thread that runs simulated threads, one after another: a seed starts about seventy,
+    a quarter of them at once at most, and an OS thread's start waits for it to run once (two
+    context switches besides its creation). A simulated thread is handed its carrier as it is
+    spawned and given it to run when first chosen. Each runs in a context of its own, as a new
+    thread's; nothing else of a simulated thread outlives it (its thread-local `me` is set as
+    it begins)."""
+
+    def __init__(self, rt: SimRuntime) -> None:
+        self.rt = rt
+        self.job = _closed()  # released with `thread` set: run it; with None: end
+        self.thread: SimThread | None = None
+        self.os = threading.Thread(target=self._loop, name="sim-carrier", daemon=True)
+        self.os.start()
+
+    def carry(self, thread: SimThread) -> None:
+        self.thread = thread
+        self.os.name = f"sim-{thread.proc.name}-{thread.name}"
+        self.job.release()
+
+    def _loop(self) -> None:
+        while True:
+            self.job.acquire()
+            thread = self.thread
+            if thread is None:
+                return
+            contextvars.Context().run(thread._main)
+
+
 class SimThread:
     def __init__(self, rt: SimRuntime, proc: Proc, name: str, fn: Callable[[], Any], daemon: bool):
         self.rt, self.proc, self.name, self.fn, self.daemon = rt, proc, name, fn, daemon
@@ -72,10 +139,10 @@ class SimThread:
         self.blocked = False
         self.signal: Callable[[], None] | None = None
         self.error: BaseException | None = None
-        self.os = threading.Thread(target=self._main, name=f"sim-{proc.name}-{name}", daemon=True)
+        self.carrier: _Carrier | None = None  # the OS thread that runs it
+        self.started = False  # chosen once: its carrier runs it
 
     def _main(self) -> None:
-        self.go.acquire()
         self.rt._local.me = self
         try:
             if self.proc.dead or self.rt.cleaning:
@@ -88,16 +155,13 @@ class SimThread:
             self.rt.on_crash(self, exc)
         finally:
             self.done = True
-            self.rt._baton.release()
-
-    def ready(self, now: float) -> bool:
-        if self.done:
-            return False
-        if not self.blocked or self.signal is not None:
-            return True
-        if self.until is not None and self.until():
-            return True
-        return self.deadline is not None and self.deadline <= now
+            self.rt._ended = True
+            assert self.carrier is not None
+            self.rt._idle.append(self.carrier)  # its carrier may take the next thread now
+            if self.rt.cleaning:
+                self.rt._baton.release()
+            else:
+                self.rt._hand_over(self.rt._next())
 
 
 class SimRuntime(Runtime):
@@ -110,11 +174,22 @@ class SimRuntime(Runtime):
         self._baton = _closed()
         self._local = threading.local()
         self.threads: list[SimThread] = []
+        self._carriers: list[_Carrier] = []  # every one started
+        self._idle: list[_Carrier] = []  # those whose thread ended
+        #: The threads that may run (not ended, their process alive), in the order they were
+        #: created: the scheduler's candidates, pruned once a thread ended or a process died.
+        self._live: list[SimThread] = []
+        self._prune = False
         self.procs: list[Proc] = []
         self.after_step: Callable[[], None] = lambda: None
         self.on_crash: Callable[[SimThread, BaseException], None] = lambda t, e: None
         self.on_exit: Callable[[Proc], None] = lambda p: None
         self.running: SimThread | None = None
+        self._ended = False  # a thread ended since the last _reap
+        self._director: Proc | None = None
+        self._max_steps = 0
+        self._note = ""  # why the run ended ('' when the director is done)
+        self._error: BaseException | None = None  # raised by the scheduler in a thread
 
     # -- threads and processes ----------------------------------------------------------------
     def me(self) -> SimThread:
@@ -136,6 +211,11 @@ class SimRuntime(Runtime):
         proc.main = self.spawn(fn, "main", daemon=False, proc=proc)
         return proc
 
+    def proc_of(self, pid: int) -> Proc | None:
+        """The simulated process with this pid (they are given in order), if any."""
+        index = pid - FIRST_PID
+        return self.procs[index] if 0 <= index < len(self.procs) else None
+
     def spawn(
         self, fn: Callable[[], Any], name: str, daemon: bool, proc: Proc | None = None
     ) -> SimThread:
@@ -143,11 +223,18 @@ class SimRuntime(Runtime):
         thread = SimThread(self, proc, name, fn, daemon)
         proc.threads.append(thread)
         self.threads.append(thread)
-        thread.os.start()
+        if not proc.dead:
+            self._live.append(thread)
+        if self._idle:
+            thread.carrier = self._idle.pop()
+        else:
+            thread.carrier = _Carrier(self)
+            self._carriers.append(thread.carrier)
         return thread
 
     def kill(self, proc: Proc) -> None:
         proc.dead = proc.killed = True
+        self._prune = True
 
     # -- yield points --------------------------------------------------------------------------
     def block(self, until: Callable[[], bool] | None = None, deadline: float | None = None) -> bool:
@@ -159,8 +246,10 @@ class SimRuntime(Runtime):
                 raise Killed
             me.until, me.deadline = until, deadline
             me.blocked = until is not None or deadline is not None
-            self._baton.release()
-            me.go.acquire()
+            chosen = self._next()
+            if chosen is not me:
+                self._hand_over(chosen)
+                me.go.acquire()
             me.blocked = False
             if me.proc.dead or self.cleaning:
                 raise Killed
@@ -180,33 +269,87 @@ class SimRuntime(Runtime):
     # -- the scheduler -------------------------------------------------------------------------
     def run(self, director: Proc, max_steps: int) -> str:
         """Step until the director process is done: '' or why the run was cut short."""
+        self._director, self._max_steps = director, max_steps
         try:
-            while director.main is not None and not director.main.done:
-                self._reap()
-                live = [t for t in self.threads if not t.done and not t.proc.dead]
-                ready = [t for t in live if t.ready(self.now)]
-                if not ready:
-                    deadlines = [t.deadline for t in live if t.deadline is not None]
-                    if not deadlines:
-                        return "deadlock: " + ", ".join(f"{t.proc.name}/{t.name}" for t in live)
-                    self.now = max(self.now, min(deadlines))
-                    continue
-                chosen = ready[self.rng.randrange(len(ready))] if len(ready) > 1 else ready[0]
-                self.step += 1
-                if self.step > max_steps:
-                    return f"stopped after {max_steps} steps"
-                self.running = chosen
-                chosen.go.release()
-                self._baton.acquire()
-                self.running = None
-                self.after_step()
-            return ""
+            self._hand_over(self._choose())
+            self._baton.acquire()  # released once the run is over (_hand_over(None))
+            if self._error is not None:
+                raise self._error
+            return self._note
         finally:
             self.cleanup()
+
+    def _next(self) -> SimThread | None:
+        """A step ended (the thread that ran yields, or ended): the next thread to run, or None
+        when the run is over. Runs in the thread whose step ended; an error of the scheduler
+        itself ends the run and is raised by `run`, never in the thread."""
+        self.running = None
+        try:
+            self.after_step()
+            return self._choose()
+        except BaseException as exc:  # noqa: BLE001 - the simulation's own bug: raised by run()
+            self._error = exc
+            return None
+
+    def _hand_over(self, chosen: SimThread | None) -> None:
+        """Let `chosen` run (its carrier begins it, the first time), or `run` return when there
+        is none."""
+        if chosen is None:
+            self._baton.release()
+        elif chosen.started:
+            chosen.go.release()
+        else:
+            chosen.started = True
+            assert chosen.carrier is not None
+            chosen.carrier.carry(chosen)
+
+    def _choose(self) -> SimThread | None:
+        """The next thread to run (chosen by the seed among the runnable ones, in the order
+        they were created), moving the clock to the earliest deadline while none is runnable;
+        None, with `_note` set, when the run is over."""
+        director = self._director
+        while director is not None and director.main is not None and not director.main.done:
+            if self._ended:
+                self._reap()
+            if self._prune:
+                self._live = [t for t in self._live if not t.done and not t.proc.dead]
+                self._prune = False
+            now = self.now
+            ready: list[SimThread] = []
+            earliest: float | None = None
+            for t in self._live:
+                # Runnable: not blocked, a signal to take, its condition holds or its deadline
+                # passed.
+                if (
+                    not t.blocked
+                    or t.signal is not None
+                    or (t.until is not None and t.until())
+                    or (t.deadline is not None and t.deadline <= now)
+                ):
+                    ready.append(t)
+                elif t.deadline is not None and (earliest is None or t.deadline < earliest):
+                    earliest = t.deadline
+            if not ready:
+                if earliest is None:
+                    live = ", ".join(f"{t.proc.name}/{t.name}" for t in self._live)
+                    self._note = "deadlock: " + live
+                    return None
+                self.now = max(now, earliest)
+                continue
+            chosen = ready[self.rng.randrange(len(ready))] if len(ready) > 1 else ready[0]
+            self.step += 1
+            if self.step > self._max_steps:
+                self._note = f"stopped after {self._max_steps} steps"
+                return None
+            self.running = chosen
+            return chosen
+        self._note = ""
+        return None
 
     def _reap(self) -> None:
         """A process whose main thread and other non-daemon threads ended has exited: its
         daemon threads end with it."""
+        self._ended, self._prune = False, True
         for proc in self.procs:
             if proc.dead or proc.main is None or not proc.main.done:
                 continue
@@ -226,10 +369,16 @@ class SimRuntime(Runtime):
             if not left:
                 break
             for thread in left:
-                thread.go.release()
-                self._baton.acquire()
-        for thread in self.threads:
-            thread.os.join()
+                if thread.started:
+                    thread.go.release()
+                    self._baton.acquire()
+                else:  # never ran: it would end at once, with Killed
+                    thread.done = True
+        for carrier in self._carriers:
+            carrier.thread = None
+            carrier.job.release()
+        for carrier in self._carriers:
+            carrier.os.join()
 
     # -- the Runtime interface -----------------------------------------------------------------
     def monotonic(self) -> float:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 from flink_sql_runner.host import processes as procs
 from flink_sql_runner.host import runtime
@@ -23,8 +24,16 @@ from flink_sql_runner.stores import lock as lock_module
 from tests.simulation import actors
 from tests.simulation.kafka import Topic
 from tests.simulation.scenario import VARIANTS, Op, Scenario, generate, wants
-from tests.simulation.sim_runtime import EPOCH, Killed, Proc, SimRuntime
-from tests.simulation.world import PREFIX, SimTarget, Stream, Violation, World, key_of_manifest
+from tests.simulation.sim_runtime import EPOCH, Killed, Proc, SimRuntime, one_core
+from tests.simulation.world import (
+    PREFIX,
+    SimTarget,
+    Stream,
+    Violation,
+    World,
+    history_lines,
+    key_of_manifest,
+)
 
 MAX_STEPS = 60_000
 QUIET_WAIT = 1200.0  # at most this long for the actors to end before the quiet phase
@@ -36,11 +45,16 @@ class Outcome:
     seed: int
     scenario: Scenario
     violations: list[Violation]
-    history: list[str]
+    events: list[tuple[int, float, str]]  # what happened (World.events)
     steps: int
     virtual_seconds: float
     note: str = ""
     crashes: list[str] = field(default_factory=list)
+
+    @property
+    def history(self) -> list[str]:
+        """What happened, a line per event (made when asked: a passing seed is never shown)."""
+        return history_lines(self.events)
 
     def first_lines(self) -> list[str]:
         seen, lines = set(), []
@@ -74,8 +88,8 @@ def deterministic(rt: SimRuntime, rng: random.Random, one_machine: bool) -> Iter
         return proc.pid if proc is not None else machine[0]()
 
     def start_marker(pid: int) -> str | None:
-        alive = [p for p in rt.procs if p.pid == pid and not p.dead]
-        return f"sim:{pid}" if alive else None
+        proc = rt.proc_of(pid)
+        return f"sim:{pid}" if proc is not None and not proc.dead else None
 
     uuid.uuid4 = uuid4  # type: ignore[assignment]
     stored_module.utc_now_iso = utc_now_iso  # type: ignore[assignment]
@@ -213,7 +227,7 @@ class Director:
         for key, (body, _) in sorted(self.world.objects.items()):
             rest = key[len(PREFIX) :]
             if key.startswith(PREFIX) and rest.endswith(".yaml") and "/" not in rest:
-                found[rest[:-5]] = StoredManifest.from_yaml(body.decode(), key)
+                found[rest[:-5]] = self.world.manifest_of(body, key)
         return found
 
     def after_ok_deploy(self, name: str, jobs: tuple, prune: bool) -> None:
@@ -383,13 +397,18 @@ def run_seed(seed: int, verbose: bool = False, one_machine: bool = False) -> Out
 
     rt.after_step = after_step
     said = Stream(world, "stderr")
-    with runtime.install(rt), deterministic(rt, rng, one_machine), contextlib.redirect_stderr(said):
+    with (
+        one_core(_worker_slot),
+        runtime.install(rt),
+        deterministic(rt, rng, one_machine),
+        contextlib.redirect_stderr(said),
+    ):
         world.cluster = rt.process("cluster", lambda: rt.block(until=lambda: False))
         boss = rt.process("director", director.run)
         note = rt.run(boss, MAX_STEPS)
     if note:
         world.log(f"CUT SHORT: {note}")
-    return Outcome(seed, scenario, world.violations, world.history, rt.step, rt.now, note, crashes)
+    return Outcome(seed, scenario, world.violations, world.events, rt.step, rt.now, note, crashes)
 
 
 def failing_line(seed: int, one_machine: bool = False) -> str | None:
@@ -402,6 +421,19 @@ def failing_line(seed: int, one_machine: bool = False) -> str | None:
 
 def _chunk(seeds: list[int], one_machine: bool = False) -> list[tuple[int, str | None]]:
     return [(seed, failing_line(seed, one_machine)) for seed in seeds]
+
+
+#: This process's number among run_many's workers (None: it is none of them); they run their
+#: seeds each on a CPU of its own, in turn (sim_runtime.one_core).
+_worker_slot: int | None = None
+
+
+def _worker_begins(slots: Any) -> None:
+    """A worker of run_many begins: it takes the next number."""
+    global _worker_slot
+    with slots.get_lock():
+        _worker_slot = slots.value
+        slots.value += 1
 
 
 def run_many(
@@ -420,6 +452,9 @@ def run_many(
     size = 10
     chunks = [seeds[i : i + size] for i in range(0, len(seeds), size)]
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+    slots = context.Value("i", 0)
+    with concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_worker_begins, initargs=(slots,)
+    ) as pool:
         for found in pool.map(_chunk, chunks, [one_machine] * len(chunks)):
             yield from found

@@ -5,6 +5,8 @@ chooses who acts next. Faults are drawn from the seed's random generator."""
 
 from __future__ import annotations
 
+import bisect
+import functools
 import hashlib
 import io
 import json
@@ -19,6 +21,7 @@ from botocore.exceptions import ClientError
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.runs import Listing, Liveness, Run
+from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import StorageError
 from flink_sql_runner.targets.base import (
     DriverLog,
@@ -96,9 +99,16 @@ class SimRun:
     kafka: tuple[str, dict[str, Any]] | None = None
     #: Where its Kafka source reads next, partition -> offset (None: not read yet).
     position: dict[str, int] | None = None
+    #: Its beacon's text for a state and error, made once per change of them.
+    beacon_made: tuple[str, str | None, str] = ("", None, "")
 
     def describe(self) -> str:
         return f"{self.name} v{self.version} run {self.run_id[:8]} (by {self.started_by})"
+
+
+def history_lines(events: list[tuple[int, float, str]]) -> list[str]:
+    """The history as people read it: a line per event, its step and virtual time first."""
+    return [f"{step:6d} {now:8.1f}s {text}" for step, now, text in events]
 
 
 @dataclass
@@ -152,6 +162,48 @@ def key_of_manifest(job: dict[str, Any], tables: dict[str, Any], version: int) -
     )
 
 
+class Files(dict):  # type: ignore[type-arg]
+    """The checkpoint storage's files by location, their locations also kept in order: a folder's
+    files are a slice of them, where a listing scanned every file of the seed (every offset and
+    commit of every run: about 430 when `watch` lists its beacons, at every look)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[str] = []
+
+    def __setitem__(self, location: str, data: Any) -> None:
+        if location not in self:
+            bisect.insort(self.order, location)
+        super().__setitem__(location, data)
+
+    def setdefault(self, location: str, data: Any = None) -> Any:
+        if location not in self:
+            self[location] = data
+        return self[location]
+
+    def pop(self, location: str, *default: Any) -> Any:
+        if location in self:
+            del self.order[bisect.bisect_left(self.order, location)]
+        return super().pop(location, *default)
+
+    def __delitem__(self, location: str) -> None:
+        super().__delitem__(location)
+        del self.order[bisect.bisect_left(self.order, location)]
+
+    def _refused(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("the simulation's files change one location at a time")
+
+    update = clear = popitem = __ior__ = _refused  # type: ignore[assignment]
+
+    def under(self, prefix: str) -> list[str]:
+        """The locations that begin with `prefix`, in order."""
+        order = self.order
+        first = end = bisect.bisect_left(order, prefix)
+        while end < len(order) and order[end].startswith(prefix):
+            end += 1
+        return order[first:end]
+
+
 class World:
     def __init__(self, rt: SimRuntime, faults: Faults) -> None:
         self.rt, self.rng, self.faults = rt, rt.rng, faults
@@ -159,14 +211,15 @@ class World:
         self.modified: dict[str, float] = {}  # key -> when it was last written (virtual s)
         self.object_log: list[tuple[float, str, str | None]] = []  # (time, key, etag or None)
         self._etag = 0
-        self.files: dict[str, Any] = {}  # checkpoint storage
+        self.files = Files()  # checkpoint storage
         #: Each file's modification token in listings: the count of writes when last written.
         self.stamps: dict[str, int] = {}
         self.writes = 0
         self.runs: list[SimRun] = []
         self.next_batch: dict[str, int] = {}  # by checkpoint location
         self.sink: list[tuple[str, int, int, str, str]] = []  # name, version, batch, sink, run
-        self.history: list[str] = []
+        #: What happened: (step, virtual time, text), made lines of only when shown (`history`).
+        self.events: list[tuple[int, float, str]] = []
         self.violations: list[Violation] = []
         self.track = Tracking()
         self.cluster: Proc | None = None
@@ -177,6 +230,7 @@ class World:
         self.kinds: dict[str, str] = {}  # process name -> deploy / stop / watch / ...
         self.wants: dict[str, dict[str, str]] = {}  # process name -> job -> running/stopped/gone
         self.verbose = False
+        self._manifests: dict[bytes, StoredManifest] = {}  # manifest_of's, by their bytes
 
     # -- the history ---------------------------------------------------------------------------
     def who(self) -> str:
@@ -184,7 +238,7 @@ class World:
         return f"{me.proc.name}/{me.name}"
 
     def log(self, text: str) -> None:
-        self.history.append(f"{self.rt.step:6d} {self.rt.now:8.1f}s {text}")
+        self.events.append((self.rt.step, self.rt.now, text))
 
     def violate(self, kind: str, text: str) -> None:
         self.violations.append(Violation(self.rt.step, kind, text))
@@ -250,8 +304,6 @@ class World:
             return
         if rest.startswith("_intents/"):
             try:
-                from flink_sql_runner.model.stored import StoredManifest
-
                 intended = StoredManifest.from_dict(json.loads(body)["manifest"], key)
                 if kind == "watch":
                     return  # what watch intends counts only once a deploy wrote it
@@ -263,9 +315,7 @@ class World:
             return
         if "/" in rest or not rest.endswith(".yaml"):
             return
-        from flink_sql_runner.model.stored import StoredManifest
-
-        manifest = StoredManifest.from_yaml(body.decode(), key)
+        manifest = self.manifest_of(body, key)
         key_ = key_of_manifest(manifest.job, manifest.tables, manifest.meta.query_version)
         self.track.recorded_sinks.setdefault((manifest.name, key_[1]), set()).add(key_[3])
         if kind == "watch":
@@ -278,6 +328,14 @@ class World:
                 )
         else:
             self.track.deploy_wrote.add(key_)
+
+    def manifest_of(self, body: bytes, key: str) -> StoredManifest:
+        """A stored manifest's bytes as the product reads them; the checks read each version
+        once (after every deploy the store's manifests are read again, mostly unchanged)."""
+        found = self._manifests.get(body)
+        if found is None:
+            found = self._manifests[body] = StoredManifest.from_yaml(body.decode(), key)
+        return found
 
     # -- the cluster ---------------------------------------------------------------------------
     def live_runs(self, name: str | None = None) -> list[SimRun]:
@@ -363,9 +421,12 @@ class World:
         self.files[run.status_file] = json.dumps(doc)
         self.stamp(run.status_file)
         if run.beacon and run.writer:  # as runner/status.py: the same bytes but for a change
-            beacon = {"run-id": run.run_id, "state": state, "error": more.get("error"),
-                      "spark-version": SIM_SPARK, "long-batch-minutes": None}  # fmt: skip
-            text = json.dumps(beacon, sort_keys=True)
+            error = more.get("error")
+            if run.beacon_made[:2] != (state, error):
+                beacon = {"run-id": run.run_id, "state": state, "error": error,
+                          "spark-version": SIM_SPARK, "long-batch-minutes": None}  # fmt: skip
+                run.beacon_made = (state, error, json.dumps(beacon, sort_keys=True))
+            text = run.beacon_made[2]
             if not run.beat or run.beacon_text != text:  # with a beat: only on a change
                 self.files[run.beacon], run.beacon_text = text, text
                 self.stamp(run.beacon)
@@ -576,6 +637,18 @@ class World:
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
+@functools.cache
+def _s3_time(seconds: int) -> datetime:
+    """The virtual clock's whole second `seconds` on S3's calendar."""
+    return EPOCH + timedelta(seconds=seconds)
+
+
+@functools.cache
+def _s3_date(seconds: int) -> str:
+    """An answer's Date header at the virtual clock's whole second `seconds`."""
+    return format_datetime(_s3_time(seconds), usegmt=True)
+
+
 class _Body:
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -653,13 +726,11 @@ class SimS3:
             raise w.s3_error("PreconditionFailed", 412, "GetObject")
         w.answer(who, f"s3.get {Key}", found[1])
         # S3's own clock: the object's LastModified and the answer's Date header, whole seconds.
-        modified = EPOCH + timedelta(seconds=int(w.modified.get(Key, w.rt.now)))
-        date = format_datetime(EPOCH + timedelta(seconds=int(w.rt.now)), usegmt=True)
         return {
             "Body": _Body(found[0]),
             "ETag": found[1],
-            "LastModified": modified,
-            "ResponseMetadata": {"HTTPHeaders": {"date": date}},
+            "LastModified": _s3_time(int(w.modified.get(Key, w.rt.now))),
+            "ResponseMetadata": {"HTTPHeaders": {"date": _s3_date(int(w.rt.now))}},
         }
 
     def put_object(
@@ -713,6 +784,9 @@ class SimStorage(FakeStorage):
 
     def _stamp(self, location: str) -> None:
         self.world.stamp(location)
+
+    def _under(self, prefix: str) -> list[str]:
+        return self.world.files.under(prefix)
 
     def _check(self) -> None:
         w = self.world

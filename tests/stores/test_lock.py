@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+from dataclasses import asdict
 
 import pytest
 
@@ -215,6 +216,7 @@ def test_unreadable_lock_is_taken_over(tmp_path):
 def test_holder_round_trip_and_the_first_version_of_the_lock():
     holder = Holder.me("deploy", 60)
     assert Holder.from_json(holder.to_json()) == holder
+    assert holder.to_json() == json.dumps(asdict(holder))  # every field, in their order
     assert Holder.from_json("{}") is None
     old = {"owner": "o", "host": "h", "pid": 1, "command": "deploy", "acquired": 0.0,
            "expires": 120.0}  # fmt: skip

@@ -499,14 +499,17 @@ class FakeStorage:
         if self.files.pop(location, None) is not None:
             self.deleted.append(location)
 
+    def _under(self, prefix: str) -> list[str]:
+        """The locations that begin with `prefix`, in order."""
+        return sorted(location for location in self.files if location.startswith(prefix))
+
     def tree(self, folder: str) -> list[tuple[str, int]]:
         self._check()
-        prefix = folder.rstrip("/") + "/"
-        return sorted(
-            (location, len(data.encode() if isinstance(data, str) else data))
-            for location, data in self.files.items()
-            if location.startswith(prefix)
-        )
+        sizes = []
+        for location in self._under(folder.rstrip("/") + "/"):
+            data = self.files[location]
+            sizes.append((location, len(data.encode() if isinstance(data, str) else data)))
+        return sizes
 
     def delete_tree(self, folder: str) -> None:
         for location, _ in self.tree(folder):
@@ -516,10 +519,10 @@ class FakeStorage:
         self._check()
         if self.listing_fails:
             raise StorageError(f"cannot list {folder}: SlowDown (HTTP 503) (switch)")
-        prefix = folder.rstrip("/") + "/"
         found = []
-        for location, data in sorted(self.files.items()):
-            if location.startswith(prefix) and location not in self.unlisted:
+        for location in self._under(folder.rstrip("/") + "/"):
+            if location not in self.unlisted:
+                data = self.files[location]
                 raw = data.encode() if isinstance(data, str) else data
                 stamp = str(self.stamps.get(location, 0))
                 found.append(Listed(location, hashlib.md5(raw).hexdigest(), stamp))  # noqa: S324
@@ -527,15 +530,14 @@ class FakeStorage:
 
     def is_empty(self, location: str) -> bool:
         self._check()
-        return not any(f.startswith(location.rstrip("/") + "/") for f in self.files)
+        return not self._under(location.rstrip("/") + "/")
 
     def _children(self, folder: str) -> list[tuple[str, bool]]:
         prefix = folder.rstrip("/") + "/"
         found = {}
-        for location in self.files:
-            if location.startswith(prefix):
-                head, _, rest = location[len(prefix) :].partition("/")
-                found[head] = found.get(head, False) or bool(rest)
+        for location in self._under(prefix):
+            head, _, rest = location[len(prefix) :].partition("/")
+            found[head] = found.get(head, False) or bool(rest)
         return sorted(found.items())
 
     def file_names(self, folder: str) -> list[str]:
