@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from tests.support import warm_cli
+
 TEST_TEMPLATE = {
     "desired-state": "running",
     "outputMode": "append",
@@ -91,8 +93,8 @@ class Workspace:
     ) -> subprocess.CompletedProcess[str]:
         argv = self.argv(command, *args, paths=paths)
         began = time.monotonic()
-        result = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, check=False, cwd=self.root
+        result = warm_cli.run(
+            argv[3:], cwd=self.root, env=dict(os.environ), stdin=None, timeout=timeout
         )
         trace(f"cli {command} {' '.join(args)}".strip(), began)
         self._remember_pids()
