@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import warm_cli
+from tests.support.diagrams import stop_reader
 from tests.support.isolation import changes, fingerprint
 from tests.support.jvm import quicken
 from tests.support.scheduling import group_ended, make_scheduler, order
@@ -93,8 +94,9 @@ def warm_cli_in_the_fast_lane(request: pytest.FixtureRequest, monkeypatch: pytes
 
 
 def pytest_sessionfinish() -> None:
-    """The worker's CLI launcher, if it started one, stopped by its pid."""
+    """The worker's CLI launcher and Mermaid reader, if it started them, stopped."""
     warm_cli.stop()
+    stop_reader()
 
 
 @pytest.fixture(scope="session")
