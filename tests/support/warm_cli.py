@@ -49,9 +49,11 @@ SERVE = (
 )
 
 #: Imported by the launcher besides every command's module: what commands import when they
-#: need it (the SQL parser, as a query is read; the cluster targets), never the S3 client.
+#: need it (the SQL parser as a query is read, jsonschema as a document is checked, the cluster
+#: targets), never the S3 client.
 PRELOAD = (
     "sqlglot.dialects.spark",
+    "jsonschema",
     "flink_sql_runner.targets.kubernetes",
     "flink_sql_runner.targets.standalone",
     "flink_sql_runner.targets.yarn",
