@@ -145,15 +145,18 @@ class _Launcher:
         fds = [devnull if devnull is not None else 0 if stdin is None else stdin, out_w, err_w]
         request = {"argv": argv[3:], "cwd": os.path.abspath(cwd), "env": env}
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
+            pid = b""
             try:
                 conn.connect(self.address)
                 socket.send_fds(conn, [json.dumps(request).encode()], fds)
-                pid = int(conn.recv(64))
+                pid = conn.recv(64)
             finally:
-                for fd in (out_w, err_w, devnull):
+                for fd in (out_w, err_w, devnull) if pid else (out_w, err_w, devnull, out_r, err_r):
                     if fd is not None:
                         os.close(fd)
-            out, err, timed_out = _read(out_r, err_r, time.monotonic() + timeout, pid)
+            if not pid:
+                raise RuntimeError(f"the CLI launcher went away: {self.log.read_text()[-2000:]}")
+            out, err, timed_out = _read(out_r, err_r, time.monotonic() + timeout, int(pid))
             reply = conn.recv(64)
         if not reply:
             raise RuntimeError(f"the CLI launcher went away: {self.log.read_text()[-2000:]}")
