@@ -10,9 +10,9 @@ the interpreter does (threads joined, atexit run, streams flushed).
 
 One launcher per pytest worker, started at its first run and stopped at the session's end, by
 pid (`stop`; it also exits when the worker does). It imports every command's module and the
-modules of `PRELOAD`, runs nothing of them (nothing computed from the environment or the
-working folder, no cache filled), and has no thread when it forks. What a fresh interpreter
-reads as it starts (`PYTHON*` variables, the locale) is compared with the worker's: a run that
+modules of `PRELOAD` and runs nothing else (the product computes nothing from the environment
+or the working folder as it is imported), and has no thread when it forks. What a fresh interpreter
+reads as it starts (`PYTHON*` variables, the locale) is compared with the launcher's: a run that
 sets them otherwise runs fresh, as does a run whose stdin is a pipe and every run with
 `FSR_TEST_CLI=fresh`. Tests that must see a fresh interpreter (which modules a command imports,
 a terminal as stdout, the console script) start one themselves.
@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +78,12 @@ def run(
     argv = [sys.executable, "-m", "flink_sql_runner", *args]
     piped = stdin is not None and stdin < 0 and stdin != subprocess.DEVNULL  # PIPE: no fd to hand
     fresh = not WARM or os.environ.get("FSR_TEST_CLI") == "fresh"
-    if fresh or piped or _starts_otherwise(env):
+    if _launcher is not None and _launcher.owner != os.getpid():
+        _launcher = None  # a fork's: not this process's to use
+    started = _launcher.at_start if _launcher is not None else _at_start(os.environ)
+    if fresh or piped or _at_start(env) != started:
         return _fresh(argv, cwd, env, stdin, timeout)
-    if _launcher is None or _launcher.owner != os.getpid():
+    if _launcher is None:
         _launcher = _Launcher()
     return _launcher.run(argv, cwd, env, stdin, timeout)
 
@@ -92,10 +96,9 @@ def stop() -> None:
     _launcher = None
 
 
-def _starts_otherwise(env: dict[str, str]) -> bool:
-    """Whether a fresh interpreter with `env` would start otherwise than the launcher did."""
-    keys = {k for k in (*env, *os.environ) if k.startswith("PYTHON") or k in AT_START}
-    return any(env.get(k) != os.environ.get(k) for k in keys)
+def _at_start(env: Mapping[str, str]) -> dict[str, str]:
+    """What of `env` an interpreter reads as it starts."""
+    return {k: v for k, v in env.items() if k.startswith("PYTHON") or k in AT_START}
 
 
 def _fresh(
@@ -112,6 +115,7 @@ class _Launcher:
 
     def __init__(self) -> None:
         self.owner = os.getpid()
+        self.at_start = _at_start(os.environ)
         self.folder = Path(tempfile.mkdtemp(prefix="fsr-warm-cli-"))
         self.address = str(self.folder / "socket")
         self.log = self.folder / "launcher.log"
