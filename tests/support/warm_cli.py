@@ -11,11 +11,11 @@ the interpreter does (threads joined, atexit run, streams flushed).
 One launcher per pytest worker, started at its first run and stopped at the session's end, by
 pid (`stop`; it also exits when the worker does). It imports every command's module and the
 modules of `PRELOAD` and runs nothing else (the product computes nothing from the environment
-or the working folder as it is imported), and has no thread when it forks. What a fresh interpreter
-reads as it starts (`PYTHON*` variables, the locale) is compared with the launcher's: a run that
-sets them otherwise runs fresh, as does a run whose stdin is a pipe and every run with
-`FSR_TEST_CLI=fresh`. Tests that must see a fresh interpreter (which modules a command imports,
-a terminal as stdout, the console script) start one themselves.
+or the working folder as it is imported), and has no thread when it forks. What is read from the
+environment as a run starts (`PYTHON*` variables, the locale, `AT_START`) is compared with the
+launcher's: a run that sets it otherwise runs fresh, as does a run whose stdin is a pipe and
+every run with `FSR_TEST_CLI=fresh`. Tests that must see a fresh interpreter (which modules a
+command imports, a terminal as stdout, the console script) start one themselves.
 """
 
 from __future__ import annotations
@@ -40,8 +40,11 @@ REPO = Path(__file__).resolve().parents[2]
 #: Whether runs fork from the launcher: tests/conftest.py turns it on for the fast lane's tests
 #: (the others start Spark, whose minute dwarfs a second of start-up).
 WARM = False
-#: Environment variables a fresh interpreter reads as it starts (besides every `PYTHON*`).
+#: Environment variables read as a run starts: by the interpreter (the locale, and every
+#: variable named with a prefix of `AT_START_PREFIXES`), by a library as it is imported
+#: (prometheus_client: its created series, multiprocess mode and name validation).
 AT_START = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE")
+AT_START_PREFIXES = ("PYTHON", "PROMETHEUS_", "prometheus_")
 
 #: The launcher's program: this module, from the clone, out of sys.path once imported.
 SERVE = (
@@ -98,7 +101,7 @@ def stop() -> None:
 
 def _at_start(env: Mapping[str, str]) -> dict[str, str]:
     """What of `env` an interpreter reads as it starts."""
-    return {k: v for k, v in env.items() if k.startswith("PYTHON") or k in AT_START}
+    return {k: v for k, v in env.items() if k.startswith(AT_START_PREFIXES) or k in AT_START}
 
 
 def _fresh(
