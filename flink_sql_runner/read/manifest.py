@@ -40,9 +40,9 @@ from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.read.schemas import (
     document_problem,
     required_fields,
+    schema_of,
     schema_problems,
     shown,
-    validator,
 )
 from flink_sql_runner.read.sinks import (
     SinkId,
@@ -125,7 +125,7 @@ def _embedded_table(problem: Problem) -> str | None:
 
 
 #: The fields the job schema knows: a key beyond these is misspelt (`sqll`).
-KNOWN_FIELDS = frozenset(validator("job").schema["properties"])
+KNOWN_FIELDS = frozenset(schema_of("job")["properties"])
 
 
 @dataclass(frozen=True)

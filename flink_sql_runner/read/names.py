@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-from flink_sql_runner.read.schemas import ecma_regex, shown, validator
+from flink_sql_runner.read.schemas import ecma_regex, schema_of, shown
 
 MAX_PARTS = 3
 MAX_PART_LENGTH = 128
@@ -157,7 +157,7 @@ JOB_RULE = (
 
 @cache
 def _job_name() -> re.Pattern[str]:
-    return ecma_regex(validator("job").schema["properties"]["name"]["pattern"])
+    return ecma_regex(schema_of("job")["properties"]["name"]["pattern"])
 
 
 def is_job_name(text: str) -> bool:

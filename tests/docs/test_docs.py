@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support import warm_cli
 from tests.support.cli import REPO
 from tests.support.doctest_md import (
     DOCS,
@@ -57,16 +58,7 @@ class Project:
         environ = {k: v for k, v in os.environ.items() if not k.startswith("FLINK_SQL_RUNNER_")}
         environ.update({"FLINK_SQL_RUNNER_STATE_DIR": STATE, "NO_COLOR": "1", **(env or {})})
         try:
-            return subprocess.run(
-                [sys.executable, "-m", "flink_sql_runner", *argv[1:]],
-                capture_output=True,
-                text=True,
-                cwd=self.root,
-                timeout=300,
-                check=False,
-                env=environ,
-                stdin=stdin,
-            )
+            return warm_cli.run(argv[1:], cwd=self.root, env=environ, stdin=stdin, timeout=300)
         finally:
             self.seen |= self._recorded_runs()
 

@@ -13,6 +13,7 @@
 //              "read" as rendered (code spans' text, escapes undone); each `code` block with
 //              lang "mermaid" checked as above under "diagram".
 // Exit code 0 once every document was read (a parse error is a result, not a failure).
+// With --serve: one such list a line, its results a line each, until stdin ends.
 import { JSDOM } from "jsdom";
 
 const { window } = new JSDOM("");
@@ -108,12 +109,25 @@ async function checkMarkdown(text) {
   return { ok: true, blocks };
 }
 
-let input = "";
-for await (const chunk of process.stdin) {
-  input += chunk;
+async function readAll(docs) {
+  const results = [];
+  for (const doc of docs) {
+    results.push(doc.kind === "markdown" ? await checkMarkdown(doc.text) : await checkMermaid(doc.text));
+  }
+  return results;
 }
-const results = [];
-for (const doc of JSON.parse(input)) {
-  results.push(doc.kind === "markdown" ? await checkMarkdown(doc.text) : await checkMermaid(doc.text));
+
+if (process.argv.includes("--serve")) {
+  // One JSON list a line on stdin, its results as a line on stdout, until stdin ends: the tests
+  // keep one reader per worker (tests/support/diagrams.py), Mermaid loaded once.
+  const { createInterface } = await import("node:readline");
+  for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+    process.stdout.write(JSON.stringify(await readAll(JSON.parse(line))) + "\n");
+  }
+} else {
+  let input = "";
+  for await (const chunk of process.stdin) {
+    input += chunk;
+  }
+  process.stdout.write(JSON.stringify(await readAll(JSON.parse(input))));
 }
-process.stdout.write(JSON.stringify(results));

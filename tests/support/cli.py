@@ -1,11 +1,13 @@
-"""Running the real command line (`python -m flink_sql_runner`) from tests."""
+"""Running the real command line (`python -m flink_sql_runner`) from tests: each run a process of
+its own, forked from a warm launcher (tests/support/warm_cli.py)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.support import warm_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -15,15 +17,8 @@ def run_cli(
 ) -> subprocess.CompletedProcess[str]:
     """One CLI run; `env` is added to this process's environment; `stdin`: this process's
     unless given (DEVNULL: no terminal to ask on; a pty's end: one)."""
-    return subprocess.run(
-        [sys.executable, "-m", "flink_sql_runner", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-        check=False,
-        env={**os.environ, **(env or {})},
-        stdin=stdin,
+    return warm_cli.run(
+        list(args), cwd=cwd, env={**os.environ, **(env or {})}, stdin=stdin, timeout=120
     )
 
 

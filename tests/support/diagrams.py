@@ -2,7 +2,8 @@
 
 - Mermaid and Markdown: `tests/mermaid/check.mjs`, Mermaid's parser and marked's GitHub-flavoured
   Markdown lexer under Node.js (20+); its packages are pinned in `tests/mermaid/package-lock.json`
-  and installed by `npm ci --prefix tests/mermaid` (`.ci/run` does it).
+  and installed by `npm ci --prefix tests/mermaid` (`.ci/run` does it). One reader per pytest
+  worker, kept running between tests and stopped at the session's end (`stop_reader`).
 - Mermaid, drawn: the same Mermaid (its browser bundle from `tests/mermaid/node_modules`) in a
   headless Chromium (Debian's `chromium`; `.ci/run` installs it), which reads back each node's
   and arrow's text as a person would see it.
@@ -16,11 +17,15 @@ with the whole suite; its `drawn` case also draws, with Chromium and Graphviz, a
 
 from __future__ import annotations
 
+import atexit
 import html
 import json
+import os
 import re
+import select
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -45,20 +50,66 @@ def _node() -> str:
     return node
 
 
+class _Reader:
+    """check.mjs kept running (`--serve`) by one pytest worker: Node starting and loading Mermaid
+    costs 2 to 3 s, a read a few milliseconds."""
+
+    def __init__(self) -> None:
+        self.owner = os.getpid()
+        self.errors = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [_node(), str(CHECKER / "check.mjs"), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.errors,
+            text=True,
+        )
+        atexit.register(self.stop)
+
+    def read(self, docs: list[dict[str, str]], timeout: float) -> str:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(docs) + "\n")
+        self.process.stdin.flush()
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        line = self.process.stdout.readline() if ready else ""
+        if not line:
+            self.stop()
+            self.errors.seek(0)
+            raise AssertionError(f"check.mjs gave no answer: {self.errors.read().decode()}")
+        return line
+
+    def stop(self) -> None:
+        atexit.unregister(self.stop)
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()  # its end of input: it exits
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.errors.close()
+
+
+_reader: _Reader | None = None
+
+
 def read_with_node(docs: list[dict[str, str]]) -> list[dict[str, Any]]:
     """`docs` ({"kind": "mermaid" | "markdown", "text"}) read by check.mjs, one result each."""
-    result = subprocess.run(
-        [_node(), str(CHECKER / "check.mjs")],
-        input=json.dumps(docs),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    results: list[dict[str, Any]] = json.loads(result.stdout)
+    global _reader
+    if _reader is None or _reader.owner != os.getpid() or _reader.process.poll() is not None:
+        _reader = _Reader()
+    results: list[dict[str, Any]] = json.loads(_reader.read(docs, timeout=300))
     assert len(results) == len(docs)
     return results
+
+
+def stop_reader() -> None:
+    """Stop this worker's check.mjs, if it started one (the session's end)."""
+    global _reader
+    if _reader is not None and _reader.owner == os.getpid():
+        _reader.stop()
+    _reader = None
 
 
 def parse_mermaid(*texts: str, tmp: Path, draw: bool = True) -> list[dict[str, Any]]:

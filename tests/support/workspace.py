@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from tests.support import warm_cli
+
 #: The scenarios' defaults. A micro-batch every 3 s: a running driver then costs about 17% of
 #: a core, not the 40-46% of a 1 s trigger (measured side by side, 2026-11-27), and on two cores
 #: the CPU is what the suite waits for; a graceful stop also finds a run between two batches.
@@ -94,8 +96,8 @@ class Workspace:
     ) -> subprocess.CompletedProcess[str]:
         argv = self.argv(command, *args, paths=paths)
         began = time.monotonic()
-        result = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, check=False, cwd=self.root
+        result = warm_cli.run(
+            argv[3:], cwd=self.root, env=dict(os.environ), stdin=None, timeout=timeout
         )
         trace(f"cli {command} {' '.join(args)}".strip(), began)
         self._remember_pids()

@@ -1,4 +1,8 @@
-"""The jsonschema files shipped with the package, and their errors as user-facing problems."""
+"""The jsonschema files shipped with the package, and their errors as user-facing problems.
+
+jsonschema is imported when a document is first checked, not with this module: a command that
+checks none (`status`, `stop`, `logs`, `--help`) does not pay for it and its dependencies (a
+tenth of a second of start-up)."""
 
 from __future__ import annotations
 
@@ -9,13 +13,13 @@ import re
 from collections.abc import Iterator
 from functools import cache
 from importlib import resources
-from typing import Any
-
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.errors import Problem
 from flink_sql_runner.read.secrets import is_secret_key
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 #: Characters a key may have to be shown as it is in a field path; others are quoted.
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_.\-]+")
@@ -31,26 +35,40 @@ def ecma_regex(pattern: str) -> re.Pattern[str]:
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    from jsonschema.exceptions import ValidationError
+
     if validator.is_type(instance, "string") and not ecma_regex(pattern).search(instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-_Validator = validators.extend(Draft202012Validator, {"pattern": _pattern})
+@cache
+def _validator_class() -> Any:
+    """Draft 2020-12's validator, with `pattern` as ECMA-262 reads it."""
+    from jsonschema import Draft202012Validator, validators
+
+    return validators.extend(Draft202012Validator, {"pattern": _pattern})
+
+
+@cache
+def schema_of(name: str) -> dict[str, Any]:
+    """Schema `name` as written (not to be changed: it is shared)."""
+    text = resources.files(__package__).joinpath(f"{name}.schema.json").read_text("utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 @cache
 def validator(name: str, definition: str | None = None) -> Any:
     """The validator of schema `name`, or of one of its `$defs`."""
-    text = resources.files(__package__).joinpath(f"{name}.schema.json").read_text("utf-8")
-    schema = json.loads(text)
+    whole = schema_of(name)
     if definition is not None:
-        schema = {"$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
-    return _Validator(schema)
+        whole = {"$defs": whole["$defs"], "$ref": f"#/$defs/{definition}"}
+    return _validator_class()(whole)
 
 
 def required_fields(name: str) -> tuple[str, ...]:
     """The top-level fields schema `name` requires."""
-    return tuple(validator(name).schema.get("required", ()))
+    return tuple(schema_of(name).get("required", ()))
 
 
 def key_text(key: Any) -> str:
