@@ -210,7 +210,7 @@ class World:
         self.runs: list[SimRun] = []
         self.next_batch: dict[str, int] = {}  # by checkpoint location
         self.sink: list[tuple[str, int, int, str, str]] = []  # name, version, batch, sink, run
-        #: What happened: (step, virtual time, text), made lines of only when shown (`history`).
+        #: What happened: (step, virtual time, text), made lines of when shown (Outcome.history).
         self.events: list[tuple[int, float, str]] = []
         self.violations: list[Violation] = []
         self.track = Tracking()
