@@ -100,9 +100,9 @@ class Proc:
 
 
 class _Carrier:
-    """An OS thread that runs simulated threads, one after another: a seed starts about seventy,
-    a quarter of them at once at most, and an OS thread's start waits for it to run once (two
-    context switches besides its creation). A simulated thread is handed its carrier as it is
+    """An OS thread that runs simulated threads, one after another: a seed starts about sixty,
+    about fourteen of them at once at most, and an OS thread's start waits for it to run once
+    (two context switches besides its creation). A simulated thread is handed its carrier as it is
     spawned and given it to run when first chosen. Each runs in a context of its own, as a new
     thread's; nothing else of a simulated thread outlives it (its thread-local `me` is set as
     it begins)."""
