@@ -20,7 +20,7 @@ import os
 import random
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any
@@ -100,9 +100,9 @@ class Proc:
 
 
 class _Carrier:
-    """An OS thread that runs simulated threads, one after another: a seed starts about seventy,
-    a quarter of them at once at most, and an OS thread's start waits for it to run once (two
-    context switches besides its creation). A simulated thread is handed its carrier as it is
+    """An OS thread that runs simulated threads, one after another: a seed starts about sixty,
+    about fourteen of them at once at most, and an OS thread's start waits for it to run once
+    (two context switches besides its creation). A simulated thread is handed its carrier as it is
     spawned and given it to run when first chosen. Each runs in a context of its own, as a new
     thread's; nothing else of a simulated thread outlives it (its thread-local `me` is set as
     it begins)."""
@@ -141,6 +141,8 @@ class SimThread:
         self.error: BaseException | None = None
         self.carrier: _Carrier | None = None  # the OS thread that runs it
         self.started = False  # chosen once: its carrier runs it
+        #: A stepped thread's steps (`SimRuntime.spawn_steps`); None for one on an OS thread.
+        self.steps: Generator[float, None, None] | None = None
 
     def _main(self) -> None:
         self.rt._local.me = self
@@ -232,6 +234,21 @@ class SimRuntime(Runtime):
             self._carriers.append(thread.carrier)
         return thread
 
+    def spawn_steps(
+        self, steps: Callable[[], Generator[float, None, None]], name: str, proc: Proc
+    ) -> SimThread:
+        """A daemon thread of `proc` whose code only ever sleeps (the cluster's drivers): a
+        generator that yields the seconds of each sleep. The scheduler runs each of its steps
+        in the OS thread that chose it, as a step of its own, where a thread of its own would
+        cost two switches between OS threads per sleep. Chosen, woken and ordered as any."""
+        thread = SimThread(self, proc, name, lambda: None, daemon=True)
+        thread.steps = steps()
+        proc.threads.append(thread)
+        self.threads.append(thread)
+        if not proc.dead:
+            self._live.append(thread)
+        return thread
+
     def kill(self, proc: Proc) -> None:
         proc.dead = proc.killed = True
         self._prune = True
@@ -271,7 +288,7 @@ class SimRuntime(Runtime):
         """Step until the director process is done: '' or why the run was cut short."""
         self._director, self._max_steps = director, max_steps
         try:
-            self._hand_over(self._choose())
+            self._hand_over(self._stepped(self._choose()))
             self._baton.acquire()  # released once the run is over (_hand_over(None))
             if self._error is not None:
                 raise self._error
@@ -286,10 +303,40 @@ class SimRuntime(Runtime):
         self.running = None
         try:
             self.after_step()
-            return self._choose()
+            return self._stepped(self._choose())
         except BaseException as exc:  # noqa: BLE001 - the simulation's own bug: raised by run()
             self._error = exc
             return None
+
+    def _stepped(self, chosen: SimThread | None) -> SimThread | None:
+        """While the thread chosen is a stepped one: its step, then the next choice (after the
+        step, as after any); the first thread chosen that runs on an OS thread, or None."""
+        while chosen is not None and chosen.steps is not None:
+            self._step(chosen)
+            self.running = None
+            self.after_step()
+            chosen = self._choose()
+        return chosen
+
+    def _step(self, thread: SimThread) -> None:
+        """A stepped thread runs until its next sleep, or its end (as `_main` ends a thread)."""
+        assert thread.steps is not None
+        outer = getattr(self._local, "me", None)
+        self._local.me = thread
+        thread.blocked = False
+        try:
+            seconds = next(thread.steps)
+        except StopIteration:
+            thread.done = self._ended = True
+        except BaseException as exc:  # noqa: BLE001 - reported in the history
+            thread.error = exc
+            self.on_crash(thread, exc)
+            thread.done = self._ended = True
+        else:
+            thread.until, thread.deadline = None, self.now + max(0.0, seconds)
+            thread.blocked = True
+        finally:
+            self._local.me = outer
 
     def _hand_over(self, chosen: SimThread | None) -> None:
         """Let `chosen` run (its carrier begins it, the first time), or `run` return when there
@@ -369,7 +416,10 @@ class SimRuntime(Runtime):
             if not left:
                 break
             for thread in left:
-                if thread.started:
+                if thread.steps is not None:  # it ends where it sleeps
+                    thread.steps.close()
+                    thread.done = True
+                elif thread.started:
                     thread.go.release()
                     self._baton.acquire()
                 else:  # never ran: it would end at once, with Killed

@@ -11,7 +11,7 @@ import hashlib
 import io
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
@@ -218,7 +218,7 @@ class World:
         self.runs: list[SimRun] = []
         self.next_batch: dict[str, int] = {}  # by checkpoint location
         self.sink: list[tuple[str, int, int, str, str]] = []  # name, version, batch, sink, run
-        #: What happened: (step, virtual time, text), made lines of only when shown (`history`).
+        #: What happened: (step, virtual time, text), made lines of when shown (Outcome.history).
         self.events: list[tuple[int, float, str]] = []
         self.violations: list[Violation] = []
         self.track = Tracking()
@@ -368,11 +368,9 @@ class World:
             )
         if run.writer:
             self.check_not_stopped(run, "started")
-        self.rt.spawn(
-            lambda: self.drive(run),
-            f"driver-{run.name}-{len(self.runs)}",
-            daemon=True,
-            proc=self.cluster,
+        assert self.cluster is not None
+        self.rt.spawn_steps(
+            lambda: self.drive(run), f"driver-{run.name}-{len(self.runs)}", self.cluster
         )
         return run
 
@@ -438,18 +436,19 @@ class World:
         self.writes += 1
         self.stamps[location] = self.writes
 
-    def drive(self, run: SimRun) -> None:
+    def drive(self, run: SimRun) -> Generator[float, None, None]:
         """One driver: reads its runtime manifest, then commits a batch every few seconds and
-        reports it in its status file, until its stop marker appears or it is killed."""
+        reports it in its status file, until its stop marker appears or it is killed. A stepped
+        thread of the cluster (it yields the seconds of each sleep)."""
         f = self.faults
-        self.rt.sleep(self.rng.uniform(2, 12))
+        yield self.rng.uniform(2, 12)
         if run.gone:
             return
         doc = json.loads(self.files.get(run.runtime_manifest) or "{}")
         if not doc.get("prepare"):
             run.beacon = str(doc.get("beacon-file") or "")
             run.beat = str(doc.get("beat-file") or "")
-        if doc.get("prepare") and not self.await_go(run, doc):
+        if doc.get("prepare") and not (yield from self.await_go(run, doc)):
             return
         if self.topic is not None:
             run.kafka = next(
@@ -492,7 +491,7 @@ class World:
                 self.end_run(run, "stopped through its stop marker", "stopped")
                 return
             if (hangs or stalls) and self.rt.now >= hang_at:
-                self.rt.sleep(5)  # alive, no progress; a hung run ignores its stop marker
+                yield 5  # alive, no progress; a hung run ignores its stop marker
                 continue
             try:
                 batch = self.commit(run)
@@ -517,9 +516,9 @@ class World:
             if dies and self.rt.now >= die_at:
                 self.end_run(run, "died", "failed", error="sim: the driver died")
                 return
-            self.rt.sleep(self.rng.uniform(3, 8))
+            yield self.rng.uniform(3, 8)
 
-    def await_go(self, run: SimRun, doc: dict[str, Any]) -> bool:
+    def await_go(self, run: SimRun, doc: dict[str, Any]) -> Generator[float, None, bool]:
         """A prepared run (runner/prepare.py): its pre-flight may fail; then it says `ready`
         and waits for the word naming it. True once given its go: from then on it writes, on
         the version's status file and stop marker; it ends on an abort, its own stop marker
@@ -556,7 +555,7 @@ class World:
             if self.rt.now >= deadline:
                 self.end_run(run, "no go within its timeout", "expired")
                 return False
-            self.rt.sleep(1)
+            yield 1
         return False
 
     def source_line(self, run: SimRun) -> str:
@@ -842,12 +841,13 @@ class SimTarget:
         # The request is on its way: the cluster starts the run even if this deployer dies.
         by, started = w.proc_name(), []
 
-        def arrive() -> None:
-            w.rt.sleep(latency / 2)
+        def arrive() -> Generator[float, None, None]:
+            yield latency / 2
             started.append(w.start_run(submission, by))
 
         run_began = w.rt.now
-        w.rt.spawn(arrive, f"submit-{submission.name}", daemon=True, proc=w.cluster)
+        assert w.cluster is not None
+        w.rt.spawn_steps(arrive, f"submit-{submission.name}", w.cluster)
         w.rt.block(until=lambda: bool(started), deadline=w.rt.now + latency)
         run = started[0]
         w.rt.sleep(max(0.0, latency - (w.rt.now - run_began)))
