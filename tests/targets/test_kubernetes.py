@@ -5,6 +5,7 @@ spark-submit against no cluster, to see its own errors come back."""
 from __future__ import annotations
 
 import json
+import time
 import zipfile
 from pathlib import Path
 
@@ -117,7 +118,9 @@ def test_submit_list_and_stop_gracefully_through_the_stop_marker(
 def test_a_driver_ignoring_the_stop_marker_is_killed_with_spark_submit(
     tmp_path: Path, spark_submit: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    target = target_for(spark_submit)
+    # Its waits cut to 0.2 s: one between two questions is 5 s (`state_ttl`, the cost of a real
+    # spark-submit's JVM), here a stand-in's.
+    target = target_for(spark_submit, sleep=lambda seconds: time.sleep(min(seconds, 0.2)))
     sub = submission(tmp_path)
     running = target.submit(sub).run
     monkeypatch.setenv("FAKE_K8S_IGNORE_MARKER", "1")
