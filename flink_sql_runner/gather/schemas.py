@@ -36,9 +36,9 @@ from flink_sql_runner.targets.runner_files import runner_zip
 #: A probe that takes longer is stopped: its answers are unknown, not empty.
 PROBE_TIMEOUT = 600.0
 NOT_ANALYSED = "not analysed: a new location holds nothing it could break"
-#: Fields of a runtime manifest that say nothing about what its query writes.
 #: The creation time every analysed query is given: any time is cast to the same timestamp type.
 _ANY_TIME = "2000-01-01T00:00:00Z"
+#: Fields of a runtime manifest that say nothing about what its query writes.
 _RUN_FIELDS = ("run-id", "stop-marker", "status-file", "runs-file", "checkpoint-location",
                "on-schema-change")  # fmt: skip
 

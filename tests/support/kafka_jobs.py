@@ -4,7 +4,6 @@ the checks of what a sink holds (every record read exactly once, counted per ver
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import threading
@@ -14,7 +13,6 @@ from typing import Any
 
 from tests.support.kafka_broker import Broker
 from tests.support.kafka_spark import KafkaSpark, job_properties
-from tests.support.rows import read_sink
 from tests.support.workspace import TEST_TEMPLATE, Workspace
 
 #: Each record's identity travels with it: where the source holds it.
@@ -122,10 +120,6 @@ class Producer(threading.Thread):
 
 def sink_rows(spark, path) -> list[dict[str, Any]]:
     """The rows a file sink holds (through its log: only committed batches)."""
-    return read_sink(path, "rows", functools.partial(_rows, spark, path))
-
-
-def _rows(spark, path) -> list[dict[str, Any]]:
     try:
         frame = spark.read.parquet(str(path))
     except Exception:  # noqa: BLE001 - nothing committed yet

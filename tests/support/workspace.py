@@ -17,7 +17,7 @@ import yaml
 from tests.support import warm_cli
 
 #: The scenarios' defaults. A micro-batch every 3 s: a running driver then costs about 17% of
-#: a core, not the 40-46% of a 1 s trigger (measured side by side, 2026-11-27), and on two cores
+#: a core, not the 39-46% of a 1 s trigger (measured side by side, 2026-11-27), and on two cores
 #: the CPU is what the suite waits for; a graceful stop also finds a run between two batches.
 TEST_TEMPLATE = {
     "desired-state": "running",
