@@ -11,15 +11,17 @@ the tests' cache outside the clone (`venvs/spark-<line>-<key>/` of tests/support
 folder named for what it was made from (that file, `constraints/common.txt` and the dependencies
 in `pyproject.toml`), so another clone or a later CI run on the machine reuses it; it is pointed
 at the clone that uses it (`pip install --no-deps -e`, a few seconds) and locked while that
-clone's tests run in it. The lines run one after the other, each line's tests in two workers
-(pytest -n 2, as the suite); two lines at once would start four Spark JVMs on two cores. At the
-end, one table row per line and the closing line `matrix: N passed, N failed`; exit code 1 if
-any test of any line failed or a line could not be installed.
+clone's tests run in it. Two lines run at once (`--jobs`), each line's tests in one process:
+two Spark JVMs on two cores, as the suite's two workers start, but a line's one long test (the
+lifecycle) no longer leaves the other core idle while it runs. A line's output is printed whole
+when it ends. At the end, one table row per line and the closing line `matrix: N passed, N
+failed`; exit code 1 if any test of any line failed or a line could not be installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import fcntl
 import hashlib
 import json
@@ -65,6 +67,8 @@ LAYOUT_TABLES = (
 )
 INSTALL_TIMEOUT = 1800
 TEST_TIMEOUT = 1800
+#: The cores the matrix keeps busy: lines at once times pytest's workers per line.
+CORES = 2
 
 
 @dataclass
@@ -77,6 +81,7 @@ class Result:
     install_seconds: float = 0.0
     test_seconds: float = 0.0
     problem: str = ""
+    output: str = ""  # what the line's install and tests printed
 
 
 def constraints_file(line: str) -> Path:
@@ -215,35 +220,49 @@ def count(report: Path, result: Result) -> None:
         result.passed += tests - bad
 
 
-def run_line(line: str) -> Result:
+def run_line(line: str, workers: int) -> Result:
+    """The line's virtualenv made or found, then its tests in `workers` pytest workers (0: in
+    pytest's own process); what both print is kept in the result, to be printed whole."""
     result = Result(line)
-    print(f"\n=== Spark {line}: installing (constraints/spark-{line}.txt)", flush=True)
+    out = [f"=== Spark {line}: installing (constraints/spark-{line}.txt)"]
     begun = time.monotonic()
     try:
         with use_venv(line) as venv_dir:
             result.pyspark = pyspark_version(venv_dir)
             result.install_seconds = time.monotonic() - begun
-            run_tests(line, venv_dir, result)
+            run_tests(line, venv_dir, result, workers, out)
     except (subprocess.SubprocessError, OSError) as exc:
         result.problem = f"install failed: {exc}"
         result.failed = 1
         result.install_seconds = time.monotonic() - begun
+    result.output = "\n".join(out)
     return result
 
 
-def run_tests(line: str, venv_dir: Path, result: Result) -> None:
-    print(f"=== Spark {line}: pyspark {result.pyspark}, {len(MATRIX_TESTS)} test files", flush=True)
+def run_tests(line: str, venv_dir: Path, result: Result, workers: int, out: list[str]) -> None:
+    out.append(f"=== Spark {line}: pyspark {result.pyspark}, {len(MATRIX_TESTS)} test files")
     report = venv_dir / "junit.xml"
     report.unlink(missing_ok=True)
-    argv = [str(venv_dir / "bin" / "python"), "-m", "pytest", "-q", "-n", "2", *MATRIX_TESTS]
-    argv += [f"--junitxml={report}"]
+    argv = [str(venv_dir / "bin" / "python"), "-m", "pytest", "-q", "-n", str(workers)]
+    argv += [*MATRIX_TESTS, f"--junitxml={report}"]
     begun = time.monotonic()
     try:
         done = subprocess.run(  # noqa: S603 - a list, never a shell
-            argv, cwd=ROOT, env=child_env(venv_dir), check=False, timeout=TEST_TIMEOUT
+            argv,
+            cwd=ROOT,
+            env=child_env(venv_dir),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            check=False,
+            timeout=TEST_TIMEOUT,
         )
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         done = None
+        printed = exc.stdout or b""
+        out.append(printed.decode(errors="replace") if isinstance(printed, bytes) else printed)
+    else:
+        out.append(done.stdout)
     result.test_seconds = time.monotonic() - begun
     if report.is_file():
         count(report, result)
@@ -253,6 +272,18 @@ def run_tests(line: str, venv_dir: Path, result: Result) -> None:
         result.problem = f"pytest exited {done.returncode}"
     if result.problem and result.failed == 0:
         result.failed = 1
+
+
+def run_lines(lines: list[str], jobs: int) -> list[Result]:
+    """Every line's result, in the order given; `jobs` lines at once, each printed whole when
+    it ends."""
+    jobs = max(1, min(jobs, len(lines)))
+    workers = 0 if jobs > 1 else CORES
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(run_line, line, workers): line for line in lines}
+        for future in concurrent.futures.as_completed(futures):
+            print(f"\n{future.result().output}", flush=True)
+        return [future.result() for future in futures]
 
 
 def table(results: list[Result]) -> str:
@@ -311,6 +342,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"a Spark line to test (repeatable); default: every line but {DEFAULT_LINE}",
     )
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=CORES,
+        help=f"lines run at once, each in one pytest process (default {CORES}; 1: one line at "
+        f"a time in {CORES} workers)",
+    )
+    parser.add_argument(
         "--install-only",
         action="store_true",
         help="make the lines' virtualenvs (or find them made) and run no test",
@@ -320,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     begun = time.monotonic()
     if args.install_only:
         return install_only(lines, begun)
-    results = [run_line(line) for line in lines]
+    results = run_lines(lines, args.jobs)
     print(f"\nSpark matrix ({time.monotonic() - begun:.0f} s wall):")
     print(table(results))
     passed = sum(r.passed for r in results)
