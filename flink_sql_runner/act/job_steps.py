@@ -442,6 +442,7 @@ class JobSteps:
                 return self.runs.go(prepared, starts)
             except PreparedGone as gone:
                 result.steps.append(f"{gone}: started the cold way")
+                tracker.fresh_run()
         tracker.to(Phase.SUBMITTING, committed_before=before, starts=starts)
         return self.runs.start(
             step.manifest,
@@ -472,6 +473,7 @@ class JobSteps:
         except PrepareFailed as failed:
             version = f"v{step.manifest.meta.query_version}"
             if failed.cold:
+                tracker.fresh_run()
                 result.steps.append(
                     f"could not prepare {version}: {first_line(str(failed))}; handing over "
                     "the cold way (stop, then start)"
