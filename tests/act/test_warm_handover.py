@@ -140,8 +140,13 @@ def test_a_new_run_not_ready_in_time_is_stopped_and_the_change_goes_the_cold_way
     world = World(prepared=said)  # never placed; or placed, its executors never
     _, result = world.deploy([CONFIG])
     assert result.ok, result
-    assert world.events == ["submit prepared", "stop old-run", "submit"]
-    assert [bool(word.get("abort")) for word in world.runner.words] == [True]
+    if said is None:  # never placed, it reads nothing: killed at once, not after 5 s
+        prepared_id = world.target.submissions[0].run_id
+        assert world.events == ["submit prepared", f"stop {prepared_id}", "stop old-run", "submit"]
+        assert world.target.stop_timeouts == [0.0, 5.0]
+    else:  # it reads the abort word and ends by itself
+        assert world.events == ["submit prepared", "stop old-run", "submit"]
+        assert [bool(word.get("abort")) for word in world.runner.words] == [True]
     assert any("handing over the cold way" in line for line in result.steps)
     assert world.target.double_starts == []
     assert world.store.manifests["orders"].job["description"] == CONFIG.spec["description"]
