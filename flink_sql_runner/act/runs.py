@@ -82,7 +82,7 @@ class PreparedGone(FsrError):
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedRun:
     """A run prepared beside the one it replaces, ready for its go."""
 
     run: Run
@@ -292,7 +292,7 @@ class RunControl:
         source: str = "",
         on_submitted: Callable[[Run], None] | None = None,
         before_wait: Callable[[], None] | None = None,
-    ) -> Prepared:
+    ) -> PreparedRun:
         """Submit a run of `manifest` that prepares everything but its query, beside the run it
         replaces, and wait until it says it is ready. PrepareFailed otherwise, once it is
         stopped: `cold` when it was not ready within the start timeout (a cluster without room
@@ -336,7 +336,7 @@ class RunControl:
             state = (status or {}).get("state")
             if state == "ready":
                 mark("prepared", job=manifest.name)
-                return Prepared(run, manifest, files, self.clock() - begun, status or {})
+                return PreparedRun(run, manifest, files, self.clock() - begun, status or {})
             if state == "failed":
                 problem = status.get("error") if status else None
                 raise self._not_prepared(run, files, problem or "no message")
@@ -399,12 +399,12 @@ class RunControl:
             self.target.stop(run, files.stop_marker, 0.0 if at_once else self.timeouts.stop)
         self.storage.delete(files.stop_marker)
 
-    def abort(self, prepared: Prepared, why: str) -> None:
+    def abort(self, prepared: PreparedRun, why: str) -> None:
         """End a prepared run that will not get its go; StopNotConfirmed when it cannot be
         confirmed gone (it writes nothing, and ends by itself)."""
         self._stop_prepared(prepared.run, prepared.files, why)
 
-    def go(self, prepared: Prepared, starts: Starts) -> Healthy:
+    def go(self, prepared: PreparedRun, starts: Starts) -> Healthy:
         """Give a prepared run its go, once the run it replaces is confirmed gone, with where its
         Kafka sources start (the intent record's: every go of a run gives the same), and wait
         until it is healthy. PreparedGone when it ended before its go (its timeout): nothing
