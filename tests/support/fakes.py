@@ -400,6 +400,9 @@ class FakeTarget:
     def failure_detail(self, run: Run) -> str:
         return "fake log tail"
 
+    def logged_runs(self, name: str, version: int) -> list:
+        return []  # its logs are not files
+
     def driver_log(self, query: LogQuery) -> DriverLog | None:
         if self.fail_logs:
             raise FsrError("the cluster's log storage answered HTTP 503 (switch)")
