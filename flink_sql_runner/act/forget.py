@@ -41,12 +41,9 @@ from flink_sql_runner.read.names import is_job_name, job_name_problem
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock
 from flink_sql_runner.stores.storage import Storage
+from flink_sql_runner.targets import local
 from flink_sql_runner.targets.base import Target
 
-#: Where the local target keeps each job's run records and logs under the state folder
-#: (targets/local.py): `runs/<name>/`, `runs/<name>.json` (earlier versions), `logs/<name>/`.
-RUN_RECORDS = "runs"
-LOGS = "logs"
 _NUMERIC = re.compile(r"[0-9]+")
 CONTROL = "_control"
 
@@ -147,16 +144,12 @@ class Places:
 
     def state_folders(self, name: str) -> list[tuple[str, str]]:
         """(what, location) of the job's places in the state folder."""
-        return [
-            ("run records", str(self.state_dir / RUN_RECORDS / name)),
-            ("run record", str(self.state_dir / RUN_RECORDS / f"{name}.json")),
-            ("logs", str(self.state_dir / LOGS / name)),
-        ]
+        return [(what, str(where)) for what, where in local.state_places(self.state_dir, name)]
 
     def leftover_names(self) -> set[str]:
         """Job names the state folder holds run records or logs of."""
         found = set()
-        for folder in (RUN_RECORDS, LOGS):
+        for folder in (local.RUN_RECORDS, local.LOGS):
             root = str(self.state_dir / folder)
             found |= set(self.storage.dir_names(root))
             found |= {n.removesuffix(".json") for n in self.storage.file_names(root)}

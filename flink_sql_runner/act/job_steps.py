@@ -31,8 +31,8 @@ from typing import Any
 from flink_sql_runner.act.results import JobResult, first_line
 from flink_sql_runner.act.runs import (
     Healthy,
-    Prepared,
     PreparedGone,
+    PreparedRun,
     PrepareFailed,
     RunControl,
     StartFailed,
@@ -88,7 +88,7 @@ class JobSteps:
         #: deploy hands them to the store's index, so it need not read them back).
         self.recorded: dict[str, Stored] = {}
         #: Per job: its run a PrepareRun prepared, until its go (or its end).
-        self._prepared: dict[str, Prepared] = {}
+        self._prepared: dict[str, PreparedRun] = {}
         #: Per job: the versions whose runs its StopRun steps stopped (a decision's stops and
         #: starts are carried out in two parts), so its Record can tidy a replaced one's beacon.
         self._stopped: dict[str, list[tuple[StoredManifest, int]]] = {}
@@ -425,7 +425,7 @@ class JobSteps:
         return starts
 
     def _start(
-        self, step: StartRun, result: JobResult, tracker: Tracker, prepared: Prepared | None
+        self, step: StartRun, result: JobResult, tracker: Tracker, prepared: PreparedRun | None
     ) -> Healthy:
         """Start `step`'s manifest and wait until healthy: the prepared run given its go, or
         (none, or it ended before its go) a run submitted now. Either is given the starts its
@@ -442,6 +442,7 @@ class JobSteps:
                 return self.runs.go(prepared, starts)
             except PreparedGone as gone:
                 result.steps.append(f"{gone}: started the cold way")
+                tracker.fresh_run()
         tracker.to(Phase.SUBMITTING, committed_before=before, starts=starts)
         return self.runs.start(
             step.manifest,
@@ -472,6 +473,7 @@ class JobSteps:
         except PrepareFailed as failed:
             version = f"v{step.manifest.meta.query_version}"
             if failed.cold:
+                tracker.fresh_run()
                 result.steps.append(
                     f"could not prepare {version}: {first_line(str(failed))}; handing over "
                     "the cold way (stop, then start)"
@@ -500,10 +502,10 @@ class JobSteps:
             return False
         return True
 
-    def _as_prepared(self, run: Run, manifest: StoredManifest) -> Prepared:
+    def _as_prepared(self, run: Run, manifest: StoredManifest) -> PreparedRun:
         """A run an interrupted warm handover prepared, as `go` and `abort` take it."""
         control = self.runs.control(manifest, run.version)
-        return Prepared(run, manifest, control.prepared(run.run_id), 0.0, {})
+        return PreparedRun(run, manifest, control.prepared(run.run_id), 0.0, {})
 
 
 def _starting(decision: Decision) -> StartPlan | None:

@@ -82,7 +82,7 @@ class PreparedGone(FsrError):
 
 
 @dataclass(frozen=True)
-class Prepared:
+class PreparedRun:
     """A run prepared beside the one it replaces, ready for its go."""
 
     run: Run
@@ -292,7 +292,7 @@ class RunControl:
         source: str = "",
         on_submitted: Callable[[Run], None] | None = None,
         before_wait: Callable[[], None] | None = None,
-    ) -> Prepared:
+    ) -> PreparedRun:
         """Submit a run of `manifest` that prepares everything but its query, beside the run it
         replaces, and wait until it says it is ready. PrepareFailed otherwise, once it is
         stopped: `cold` when it was not ready within the start timeout (a cluster without room
@@ -336,7 +336,7 @@ class RunControl:
             state = (status or {}).get("state")
             if state == "ready":
                 mark("prepared", job=manifest.name)
-                return Prepared(run, manifest, files, self.clock() - begun, status or {})
+                return PreparedRun(run, manifest, files, self.clock() - begun, status or {})
             if state == "failed":
                 problem = status.get("error") if status else None
                 raise self._not_prepared(run, files, problem or "no message")
@@ -352,7 +352,11 @@ class RunControl:
                     else "it was not ready (no room for its executors, or a slow start?)"
                 )
                 raise self._not_prepared(
-                    run, files, f"{why} within {self.timeouts.start:.0f} s", cold=True
+                    run,
+                    files,
+                    f"{why} within {self.timeouts.start:.0f} s",
+                    cold=True,
+                    at_once=said is None,
                 )
             self.still_acting()
             self.sleep(self.timeouts.poll)
@@ -364,10 +368,18 @@ class RunControl:
         return self.timeouts.start + 2 * self.timeouts.stop + 60.0
 
     def _not_prepared(
-        self, run: Run, files: PreparedFiles, problem: str, cold: bool = False
+        self,
+        run: Run,
+        files: PreparedFiles,
+        problem: str,
+        cold: bool = False,
+        at_once: bool = False,
     ) -> StartFailed:
+        """`at_once`: the run never reported (never placed, or not started yet): it has read
+        nothing and can write nothing before its go, so it is killed without waiting for it to
+        read its stop marker (the abort word is there too, should it start after all)."""
         try:
-            self._stop_prepared(run, files, problem)
+            self._stop_prepared(run, files, problem, at_once)
         except FsrError as exc:
             return StartFailed(
                 f"pre-flight failed: {problem}; the prepared run could not be stopped ({exc}): "
@@ -376,20 +388,23 @@ class RunControl:
             )
         return PrepareFailed(problem, True, cold)
 
-    def _stop_prepared(self, run: Run, files: PreparedFiles, why: str) -> None:
-        """Tell a prepared run to end, and confirm it gone (a kill after the stop timeout)."""
+    def _stop_prepared(
+        self, run: Run, files: PreparedFiles, why: str, at_once: bool = False
+    ) -> None:
+        """Tell a prepared run to end, and confirm it gone (a kill after the stop timeout, or
+        `at_once`)."""
         word = {"run-id": run.run_id, "abort": why}
         self.storage.write_text(files.go_file, json.dumps(word))
         if self.target.liveness(run) is not Liveness.GONE:
-            self.target.stop(run, files.stop_marker, self.timeouts.stop)
+            self.target.stop(run, files.stop_marker, 0.0 if at_once else self.timeouts.stop)
         self.storage.delete(files.stop_marker)
 
-    def abort(self, prepared: Prepared, why: str) -> None:
+    def abort(self, prepared: PreparedRun, why: str) -> None:
         """End a prepared run that will not get its go; StopNotConfirmed when it cannot be
         confirmed gone (it writes nothing, and ends by itself)."""
         self._stop_prepared(prepared.run, prepared.files, why)
 
-    def go(self, prepared: Prepared, starts: Starts) -> Healthy:
+    def go(self, prepared: PreparedRun, starts: Starts) -> Healthy:
         """Give a prepared run its go, once the run it replaces is confirmed gone, with where its
         Kafka sources start (the intent record's: every go of a run gives the same), and wait
         until it is healthy. PreparedGone when it ended before its go (its timeout): nothing

@@ -80,6 +80,18 @@ class Tracker:
             self.intent = replace(self.intent, starts=starts)
         self.token = self.log.write(self.intent, self.token)
 
+    def fresh_run(self) -> None:
+        """A new run id, for a start the cold way after a prepared run (never ready, or gone
+        before its go) used the one before: a cluster may still list that run under its id
+        (YARN finds runs by a tag made of it), and a start is judged only by the run it
+        started. The record, written at its next phase, no longer names the prepared run."""
+        self.run_id = str(uuid.uuid4())
+        self.prepared = False
+        if self.intent is not None:
+            self.intent = replace(
+                self.intent, run_id=self.run_id, submission_id=None, prepared=False
+            )
+
     def forget(self) -> None:
         """Delete the record, if it is still the one this command wrote last."""
         if self.intent is not None:

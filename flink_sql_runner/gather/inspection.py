@@ -9,30 +9,16 @@ target keeps them as files here (local). No lock is taken and nothing is written
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.errors import FsrError, UnknownJob
 from flink_sql_runner.gather.checkpoint_reader import read_checkpoint
 from flink_sql_runner.model.checkpoint_report import Inspection, RunSeen
-from flink_sql_runner.model.control import ControlFiles, parse_app_name
+from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.storage import Storage
 from flink_sql_runner.targets.base import Target
-from flink_sql_runner.targets.local import LocalTarget
-
-#: How much of a driver log's head and tail is read for a run's first and last batch.
-LOG_BYTES_READ = 64 * 1024
-_FIRST = re.compile(r"\[flink-sql-runner\] active: first trigger done \(batch (\d+)\)")
-_ENDS = (
-    (re.compile(r"\[flink-sql-runner\] stopped gracefully"), "stopped"),
-    (re.compile(r"\[flink-sql-runner\] the query finished"), "finished"),
-    (re.compile(r"\[flink-sql-runner\] the query failed"), "failed"),
-    (re.compile(r"\[flink-sql-runner\] the job (cannot start|failed)"), "failed"),
-)
-_STAMP = re.compile(r"(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)")
 
 
 def inspect_job(
@@ -61,7 +47,7 @@ def inspect_job(
     control = ControlFiles.of(f"{root}/{name}", version) if root else None
     runs = _recorded_runs(storage, control.runs, notes) if control else []
     recorded = {r.run_id for r in runs}
-    logged = [r for r in _logged_runs(target, name, version) if r.run_id not in recorded]
+    logged = [r for r in target.logged_runs(name, version) if r.run_id not in recorded]
     runs = sorted(runs + logged, key=lambda r: r.started or "")
     seen = {r.run_id for r in runs}
     runs += [RunSeen(r.run_id) for r in up if r.run_id not in seen]
@@ -112,43 +98,3 @@ def _entry(doc: Any) -> RunSeen:
     if ended not in (None, "stopped", "finished", "failed"):
         raise TypeError
     return RunSeen(run_id, started, first, ended)
-
-
-def _logged_runs(target: Target, name: str, version: int) -> list[RunSeen]:
-    """The runs of `version` the local target's driver logs show, oldest first."""
-    if not isinstance(target, LocalTarget):
-        return []
-    folder = target.logs / name
-    found = []
-    for path in sorted(folder.glob("*.log")) if folder.is_dir() else []:
-        head, tail = _ends_of(path)
-        first = head.split(maxsplit=3)
-        parsed = parse_app_name(first[2]) if len(first) > 2 and first[0] == "====" else None
-        if parsed is None or parsed[1] != version:
-            continue
-        stamp, _, run_id = path.stem.partition("-")
-        match = _FIRST.search(head + tail)
-        ended = next((how for pattern, how in _ENDS if pattern.search(tail)), None)
-        found.append(
-            RunSeen(run_id or None, _started(stamp), int(match[1]) if match else None, ended)
-        )
-    return found
-
-
-def _ends_of(path: Path) -> tuple[str, str]:
-    """The first and the last LOG_BYTES_READ of a log ("" when it cannot be read)."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(LOG_BYTES_READ)
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - LOG_BYTES_READ))
-            tail = handle.read()
-    except OSError:
-        return "", ""
-    return head.decode("utf-8", "replace"), tail.decode("utf-8", "replace")
-
-
-def _started(stamp: str) -> str | None:
-    m = _STAMP.match(stamp)
-    return f"{m[1]}-{m[2]}-{m[3]}T{m[4]}:{m[5]}:{m[6]}Z" if m else None

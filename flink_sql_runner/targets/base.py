@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.model.checkpoint_report import RunSeen
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 
 
@@ -121,6 +122,11 @@ class Target(Protocol):
     def driver_log(self, query: LogQuery) -> DriverLog | None:
         """Where the driver log `query` asks for is; None when the target knows of no such
         run. Cheap (a folder listing, one small record): `status` asks it for every job."""
+        ...
+
+    def logged_runs(self, name: str, version: int) -> list[RunSeen]:
+        """The runs of `version` its driver logs show, where the target keeps them as files
+        on this machine (`inspect` of runs of a release that kept no run history); else []."""
         ...
 
     def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host import runtime
+from flink_sql_runner.model.checkpoint_report import RunSeen
 from flink_sql_runner.model.control import app_name, parse_app_name, submission_record_beside
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import utc_now_iso
@@ -216,6 +217,10 @@ class ClusterTarget:
         state = self._state(run.submission_id, fresh=True)
         said = f": {state.message}" if state.message else ""
         return f"{self.name} reports {run.submission_id} {state.state}{said}"
+
+    def logged_runs(self, name: str, version: int) -> list[RunSeen]:
+        """A cluster keeps its drivers' logs: none are files here."""
+        return []
 
     def driver_log(self, query: LogQuery) -> DriverLog | None:
         """The driver of the run listed now, else the one the version's submission record

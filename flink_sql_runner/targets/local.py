@@ -27,10 +27,12 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host import processes as procs
 from flink_sql_runner.host import runtime
 from flink_sql_runner.host.atomic import write_atomically
+from flink_sql_runner.model.checkpoint_report import RunSeen
 from flink_sql_runner.model.control import parse_app_name
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import utc_now_iso
 from flink_sql_runner.stores.storage import FileStorage
+from flink_sql_runner.targets import local_logs
 from flink_sql_runner.targets.base import (
     DriverLog,
     LogQuery,
@@ -49,6 +51,22 @@ from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_su
 )
 
 LOG_TAIL_LINES = 30
+#: The state folder's folders of this target: run records (`runs/<name>/<run id>.json`, and
+#: `runs/<name>.json` of earlier versions) and driver logs (`logs/<name>/`).
+RUN_RECORDS = "runs"
+LOGS = "logs"
+
+
+def state_places(state_dir: Path, name: str) -> list[tuple[str, Path]]:
+    """(what, where) of everything runs of job `name` on this target leave in the state folder,
+    whichever target a later command is given (`forget` clears them)."""
+    return [
+        ("run records", state_dir / RUN_RECORDS / name),
+        ("run record", state_dir / RUN_RECORDS / f"{name}.json"),
+        ("logs", state_dir / LOGS / name),
+    ]
+
+
 #: The logs of a job's runs kept on a start (the new run's included).
 KEEP_LOGS = 5
 #: How long a killed job's processes may take to be gone before the stop is not confirmed.
@@ -101,9 +119,9 @@ class LocalTarget:
         keep_logs: int = KEEP_LOGS,
     ):
         self.state_dir = state_dir
-        self.runs = state_dir / "runs"
+        self.runs = state_dir / RUN_RECORDS
         self.secrets = self.runs / ".secrets"
-        self.logs = state_dir / "logs"
+        self.logs = state_dir / LOGS
         #: `jvm-archive`'s class-data-sharing archive, used when there is one (jvm_archive.py).
         self.jvm = state_dir / "jvm"
         self.keep_logs = keep_logs
@@ -309,6 +327,10 @@ class LocalTarget:
             return ""
         tail = log_tail(Path(found.path))
         return f"last lines of {found.path}:\n{tail}" if tail else f"its log {found.path} is empty"
+
+    def logged_runs(self, name: str, version: int) -> list[RunSeen]:
+        """The runs of `version` its driver logs show (local_logs.py)."""
+        return local_logs.logged_runs(self.logs, name, version)
 
     def driver_log(self, query: LogQuery) -> DriverLog | None:
         """The newest log file in `logs/<name>/` that matches: its name carries the run id,

@@ -34,6 +34,14 @@ def run_tag(run_id: str) -> str:
     return f"{RUN_TAG}{run_id}"
 
 
+def newest(apps: list[dict[str, Any]]) -> str:
+    """The id of the application a run's tag names: the newest of those still alive, else the
+    newest. One run id is one submission, but the ResourceManager lists in no promised order,
+    and an application that ended under the same tag must never stand for a live one."""
+    alive = [app for app in apps if str(app.get("state")) in ALIVE_STATES]
+    return str(max(alive or apps, key=lambda app: float(app.get("startedTime") or 0))["id"])
+
+
 def resource_manager_url(env: dict[str, str] | None = None) -> str:
     """The ResourceManager's web address from yarn-site.xml, as spark-submit finds that file."""
     for folder in hadoop_conf.conf_dirs(env):
@@ -130,7 +138,7 @@ class YarnTarget(SparkSubmitTarget):
                 f"application tagged {run_tag(submission.run_id)}",
                 run,
             )
-        return str(apps[0]["id"])
+        return newest(apps)
 
     def find_run(self, run: Run) -> Liveness:
         """A run whose application id was not learned: looked up by its run tag."""
@@ -142,7 +150,7 @@ class YarnTarget(SparkSubmitTarget):
             return Liveness.UNKNOWN
         if not apps:
             return Liveness.GONE
-        return self._state(str(apps[0]["id"]), fresh=True).liveness
+        return self._state(newest(apps), fresh=True).liveness
 
     def driver_state(self, submission_id: str) -> DriverState:
         reply = self._call("GET", f"/ws/v1/cluster/apps/{submission_id}")

@@ -140,11 +140,44 @@ def test_a_new_run_not_ready_in_time_is_stopped_and_the_change_goes_the_cold_way
     world = World(prepared=said)  # never placed; or placed, its executors never
     _, result = world.deploy([CONFIG])
     assert result.ok, result
-    assert world.events == ["submit prepared", "stop old-run", "submit"]
-    assert [bool(word.get("abort")) for word in world.runner.words] == [True]
+    if said is None:  # never placed, it reads nothing: killed at once, not after 5 s
+        prepared_id = world.target.submissions[0].run_id
+        assert world.events == ["submit prepared", f"stop {prepared_id}", "stop old-run", "submit"]
+        assert world.target.stop_timeouts == [0.0, 5.0]
+    else:  # it reads the abort word and ends by itself
+        assert world.events == ["submit prepared", "stop old-run", "submit"]
+        assert [bool(word.get("abort")) for word in world.runner.words] == [True]
     assert any("handing over the cold way" in line for line in result.steps)
     assert world.target.double_starts == []
     assert world.store.manifests["orders"].job["description"] == CONFIG.spec["description"]
+    prepared, cold = world.target.submissions
+    assert prepared.prepared and not cold.prepared
+    assert cold.run_id != prepared.run_id, "the cold start is judged by a run id of its own"
+
+
+def test_a_deployer_killed_after_a_cold_fallback_s_submit_leaves_a_record_of_the_cold_run():
+    """The record the next deploy settles from names the run the cold way started: not the
+    prepared run (killed, but a cluster may list it under its id), not its submission."""
+    world = World(prepared=None)
+    runner_starts = world.target.on_submit
+
+    def crash(submission):
+        runner_starts(submission)
+        if not submission.prepared:
+            raise Crash
+
+    world.target.on_submit = crash
+    with pytest.raises(Crash):
+        world.deploy([CONFIG])
+    prepared, cold = world.target.submissions
+    intent = world.intent()
+    assert intent is not None and intent.phase is Phase.SUBMITTING
+    assert (intent.run_id, intent.prepared, intent.submission_id) == (cold.run_id, False, None)
+    world.target.on_submit = runner_starts
+    _, result = world.deploy([CONFIG])
+    assert result.ok, result
+    assert world.runs() == [cold.run_id], "the cold run found and awaited, nothing started again"
+    assert world.target.double_starts == []
 
 
 def test_an_old_run_that_cannot_be_stopped_ends_the_prepared_one_and_starts_nothing():

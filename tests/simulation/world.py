@@ -885,6 +885,9 @@ class SimTarget:
     def driver_log(self, query: LogQuery) -> DriverLog | None:
         return None  # the simulated world keeps no logs
 
+    def logged_runs(self, name: str, version: int) -> list:
+        return []
+
     def stop(self, run: Run, stop_marker: str, timeout: float) -> Stopped:
         w = self.world
         what = f"target.stop {run.name} v{run.version}"

@@ -124,6 +124,9 @@ class FakeResourceManager:
         self.violations: list[str] = []
         self.submissions: list[dict[str, Any]] = []
         self.honour_marker = True
+        #: A prepared run's application is never placed (ACCEPTED until killed): a cluster
+        #: without room for a second driver beside the running one.
+        self.hold_prepared = False
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -154,6 +157,8 @@ class FakeResourceManager:
         run (runner/prepare.py) says `ready` on its own status file and waits for the word
         naming it: the go (then `active` on the version's), or an abort or its own marker."""
         prepare = app.manifest.get("prepare")
+        if app.state == "ACCEPTED" and prepare and self.hold_prepared:
+            return
         if app.state == "ACCEPTED":
             app.state = "RUNNING"
             if prepare:

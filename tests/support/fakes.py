@@ -321,6 +321,7 @@ class FakeTarget:
     runs: dict[str, list[Run]] = field(default_factory=dict)
     submissions: list[Submission] = field(default_factory=list)
     stops: list[str] = field(default_factory=list)
+    stop_timeouts: list[float] = field(default_factory=list)  # each stop's, in order
     unknown: set[str] = field(default_factory=set)
     fail_listing: bool = False
     fail_submit: bool = False
@@ -399,6 +400,9 @@ class FakeTarget:
     def failure_detail(self, run: Run) -> str:
         return "fake log tail"
 
+    def logged_runs(self, name: str, version: int) -> list:
+        return []  # its logs are not files
+
     def driver_log(self, query: LogQuery) -> DriverLog | None:
         if self.fail_logs:
             raise FsrError("the cluster's log storage answered HTTP 503 (switch)")
@@ -412,6 +416,7 @@ class FakeTarget:
         if callable(self.before_stop):
             self.before_stop(run)
         self.stops.append(run.name)
+        self.stop_timeouts.append(timeout)
         if self.stop_unconfirmed or run.name in self.unknown:
             raise StopNotConfirmed(f"{run.detail}: the cluster cannot say it stopped (switch)")
         remaining = [r for r in self.runs.get(run.name, []) if r.run_id != run.run_id]

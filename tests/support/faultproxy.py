@@ -20,6 +20,10 @@ Faults (each answers the next `times` matching requests, then requests pass agai
 - "drop-conditions": forward without `If-Match` / `If-None-Match` (an endpoint that ignores
   conditional writes).
 
+`proxy.rewrite(path, change)`: every 2xx answer to a request for `path` (without the query)
+reaches the client as `change(body)` (an API whose listing order is not promised, listed in
+the order a test wants).
+
 Only the standard library; every thread and socket is closed by `stop()` (or leaving `with`).
 """
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -77,6 +82,7 @@ class Seen:
 @dataclass
 class _State:
     rules: list[Rule] = field(default_factory=list)
+    rewrites: dict[str, Callable[[bytes], bytes]] = field(default_factory=dict)
     seen: list[Seen] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -142,6 +148,12 @@ class FaultProxy:
         with self._state.lock:
             self._state.rules.append(Rule(fault, times, method, path, seconds))
 
+    def rewrite(self, path: str, change: Callable[[bytes], bytes]) -> None:
+        """Answer every 2xx reply to a request for `path` (exact, without the query) with
+        `change(body)` instead of its body."""
+        with self._state.lock:
+            self._state.rewrites[path] = change
+
     def clear(self) -> None:
         """Drop the remaining faults and forget the requests seen."""
         with self._state.lock:
@@ -205,6 +217,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         else:
             status, headers, data = self._forward(body, drop=fault == "drop-conditions")
+            with self.state.lock:
+                change = self.state.rewrites.get(path)
+            if change is not None and 200 <= status < 300:
+                data = change(data)
             self._answer(status, headers, data, cut=fault == "reset")
 
     def _take_rule(self, method: str, path: str) -> Rule | None:

@@ -123,6 +123,8 @@ class FakeRunner:
             self._report(submission.status_file, submission.run_id, self.prepared)
 
     def _written(self, location: str, text: str) -> None:
+        if self.prepared is None:
+            return  # its prepared runs never reported: never placed, they read nothing
         for run_id, submission in list(self.waiting.items()):
             if location != submission.stop_marker.removesuffix(".stop") + ".go.json":
                 continue

@@ -193,6 +193,23 @@ def test_a_failed_application_brings_back_the_resource_managers_diagnostics(
     assert f"yarn logs -applicationId {running.submission_id}" in detail.splitlines()[-1]
 
 
+def test_a_run_tag_listed_twice_stands_for_its_live_application_not_the_first_listed(
+    tmp_path: Path, rm: FakeResourceManager, spark_submit: Path
+):
+    """The ResourceManager lists in no promised order (the fake: oldest first). An application
+    killed under a run's tag, listed before the live one under the same tag, must not be taken
+    for it: the submission's id and the run's liveness come from the live one."""
+    target = target_for(rm, spark_submit)
+    sub = submission(str(tmp_path / "ckpt"))
+    first = target.submit(sub).run.submission_id
+    rm.apps[first].end("KILLED", "KILLED", f"Application {first} was killed by user ci")
+    second = target.submit(sub).run.submission_id
+    assert (first, second) == ("application_1795400000000_0001", "application_1795400000000_0002")
+    assert target.find_run(Run("orders", 1, sub.run_id, "x")) is Liveness.ALIVE
+    rm.apps[second].end("FINISHED", "SUCCEEDED")
+    assert target.find_run(Run("orders", 1, sub.run_id, "x")) is Liveness.GONE
+
+
 def test_an_unknown_application_is_not_running(
     tmp_path: Path, rm: FakeResourceManager, spark_submit: Path
 ):
@@ -296,6 +313,39 @@ def test_a_warm_handover_through_the_cli_prepares_the_new_application_beside_the
     assert second.started <= first.finished, "the new one was up before the old one stopped"
     record = ws.state / "checkpoints" / "orders" / "_control" / "v1.submission.json"
     assert json.loads(record.read_text())["submission_id"] == second.id
+    assert rm.violations == []
+
+
+def test_a_warm_handover_that_falls_back_cold_is_judged_by_the_application_it_started(
+    tmp_path: Path, spark_submit: Path, rm: FakeResourceManager
+):
+    """The prepared application is never placed; the deployer kills it and goes the cold way.
+    The cold start's application is found by a run tag of its own: the killed one, listed
+    first (oldest first), never stands for it (issue 40: the deploy failed with "yarn reports
+    application_..._0002 KILLED", the application the deployer itself had killed)."""
+    ws = Workspace(
+        tmp_path / "ws",
+        "yarn",
+        "yarn",
+        ("--cluster-api", rm.url, "--spark-submit", str(spark_submit)),
+    )
+    ws.write_one_job("orders", str(tmp_path / "out"))
+    assert ws.deploy().returncode == 0
+    ws.write_one_job("orders", str(tmp_path / "out"), description="new words")
+    rm.hold_prepared = True
+    result = ws.deploy("--handover", "warm", "--start-timeout", "3", "--stop-timeout", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "handing over the cold way" in result.stdout
+    assert "started v1 (application_1795400000000_0003)" in result.stdout
+    old, prepared, cold = (rm.apps[f"application_1795400000000_000{i}"] for i in (1, 2, 3))
+    assert (old.state, prepared.state, cold.state) == ("FINISHED", "KILLED", "RUNNING")
+    prepared_tag, cold_tag = (
+        next(t for t in app.tags if t.startswith("flink-sql-runner-run-"))
+        for app in (prepared, cold)
+    )
+    assert prepared_tag != cold_tag, "the cold start has a run id of its own"
+    record = ws.state / "checkpoints" / "orders" / "_control" / "v1.submission.json"
+    assert json.loads(record.read_text())["submission_id"] == cold.id
     assert rm.violations == []
 
 

@@ -2,8 +2,11 @@
 deployed with the real CLI: `--target yarn --master yarn --cluster-api <the ResourceManager>`,
 drivers in cluster deploy mode, the checkpoint root and the parquet sink on the MiniDFSCluster.
 
-new (v1 clean, RUNNING in the ResourceManager) -> unchanged (noop) -> config change (stop through
-the stop marker, restart from the checkpoint) -> query change (v2 clean), its checkpoint root and
+new (v1 clean, RUNNING in the ResourceManager) -> unchanged (noop) -> config change, warm, whose
+new driver has no room beside the running one: its application is never placed, so it is killed
+after the start timeout and the change goes the cold way (stop through the stop marker, restart
+from the checkpoint), judged by the application it started while the ResourceManager's listing,
+through a proxy, puts the killed one first -> query change (v2 clean), its checkpoint root and
 sink now written without a scheme -> the application killed through the ResourceManager, as an
 operator would -> `watch --once` restarts it from its checkpoint -> stop (graceful). After each
 step the sink, read with spark.read on HDFS, holds every row exactly once per version, and the
@@ -38,6 +41,7 @@ from pathlib import Path
 import pytest
 
 from flink_sql_runner.stores.storage import FileStorage
+from tests.support.faultproxy import FaultProxy
 from tests.support.hadoop_cluster import Hadoop, quick_conf, spark_conf
 from tests.support.rows import assert_exactly_once, rows_by_version
 from tests.support.workspace import wait_for
@@ -64,6 +68,15 @@ def container_logs_on_failure(cluster: Hadoop) -> Iterator[None]:
         raise AssertionError(
             f"{exc}\n\n---- the containers' logs ----\n{cluster.container_logs()}"
         ) from exc
+
+
+def oldest_first(body: bytes) -> bytes:
+    """A ResourceManager listing with its applications oldest first."""
+    doc = json.loads(body)
+    apps = (doc.get("apps") or {}).get("app")
+    if apps:
+        doc["apps"]["app"] = sorted(apps, key=lambda app: app["id"])
+    return json.dumps(doc).encode()
 
 
 def ok(ran: Ran) -> Ran:
@@ -187,19 +200,37 @@ def test_a_job_lives_its_whole_life_on_yarn_with_hdfs(
         assert [app["id"] for app in ws.apps()] == [first]
         assert record(1)["submission_id"] == first
 
-        # 3. config change: stopped through the stop marker (its driver ends the application
-        # itself, SUCCEEDED), restarted from the checkpoint as v1
+        # 3. config change, warm: the new driver's container (512 MiB and 6,200 MiB overhead)
+        # does not fit the node (8 GiB) beside v1's two (1,792 MiB), so its application waits,
+        # never placed, until the start timeout; it is killed, and the change goes the cold
+        # way: v1 stopped through the stop marker (its driver ends the application itself,
+        # SUCCEEDED), restarted from the checkpoint as v1, now alone on the node. The listing
+        # reaches the deployer oldest first (the killed application before the new one), as
+        # the ResourceManager may list them: the cold start is judged by its own (issue 40).
         job["description"] = "second words"
+        job["sparkProperties"] = {**job["sparkProperties"], "spark.driver.memoryOverhead": "6200m"}
         ws.write_job(JOB, **job)
-        ran = ok(ws.run("deploy", *DEPLOY))
+        with FaultProxy(cluster.resource_manager) as rm_proxy:
+            rm_proxy.rewrite("/ws/v1/cluster/apps", oldest_first)
+            warm = ("--handover", "warm", "--start-timeout", "90", "--cluster-api", rm_proxy.url)
+            ran = ok(ws.run("deploy", *DEPLOY, *warm))
         assert "stop-and-restart-from-checkpoint" in ran.stdout
+        assert "not ready" in ran.stdout and "handing over the cold way" in ran.stdout, ran.stdout
         assert "stopped gracefully" in ran.stdout
+        (never_placed,) = ws.apps("KILLED")
+        assert never_placed["name"] == "flink-sql-runner-ticks-job-v1"
         assert (ws.app(first)["state"], ws.app(first)["finalStatus"]) == ("FINISHED", "SUCCEEDED")
         wait_for(lambda: not ws.processes_of(first), timeout=60, what=f"{first}'s processes")
         second = new_app(ws, ran)
         assert ws.app(second)["name"] == "flink-sql-runner-ticks-job-v1"
         assert record(1)["submission_id"] == second
-        measured.append(f"config change: {timing(ran, second)}")
+        assert f"started v1 ({second})" in ran.stdout
+        run_tags = [
+            {t for t in app["applicationTags"].split(",") if t.startswith("flink-sql-runner-run-")}
+            for app in (never_placed, ws.app(second))
+        ]
+        assert run_tags[0] != run_tags[1], "the cold start has a run id of its own"
+        measured.append(f"config change, warm then cold: {timing(ran, second)}")
         count = len(rows_by_version(spark, sink)[0][1])
         values = wait_rows(spark, sink, 1, count + 14, "v1 rows after the restart")
         assert_exactly_once(values)

@@ -87,7 +87,9 @@ public class MiniHadoop {
         yarnConf.setInt("yarn.minicluster.yarn.nodemanager.resource.memory-mb", 8192);
         yarnConf.setInt(YarnConfiguration.NM_VCORES, 8);
         yarnConf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
-        yarnConf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_MB, 4096);
+        // A container may take the whole node: a driver that fits alone but not beside another
+        // (tests/yarn: a warm handover whose new driver is never placed).
+        yarnConf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_MB, 8192);
         yarnConf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
         yarnConf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
         // The capacity scheduler's one queue (Hadoop's jars carry no capacity-scheduler.xml).
