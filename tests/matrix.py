@@ -179,9 +179,9 @@ def use_venv(line: str) -> Iterator[Path]:
         yield venv_dir
 
 
-def _pip(venv_dir: Path, *args: str) -> None:
-    argv = [str(venv_dir / "bin" / "python"), "-m", "pip", "install", "--quiet", *args]
-    done = subprocess.run(  # noqa: S603 - a list, never a shell
+def _run(argv: list[str], venv_dir: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    """`argv` in the clone with the virtualenv's environment, its output (stderr too) kept."""
+    return subprocess.run(  # noqa: S603 - a list, never a shell
         argv,
         cwd=ROOT,
         env=child_env(venv_dir),
@@ -189,8 +189,13 @@ def _pip(venv_dir: Path, *args: str) -> None:
         stderr=subprocess.STDOUT,
         text=True,
         check=False,
-        timeout=INSTALL_TIMEOUT,
+        timeout=timeout,
     )
+
+
+def _pip(venv_dir: Path, *args: str) -> None:
+    argv = [str(venv_dir / "bin" / "python"), "-m", "pip", "install", "--quiet", *args]
+    done = _run(argv, venv_dir, INSTALL_TIMEOUT)
     if done.returncode != 0:
         print("\n".join(done.stdout.splitlines()[-30:]), flush=True)
         raise subprocess.CalledProcessError(done.returncode, argv[:5])
@@ -247,16 +252,7 @@ def run_tests(line: str, venv_dir: Path, result: Result, workers: int, out: list
     argv += [*MATRIX_TESTS, f"--junitxml={report}"]
     begun = time.monotonic()
     try:
-        done = subprocess.run(  # noqa: S603 - a list, never a shell
-            argv,
-            cwd=ROOT,
-            env=child_env(venv_dir),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            check=False,
-            timeout=TEST_TIMEOUT,
-        )
+        done = _run(argv, venv_dir, TEST_TIMEOUT)
     except subprocess.TimeoutExpired as exc:
         done = None
         printed = exc.stdout or b""
