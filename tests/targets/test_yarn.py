@@ -68,6 +68,12 @@ def submission(root: str, version: int = 1, run_id: str = "0f0e0d0c-1111-2222-33
     )
 
 
+def cli_workspace(tmp_path: Path, rm: FakeResourceManager, spark_submit: Path) -> Workspace:
+    """A workspace whose CLI runs against the fake ResourceManager and the stand-in submit."""
+    options = ("--cluster-api", rm.url, "--spark-submit", str(spark_submit))
+    return Workspace(tmp_path / "ws", "yarn", "yarn", options)
+
+
 def submitted_args(tmp_path: Path) -> list[list[str]]:
     lines = (tmp_path / "args.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
@@ -240,12 +246,7 @@ def test_deploy_status_and_stop_through_the_cli_with_checkpoints_on_s3(
     the submission record and the stop marker with boto3; the fake reads them the same way."""
     with FakeResourceManager(s3_client=s3_client) as rm:
         monkeypatch.setenv("FAKE_RM", rm.url)
-        ws = Workspace(
-            tmp_path / "ws",
-            "yarn",
-            "yarn",
-            ("--cluster-api", rm.url, "--spark-submit", str(spark_submit)),
-        )
+        ws = cli_workspace(tmp_path, rm, spark_submit)
         ws.template.write_text(
             ws.template.read_text().replace(
                 "'{state_dir}/checkpoints'", f"s3a://{s3_bucket}/checkpoints"
@@ -290,12 +291,7 @@ def test_a_warm_handover_through_the_cli_prepares_the_new_application_beside_the
     """On YARN the prepared run is an application of its own, tagged with its run id: the
     listing tells it from the one it replaces; the old one is stopped only once the new one
     is ready, and the version's submission record names the new one after the go."""
-    ws = Workspace(
-        tmp_path / "ws",
-        "yarn",
-        "yarn",
-        ("--cluster-api", rm.url, "--spark-submit", str(spark_submit)),
-    )
+    ws = cli_workspace(tmp_path, rm, spark_submit)
     ws.write_one_job("orders", str(tmp_path / "out"))
     result = ws.deploy()
     assert result.returncode == 0, result.stdout + result.stderr
@@ -323,12 +319,7 @@ def test_a_warm_handover_that_falls_back_cold_is_judged_by_the_application_it_st
     The cold start's application is found by a run tag of its own: the killed one, listed
     first (oldest first), never stands for it (issue 40: the deploy failed with "yarn reports
     application_..._0002 KILLED", the application the deployer itself had killed)."""
-    ws = Workspace(
-        tmp_path / "ws",
-        "yarn",
-        "yarn",
-        ("--cluster-api", rm.url, "--spark-submit", str(spark_submit)),
-    )
+    ws = cli_workspace(tmp_path, rm, spark_submit)
     ws.write_one_job("orders", str(tmp_path / "out"))
     assert ws.deploy().returncode == 0
     ws.write_one_job("orders", str(tmp_path / "out"), description="new words")
