@@ -2,16 +2,17 @@
 deployed with the real CLI: `--target yarn --master yarn --cluster-api <the ResourceManager>`,
 drivers in cluster deploy mode, the checkpoint root and the parquet sink on the MiniDFSCluster.
 
-new (v1 clean, RUNNING in the ResourceManager) -> unchanged (noop) -> config change, warm, whose
-new driver has no room beside the running one: its application is never placed, so it is killed
-after the start timeout and the change goes the cold way (stop through the stop marker, restart
-from the checkpoint), judged by the application it started while the ResourceManager's listing,
-through a proxy, puts the killed one first -> query change (v2 clean), its checkpoint root and
+new (v1 clean, RUNNING in the ResourceManager) -> unchanged (noop) -> config change (stop through
+the stop marker, restart from the checkpoint) -> query change (v2 clean), its checkpoint root and
 sink now written without a scheme -> the application killed through the ResourceManager, as an
-operator would -> `watch --once` restarts it from its checkpoint -> stop (graceful). After each
-step the sink, read with spark.read on HDFS, holds every row exactly once per version, and the
-checkpoint folders are on HDFS. A failing step's message carries the containers' logs. Spark on
-YARN is slow to start: one scenario covers every decision, on four applications.
+operator would -> `watch --once` restarts it from its checkpoint -> config change, warm, whose
+new driver has no room beside the running one: its application is never placed, so it is killed
+after the start timeout and the change goes the cold way, judged by the application it started
+while the ResourceManager's listing, through a proxy, puts the killed one first -> stop
+(graceful). After each step the sink, read with spark.read on HDFS, holds every row exactly
+once per version, and the checkpoint folders are on HDFS. A failing step's message carries the
+containers' logs. Spark on YARN is slow to start: one scenario covers every decision, on six
+applications (one of them never placed).
 
 The paths without a scheme: HADOOP_CONF_DIR names HDFS the default file system, so Spark on the
 driver puts `/it-.../checkpoints` on HDFS; the deployer looks there too, for v2 and every step
@@ -200,38 +201,19 @@ def test_a_job_lives_its_whole_life_on_yarn_with_hdfs(
         assert [app["id"] for app in ws.apps()] == [first]
         assert record(1)["submission_id"] == first
 
-        # 3. config change, warm: the new driver's container (512 MiB and 6,200 MiB overhead)
-        # does not fit the node (8 GiB) beside v1's two (1,792 MiB), so its application waits,
-        # never placed, until the start timeout; it is killed, and the change goes the cold
-        # way: v1 stopped through the stop marker (its driver ends the application itself,
-        # SUCCEEDED), restarted from the checkpoint as v1, now alone on the node. The listing
-        # reaches the deployer oldest first (the killed application before the new one), as
-        # the ResourceManager may list them: the cold start is judged by its own (issue 40).
+        # 3. config change, warm: v1' prepared beside v1, v1 stopped through the stop marker
+        # (its driver ends the application itself, SUCCEEDED), the go: v1 from the checkpoint
         job["description"] = "second words"
-        job["sparkProperties"] = {**job["sparkProperties"], "spark.driver.memoryOverhead": "6200m"}
         ws.write_job(JOB, **job)
-        with FaultProxy(cluster.resource_manager) as rm_proxy:
-            rm_proxy.rewrite("/ws/v1/cluster/apps", oldest_first)
-            warm = ("--handover", "warm", "--start-timeout", "60", "--cluster-api", rm_proxy.url)
-            ran = ok(ws.run("deploy", *DEPLOY, *warm))
+        ran = ok(ws.run("deploy", *DEPLOY))
         assert "stop-and-restart-from-checkpoint" in ran.stdout
-        assert "could not prepare v1: it did not report" in ran.stdout, ran.stdout
-        assert "handing over the cold way" in ran.stdout
         assert "stopped gracefully" in ran.stdout
-        (never_placed,) = ws.apps("KILLED")
-        assert never_placed["name"] == "flink-sql-runner-ticks-job-v1"
         assert (ws.app(first)["state"], ws.app(first)["finalStatus"]) == ("FINISHED", "SUCCEEDED")
         wait_for(lambda: not ws.processes_of(first), timeout=60, what=f"{first}'s processes")
         second = new_app(ws, ran)
         assert ws.app(second)["name"] == "flink-sql-runner-ticks-job-v1"
         assert record(1)["submission_id"] == second
-        assert f"started v1 ({second})" in ran.stdout
-        run_tags = [
-            {t for t in app["applicationTags"].split(",") if t.startswith("flink-sql-runner-run-")}
-            for app in (never_placed, ws.app(second))
-        ]
-        assert run_tags[0] != run_tags[1], "the cold start has a run id of its own"
-        measured.append(f"config change, warm then cold: {timing(ran, second)}")
+        measured.append(f"config change: {timing(ran, second)}")
         count = len(rows_by_version(spark, sink)[0][1])
         values = wait_rows(spark, sink, 1, count + 14, "v1 rows after the restart")
         assert_exactly_once(values)
@@ -298,10 +280,45 @@ def test_a_job_lives_its_whole_life_on_yarn_with_hdfs(
         pause = pause_in_commits(spark, sink, 2)
         measured.append(f"killed at {killed:%H:%M:%S}, then watch: pause in commits {pause}")
 
-        # 6. stop: graceful, the driver ends its application itself; nothing of ours runs
+        # 6. config change, warm, with no room: the new driver's container (512 MiB and 6,200
+        # MiB overhead) does not fit the node (8 GiB) beside v2's two (1,792 MiB), so its
+        # application waits, never placed, until the start timeout; it is killed at once and
+        # the change goes the cold way: v2 stopped through the stop marker, restarted from its
+        # checkpoint alone on the node. The listing reaches the deployer oldest first (the
+        # killed application before the new one), as the ResourceManager may list them: the
+        # cold start is judged by its own application (issue 40).
+        count = len(rows_by_version(spark, sink)[0][2])
+        job["description"] = "third words"
+        job["sparkProperties"] = {**job["sparkProperties"], "spark.driver.memoryOverhead": "6200m"}
+        ws.write_job(JOB, **job)
+        with FaultProxy(cluster.resource_manager) as rm_proxy:
+            rm_proxy.rewrite("/ws/v1/cluster/apps", oldest_first)
+            warm = ("--handover", "warm", "--start-timeout", "60", "--cluster-api", rm_proxy.url)
+            ran = ok(ws.run("deploy", *DEPLOY, *warm))
+        assert "stop-and-restart-from-checkpoint" in ran.stdout
+        assert "could not prepare v2: it did not report" in ran.stdout, ran.stdout
+        assert "handing over the cold way" in ran.stdout and "stopped gracefully" in ran.stdout
+        (never_placed,) = [app for app in ws.apps("KILLED") if app["id"] != third]  # step 5's
+        assert never_placed["name"] == "flink-sql-runner-ticks-job-v2"
+        assert (ws.app(fourth)["state"], ws.app(fourth)["finalStatus"]) == (
+            "FINISHED",
+            "SUCCEEDED",
+        )
+        fifth = new_app(ws, ran)
+        assert record(2)["submission_id"] == fifth and f"started v2 ({fifth})" in ran.stdout
+        run_tags = [
+            {t for t in app["applicationTags"].split(",") if t.startswith("flink-sql-runner-run-")}
+            for app in (never_placed, ws.app(fifth))
+        ]
+        assert run_tags[0] != run_tags[1], "the cold start has a run id of its own"
+        measured.append(f"config change, warm then cold: {timing(ran, fifth)}")
+        values = wait_rows(spark, sink, 2, count + 14, "v2 rows after the cold restart")
+        assert_exactly_once(values)
+
+        # 7. stop: graceful, the driver ends its application itself; nothing of ours runs
         ran = ok(ws.run("stop", JOB, "--stop-timeout", "120", paths=False))
         assert "stopped gracefully" in ran.stdout, ran.stdout
-        assert (ws.app(fourth)["state"], ws.app(fourth)["finalStatus"]) == (
+        assert (ws.app(fifth)["state"], ws.app(fifth)["finalStatus"]) == (
             "FINISHED",
             "SUCCEEDED",
         )
