@@ -5,12 +5,9 @@ The CLI builds a `Deployment` from its options and renders what its methods retu
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import replace
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TypeVar
 
@@ -24,29 +21,25 @@ from flink_sql_runner.act.forget import (
     survey_jobs,
     would_forget,
 )
+from flink_sql_runner.act.input_caches import fingerprints_at, load_cache_at
+from flink_sql_runner.act.planning import decide_plan
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.act.settings import Settings, make_target
 from flink_sql_runner.act.stop import StopResult, stop_jobs
-from flink_sql_runner.decide.contracts import needs_check
 from flink_sql_runner.decide.decisions import Plan
-from flink_sql_runner.decide.lineage import Lineage
-from flink_sql_runner.decide.plan import build_plan, checkpoint_unused, plan_lineage
-from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
-from flink_sql_runner.decide.steps import StartRun
+from flink_sql_runner.decide.plan import checkpoint_unused
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
-from flink_sql_runner.gather.schemas import Ask, Check, gather_contracts, run_probe
+from flink_sql_runner.gather.schemas import Ask, gather_contracts, run_probe
 from flink_sql_runner.gather.store_ahead import StoreAhead
-from flink_sql_runner.host.atomic import append_to, replace_file
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import Stored
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
-from flink_sql_runner.read.load_cache import LoadCache, code_digest
+from flink_sql_runner.read.load_cache import LoadCache
 from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs
 from flink_sql_runner.read.paths import SourceCheck
-from flink_sql_runner.read.sqlinfo import use_fingerprints
 from flink_sql_runner.read.template import load_template
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import ManifestStore, Reads, Snapshot
@@ -117,29 +110,9 @@ class Deployment:
         with self._cache() as cache:
             return load_catalog(self.settings.table_paths, cache)
 
-    @contextmanager
-    def _cache(self) -> Iterator[LoadCache | None]:
-        """The load cache while files are read, written back if it changed and they were
-        valid, into the state folder once there is one (a command that only reads does not
-        make it); a cache file that cannot be read or written costs only the time it saves."""
-        if self.load_cache is None:
-            yield None
-            return
-        try:
-            raw = self.load_cache.read_bytes()
-        except OSError:
-            raw = None
-        cache = LoadCache.from_bytes(raw)
-        yield cache  # not kept when the inputs are invalid: such a command touches nothing
-        cache.prune(os.path.exists)
-        if cache.changed and Path(self.settings.state_dir).is_dir():
-            try:
-                appendix = cache.appendix()
-                # Appended only to a file of this code: another's may have replaced it since.
-                if appendix is None or not append_to(self.load_cache, appendix, cache.head()):
-                    replace_file(self.load_cache, cache.to_bytes(), mode=0o600)
-            except OSError as exc:
-                print(f"warning: cannot write {self.load_cache}: {exc.strerror}", file=sys.stderr)
+    def _cache(self) -> AbstractContextManager[LoadCache | None]:
+        """The load cache while files are read (act/input_caches.py)."""
+        return load_cache_at(self.load_cache, Path(self.settings.state_dir))
 
     def sources_checked(self) -> SourceCheck:
         """Which source paths a command that starts jobs makes sure exist: every local one on
@@ -191,29 +164,10 @@ class Deployment:
         return job
 
     # -- commands ---------------------------------------------------------------------------
-    @contextmanager
-    def _fingerprints(self) -> Iterator[None]:
-        """SQL fingerprints computed by the commands before, reused (read/sqlinfo.py), and
-        the ones this command asked kept beside the load cache when it computed any; as
-        that cache, only once there is a state folder, and not with --no-cache."""
+    def _fingerprints(self) -> AbstractContextManager[None]:
+        """SQL fingerprints kept beside the load cache (act/input_caches.py)."""
         path = self.load_cache.parent / "fingerprints.json" if self.load_cache else None
-        known: dict[str, str] = {}
-        if path is not None:
-            try:
-                doc = json.loads(path.read_bytes())
-                if doc.get("code") == code_digest() and isinstance(doc.get("sql"), dict):
-                    known = {k: v for k, v in doc["sql"].items() if isinstance(v, str)}
-            except (OSError, ValueError, AttributeError):
-                known = {}
-        fingerprints = use_fingerprints(known)
-        yield
-        if path is None or not fingerprints.computed or not Path(self.settings.state_dir).is_dir():
-            return
-        doc = {"code": code_digest(), "sql": fingerprints.kept()}
-        try:
-            replace_file(path, json.dumps(doc, separators=(",", ":")).encode(), mode=0o600)
-        except OSError as exc:
-            print(f"warning: cannot write {path}: {exc.strerror}", file=sys.stderr)
+        return fingerprints_at(path, Path(self.settings.state_dir))
 
     def plan(
         self,
@@ -267,23 +221,22 @@ class Deployment:
     def _decided(
         self, jobs: list[Job], include_orphans: bool, prune: bool, snapshot: Snapshot | None
     ) -> Plan:
-        """Facts gathered (from `snapshot` when given, else a listing now), decided, and the
-        changed queries' writes checked against their sinks."""
+        """Facts gathered (from `snapshot` when given, else a listing now), then decided
+        (act/planning.py), the changed queries' writes checked against their sinks."""
         facts = self._gather(jobs, include_orphans, snapshot)
         mark("gathered")
-        spark = self.target.spark_version()
-        lineage = plan_lineage(facts)  # the same jobs in every plan below: built once
-        handover, kafka_start = self.settings.handover, self.settings.kafka_start
-        plan = build_plan(facts, prune=prune, spark=spark, handover=handover, lineage=lineage,
-                          kafka_start=kafka_start)  # fmt: skip
-        checks = contract_checks(plan, facts, jobs, lineage)
-        if checks:
-            found = gather_contracts(checks, self.storage, self.schema_cache, self.ask_spark)
-            if found:
-                facts = [replace(f, contract=found.get(f.name)) for f in facts]
-                plan = build_plan(facts, prune=prune, spark=spark, handover=handover,
-                                  lineage=lineage, kafka_start=kafka_start)  # fmt: skip
-        return without_starts_that_cannot_begin(plan, self.connectors.missing)
+        return decide_plan(
+            facts,
+            jobs,
+            prune=prune,
+            spark=self.target.spark_version(),
+            handover=self.settings.handover,
+            kafka_start=self.settings.kafka_start,
+            contracts=lambda checks: gather_contracts(
+                checks, self.storage, self.schema_cache, self.ask_spark
+            ),
+            missing=self.connectors.missing,
+        )
 
     def _gather(
         self, jobs: list[Job], include_orphans: bool, snapshot: Snapshot | None
@@ -414,30 +367,3 @@ class Deployment:
                 raise NotConfirmed("not confirmed: nothing was touched")
             yield from forget_jobs(places, surveys, self.settings.timeouts.stop, lease)
             self._refresh_index()
-
-
-def contract_checks(
-    plan: Plan, facts: list[JobFacts], jobs: list[Job], lineage: Lineage
-) -> list[Check]:
-    """The starts of `plan` whose sink's schema contract is checked (decide/contracts.py):
-    each with the manifest it starts, the one stored before, and the jobs of this deploy that
-    read its sink, with the schema they declare for it. `lineage`: the plan's; a link from a
-    desired job to another is the same in it as in the lineage of the desired `jobs` alone
-    (the stored-only jobs it adds are only ever producers or consumers of their own links,
-    and links to them are left out here)."""
-    by_name = {f.name: f for f in facts}
-    desired = {job.name: job for job in jobs}
-    checks = []
-    for decision in plan.decisions:
-        job = by_name.get(decision.name)
-        starts = [s for s in decision.steps if isinstance(s, StartRun)]
-        if job is None or not starts or not needs_check(job):
-            continue
-        readers = tuple(
-            (link.consumer, link.read_as, desired[link.consumer].tables[link.read_as].get("schema"))
-            for link in lineage.links_from(decision.name)
-            if link.consumer in desired
-            and link.read_as in desired[link.consumer].tables
-        )  # fmt: skip
-        checks.append(Check(starts[0].manifest, job.stored, readers))
-    return checks

@@ -1,0 +1,66 @@
+"""The files a command keeps beside the state folder so that the next one reads its inputs
+faster: the load cache (what unchanged job and table files read as, read/load_cache.py) and the
+SQL fingerprints (read/sqlinfo.py). Each is read as a command begins and written back once it
+is done, only once there is a state folder, never with --no-cache; a file that cannot be read
+or written costs only the time it saves."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from flink_sql_runner.host.atomic import append_to, replace_file
+from flink_sql_runner.read.load_cache import LoadCache, code_digest
+from flink_sql_runner.read.sqlinfo import use_fingerprints
+
+
+@contextmanager
+def load_cache_at(path: Path | None, state_dir: Path) -> Iterator[LoadCache | None]:
+    """The load cache kept at `path` (None: none, --no-cache) while files are read, written
+    back if it changed and they were valid: a command whose inputs are invalid touches nothing,
+    so it leaves the block with its error and nothing is written."""
+    if path is None:
+        yield None
+        return
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        raw = None
+    cache = LoadCache.from_bytes(raw)
+    yield cache
+    cache.prune(os.path.exists)
+    if cache.changed and state_dir.is_dir():
+        try:
+            appendix = cache.appendix()
+            # Appended only to a file of this code: another's may have replaced it since.
+            if appendix is None or not append_to(path, appendix, cache.head()):
+                replace_file(path, cache.to_bytes(), mode=0o600)
+        except OSError as exc:
+            print(f"warning: cannot write {path}: {exc.strerror}", file=sys.stderr)
+
+
+@contextmanager
+def fingerprints_at(path: Path | None, state_dir: Path) -> Iterator[None]:
+    """SQL fingerprints the commands before computed, kept at `path` (None: none), reused
+    while the block runs; the ones it asked for kept there after, when it computed any."""
+    known: dict[str, str] = {}
+    if path is not None:
+        try:
+            doc = json.loads(path.read_bytes())
+            if doc.get("code") == code_digest() and isinstance(doc.get("sql"), dict):
+                known = {k: v for k, v in doc["sql"].items() if isinstance(v, str)}
+        except (OSError, ValueError, AttributeError):
+            known = {}
+    fingerprints = use_fingerprints(known)
+    yield
+    if path is None or not fingerprints.computed or not state_dir.is_dir():
+        return
+    doc = {"code": code_digest(), "sql": fingerprints.kept()}
+    try:
+        replace_file(path, json.dumps(doc, separators=(",", ":")).encode(), mode=0o600)
+    except OSError as exc:
+        print(f"warning: cannot write {path}: {exc.strerror}", file=sys.stderr)
