@@ -85,14 +85,6 @@ def no_jvm_in_the_fast_lane(
         pytest.fail(f"a fast test started a JVM (java {started}): mark it spark", pytrace=False)
 
 
-@pytest.fixture(autouse=True)
-def warm_cli_in_the_fast_lane(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
-    """A fast test's CLI runs fork from a warm launcher (tests/support/warm_cli.py); the
-    other tests' start a fresh interpreter each."""
-    if request.node.get_closest_marker("fast") is not None:
-        monkeypatch.setattr(warm_cli, "WARM", True)
-
-
 def pytest_sessionfinish() -> None:
     """The worker's CLI launcher and Mermaid reader, if it started them, stopped."""
     warm_cli.stop()

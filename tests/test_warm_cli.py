@@ -1,4 +1,4 @@
-"""The fast lane's CLI runs fork from a warm launcher (tests/support/warm_cli.py): a run that way
+"""The tests' CLI runs fork from a warm launcher (tests/support/warm_cli.py): a run that way
 reads and ends as a fresh `python -m flink_sql_runner` does, and the entry points a user runs
 still answer."""
 

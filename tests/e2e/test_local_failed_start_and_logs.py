@@ -99,9 +99,13 @@ def test_a_failed_first_start_stays_in_view_and_logs_prints_the_driver_log(
         cwd=ws.root,
     )
     try:
+        assert following.stderr is not None
+        header = following.stderr.readline()  # printed before it follows: the stop comes after
+        assert header.startswith("==> ") and running_log.rsplit("/", 1)[-1] in header, header
         stop = ws.cli("stop", "bad-job", paths=False)
         assert stop.returncode == 0, stop.stderr
         out, err = following.communicate(timeout=120)  # it ends by itself with the run
+        err = header + err
     finally:
         if following.poll() is None:
             following.kill()

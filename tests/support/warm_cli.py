@@ -37,9 +37,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-#: Whether runs fork from the launcher: tests/conftest.py turns it on for the fast lane's tests
-#: (the others start Spark, whose minute dwarfs a second of start-up).
-WARM = False
+#: Whether runs fork from the launcher (`FSR_TEST_CLI=fresh` turns it off): on for every test,
+#: the scenarios' too; on two cores the second of CPU a fresh run costs is taken from the
+#: Spark drivers running beside it.
+WARM = True
 #: Environment variables read as a run starts: by the interpreter (the locale, and every
 #: variable named with a prefix of `AT_START_PREFIXES`), by a library as it is imported
 #: (prometheus_client: its created series, multiprocess mode and name validation).
