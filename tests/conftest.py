@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import warm_cli
+from tests.support import scratch, warm_cli
 from tests.support.diagrams import stop_reader
 from tests.support.isolation import changes, fingerprint
 from tests.support.jvm import quicken
@@ -83,6 +83,17 @@ def no_jvm_in_the_fast_lane(
         with open(asked, encoding="utf-8") as handle:
             started = handle.readline().rstrip("\n")[:200]
         pytest.fail(f"a fast test started a JVM (java {started}): mark it spark", pytrace=False)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Spark's scratch files (`spark.local.dir`, the JVMs' `java.io.tmpdir`: shuffle and block
+    folders, native libraries unpacked) go to one folder of this run, removed at its end, not to
+    /tmp, where every driver a test kills would leave its own (tests/support/scratch.py)."""
+    scratch.begin(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    scratch.end(config)
 
 
 def pytest_sessionfinish() -> None:
