@@ -15,13 +15,13 @@ from typing import Any
 
 from flink_sql_runner.decide.contracts import needs_check
 from flink_sql_runner.decide.decisions import Plan
-from flink_sql_runner.decide.lineage import Lineage
-from flink_sql_runner.decide.plan import build_plan, plan_lineage
+from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.gather.schemas import Check
 from flink_sql_runner.model.contracts import ContractFacts
 from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.lineage import Lineage, plan_lineage
 from flink_sql_runner.read.kafka_start import KafkaStart
 from flink_sql_runner.read.manifest import Job
 

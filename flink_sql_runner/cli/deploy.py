@@ -34,13 +34,13 @@ from flink_sql_runner.cli.original_flags import (
     original_options,
 )
 from flink_sql_runner.decide.decisions import Plan
-from flink_sql_runner.decide.lineage import build_lineage
 from flink_sql_runner.errors import (
     EXIT_CHANGES_PENDING,
     EXIT_FAILED,
     EXIT_OK,
 )
 from flink_sql_runner.host import collector
+from flink_sql_runner.model.lineage import build_lineage
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.render.markdown import plan_markdown
 from flink_sql_runner.render.plan import plan_json, plan_text, results_text

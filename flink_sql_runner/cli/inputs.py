@@ -22,7 +22,6 @@ from flink_sql_runner.cli.original_flags import (
     original_options,
 )
 from flink_sql_runner.decide.contracts import declared_conflicts
-from flink_sql_runner.decide.lineage import build_lineage
 from flink_sql_runner.errors import (
     EXIT_FAILED,
     EXIT_OK,
@@ -30,6 +29,7 @@ from flink_sql_runner.errors import (
     Problem,
 )
 from flink_sql_runner.host import collector
+from flink_sql_runner.model.lineage import build_lineage
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.read.paths import SourceCheck
 from flink_sql_runner.render.lineage import OUTPUTS as LINEAGE_OUTPUTS

@@ -29,10 +29,10 @@ from flink_sql_runner._runner.schema_rules import (
     reader_conflicts,
 )
 from flink_sql_runner.decide.decisions import Action, Decision, SchemaReport
-from flink_sql_runner.decide.lineage import Lineage
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.model.contracts import ALLOW, FAIL, ContractFacts
 from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.lineage import Lineage
 from flink_sql_runner.read.columns import parse_columns
 from flink_sql_runner.read.manifest import Job
 

@@ -19,9 +19,9 @@ from dataclasses import replace
 from typing import Any
 
 from flink_sql_runner.decide.decisions import Decision, Impact
-from flink_sql_runner.decide.lineage import Lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
 from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.lineage import Lineage
 from flink_sql_runner.read.template import resolve_placeholders
 
 CONSISTENT = "consistent"

@@ -14,26 +14,15 @@ from typing import NamedTuple
 from flink_sql_runner.decide import pipeline
 from flink_sql_runner.decide.changes import unchanged
 from flink_sql_runner.decide.decisions import Action, Decision, Plan
-from flink_sql_runner.decide.lineage import Lineage, build_lineage
 from flink_sql_runner.decide.steps import StartRun, StopRun
 from flink_sql_runner.decide.tree import decide, describe_runs, error
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, warm
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
+from flink_sql_runner.model.lineage import Lineage, plan_lineage
 from flink_sql_runner.model.stored import StoredManifest, Token
 from flink_sql_runner.read.kafka_start import KafkaStart
 from flink_sql_runner.read.sinks import SinkId, SinkIndex, target_sink
-
-
-def plan_lineage(facts: list[JobFacts]) -> Lineage:
-    """The lineage a plan follows: the desired jobs, and the stored manifests of the jobs no
-    longer desired (they may still run). It depends on nothing else of the facts, so a caller
-    that plans twice over the same jobs (or checks contracts between) builds it once."""
-    ordered = sorted(facts, key=lambda f: f.name)
-    return build_lineage(
-        [f.desired for f in ordered if f.desired is not None],
-        stored={f.name: f.stored for f in ordered if f.stored is not None},
-    )
 
 
 def checkpoint_unused(facts: JobFacts) -> bool:
@@ -72,8 +61,9 @@ def build_plan(
     clean as a new version names what happens downstream of it.
     `spark`: the Spark version the target will run jobs on, when it can tell. `handover`: how
     a change of a running job is carried out when the job does not say (decide/warm.py).
-    `lineage`: `plan_lineage(facts)` when the caller has it already. `kafka_start`: where a new
-    version's Kafka sources start, for every job of the deploy (decide/offsets.py)."""
+    `lineage`: `plan_lineage(facts)` (model/lineage.py) when the caller has it already.
+    `kafka_start`: where a new version's Kafka sources start, for every job of the deploy
+    (decide/offsets.py)."""
     ordered = sorted(facts, key=lambda f: f.name)
     by_name = {f.name: f for f in ordered}
     if lineage is None:

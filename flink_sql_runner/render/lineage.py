@@ -13,7 +13,7 @@ import json
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from flink_sql_runner.decide.lineage import FOLDER, Lineage, TableNode
+from flink_sql_runner.model.lineage import FOLDER, Lineage, TableNode
 from flink_sql_runner.read.sinks import SinkId
 
 OUTPUTS = ("text", "json", "mermaid", "dot")

@@ -20,7 +20,7 @@ from typing import Any
 
 from flink_sql_runner.decide.changes import Change
 from flink_sql_runner.decide.decisions import Action, Decision, Plan, SchemaReport
-from flink_sql_runner.decide.lineage import Lineage
+from flink_sql_runner.model.lineage import Lineage
 from flink_sql_runner.read.secrets import MASK, mask
 from flink_sql_runner.render.lineage import mermaid_diagram
 

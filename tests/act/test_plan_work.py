@@ -10,10 +10,10 @@ import pytest
 
 from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.settings import Settings
-from flink_sql_runner.decide import lineage as lineage_module
 from flink_sql_runner.decide import plan as plan_module
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.gather import schemas as schemas_module
+from flink_sql_runner.model import lineage as lineage_module
 from tests.support.graphs import pipeline_job
 from tests.support.jobs import fake_world
 
@@ -56,7 +56,7 @@ def test_the_lineage_is_built_once_though_the_plan_is_decided_twice(
     deployment, storage = deployment_on_fakes()
     storage.files["/data/a/part-0.parquet"] = "PAR1"  # a new job into a sink with files
     jobs = [pipeline_job("a", "/in", "/data/a"), pipeline_job("b", "/data/a", "/data/b")]
-    builds = counted(monkeypatch, plan_module, "build_lineage")
+    builds = counted(monkeypatch, lineage_module, "build_lineage")
     decided = counted(monkeypatch, plan_module, "decide")  # each job's tree, per plan
     plan = deployment.plan(jobs)
     assert decided[0] == 2 * len(jobs), "decided twice: after the contract was gathered"

@@ -9,11 +9,11 @@ from dataclasses import replace
 
 from flink_sql_runner.decide.contracts import declared_conflicts, judge, needs_check
 from flink_sql_runner.decide.decisions import Action
-from flink_sql_runner.decide.lineage import build_lineage
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import StartRun, StopRun
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.contracts import ContractFacts, Known, Reader, SinkHolds
+from flink_sql_runner.model.lineage import build_lineage
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.render.markdown import plan_markdown

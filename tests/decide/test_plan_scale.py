@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from flink_sql_runner.decide.lineage import build_lineage
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.lineage import build_lineage
 from flink_sql_runner.read import sinks as sinks_module
 from flink_sql_runner.read.sinks import SinkId, SinkIndex
 from tests.support.graphs import pipeline_job, stored

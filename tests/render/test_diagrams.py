@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from flink_sql_runner.decide.lineage import Lineage, build_lineage
+from flink_sql_runner.model.lineage import Lineage, build_lineage
 from flink_sql_runner.render.lineage import (
     MERMAID_MAX_EDGES,
     lineage_dot,

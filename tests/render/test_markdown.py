@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.decide.decisions import Plan
-from flink_sql_runner.decide.lineage import Lineage, build_lineage
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.model.lineage import Lineage, build_lineage
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.render.markdown import MARKER, MAX_LENGTH, code, plan_markdown, text

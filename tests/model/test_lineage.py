@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from flink_sql_runner.decide import lineage as lineage_module
-from flink_sql_runner.decide.lineage import build_lineage
+from flink_sql_runner.model import lineage as lineage_module
+from flink_sql_runner.model.lineage import build_lineage
 from tests.support.graphs import catalog, chain, folder, job, stored
 
 
@@ -248,7 +248,7 @@ def test_no_jobs_no_lineage() -> None:
 
 
 def test_the_writers_of_a_place_many_jobs_read_are_looked_for_once(monkeypatch) -> None:
-    from flink_sql_runner.decide import lineage as lineage_module
+    from flink_sql_runner.model import lineage as lineage_module
 
     looked: list[Any] = []
     writers_at = lineage_module._Writers._writers_at

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.catalog import Catalog
 from flink_sql_runner.read.manifest import Job
@@ -470,6 +471,17 @@ def build_lineage(
         _cycle_of={name: cycle for cycle in reversed(cycles) for name in cycle},
         _into={name: tuple(found) for name, found in into.items()},
         _from={name: tuple(found) for name, found in out.items()},
+    )
+
+
+def plan_lineage(facts: list[JobFacts]) -> Lineage:
+    """The lineage a plan follows: the desired jobs, and the stored manifests of the jobs no
+    longer desired (they may still run). It depends on nothing else of the facts, so a caller
+    that plans twice over the same jobs (or checks contracts between) builds it once."""
+    ordered = sorted(facts, key=lambda f: f.name)
+    return build_lineage(
+        [f.desired for f in ordered if f.desired is not None],
+        stored={f.name: f.stored for f in ordered if f.stored is not None},
     )
 
 
