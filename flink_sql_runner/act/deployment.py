@@ -22,19 +22,20 @@ from flink_sql_runner.act.forget import (
     would_forget,
 )
 from flink_sql_runner.act.input_caches import fingerprints_at, load_cache_at
-from flink_sql_runner.act.planning import decide_plan
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.act.settings import Settings, make_target
 from flink_sql_runner.act.stop import StopResult, stop_jobs
 from flink_sql_runner.decide.decisions import Plan
-from flink_sql_runner.decide.plan import checkpoint_unused
+from flink_sql_runner.decide.plan import build_plan, checkpoint_unused
+from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
-from flink_sql_runner.gather.schemas import Ask, gather_contracts, run_probe
+from flink_sql_runner.gather.schemas import Ask, run_probe, with_contracts
 from flink_sql_runner.gather.store_ahead import StoreAhead
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.lineage import Lineage, plan_lineage
 from flink_sql_runner.model.stored import Stored
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.read.load_cache import LoadCache
@@ -221,27 +222,28 @@ class Deployment:
     def _decided(
         self, jobs: list[Job], include_orphans: bool, prune: bool, snapshot: Snapshot | None
     ) -> Plan:
-        """Facts gathered (from `snapshot` when given, else a listing now), then decided
-        (act/planning.py), the changed queries' writes checked against their sinks."""
-        facts = self._gather(jobs, include_orphans, snapshot)
+        """Every fact gathered (from `snapshot` when given, else a listing now), the sinks'
+        contracts of the jobs whose start could change what they write among them; then the
+        plan decided once, and its starts that cannot begin held back."""
+        facts, lineage = self._gather(jobs, include_orphans, snapshot)
         mark("gathered")
-        return decide_plan(
+        plan = build_plan(
             facts,
-            jobs,
             prune=prune,
             spark=self.target.spark_version(),
             handover=self.settings.handover,
+            lineage=lineage,
             kafka_start=self.settings.kafka_start,
-            contracts=lambda checks: gather_contracts(
-                checks, self.storage, self.schema_cache, self.ask_spark
-            ),
-            missing=self.connectors.missing,
         )
+        return without_starts_that_cannot_begin(plan, self.connectors.missing)
 
     def _gather(
         self, jobs: list[Job], include_orphans: bool, snapshot: Snapshot | None
-    ) -> list[JobFacts]:
-        return gather(
+    ) -> tuple[list[JobFacts], Lineage]:
+        """The facts of every job, the contract facts of their sinks among them
+        (gather/schemas.py), and the plan's lineage: built once, for the sinks' readers (its
+        links) and the plan, which follows it."""
+        facts = gather(
             jobs,
             self.store,
             self.target,
@@ -252,6 +254,9 @@ class Deployment:
             snapshot=snapshot,
             checkpoint_unused=checkpoint_unused,
         )
+        lineage = plan_lineage(facts)
+        facts = with_contracts(facts, lineage, self.storage, self.schema_cache, self.ask_spark)
+        return facts, lineage
 
     @property
     def connectors(self) -> Connectors:

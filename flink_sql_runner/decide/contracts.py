@@ -1,7 +1,8 @@
 """A query change never breaks its sink's readers: the schema a new run would write, judged
 against what the sink holds, what the catalog declares and what the jobs reading it declare,
-under the job's `on-schema-change` policy. Pure: the facts come from gather/schemas.py, the rules
-from runner/schema_rules.py (the same rules a run checks before its first write).
+under the job's `on-schema-change` policy. Pure: the facts come from gather/schemas.py, gathered
+before deciding for the jobs whose start could change what they write, the rules from
+runner/schema_rules.py (the same rules a run checks before its first write).
 
 - `additive` (the default): a new column deploys; a change readers of the data already there
   cannot read (a type changed, a column dropped, renamed, or moved in a positional format) is
@@ -19,13 +20,11 @@ checks its sink again before its first write.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from flink_sql_runner._runner.schema_rules import (
     compare,
     describe,
     kafka_conflicts,
-    kafka_headers,
     reader_conflicts,
 )
 from flink_sql_runner.decide.decisions import Action, Decision, SchemaReport
@@ -35,42 +34,6 @@ from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.lineage import Lineage
 from flink_sql_runner.read.columns import parse_columns
 from flink_sql_runner.read.manifest import Job
-
-#: Fields of a job that shape what it writes: a change of any of them is checked.
-OUTPUT_FIELDS = ("sql", "code", "source-tables", "target-table", "metadata-columns")
-#: Fields of a source table that shape the columns it gives.
-SOURCE_SHAPE = ("format", "table", "schema", "watermark")
-
-
-def needs_check(facts: JobFacts) -> bool:
-    """Whether a start for this job could write another schema than its sink holds: a new job,
-    or a change of what shapes its output (the query, its tables, the metadata columns)."""
-    desired, stored = facts.desired, facts.stored
-    if desired is None or desired.desired_state == "stopped" or facts.problem:
-        return False
-    if stored is None:
-        return True
-    spec = desired.spec
-    old, tables = desired.resolved(stored.job, stored.tables)
-    if any(spec.get(key) != old.get(key) for key in OUTPUT_FIELDS):
-        return True
-    target = str(spec.get("target-table"))
-    if desired.tables.get(target) != tables.get(target):
-        return True
-    return any(
-        _source_columns(desired.tables.get(name)) != _source_columns(tables.get(name))
-        for name in {*desired.tables, *tables} - {target}
-    )
-
-
-def _source_columns(table: dict[str, Any] | None) -> tuple[Any, ...]:
-    """What of a source table shapes the columns it gives. Its options (a rate limit, a path)
-    do not, but for a Kafka source's `includeHeaders`: true adds a `headers` column, as in
-    Spark (and in the plan's analysis, runner/schema_probe.py)."""
-    table = table or {}
-    kafka = str(table.get("format", "")).lower() == "kafka"
-    headers = kafka and kafka_headers(table.get("options") or {})
-    return (*(table.get(key) for key in SOURCE_SHAPE), headers)
 
 
 def judge(facts: ContractFacts) -> SchemaReport:
@@ -132,15 +95,20 @@ def judge(facts: ContractFacts) -> SchemaReport:
 
 
 def check(decision: Decision, facts: JobFacts) -> Decision:
-    """The decision with its schema report; a start the report refuses becomes a `refused`
-    decision without steps: nothing is stopped or started."""
-    if facts.contract is None or not any(isinstance(s, StartRun) for s in decision.steps):
+    """The decision with its schema report, from the contract facts gathered for the version
+    its start takes; a start the report refuses becomes a `refused` decision without steps:
+    nothing is stopped or started."""
+    if not facts.contracts:
         return decision
-    report = judge(facts.contract)
+    start = next((s for s in decision.steps if isinstance(s, StartRun)), None)
+    contract = facts.contract_for(start.manifest.meta.query_version) if start else None
+    if contract is None:
+        return decision
+    report = judge(contract)
     if not report.refused:
         return replace(decision, schema=report)
     version = facts.stored.meta.query_version if facts.stored else None
-    why = _refusal(report, facts.contract)
+    why = _refusal(report, contract)
     return replace(
         decision,
         action=Action.REFUSED,

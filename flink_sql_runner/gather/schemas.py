@@ -8,26 +8,38 @@ what sinks with files hold (the runner's claims, a parquet or orc footer). Resul
 only on their inputs (a query's output, a declared schema) are cached in the state folder by the
 hash of those inputs, Spark's version and the runner's; a plan whose queries were analysed before
 and whose sinks are empty starts no Spark at all.
+
+They are gathered before anything is decided (`with_contracts`), for the jobs whose start could
+change what they write (`changes_output`), from the job as read and its stored manifest: what a
+query writes does not depend on its version's number or checkpoint. Where the sink is does,
+when its path holds `{query_version}`: a restart writes the stored version's place, a new version
+its own, so such a sink's facts are gathered for each version the job's start could take
+(`start_versions`), and the plan judges the one its start has (decide/contracts.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from flink_sql_runner._runner.schema_rules import kafka_headers
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.spark_child import run_child
 from flink_sql_runner.host.atomic import write_atomically
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.contracts import ContractFacts, Known, Reader, SinkHolds
 from flink_sql_runner.model.control import ControlFiles
+from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.lineage import Lineage
 from flink_sql_runner.model.runtime import resolved_table, runtime_manifest, source_tables
-from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
+from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.read.paths import holds_paths
 from flink_sql_runner.read.sinks import normalise_path, schema_policy
 from flink_sql_runner.stores.storage import Storage, StorageError
@@ -38,15 +50,21 @@ PROBE_TIMEOUT = 600.0
 NOT_ANALYSED = "not analysed: a new location holds nothing it could break"
 #: The creation time every analysed query is given: any time is cast to the same timestamp type.
 _ANY_TIME = "2000-01-01T00:00:00Z"
-#: Fields of a runtime manifest that say nothing about what its query writes.
+#: Fields of a runtime manifest that say nothing about what its query writes (its version's
+#: control files among them).
 _RUN_FIELDS = ("run-id", "stop-marker", "status-file", "runs-file", "checkpoint-location",
-               "on-schema-change")  # fmt: skip
+               "on-schema-change", "beacon-file", "beat-file")  # fmt: skip
+#: Fields of a job that shape what it writes: a change of any of them is checked.
+OUTPUT_FIELDS = ("sql", "code", "source-tables", "target-table", "metadata-columns")
+#: Fields of a source table that shape the columns it gives.
+SOURCE_SHAPE = ("format", "table", "schema", "watermark")
 
 
 @dataclass(frozen=True)
 class Check:
-    """One start to check: the manifest it would start with, the one stored before (None for a
-    new job), and the jobs of the deploy that read its sink."""
+    """One start to check: the manifest it would start with (the job as read, at a version its
+    start could take), the one stored before (None for a new job), and the jobs of the deploy
+    that read its sink."""
 
     manifest: StoredManifest
     previous: StoredManifest | None
@@ -57,20 +75,135 @@ class Check:
 Ask = Callable[[dict[str, Any]], tuple[dict[str, Any], str | None]]
 
 
-def gather_contracts(
-    checks: Iterable[Check],
+def changes_output(facts: JobFacts) -> bool:
+    """Whether a start for this job could write another schema than its sink holds: a new job,
+    or a change of what shapes its output (the query, its tables, the metadata columns). Not a
+    job that cannot be decided, or whose runs cannot be told (decide/tree.py starts neither)."""
+    desired, stored = facts.desired, facts.stored
+    if desired is None or desired.desired_state == "stopped" or facts.problem or facts.unknown:
+        return False
+    if stored is None:
+        return True
+    spec = desired.spec
+    old, tables = desired.resolved(stored.job, stored.tables)
+    if any(spec.get(key) != old.get(key) for key in OUTPUT_FIELDS):
+        return True
+    target = str(spec.get("target-table"))
+    if desired.tables.get(target) != tables.get(target):
+        return True
+    return any(
+        _source_columns(desired.tables.get(name)) != _source_columns(tables.get(name))
+        for name in {*desired.tables, *tables} - {target}
+    )
+
+
+def _source_columns(table: dict[str, Any] | None) -> tuple[Any, ...]:
+    """What of a source table shapes the columns it gives. Its options (a rate limit, a path)
+    do not, but for a Kafka source's `includeHeaders`: true adds a `headers` column, as in
+    Spark (and in the plan's analysis, runner/schema_probe.py)."""
+    table = table or {}
+    kafka = str(table.get("format", "")).lower() == "kafka"
+    headers = kafka and kafka_headers(table.get("options") or {})
+    return (*(table.get(key) for key in SOURCE_SHAPE), headers)
+
+
+def start_versions(facts: JobFacts) -> tuple[int, ...]:
+    """Every version a start of this job could take, as decide/tree.py numbers them: a restart
+    keeps the stored version, or the one an interrupted start recorded (once adopted); a clean
+    start takes the next after the highest of those and of its checkpoint folders. Two for a
+    job stored before (a restart's, a new version's), one for a new job."""
+    known = [facts.stored.meta.query_version] if facts.stored is not None else []
+    highest = [facts.checkpoint.highest_version if facts.checkpoint is not None else 0]
+    if facts.intent is not None:
+        known.append(facts.intent.intent.version)
+        if facts.intent.checkpoint is not None:
+            highest.append(facts.intent.checkpoint.highest_version)
+    least = 0 if facts.stored is None else 1  # a stored job's next is after a version it has
+    clean = {
+        max((*versions, top)) + 1
+        for top in highest
+        for n in range(least, len(known) + 1)
+        for versions in combinations(known, n)
+    }
+    return tuple(sorted({*known, *clean}))
+
+
+def with_contracts(
+    facts: list[JobFacts],
+    lineage: Lineage,
     storage: Storage,
     cache_dir: Path | None,
     ask: Ask | None = None,
-) -> dict[str, ContractFacts]:
-    """The contract facts of each check whose sink can be checked, by job name: a sink that
-    holds files, or, for a job deployed before, a sink with a declared schema, readers that
-    declare one, or a Kafka topic. A new job into an empty sink is not analysed: nothing there
-    can break (the plan's cost stays that of reading the store). `ask` is the runner's probe
-    in a child process unless given."""
+) -> list[JobFacts]:
+    """`facts`, each job whose start could change what it writes (`changes_output`) with the
+    contract facts of its sink (`JobFacts.contracts`): one for a start of any version, or one
+    per version of `start_versions` where the sink's place depends on it. Its readers are the
+    desired jobs that read its sink in `lineage` (the plan's), with the schema they declare
+    for it. One probe for them all (`gather_contracts`)."""
+    desired = {f.name: f.desired for f in facts if f.desired is not None}
+    checks: list[Check] = []
+    for job in facts:
+        if job.desired is None or not changes_output(job):
+            continue
+        readers = tuple(
+            (link.consumer, link.read_as, desired[link.consumer].tables[link.read_as].get("schema"))
+            for link in lineage.links_from(job.name)
+            if link.consumer in desired
+            and link.read_as in desired[link.consumer].tables
+        )  # fmt: skip
+        spec, tables = job.desired.spec, job.desired.tables
+        versions = start_versions(job)
+        # A sink whose place cannot follow the version is checked once, for any start.
+        for version in versions if _place_may_follow_version(job.desired) else versions[-1:]:
+            start = StoredManifest(spec, tables, Meta(version, "plan", _ANY_TIME))
+            checks.append(Check(start, job.stored, readers))
+    if not checks:
+        return facts
+    found: dict[str, list[ContractFacts | None]] = {}
+    contracts = gather_contracts(checks, storage, cache_dir, ask)
+    for check, contract in zip(checks, contracts, strict=True):
+        version = check.manifest.meta.query_version
+        found.setdefault(check.manifest.name, []).append(
+            replace(contract, version=version) if contract is not None else None
+        )
+    return [replace(f, contracts=_by_version(found[f.name])) if f.name in found else f
+            for f in facts]  # fmt: skip
+
+
+def _place_may_follow_version(job: Job) -> bool:
+    """Whether the job's sink table holds what its version resolves: `{query_version}`, or
+    an environment variable (its value may)."""
+    target = job.tables.get(str(job.spec.get("target-table")))
+    text = json.dumps(target, default=str)
+    return "{query_version}" in text or "${" in text
+
+
+def _by_version(found: list[ContractFacts | None]) -> tuple[ContractFacts, ...]:
+    """One job's contract facts: one for every version where they do not depend on it."""
+    first = replace(found[0], version=None) if found[0] is not None else None
+    if all((replace(c, version=None) if c is not None else None) == first for c in found):
+        return (first,) if first is not None else ()
+    return tuple(c for c in found if c is not None)
+
+
+def gather_contracts(
+    checks: list[Check],
+    storage: Storage,
+    cache_dir: Path | None,
+    ask: Ask | None = None,
+) -> list[ContractFacts | None]:
+    """The contract facts of each check whose sink can be checked, in the checks' order (None
+    where there is nothing to check): a sink that holds files, or, for a job deployed before,
+    a sink with a declared schema, readers that declare one, or a Kafka topic. A new job into
+    an empty sink is not analysed: nothing there can break (the plan's cost stays that of
+    reading the store). The checks of one job (its start's versions) share one analysis of its
+    query. `ask` is the runner's probe in a child process unless given."""
     probe: _Probe | None = None  # made once needed: it imports pyspark and hashes the runner
-    staged: dict[str, tuple[Check, dict[str, Any], str, str | None, bool, str | None]] = {}
-    for check in checks:
+    staged: dict[int, tuple[Check, dict[str, Any], str, str | None, bool, str | None]] = {}
+    analysed: dict[
+        str, dict[str, Any]
+    ] = {}  # by job: the runtime manifest its query is analysed in
+    for index, check in enumerate(checks):
         if check.previous is None and _new_into_nothing(check.manifest, storage):
             continue  # the look below would skip it too, after building its runtime manifest
         try:
@@ -89,11 +222,13 @@ def gather_contracts(
         moved = _moved_from(check, sink)
         if not analyse and moved is None:
             continue  # nothing written there yet, and a new job: nothing to break
-        staged[check.manifest.name] = (check, doc, sink, fmt, analyse, moved)
+        staged[index] = (check, doc, sink, fmt, analyse, moved)
         if not analyse:
             continue  # a new location, empty: said, with where its readers must move
         probe = probe or _Probe(cache_dir, ask or run_probe)
-        probe.want_job(doc)
+        if check.manifest.name not in analysed:
+            analysed[check.manifest.name] = doc
+            probe.want_job(doc)
         if target.get("schema"):
             probe.want_ddl(str(target["schema"]))
         for _, _, ddl in check.readers:
@@ -101,20 +236,22 @@ def gather_contracts(
                 probe.want_ddl(ddl)
         if holds_files:
             probe.want_sink(fmt, sink)
+    found: list[ContractFacts | None] = [None] * len(checks)
     if not staged:
-        return {}
+        return found
     probe = probe or _Probe(cache_dir, ask or run_probe)
     probe.run()
-    found = {}
-    for name, (check, doc, sink, fmt, analyse, moved) in staged.items():
+    for index, (check, doc, sink, fmt, analyse, moved) in staged.items():
         target = doc["tables"][doc["target-table"]]
         policy, policy_from = schema_policy(check.manifest.job, check.manifest.tables)
-        found[name] = ContractFacts(
+        found[index] = ContractFacts(
             sink=sink,
             format=fmt,
             policy=policy,
             policy_from=policy_from,
-            output=probe.job(doc) if analyse else Known(unknown=NOT_ANALYSED),
+            output=probe.job(analysed[check.manifest.name])
+            if analyse
+            else Known(unknown=NOT_ANALYSED),
             holds=_holds(probe, target, fmt, sink),
             declared=probe.ddl(str(target["schema"])) if target.get("schema") else None,
             readers=tuple(

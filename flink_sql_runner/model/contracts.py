@@ -1,7 +1,8 @@
 """The facts a sink's schema contract is checked on, for one job whose start would change what
 it writes: the schema its new run would write, what the sink's files already hold, what the
-catalog declares, who reads the sink, and the job's policy. gather/schemas.py reads them (a
-Spark analysis of the query, the sink's own metadata); decide/contracts.py judges them.
+catalog declares, who reads the sink, and the job's policy. gather/schemas.py reads them before
+anything is decided (a Spark analysis of the query, the sink's own metadata), for each version
+the job's start could take where its sink depends on it; decide/contracts.py judges them.
 
 A schema is a tuple of fields `{"name", "type", "nullable"}`, the type as Spark's
 `simpleString` (runner/schema_rules.py owns the rules on them).
@@ -83,3 +84,7 @@ class ContractFacts:
     moved_from: str | None = None
     #: The Spark version the analysis ran on.
     spark: str | None = None
+    #: The version of the start these facts are of, when where its sink is depends on it
+    #: (`{query_version}` in the sink's path: a restart and a new version write two places);
+    #: None: a start of any version writes this sink.
+    version: int | None = None

@@ -65,13 +65,22 @@ class JobFacts:
     #: the job passes it back, so it lands only on what was decided on.
     token: Token = ABSENT
     #: The schema contract of its sink, for a job whose start could change what it writes
-    #: (gathered only for those, and only by commands that start jobs).
-    contract: ContractFacts | None = None
+    #: (gathered only for those, and only by commands that start jobs, before deciding): one
+    #: for a start of any version, or one per version its start could take when its sink's
+    #: place depends on the version (`contract_for`).
+    contracts: tuple[ContractFacts, ...] = ()
     #: The desired job and the stored manifest, when gather found them the same field for
     #: field (decide/changes.py::unchanged), so that the plan does not compare them again. Kept
     #: with the two it is about: facts made with another desired job or stored manifest
     #: (`replace`) are compared anew.
     found_same: tuple[Job, StoredManifest] | None = field(default=None, repr=False, compare=False)
+
+    def contract_for(self, version: int) -> ContractFacts | None:
+        """The contract facts of a start of `version`; None when none were gathered for it."""
+        for contract in self.contracts:
+            if contract.version is None or contract.version == version:
+                return contract
+        return None
 
     # The runs by liveness are asked many times of each job (gather, the tree, the one writer
     # per sink); its facts do not change, so they are found once.

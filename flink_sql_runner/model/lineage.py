@@ -476,8 +476,9 @@ def build_lineage(
 
 def plan_lineage(facts: list[JobFacts]) -> Lineage:
     """The lineage a plan follows: the desired jobs, and the stored manifests of the jobs no
-    longer desired (they may still run). It depends on nothing else of the facts, so a caller
-    that plans twice over the same jobs (or checks contracts between) builds it once."""
+    longer desired (they may still run). It depends on nothing else of the facts: built once
+    per plan, before the sinks' contracts are gathered (their readers are its links) and
+    handed to the plan (decide/plan.py)."""
     ordered = sorted(facts, key=lambda f: f.name)
     return build_lineage(
         [f.desired for f in ordered if f.desired is not None],

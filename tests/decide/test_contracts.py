@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from flink_sql_runner.decide.contracts import declared_conflicts, judge, needs_check
+from flink_sql_runner.decide.contracts import declared_conflicts, judge
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import StartRun, StopRun
@@ -51,7 +51,9 @@ def plan_with(contract_facts: ContractFacts | None, desired: Job = QUERY, runnin
         target.add_run(Run("orders", 1, "run-1", "pid 42"))
     storage.add_checkpoint(f"{ROOT}/orders/1", 3)
     facts = gather([desired], store, target, storage, workers=1)
-    return build_plan([replace(x, contract=contract_facts) for x in facts])
+    return build_plan(
+        [replace(x, contracts=(contract_facts,) if contract_facts else ()) for x in facts]
+    )
 
 
 def test_a_type_change_is_refused_and_nothing_is_stopped_or_started() -> None:
@@ -165,32 +167,6 @@ def test_a_declared_sink_schema_and_kafkas_contract_are_checked() -> None:
     assert "Kafka's sink takes string or binary" in kafka.conflicts[0]
 
 
-def test_which_starts_are_checked() -> None:
-    store_only = gather([BASE], FakeStore(), FakeTarget(), FakeStorage(), workers=1)[0]
-    assert needs_check(store_only)  # a new job: its sink may hold an earlier job's files
-    store = FakeStore()
-    store.put(stored_of(BASE))
-    facts = gather(
-        [BASE, make_job(name="b", sql="SELECT id FROM src")],
-        store,
-        FakeTarget(),
-        FakeStorage(),
-        workers=1,
-    )
-    by_name = {x.name: x for x in facts}
-    assert not needs_check(by_name["orders"])
-    assert needs_check(by_name["b"])  # a new job
-    store.put(stored_of(make_job(name="c")))
-
-    def facts_of(job: Job):
-        found = gather([job], store, FakeTarget(), FakeStorage(), workers=1)
-        return next(x for x in found if x.name == job.name)
-
-    # A description changes no column's type; metadata columns switched off drop six.
-    assert not needs_check(facts_of(make_job(name="c", description="x")))
-    assert needs_check(facts_of(make_job(name="c", **{"metadata-columns": {"enabled": False}})))
-
-
 def test_the_plan_shows_the_schema_per_sink_in_json_text_and_markdown() -> None:
     retyped = (f("value", "string"), f("tick_time", "timestamp"), *META, f("tag", "string"))
     plan = plan_with(contract(output=retyped, readers=(Reader("audit", "raw"),)))
@@ -247,37 +223,3 @@ def test_a_new_not_null_column_is_refused_and_said_so() -> None:
     assert decision.action is Action.REFUSED
     assert "+ tag string NOT NULL (older files lack it: readers fail)" in plan_text(plan)
     assert json.loads(plan_json(plan))["jobs"][0]["schema"]["required"] == ["tag"]
-
-
-def test_kafka_headers_included_give_a_column_and_are_analysed() -> None:
-    """Issue 40, item 6: `includeHeaders` true adds a `headers` column to a Kafka source (Spark's
-    KafkaRecordToRowConverter); the plan took it for an option that gives the same columns,
-    and only the run's check before its first write saw the new column."""
-    kafka = {"format": "kafka", "options": {"subscribe": "orders",
-             "kafka.bootstrap.servers": "k:9092"}}  # fmt: skip
-    before = make_job(sql="SELECT * FROM src", tables={"src": kafka})
-    store = FakeStore()
-    store.put(stored_of(before))
-
-    def checked(options: dict) -> bool:
-        job = make_job(sql="SELECT * FROM src", tables={"src": {**kafka, "options": options}})
-        (facts,) = gather([job], store, FakeTarget(), FakeStorage(), workers=1)
-        return needs_check(facts)
-
-    for value in (True, "true", "TRUE"):
-        assert checked({**kafka["options"], "includeHeaders": value})
-        assert checked({**kafka["options"], "INCLUDEHEADERS": value}), "keys without case"
-    assert not checked({**kafka["options"], "includeHeaders": "false"}), "no column: same columns"
-    assert not checked({**kafka["options"], "maxOffsetsPerTrigger": 100})
-
-
-def test_a_sources_options_alone_are_not_analysed() -> None:
-    """A rate limit or a path gives the same columns: a config change starts no Spark."""
-    store = FakeStore()
-    store.put(stored_of(BASE))
-    limited = make_job(tables={"src": {**BASE.tables["src"], "options": {"path": "/in2"}}})
-    (facts,) = gather([limited], store, FakeTarget(), FakeStorage(), workers=1)
-    assert not needs_check(facts)
-    typed = make_job(tables={"src": {**BASE.tables["src"], "schema": "id STRING, ts TIMESTAMP"}})
-    (facts,) = gather([typed], store, FakeTarget(), FakeStorage(), workers=1)
-    assert needs_check(facts)

@@ -12,11 +12,11 @@ import yaml
 
 from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.settings import Settings
-from flink_sql_runner.decide.contracts import needs_check
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import Record
 from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.gather.schemas import changes_output
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.catalog import load_catalog
@@ -75,7 +75,7 @@ def test_a_stored_relative_path_is_no_change_from_its_resolution(desired: Job):
     facts, decision = decide(desired, as_deployed_before(desired), running=True)
     assert decision.action is Action.NOOP, decision.reason
     assert decision.changes == ()
-    assert not needs_check(facts)
+    assert not changes_output(facts)
 
 
 def test_its_next_start_records_the_paths_absolute(desired: Job):

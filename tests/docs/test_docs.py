@@ -761,7 +761,7 @@ def test_a_refused_schema_change_reads_as_the_samples_show() -> None:
         readers=(Reader("copy", "tick_stream", Known(v1)),),
     )
     facts = gather([changed], store, target, storage, workers=1)
-    text = plan_text(build_plan([replace(fact, contract=contract) for fact in facts]))
+    text = plan_text(build_plan([replace(fact, contracts=(contract,)) for fact in facts]))
     for name in ("schema-refused", "schema-refused-excerpt"):
         same(sample(name), text.split("\n\n")[0])
 

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.gather.schemas import Check, gather_contracts
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.gather.schemas import Check, changes_output, gather_contracts
 from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.stores.storage import FileStorage
-from tests.support.jobs import make_job, stored_of
+from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
+from tests.support.jobs import BASE, make_job, stored_of
 
 V1 = [{"name": "id", "type": "bigint", "nullable": True}]
 
@@ -49,7 +52,7 @@ def probe() -> Probe:
 
 def test_a_new_job_into_an_empty_sink_starts_no_spark(tmp_path: Path, probe: Probe) -> None:
     found = gather_contracts([check_into(tmp_path / "out", version=1)], FileStorage(), None, probe)
-    assert found == {} and probe.requests == []
+    assert found == [None] and probe.requests == []
 
 
 def test_queries_are_analysed_once_and_sinks_read_every_time(tmp_path: Path, probe: Probe) -> None:
@@ -57,12 +60,12 @@ def test_queries_are_analysed_once_and_sinks_read_every_time(tmp_path: Path, pro
     (sink / "_spark_metadata").mkdir(parents=True)
     (sink / "_spark_metadata" / "0").write_text("v1\n")
     cache = tmp_path / "cache"
-    first = gather_contracts([check_into(sink)], FileStorage(), cache, probe)["orders"]
+    (first,) = gather_contracts([check_into(sink)], FileStorage(), cache, probe)
     assert first.output.fields == tuple(V1) and first.holds.history == (tuple(V1),)
     assert [len(probe.requests[0][k]) for k in ("jobs", "sinks")] == [1, 1]
     # The deploy after the plan: its new version is made a moment later, the same query.
     later = check_into(sink, created="2026-11-26T07:00:09Z")
-    again = gather_contracts([later], FileStorage(), cache, probe)["orders"]
+    (again,) = gather_contracts([later], FileStorage(), cache, probe)
     assert again == first
     assert [len(probe.requests[1][k]) for k in ("jobs", "sinks")] == [0, 1]
     other = check_into(sink, sql="SELECT id FROM src")
@@ -78,7 +81,7 @@ def test_a_probe_that_fails_leaves_unknowns_and_caches_nothing(tmp_path: Path) -
     sink.mkdir()
     (sink / "part-0.parquet").write_bytes(b"PAR1")
     cache = tmp_path / "cache"
-    facts = gather_contracts([check_into(sink)], FileStorage(), cache, failing)["orders"]
+    (facts,) = gather_contracts([check_into(sink)], FileStorage(), cache, failing)
     assert facts.output.fields is None
     assert facts.output.unknown == "Spark's analysis did not answer (it exited 1: no Java)"
     assert facts.holds.unknown == "Spark's analysis did not answer (it exited 1: no Java)"
@@ -89,7 +92,7 @@ def test_a_new_location_names_where_the_old_version_wrote(tmp_path: Path, probe:
     path = str(tmp_path / "out" / "v{query_version}")
     job = make_job(tables={"out": {"format": "parquet", "options": {"path": path}}})
     check = Check(StoredManifest(job.spec, job.tables, Meta.new(2)), stored_of(job))
-    facts = gather_contracts([check], FileStorage(), None, probe)["orders"]
+    (facts,) = gather_contracts([check], FileStorage(), None, probe)
     assert facts.sink == str(tmp_path / "out" / "v2")
     assert facts.moved_from == str(tmp_path / "out" / "v1")
     assert probe.requests == []  # an empty new location: nothing to analyse
@@ -103,5 +106,82 @@ def test_a_sink_stored_relative_has_not_moved_to_its_absolute_path(
     check = check_into(tmp_path / "out", sql="SELECT id FROM src")
     before = {"out": {"format": "parquet", "options": {"path": "out"}}}
     check = Check(check.manifest, StoredManifest(make_job().spec, before, Meta.new(1)))
-    facts = gather_contracts([check], FileStorage(), None, probe)
-    assert "orders" not in facts or facts["orders"].moved_from is None
+    (facts,) = gather_contracts([check], FileStorage(), None, probe)
+    assert facts is None or facts.moved_from is None
+
+
+def test_which_starts_are_checked() -> None:
+    store_only = gather([BASE], FakeStore(), FakeTarget(), FakeStorage(), workers=1)[0]
+    assert changes_output(store_only)  # a new job: its sink may hold an earlier job's files
+    store = FakeStore()
+    store.put(stored_of(BASE))
+    facts = gather(
+        [BASE, make_job(name="b", sql="SELECT id FROM src")],
+        store,
+        FakeTarget(),
+        FakeStorage(),
+        workers=1,
+    )
+    by_name = {x.name: x for x in facts}
+    assert not changes_output(by_name["orders"])
+    assert changes_output(by_name["b"])  # a new job
+    store.put(stored_of(make_job(name="c")))
+
+    def facts_of(job: Job):
+        found = gather([job], store, FakeTarget(), FakeStorage(), workers=1)
+        return next(x for x in found if x.name == job.name)
+
+    # A description changes no column's type; metadata columns switched off drop six.
+    assert not changes_output(facts_of(make_job(name="c", description="x")))
+    assert changes_output(facts_of(make_job(name="c", **{"metadata-columns": {"enabled": False}})))
+
+
+def test_kafka_headers_included_give_a_column_and_are_analysed() -> None:
+    """Issue 40, item 6: `includeHeaders` true adds a `headers` column to a Kafka source (Spark's
+    KafkaRecordToRowConverter); the plan took it for an option that gives the same columns,
+    and only the run's check before its first write saw the new column."""
+    kafka = {"format": "kafka", "options": {"subscribe": "orders",
+             "kafka.bootstrap.servers": "k:9092"}}  # fmt: skip
+    before = make_job(sql="SELECT * FROM src", tables={"src": kafka})
+    store = FakeStore()
+    store.put(stored_of(before))
+
+    def checked(options: dict) -> bool:
+        job = make_job(sql="SELECT * FROM src", tables={"src": {**kafka, "options": options}})
+        (facts,) = gather([job], store, FakeTarget(), FakeStorage(), workers=1)
+        return changes_output(facts)
+
+    for value in (True, "true", "TRUE"):
+        assert checked({**kafka["options"], "includeHeaders": value})
+        assert checked({**kafka["options"], "INCLUDEHEADERS": value}), "keys without case"
+    assert not checked({**kafka["options"], "includeHeaders": "false"}), "no column: same columns"
+    assert not checked({**kafka["options"], "maxOffsetsPerTrigger": 100})
+
+
+def test_a_sources_options_alone_are_not_analysed() -> None:
+    """A rate limit or a path gives the same columns: a config change starts no Spark."""
+    store = FakeStore()
+    store.put(stored_of(BASE))
+    limited = make_job(tables={"src": {**BASE.tables["src"], "options": {"path": "/in2"}}})
+    (facts,) = gather([limited], store, FakeTarget(), FakeStorage(), workers=1)
+    assert not changes_output(facts)
+    typed = make_job(tables={"src": {**BASE.tables["src"], "schema": "id STRING, ts TIMESTAMP"}})
+    (facts,) = gather([typed], store, FakeTarget(), FakeStorage(), workers=1)
+    assert changes_output(facts)
+
+
+def test_a_start_may_take_the_stored_version_or_the_next_after_every_folder() -> None:
+    """The versions decide/tree.py may give a start, known before it decides: a restart's (the
+    stored one), a new version's (after the stored one and every checkpoint folder)."""
+    from flink_sql_runner.gather.schemas import start_versions
+    from tests.support.jobs import add_version_folder
+
+    storage = FakeStorage()
+    add_version_folder(storage, "orders", 3)  # left by a failed start, say
+    (new,) = gather([BASE], FakeStore(), FakeTarget(), storage, workers=1)
+    assert start_versions(new) == (4,)
+    store = FakeStore()
+    store.put(stored_of(BASE, 2))
+    storage.add_checkpoint("/ckpt/orders/2", 3)
+    (stored,) = gather([BASE], store, FakeTarget(), storage, workers=1)
+    assert start_versions(stored) == (2, 4)
