@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from flink_sql_runner.act.executor import Executor
 from flink_sql_runner.act.forget import (
@@ -24,7 +24,9 @@ from flink_sql_runner.act.forget import (
 from flink_sql_runner.act.input_caches import fingerprints_at, load_cache_at
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import JobResult
+from flink_sql_runner.act.saved_plan import SavedPlan, StalePlan, make_saved_plan
 from flink_sql_runner.act.settings import Settings, make_target
+from flink_sql_runner.act.stale import as_saved, input_lines, world_lines
 from flink_sql_runner.act.stop import StopResult, stop_jobs
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.plan import build_plan, checkpoint_unused
@@ -33,6 +35,7 @@ from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.gather.schemas import Ask, run_probe, with_contracts
 from flink_sql_runner.gather.store_ahead import StoreAhead
+from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.lineage import Lineage, plan_lineage
@@ -41,7 +44,7 @@ from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.read.load_cache import LoadCache
 from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs
 from flink_sql_runner.read.paths import SourceCheck
-from flink_sql_runner.read.template import load_template
+from flink_sql_runner.read.template import load_template, packaged_template
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import ManifestStore, Reads, Snapshot
 from flink_sql_runner.stores.lock import StoreLock, locked, telling_lock
@@ -88,6 +91,8 @@ class Deployment:
         self.acted = False
         #: The store read ahead for a command that only reads (`read_store_ahead`).
         self._ahead: StoreAhead | None = None
+        #: The facts the last plan was decided from (what a saved plan records of the store).
+        self.decided_from: list[JobFacts] = []
 
     @property
     def store(self) -> ManifestStore:
@@ -227,6 +232,7 @@ class Deployment:
         plan decided once, and its starts that cannot begin held back."""
         facts, lineage = self._gather(jobs, include_orphans, snapshot)
         mark("gathered")
+        self.decided_from = facts
         plan = build_plan(
             facts,
             prune=prune,
@@ -294,11 +300,17 @@ class Deployment:
         prune: bool,
         on_plan: Callable[[Plan], None],
         progress: Progress | None = None,
+        saved: SavedPlan | None = None,
+        acting: list[str] | None = None,
     ) -> tuple[Plan, dict[str, JobResult]]:
-        """Under the store's lock: gather facts, decide, show the plan, carry it out."""
+        """Under the store's lock: gather facts, decide, show the plan, carry it out. With a
+        `saved` plan (its jobs `acting`, all it acts on unless said): StalePlan before any
+        step when the world it was decided in changed, else exactly its steps."""
         with locked(self.lock("deploy"), self.settings.lock_timeout) as lease:
             mark("locked")
             plan = self.plan(jobs, include_orphans=include_orphans, prune=prune)
+            if saved is not None:
+                plan = self._as_saved(plan, saved, acting)
             on_plan(plan)
             results: dict[str, JobResult] = {}
             recorded: dict[str, Stored] = {}
@@ -320,6 +332,52 @@ class Deployment:
             )
             self._refresh_index(known)
             return plan, results
+
+    # -- saved plans (act/saved_plan.py, act/stale.py) ------------------------------------------
+    def template_path(self) -> Path:
+        return self.settings.template or packaged_template()
+
+    def saved_plan(
+        self, plan: Plan, shown: dict[str, Any], jobs: list[Job], deployer: str
+    ) -> dict[str, Any]:
+        """The saved plan of `plan`, the last this deployment decided (`shown`: as `--output
+        json` has it, secrets masked)."""
+        return make_saved_plan(
+            plan,
+            shown,
+            facts=self.decided_from,
+            jobs=jobs,
+            catalog=self.catalog(),
+            template=self.template_path(),
+            spark=self.target.spark_version(),
+            deployer=deployer,
+            store=self.store.location,
+            target=self.settings.target,
+            now=runtime.wall(),
+        )
+
+    def stale_inputs(
+        self, saved: SavedPlan, jobs: list[Job], acting: list[str] | None = None
+    ) -> list[str]:
+        """What the jobs `saved` acts on (of `acting`, when given) were decided from that
+        differs now (their files, the template, the environment): read before the lock,
+        nothing touched."""
+        catalog = self.catalog() if self.settings.table_paths else None
+        return input_lines(saved, jobs, catalog, self.template_path(), acting)
+
+    def _as_saved(self, plan: Plan, saved: SavedPlan, acting: list[str] | None) -> Plan:
+        lines = world_lines(
+            saved,
+            self.decided_from,
+            plan,
+            spark=self.target.spark_version(),
+            store=self.store.location,
+            target=self.settings.target,
+            acting=acting,
+        )
+        if lines:
+            raise StalePlan(saved.path, lines, fresh=plan)
+        return as_saved(plan, saved, acting)
 
     def _refresh_index(self, known: Reads | None = None) -> None:
         """The store's read cache is only a cache: failing to update it fails nothing.

@@ -14,10 +14,12 @@ from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.interrupts import EXIT_INTERRUPTED, DeployInterrupts
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import Abandoned, JobResult
+from flink_sql_runner.act.saved_plan import SavedPlan, StalePlan
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
     EXISTING,
+    JOB_NAME,
     drop_options,
     env_var,
     input_options,
@@ -32,6 +34,16 @@ from flink_sql_runner.cli.original_flags import (
     BadFlags,
     FsrCommand,
     original_options,
+)
+from flink_sql_runner.cli.saved_plans import (
+    check_inputs,
+    job_file,
+    out_option,
+    plan_file_options,
+    read,
+    refused,
+    saved_shown,
+    write,
 )
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.errors import (
@@ -57,26 +69,46 @@ from flink_sql_runner.render.plan import plan_json, plan_text, results_text
     is_flag=True,
     help="Exit 4 when changes are pending, 0 when there is nothing to do.",
 )
+@out_option
 @handle_errors
 def plan(
-    paths: tuple[Path, ...], output: str, detailed_exitcode: bool, debug: bool, **kw: Any
+    paths: tuple[Path, ...],
+    output: str,
+    detailed_exitcode: bool,
+    out: Path | None,
+    debug: bool,
+    **kw: Any,
 ) -> int:
     """Show what deploy would do and why. Reads the store, the target and checkpoints, and
     checks what a changed query would write against what its sink holds (Spark's analyser in
-    one local session; docs/schema-contracts.md); changes nothing."""
+    one local session; docs/schema-contracts.md); changes nothing but the --out file."""
     deployment = Deployment(settings_from(paths, **kw))
     deployment.read_store_ahead()  # beside loading the files; changes nothing
     jobs = load(deployment, sources=deployment.sources_checked())
-    result, shown = deployment.plan_shown(jobs, lambda p: _shown_plan(p, output, deployment, jobs))
+    kept: list[dict[str, Any]] = []
+
+    def show(p: Plan) -> str:
+        saved = saved_shown(deployment, p, jobs, out, kept) if out is not None else None
+        extra = {"saved-plan": {"file": str(out), "digest": saved[1]}} if saved else {}
+        return _shown_plan(p, output, deployment, jobs, saved, **extra)
+
+    result, shown = deployment.plan_shown(jobs, show)
+    if out is not None:
+        write(out, kept[0])
     click.echo(shown)
     return _plan_exit(result, detailed_exitcode)
 
 
 def _shown_plan(
-    plan: Plan, output: str, deployment: Deployment, jobs: list[Job], **extra: Any
+    plan: Plan,
+    output: str,
+    deployment: Deployment,
+    jobs: list[Job],
+    saved: tuple[str, str] | None = None,
+    **extra: Any,
 ) -> str:
     if output == "markdown":
-        return plan_markdown(plan, build_lineage(jobs, catalog=deployment.catalog()))
+        return plan_markdown(plan, build_lineage(jobs, catalog=deployment.catalog()), saved)
     return plan_json(plan, **extra) if output == "json" else plan_text(plan, colour())
 
 
@@ -105,6 +137,30 @@ def _deploy(
     dry_run: bool,
     include_orphans: bool,
     prune: bool = False,
+    saved: SavedPlan | None = None,
+    acting: list[str] | None = None,
+) -> int:
+    """Deploy `jobs`; with a `saved` plan, exactly its steps (of the jobs `acting`, when
+    said) or nothing (StalePlan: a plan made now is shown instead, exit 2)."""
+    try:
+        if saved is not None:
+            if dry_run or prune:
+                raise BadFlags("--plan carries a saved plan out as it is: no --dry-run, --prune")
+            check_inputs(deployment, saved, jobs, acting)
+        return _deploy_now(deployment, jobs, output, dry_run, include_orphans, prune, saved, acting)
+    except StalePlan as exc:
+        return refused(exc, deployment, jobs, output, include_orphans)
+
+
+def _deploy_now(
+    deployment: Deployment,
+    jobs: list[Job],
+    output: str,
+    dry_run: bool,
+    include_orphans: bool,
+    prune: bool,
+    saved: SavedPlan | None,
+    acting: list[str] | None,
 ) -> int:
     def show(plan: Plan) -> None:
         if output == "text":
@@ -134,6 +190,8 @@ def _deploy(
                 prune=prune,
                 on_plan=lambda plan: (shown.append(plan), show(plan), collector.resume()),
                 progress=progress,
+                saved=saved,
+                acting=acting,
             )
     except Abandoned as exc:
         # A second Ctrl-C: the calls in flight have returned and the lock is released; what
@@ -171,32 +229,43 @@ def _deploy_report(plan: Plan, results: dict[str, JobResult], output: str) -> No
     help="Stop jobs whose manifest left --path (checkpoint kept) and archive their manifest.",
 )
 @parallelism_option("Jobs stopped/started at once; producers start first, consumers stop first.")
+@plan_file_options
 @handle_errors
 def deploy(
-    paths: tuple[Path, ...], output: str, dry_run: bool, prune: bool, debug: bool, **kw: Any
+    paths: tuple[Path, ...],
+    output: str,
+    dry_run: bool,
+    prune: bool,
+    plan_file: Path | None,
+    max_plan_age: float,
+    debug: bool,
+    **kw: Any,
 ) -> int:
-    """Deploy every job under --path: stop, restart or start each as its plan says.
+    """Deploy every job under --path: stop, restart or start each as its plan says. With
+    --plan FILE: exactly the steps of that saved plan (`plan --out FILE`), or nothing.
 
     One deploy at a time per manifest store: a second one waits for the lock (--lock-timeout),
     saying who holds it. Ctrl-C finishes the jobs in flight, begins no other and prints what
     completed (exit 130); a second Ctrl-C begins nothing more and leaves once the calls in flight
     have returned; a third leaves at once, the lock left to expire.
     """
+    saved = read(plan_file, max_plan_age) if plan_file is not None else None
     deployment = Deployment(settings_from(paths, **kw))
     deployment.debug = debug
     if dry_run:
         deployment.read_store_ahead()  # beside loading the files; changes nothing
     jobs = load(deployment, sources=deployment.sources_checked())
-    return _deploy(deployment, jobs, output, dry_run, include_orphans=True, prune=prune)
+    return _deploy(deployment, jobs, output, dry_run, True, prune, saved)
 
 
 @click.command("deploy-job", cls=FsrCommand)
+@click.argument("name", required=False, type=JOB_NAME)
 @click.option(
     "--job-config-path",
     type=EXISTING,
-    required=True,
     envvar=env_var("JOB_CONFIG_PATH"),
-    help="One job: a final manifest (as stored) or a plain job file to merge.",
+    help="One job: a final manifest (as stored) or a plain job file to merge (required unless "
+    "--plan FILE NAME).",
 )
 @input_options
 @remote_options
@@ -204,13 +273,36 @@ def deploy(
 @timeout_options
 @options("--handover", "--kafka-start")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
+@plan_file_options
 @handle_errors
-def deploy_job(job_config_path: Path, output: str, dry_run: bool, debug: bool, **kw: Any) -> int:
-    """Deploy a single job."""
+def deploy_job(
+    name: str | None,
+    job_config_path: Path | None,
+    output: str,
+    dry_run: bool,
+    plan_file: Path | None,
+    max_plan_age: float,
+    debug: bool,
+    **kw: Any,
+) -> int:
+    """Deploy a single job: the one --job-config-path holds, or with --plan FILE NAME, the job
+    NAME of a saved plan, exactly as the plan says (its file is the one the plan names)."""
+    saved, path = None, job_config_path
+    if plan_file is not None:
+        if name is None or job_config_path is not None:
+            raise BadFlags("--plan FILE takes the NAME of one of its jobs, not --job-config-path")
+        saved = read(plan_file, max_plan_age)
+        path = job_file(saved, name)
+        if path is None:
+            click.echo(f"{name}: the saved plan leaves it alone: nothing to do")
+            return EXIT_OK
+    elif path is None or name is not None:
+        raise BadFlags("deploy-job needs --job-config-path FILE (or --plan FILE NAME)")
     deployment = Deployment(settings_from((), **kw))
     deployment.debug = debug
-    (job,) = load(deployment, job_config_path, deployment.sources_checked())
-    return _deploy(deployment, [job], output, dry_run, include_orphans=False)
+    (job,) = load(deployment, path, deployment.sources_checked())
+    acting = [name] if name is not None else None
+    return _deploy(deployment, [job], output, dry_run, False, False, saved, acting)
 
 
 def _markdown_output(*commands: click.Command) -> None:

@@ -233,20 +233,39 @@ def _lineage_section(plan: Plan, lineage: Lineage) -> list[str]:
     return lines[:-1]
 
 
-def plan_markdown(plan: Plan, lineage: Lineage | None = None) -> str:
+def plan_markdown(
+    plan: Plan, lineage: Lineage | None = None, saved: tuple[str, str] | None = None
+) -> str:
     """The plan as a pull-request comment; with the `lineage`, its diagram and each changed
-    job's downstream jobs. Past GitHub's size limit: shorter forms, saying what they leave out."""
+    job's downstream jobs; with `saved` (its file and digest, `plan --out`), the saved plan a
+    merge carries out. Past GitHub's size limit: shorter forms, saying what they leave out."""
     forms: list[Callable[[], list[str]]] = [
         lambda: _markdown(plan, lineage, sections=True, diffs=True),
         lambda: _markdown(plan, lineage, sections=True, diffs=False),
         lambda: _markdown(plan, lineage, sections=False, diffs=False),
         lambda: _markdown(plan, lineage, sections=False, diffs=False, diagram=False),
     ]
+    said = _saved_lines(saved)
     for form in forms:
-        rendered = "\n".join(form()) + "\n"
+        lines = form()
+        rendered = "\n".join([*lines[:2], *said, *lines[2:]]) + "\n"
         if len(rendered) <= MAX_LENGTH:
             return rendered
     return _cut(rendered)
+
+
+def _saved_lines(saved: tuple[str, str] | None) -> list[str]:
+    """What a reviewer approves: the saved plan, by its digest (`deploy --plan` carries out
+    that file or refuses it, never another plan)."""
+    if saved is None:
+        return []
+    file, digest = saved
+    return [
+        "",
+        f"Saved plan {code(file, False)}, digest {code(digest, False)}: the merge carries out "
+        "exactly this plan (`deploy --plan`), or refuses it whole if anything it was decided "
+        "from changed.",
+    ]
 
 
 def _markdown(
