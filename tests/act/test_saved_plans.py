@@ -1,0 +1,274 @@
+"""Saved plans on fakes (the real loader, over files in a temp folder): `deploy --plan` carries
+out exactly the saved steps, and refuses the whole plan, touching nothing, when anything it was
+decided from changed: a job file, a table file, the template, an environment value a job names,
+the store, the runs it was decided on, the Spark it was judged for. A job the plan leaves alone
+stays alone; `watch`'s restarts never make a plan stale."""
+
+from __future__ import annotations
+
+import io
+import re
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from flink_sql_runner.act.saved_plan import BadSavedPlan, StalePlan, sealed
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.watch.events import Notifier
+from flink_sql_runner.watch.watcher import Watcher, WatchSettings
+from tests.support.saved_plans import SQL, PlanWorld
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PlanWorld:
+    """Both jobs deployed (v1, running); then `orders`' description changes (a config
+    change) and `clicks`' SQL (a query change)."""
+    for name in PlanWorld.names:
+        monkeypatch.setenv(f"{name.upper()}_MAX_FILES", "10")
+    made = PlanWorld(tmp_path)
+    _, results = made.deploy()
+    assert all(r.ok for r in results.values()), results
+    made.write_job("orders", description="reworded")
+    made.write_job("clicks", sql=SQL + " WHERE id > 0")
+    return made
+
+
+def actions(plan) -> dict[str, str]:
+    return {d.name: d.action.value for d in plan.decisions}
+
+
+def test_a_saved_plan_is_carried_out_exactly_as_saved(world: PlanWorld) -> None:
+    saved = world.save()
+    assert saved.acting == ["clicks", "orders"]
+    plan, results = world.deploy_saved()
+    assert all(r.ok for r in results.values()), results
+    assert [d.to_dict()["steps"] for d in plan.decisions] == [
+        d["steps"] for d in saved.doc["jobs"]
+    ], "the steps carried out are the saved ones"
+    assert world.description("orders") == "reworded" and world.version("orders") == 1
+    assert world.version("clicks") == 2
+    assert world.target.double_starts == []
+
+
+def test_a_job_the_plan_leaves_alone_stays_alone_though_its_file_changed(
+    world: PlanWorld,
+) -> None:
+    world.write_job("clicks")  # as deployed: the plan changes orders only
+    saved = world.save()
+    assert saved.acting == ["orders"]
+    world.write_job("clicks", description="edited after the review")
+    plan, results = world.deploy_saved()
+    assert actions(plan) == {"clicks": "noop", "orders": "stop-and-restart-from-checkpoint"}
+    assert "left alone" in plan.decisions[0].reason
+    assert results["orders"].ok
+    assert world.description("clicks") == "as first written", "the next plan shows it"
+    assert "clicks" not in world.target.stops
+
+
+def edit_job(world: PlanWorld) -> None:
+    world.write_job("orders", description="edited after the review")
+
+
+def edit_table(world: PlanWorld) -> None:
+    text = world.tables_file.read_text()
+    world.tables_file.write_text(text.replace("path: /out/orders", "path: /out/orders2"))
+
+
+def edit_template(world: PlanWorld) -> None:
+    world.template.write_text(world.template.read_text().replace('"4"', '"8"'))
+
+
+def change_env(world: PlanWorld) -> None:
+    import os
+
+    os.environ["ORDERS_MAX_FILES"] = "20"  # the fixture's monkeypatch restores it
+
+
+def deployed_by_another_run(world: PlanWorld) -> None:
+    stored = world.store.read("orders")
+    assert stored.manifest is not None
+    meta = replace(stored.manifest.meta, query_version=2, query_id="another-run")
+    world.store.write(replace(stored.manifest, meta=meta), stored.token)
+
+
+def stopped_by_hand(world: PlanWorld) -> None:
+    stored = world.store.read("clicks")
+    assert stored.manifest is not None
+    job = {**stored.manifest.job, "desired-state": "stopped"}
+    world.store.write(replace(stored.manifest, job=job), stored.token)
+
+
+def run_died(world: PlanWorld) -> None:
+    world.target.runs.pop("orders")
+
+
+def other_spark(world: PlanWorld) -> None:
+    world.target.spark = "4.0.1"
+
+
+STALE: list[tuple[str, Callable[[PlanWorld], None], str]] = [
+    ("job-file", edit_job, "orders: {root}/queries/orders.yaml changed since the plan"),
+    ("table-file", edit_table, "orders: {root}/tables/tables.yaml changed since the plan"),
+    ("template", edit_template, "template: {root}/template.yaml changed since the plan"),
+    ("environment", change_env, "orders: environment variable ORDERS_MAX_FILES changed since"),
+    ("store", deployed_by_another_run,
+     "store: orders was deployed by another run since the plan (v1 -> v2)"),
+    ("store-same-version", stopped_by_hand,
+     "store: clicks was recorded again with other content since the plan (v1)"),
+    ("runs", run_died, "orders: deploy would now do otherwise (planned "
+     "stop-and-restart-from-checkpoint: prepare v1, stop v1, start v1, record v1; now "),
+    ("spark", other_spark, "spark: the target runs Spark 4.0.1, the plan was judged for 4.3.0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("change", "line"), [c[1:] for c in STALE], ids=[c[0] for c in STALE])
+def test_a_stale_plan_is_refused_whole_and_nothing_is_touched(
+    world: PlanWorld, change: Callable[[PlanWorld], None], line: str
+) -> None:
+    world.save()
+    change(world)
+    before = world.touched()
+    with pytest.raises(StalePlan) as refused:
+        world.deploy_saved()
+    assert refused.value.exit_code == 2
+    assert any(found.startswith(line.format(root=world.root)) for found in refused.value.lines), (
+        refused.value.lines
+    )
+    assert world.touched() == before, "nothing touched, the lock released"
+
+
+def test_a_deployer_killed_while_carrying_out_a_plan_leaves_it_to_a_fresh_plan(
+    world: PlanWorld,
+) -> None:
+    """The saved plan's steps are a deploy's own: a kill leaves the same evidence (an intent
+    record), which the next plain deploy settles; the saved plan is then stale."""
+
+    class Killed(BaseException):
+        pass
+
+    def kill(manifest) -> None:
+        raise Killed
+
+    world.save()
+    world.store.before_write = kill
+    with pytest.raises(Killed):
+        world.deploy_saved()
+    world.store.before_write = None
+    with pytest.raises(StalePlan) as refused:
+        world.deploy_saved()
+    assert any("interrupted command's record" in line for line in refused.value.lines)
+    _, results = world.deploy()
+    assert all(r.ok for r in results.values()), results
+    assert world.store.read_side_folder("_intents") == {}
+    assert world.target.double_starts == []
+
+
+def watcher(world: PlanWorld) -> Watcher:
+    settings = WatchSettings(interval=10, backoff_first=10, backoff_max=40, max_failures=4,
+                             stall_timeout=60, leader_ttl=30)  # fmt: skip
+    return Watcher(world.deployment(), settings, Notifier(io.StringIO(), "json"),
+                   clock=world.clock)  # fmt: skip
+
+
+@pytest.mark.parametrize("dies", ["orders", "clicks"])
+def test_a_restart_by_watch_does_not_make_a_saved_plan_stale(world: PlanWorld, dies: str) -> None:
+    """`watch` records the manifest of a job it restarted again (the store's token moves): the
+    saved plan is decided by what decides, and stops whichever run of the version is up."""
+    world.write_job("clicks")  # the plan changes orders' config only
+    world.save()
+    token = world.store.read(dies).token
+    (old,) = world.target.runs.pop(dies)
+    watching = watcher(world)
+    watching.step()
+    watching.settle()
+    (restarted,) = world.target.runs[dies]
+    assert restarted.run_id != old.run_id and restarted.version == 1
+    assert world.store.read(dies).token != token, "watch recorded it again"
+    plan, results = world.deploy_saved()
+    assert all(r.ok for r in results.values()), results
+    assert world.description("orders") == "reworded"
+    assert world.target.double_starts == []
+
+
+def test_deploy_job_carries_out_one_job_of_the_plan(world: PlanWorld) -> None:
+    world.save()
+    plan, results = world.deploy_saved(acting=["orders"])
+    assert [d.action for d in plan.decisions] == [Action.STOP_AND_RESTART]
+    assert results["orders"].ok and world.version("clicks") == 1
+    world.write_job("clicks", description="edited after the review")
+    with pytest.raises(StalePlan, match="clicks: .*clicks.yaml changed since the plan"):
+        world.deploy_saved(acting=["clicks"])
+
+
+# -- the file itself --------------------------------------------------------------------------
+
+
+def rewritten(world: PlanWorld, edit: Callable[[dict], None], seal: bool) -> None:
+    doc = json.loads(world.plan_file.read_text())
+    edit(doc)
+    if seal:
+        doc = sealed({k: v for k, v in doc.items() if k != "digest"})
+    world.plan_file.write_text(json.dumps(doc))
+
+
+def test_an_edited_plan_is_refused_by_its_digest(world: PlanWorld) -> None:
+    world.save()
+    rewritten(world, lambda doc: doc["jobs"][0]["steps"].pop(), seal=False)
+    with pytest.raises(BadSavedPlan, match=r"plan\.json: digest: does not match"):
+        world.read()
+
+
+def test_a_plan_of_another_release_is_refused(world: PlanWorld) -> None:
+    world.save()
+    rewritten(world, lambda doc: doc.update(deployer="0.0.9"), seal=True)
+    with pytest.raises(BadSavedPlan, match="deployer: made by flink-sql-runner 0.0.9, this is"):
+        world.read()
+
+
+def test_a_plan_too_old_or_dated_in_the_future_is_refused(world: PlanWorld) -> None:
+    saved = world.save()
+    made = saved.doc["created"]
+    from datetime import datetime, timezone
+
+    at = datetime.strptime(made, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+    world.read(now=at + 6 * 86400)  # within a week
+    with pytest.raises(BadSavedPlan, match=r"older than --max-plan-age \(7\.0 days\)"):
+        world.read(now=at + 8 * 86400)
+    with pytest.raises(BadSavedPlan, match=r"older than --max-plan-age \(1\.0 h\)"):
+        world.read(now=at + 7200, max_age=3600)
+    world.read(now=at - 60)  # a clock a minute behind: tolerated
+    with pytest.raises(BadSavedPlan, match="in the future"):
+        world.read(now=at - 3600)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("{", "not a saved plan (not JSON"),
+        ('{"jobs": []}', "format: not a saved plan of flink-sql-runner"),
+    ],
+)
+def test_what_is_not_a_saved_plan_is_refused_naming_the_file(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    from flink_sql_runner.act.saved_plan import read_saved_plan
+
+    path = tmp_path / "p.json"
+    path.write_text(text)
+    with pytest.raises(BadSavedPlan, match=re.escape(f"{path}: {said}")):
+        read_saved_plan(path, deployer="0.1.0", now=0.0, max_age=1.0)
+
+
+def test_no_secret_in_a_saved_plan(world: PlanWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORDERS_MAX_FILES", "hunter2-secret-value")
+    world.write_job("orders", description="reworded")
+    text = world.tables_file.read_text()
+    world.tables_file.write_text(
+        text.replace("path: /out/orders", "path: /out/orders\n      password: pw-in-a-file")
+    )
+    world.save()
+    saved = world.plan_file.read_text()
+    assert "hunter2" not in saved and "pw-in-a-file" not in saved
