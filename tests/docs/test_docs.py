@@ -284,6 +284,35 @@ def test_plan_of_a_newer_spark(project: Project) -> None:
     same(block, result.stdout)
 
 
+#: A saved plan's digest differs from one plan to the next (its salt, its time): the samples
+#: show this one.
+SAMPLE_DIGEST = "sha256:" + "3f2a" * 16
+
+
+@checks("plan-out", "deploy-plan-stale")
+def test_a_saved_plan_is_written_and_refused_once_stale(project: Project) -> None:
+    """The README's saved plan: `plan --out` after tick-log's description changed, then the
+    same job edited again before `deploy --plan`: refused whole (exit 2), nothing touched, and
+    a plan made now printed to review instead."""
+    saved, stale = sample("plan-out"), sample("deploy-plan-stale")
+    project.deployed("examples/queries")
+    project.edit(
+        "examples/queries/tick-log.yaml",
+        lambda job: job.update(description="Every tick, with a better description"),
+    )
+    planned = project.run(sample_command(saved))
+    assert planned.returncode == 0, planned.stderr
+    digest = json.loads((project.root / "plan.json").read_text())["digest"]
+    same(saved, planned.stdout + planned.stderr, {digest: SAMPLE_DIGEST})
+    manifests = project.root / STATE / "manifests"
+    before = {p.name: p.read_bytes() for p in manifests.iterdir()}
+    project.edit("examples/queries/tick-log.yaml", lambda job: job.update(description="Again"))
+    refused = project.run(sample_command(stale))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    same(stale, refused.stderr + refused.stdout)
+    assert {p.name: p.read_bytes() for p in manifests.iterdir()} == before, "nothing touched"
+
+
 #: spark-submit's stand-in: it behaves as the runner does on the local target (a prepared run
 #: says ready and waits for its go; a run reports itself healthy in the status file and leaves at
 #: the stop marker) and fails as Spark does when the rate source is given a negative
