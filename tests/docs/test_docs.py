@@ -188,6 +188,33 @@ def test_every_command_line_is_one_the_tools_take(doc: str) -> None:
     assert not problems, "command lines the docs show that would not run:\n" + "\n".join(problems)
 
 
+def ci_command_lines() -> list[tuple[str, str]]:
+    """Every `flink-sql-runner` command line of the CI examples (examples/ci/), from the
+    program's name on: each one the tools take, as the docs' own."""
+    found = []
+    for path in sorted((REPO / "examples" / "ci").glob("*.yml")):
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            at = re.search(r"(?:^|[\s:;(])(flink-sql-runner [^#]*)", line)
+            if at and not line.lstrip().startswith("#"):
+                found.append((f"{path.relative_to(REPO)}:{number}", at.group(1)))
+    return found
+
+
+def test_the_ci_examples_command_lines_are_ones_the_tools_take() -> None:
+    lines = ci_command_lines()
+    commands = {split(text)[1] for _, text in lines}
+    assert {"validate", "lineage", "plan", "deploy"} <= commands, commands
+    assert any("--out" in split(t) for _, t in lines) and any(
+        "--plan" in split(t) for _, t in lines
+    )
+    problems = [
+        f"{where}: {problem}\n    {text}"
+        for where, text in lines
+        for problem in check_command(split(text))
+    ]
+    assert not problems, "command lines the CI examples run that would not:\n" + "\n".join(problems)
+
+
 def test_every_output_sample_is_checked_or_says_why_not() -> None:
     problems = []
     marked: dict[str, list[str]] = {}
