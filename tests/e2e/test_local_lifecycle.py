@@ -7,7 +7,8 @@ new (v1) -> unchanged (noop, same process) -> config change, warm (restart, same
 After each step the target, read with spark.read, holds every row exactly once. Both ways a
 change of a running job can be carried out, one after the other on the same job: warm (the
 default: the new run prepared while the old one runs) and cold (`--handover cold`: stop, then
-start).
+start). The warm ones go as CI makes them: `plan --out` on the pull request, `deploy --plan`
+after the merge, exactly the saved steps (a saved plan, README "Deploy what was reviewed").
 """
 
 from __future__ import annotations
@@ -94,8 +95,13 @@ def test_job_lifecycle_keeps_every_row_exactly_once(workspace: Workspace, spark)
         before = len(rows_by_version(spark, out)[0][1])
         pid_before = ws.record("ticks-job")["pid"]
         ws.write_job("ticks-job", **{**job, "description": description})
-        assert ws.plan_json()["ticks-job"]["action"] == "stop-and-restart-from-checkpoint"
-        result = ws.deploy("--handover", handover)
+        if handover == "warm":  # as reviewed: a saved plan, carried out as saved
+            saved = saved_plan(ws, "config.json")
+            assert saved["ticks-job"]["action"] == "stop-and-restart-from-checkpoint"
+            result = deploy_saved(ws, "config.json", saved)
+        else:
+            assert ws.plan_json()["ticks-job"]["action"] == "stop-and-restart-from-checkpoint"
+            result = ws.deploy("--handover", handover)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "stopped gracefully" in result.stdout
         assert ("prepared v1 in " in result.stdout) == (handover == "warm"), result.stdout
@@ -114,7 +120,12 @@ def test_job_lifecycle_keeps_every_row_exactly_once(workspace: Workspace, spark)
     for version, handover in enumerate(HANDOVERS, start=2):
         sql = f"SELECT value FROM ticks WHERE value >= {2 - version}"  # a new query each time
         ws.write_job("ticks-job", **{**job, "description": descriptions[-1], "sql": sql})
-        result = ws.deploy("--handover", handover)
+        if handover == "warm":  # as reviewed: a saved plan, carried out as saved
+            saved = saved_plan(ws, "query.json")
+            assert saved["ticks-job"]["action"] == "stop-and-start-clean"
+            result = deploy_saved(ws, "query.json", saved)
+        else:
+            result = ws.deploy("--handover", handover)
         assert result.returncode == 0, result.stdout + result.stderr
         assert "stop-and-start-clean" in result.stdout
         stored = ws.stored("ticks-job")
@@ -165,3 +176,23 @@ def test_job_lifecycle_keeps_every_row_exactly_once(workspace: Workspace, spark)
     assert result.returncode == 1
     assert "no valid checkpoint" in result.stdout
     assert ws.record("ticks-job") is None
+
+
+def saved_plan(ws: Workspace, name: str) -> dict[str, dict]:
+    """`plan --out`: the decisions it saved, by job."""
+    result = ws.cli("plan", "--out", str(ws.root / name))
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads((ws.root / name).read_text())
+    return {j["name"]: j for j in doc["jobs"]}
+
+
+def deploy_saved(ws: Workspace, name: str, saved: dict[str, dict]):
+    """`deploy --plan`: it carries out the saved steps, the same ones (JSON), and says what it
+    did (text, as `deploy` says it)."""
+    result = ws.deploy("--plan", str(ws.root / name), "--output", "json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (done,) = json.loads(result.stdout)["jobs"]
+    assert done["steps"] == saved[done["name"]]["steps"], "exactly the saved steps"
+    assert done["result"]["ok"], done["result"]
+    text = "\n".join([done["action"], *done["result"]["steps"], done["result"]["summary"]])
+    return type(result)(result.args, 0, text, result.stderr)
