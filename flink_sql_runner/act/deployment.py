@@ -41,6 +41,7 @@ from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.lineage import Lineage, plan_lineage
 from flink_sql_runner.model.stored import Stored
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
+from flink_sql_runner.read.kafka_start import parse_kafka_start
 from flink_sql_runner.read.load_cache import LoadCache
 from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs
 from flink_sql_runner.read.paths import SourceCheck
@@ -353,8 +354,17 @@ class Deployment:
             deployer=deployer,
             store=self.store.location,
             target=self.settings.target,
+            handover=self.settings.handover,
+            kafka_start=self.settings.kafka_start.text if self.settings.kafka_start else None,
             now=runtime.wall(),
         )
+
+    def follow(self, saved: SavedPlan) -> None:
+        """Decide as `saved` was decided: with its --handover and --kafka-start (how its
+        changes are carried out is part of the steps a reviewer approved)."""
+        start = saved.doc.get("kafka-start")
+        self.settings.handover = str(saved.doc["handover"])
+        self.settings.kafka_start = parse_kafka_start(start) if start else None
 
     def stale_inputs(
         self, saved: SavedPlan, jobs: list[Job], acting: list[str] | None = None

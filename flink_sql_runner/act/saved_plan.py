@@ -87,6 +87,8 @@ def make_saved_plan(
     deployer: str,
     store: str,
     target: str,
+    handover: str,
+    kafka_start: str | None,
     now: float,
 ) -> dict[str, Any]:
     """The saved plan of `plan` (`shown`: its decisions as `--output json` has them, secrets
@@ -111,6 +113,8 @@ def make_saved_plan(
         "spark": spark,
         "store": store,
         "target": target,
+        "handover": handover,
+        "kafka-start": kafka_start,
         "salt": salt,
         "template": template_entry(template, salt) if names & set(desired) else None,
         "jobs": shown["jobs"],
@@ -199,7 +203,7 @@ def read_saved_plan(path: Path, *, deployer: str, now: float, max_age: float) ->
 def _shape_problems(doc: dict[str, Any]) -> list[str]:
     problems = []
     for key, kind in (("deployer", str), ("created", str), ("salt", str), ("jobs", list),
-                      ("inputs", dict), ("store-read", dict)):  # fmt: skip
+                      ("inputs", dict), ("store-read", dict), ("handover", str)):  # fmt: skip
         if not isinstance(doc.get(key), kind):
             problems.append(f"{key}: missing or not a {kind.__name__}")
     jobs = doc.get("jobs")

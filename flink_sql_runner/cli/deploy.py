@@ -146,6 +146,7 @@ def _deploy(
         if saved is not None:
             if dry_run or prune:
                 raise BadFlags("--plan carries a saved plan out as it is: no --dry-run, --prune")
+            deployment.follow(saved)
             check_inputs(deployment, saved, jobs, acting)
         return _deploy_now(deployment, jobs, output, dry_run, include_orphans, prune, saved, acting)
     except StalePlan as exc:

@@ -7,15 +7,17 @@ stays alone; `watch`'s restarts never make a plan stale."""
 from __future__ import annotations
 
 import io
-import re
 import json
+import os
+import re
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from flink_sql_runner.act.saved_plan import BadSavedPlan, StalePlan, sealed
+from flink_sql_runner.act.saved_plan import BadSavedPlan, StalePlan, read_saved_plan, sealed
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.watch.events import Notifier
 from flink_sql_runner.watch.watcher import Watcher, WatchSettings
@@ -82,8 +84,6 @@ def edit_template(world: PlanWorld) -> None:
 
 
 def change_env(world: PlanWorld) -> None:
-    import os
-
     os.environ["ORDERS_MAX_FILES"] = "20"  # the fixture's monkeypatch restores it
 
 
@@ -193,6 +193,19 @@ def test_a_restart_by_watch_does_not_make_a_saved_plan_stale(world: PlanWorld, d
     assert world.target.double_starts == []
 
 
+def test_a_saved_plan_is_carried_out_with_the_handover_it_was_decided_with(
+    world: PlanWorld,
+) -> None:
+    world.handover = "cold"
+    saved = world.save()
+    world.handover = "warm"  # the deploy's own option: the plan's wins
+    plan, results = world.deploy_saved()
+    assert all(r.ok for r in results.values()), results
+    steps = [[s["step"] for s in d.to_dict()["steps"]] for d in plan.decisions]
+    assert steps == [[s["step"] for s in d["steps"]] for d in saved.doc["jobs"]]
+    assert "prepare" not in {step for job in steps for step in job}
+
+
 def test_deploy_job_carries_out_one_job_of_the_plan(world: PlanWorld) -> None:
     world.save()
     plan, results = world.deploy_saved(acting=["orders"])
@@ -231,8 +244,6 @@ def test_a_plan_of_another_release_is_refused(world: PlanWorld) -> None:
 def test_a_plan_too_old_or_dated_in_the_future_is_refused(world: PlanWorld) -> None:
     saved = world.save()
     made = saved.doc["created"]
-    from datetime import datetime, timezone
-
     at = datetime.strptime(made, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
     world.read(now=at + 6 * 86400)  # within a week
     with pytest.raises(BadSavedPlan, match=r"older than --max-plan-age \(7\.0 days\)"):
@@ -254,8 +265,6 @@ def test_a_plan_too_old_or_dated_in_the_future_is_refused(world: PlanWorld) -> N
 def test_what_is_not_a_saved_plan_is_refused_naming_the_file(
     tmp_path: Path, text: str, said: str
 ) -> None:
-    from flink_sql_runner.act.saved_plan import read_saved_plan
-
     path = tmp_path / "p.json"
     path.write_text(text)
     with pytest.raises(BadSavedPlan, match=re.escape(f"{path}: {said}")):

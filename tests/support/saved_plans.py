@@ -94,6 +94,7 @@ class PlanWorld:
         )
         self.clock = FakeClock()
         self.plan_file = root / "plan.json"
+        self.handover = "warm"  # each command's --handover
 
     @property
     def tables_file(self) -> Path:
@@ -116,6 +117,7 @@ class PlanWorld:
             state_dir=self.root / "state",
             timeouts=Timeouts(start=30, stop=5, poll=1),
             cache=False,
+            handover=self.handover,
         )
         deployment = Deployment(settings, store=self.store, target=self.target)
         deployment.storage, deployment.schema_cache, deployment.ask_spark = (
@@ -162,6 +164,7 @@ class PlanWorld:
         before the lock, the store and the decisions under it; StalePlan when stale."""
         saved = saved or self.read()
         deployment = self.deployment()
+        deployment.follow(saved)
         if acting is None:
             jobs = deployment.load()
         else:
