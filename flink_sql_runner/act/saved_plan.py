@@ -212,7 +212,18 @@ def _shape_problems(doc: dict[str, Any]) -> list[str]:
         for d in jobs
     ):
         problems.append("jobs: each needs a name and its steps")
+    for section, keys in (("inputs", INPUT_KEYS), ("store-read", STORE_KEYS)):
+        entries = doc.get(section)
+        for name, entry in sorted(entries.items()) if isinstance(entries, dict) else ():
+            missing = [k for k in keys if not isinstance(entry, dict) or k not in entry]
+            if missing:
+                problems.append(f"{section}.{name}: missing {', '.join(missing)}")
     return problems
+
+
+#: What each job's entry of `inputs` and `store-read` holds (act/plan_inputs.py).
+INPUT_KEYS = ("file", "file-sha256", "table-files", "env", "base", "manifest-sha256")
+STORE_KEYS = ("version", "manifest-sha256", "intent-sha256")
 
 
 def _check_age(where: str, created: str, now: float, max_age: float) -> None:

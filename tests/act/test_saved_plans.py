@@ -234,6 +234,13 @@ def test_an_edited_plan_is_refused_by_its_digest(world: PlanWorld) -> None:
         world.read()
 
 
+def test_a_plan_edited_and_sealed_again_is_refused_naming_the_field(world: PlanWorld) -> None:
+    world.save()
+    rewritten(world, lambda doc: doc["inputs"]["orders"].pop("env"), seal=True)
+    with pytest.raises(BadSavedPlan, match=r"plan\.json: inputs\.orders: missing env"):
+        world.read()
+
+
 def test_a_plan_of_another_release_is_refused(world: PlanWorld) -> None:
     world.save()
     rewritten(world, lambda doc: doc.update(deployer="0.0.9"), seal=True)
