@@ -17,21 +17,7 @@ from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.gather import schemas as schemas_module
 from flink_sql_runner.model import lineage as lineage_module
 from tests.support.graphs import pipeline_job
-from tests.support.jobs import fake_world
-
-FIELDS = [{"name": "id", "type": "bigint", "nullable": True}]
-
-
-def probe(request: dict[str, Any]) -> tuple[dict[str, Any], None]:
-    """Plays the runner's probe: every query writes `id`, every sink holds `id`."""
-    return {
-        "spark": "4.3.0",
-        "jobs": {j["key"]: {"fields": FIELDS} for j in request["jobs"]},
-        "sinks": {
-            s["key"]: {"history": [{"fields": FIELDS, "from": "v1"}]} for s in request["sinks"]
-        },  # fmt: skip
-        "ddl": {},
-    }, None
+from tests.support.jobs import fake_world, probe
 
 
 def deployment_on_fakes() -> tuple[Deployment, Any]:

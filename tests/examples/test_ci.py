@@ -105,7 +105,12 @@ def stand_ins(tmp: Path, plan_code: int) -> Path:
 
 
 def run_script(script: str, tmp: Path, plan_code: int, env: dict[str, str]):
-    bin_dir = stand_ins(tmp, plan_code)
+    return _run(script, tmp, stand_ins(tmp, plan_code), env)
+
+
+def _run(script: str, tmp: Path, bin_dir: Path, env: dict[str, str]):
+    """`script` in bash with the stand-ins of `bin_dir` first on PATH; its result and the
+    calls they heard."""
     calls = tmp / "calls"
     result = subprocess.run(
         ["bash", "-eo", "pipefail", "-c", script],
@@ -200,18 +205,7 @@ def merge_stand_ins(tmp: Path) -> Path:
 
 
 def run_on_merge(script: str, tmp: Path, env: dict[str, str]):
-    bin_dir = merge_stand_ins(tmp)
-    calls = tmp / "calls"
-    result = subprocess.run(
-        ["bash", "-eo", "pipefail", "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=tmp,
-        env={**os.environ, **env, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CALLS": str(calls)},
-    )
-    return result, (calls.read_text().splitlines() if calls.exists() else [])
+    return _run(script, tmp, merge_stand_ins(tmp), env)
 
 
 def github_deploy_script() -> str:

@@ -73,6 +73,23 @@ def healthy(state: FakeStorage, status: str = "active", error: str | None = None
     return write
 
 
+#: What `probe` says every query writes and every sink holds.
+FIELDS = [{"name": "id", "type": "bigint", "nullable": True}]
+
+
+def probe(request: dict[str, Any]) -> tuple[dict[str, Any], None]:
+    """Plays the runner's schema probe (gather/schemas.py's `ask_spark`): every query writes
+    `id`, every sink holds `id`."""
+    return {
+        "spark": "4.3.0",
+        "jobs": {j["key"]: {"fields": FIELDS} for j in request["jobs"]},
+        "sinks": {
+            s["key"]: {"history": [{"fields": FIELDS, "from": "v1"}]} for s in request["sinks"]
+        },  # fmt: skip
+        "ddl": {},
+    }, None
+
+
 class FakeRunner:
     """Plays the runner on fakes, warm handovers included: a run submitted at once reports
     `status`; a prepared run reports `prepared` on its own status file (None: nothing, as a

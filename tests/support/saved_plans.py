@@ -24,7 +24,7 @@ from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.render.plan import plan_dict
 from flink_sql_runner.stores.base import ManifestStore
 from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
-from tests.support.jobs import FakeRunner
+from tests.support.jobs import FakeRunner, probe
 
 RELEASE = "0.1.0"
 SQL = "SELECT id, ts FROM {name}_in"
@@ -49,19 +49,6 @@ TABLE = """\
     options:
       path: /out/{name}
 """
-FIELDS = [{"name": "id", "type": "bigint", "nullable": True}]
-
-
-def probe(request: dict[str, Any]) -> tuple[dict[str, Any], None]:
-    """Plays the runner's schema probe: every query writes `id`, every sink holds `id`."""
-    return {
-        "spark": "4.3.0",
-        "jobs": {j["key"]: {"fields": FIELDS} for j in request["jobs"]},
-        "sinks": {
-            s["key"]: {"history": [{"fields": FIELDS, "from": "v1"}]} for s in request["sinks"]
-        },  # fmt: skip
-        "ddl": {},
-    }, None
 
 
 class PlanWorld:
