@@ -224,3 +224,21 @@ def file_format_name(spark: Any, fmt: str) -> str:
         if detail is not None:
             raise UnsupportedSpark(spark, f"no DataSource.lookupDataSource ({detail})") from None
     return fmt.lower()
+
+
+#: Operators of a logical plan whose result, run as a batch query on a slice of input, is not
+#: what the stream computes over the same rows (they keep state across batches when streaming).
+STATEFUL_OPERATORS = ("Aggregate", "Join", "Deduplicate", "DeduplicateWithinWatermark",
+                      "Window", "FlatMapGroupsInPandasWithState", "TransformWithState")  # fmt: skip
+
+
+def stateful_operators(frame: Any) -> list[str]:
+    """The stateful operators of `frame`'s analysed plan, by Spark's own names (its plan's
+    tree, read as text: the same on 3.5 to 4.3), each once, in the order they appear."""
+    text = str(frame._jdf.queryExecution().analyzed().treeString())
+    found: list[str] = []
+    for line in text.splitlines():
+        word = line.lstrip(" :+-").split(" ", 1)[0]
+        if word in STATEFUL_OPERATORS and word not in found:
+            found.append(word)
+    return found

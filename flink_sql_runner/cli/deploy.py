@@ -45,17 +45,21 @@ from flink_sql_runner.cli.saved_plans import (
     saved_shown,
     write,
 )
+from flink_sql_runner.cli.preview import plan_previews, preview_options
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.errors import (
     EXIT_CHANGES_PENDING,
     EXIT_FAILED,
     EXIT_OK,
 )
+from flink_sql_runner.gather.preview import PreviewAsk
 from flink_sql_runner.host import collector
 from flink_sql_runner.model.lineage import build_lineage
+from flink_sql_runner.model.preview import Preview
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.render.markdown import plan_markdown
 from flink_sql_runner.render.plan import plan_json, plan_text, results_text
+from flink_sql_runner.render.preview import preview_text, previews_markdown
 
 
 @click.command(cls=FsrCommand)
@@ -70,29 +74,48 @@ from flink_sql_runner.render.plan import plan_json, plan_text, results_text
     help="Exit 4 when changes are pending, 0 when there is nothing to do.",
 )
 @out_option
+@click.option(
+    "--preview",
+    "with_preview",
+    is_flag=True,
+    help="Also preview every job whose query changed (as `preview NAME` does, on its running "
+    "version's last batches; a local Spark per job, nothing written) and show it with the plan.",
+)
+@preview_options
 @handle_errors
 def plan(
     paths: tuple[Path, ...],
     output: str,
     detailed_exitcode: bool,
     out: Path | None,
+    with_preview: bool,
+    batches: int,
+    rows: int,
+    max_rows: int,
     debug: bool,
     **kw: Any,
 ) -> int:
     """Show what deploy would do and why. Reads the store, the target and checkpoints, and
     checks what a changed query would write against what its sink holds (Spark's analyser in
-    one local session; docs/schema-contracts.md); changes nothing but the --out file."""
+    one local session; docs/schema-contracts.md); changes nothing but the --out file. With
+    --preview, each changed query is also run beside the running one on the input it read last
+    (`preview`)."""
     deployment = Deployment(settings_from(paths, **kw))
     deployment.read_store_ahead()  # beside loading the files; changes nothing
     jobs = load(deployment, sources=deployment.sources_checked())
     kept: list[dict[str, Any]] = []
 
-    def show(p: Plan) -> str:
+    def show(p: Plan, previews: list[Preview] | None = None) -> str:
         saved = saved_shown(deployment, p, jobs, out, kept) if out is not None else None
         extra = {"saved-plan": {"file": str(out), "digest": saved[1]}} if saved else {}
-        return _shown_plan(p, output, deployment, jobs, saved, **extra)
+        return _shown_plan(p, output, deployment, jobs, saved, previews, **extra)
 
-    result, shown = deployment.plan_shown(jobs, show)
+    if with_preview:
+        result = deployment.plan(jobs, read_only=True)
+        previews = plan_previews(deployment, result, PreviewAsk(batches, max_rows), rows)
+        shown = show(result, previews)
+    else:
+        result, shown = deployment.plan_shown(jobs, show)
     if out is not None:
         write(out, kept[0])
     click.echo(shown)
@@ -105,11 +128,20 @@ def _shown_plan(
     deployment: Deployment,
     jobs: list[Job],
     saved: tuple[str, str] | None = None,
+    previews: list[Preview] | None = None,
     **extra: Any,
 ) -> str:
     if output == "markdown":
-        return plan_markdown(plan, build_lineage(jobs, catalog=deployment.catalog()), saved)
-    return plan_json(plan, **extra) if output == "json" else plan_text(plan, colour())
+        lineage = build_lineage(jobs, catalog=deployment.catalog())
+        return plan_markdown(plan, lineage, saved, previews=previews_markdown(previews or []))
+    if output == "json":
+        if previews is not None:
+            extra["previews"] = [p.to_dict() for p in previews]
+        return plan_json(plan, **extra)
+    shown = plan_text(plan, colour())
+    if previews:
+        shown += "\n\n" + "\n\n".join(preview_text(p) for p in previews)
+    return shown
 
 
 def colour() -> bool:

@@ -26,6 +26,7 @@ COMMANDS = {
     "forget": ("jobs", "forget"),
     "logs": ("logs", "logs"),
     "inspect": ("inspect", "inspect"),
+    "preview": ("preview", "preview"),
     "migrate": ("migrate", "migrate"),
     "watch": ("watch", "watch"),
     "resume": ("watch", "resume"),

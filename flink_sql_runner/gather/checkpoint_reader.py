@@ -388,32 +388,53 @@ class _Reader:
         """How many files source `index`'s log lists up to entry `upto`, and that entry's
         files: the newest compact file at or below it and the entries after it, as Spark reads
         them (None when they are more than MAX_SOURCE_LOG_BYTES in all: not counted)."""
+        files = self.log_entries(index, upto)
+        if files is None:  # no log to count, or too large: not none read
+            return None, ()
+        last = tuple(e["path"] for e in files if e.get("batchId") == upto)
+        return len(files), last
+
+    def log_entries(self, index: int, upto: int) -> list[dict[str, Any]] | None:
+        """Every entry of source `index`'s log up to entry `upto` (the newest compact file at or
+        below it and the entries after it, as Spark reads them); None when there is no log or it
+        is more than MAX_SOURCE_LOG_BYTES."""
         folder = f"sources/{index}"
         names = self.storage.file_names(f"{self.location}/{folder}")
         compacts = [int(m[1]) for n in names if (m := _COMPACT.fullmatch(n)) and int(m[1]) <= upto]
         start = max(compacts, default=None)
-        plain = {n for n in numbers(names) if (start is None or n > start) and n <= upto}
-        budget = MAX_SOURCE_LOG_BYTES
-        files: list[dict[str, Any]] = []
+        plain = sorted(n for n in numbers(names) if (start is None or n > start) and n <= upto)
         rels = ([f"{folder}/{start}.compact"] if start is not None else []) + [
-            f"{folder}/{n}" for n in sorted(plain)
+            f"{folder}/{n}" for n in plain
         ]
-        if not rels:  # no log to count: not none read
-            return None, ()
+        if not rels:
+            return None
+        budget = MAX_SOURCE_LOG_BYTES
+        found: list[dict[str, Any]] = []
         for rel in rels:
             try:
                 entries = self._log(rel, budget)
             except CheckpointUnreadable as exc:
                 if "larger than" not in str(exc):
                     raise
-                return None, ()
+                return None
             for entry in entries or []:
                 if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
                     raise self._fail(rel, "an entry without a file's path")
-                files.append(entry)
+                found.append(entry)
             budget -= sum(len(json.dumps(e)) + 1 for e in entries or [])
-        last = tuple(e["path"] for e in files if e.get("batchId") == upto)
-        return len(files), last
+        return found
+
+    def kafka_initial(self, index: int) -> Any:
+        """Where Kafka source `index` began (its `sources/<index>/0`: a zero byte, `v1`, the
+        offsets as JSON); None when that file is gone or not in that form."""
+        data = self._bytes(f"sources/{index}/0", MAX_OFFSETS_BYTES)
+        if data is None:
+            return None
+        lines = data.lstrip(b"\x00").decode("utf-8", errors="replace").splitlines()
+        try:
+            return json.loads(lines[1]) if len(lines) > 1 else None
+        except ValueError:
+            return None
 
     def operators(self) -> tuple[Operator, ...]:
         found = []
@@ -477,3 +498,72 @@ def _kind(offset: Any) -> str:
     if isinstance(offset, int) and not isinstance(offset, bool):  # rate
         return "rate"
     return "other"
+
+
+# -- the input of a version's last batches, for `preview` ------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchesInput:
+    """What the committed batches `first`..`last` of a checkpoint read, per source (in the
+    order of its offsets files' lines): a file source's files (`files`), a Kafka source's
+    offsets before the first batch and after the last (`start`, `end`: topic -> partition ->
+    offset), or why not (`missing`, for that source); `missing` of the whole when no batch was
+    committed or their offsets are gone."""
+
+    first: int | None
+    last: int | None
+    sources: tuple[tuple[str, Any], ...] = ()  # (kind, files | (start, end) | why not)
+    missing: str | None = None
+
+
+def batches_input(storage: Storage, location: str, count: int) -> BatchesInput:
+    """The input of the last `count` committed batches of the checkpoint at `location`.
+    CheckpointUnreadable naming the file when one cannot be read."""
+    location = location.rstrip("/")
+    scan = _scan(storage, location)
+    if not scan.commits:
+        why = "the version committed no batch" if scan.offsets or scan.metadata else (
+            "the version has no checkpoint")  # fmt: skip
+        return BatchesInput(None, None, missing=why)
+    last = max(scan.commits)
+    first = max(min(scan.commits), last - count + 1)
+    planned = set(scan.offsets)
+    if first > 0 and first - 1 not in planned:
+        kept = min(planned, default=last)
+        first = kept + 1 if kept < last else last
+    reader = _Reader(storage, location)
+    end = reader.offsets(last)
+    if end is None:
+        return BatchesInput(first, last, missing=f"offsets/{last} is gone")
+    before = reader.offsets(first - 1) if first > 0 else None
+    found: list[tuple[str, Any]] = []
+    for index, offset in enumerate(end.sources):
+        kind = _kind(offset)
+        prior = _at(before, index)
+        if kind == "file":
+            upto = offset["logOffset"]
+            since = prior["logOffset"] if isinstance(prior, dict) else -1
+            entries = reader.log_entries(index, upto)
+            if entries is None:
+                found.append((kind, f"the log of source {index} is gone or too large"))
+                continue
+            batch_ids = [(e["path"], e.get("batchId")) for e in entries]
+            files = tuple(p for p, b in batch_ids if isinstance(b, int) and since < b <= upto)
+            found.append((kind, files))
+        elif kind == "kafka":
+            start = prior if first > 0 else reader.kafka_initial(index)
+            if not isinstance(start, dict):
+                found.append((kind, f"where source {index} began before batch {first} is gone"))
+                continue
+            found.append((kind, (_partitions(start), _partitions(offset))))
+        elif kind == "rate":
+            found.append((kind, "a rate source makes its rows up: no input to read again"))
+        else:
+            found.append((kind, f"a source whose offsets this reader does not know ({kind})"))
+    return BatchesInput(first, last, tuple(found))
+
+
+def _partitions(offsets: dict[str, Any]) -> dict[str, dict[str, int]]:
+    return {str(t): {str(p): int(o) for p, o in parts.items()} for t, parts in offsets.items()
+            if isinstance(parts, dict)}  # fmt: skip

@@ -1,6 +1,7 @@
 """A local Spark in a child process: one of the runner's probes (`runner/schema_probe.py`,
-`runner/state_probe.py`) run as `python -m flink_sql_runner._runner.<probe>` on a request
-written to a private temporary folder, its answer read back. The deployer never imports
+`runner/state_probe.py`, `runner/preview_probe.py`) run as
+`python -m flink_sql_runner._runner.<probe>` on a request written to a private temporary
+folder, its answer read back. The deployer never imports
 pyspark; a probe that hangs is killed with its process group."""
 
 from __future__ import annotations

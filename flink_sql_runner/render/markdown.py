@@ -234,12 +234,19 @@ def _lineage_section(plan: Plan, lineage: Lineage) -> list[str]:
 
 
 def plan_markdown(
-    plan: Plan, lineage: Lineage | None = None, saved: tuple[str, str] | None = None
+    plan: Plan,
+    lineage: Lineage | None = None,
+    saved: tuple[str, str] | None = None,
+    previews: list[str] | None = None,
 ) -> str:
     """The plan as a pull-request comment; with the `lineage`, its diagram and each changed
     job's downstream jobs; with `saved` (its file and digest, `plan --out`), the saved plan a
-    merge carries out. Past GitHub's size limit: shorter forms, saying what they leave out."""
+    merge carries out; `previews`: the lines of its changed queries' previews
+    (render/preview.py), after the jobs' sections. Past GitHub's size limit: shorter forms,
+    saying what they leave out (the previews first)."""
+    shown = previews or []
     forms: list[Callable[[], list[str]]] = [
+        lambda: _markdown(plan, lineage, sections=True, diffs=True, previews=shown),
         lambda: _markdown(plan, lineage, sections=True, diffs=True),
         lambda: _markdown(plan, lineage, sections=True, diffs=False),
         lambda: _markdown(plan, lineage, sections=False, diffs=False),
@@ -269,7 +276,12 @@ def _saved_lines(saved: tuple[str, str] | None) -> list[str]:
 
 
 def _markdown(
-    plan: Plan, lineage: Lineage | None, sections: bool, diffs: bool, diagram: bool = True
+    plan: Plan,
+    lineage: Lineage | None,
+    sections: bool,
+    diffs: bool,
+    diagram: bool = True,
+    previews: list[str] | None = None,
 ) -> list[str]:
     lines = [MARKER, f"### flink-sql-runner plan: {_summary(plan)}"]
     if not plan.decisions:
@@ -304,6 +316,7 @@ def _markdown(
             "Each job's changes and steps are left out: the comment would be too long "
             "(`flink-sql-runner plan` prints them all).",
         ]
+    lines += previews or []
     if lineage is not None and lineage.jobs:
         if diagram:
             lines += _lineage_section(plan, lineage)

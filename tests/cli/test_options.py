@@ -28,6 +28,7 @@ DOES = {
     "forget": {"store", "target", "spark", "output", "stops", "locks"},
     "logs": {"store", "target", "spark"},
     "inspect": {"store", "target", "spark", "output"},
+    "preview": {"loads", "store", "target", "spark", "output"},
     "watch": {"store", "target", "spark", "submits", "stops"},
     "resume": {"store", "locks"},
     "migrate": {"locks"},

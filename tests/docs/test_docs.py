@@ -658,6 +658,41 @@ def test_plan_along_the_lineage(project: Project) -> None:
         same(block, result.stdout)
 
 
+def expensive_orders_read_its_input(project: Project) -> None:
+    """The examples deployed, expensive-orders' v1 having read the examples' orders in its
+    batch 0 (its checkpoint's offsets and file-source log as Spark writes them), and its
+    threshold lowered from 9000 to 5000."""
+    project.deployed("examples/queries")
+    checkpoint = project.root / STATE / "checkpoints" / "expensive-orders" / "1"
+    orders = (project.root / "examples" / "data" / "orders" / "orders-0001.json").resolve()
+    meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1_795_000_000_000, "conf": {}}
+    (checkpoint / "offsets" / "0").write_text(f'v1\n{json.dumps(meta)}\n{{"logOffset":0}}')
+    (checkpoint / "sources" / "0").mkdir(parents=True)
+    entry = {"path": f"file://{orders}", "timestamp": 1_795_000_000_000, "batchId": 0}
+    (checkpoint / "sources" / "0" / "0").write_text(f"v1\n{json.dumps(entry)}")
+    project.edit(
+        "examples/queries/expensive-orders.yaml",
+        lambda job: job.update(sql=job["sql"].replace("9000", "5000")),
+    )
+
+
+@pytest.mark.spark  # each preview runs both queries in a local Spark (and the plan its analysis)
+@checks("preview", "plan-preview-markdown")
+def test_preview_of_a_lower_threshold(project: Project) -> None:
+    expensive_orders_read_its_input(project)
+    sink = project.root / STATE / "output"
+    for name in ("preview", "plan-preview-markdown"):
+        block = sample(name)
+        result = project.run(sample_command(block))
+        assert result.returncode == 0, result.stderr
+        same(block, result.stdout)
+    orders = REPO / "examples" / "data" / "orders" / "orders-0001.json"
+    prices = [json.loads(line)["price"] for line in orders.read_text().splitlines()]
+    added = sum(5000 < p <= 9000 for p in prices)
+    assert f"{added} row(s) only the new query writes; 0 only the old one wrote" in result.stdout
+    assert not sink.exists(), "a preview writes nothing"
+
+
 @checks("plan-json")
 def test_plan_json_has_the_keys_and_order_the_page_says(project: Project) -> None:
     block = sample("plan-json")

@@ -1,0 +1,245 @@
+"""`preview NAME`: the slice of input the stored (running or last) version read in its last
+committed batches, read from its checkpoint (`checkpoint_reader.batches_input`: a file source's
+files, a Kafka source's offset ranges), or rows the user gives (`--sample-from`), and the old
+and the new query run on it by the runner's preview probe (`runner/preview_probe.py`, in a child
+process: the deployer never imports pyspark). Only reads: the probe writes no sink, no
+checkpoint and no store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.gather.checkpoint_reader import (
+    CheckpointUnreadable,
+    batches_input,
+)
+from flink_sql_runner.gather.spark_child import run_child
+from flink_sql_runner.model.control import ControlFiles
+from flink_sql_runner.model.preview import PreviewFacts, Slice, SlicePart
+from flink_sql_runner.model.runtime import runtime_manifest, spark_conf
+from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.read.formats import FILE_FORMATS
+from flink_sql_runner.read.sinks import schema_policy
+from flink_sql_runner.stores.storage import Storage
+
+#: A preview that takes longer is stopped: nothing is shown of it.
+PREVIEW_TIMEOUT = 600.0
+#: Asks the preview probe: request -> (answer, why there is none).
+AskPreview = Callable[[dict[str, Any]], tuple[dict[str, Any], str | None]]
+#: The job's settings its preview's Spark starts with (the jars its sources need, how its
+#: storage is reached); its spark.sql.* settings go to each side's session.
+SESSION_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.jars.repositories",
+                    "spark.jars.excludes", "spark.jars.ivy", "spark.jars.ivySettings")  # fmt: skip
+
+
+def ask_preview_probe(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    return run_child("preview_probe", request, PREVIEW_TIMEOUT)
+
+
+@dataclass(frozen=True)
+class PreviewAsk:
+    """What a preview is asked for: how many of the last committed batches, how many rows at
+    most (input or output), the key rows are compared by (empty: the sink's own, if any), and
+    rows the user gives per source table (`samples`, by table; "" for the only one)."""
+
+    batches: int = 10
+    max_rows: int = 100_000
+    key: tuple[str, ...] = ()
+    samples: dict[str, str] = field(default_factory=dict)
+
+
+def _doc(manifest: StoredManifest) -> dict[str, Any]:
+    root = f"{str(manifest.job['checkpoint-root']).rstrip('/')}/{manifest.name}"
+    control = ControlFiles.of(root, manifest.meta.query_version)
+    doc = runtime_manifest(manifest, "preview", control, f"the preview of {manifest.name}")
+    properties = manifest.job.get("sparkProperties") or {}
+    doc["conf"] = {str(k): str(v) for k, v in properties.items() if str(k).startswith("spark.sql.")}
+    return doc
+
+
+def gather_preview(
+    storage: Storage,
+    stored: StoredManifest | None,
+    desired: StoredManifest,
+    ask: PreviewAsk,
+    run: AskPreview = ask_preview_probe,
+    session: dict[str, str] | None = None,
+) -> PreviewFacts:
+    """The facts of one job's preview: `desired` (the manifest its new version would start
+    with) against `stored` (None: a new job) on the slice of the stored version's last batches,
+    or on the rows `ask.samples` gives. `session`: settings the probe's Spark starts with
+    beyond the job's own (the connectors its sources need)."""
+    new = _doc(desired)
+    old = _doc(stored) if stored is not None else None
+    target = new["tables"].get(new["target-table"]) or {}
+    sink_format = str(target.get("format", "")).lower() or None
+    key = ask.key or (("key",) if sink_format == "kafka" else ())
+    policy, _ = schema_policy(desired.job, desired.tables)
+    watermarks = {
+        view: (str(t["watermark"]["column"]), str(t["watermark"]["delay"]))
+        for view, t in new["tables"].items()
+        if view in new["source-tables"] and isinstance(t, dict) and t.get("watermark")
+    }
+    created = str(new["metadata-columns"]["create-timestamp-column"])
+    facts = PreviewFacts(
+        desired.name,
+        stored.meta.query_version if stored is not None else None,
+        desired.meta.query_version,
+        Slice(None),
+        policy=policy,
+        key=key,
+        sink_format=sink_format,
+        created_column=created,
+        watermarks=watermarks,
+    )
+    old_doc = new if old is None else old  # a new job: only its new query, on rows given
+    found = slice_of(storage, stored, old_doc, new, ask)
+    facts = _with(facts, slice=found)
+    if found.missing:
+        return facts
+    kafka_rows = sum(
+        int(end) - int(((p.start or {}).get(t) or {}).get(part, end))
+        for p in found.parts
+        if p.kind == "kafka"
+        for t, parts in (p.end or {}).items()
+        for part, end in parts.items()
+    )
+    if kafka_rows > ask.max_rows:
+        why = (
+            f"the slice's input holds {kafka_rows} Kafka records, more than {ask.max_rows} "
+            "(--max-rows): nothing run; ask for fewer --batches or a higher --max-rows"
+        )
+        return _with(facts, skipped=why)
+    try:
+        plain, secret = spark_conf(desired, desired.name)
+    except FsrError as exc:
+        return _with(facts, skipped=f"the preview was not started: {exc}")
+    settings = {k: v for k, v in {**plain, **secret}.items()
+                if k in SESSION_SETTINGS or k.startswith("spark.hadoop.")}  # fmt: skip
+    request = {
+        "old": old_doc,
+        "new": new,
+        "slice": {p.view: p.request() for p in found.parts},
+        "max-rows": ask.max_rows,
+        "session": {**settings, **(session or {})},
+    }
+    answer, why = run(request)
+    if why is not None:
+        return _with(facts, skipped=f"the preview probe failed: {why}")
+    return _with(facts, answer=_kafka_retention(answer))
+
+
+def _with(facts: PreviewFacts, **changes: Any) -> PreviewFacts:
+    return replace(facts, **changes)
+
+
+#: What Spark's Kafka source says when offsets asked for are no longer on the broker.
+_RETENTION_SIGNS = ("OffsetOutOfRange", "out of range", "data loss", "dataloss")
+
+
+def _kafka_retention(answer: dict[str, Any]) -> dict[str, Any]:
+    """The probe's answer, an error that is Kafka's retention having dropped the slice's
+    offsets said as such."""
+    error = str(answer.get("error") or "")
+    if error and any(s.lower() in error.lower() for s in _RETENTION_SIGNS):
+        why = ("the Kafka topic no longer holds those offsets (its retention dropped them): "
+               f"give rows with --sample-from ({error})")  # fmt: skip
+        return {**answer, "error": why}
+    return answer
+
+
+def slice_of(
+    storage: Storage,
+    stored: StoredManifest | None,
+    old: dict[str, Any],
+    new: dict[str, Any],
+    ask: PreviewAsk,
+) -> Slice:
+    """The input both queries run on: per source view of either, the rows given for it, else
+    what the stored version's last `ask.batches` committed batches read of it; or why there is
+    none."""
+    views = list(dict.fromkeys([*old["source-tables"], *new["source-tables"]]))
+    given = _samples(ask.samples, views)
+    version = stored.meta.query_version if stored is not None else None
+    if all(view in given for view in views):
+        return Slice(version, parts=tuple(given[v] for v in views))
+    if stored is None:
+        return Slice(None, missing="a new job: no version of it has read any input; give rows "
+                     "with --sample-from")  # fmt: skip
+    root = stored.checkpoint_root
+    if root is None:
+        return Slice(version, missing="the stored version has no checkpoint yet")
+    location = f"{root}/{stored.name}/{version}"
+    try:
+        read = batches_input(storage, location, ask.batches)
+    except CheckpointUnreadable as exc:
+        return Slice(version, missing=f"its checkpoint cannot be read: {exc}")
+    if read.missing:
+        return Slice(version, missing=f"version {version}: {read.missing}")
+    parts: dict[str, SlicePart] = dict(given)
+    matched = _match(read.sources, old)
+    for index, (kind, what) in enumerate(read.sources):
+        view = matched.get(index)
+        if view is None or view in parts:
+            continue
+        if isinstance(what, str):
+            return Slice(version, read.first, read.last, missing=f"{view}: {what}")
+        if kind == "file":
+            parts[view] = SlicePart(view, "files", files=tuple(what))
+        else:
+            start, end = what
+            parts[view] = SlicePart(view, "kafka", start=start, end=end)
+    lacking = [v for v in views if v not in parts]
+    if lacking:
+        why = (f"no input of {', '.join(lacking)} in version {version}'s checkpoint (a table "
+               "the new query reads that the old one did not, or a source it cannot tell "
+               "apart); give rows with --sample-from TABLE=PATH")  # fmt: skip
+        return Slice(version, read.first, read.last, missing=why)
+    return Slice(version, read.first, read.last, tuple(parts[v] for v in views))
+
+
+def _samples(samples: dict[str, str], views: list[str]) -> dict[str, SlicePart]:
+    found = {}
+    for table, path in samples.items():
+        view = table or (views[0] if len(views) == 1 else "")
+        if view not in views:
+            raise FsrError(
+                f"--sample-from: {table or path}: the job reads "
+                f"{', '.join(views) or 'no table'}; name one as TABLE=PATH"
+            )
+        found[view] = SlicePart(view, "sample", sample=path)
+    return found
+
+
+def _match(sources: tuple[tuple[str, Any], ...], doc: dict[str, Any]) -> dict[int, str]:
+    """Which source view each source of the checkpoint is (its offsets' lines follow the
+    query's plan, not its tables' order): the only one; else a file source by the folder its
+    files are in, a Kafka source by its topics."""
+    views = list(doc["source-tables"])
+    if len(sources) == 1 and len(views) == 1:
+        return {0: views[0]}
+    found: dict[int, str] = {}
+    for index, (kind, what) in enumerate(sources):
+        fitting = []
+        for view in views:
+            table = doc["tables"][view]
+            fmt = str(table.get("format", "")).lower()
+            options = {str(k).lower(): str(v) for k, v in (table.get("options") or {}).items()}
+            if kind == "file" and fmt in FILE_FORMATS and not isinstance(what, str):
+                folder = options.get("path", "").removeprefix("file:").rstrip("/")
+                if folder and all(f.removeprefix("file:").startswith(folder) for f in what):
+                    fitting.append(view)
+            elif kind == "kafka" and fmt == "kafka":
+                subscribed = options.get("subscribe")
+                topics = {t.strip() for t in subscribed.split(",")} if subscribed else None
+                ranges = set(what[1]) if not isinstance(what, str) else set()
+                if topics is None or ranges <= topics:
+                    fitting.append(view)
+            elif kind not in ("file", "kafka") and fmt not in FILE_FORMATS and fmt != "kafka":
+                fitting.append(view)
+        if len(fitting) == 1:
+            found[index] = fitting[0]
+    return found

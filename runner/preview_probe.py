@@ -1,0 +1,253 @@
+"""`preview NAME`: the old and the new query of a job run as batch queries on one slice of input
+the old one already read, in one local SparkSession that writes nothing.
+
+Run by the deployer as
+`python -m flink_sql_runner._runner.preview_probe --input IN.json --output OUT.json`. Input:
+`{"old": <runtime manifest>, "new": <runtime manifest>, "slice": {view: part}, "max-rows": N,
+"conf": {session settings}?}`, each part one of
+
+- `{"files": [path, ...]}`: exactly those files, read with the table's format, options and
+  schema (`spark.read`);
+- `{"kafka": {"start": {topic: {partition: offset}}, "end": {...}}}`: those offset ranges,
+  read with Spark's batch Kafka source (`assign`, `startingOffsets`, `endingOffsets`);
+- `{"sample": path}`: rows the user gives, read with the table's schema, in the format the
+  file's name says (json unless .csv, .parquet or .orc).
+
+Output: `{"spark", "inputs": {view: rows}, "old": side, "new": side}` with each side
+`{"fields", "rows": [[value, ...]], "stateful": [operator names]}` or `{"error": Spark's
+reason}`; `{"spark", "too-many": {"where", "rows", "limit"}}` when the input or an output holds
+more than `max-rows` rows; `{"spark", "error"}` when the slice cannot be read. Values are JSON:
+times as ISO text, decimals and other numbers Spark keeps exactly as text, bytes as base64.
+
+Each side runs in a session of its own (its views and settings touch no other's): its sources
+as batch views (a watermark is kept, and a batch query ignores it), its SQL, and the metadata
+columns as its run would add them (runner/query.py). Nothing is written: no sink, no
+checkpoint. Exit codes: 0 answered, 2 the input cannot be read.
+
+Needs pyspark and the standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime
+import decimal
+import json
+import logging
+import os
+import sys
+import tempfile
+from typing import Any
+
+from .manifest import load_manifest, options_of
+from .query import query_frame, with_metadata
+from .schema_rules import fields_of
+from .spark_internals import stateful_operators
+
+#: Options of a streaming read that say how a stream advances, not what a row is: a batch read
+#: of the slice leaves them out (the slice says where to start and stop).
+STREAM_ONLY = ("maxfilespertrigger", "maxbytespertrigger", "latestfirst", "maxfileage",
+               "cleansource", "sourcearchivedir", "startingoffsets", "endingoffsets",
+               "startingoffsetsbytimestamp", "startingtimestamp", "maxoffsetspertrigger",
+               "minoffsetspertrigger", "maxtriggerdelay", "subscribe", "subscribepattern",
+               "assign", "failondataloss", "path")  # fmt: skip
+
+
+class TooMany(Exception):
+    def __init__(self, where: str, rows: int, limit: int):
+        super().__init__(where)
+        self.doc = {"where": where, "rows": rows, "limit": limit}
+
+
+def plain(value: Any) -> Any:
+    """One value of a row as JSON."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        finite = value == value and value not in (float("inf"), float("-inf"))
+        return value if finite else str(value)
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return value.isoformat()
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if hasattr(value, "asDict"):
+        return {k: plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return str(value)
+
+
+def batch_source(spark: Any, table: dict[str, Any], part: dict[str, Any]) -> Any:
+    """The batch frame of one source's slice (see the module's docstring)."""
+    options = {k: v for k, v in options_of(table).items() if k.lower() not in STREAM_ONLY}
+    schema = table.get("schema")
+    if "sample" in part:
+        path = str(part["sample"])
+        fmt = next((f for f in ("csv", "parquet", "orc") if path.endswith(f".{f}")), "json")
+        reader = spark.read.format(fmt)
+        if fmt == "csv":
+            reader = reader.option("header", "true")
+        return (reader.schema(schema) if schema else reader).load(path)
+    if "kafka" in part:
+        ranges = part["kafka"]
+        assign = {t: sorted(int(p) for p in parts) for t, parts in ranges["end"].items()}
+        return (
+            spark.read.format("kafka")
+            .options(**options)
+            .option("assign", json.dumps(assign))
+            .option("startingOffsets", json.dumps(ranges["start"]))
+            .option("endingOffsets", json.dumps(ranges["end"]))
+            .load()
+        )
+    reader = spark.read.format(str(table["format"])).options(**options)
+    if schema:
+        reader = reader.schema(schema)
+    files = [str(f) for f in part["files"]]
+    return reader.load(files) if files else _empty(spark, table)
+
+
+def _empty(spark: Any, table: dict[str, Any]) -> Any:
+    schema = table.get("schema") or "value STRING"
+    return spark.createDataFrame([], schema)
+
+
+def register(session: Any, doc: dict[str, Any], frames: dict[str, Any]) -> None:
+    """Each source of `doc` as a batch view of its slice, with its watermark (ignored by a
+    batch query, kept so that the query analyses as its run's does)."""
+    for name in doc.get("source-tables", []):
+        frame = frames[name]
+        watermark = doc["tables"][name].get("watermark")
+        if watermark:
+            frame = frame.withWatermark(watermark["column"], watermark["delay"])
+        frame.createOrReplaceTempView(name)
+
+
+def run_side(spark: Any, doc: dict[str, Any], request: dict[str, Any], limit: int,
+             which: str) -> dict[str, Any]:  # fmt: skip
+    """`{"fields", "rows", "stateful"}` of one side, or `{"error"}`; TooMany past `limit`."""
+    session = spark.newSession()
+    for key, value in (request.get("conf") or {}).items():
+        if str(key).startswith("spark.sql."):
+            session.conf.set(str(key), str(value))
+    try:
+        frames = {
+            name: batch_source(session, doc["tables"][name], request["slice"][name])
+            for name in doc.get("source-tables", [])
+            if name in request["slice"]
+        }
+        missing = [n for n in doc.get("source-tables", []) if n not in frames]
+        if missing:
+            return {"error": f"no slice of {', '.join(missing)}"}
+        register(session, doc, frames)
+        frame = with_metadata(query_frame(session, doc), doc)
+        stateful = stateful_operators(frame)
+        rows = frame.limit(limit + 1).collect()
+    except Exception as exc:  # noqa: BLE001 - Spark's reason is the side's result
+        return {"error": one_line(exc)}
+    if len(rows) > limit:
+        raise TooMany(f"the {which} query's output", len(rows), limit)
+    return {
+        "fields": fields_of(json.loads(frame.schema.json())),
+        "rows": [[plain(v) for v in row] for row in rows],
+        "stateful": stateful,
+    }
+
+
+def probe(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    answer: dict[str, Any] = {"spark": spark.version}
+    limit = int(request.get("max-rows") or 100_000)
+    old = load_manifest(json.dumps(request["old"]))
+    new = load_manifest(json.dumps(request["new"]))
+    try:
+        inputs = {}
+        tables = {**new["tables"], **old["tables"]}
+        for name, part in request["slice"].items():
+            count = batch_source(spark, tables[name], part).count()
+            inputs[name] = count
+            if sum(inputs.values()) > limit:
+                raise TooMany("the slice's input", sum(inputs.values()), limit)
+        answer["inputs"] = inputs
+        answer["old"] = run_side(spark, old, request, limit, "old")
+        answer["new"] = run_side(spark, new, request, limit, "new")
+    except TooMany as exc:
+        answer["too-many"] = exc.doc
+    except Exception as exc:  # noqa: BLE001 - the slice could not be read: Spark's reason
+        answer["error"] = one_line(exc)
+    return answer
+
+
+def one_line(exc: BaseException) -> str:
+    java = getattr(exc, "java_exception", None)
+    try:
+        text = str(java.toString() if java is not None else (getattr(exc, "desc", None) or exc))
+    except Exception:  # noqa: BLE001 - the gateway may be gone
+        text = str(exc)
+    lines = text.strip().splitlines()
+    return (lines[0] if lines else type(exc).__name__)[:500]
+
+
+def read_request(location: str) -> dict[str, Any]:
+    try:
+        with open(location, encoding="utf-8") as handle:
+            request = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{location}: {exc}") from None
+    if not isinstance(request, dict):
+        raise ValueError(f"{location}: not a JSON object")
+    for field in ("old", "new", "slice"):
+        if not isinstance(request.get(field), dict):
+            raise ValueError(f"{location}: {field} must be an object")
+    return request
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="preview_probe")
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--output", required=True)
+    args = parser.parse_args(argv)
+    try:
+        request = read_request(args.input)
+    except ValueError as exc:
+        print(f"preview probe: {exc}", file=sys.stderr)
+        return 2
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]").appName("flink-sql-runner-preview")
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "fsr-preview-probe"),
+        **{str(k): str(v) for k, v in (request.get("session") or {}).items()},
+    }
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        answer = probe(spark, request)
+    finally:
+        spark.stop()
+    folder = os.path.dirname(os.path.abspath(args.output))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fsr-", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(answer, handle)
+    os.replace(tmp, args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""A preview as text, JSON and Markdown (render/preview.py): what people read of it."""
+
+from __future__ import annotations
+
+import json
+
+from flink_sql_runner.decide.decisions import Action, Decision, Plan
+from flink_sql_runner.decide.preview import judge_preview
+from flink_sql_runner.model.preview import PreviewFacts, Slice, SlicePart
+from flink_sql_runner.render.markdown import plan_markdown
+from flink_sql_runner.render.preview import (
+    preview_json,
+    preview_markdown,
+    preview_text,
+    previews_markdown,
+)
+
+FIELDS = [{"name": "order_id", "type": "bigint", "nullable": True},
+          {"name": "note", "type": "string", "nullable": True}]  # fmt: skip
+
+
+def previewed():
+    part = SlicePart("orders", "files", files=("file:///in/a.json", "file:///in/b.json"))
+    answer = {
+        "spark": "4.3.0",
+        "inputs": {"orders": 3},
+        "old": {"fields": FIELDS, "rows": [[1, "a"]]},
+        "new": {"fields": FIELDS, "rows": [[1, "a"], [2, "x | `y` <b>"]]},
+    }
+    facts = PreviewFacts("expensive", 1, 2, Slice(1, 3, 12, (part,)), answer)
+    return judge_preview(facts, rows=5)
+
+
+def test_text_says_what_went_in_and_what_only_the_new_query_writes() -> None:
+    shown = preview_text(previewed())
+    assert shown.splitlines()[:4] == [
+        "preview of expensive: version 1 -> 2",
+        "  input: batches 3..12 of version 1",
+        "    orders: 2 file(s)",
+        "  rows in: orders 3",
+    ]
+    assert "  1 row(s) only the new query writes; 0 only the old one wrote" in shown
+    assert "    order_id=2, note=x | `y` <b>" in shown
+    assert shown.endswith("nothing was written")
+
+
+def test_json_holds_the_counts_and_samples() -> None:
+    doc = json.loads(preview_json([previewed()]))["previews"][0]
+    assert doc["only-new"] == {"rows": 1, "sample": [{"order_id": 2, "note": "x | `y` <b>"}]}
+    assert doc["old"]["rows-out"] == 1 and doc["new"]["rows-out"] == 2
+    assert doc["slice"]["parts"][0]["files"] == ["file:///in/a.json", "file:///in/b.json"]
+
+
+def test_markdown_is_a_collapsed_section_with_values_escaped() -> None:
+    lines = preview_markdown(previewed())
+    assert lines[1].startswith("<details><summary>Preview of expensive: 1 row(s) only")
+    assert lines[-1] == "</details>"
+    assert "| `2` | `x \\| 'y' <b>` |" in lines, "no table cut, no HTML let through"
+    plan = Plan((Decision("expensive", Action.STOP_AND_START_CLEAN, 2, "query changed"),))
+    shown = plan_markdown(plan, None, previews=previews_markdown([previewed()]))
+    assert "#### Previews" in shown and "<details><summary>Preview of expensive" in shown
+    assert "#### Previews" not in plan_markdown(plan, None), "only with --preview"

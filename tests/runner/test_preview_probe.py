@@ -1,0 +1,109 @@
+"""The preview probe's Spark work (runner/preview_probe.py), in-process on the shared
+SparkSession: the old and the new query as batch queries on exactly the files of a slice, a
+windowed count named stateful, rows past --max-rows, and nothing written anywhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runner.preview_probe import main, probe
+from tests.support.runner_jobs import manifest
+
+pytestmark = pytest.mark.spark
+
+ORDERS = "order_id BIGINT, price DOUBLE, order_time TIMESTAMP"
+#: Three drops of orders; the slice is the first two (a third the version has not read yet).
+DROPS = {
+    "a": [(1, 9500.0, "00:00:01"), (2, 6000.0, "00:00:30"), (3, 100.0, "00:01:05")],
+    "b": [(4, 9100.0, "00:01:10"), (5, 7000.5, "00:02:00")],
+    "c": [(6, 8000.0, "00:03:00")],
+}
+
+
+def drop(folder: Path) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, rows in DROPS.items():
+        lines = [json.dumps({"order_id": i, "price": p, "order_time": f"2026-01-01T{t}"})
+                 for i, p, t in rows]  # fmt: skip
+        (folder / f"{name}.json").write_text("\n".join(lines) + "\n")
+    return [f"file://{folder}/{n}.json" for n in ("a", "b")]
+
+
+def job(tmp: Path, sql: str, version: int) -> dict[str, Any]:
+    doc = manifest(tmp, version, sql=sql, **{"source-tables": ["orders"]})
+    doc["tables"] = {
+        "orders": {"format": "json", "options": {"path": str(tmp / "in"),
+                   "maxFilesPerTrigger": "1"}, "schema": ORDERS,
+                   "watermark": {"column": "order_time", "delay": "10 seconds"}},
+        "people_out": doc["tables"]["people_out"],
+    }  # fmt: skip
+    doc["conf"] = {"spark.sql.shuffle.partitions": "2"}
+    return doc
+
+
+def test_both_queries_run_on_exactly_the_slices_files(spark, tmp_path: Path) -> None:
+    files = drop(tmp_path / "in")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    old = job(tmp_path, "SELECT order_id, price FROM orders WHERE price > 9000", 1)
+    new = job(tmp_path, "SELECT order_id, price, order_time FROM orders WHERE price > 5000", 2)
+    request = {"old": old, "new": new, "slice": {"orders": {"files": files}}, "max-rows": 100}
+    answer = probe(spark, request)
+    assert answer["inputs"] == {"orders": 5}, "the third drop is not in the slice"
+    assert sorted(r[0] for r in answer["old"]["rows"]) == [1, 4]
+    assert sorted(r[0] for r in answer["new"]["rows"]) == [1, 2, 4, 5]
+    names = [f["name"] for f in answer["new"]["fields"]]
+    assert names[:3] == ["order_id", "price", "order_time"]
+    assert names[3:] == ["__create_timestamp", "__query_name", "__query_description",
+                         "__query_id", "__query_version", "__query_create_timestamp"]  # fmt: skip
+    row = sorted(answer["new"]["rows"])[0]
+    assert row[2] == "2026-01-01T00:00:01" and row[7] == 2 and row[6] == "id-2"
+    assert answer["old"]["stateful"] == [] and answer["new"]["stateful"] == []
+    json.dumps(answer)  # every value is JSON
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before, (
+        "nothing written: no sink, no checkpoint"
+    )
+
+
+def test_a_windowed_count_runs_as_a_batch_query_and_is_named_stateful(spark, tmp_path) -> None:
+    files = drop(tmp_path / "in")
+    sql = ("SELECT window.start AS minute, count(*) AS orders FROM orders "
+           "GROUP BY window(order_time, '1 minute')")  # fmt: skip
+    cheap = sql.replace("FROM orders", "FROM orders WHERE price < 9000")
+    request = {"old": job(tmp_path, sql, 1), "new": job(tmp_path, cheap, 2),
+               "slice": {"orders": {"files": files}}, "max-rows": 100}  # fmt: skip
+    answer = probe(spark, request)
+    assert answer["old"]["stateful"] == ["Aggregate"]
+    old = sorted((r[0], r[1]) for r in answer["old"]["rows"])
+    assert old == [
+        ("2026-01-01T00:00:00", 2),
+        ("2026-01-01T00:01:00", 2),
+        ("2026-01-01T00:02:00", 1),
+    ], "the last window, open in the stream, counted"
+    new = sorted((r[0], r[1]) for r in answer["new"]["rows"])
+    assert new == [("2026-01-01T00:00:00", 1), ("2026-01-01T00:01:00", 1),
+                   ("2026-01-01T00:02:00", 1)]  # fmt: skip
+
+
+def test_past_max_rows_and_an_error_are_answers(spark, tmp_path: Path) -> None:
+    files = drop(tmp_path / "in")
+    old = job(tmp_path, "SELECT * FROM orders", 1)
+    request = {"old": old, "new": old, "slice": {"orders": {"files": files}}, "max-rows": 4}
+    assert probe(spark, request)["too-many"] == {"where": "the slice's input", "rows": 5,
+                                                 "limit": 4}  # fmt: skip
+    wrong = job(tmp_path, "SELECT nope FROM orders", 2)
+    answer = probe(spark, {**request, "new": wrong, "max-rows": 10})
+    assert "nope" in answer["new"]["error"] and len(answer["old"]["rows"]) == 5
+    sample = tmp_path / "given.json"
+    sample.write_text('{"order_id": 9, "price": 5500.0}\n')
+    given = probe(spark, {**request, "slice": {"orders": {"sample": str(sample)}}})
+    assert given["inputs"] == {"orders": 1} and given["old"]["rows"][0][:2] == [9, 5500.0]
+
+
+def test_a_request_it_cannot_read_is_refused_with_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "in.json"
+    bad.write_text('{"old": {}}')
+    assert main(["--input", str(bad), "--output", str(tmp_path / "out.json")]) == 2
