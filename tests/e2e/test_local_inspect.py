@@ -1,7 +1,12 @@
 """`inspect` of a stateful job deployed on local Spark with real spark-submit, across a restart:
 a count per minute window with a 10 s watermark over files the test writes. What `inspect`
 reports (batches, the file source's files, the watermark, the runs and where the restart
-resumed, the state's rows and keys) is what the test knows the job was given."""
+resumed, the state's rows and keys) is what the test knows the job was given.
+
+Beside it, in the same deploys, a filter over the same orders (`price > 9000`), then
+`preview`ed with its threshold lowered to 5000, a column added and price's type changed: from
+the files its running version read, exactly the rows the new filter adds, none lost, the
+contract's refusal, and nothing written."""
 
 from __future__ import annotations
 
@@ -25,6 +30,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 FIRST = ["2026-01-01T00:00:01", "2026-01-01T00:00:02", "2026-01-01T00:00:30",
          "2026-01-01T00:01:05", "2026-01-01T00:01:10"]  # fmt: skip
 SECOND = [f"2026-01-01T00:05:0{i}" for i in range(4)]
+#: The orders' prices, in the order of FIRST and SECOND.
+PRICES = {"first": [9500.0, 6000.0, 100.0, 9100.0, 7000.5],
+          "second": [8000.0, 12000.0, 4000.0, 5000.5]}  # fmt: skip
 
 
 def epoch_ms(text: str) -> int:
@@ -33,7 +41,9 @@ def epoch_ms(text: str) -> int:
 
 def drop(folder: Path, name: str, times: list[str]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    rows = [json.dumps({"order_id": i, "order_time": t}) for i, t in enumerate(times)]
+    prices = PRICES[name]
+    rows = [json.dumps({"order_id": i, "price": prices[i], "order_time": t})
+            for i, t in enumerate(times)]  # fmt: skip
     (folder / f"{name}.json").write_text("\n".join(rows) + "\n")
 
 
@@ -48,13 +58,18 @@ def test_inspect_a_windowed_count_across_a_restart(workspace: Workspace) -> None
     source = ws.root / "in"
     ws.write_tables([
         {"name": "orders", "format": "json", "options": {"path": str(source)},
-         "schema": "order_id BIGINT, order_time TIMESTAMP",
+         "schema": "order_id BIGINT, price DOUBLE, order_time TIMESTAMP",
          "watermark": {"column": "order_time", "delay": "10 seconds"}},
         {"name": "counts_out", "format": "parquet", "options": {"path": str(ws.root / "out")}},
+        {"name": "expensive_out", "format": "parquet",
+         "options": {"path": str(ws.root / "expensive")}},
     ])  # fmt: skip
     sql = ("SELECT window.start AS minute, count(*) AS orders FROM orders "
            "GROUP BY window(order_time, '1 minute')")  # fmt: skip
     ws.write_job("counts", **{"target-table": "counts_out", "sql": sql})
+    expensive = {"target-table": "expensive_out",
+                 "sql": "SELECT order_id, price FROM orders WHERE price > 9000"}  # fmt: skip
+    ws.write_job("expensive", **expensive)
     checkpoint = ws.state / "checkpoints" / "counts" / "1"
 
     def reached(log_offset: int, watermark: str) -> Any:
@@ -100,6 +115,8 @@ def test_inspect_a_windowed_count_across_a_restart(workspace: Workspace) -> None
     )
     assert [(r["ended"], r["up"]) for r in runs] == [("stopped", False), (None, True)]
 
+    previewed_a_lower_threshold(ws, expensive)
+
     state = doc["state"]
     if int(pyspark.__version__.split(".")[0]) < 4:
         assert "Spark 4.0" in state["unavailable"]
@@ -113,3 +130,47 @@ def test_inspect_a_windowed_count_across_a_restart(workspace: Workspace) -> None
         {"count": 4},
     )]  # fmt: skip
     assert set(state["bytes-on-disk"]["0"]) == {"0", "1"}
+
+
+def listing(*folders: Path) -> list[tuple[str, int]]:
+    return sorted((str(p), p.stat().st_size) for f in folders for p in f.rglob("*") if p.is_file())
+
+
+def previewed_a_lower_threshold(ws: Workspace, job: dict[str, Any]) -> None:
+    """`expensive` (running v1, `price > 9000`) previewed with `price > 5000`, price as
+    STRING and order_time added, on the two files its v1 read: the rows only the new query
+    writes are exactly those the lower threshold adds, none are lost, the contract refuses
+    the type change, and no sink, checkpoint or store changed."""
+    checkpoint = ws.state / "checkpoints" / "expensive" / "1"
+
+    def read_both() -> Any:
+        report = read_checkpoint(FileStorage(), str(checkpoint))
+        done = report is not None and report.sources and report.sources[0].committed
+        return report if done == {"logOffset": 1} else None
+
+    wait_for(read_both, timeout=120, what="expensive's v1 reading both files")
+    untouched = [ws.root / "expensive", checkpoint, ws.state / "manifests"]
+    before = listing(*untouched)
+    sql = ("SELECT order_id, CAST(price AS STRING) AS price, order_time FROM orders "
+           "WHERE price > 5000")  # fmt: skip
+    ws.write_job("expensive", **{**job, "sql": sql})
+    result = ws.cli("preview", "expensive", "--output", "json", "--rows", "10")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (found,) = json.loads(result.stdout)["previews"]
+    assert (found["old-version"], found["new-version"]) == (1, 2)
+    assert found["slice"]["first-batch"] == 0 and found["rows-in"] == {"orders": 9}
+    (part,) = found["slice"]["parts"]
+    assert sorted(part["files"]) == [f"file://{ws.root}/in/first.json",
+                                     f"file://{ws.root}/in/second.json"]  # fmt: skip
+    added = sorted((i, str(p)) for name, prices in PRICES.items()
+                   for i, p in enumerate(prices) if 5000 < p <= 9000)  # fmt: skip
+    shown = sorted((r["order_id"], r["price"]) for r in found["only-new"]["sample"])
+    assert found["only-new"]["rows"] == len(added) == 4 and shown == added
+    assert found["only-old"] == {"rows": 0, "sample": []}, "none lost"
+    schema = found["schema"]
+    assert schema["verdict"] == "breaking" and schema["refused"]
+    assert schema["retyped"] == [{"name": "price", "from": "double", "to": "string"}]
+    assert [f["name"] for f in schema["added"]] == ["order_time"]
+    new_version = [f for f in found["new"]["fields"] if f["name"] == "__query_version"]
+    assert new_version and found["new"]["rows-out"] == 7 and found["old"]["rows-out"] == 3
+    assert listing(*untouched) == before, "a preview writes nothing"
