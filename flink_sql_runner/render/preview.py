@@ -67,7 +67,9 @@ def preview_text(preview: Preview) -> str:
     versions = f"version {preview.old_version} -> {preview.new_version}"
     if preview.old_version is None:
         versions = f"a new job (version {preview.new_version})"
-    lines = [f"preview of {preview.name}: {versions}", f"  input: {preview.slice.describe()}"]
+    lines = [f"preview of {preview.name}: {versions}"]
+    if not preview.slice.missing:
+        lines.append(f"  input: {preview.slice.describe()}")
     for part in preview.slice.parts:
         lines.append(f"    {part.describe()}")
     if preview.unavailable:

@@ -1,0 +1,71 @@
+"""`preview` through the real command line where it starts no Spark: a job not under --path and
+a --sample-from file that is not there (exit 2, naming the file and the field), and a new job
+or a version that committed nothing (exit 1, saying which, nothing run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.stores.local import LocalStore
+from tests.support.cli import run_cli as cli
+
+
+def project(tmp_path: Path) -> list[str]:
+    """A job `expensive` over a JSON source, and the options that find it."""
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "in").mkdir()
+    tables = {"tables": [
+        {"name": "orders", "format": "json", "options": {"path": str(tmp_path / "in")},
+         "schema": "order_id BIGINT, price DOUBLE"},
+        {"name": "out", "format": "parquet", "options": {"path": str(tmp_path / "out")}},
+    ]}  # fmt: skip
+    (tmp_path / "tables.yaml").write_text(yaml.safe_dump(tables))
+    job = {"name": "expensive", "target-table": "out",
+           "sql": "SELECT order_id, price FROM orders WHERE price > 5000"}  # fmt: skip
+    (tmp_path / "jobs" / "expensive.yaml").write_text(yaml.safe_dump(job))
+    return ["--path", str(tmp_path / "jobs"), "--table-definition-path",
+            str(tmp_path / "tables.yaml"), "--state-dir", str(tmp_path / "state")]  # fmt: skip
+
+
+def test_bad_input_is_exit_2_naming_the_file_and_the_field(tmp_path: Path) -> None:
+    args = project(tmp_path)
+    unknown = cli("preview", "cheap", *args)
+    assert unknown.returncode == 2
+    assert f"{tmp_path / 'jobs'}: name: no job named 'cheap' there" in unknown.stderr
+    missing = cli("preview", "expensive", *args, "--sample-from", str(tmp_path / "gone.json"))
+    assert missing.returncode == 2
+    assert f"{tmp_path / 'gone.json'}: --sample-from: no such file" in missing.stderr
+    assert not (tmp_path / "state" / "manifests").exists()
+
+
+def test_where_no_slice_can_be_had_it_says_which_and_runs_nothing(tmp_path: Path) -> None:
+    args = project(tmp_path)
+    fresh = cli("preview", "expensive", *args)
+    assert fresh.returncode == 1, fresh.stderr
+    assert fresh.stdout.splitlines() == [
+        "preview of expensive: a new job (version 1)",
+        "  not previewed: no slice: a new job: no version of it has read any input; give rows "
+        "with --sample-from",
+    ]
+    spec = yaml.safe_load((tmp_path / "jobs" / "expensive.yaml").read_text())
+    spec["checkpoint-root"] = str(tmp_path / "ck")
+    tables = {"orders": {"format": "json", "options": {"path": str(tmp_path / "in")},
+                         "schema": "order_id BIGINT, price DOUBLE"},
+              "out": {"format": "parquet", "options": {"path": str(tmp_path / "out")}}}  # fmt: skip
+    stored = StoredManifest({**spec, "sql": spec["sql"].replace("5000", "9000")}, tables,
+                            Meta(1, "q", "2026-11-28T00:00:00Z"))  # fmt: skip
+    LocalStore(tmp_path / "state" / "manifests").write(stored, None)
+    checkpoint = tmp_path / "ck" / "expensive" / "1"
+    (checkpoint / "offsets").mkdir(parents=True)
+    (checkpoint / "metadata").write_text('{"id": "q"}')
+    meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}}
+    (checkpoint / "offsets" / "0").write_text(f'v1\n{json.dumps(meta)}\n{{"logOffset":0}}')
+    nothing = cli("preview", "expensive", *args, "--output", "json")
+    assert nothing.returncode == 1, nothing.stderr
+    (doc,) = json.loads(nothing.stdout)["previews"]
+    assert doc["unavailable"] == "no slice: version 1: the version committed no batch"
+    assert (doc["old-version"], doc["new-version"], doc["old"]) == (1, 2, None)
