@@ -12,10 +12,14 @@ one job, one topic, every record counted per version and per table.
    written (a storage error once v2 has stopped): the deploy fails, saying the job is down; the
    next deploy, without the option, gives v3 its go with the start its intent record holds, and
    v3 reads the whole topic again, through each table once, as the plan said.
+
+Beside it, on the same broker, `preview`'s probe reads exactly an offset range of a topic.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -24,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cli import REPO
 from tests.support.kafka_jobs import kafka_source, sink_rows, use_connector
 from tests.support.workspace import wait_for
 
@@ -172,3 +177,56 @@ def block_the_go(control: Path, version: int, halt: threading.Event, planted: li
             planted.append(go)
             return
         time.sleep(0.05)
+
+
+def test_a_preview_reads_exactly_an_offset_range_of_the_real_topic(
+    kafka_broker, kafka_spark, tmp_path: Path
+):
+    """`preview`'s probe (runner/preview_probe.py) on the real broker, in a child Spark of the
+    release the connector is for: Spark's batch Kafka source given the slice's ranges
+    (`assign`, `startingOffsets`, `endingOffsets`) reads those records and no other, and the
+    old and the new query each see them all."""
+    topic = "preview-in"
+    kafka_broker.create_topic(topic, partitions=2)
+    for partition, many in ((0, 10), (1, 6)):
+        records = ((f"p{partition}-{n}", f"v{n}") for n in range(many))
+        kafka_broker.produce(topic, records, partition=partition)
+    columns = "CAST(key AS STRING) AS k, `partition` AS p, `offset` AS o"
+    source = {"format": "kafka", "options": {
+        "kafka.bootstrap.servers": kafka_broker.bootstrap, "subscribe": topic,
+        "startingOffsets": "earliest", "maxOffsetsPerTrigger": "3"}}  # fmt: skip
+
+    def job(sql: str, version: int) -> dict[str, Any]:
+        return {
+            "schema-version": 1, "name": "kafka-preview", "target-table": "out", "sql": sql,
+            "source-tables": ["src"], "run-id": "preview", "checkpoint-location": "-",
+            "tables": {"src": source, "out": {"format": "parquet",
+                                              "options": {"path": str(tmp_path / "out")}}},
+            "meta": {"query-version": version, "query-id": f"id-{version}",
+                     "query-create-timestamp": "2026-11-28T00:00:00Z"},
+        }  # fmt: skip
+
+    ranges = {"start": {topic: {"0": 2, "1": 1}}, "end": {topic: {"0": 7, "1": 4}}}
+    request = {
+        "old": job(f"SELECT {columns} FROM src WHERE `offset` >= 5", 1),
+        "new": job(f"SELECT {columns} FROM src WHERE `offset` >= 3", 2),
+        "slice": {"src": {"kafka": ranges}},
+        "max-rows": 100,
+        "session": {"spark.jars": ",".join(str(jar) for jar in kafka_spark.jars)},
+    }
+    given, taken = tmp_path / "in.json", tmp_path / "out.json"
+    given.write_text(json.dumps(request))
+    done = subprocess.run(  # noqa: S603 - a list, never a shell
+        [kafka_spark.python, "-m", "runner.preview_probe", "--input", str(given),
+         "--output", str(taken)],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = json.loads(taken.read_text())
+    assert answer.get("error") is None, answer
+    assert answer["inputs"] == {"src": 8}, "offsets 2..6 of partition 0, 1..3 of partition 1"
+    old = sorted((r[1], r[2]) for r in answer["old"]["rows"])
+    new = sorted((r[1], r[2]) for r in answer["new"]["rows"])
+    assert old == [(0, 5), (0, 6)]
+    assert new == [(0, 3), (0, 4), (0, 5), (0, 6), (1, 3)]
+    assert not (tmp_path / "out").exists(), "nothing written"
