@@ -13,7 +13,8 @@ Run by the deployer as
 - `{"sample": path}`: rows the user gives, read with the table's schema, in the format the
   file's name says (json unless .csv, .parquet or .orc).
 
-Output: `{"spark", "inputs": {view: rows}, "old": side, "new": side}` with each side
+Output: `{"spark", "inputs": {view: rows}, "old": side, "new": side, "seconds": {"session",
+"input", "old", "new"}}` with each side
 `{"fields", "rows": [[value, ...]], "stateful": [operator names]}` or `{"error": Spark's
 reason}`; `{"spark", "too-many": {"where", "rows", "limit"}}` when the input or an output holds
 more than `max-rows` rows; `{"spark", "error"}` when the slice cannot be read. Values are JSON:
@@ -38,6 +39,7 @@ import logging
 import os
 import sys
 import tempfile
+import time
 from typing import Any
 
 from .manifest import load_manifest, options_of
@@ -163,8 +165,15 @@ def run_side(spark: Any, doc: dict[str, Any], request: dict[str, Any], limit: in
 
 
 def probe(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
-    answer: dict[str, Any] = {"spark": spark.version}
+    answer: dict[str, Any] = {"spark": spark.version, "seconds": {}}
     limit = int(request.get("max-rows") or 100_000)
+    began = time.perf_counter()
+
+    def lap(what: str) -> None:
+        nonlocal began
+        answer["seconds"][what] = round(time.perf_counter() - began, 3)
+        began = time.perf_counter()
+
     old = load_manifest(json.dumps(request["old"]))
     new = load_manifest(json.dumps(request["new"]))
     try:
@@ -176,8 +185,11 @@ def probe(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
             if sum(inputs.values()) > limit:
                 raise TooMany("the slice's input", sum(inputs.values()), limit)
         answer["inputs"] = inputs
+        lap("input")
         answer["old"] = run_side(spark, old, request, limit, "old")
+        lap("old")
         answer["new"] = run_side(spark, new, request, limit, "new")
+        lap("new")
     except TooMany as exc:
         answer["too-many"] = exc.doc
     except Exception as exc:  # noqa: BLE001 - the slice could not be read: Spark's reason
@@ -235,10 +247,13 @@ def main(argv: list[str] | None = None) -> int:
     }
     for key, value in settings.items():
         builder = builder.config(key, value)
+    began = time.perf_counter()
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    started = round(time.perf_counter() - began, 3)
     try:
         answer = probe(spark, request)
+        answer.setdefault("seconds", {})["session"] = started
     finally:
         spark.stop()
     folder = os.path.dirname(os.path.abspath(args.output))

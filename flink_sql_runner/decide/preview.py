@@ -33,8 +33,9 @@ def judge_preview(facts: PreviewFacts, rows: int) -> Preview:
     figures differ; or why there is none."""
     answer = facts.answer
     spark = str(answer["spark"]) if answer.get("spark") else None
+    seconds = {str(k): float(v) for k, v in (answer.get("seconds") or {}).items()}
     preview = Preview(facts.name, facts.old_version, facts.new_version, facts.slice,
-                      policy=facts.policy, key=facts.key, spark=spark)  # fmt: skip
+                      policy=facts.policy, key=facts.key, spark=spark, seconds=seconds)  # fmt: skip
     if facts.slice.missing or facts.skipped:
         return replace(preview, unavailable=facts.skipped or f"no slice: {facts.slice.missing}")
     if answer.get("too-many"):

@@ -164,6 +164,8 @@ class Preview:
     notes: tuple[str, ...] = ()
     unavailable: str | None = None
     spark: str | None = None
+    #: Where the probe's time went: its session's start, reading the input, each query.
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         def side(s: Side | None) -> dict[str, Any] | None:
@@ -196,6 +198,7 @@ class Preview:
             "changed": {"rows": self.changed, "sample": list(self.changed_sample)},
             "columns": [c.to_dict() for c in self.columns],
             "notes": list(self.notes),
+            "probe-seconds": dict(self.seconds),
         }
 
 
