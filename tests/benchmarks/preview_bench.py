@@ -22,7 +22,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.benchmarks.common import REPO, compile_deployer, load_average, run_measured
+from tests.benchmarks.common import (
+    REPO,
+    compile_deployer,
+    load_average,
+    run_measured,
+    wait_for_quiet,
+)
 
 STATE = ".flink-sql-runner"
 DROPS = 100
@@ -92,13 +98,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.benchmarks.preview_bench")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batches", default="10,100")
+    parser.add_argument("--max-load", type=float, default=2.5, help="wait for it first")
+    parser.add_argument("--wait", type=float, default=600, help="seconds, at most")
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.batches.split(",")]
     compile_deployer()
     results: dict[int, list[dict[str, float]]] = {n: [] for n in sizes}
     with tempfile.TemporaryDirectory(prefix="bench-preview-") as scratch:
         root = project(Path(scratch))
-        before = load_average()
+        before = wait_for_quiet(args.max_load, args.wait)
         for round_ in range(args.rounds):
             order = sizes[round_ % len(sizes) :] + sizes[: round_ % len(sizes)]
             for n in order:

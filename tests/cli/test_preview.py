@@ -69,3 +69,30 @@ def test_where_no_slice_can_be_had_it_says_which_and_runs_nothing(tmp_path: Path
     (doc,) = json.loads(nothing.stdout)["previews"]
     assert doc["unavailable"] == "no slice: version 1: the version committed no batch"
     assert (doc["old-version"], doc["new-version"], doc["old"]) == (1, 2, None)
+
+
+def test_plan_preview_previews_each_changed_query_after_the_plan(tmp_path: Path) -> None:
+    """Text and JSON; here v1 committed nothing, so each preview says so and runs nothing (the
+    sink is empty and declares no schema: the plan's analysis starts no Spark either)."""
+    args = project(tmp_path)
+    spec = yaml.safe_load((tmp_path / "jobs" / "expensive.yaml").read_text())
+    checkpoints = tmp_path / "state" / "checkpoints"
+    tables = {"orders": {"format": "json", "options": {"path": str(tmp_path / "in")},
+                         "schema": "order_id BIGINT, price DOUBLE"},
+              "out": {"format": "parquet", "options": {"path": str(tmp_path / "out")}}}  # fmt: skip
+    old = {**spec, "sql": spec["sql"].replace("5000", "9000"), "checkpoint-root": str(checkpoints),
+           "desired-state": "stopped"}  # fmt: skip
+    LocalStore(tmp_path / "state" / "manifests").write(
+        StoredManifest(old, tables, Meta(1, "q", "2026-11-28T00:00:00Z")), None
+    )
+    (checkpoints / "expensive" / "1").mkdir(parents=True)
+    (checkpoints / "expensive" / "1" / "metadata").write_text('{"id": "q"}')
+    text = cli("plan", *args, "--preview")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.rstrip().endswith(
+        "preview of expensive: version 1 -> 2\n"
+        "  not previewed: no slice: version 1: the version committed no batch"
+    )
+    doc = json.loads(cli("plan", *args, "--preview", "--output", "json").stdout)
+    assert [p["name"] for p in doc["previews"]] == ["expensive"]
+    assert "previews" not in json.loads(cli("plan", *args, "--output", "json").stdout)
