@@ -176,12 +176,16 @@ def probe(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
 
     old = load_manifest(json.dumps(request["old"]))
     new = load_manifest(json.dumps(request["new"]))
+    cached = []
     try:
         inputs = {}
         tables = {**new["tables"], **old["tables"]}
         for name, part in request["slice"].items():
-            count = batch_source(spark, tables[name], part).count()
-            inputs[name] = count
+            # Read once: each side's read of the same slice is answered from this cache
+            # (sessions share it), so files are listed and read, and Kafka asked, once.
+            frame = batch_source(spark, tables[name], part).cache()
+            cached.append(frame)
+            inputs[name] = frame.count()
             if sum(inputs.values()) > limit:
                 raise TooMany("the slice's input", sum(inputs.values()), limit)
         answer["inputs"] = inputs
@@ -194,6 +198,9 @@ def probe(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
         answer["too-many"] = exc.doc
     except Exception as exc:  # noqa: BLE001 - the slice could not be read: Spark's reason
         answer["error"] = one_line(exc)
+    finally:
+        for frame in cached:
+            frame.unpersist()
     return answer
 
 
@@ -242,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         "spark.driver.host": "127.0.0.1",
         "spark.sql.shuffle.partitions": "2",
         "spark.sql.session.timeZone": "UTC",
+        # The slice's files are named one by one: list them here, not in a Spark job.
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
         "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "fsr-preview-probe"),
         **{str(k): str(v) for k, v in (request.get("session") or {}).items()},
     }
