@@ -72,8 +72,15 @@ def gather_preview(
     with) against `stored` (None: a new job) on the slice of the stored version's last batches,
     or on the rows `ask.samples` gives. `session`: settings the probe's Spark starts with
     beyond the job's own (the connectors its sources need)."""
-    new = _doc(desired)
-    old = _doc(stored) if stored is not None else None
+    old_version = stored.meta.query_version if stored is not None else None
+    try:
+        new = _doc(desired)
+        # A manifest `migrate` converted names no checkpoint root: slice_of says so.
+        old = _doc(stored) if stored is not None and stored.checkpoint_root else None
+    except FsrError as exc:  # an environment variable not set here
+        why = f"the job's manifest cannot be resolved here: {exc}"
+        return PreviewFacts(desired.name, old_version, desired.meta.query_version,
+                            Slice(old_version, missing=why))  # fmt: skip
     target = new["tables"].get(new["target-table"]) or {}
     sink_format = str(target.get("format", "")).lower() or None
     key = ask.key or (("key",) if sink_format == "kafka" else ())
@@ -86,7 +93,7 @@ def gather_preview(
     created = str(new["metadata-columns"]["create-timestamp-column"])
     facts = PreviewFacts(
         desired.name,
-        stored.meta.query_version if stored is not None else None,
+        old_version,
         desired.meta.query_version,
         Slice(None),
         policy=policy,

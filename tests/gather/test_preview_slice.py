@@ -190,3 +190,18 @@ def test_a_probe_that_fails_is_said(tmp_path: Path, why: str) -> None:
     job = manifest(tmp_path, "SELECT * FROM orders", 1)
     found = gather_preview(FileStorage(), job, job, PreviewAsk(), Probe(why=why))
     assert found.skipped == f"the preview probe failed: {why}"
+
+
+def test_a_converted_manifest_and_an_unset_variable_are_said(tmp_path: Path, monkeypatch) -> None:
+    job = manifest(tmp_path, "SELECT * FROM orders", 1)
+    converted = StoredManifest({k: v for k, v in job.job.items() if k != "checkpoint-root"},
+                               job.tables, job.meta)  # fmt: skip
+    probe = Probe()
+    found = gather_preview(FileStorage(), converted, job, PreviewAsk(), probe)
+    assert found.slice.missing == "the stored version has no checkpoint yet"
+    monkeypatch.delenv("FSR_PREVIEW_UNSET", raising=False)
+    sink = {"format": "parquet", "options": {"path": "${FSR_PREVIEW_UNSET}"}}
+    secret = manifest(tmp_path, "SELECT * FROM orders", 2, out=sink)
+    unset = gather_preview(FileStorage(), job, secret, PreviewAsk(), probe)
+    assert "FSR_PREVIEW_UNSET is not set" in (unset.slice.missing or "")
+    assert probe.asked == []
