@@ -3,10 +3,10 @@ a count per minute window with a 10 s watermark over files the test writes. What
 reports (batches, the file source's files, the watermark, the runs and where the restart
 resumed, the state's rows and keys) is what the test knows the job was given.
 
-Beside it, in the same deploys, a filter over the same orders (`price > 9000`), then
-`preview`ed with its threshold lowered to 5000, a column added and price's type changed: from
-the files its running version read, exactly the rows the new filter adds, none lost, the
-contract's refusal, and nothing written."""
+Beside it, in the first deploy, a filter over the same orders (`price > 9000`), `preview`ed
+while it runs with its threshold lowered to 5000, a column added and price's type changed: from
+the file its running version read, exactly the rows the new filter adds, none lost, the
+contract's refusal, and nothing written; then stopped."""
 
 from __future__ import annotations
 
@@ -86,6 +86,7 @@ def test_inspect_a_windowed_count_across_a_restart(workspace: Workspace) -> None
     result = ws.deploy()
     assert result.returncode == 0, result.stdout + result.stderr
     before = wait_for(reached(0, "2026-01-01T00:01:00"), timeout=120, what="the first file")
+    previewed_a_lower_threshold(ws, expensive)  # and stopped: one driver less from here on
     assert ws.cli("stop", "counts", paths=False).returncode == 0
     stopped = read_checkpoint(FileStorage(), str(checkpoint))
     assert stopped is not None and stopped.last_committed is not None
@@ -115,8 +116,6 @@ def test_inspect_a_windowed_count_across_a_restart(workspace: Workspace) -> None
     )
     assert [(r["ended"], r["up"]) for r in runs] == [("stopped", False), (None, True)]
 
-    previewed_a_lower_threshold(ws, expensive)
-
     state = doc["state"]
     if int(pyspark.__version__.split(".")[0]) < 4:
         assert "Spark 4.0" in state["unavailable"]
@@ -138,17 +137,17 @@ def listing(*folders: Path) -> list[tuple[str, int]]:
 
 def previewed_a_lower_threshold(ws: Workspace, job: dict[str, Any]) -> None:
     """`expensive` (running v1, `price > 9000`) previewed with `price > 5000`, price as
-    STRING and order_time added, on the two files its v1 read: the rows only the new query
-    writes are exactly those the lower threshold adds, none are lost, the contract refuses
-    the type change, and no sink, checkpoint or store changed."""
+    STRING and order_time added, on the file its v1 read: the rows only the new query writes
+    are exactly those the lower threshold adds, none are lost, the contract refuses the type
+    change, and no sink, checkpoint or store changed. Then stopped (its file says so too)."""
     checkpoint = ws.state / "checkpoints" / "expensive" / "1"
 
-    def read_both() -> Any:
+    def read_first() -> Any:
         report = read_checkpoint(FileStorage(), str(checkpoint))
         done = report is not None and report.sources and report.sources[0].committed
-        return report if done == {"logOffset": 1} else None
+        return report if done == {"logOffset": 0} else None
 
-    wait_for(read_both, timeout=120, what="expensive's v1 reading both files")
+    wait_for(read_first, timeout=120, what="expensive's v1 reading the first file")
     untouched = [ws.root / "expensive", checkpoint, ws.state / "manifests"]
     before = listing(*untouched)
     sql = ("SELECT order_id, CAST(price AS STRING) AS price, order_time FROM orders "
@@ -158,19 +157,19 @@ def previewed_a_lower_threshold(ws: Workspace, job: dict[str, Any]) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     (found,) = json.loads(result.stdout)["previews"]
     assert (found["old-version"], found["new-version"]) == (1, 2)
-    assert found["slice"]["first-batch"] == 0 and found["rows-in"] == {"orders": 9}
+    assert found["slice"]["first-batch"] == 0 and found["rows-in"] == {"orders": 5}
     (part,) = found["slice"]["parts"]
-    assert sorted(part["files"]) == [f"file://{ws.root}/in/first.json",
-                                     f"file://{ws.root}/in/second.json"]  # fmt: skip
-    added = sorted((i, str(p)) for name, prices in PRICES.items()
-                   for i, p in enumerate(prices) if 5000 < p <= 9000)  # fmt: skip
+    assert part["files"] == [f"file://{ws.root}/in/first.json"]
+    added = sorted((i, str(p)) for i, p in enumerate(PRICES["first"]) if 5000 < p <= 9000)
     shown = sorted((r["order_id"], r["price"]) for r in found["only-new"]["sample"])
-    assert found["only-new"]["rows"] == len(added) == 4 and shown == added
+    assert found["only-new"]["rows"] == len(added) == 2 and shown == added
     assert found["only-old"] == {"rows": 0, "sample": []}, "none lost"
     schema = found["schema"]
     assert schema["verdict"] == "breaking" and schema["refused"]
     assert schema["retyped"] == [{"name": "price", "from": "double", "to": "string"}]
     assert [f["name"] for f in schema["added"]] == ["order_time"]
     new_version = [f for f in found["new"]["fields"] if f["name"] == "__query_version"]
-    assert new_version and found["new"]["rows-out"] == 7 and found["old"]["rows-out"] == 3
+    assert new_version and found["new"]["rows-out"] == 4 and found["old"]["rows-out"] == 2
     assert listing(*untouched) == before, "a preview writes nothing"
+    ws.write_job("expensive", **{**job, "desired-state": "stopped"})
+    assert ws.cli("stop", "expensive", paths=False).returncode == 0
