@@ -45,7 +45,7 @@ from flink_sql_runner.cli.saved_plans import (
     saved_shown,
     write,
 )
-from flink_sql_runner.cli.preview import plan_previews, preview_options
+from flink_sql_runner.cli.preview import plan_preview_options, plan_previews
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.errors import (
     EXIT_CHANGES_PENDING,
@@ -81,7 +81,7 @@ from flink_sql_runner.render.preview import preview_text, previews_markdown
     help="Also preview every job whose query changed (as `preview NAME` does, on its running "
     "version's last batches; a local Spark per job, nothing written) and show it with the plan.",
 )
-@preview_options
+@plan_preview_options
 @handle_errors
 def plan(
     paths: tuple[Path, ...],

@@ -34,18 +34,30 @@ from flink_sql_runner.targets.connectors import needed
 ROWS_DEFAULT = 5
 
 
-def preview_options(command: Any) -> Any:
-    """--batches, --rows, --max-rows (shared by `preview` and `plan --preview`)."""
+def preview_options(command: Any, prefix: str = "") -> Any:
+    """--batches, --rows, --max-rows (shared by `preview` and `plan --preview`, whose help
+    says `prefix` first)."""
+
+    def said(text: str) -> str:
+        return f"{prefix}{text}" if prefix else text[0].upper() + text[1:]
+
     for option in reversed([
         click.option("--batches", type=click.IntRange(1), default=10, show_default=True,
-                     help="How many of the running version's last committed batches to read."),
+                     help=said("how many of the running version's last committed batches to "
+                               "read.")),
         click.option("--rows", type=click.IntRange(0), default=ROWS_DEFAULT, show_default=True,
-                     help="A sample of this many rows of each kind of difference."),
+                     help=said("a sample of this many rows of each kind of difference.")),
         click.option("--max-rows", type=click.IntRange(1), default=100_000, show_default=True,
-                     help="Stop, and say so, when the input or an output holds more rows."),
+                     help=said("stop, and say so, when the input or an output holds more "
+                               "rows.")),
     ]):  # fmt: skip
         command = option(command)
     return command
+
+
+def plan_preview_options(command: Any) -> Any:
+    """The preview's options as `plan --preview` takes them."""
+    return preview_options(command, "With --preview, ")
 
 
 @click.command(cls=FsrCommand)
