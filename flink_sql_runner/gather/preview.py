@@ -236,8 +236,8 @@ def _match(sources: tuple[tuple[str, Any], ...], doc: dict[str, Any]) -> dict[in
             fmt = str(table.get("format", "")).lower()
             options = {str(k).lower(): str(v) for k, v in (table.get("options") or {}).items()}
             if kind == "file" and fmt in FILE_FORMATS and not isinstance(what, str):
-                folder = options.get("path", "").removeprefix("file:").rstrip("/")
-                if folder and all(f.removeprefix("file:").startswith(folder) for f in what):
+                folder = _local(options.get("path", "")).rstrip("/")
+                if folder and all(_local(f).startswith(f"{folder}/") for f in what):
                     fitting.append(view)
             elif kind == "kafka" and fmt == "kafka":
                 subscribed = options.get("subscribe")
@@ -250,3 +250,11 @@ def _match(sources: tuple[tuple[str, Any], ...], doc: dict[str, Any]) -> dict[in
         if len(fitting) == 1:
             found[index] = fitting[0]
     return found
+
+
+def _local(path: str) -> str:
+    """A path without its `file:` scheme (`file:///in/a.json` and `/in/a.json` alike)."""
+    for scheme in ("file://", "file:"):
+        if path.startswith(scheme):
+            return path[len(scheme) :]
+    return path

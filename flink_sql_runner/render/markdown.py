@@ -245,10 +245,15 @@ def plan_markdown(
     (render/preview.py), after the jobs' sections. Past GitHub's size limit: shorter forms,
     saying what they leave out (the previews first)."""
     shown = previews or []
+    left_out = [
+        "",
+        "The previews are left out: the comment would be too long "
+        "(`flink-sql-runner preview NAME` shows each).",
+    ] if shown else []  # fmt: skip
     forms: list[Callable[[], list[str]]] = [
         lambda: _markdown(plan, lineage, sections=True, diffs=True, previews=shown),
-        lambda: _markdown(plan, lineage, sections=True, diffs=True),
-        lambda: _markdown(plan, lineage, sections=True, diffs=False),
+        lambda: _markdown(plan, lineage, sections=True, diffs=True, previews=left_out),
+        lambda: _markdown(plan, lineage, sections=True, diffs=False, previews=left_out),
         lambda: _markdown(plan, lineage, sections=False, diffs=False),
         lambda: _markdown(plan, lineage, sections=False, diffs=False, diagram=False),
     ]

@@ -205,3 +205,23 @@ def test_a_converted_manifest_and_an_unset_variable_are_said(tmp_path: Path, mon
     unset = gather_preview(FileStorage(), job, secret, PreviewAsk(), probe)
     assert "FSR_PREVIEW_UNSET is not set" in (unset.slice.missing or "")
     assert probe.asked == []
+
+
+def test_two_file_sources_are_told_apart_by_their_folders(tmp_path: Path) -> None:
+    """A join of two file sources: the offsets' lines follow the query's plan, not the tables'
+    order; each source's files are matched to the table whose folder holds them."""
+    meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}}
+    write(tmp_path / "expensive" / "1", {
+        "metadata": '{"id": "q"}',
+        "offsets/0": "\n".join(["v1", json.dumps(meta), '{"logOffset":0}', '{"logOffset":0}']),
+        "commits/0": "v1\n{}",
+        "sources/0/0": log(("file:///buyers/b.json", 0)),
+        "sources/1/0": log(("file:///in/o.json", 0)),
+    })  # fmt: skip
+    buyers = {"format": "json", "options": {"path": "/buyers"}, "schema": "buyer_id STRING"}
+    job = manifest(tmp_path, "SELECT * FROM orders JOIN buyers USING (buyer_id)", 1,
+                   buyers=buyers)  # fmt: skip
+    probe = Probe()
+    gather_preview(FileStorage(), job, job, PreviewAsk(), probe)
+    assert probe.asked[0]["slice"] == {"buyers": {"files": ["file:///buyers/b.json"]},
+                                       "orders": {"files": ["file:///in/o.json"]}}  # fmt: skip

@@ -60,3 +60,10 @@ def test_markdown_is_a_collapsed_section_with_values_escaped() -> None:
     shown = plan_markdown(plan, None, previews=previews_markdown([previewed()]))
     assert "#### Previews" in shown and "<details><summary>Preview of expensive" in shown
     assert "#### Previews" not in plan_markdown(plan, None), "only with --preview"
+
+
+def test_previews_too_long_for_a_comment_are_left_out_saying_so() -> None:
+    plan = Plan((Decision("expensive", Action.STOP_AND_START_CLEAN, 2, "query changed"),))
+    shown = plan_markdown(plan, None, ["x" * 70_000])
+    assert "x" * 100 not in shown
+    assert "The previews are left out: the comment would be too long" in shown
