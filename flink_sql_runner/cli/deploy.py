@@ -35,6 +35,7 @@ from flink_sql_runner.cli.original_flags import (
     FsrCommand,
     original_options,
 )
+from flink_sql_runner.cli.preview import plan_preview_options, plan_previews
 from flink_sql_runner.cli.saved_plans import (
     check_inputs,
     job_file,
@@ -45,7 +46,6 @@ from flink_sql_runner.cli.saved_plans import (
     saved_shown,
     write,
 )
-from flink_sql_runner.cli.preview import plan_preview_options, plan_previews
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.errors import (
     EXIT_CHANGES_PENDING,
