@@ -64,6 +64,6 @@ def test_markdown_is_a_collapsed_section_with_values_escaped() -> None:
 
 def test_previews_too_long_for_a_comment_are_left_out_saying_so() -> None:
     plan = Plan((Decision("expensive", Action.STOP_AND_START_CLEAN, 2, "query changed"),))
-    shown = plan_markdown(plan, None, ["x" * 70_000])
+    shown = plan_markdown(plan, None, previews=["x" * 70_000])
     assert "x" * 100 not in shown
     assert "The previews are left out: the comment would be too long" in shown
