@@ -133,7 +133,7 @@ def _shown_plan(
 ) -> str:
     if output == "markdown":
         lineage = build_lineage(jobs, catalog=deployment.catalog())
-        return plan_markdown(plan, lineage, saved, previews=previews_markdown(previews or []))
+        return plan_markdown(plan, lineage, saved=saved, previews=previews_markdown(previews or []))
     if output == "json":
         if previews is not None:
             extra["previews"] = [p.to_dict() for p in previews]

@@ -236,6 +236,7 @@ def _lineage_section(plan: Plan, lineage: Lineage) -> list[str]:
 def plan_markdown(
     plan: Plan,
     lineage: Lineage | None = None,
+    *,
     saved: tuple[str, str] | None = None,
     previews: list[str] | None = None,
 ) -> str:

@@ -230,7 +230,7 @@ def test_a_plan_too_long_for_one_comment_is_made_shorter_and_says_so() -> None:
 def test_a_saved_plan_is_named_by_its_digest_under_the_heading() -> None:
     plan, lineage = scenario()
     digest = "sha256:" + "3f2a" * 16
-    lines = plan_markdown(plan, lineage, ("saved-plan.json", digest)).splitlines()
+    lines = plan_markdown(plan, lineage, saved=("saved-plan.json", digest)).splitlines()
     assert lines[0] == MARKER and lines[1].startswith("### flink-sql-runner plan:")
     assert lines[3] == (
         f"Saved plan `saved-plan.json`, digest `{digest}`: the merge carries out exactly this "
