@@ -21,10 +21,10 @@ from typing import Any
 
 from flink_sql_runner.act.plan_inputs import canonical, job_entry, store_entry, template_entry
 from flink_sql_runner.decide.decisions import Decision, Plan
-from flink_sql_runner.decide.plan import plan_lineage
 from flink_sql_runner.errors import EXIT_INVALID, FsrError
 from flink_sql_runner.host.atomic import replace_file
 from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.lineage import plan_lineage
 from flink_sql_runner.read.catalog import Catalog
 from flink_sql_runner.read.manifest import Job
 
