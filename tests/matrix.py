@@ -54,6 +54,9 @@ MATRIX_TESTS = (
     "tests/read/test_intervals.py",
     "tests/e2e/test_local_lifecycle.py",
 )
+#: Set in a line's tests: the line they run on. The lifecycle makes each kind of change one way
+#: there (tests/e2e/test_local_lifecycle.py); the default line's suite makes both ways of each.
+MATRIX_LINE = "FSR_TEST_MATRIX_LINE"
 #: Settings of the calling shell that would make a line's tests use another Spark or Python.
 ISOLATE = ("SPARK_HOME", "SPARK_CONF_DIR", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")
 #: pyproject.toml's tables a line's virtualenv is made from, and those its editable install of a
@@ -179,12 +182,15 @@ def use_venv(line: str) -> Iterator[Path]:
         yield venv_dir
 
 
-def _run(argv: list[str], venv_dir: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    """`argv` in the clone with the virtualenv's environment, its output (stderr too) kept."""
+def _run(
+    argv: list[str], venv_dir: Path, timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`argv` in the clone with the virtualenv's environment (and `env`), its output (stderr
+    too) kept."""
     return subprocess.run(  # noqa: S603 - a list, never a shell
         argv,
         cwd=ROOT,
-        env=child_env(venv_dir),
+        env={**child_env(venv_dir), **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -252,7 +258,7 @@ def run_tests(line: str, venv_dir: Path, result: Result, workers: int, out: list
     argv += [*MATRIX_TESTS, f"--junitxml={report}"]
     begun = time.monotonic()
     try:
-        done = _run(argv, venv_dir, TEST_TIMEOUT)
+        done = _run(argv, venv_dir, TEST_TIMEOUT, {MATRIX_LINE: line})
     except subprocess.TimeoutExpired as exc:
         done = None
         printed = exc.stdout or b""
