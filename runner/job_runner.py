@@ -1,12 +1,17 @@
 """The entry point `spark-submit` starts for every job: all a cluster must be given.
 
     spark-submit ... job_runner.py --manifest <FILE-OR-URI> [--package <ZIP-URI>]
+    spark-submit --master local[N] ... job_runner.py --probe NAME --input IN --output OUT
 
 The runner itself is the package beside this file (lifecycle.py runs one job). A driver that has
 only this file gets the package with `--package`: a zip of it that the deployer writes on the
 checkpoint's storage, which the driver reads anyway (its runtime manifest lies there), so the
 runner that runs on a cluster is always the deployer's own, whatever copy of this file the cluster
 holds. It needs only pyspark and the standard library.
+
+With `--probe` it runs one of the runner's probes instead (schema_probe, state_probe,
+preview_probe), as the deployer starts them: under the Spark a job runs on, its settings in
+spark-submit's properties file.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from typing import Any
 
 #: The name the runner's modules take on a driver.
 PACKAGE = "flink_sql_runner_job"
+#: The probes `--probe` runs, each a module of the runner with a `main(argv)`.
+PROBES = ("schema_probe", "state_probe", "preview_probe")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -60,27 +67,28 @@ def hadoop_bytes(spark: Any, uri: str) -> bytes:
         stream.close()
 
 
-def runner(package: str | None) -> ModuleType:
-    """The runner's lifecycle module: from the `package` zip when given, else from beside this
-    file."""
+def runner(package: str | None, module: str = "lifecycle") -> ModuleType:
+    """The runner's `module` (its lifecycle): from the `package` zip when given, else from
+    beside this file."""
     if package:
         sys.path.insert(0, fetch(package))
-        return importlib.import_module(f"{PACKAGE}.lifecycle")
+        return importlib.import_module(f"{PACKAGE}.{module}")
     spec = importlib.util.spec_from_file_location(
         PACKAGE, os.path.join(HERE, "__init__.py"), submodule_search_locations=[HERE]
     )
     assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[PACKAGE] = module
-    spec.loader.exec_module(module)
-    return importlib.import_module(f"{PACKAGE}.lifecycle")
+    package_module = importlib.util.module_from_spec(spec)
+    sys.modules[PACKAGE] = package_module
+    spec.loader.exec_module(package_module)
+    return importlib.import_module(f"{PACKAGE}.{module}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--package", help="the runner's modules as a zip: a file or URI")
+    parser.add_argument("--probe", choices=PROBES, help="run this probe, not a job")
     known, rest = parser.parse_known_args(argv)
-    return int(runner(known.package).main(rest))
+    return int(runner(known.package, known.probe or "lifecycle").main(rest))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """`preview NAME`: the old and the new query of a job run as batch queries on one slice of input
 the old one already read, in one local SparkSession that writes nothing.
 
-Run by the deployer as
-`python -m flink_sql_runner._runner.preview_probe --input IN.json --output OUT.json`. Input:
-`{"old": <runtime manifest>, "new": <runtime manifest>, "slice": {view: part}, "max-rows": N,
-"conf": {session settings}?}`, each part one of
+Run by the deployer as `job_runner.py --probe preview_probe --input IN.json --output OUT.json`
+under the spark-submit the job runs on, the job's jars and storage settings in spark-submit's
+properties file (runner/probe_session.py). Input: `{"old": <runtime manifest>, "new": <runtime
+manifest>, "slice": {view: part}, "max-rows": N}`, each part one of
 
 - `{"files": [path, ...]}`: exactly those files, read with the table's format, options and
   schema (`spark.read`);
@@ -35,14 +35,12 @@ import base64
 import datetime
 import decimal
 import json
-import logging
-import os
 import sys
-import tempfile
 import time
 from typing import Any
 
 from .manifest import load_manifest, options_of
+from .probe_session import probe_session, read_request, write_answer
 from .query import query_frame, with_metadata
 from .schema_rules import fields_of
 from .spark_internals import stateful_operators
@@ -214,14 +212,8 @@ def one_line(exc: BaseException) -> str:
     return (lines[0] if lines else type(exc).__name__)[:500]
 
 
-def read_request(location: str) -> dict[str, Any]:
-    try:
-        with open(location, encoding="utf-8") as handle:
-            request = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{location}: {exc}") from None
-    if not isinstance(request, dict):
-        raise ValueError(f"{location}: not a JSON object")
+def read_preview_request(location: str) -> dict[str, Any]:
+    request = read_request(location)
     for field in ("old", "new", "slice"):
         if not isinstance(request.get(field), dict):
             raise ValueError(f"{location}: {field} must be an object")
@@ -234,42 +226,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)
     try:
-        request = read_request(args.input)
+        request = read_preview_request(args.input)
     except ValueError as exc:
         print(f"preview probe: {exc}", file=sys.stderr)
         return 2
-    logging.getLogger("py4j").setLevel(logging.ERROR)
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.master("local[2]").appName("flink-sql-runner-preview")
     settings = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.host": "127.0.0.1",
         "spark.sql.shuffle.partitions": "2",
-        "spark.sql.session.timeZone": "UTC",
         # The slice's files are named one by one: list them here, not in a Spark job.
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
-        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "fsr-preview-probe"),
-        **{str(k): str(v) for k, v in (request.get("session") or {}).items()},
     }
-    for key, value in settings.items():
-        builder = builder.config(key, value)
     began = time.perf_counter()
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = probe_session("preview-probe", 2, settings)
     started = round(time.perf_counter() - began, 3)
     try:
         answer = probe(spark, request)
         answer.setdefault("seconds", {})["session"] = started
     finally:
         spark.stop()
-    folder = os.path.dirname(os.path.abspath(args.output))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fsr-", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(answer, handle)
-    os.replace(tmp, args.output)
+    write_answer(args.output, answer)
     return 0
 
 

@@ -1,10 +1,10 @@
 """The plan's schema analysis: each job's output schema as the runner would write it, what each
 file sink holds, and declared schemas parsed, all in one local SparkSession that reads no data.
 
-Run by the deployer as
-`python -m flink_sql_runner._runner.schema_probe --input IN.json --output OUT.json`. Input:
+Run by the deployer as `job_runner.py --probe schema_probe --input IN.json --output OUT.json`
+under spark-submit (runner/probe_session.py). Input:
 `{"jobs": [{"key", "manifest": <runtime manifest>, "conf": {spark.sql.* settings}?}],
-"sinks": [{"key", "format", "path"}], "ddl": [{"key", "ddl"}], "conf": {session settings}?}`.
+"sinks": [{"key", "format", "path"}], "ddl": [{"key", "ddl"}]}`.
 Output: `{"spark": version, "jobs": {key: {"fields"} | {"unknown": why} | {"error": Spark's
 reason}}, "sinks": {key: sink_history | {"error"}}, "ddl": {key: {"fields"} | {"error"}}}`.
 
@@ -33,12 +33,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import tempfile
 from typing import Any
 
 from .manifest import load_manifest, options_of
+from .probe_session import probe_session, read_request, write_answer
 from .query import query_frame, register_sources, with_metadata
 from .schema_rules import KAFKA_HEADERS, Field, fields_of, kafka_headers
 from .sink_schema import declared_fields, sink_history
@@ -144,20 +144,8 @@ def probe(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def session(conf: dict[str, Any]) -> Any:
-    from pyspark.sql import SparkSession
-
-    builder = (
-        SparkSession.builder.master("local[1]")
-        .appName("flink-sql-runner-schema-probe")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
-    for key, value in conf.items():
-        builder = builder.config(str(key), str(value))
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+def session() -> Any:
+    spark = probe_session("schema-probe", 1, {"spark.sql.shuffle.partitions": "1"})
     quiet_query_context_logs()
     return spark
 
@@ -173,14 +161,8 @@ def quiet_query_context_logs() -> None:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
-def read_request(location: str) -> dict[str, Any]:
-    try:
-        with open(location, encoding="utf-8") as handle:
-            request = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{location}: {exc}") from None
-    if not isinstance(request, dict):
-        raise ValueError(f"{location}: not a JSON object")
+def read_schema_request(location: str) -> dict[str, Any]:
+    request = read_request(location)
     for field in ("jobs", "sinks", "ddl"):
         items = request.get(field, [])
         if not isinstance(items, list) or not all(
@@ -196,20 +178,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", required=True, help="where the results are written (JSON)")
     args = parser.parse_args(argv)
     try:
-        request = read_request(args.input)
+        request = read_schema_request(args.input)
     except ValueError as exc:
         print(f"schema probe: {exc}", file=sys.stderr)
         return 2
-    spark = session(request.get("conf") or {})
+    spark = session()
     try:
         result = probe(spark, request)
     finally:
         spark.stop()
-    folder = os.path.dirname(os.path.abspath(args.output))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fsr-", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(result, handle, indent=1)
-    os.replace(tmp, args.output)
+    write_answer(args.output, result)
     return 0
 
 

@@ -2,10 +2,10 @@
 (Spark 4.0+): `state-metadata` for the operators and their stores, `statestore` for the rows of
 each store at the last committed batch. One local SparkSession that only reads the checkpoint.
 
-Run by the deployer as
-`python -m flink_sql_runner._runner.state_probe --input IN.json --output OUT.json`. Input:
-`{"checkpoint": location as Spark reads it, "keys": how many keys to sample per store,
-"conf": {session settings}?}`. Output: `{"spark": version, "operators": [{"id", "name",
+Run by the deployer as `job_runner.py --probe state_probe --input IN.json --output OUT.json`
+under spark-submit, the job's settings that reach its storage in spark-submit's properties file
+(runner/probe_session.py). Input: `{"checkpoint": location as Spark reads it, "keys": how many
+keys to sample per store}`. Output: `{"spark": version, "operators": [{"id", "name",
 "store", "partitions", "min-batch", "max-batch", "rows": {partition: rows}, "sample":
 [{"key", "value", "partition"}]} | {"id", "store", "error"}]}`, or `{"spark", "unavailable":
 why}` on a Spark without the state sources (3.5) or whose Hadoop cannot open the checkpoint's
@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import os
 import sys
-import tempfile
 from typing import Any
+
+from .probe_session import probe_session, read_request, write_answer
 
 
 def probe(spark: Any, checkpoint: str, keys: int) -> dict[str, Any]:
@@ -131,37 +130,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", required=True)
     args = parser.parse_args(argv)
     try:
-        with open(args.input) as handle:
-            request = json.load(handle)
+        request = read_request(args.input)
         checkpoint = str(request["checkpoint"])
         keys = int(request.get("keys") or 0)
-        conf = dict(request.get("conf") or {})
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         print(f"state_probe: cannot read {args.input}: {exc}", file=sys.stderr)
         return 2
-    logging.getLogger("py4j").setLevel(logging.ERROR)
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.master("local[1]").appName("flink-sql-runner-state-probe")
-    settings = {
-        "spark.ui.enabled": "false",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.driver.host": "127.0.0.1",
-        "spark.sql.shuffle.partitions": "1",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), "fsr-state-probe"),
-        **conf,
-    }
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = probe_session("state-probe", 1, {"spark.sql.shuffle.partitions": "1"})
     try:
         answer = probe(spark, checkpoint, keys)
     finally:
         spark.stop()
-    with open(args.output, "w") as handle:
-        json.dump(answer, handle, default=str)
+    write_answer(args.output, answer)
     return 0
 
 

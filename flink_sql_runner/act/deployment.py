@@ -5,6 +5,7 @@ The CLI builds a `Deployment` from its options and renders what its methods retu
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -52,7 +53,7 @@ from flink_sql_runner.stores.lock import StoreLock, locked, telling_lock
 from flink_sql_runner.stores.storage import FileStorage, Storage
 from flink_sql_runner.targets.base import Target
 from flink_sql_runner.targets.connectors import Connectors, SparkBuild, scala_of
-from flink_sql_runner.targets.sparksubmit import find_spark_submit, spark_home
+from flink_sql_runner.targets.sparksubmit import find_spark_submit, spark_home, spark_release
 
 T = TypeVar("T")
 
@@ -71,7 +72,7 @@ class Deployment:
         self.storage: Storage = FileStorage()
         #: Asks Spark what a changed query writes and what its sink holds (gather/schemas.py),
         #: its answers cached in this folder (None: not cached).
-        self.ask_spark: Ask = run_probe
+        self.ask_spark: Ask = functools.partial(run_probe, spark_submit=settings.spark_submit)
         self.schema_cache: Path | None = Path(settings.state_dir) / "cache" / "schemas"
         #: What unchanged job and table files read as before (read/load_cache.py); None: the
         #: files are read every time (--no-cache).
@@ -277,9 +278,20 @@ class Deployment:
                     home = spark_home(find_spark_submit(self.settings.spark_submit))
                 except FsrError:
                     home = None
-            build = SparkBuild(version, scala_of(version, home)) if version else None
-            self._connectors = Connectors(build, self.settings.connector_jars)
+            self._connectors = self._connectors_for(version, home)
         return self._connectors
+
+    def _connectors_for(self, version: str | None, home: Path | None) -> Connectors:
+        build = SparkBuild(version, scala_of(version, home)) if version else None
+        return Connectors(build, self.settings.connector_jars)
+
+    def probe_connectors(self) -> Connectors:
+        """The connectors of the Spark the runner's probes run on: the spark-submit on this
+        machine (gather/spark_child.py), the target's own where it submits from here."""
+        if self.settings.target in ("local", "yarn"):
+            return self.connectors
+        submit = find_spark_submit(self.settings.spark_submit)
+        return self._connectors_for(spark_release(submit), spark_home(submit))
 
     def executor(self, lease: StoreLock | None = None) -> Executor:
         return Executor(

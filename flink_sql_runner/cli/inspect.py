@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Any
 
@@ -20,7 +21,7 @@ from flink_sql_runner.cli.options import (
 from flink_sql_runner.cli.original_flags import BadFlags, FsrCommand
 from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK
 from flink_sql_runner.gather.inspection import inspect_job
-from flink_sql_runner.gather.state_reader import state_of
+from flink_sql_runner.gather.state_reader import ask_state_probe, state_of
 from flink_sql_runner.render.inspect import inspect_json, inspect_text
 
 
@@ -81,7 +82,8 @@ def inspect(
     deployment = Deployment(settings_from((), **kw))
     found = inspect_job(name, deployment.store, deployment.target, deployment.storage, version)
     if with_state and found.report is not None:
-        found = replace(found, state=state_of(deployment.storage, found, keys))
+        ask = functools.partial(ask_state_probe, spark_submit=deployment.settings.spark_submit)
+        found = replace(found, state=state_of(deployment.storage, found, keys, ask))
     click.echo(inspect_json(found) if output == "json" else inspect_text(found))
     return EXIT_OK if found.report is not None else EXIT_FAILED
 

@@ -4,6 +4,7 @@ version read in its last batches, shown before anything runs; and the previews `
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.preview import judge_preview
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK, FsrError, InvalidInput, Problem
-from flink_sql_runner.gather.preview import PreviewAsk, gather_preview
+from flink_sql_runner.gather.preview import PreviewAsk, ask_preview_probe, gather_preview
 from flink_sql_runner.model.preview import Preview
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.render.preview import preview_json, preview_markdown, preview_text
@@ -164,16 +165,17 @@ def preview_of(
     ask: PreviewAsk,
     rows: int,
 ) -> Preview:
-    """One job's preview, gathered (its probe started with the connectors its tables need)
-    and compared."""
+    """One job's preview, gathered (its probe started on the jobs' spark-submit, with the
+    connectors its tables need for that Spark) and compared."""
     session: dict[str, str] = {}
     if needed(desired.tables):
         try:
             own = {str(k): str(v) for k, v in (desired.job.get("sparkProperties") or {}).items()}
-            session = deployment.connectors.conf(desired.tables, own)
+            session = deployment.probe_connectors().conf(desired.tables, own)
         except FsrError:
             session = {}
-    facts = gather_preview(deployment.storage, stored, desired, ask, session=session)
+    run = functools.partial(ask_preview_probe, spark_submit=deployment.settings.spark_submit)
+    facts = gather_preview(deployment.storage, stored, desired, ask, run, session=session)
     return judge_preview(facts, rows)
 
 

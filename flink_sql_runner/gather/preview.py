@@ -35,8 +35,14 @@ SESSION_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.jars.repositorie
                     "spark.jars.excludes", "spark.jars.ivy", "spark.jars.ivySettings")  # fmt: skip
 
 
-def ask_preview_probe(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    return run_child("preview_probe", request, PREVIEW_TIMEOUT)
+def ask_preview_probe(
+    request: dict[str, Any], spark_submit: str | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """The preview probe's answer; the request's `session` goes to its Spark as its settings."""
+    ask = {k: v for k, v in request.items() if k != "session"}
+    settings = request.get("session") or {}
+    return run_child("preview_probe", ask, PREVIEW_TIMEOUT, settings=settings,
+                     spark_submit=spark_submit)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -452,6 +452,9 @@ class _Probe:
         return SinkHolds() if answer is None else SinkHolds.from_dict(answer)
 
 
-def run_probe(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The probe's answers, and why there are none (None when it answered)."""
-    return run_child("schema_probe", request, PROBE_TIMEOUT)
+def run_probe(
+    request: dict[str, Any], spark_submit: str | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """The probe's answers, and why there are none (None when it answered); run on the Spark
+    at `spark_submit` (the jobs')."""
+    return run_child("schema_probe", request, PROBE_TIMEOUT, spark_submit=spark_submit)

@@ -1,8 +1,13 @@
 """A local Spark in a child process: one of the runner's probes (`runner/schema_probe.py`,
-`runner/state_probe.py`, `runner/preview_probe.py`) run as
-`python -m flink_sql_runner._runner.<probe>` on a request written to a private temporary
-folder, its answer read back. The deployer never imports
-pyspark; a probe that hangs is killed with its process group."""
+`runner/state_probe.py`, `runner/preview_probe.py`) started with the spark-submit the jobs run
+on, in local mode (`spark-submit --master local --properties-file F job_runner.py --probe
+NAME --input IN.json --output OUT.json`), on a request written to a private temporary folder,
+its answer read back. The probe runs on the Spark release and the Python a job's driver runs on
+(a connector built for that release loads), and the job's settings it needs (jars, how its
+storage is reached, secrets among them) reach Spark in a 0600 properties file, never on a
+command line. The cluster's `spark-defaults.conf` is not read: a probe runs here, not there,
+and writes nothing (no event log). The deployer never imports pyspark; a probe that hangs is
+killed with its process group."""
 
 from __future__ import annotations
 
@@ -15,29 +20,70 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-RUNNER_PACKAGE = "flink_sql_runner._runner"
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.targets.javaprops import properties_text
+from flink_sql_runner.targets.runner_files import runner_script
+from flink_sql_runner.targets.sparksubmit import failure_message, find_spark_submit
+
+
+def probe_command(probe: str, spark_submit: str, folder: Path) -> list[str]:
+    """The argument list that runs `probe` on the request in `folder`: nothing in it but
+    paths and the probe's name."""
+    return [spark_submit, "--master", "local", "--deploy-mode", "client",
+            "--name", f"flink-sql-runner-{probe.replace('_', '-')}",
+            "--properties-file", str(folder / "probe.properties"),
+            runner_script(), "--probe", probe,
+            "--input", str(folder / "in.json"), "--output", str(folder / "out.json")]  # fmt: skip
+
+
+def probe_env() -> dict[str, str]:
+    """The probe's environment: this one, with the driver's Python as a local run gets it
+    (targets/local.py) and Spark bound to this machine."""
+    env = dict(os.environ)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", env["PYSPARK_PYTHON"])
+    return env
+
+
+def _private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def run_child(
-    probe: str, request: dict[str, Any], timeout: float
+    probe: str,
+    request: dict[str, Any],
+    timeout: float,
+    *,
+    settings: dict[str, str] | None = None,
+    spark_submit: str | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """The answer of runner probe `probe` to `request`, and why there is none (None when it
-    answered)."""
-    with tempfile.TemporaryDirectory(prefix=f"fsr-{probe}-") as folder:
-        given, taken = Path(folder, "in.json"), Path(folder, "out.json")
-        given.touch(mode=0o600)  # a job's settings may hold a secret
-        given.write_text(json.dumps(request))
-        command = [sys.executable, "-m", f"{RUNNER_PACKAGE}.{probe}", "--input", str(given),
-                   "--output", str(taken)]  # fmt: skip
-        env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
-        process = subprocess.Popen(
-            command,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            cwd=folder,
-            env=env,
-            start_new_session=True,
-        )
+    answered). `settings`: Spark properties its session starts with (the job's jars and
+    storage settings); `spark_submit`: the jobs' (--spark-submit; else found as they find
+    it)."""
+    try:
+        submit = find_spark_submit(spark_submit)
+    except FsrError as exc:
+        return {}, str(exc)
+    with tempfile.TemporaryDirectory(prefix=f"fsr-{probe}-") as name:  # mode 0700
+        folder = Path(name)
+        _private(folder / "in.json", json.dumps(request))  # a job's settings may hold a secret
+        _private(folder / "probe.properties", properties_text(settings or {}))
+        try:
+            process = subprocess.Popen(  # noqa: S603 - a list, never a shell
+                probe_command(probe, submit, folder),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                cwd=folder,
+                env=probe_env(),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return {}, f"cannot run {submit}: {exc.strerror}"
         try:
             _, err = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -48,7 +94,7 @@ def run_child(
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
         try:
-            return json.loads(taken.read_text()), None
+            return json.loads((folder / "out.json").read_text()), None
         except (OSError, ValueError):
-            tail = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-            return {}, f"it exited {process.returncode}: {tail[0][:300]}"
+            why = failure_message(err.decode(errors="replace")) or "no output"
+            return {}, f"it exited {process.returncode}: {why[:300]}"

@@ -21,8 +21,14 @@ STATE_PROBE_TIMEOUT = 300.0
 AskState = Callable[[dict[str, Any]], tuple[dict[str, Any], str | None]]
 
 
-def ask_state_probe(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-    return run_child("state_probe", request, STATE_PROBE_TIMEOUT)
+def ask_state_probe(
+    request: dict[str, Any], spark_submit: str | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """The state probe's answer; the request's `conf` goes to its Spark as its settings."""
+    ask = {k: v for k, v in request.items() if k != "conf"}
+    settings = request.get("conf") or {}
+    return run_child("state_probe", ask, STATE_PROBE_TIMEOUT, settings=settings,
+                     spark_submit=spark_submit)  # fmt: skip
 
 
 #: The job's settings that give a Spark the jars a checkpoint's storage needs (S3A's).

@@ -1,25 +1,27 @@
 """Where a new version's Kafka sources start, on the real broker through the real CLI (issue 39):
 one job, one topic, every record counted per version and per table.
 
-1. v1 reads the topic (two partitions) through one table, and is stopped;
+1. v1 reads the topic (two partitions) through one table; a query change (rows from offset 3
+   on) is `preview`ed through the CLI on the offset ranges v1's committed batches read, run
+   on the Spark the job runs on (the connector's release, not the deployer's pyspark): exactly
+   the records of those ranges below offset 3 are the rows only the old query wrote; v1 is
+   stopped;
 2. the topic grows to four partitions and records arrive in each while nothing runs; a query
    change reads the topic through two tables (a `UNION ALL`): v2 starts, each table carried
    from v1's committed offsets where v1 read, from the earliest offset in the two new partitions:
    each table reads every record v1 did not, once;
 3. records arrive while v2 runs; a query change of v2 is refused before anything stops (v2's
-   offsets name the topic twice: which table read what cannot be told), v2 keeps running;
+   offsets name the topic twice: which table read what cannot be told, nor previewed), v2 keeps
+   running;
 4. the same change with `--kafka-start earliest`, and the go of the prepared v3 cannot be
    written (a storage error once v2 has stopped): the deploy fails, saying the job is down; the
    next deploy, without the option, gives v3 its go with the start its intent record holds, and
    v3 reads the whole topic again, through each table once, as the plan said.
-
-Beside it, on the same broker, `preview`'s probe reads exactly an offset range of a topic.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
 from collections import Counter
@@ -28,7 +30,6 @@ from typing import Any
 
 import pytest
 
-from tests.support.cli import REPO
 from tests.support.kafka_jobs import kafka_source, sink_rows, use_connector
 from tests.support.workspace import wait_for
 
@@ -92,11 +93,13 @@ def test_new_partitions_two_tables_on_one_topic_and_a_declared_start(
         ws.write_tables([*sources, sink])
         ws.write_job(JOB, **{"target-table": "out", "sql": sql})
 
-    # 1. v1 through one table; stopped
+    # 1. v1 through one table; a query change previewed on what v1 read; stopped
     write(ONE_TABLE, ("src",))
     produce(range(2), 10)
     deploy()
     all_of(1, ("src",), set(produced))
+    write(ONE_TABLE + " WHERE `offset` >= 3", ("src",))
+    previewed_on_what_v1_read(ws, read(1, "src"))
     stopped = ws.cli("stop", JOB, "--stop-timeout", "30", paths=False)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     v1 = read(1, "src")
@@ -179,54 +182,32 @@ def block_the_go(control: Path, version: int, halt: threading.Event, planted: li
         time.sleep(0.05)
 
 
-def test_a_preview_reads_exactly_an_offset_range_of_the_real_topic(
-    kafka_broker, kafka_spark, tmp_path: Path
-):
-    """`preview`'s probe (runner/preview_probe.py) on the real broker, in a child Spark of the
-    release the connector is for: Spark's batch Kafka source given the slice's ranges
-    (`assign`, `startingOffsets`, `endingOffsets`) reads those records and no other, and the
-    old and the new query each see them all."""
-    topic = "preview-in"
-    kafka_broker.create_topic(topic, partitions=2)
-    for partition, many in ((0, 10), (1, 6)):
-        records = ((f"p{partition}-{n}", f"v{n}") for n in range(many))
-        kafka_broker.produce(topic, records, partition=partition)
-    columns = "CAST(key AS STRING) AS k, `partition` AS p, `offset` AS o"
-    source = {"format": "kafka", "options": {
-        "kafka.bootstrap.servers": kafka_broker.bootstrap, "subscribe": topic,
-        "startingOffsets": "earliest", "maxOffsetsPerTrigger": "3"}}  # fmt: skip
+def previewed_on_what_v1_read(ws: Any, v1_read: Counter[tuple[int, int]]) -> None:
+    """`preview` of the change (rows from offset 3 on) on v1's committed batches: their offset
+    ranges, read from the broker by both queries; the rows only the old one writes are exactly
+    the records of those ranges below offset 3, none only the new one."""
+    result = ws.cli("preview", JOB, "--batches", "100", "--rows", "100", "--output", "json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (found,) = json.loads(result.stdout)["previews"]
+    assert (found["old-version"], found["new-version"]) == (1, 2), found
+    assert found.get("unavailable") is None, found["unavailable"]
+    (part,) = found["slice"]["parts"]
+    assert (part["view"], part["kind"]) == ("src", "kafka"), part
+    records = in_ranges(part)
+    assert found["rows-in"] == {"src": len(records)} and records <= set(v1_read)
+    below = sorted(record for record in records if record[1] < 3)
+    assert below, "the slice holds records below offset 3"
+    shown = sorted((row["p"], row["o"]) for row in found["only-old"]["sample"])
+    assert found["only-old"]["rows"] == len(below) and shown == below
+    assert found["only-new"] == {"rows": 0, "sample": []}
+    assert (found["old"]["rows-out"], found["new"]["rows-out"]) == (
+        len(records),
+        len(records) - len(below),
+    )
 
-    def job(sql: str, version: int) -> dict[str, Any]:
-        return {
-            "schema-version": 1, "name": "kafka-preview", "target-table": "out", "sql": sql,
-            "source-tables": ["src"], "run-id": "preview", "checkpoint-location": "-",
-            "tables": {"src": source, "out": {"format": "parquet",
-                                              "options": {"path": str(tmp_path / "out")}}},
-            "meta": {"query-version": version, "query-id": f"id-{version}",
-                     "query-create-timestamp": "2026-11-28T00:00:00Z"},
-        }  # fmt: skip
 
-    ranges = {"start": {topic: {"0": 2, "1": 1}}, "end": {topic: {"0": 7, "1": 4}}}
-    request = {
-        "old": job(f"SELECT {columns} FROM src WHERE `offset` >= 5", 1),
-        "new": job(f"SELECT {columns} FROM src WHERE `offset` >= 3", 2),
-        "slice": {"src": {"kafka": ranges}},
-        "max-rows": 100,
-        "session": {"spark.jars": ",".join(str(jar) for jar in kafka_spark.jars)},
-    }
-    given, taken = tmp_path / "in.json", tmp_path / "out.json"
-    given.write_text(json.dumps(request))
-    done = subprocess.run(  # noqa: S603 - a list, never a shell
-        [kafka_spark.python, "-m", "runner.preview_probe", "--input", str(given),
-         "--output", str(taken)],
-        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    answer = json.loads(taken.read_text())
-    assert answer.get("error") is None, answer
-    assert answer["inputs"] == {"src": 8}, "offsets 2..6 of partition 0, 1..3 of partition 1"
-    old = sorted((r[1], r[2]) for r in answer["old"]["rows"])
-    new = sorted((r[1], r[2]) for r in answer["new"]["rows"])
-    assert old == [(0, 5), (0, 6)]
-    assert new == [(0, 3), (0, 4), (0, 5), (0, 6), (1, 3)]
-    assert not (tmp_path / "out").exists(), "nothing written"
+def in_ranges(part: dict[str, Any]) -> set[tuple[int, int]]:
+    """The (partition, offset) of every record in a Kafka part's ranges of TOPIC."""
+    starts, ends = part["start"].get(TOPIC, {}), part["end"].get(TOPIC, {})
+    return {(int(p), offset) for p, end in ends.items()
+            for offset in range(int(starts.get(p, end)), int(end))}  # fmt: skip

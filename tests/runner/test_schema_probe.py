@@ -8,11 +8,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from flink_sql_runner.gather.spark_child import probe_command, probe_env
+from flink_sql_runner.targets.sparksubmit import find_spark_submit
 from runner.query import query_frame, register_sources, with_metadata
 from runner.schema_rules import fields_of
 from tests.support.runner_jobs import manifest, run_to_end, write_input
@@ -22,16 +25,41 @@ pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
 
 
+#: A setting the probe's Spark is given as a job's secret is: it must reach no command line.
+SECRET = "probe-secret-7f3a"
+
+
 def probe(request: dict[str, Any], folder: Path) -> tuple[int, str, dict[str, Any] | None]:
-    (folder / "probe-in.json").write_text(json.dumps(request))
-    argv = [sys.executable, "-m", "runner.schema_probe", "--input", str(folder / "probe-in.json")]
-    argv += ["--output", str(folder / "probe-out.json")]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    done = subprocess.run(  # noqa: S603 - a list, never a shell
-        argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False
+    """The probe run with the deployer's own command (gather/spark_child.py: the real
+    spark-submit, `job_runner.py --probe`, the settings in a properties file), its output and
+    what it printed; meanwhile no process on the machine shows the secret in its arguments."""
+    (folder / "in.json").write_text(json.dumps(request))
+    (folder / "probe.properties").write_text(f"spark.hadoop.fs.s3a.secret.key={SECRET}\n")
+    argv = probe_command("schema_probe", find_spark_submit(), folder)
+    process = subprocess.Popen(  # noqa: S603 - a list, never a shell
+        argv, cwd=folder, env=probe_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    out = folder / "probe-out.json"
-    return done.returncode, done.stderr, json.loads(out.read_text()) if out.exists() else None
+    shown = []
+    while process.poll() is None:
+        shown += [pid for pid, args in command_lines() if SECRET in args]
+        time.sleep(0.2)
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    assert not shown, f"processes {sorted(set(shown))} showed the secret in their arguments"
+    out = folder / "out.json"
+    return process.returncode, stderr, json.loads(out.read_text()) if out.exists() else None
+
+
+def command_lines() -> list[tuple[int, str]]:
+    """Every process's pid and arguments, as anyone on the machine can read them."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as handle:
+                    found.append((int(entry.name), handle.read().decode(errors="replace")))
+            except OSError:
+                continue
+    return found
 
 
 def kafka_source(**options: str) -> dict[str, Any]:
@@ -195,8 +223,13 @@ def test_sinks_and_declared_schemas(probed: dict[str, Any]) -> None:
 
 def test_a_request_it_cannot_read_is_refused_with_exit_2(tmp_path: Path) -> None:
     (tmp_path / "probe-in.json").write_text('{"jobs": [{"manifest": {}}]}')
-    argv = [sys.executable, "-m", "runner.schema_probe", "--input", str(tmp_path / "probe-in.json")]
-    argv += ["--output", str(tmp_path / "probe-out.json")]
+    argv = [sys.executable, str(REPO / "runner" / "job_runner.py"), "--probe", "schema_probe"]
+    argv += [
+        "--input",
+        str(tmp_path / "probe-in.json"),
+        "--output",
+        str(tmp_path / "probe-out.json"),
+    ]
     done = subprocess.run(  # noqa: S603 - a list, never a shell
         argv, cwd=REPO, capture_output=True, text=True, timeout=60, check=False
     )

@@ -12,12 +12,11 @@ folder of connector jars itself, the tests hand them to Spark in `spark.jars`. S
 asked for anything (no `spark.jars.packages` here): the tests reach nothing but 127.0.0.1.
 
 The drivers' JVM options (tests/support/jvm.py: the client compiler, this release's class-data-
-sharing archive) travel in the job's properties too (`job_properties`:
-`spark.driver.extraJavaOptions`, which spark-submit puts after `SPARK_SUBMIT_OPTS`, so they win),
-not in the environment: the environment's `SPARK_SUBMIT_OPTS` is also that of the CLI's own Spark,
-the plan's schema probe, which runs the suite's pyspark (another release) and keeps its options,
-with its own archive (an archive of another release's classes is not loaded, and its JVM then
-maps no archive at all: 2.3x its CPU).
+sharing archive) travel in the job's properties (`job_properties`: `spark.driver.extraJavaOptions`,
+which spark-submit puts after `SPARK_SUBMIT_OPTS`, so they win), and in a Kafka test's
+environment (`kafka_env`): its CLI calls start every JVM, the plan's schema probe and `preview`'s
+among them, with this release's spark-submit (gather/spark_child.py), and an archive of another
+release's classes is not loaded (its JVM then maps no archive at all: 2.3x its CPU).
 """
 
 from __future__ import annotations
@@ -30,8 +29,10 @@ from pathlib import Path
 import pytest
 
 from tests.support import maven
-from tests.support.jvm import java_options
+from tests.support.jvm import QUICK_OPTIONS, java_options
 
+#: The option that names a JVM's class-data-sharing archive (tests/support/jvm.py).
+ARCHIVE_OPTION = "-XX:SharedArchiveFile="
 #: The line the tests fall back to when the running pyspark's connector is not served.
 FALLBACK_LINE = "4.2"
 
@@ -114,8 +115,13 @@ def kafka_spark() -> KafkaSpark:
 
 @pytest.fixture
 def kafka_env(kafka_spark: KafkaSpark, monkeypatch: pytest.MonkeyPatch) -> Iterator[KafkaSpark]:
-    """The test's CLI calls start drivers with the Python of `kafka_spark`'s release."""
+    """The test's CLI calls start drivers and probes with the Python and the JVM options of
+    `kafka_spark`'s release."""
     for key, value in kafka_spark.env().items():
         monkeypatch.setenv(key, value)
+    if kafka_spark.java_options:
+        others = os.environ.get("SPARK_SUBMIT_OPTS", "").split()
+        kept = [o for o in others if o not in QUICK_OPTIONS and not o.startswith(ARCHIVE_OPTION)]
+        monkeypatch.setenv("SPARK_SUBMIT_OPTS", " ".join([*kept, kafka_spark.java_options]))
     monkeypatch.delenv("SPARK_HOME", raising=False)
     yield kafka_spark

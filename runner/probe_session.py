@@ -1,0 +1,67 @@
+"""What the runner's probes (schema_probe, state_probe, preview_probe) share: the request they
+read, the answer they write, and their local SparkSession.
+
+The deployer starts a probe with the spark-submit its jobs run on, in local mode
+(`spark-submit --master local[N] --properties-file F job_runner.py --probe NAME --input IN
+--output OUT`, gather/spark_child.py): the job's settings a probe needs (the jars of its
+sources, how its storage is reached, secrets among them) reach Spark in that 0600 properties
+file, never on a command line. A session only adds the probe's own settings, none of them
+secret (set through the running gateway, not a command line).
+
+Needs pyspark and the standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from typing import Any
+
+#: Every probe's session: no UI, no progress bar, this machine only, UTC.
+BASE_SETTINGS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+def read_request(location: str) -> dict[str, Any]:
+    """The request at `location`, a JSON object; ValueError naming the file otherwise."""
+    try:
+        with open(location, encoding="utf-8") as handle:
+            request = json.load(handle)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{location}: {exc}") from None
+    if not isinstance(request, dict):
+        raise ValueError(f"{location}: not a JSON object")
+    return request
+
+
+def write_answer(location: str, answer: dict[str, Any]) -> None:
+    """`answer` at `location`, whole or not at all (the deployer reads a missing file as no
+    answer)."""
+    folder = os.path.dirname(os.path.abspath(location))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".fsr-", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(answer, handle, default=str)
+    os.replace(tmp, location)
+
+
+def probe_session(name: str, cores: int, settings: dict[str, str] | None = None) -> Any:
+    """A local SparkSession for probe `name` on `cores` cores, with `settings` beside the base
+    ones; Spark's and py4j's chatter below errors."""
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(f"local[{cores}]").appName(f"flink-sql-runner-{name}")
+    warehouse = os.path.join(tempfile.gettempdir(), f"fsr-{name}")
+    for key, value in {**BASE_SETTINGS, "spark.sql.warehouse.dir": warehouse,
+                       **(settings or {})}.items():  # fmt: skip
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,121 @@
+"""How the deployer starts a runner probe (gather/spark_child.py), with a stand-in for
+spark-submit that records what it was given and answers as a probe does: the probe runs under
+the jobs' spark-submit, its settings (secrets among them) only in a private properties file,
+never on the command line; a probe that fails, hangs or cannot be started is a reason, not an
+answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flink_sql_runner.gather.preview import ask_preview_probe
+from flink_sql_runner.gather.spark_child import run_child
+from flink_sql_runner.gather.state_reader import ask_state_probe
+from flink_sql_runner.targets.runner_files import runner_script
+from tests.support.fakes import stand_in
+
+pytestmark = pytest.mark.fast
+
+SECRET = "s3cr3t-v4lue=with spaces"
+#: Records its argv, its environment's PYSPARK_PYTHON, and its properties file (text and
+#: mode), then answers `{"answered": true}`; `FAIL` in the request: exits 1 as Spark does.
+RECORDER = """#!{python}
+import json, os, stat, sys
+args = sys.argv[1:]
+props = args[args.index("--properties-file") + 1]
+given = args[args.index("--input") + 1]
+request = json.load(open(given))
+with open(os.environ["RECORD"], "w") as out:
+    json.dump({{"argv": sys.argv, "python": os.environ.get("PYSPARK_PYTHON"),
+               "props": open(props).read(), "mode": stat.S_IMODE(os.stat(props).st_mode),
+               "request": request, "cwd": os.getcwd()}}, out)
+if request.get("FAIL"):
+    print("26/11/28 10:00:00 INFO SparkContext: Running Spark", file=sys.stderr)
+    print('Exception in thread "main" java.io.IOException: no such bucket', file=sys.stderr)
+    sys.exit(1)
+json.dump({{"answered": True}}, open(args[args.index("--output") + 1], "w"))
+"""
+
+
+@pytest.fixture
+def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    record = tmp_path / "record.json"
+    monkeypatch.setenv("RECORD", str(record))
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    monkeypatch.delenv("PYSPARK_DRIVER_PYTHON", raising=False)
+    return stand_in(tmp_path / "spark-submit", RECORDER), record
+
+
+def test_a_probe_runs_under_the_jobs_spark_submit_its_settings_in_a_private_file(
+    recorder: tuple[Path, Path],
+) -> None:
+    submit, record = recorder
+    settings = {"spark.hadoop.fs.s3a.secret.key": SECRET, "spark.jars": "/jars/kafka.jar"}
+    answer, why = run_child(
+        "preview_probe", {"old": {}}, 30, settings=settings, spark_submit=str(submit)
+    )
+    assert (answer, why) == ({"answered": True}, None)
+    seen = json.loads(record.read_text())
+    argv = seen["argv"]
+    folder = Path(seen["cwd"])
+    assert argv == [
+        str(submit), "--master", "local", "--deploy-mode", "client",
+        "--name", "flink-sql-runner-preview-probe",
+        "--properties-file", str(folder / "probe.properties"),
+        runner_script(), "--probe", "preview_probe",
+        "--input", str(folder / "in.json"), "--output", str(folder / "out.json"),
+    ]  # fmt: skip
+    assert not any(SECRET in arg or "kafka.jar" in arg for arg in argv)
+    assert seen["mode"] == 0o600
+    assert f"spark.hadoop.fs.s3a.secret.key={SECRET}\n" in seen["props"]
+    assert "spark.jars=/jars/kafka.jar\n" in seen["props"]
+    assert seen["request"] == {"old": {}}
+    assert not folder.exists(), "the private folder is removed with what it held"
+
+
+def test_the_state_and_preview_askers_move_their_settings_out_of_the_request(
+    recorder: tuple[Path, Path],
+) -> None:
+    submit, record = recorder
+    conf = {"spark.hadoop.fs.s3a.secret.key": SECRET}
+    ask_state_probe({"checkpoint": "s3a://b/c", "keys": 2, "conf": conf}, str(submit))
+    seen = json.loads(record.read_text())
+    assert seen["request"] == {"checkpoint": "s3a://b/c", "keys": 2}
+    assert SECRET.split("=")[0] in seen["props"] and "--probe" in seen["argv"]
+    assert seen["argv"][seen["argv"].index("--probe") + 1] == "state_probe"
+    ask_preview_probe({"old": {}, "new": {}, "slice": {}, "session": conf}, str(submit))
+    seen = json.loads(record.read_text())
+    assert seen["request"] == {"old": {}, "new": {}, "slice": {}}
+    assert seen["argv"][seen["argv"].index("--probe") + 1] == "preview_probe"
+    assert "spark.hadoop.fs.s3a.secret.key=" in seen["props"]
+
+
+def test_the_drivers_python_is_the_deployers_unless_the_environment_names_one(
+    recorder: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    submit, record = recorder
+    run_child("schema_probe", {}, 30, spark_submit=str(submit))
+    assert json.loads(record.read_text())["python"] == sys.executable
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/spark-python/bin/python3")
+    run_child("schema_probe", {}, 30, spark_submit=str(submit))
+    assert json.loads(record.read_text())["python"] == "/opt/spark-python/bin/python3"
+
+
+def test_a_probe_that_fails_says_sparks_reason_in_one_line(recorder: tuple[Path, Path]) -> None:
+    submit, _ = recorder
+    answer, why = run_child("schema_probe", {"FAIL": True}, 30, spark_submit=str(submit))
+    assert answer == {}
+    assert why == "it exited 1: java.io.IOException: no such bucket"
+
+
+def test_a_probe_that_hangs_is_killed_and_one_that_cannot_start_says_so(tmp_path: Path) -> None:
+    hangs = stand_in(tmp_path / "hangs", "#!{python}\nimport time\ntime.sleep(60)\n")
+    assert run_child("schema_probe", {}, 1, spark_submit=str(hangs)) == ({}, "it took over 1 s")
+    missing = tmp_path / "no-such-spark-submit"
+    answer, why = run_child("schema_probe", {}, 5, spark_submit=str(missing))
+    assert answer == {} and why == f"cannot run {missing}: No such file or directory"
