@@ -15,7 +15,9 @@ the driver through `spark.driver.extraJavaOptions`, to spark-submit's own launch
 - `cds`: and a class-data-sharing archive of the classes a first run loaded
   (`-XX:SharedArchiveFile`, made once with `-XX:ArchiveClassesAtExit`);
 - `c1-cds`: both;
-- `all`: `c1-cds`, the serial collector, and the launcher JVM with the client compiler only.
+- `all`: `c1-cds`, the serial collector, and the launcher JVM with the client compiler only;
+- `quiet`: `c1-cds` with Spark's own log at WARN (`spark.log.level`, as the packaged template
+  sets it), not INFO.
 """
 
 from __future__ import annotations
@@ -39,27 +41,29 @@ BASE_CONF = {
     "spark.driver.memory": "512m",
     "spark.sql.session.timeZone": "UTC",
 }
-VARIANTS = ("base", "c1", "serial", "cds", "c1-cds", "all")
+VARIANTS = ("base", "c1", "serial", "cds", "c1-cds", "all", "quiet")
 
 
 def java_options(variant: str, archive: Path) -> tuple[list[str], str]:
     """(the driver's JVM options, the launcher's) of a variant."""
     driver: list[str] = []
-    if variant in ("c1", "c1-cds", "all"):
+    if variant in ("c1", "c1-cds", "all", "quiet"):
         driver.append("-XX:TieredStopAtLevel=1")
     if variant in ("serial", "all"):
         driver.append("-XX:+UseSerialGC")
-    if variant in ("cds", "c1-cds", "all"):
+    if variant in ("cds", "c1-cds", "all", "quiet"):
         driver.append(f"-XX:SharedArchiveFile={archive}")
     launcher = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" if variant == "all" else ""
     return driver, launcher
 
 
-def submit(scratch: Path, driver_options: list[str], launcher: str) -> dict[str, float]:
+def submit(
+    scratch: Path, driver_options: list[str], launcher: str, extra: dict[str, str] | None = None
+) -> dict[str, float]:
     from flink_sql_runner.targets.local import find_spark_submit
 
     out = Path(tempfile.mkdtemp(dir=scratch))
-    conf = dict(BASE_CONF)
+    conf = {**BASE_CONF, **(extra or {})}
     if driver_options:
         conf["spark.driver.extraJavaOptions"] = " ".join(driver_options)
     argv = [find_spark_submit(), "--master", "local[2]"]
@@ -106,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             order = variants[round_ % len(variants) :] + variants[: round_ % len(variants)]
             for variant in order:
                 driver, launcher = java_options(variant, archive)
-                marks = submit(scratch, driver, launcher)
+                extra = {"spark.log.level": "WARN"} if variant == "quiet" else None
+                marks = submit(scratch, driver, launcher, extra)
                 results[variant].append(marks)
                 shown = " ".join(f"{k} {v:.2f}" for k, v in marks.items())
                 print(f"round {round_ + 1} {variant}: {shown}", flush=True)
