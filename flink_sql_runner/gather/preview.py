@@ -16,7 +16,7 @@ from flink_sql_runner.gather.checkpoint_reader import (
     CheckpointUnreadable,
     batches_input,
 )
-from flink_sql_runner.gather.spark_child import run_child
+from flink_sql_runner.gather.spark_child import run_child_with
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.preview import PreviewFacts, Slice, SlicePart
 from flink_sql_runner.model.runtime import runtime_manifest, spark_conf
@@ -39,10 +39,7 @@ def ask_preview_probe(
     request: dict[str, Any], spark_submit: str | None = None
 ) -> tuple[dict[str, Any], str | None]:
     """The preview probe's answer; the request's `session` goes to its Spark as its settings."""
-    ask = {k: v for k, v in request.items() if k != "session"}
-    settings = request.get("session") or {}
-    return run_child("preview_probe", ask, PREVIEW_TIMEOUT, settings=settings,
-                     spark_submit=spark_submit)  # fmt: skip
+    return run_child_with("preview_probe", request, "session", PREVIEW_TIMEOUT, spark_submit)
 
 
 @dataclass(frozen=True)

@@ -98,3 +98,17 @@ def run_child(
         except (OSError, ValueError):
             why = failure_message(err.decode(errors="replace")) or "no output"
             return {}, f"it exited {process.returncode}: {why[:300]}"
+
+
+def run_child_with(
+    probe: str,
+    request: dict[str, Any],
+    field: str,
+    timeout: float,
+    spark_submit: str | None = None,
+) -> tuple[dict[str, Any], str | None]:
+    """`run_child` on `request` less its `field`: the Spark settings put there, given to the
+    probe's Spark instead (its properties file)."""
+    ask = {key: value for key, value in request.items() if key != field}
+    settings = {str(k): str(v) for k, v in (request.get(field) or {}).items()}
+    return run_child(probe, ask, timeout, settings=settings, spark_submit=spark_submit)

@@ -9,7 +9,7 @@ from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.checkpoint_reader import numbers
-from flink_sql_runner.gather.spark_child import run_child
+from flink_sql_runner.gather.spark_child import run_child_with
 from flink_sql_runner.model.checkpoint_report import Inspection, StateReport, StoreState
 from flink_sql_runner.model.runtime import spark_conf
 from flink_sql_runner.model.stored import StoredManifest
@@ -25,10 +25,7 @@ def ask_state_probe(
     request: dict[str, Any], spark_submit: str | None = None
 ) -> tuple[dict[str, Any], str | None]:
     """The state probe's answer; the request's `conf` goes to its Spark as its settings."""
-    ask = {k: v for k, v in request.items() if k != "conf"}
-    settings = request.get("conf") or {}
-    return run_child("state_probe", ask, STATE_PROBE_TIMEOUT, settings=settings,
-                     spark_submit=spark_submit)  # fmt: skip
+    return run_child_with("state_probe", request, "conf", STATE_PROBE_TIMEOUT, spark_submit)
 
 
 #: The job's settings that give a Spark the jars a checkpoint's storage needs (S3A's).
