@@ -17,9 +17,8 @@ from flink_sql_runner.gather.checkpoint_reader import (
     batches_input,
 )
 from flink_sql_runner.gather.spark_child import run_child_with
-from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.preview import PreviewFacts, Slice, SlicePart
-from flink_sql_runner.model.runtime import runtime_manifest, spark_conf
+from flink_sql_runner.model.runtime import probe_manifest, spark_conf
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
 from flink_sql_runner.read.sinks import schema_policy
@@ -54,15 +53,6 @@ class PreviewAsk:
     samples: dict[str, str] = field(default_factory=dict)
 
 
-def _doc(manifest: StoredManifest) -> dict[str, Any]:
-    root = f"{str(manifest.job['checkpoint-root']).rstrip('/')}/{manifest.name}"
-    control = ControlFiles.of(root, manifest.meta.query_version)
-    doc = runtime_manifest(manifest, "preview", control, f"the preview of {manifest.name}")
-    properties = manifest.job.get("sparkProperties") or {}
-    doc["conf"] = {str(k): str(v) for k, v in properties.items() if str(k).startswith("spark.sql.")}
-    return doc
-
-
 def gather_preview(
     storage: Storage,
     stored: StoredManifest | None,
@@ -77,9 +67,11 @@ def gather_preview(
     beyond the job's own (the connectors its sources need)."""
     old_version = stored.meta.query_version if stored is not None else None
     try:
-        new = _doc(desired)
+        new = probe_manifest(desired, "preview")
         # A manifest `migrate` converted names no checkpoint root: slice_of says so.
-        old = _doc(stored) if stored is not None and stored.checkpoint_root else None
+        old = None
+        if stored is not None and stored.checkpoint_root:
+            old = probe_manifest(stored, "preview")
     except FsrError as exc:  # an environment variable not set here
         why = f"the job's manifest cannot be resolved here: {exc}"
         return PreviewFacts(desired.name, old_version, desired.meta.query_version,

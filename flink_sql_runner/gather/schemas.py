@@ -33,10 +33,9 @@ from flink_sql_runner.gather.spark_child import run_child
 from flink_sql_runner.host.atomic import write_atomically
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.contracts import ContractFacts, Known, Reader, SinkHolds
-from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.lineage import Lineage
-from flink_sql_runner.model.runtime import resolved_table, runtime_manifest, source_tables
+from flink_sql_runner.model.runtime import probe_manifest, resolved_table, source_tables
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
 from flink_sql_runner.read.manifest import Job
@@ -207,7 +206,7 @@ def gather_contracts(
         if check.previous is None and _new_into_nothing(check.manifest, storage):
             continue  # the look below would skip it too, after building its runtime manifest
         try:
-            doc = _runtime(check.manifest)
+            doc = probe_manifest(check.manifest, "plan")
         except (FsrError, KeyError):
             continue  # an environment variable not set here: its run checks the sink
         target = doc["tables"].get(doc["target-table"])
@@ -262,17 +261,6 @@ def gather_contracts(
             spark=probe.spark,
         )
     return found
-
-
-def _runtime(manifest: StoredManifest) -> dict[str, Any]:
-    """The runtime manifest the start would hand its run, with the job's spark.sql.* settings
-    (`conf`) its session would have."""
-    root = f"{str(manifest.job['checkpoint-root']).rstrip('/')}/{manifest.name}"
-    control = ControlFiles.of(root, manifest.meta.query_version)
-    doc = runtime_manifest(manifest, "plan", control, f"the plan of {manifest.name}")
-    properties = manifest.job.get("sparkProperties") or {}
-    doc["conf"] = {str(k): str(v) for k, v in properties.items() if str(k).startswith("spark.sql.")}
-    return doc
 
 
 def _new_into_nothing(manifest: StoredManifest, storage: Storage) -> bool:

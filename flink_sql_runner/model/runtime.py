@@ -130,3 +130,15 @@ def runtime_manifest(
         "run-id": run_id,
         "meta": meta.to_dict(),
     }
+
+
+def probe_manifest(manifest: StoredManifest, purpose: str) -> dict[str, Any]:
+    """The runtime manifest a start of `manifest` would hand its run, as a runner probe analyses
+    it for `purpose` ("plan", "preview"), with the job's spark.sql.* settings (`conf`) its
+    session would have."""
+    root = f"{str(manifest.job['checkpoint-root']).rstrip('/')}/{manifest.name}"
+    control = ControlFiles.of(root, manifest.meta.query_version)
+    doc = runtime_manifest(manifest, purpose, control, f"the {purpose} of {manifest.name}")
+    properties = manifest.job.get("sparkProperties") or {}
+    doc["conf"] = {str(k): str(v) for k, v in properties.items() if str(k).startswith("spark.sql.")}
+    return doc

@@ -101,7 +101,7 @@ def test_new_jobs_into_empty_sinks_build_no_runtime_manifest(
     deployment, storage = deployment_on_fakes()
     jobs = [pipeline_job(f"j{i:03d}", "/in", f"/data/j{i:03d}") for i in range(50)]
     storage.files["/data/j007/part-0.parquet"] = "PAR1"
-    built = counted(monkeypatch, schemas_module, "runtime_manifest")
+    built = counted(monkeypatch, schemas_module, "probe_manifest")
     looks = counted(monkeypatch, type(storage), "is_empty")
     lineages = counted(monkeypatch, lineage_module, "_Writers")
     plan = deployment.plan(jobs)
