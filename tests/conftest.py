@@ -149,7 +149,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hook: `-p no:xdist` runs without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001, ANN201 - xdist's
-    """`pytest -n 2`: whole files to a worker, each server's files to one (scheduling.py)."""
+    """`pytest -n 3`: whole files to a worker, each server's files to one (scheduling.py)."""
     return make_scheduler(config, log)
 
 

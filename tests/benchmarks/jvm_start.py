@@ -17,7 +17,10 @@ the driver through `spark.driver.extraJavaOptions`, to spark-submit's own launch
 - `c1-cds`: both;
 - `all`: `c1-cds`, the serial collector, and the launcher JVM with the client compiler only;
 - `quiet`: `c1-cds` with Spark's own log at WARN (`spark.log.level`, as the packaged template
-  sets it), not INFO.
+  sets it), not INFO;
+- `interp`: `c1-cds` with Spark's generated code off (`spark.sql.codegen.wholeStage=false`,
+  `spark.sql.codegen.factoryMode=NO_CODEGEN`): expressions interpreted, no Janino compiles;
+- `onecore`: `c1-cds` on `local[1]`, not `local[2]`.
 """
 
 from __future__ import annotations
@@ -41,24 +44,36 @@ BASE_CONF = {
     "spark.driver.memory": "512m",
     "spark.sql.session.timeZone": "UTC",
 }
-VARIANTS = ("base", "c1", "serial", "cds", "c1-cds", "all", "quiet")
+VARIANTS = ("base", "c1", "serial", "cds", "c1-cds", "all", "quiet", "interp", "onecore")
+C1_CDS = ("c1-cds", "all", "quiet", "interp", "onecore")
+EXTRA_CONF = {
+    "quiet": {"spark.log.level": "WARN"},
+    "interp": {
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    },
+}
 
 
 def java_options(variant: str, archive: Path) -> tuple[list[str], str]:
     """(the driver's JVM options, the launcher's) of a variant."""
     driver: list[str] = []
-    if variant in ("c1", "c1-cds", "all", "quiet"):
+    if variant == "c1" or variant in C1_CDS:
         driver.append("-XX:TieredStopAtLevel=1")
     if variant in ("serial", "all"):
         driver.append("-XX:+UseSerialGC")
-    if variant in ("cds", "c1-cds", "all", "quiet"):
+    if variant == "cds" or variant in C1_CDS:
         driver.append(f"-XX:SharedArchiveFile={archive}")
     launcher = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" if variant == "all" else ""
     return driver, launcher
 
 
 def submit(
-    scratch: Path, driver_options: list[str], launcher: str, extra: dict[str, str] | None = None
+    scratch: Path,
+    driver_options: list[str],
+    launcher: str,
+    extra: dict[str, str] | None = None,
+    master: str = "local[2]",
 ) -> dict[str, float]:
     from flink_sql_runner.targets.local import find_spark_submit
 
@@ -66,7 +81,7 @@ def submit(
     conf = {**BASE_CONF, **(extra or {})}
     if driver_options:
         conf["spark.driver.extraJavaOptions"] = " ".join(driver_options)
-    argv = [find_spark_submit(), "--master", "local[2]"]
+    argv = [find_spark_submit(), "--master", master]
     for key, value in conf.items():
         argv += ["--conf", f"{key}={value}"]
     env = spark_env()
@@ -102,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="jvm-start-") as folder:
         scratch = Path(folder)
         archive = scratch / "spark.jsa"
-        if any("cds" in v or v == "all" for v in variants):
+        if any(v == "cds" or v in C1_CDS for v in variants):
             seconds = make_archive(scratch, archive)
             size = archive.stat().st_size / 2**20
             print(f"archive: {size:.0f} MiB, made in {seconds:.1f} s", flush=True)
@@ -110,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             order = variants[round_ % len(variants) :] + variants[: round_ % len(variants)]
             for variant in order:
                 driver, launcher = java_options(variant, archive)
-                extra = {"spark.log.level": "WARN"} if variant == "quiet" else None
-                marks = submit(scratch, driver, launcher, extra)
+                master = "local[1]" if variant == "onecore" else "local[2]"
+                marks = submit(scratch, driver, launcher, EXTRA_CONF.get(variant), master)
                 results[variant].append(marks)
                 shown = " ".join(f"{k} {v:.2f}" for k, v in marks.items())
                 print(f"round {round_ + 1} {variant}: {shown}", flush=True)

@@ -22,6 +22,6 @@ def test_ci_runs_the_readmes_two_commands_in_order_first_the_first() -> None:
     ran = [lines[i + 1].strip() for i, line in enumerate(lines) if line.endswith(THAT_COMMAND)]
     first, tests = set_up_commands()
     assert ran == [first, tests], "edit .ci/run with the README's Set-up (or the other way)"
-    assert tests.endswith("pytest -n 2"), "the suite runs in two workers (docs/testing.md)"
+    assert tests.endswith("pytest -n 3"), "the suite runs in three workers (docs/testing.md)"
     stop = lines.index(next(line for line in lines if line.strip() == ran[0])) + 1
     assert lines[stop] == "flink-sql-runner stop --all", "the first command's jobs stopped"
