@@ -35,14 +35,20 @@ TIMEOUTS = Timeouts(start=60.0, stop=20.0, poll=2.0)
 
 
 def deployment(world: World, name: str, parallelism: int = 1, handover: str = "cold") -> Deployment:
+    # Nothing on the machine's disk (`cache=False`: no load, status or SQL fingerprint cache in
+    # the working folder's `./.flink-sql-runner/`, which a replay must not depend on either).
     settings = Settings(
-        parallelism=parallelism, lock_timeout=600.0, timeouts=TIMEOUTS, handover=handover
+        parallelism=parallelism,
+        lock_timeout=600.0,
+        timeouts=TIMEOUTS,
+        handover=handover,
+        cache=False,
     )
     store = S3Store(BUCKET, PREFIX, client=SimS3(world))
     found = Deployment(settings, store=store, target=SimTarget(world))
     found.storage = SimStorage(world)
     # No Spark in the simulation: a changed query's schema is unknown, as when the probe fails
-    # (its run checks the sink), and nothing is cached on disk.
+    # (its run checks the sink), and no schema is cached on disk.
     found.ask_spark = lambda request: ({}, "the simulation runs no Spark")
     found.schema_cache = None
     # The connector a Kafka job needs is served: the product would ask a Maven repository over

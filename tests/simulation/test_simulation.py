@@ -4,6 +4,7 @@ A failing seed is printed with the command that replays it."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +49,20 @@ def test_a_replay_does_not_depend_on_the_machines_processes(monkeypatch) -> None
             crowded = run_seed(1597, one_machine=one_machine)
         assert alone.history == crowded.history
         assert not alone.violations, [v.line() for v in alone.violations]
+
+
+@pytest.mark.simulation
+def test_a_seed_writes_nothing_into_the_working_folders_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`.ci/run` runs the seeds in its clone, where the README's first command left
+    `./.flink-sql-runner/`: a seed reads and writes only its simulated world, never that folder
+    (the deployer's SQL fingerprints went there, a cache kept on disk, once CI ran the seeds
+    beside the suite: the suite's guard failed a test for them). Seed 108 computes fingerprints."""
+    state = tmp_path / ".flink-sql-runner"
+    state.mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FLINK_SQL_RUNNER_STATE_DIR", raising=False)
+    again = run_seed(108)
+    assert list(state.iterdir()) == []
+    assert again.history == run_seed(108).history
