@@ -211,13 +211,7 @@ class Broker:
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         futures = admin.create_topics([NewTopic(topic, num_partitions=partitions)])
         futures[topic].result(60)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # created is not yet known to every client
-            known = admin.list_topics(topic, timeout=5).topics.get(topic)
-            if known is not None and known.error is None and len(known.partitions) == partitions:
-                return
-            time.sleep(0.2)
-        raise RuntimeError(f"topic {topic} was created but is not listed")
+        self._wait_until_led(topic, partitions, "created")
 
     def add_partitions(self, topic: str, total: int) -> None:
         """Grow `topic` to `total` partitions, and wait until they are listed."""
@@ -225,13 +219,34 @@ class Broker:
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         admin.create_partitions([NewPartitions(topic, total)])[topic].result(60)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            known = admin.list_topics(topic, timeout=5).topics.get(topic)
-            if known is not None and len(known.partitions) == total:
-                return
-            time.sleep(0.2)
-        raise RuntimeError(f"topic {topic} was grown to {total} partitions but is not listed so")
+        self._wait_until_led(topic, total, f"grown to {total} partitions")
+
+    def _wait_until_led(self, topic: str, partitions: int, done: str) -> None:
+        """Until `topic` lists `partitions` partitions and each answers for its offsets: the
+        admin's answer comes before the broker leads a new partition, and a read meanwhile is
+        refused (NOT_LEADER_FOR_PARTITION, seen on a loaded machine)."""
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "fsr-tests-ends"})
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                known = consumer.list_topics(topic, timeout=5).topics.get(topic)
+                if (
+                    known is not None
+                    and known.error is None
+                    and len(known.partitions) == partitions
+                ):
+                    try:
+                        for number in known.partitions:
+                            consumer.get_watermark_offsets(TopicPartition(topic, number), 5)
+                        return
+                    except KafkaException:
+                        pass  # not led yet
+                time.sleep(0.2)
+        finally:
+            consumer.close()
+        raise RuntimeError(f"topic {topic} was {done} but its partitions are not all led")
 
     def producer(self):
         from confluent_kafka import Producer

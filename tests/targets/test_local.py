@@ -22,8 +22,9 @@ FAKE_SUBMIT = """#!{python}
 import json, os, sys, time
 args = sys.argv[1:]
 manifest = args[args.index("--manifest") + 1]
-with open(os.environ["FAKE_ARGS_FILE"], "w") as handle:
+with open(os.environ["FAKE_ARGS_FILE"] + ".part", "w") as handle:  # whole or not at all
     json.dump(args, handle)
+os.replace(os.environ["FAKE_ARGS_FILE"] + ".part", os.environ["FAKE_ARGS_FILE"])
 print("fake driver up", flush=True)
 marker = json.load(open(manifest))["stop-marker"]
 while True:
