@@ -214,7 +214,7 @@ class Broker:
         self._wait_until_led(topic, partitions, "created")
 
     def add_partitions(self, topic: str, total: int) -> None:
-        """Grow `topic` to `total` partitions, and wait until they are listed."""
+        """Grow `topic` to `total` partitions, and wait until each is led."""
         from confluent_kafka.admin import AdminClient, NewPartitions
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
