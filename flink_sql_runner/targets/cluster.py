@@ -292,12 +292,15 @@ class ClusterTarget:
         return state
 
     def _wait_gone(self, submission_id: str, seconds: float) -> bool:
-        """True once the cluster says the run ended; an unknown answer is not an end."""
+        """True once the cluster says the run ended; an unknown answer is not an end. It asks
+        every `poll` seconds (every `state_ttl` where a question is costly), the last time at
+        the deadline, never later: a stop's timeout is when its kill comes."""
         deadline = self.clock() + seconds
         while self._state(submission_id, fresh=True).liveness is not Liveness.GONE:
-            if self.clock() >= deadline:
+            left = deadline - self.clock()
+            if left <= 0:
                 return False
-            self.sleep(max(self.poll, self.state_ttl))
+            self.sleep(min(max(self.poll, self.state_ttl), left))
         return True
 
     def _recorded_id(self, run: Run, stop_marker: str) -> str:

@@ -137,10 +137,12 @@ class MemoryCluster(ClusterTarget):
 
     name = "memory"
 
-    def __init__(self, storage):
-        super().__init__(storage, "memory://", sleep=lambda _: None, poll=0)
+    def __init__(self, storage, **kw):
+        kw = {"sleep": lambda _: None, "poll": 0, **kw}
+        super().__init__(storage, "memory://", **kw)
         self.alive: dict[str, bool] = {}
         self.killed: list[str] = []
+        self.asked: list[float] = []  # when driver_state was asked, by the target's clock
 
     def listing(self):
         return [Listed("flink-sql-runner-orders-v1", sid) for sid, up in self.alive.items() if up]
@@ -150,6 +152,7 @@ class MemoryCluster(ClusterTarget):
         return f"sub-{len(self.alive)}"
 
     def driver_state(self, submission_id):
+        self.asked.append(self.clock())
         up = self.alive.get(submission_id, False)
         return DriverState(Liveness.ALIVE if up else Liveness.GONE, "RUNNING" if up else "GONE")
 
@@ -194,6 +197,37 @@ def test_stopping_what_the_listing_shows_needs_its_record():
     del state.files[record]
     with pytest.raises(StopNotConfirmed, match="v1.submission.json does not exist"):
         cluster.stop(listed, sub.stop_marker, timeout=0)
+
+
+@pytest.mark.parametrize(
+    ("timeout", "state_ttl", "asked"),
+    [
+        (0.2, 5.0, [0.0, 0.0, 0.2]),  # Kubernetes' 5 s between questions, a short stop timeout
+        (12.0, 5.0, [0.0, 0.0, 5.0, 10.0, 12.0]),
+        (2.5, 0.0, [0.0, 0.0, 1.0, 2.0, 2.5]),  # every poll (1 s)
+    ],
+)
+def test_a_driver_ignoring_its_stop_marker_is_killed_at_the_stop_timeout_not_later(
+    timeout: float, state_ttl: float, asked: list[float]
+):
+    """Where each question is costly (`state_ttl`), the stop still asks once more at its
+    deadline and kills then, not at the next question's time (a 0.2 s timeout waited 5 s)."""
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    cluster = MemoryCluster(FakeStorage(), clock=lambda: now[0], sleep=sleep, poll=1.0)
+    cluster.state_ttl = state_ttl
+    sub = orders_submission()
+    run = cluster.submit(sub).run  # its driver ignores the stop marker: up until killed
+    cluster.asked.clear()
+    stopped = cluster.stop(run, sub.stop_marker, timeout=timeout)
+    assert cluster.killed == ["sub-1"]
+    assert not stopped.graceful
+    assert stopped.seconds == pytest.approx(timeout)
+    assert cluster.asked[: len(asked)] == pytest.approx(asked)  # then: gone, after the kill
+    assert cluster.asked[len(asked) :] == pytest.approx([timeout])
 
 
 def test_a_spark_3_master_gets_the_drivers_java_17_options_from_the_request():
