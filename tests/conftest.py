@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import scratch, warm_cli
+from tests.support import netguard, scratch, warm_cli
 from tests.support.diagrams import stop_reader
 from tests.support.isolation import changes, fingerprint
 from tests.support.jvm import quicken
@@ -53,6 +53,21 @@ def away_from_the_users_jobs(
         )
 
 
+@pytest.fixture(autouse=True)
+def only_this_machine() -> Iterator[None]:
+    """A test whose process connected (or tried to) off this machine fails, naming where: the
+    tests use 127.0.0.1 only (tests/support/netguard.py refuses the connection itself)."""
+    netguard.taken()  # what a server thread of an earlier test asked for is not this test's
+    yield
+    outside = netguard.taken()
+    if outside:
+        pytest.fail(
+            "this test connected off this machine (tests use 127.0.0.1 only): "
+            + ", ".join(outside),
+            pytrace=False,
+        )
+
+
 #: A `java` that only says it was asked for: the fast lane's JAVA_HOME.
 NO_JAVA = """#!/bin/sh
 echo "$*" >> "$(dirname "$0")/../asked"
@@ -88,8 +103,10 @@ def no_jvm_in_the_fast_lane(
 def pytest_configure(config: pytest.Config) -> None:
     """Spark's scratch files (`spark.local.dir`, the JVMs' `java.io.tmpdir`: shuffle and block
     folders, native libraries unpacked) go to one folder of this run, removed at its end, not to
-    /tmp, where every driver a test kills would leave its own (tests/support/scratch.py)."""
+    /tmp, where every driver a test kills would leave its own (tests/support/scratch.py).
+    Sockets to addresses off this machine are refused (tests/support/netguard.py)."""
     scratch.begin(config)
+    netguard.install()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
