@@ -2,9 +2,10 @@
 loopback (127.0.0.0/8, ::1) is refused, as a machine without a network refuses it, and the test
 it happened in fails, naming the address (`tests/conftest.py`). Unix sockets pass.
 
-It guards the pytest processes (Python's sockets: boto3, urllib, py4j, the standalone REST
-client); what they start (spark-submit, a broker, the minicluster) is told 127.0.0.1 by the
-fixtures that start it."""
+It guards the pytest processes' Python sockets (boto3, urllib, py4j, the standalone REST
+client). Not guarded: sockets opened in C (librdkafka, the tests' Kafka clients, given the
+broker's 127.0.0.1 address) and what the tests start (spark-submit, a broker, the minicluster),
+told 127.0.0.1 by the fixtures that start it."""
 
 from __future__ import annotations
 
