@@ -54,7 +54,14 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.offsets import read_starts
 from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
-from flink_sql_runner.model.intents import IntentLog, Kind, Phase
+from flink_sql_runner.model.intents import (
+    NONE_COMMITTED,
+    IntentLog,
+    Kind,
+    Phase,
+    committed_words,
+    wrote_since,
+)
 from flink_sql_runner.model.offsets import NO_STARTS, CarryRefused, StartPlan, Starts
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import ABSENT, ANY, Stored, StoredManifest, Token
@@ -150,10 +157,12 @@ class JobSteps:
         first = next((s for s in decision.steps if isinstance(s, (StopRun, StartRun))), None)
         manifest = record[-1] if record else (first.manifest if first else None)
         warm = any(isinstance(s, PrepareRun) for s in decision.steps)
+        clean = any(isinstance(s, (StartRun, PrepareRun)) and s.clean for s in decision.steps)
         tracker = Tracker(self.intents, self._check, manifest, decision.action.value,
                           KIND_OF_ACTION.get(decision.action, Kind.START),
                           self.runs.submit_timeout, prepared=warm,
-                          starting=_starting(decision))  # fmt: skip
+                          starting=_starting(decision),
+                          committed_before=NONE_COMMITTED if clean else None)  # fmt: skip
         split = first_start(decision.steps)
         try:
             self._steps(decision.steps[:split], result, tracker)
@@ -215,30 +224,34 @@ class JobSteps:
         failure: StartFailed,
         ran: bool = False,
     ) -> None:
-        """A start that ended without a healthy run, confirmed gone. A restart of the same
-        version whose run committed batches is not rolled back: the old manifest would resume
-        after those batches, and their rows would exist only where the new one wrote them. The
-        new manifest is recorded instead and the job is left down. Otherwise: the rollback."""
+        """A start that ended without a healthy run, confirmed gone. One whose runs finished a
+        batch (a new version's any batch, a restart's one after its checkpoint's last) is not
+        rolled back: what it replaced would read and write again what it wrote, or resume
+        after its batches. Its manifest is recorded instead and the job is left down, said so
+        (`_keep_what_wrote`). Otherwise: the rollback."""
         name = decision.name
         intent = tracker.intent
-        if intent is None:  # awaiting an interrupted command's run: its own record stays
-            if not decision.rollback:
-                raise failure
-        elif intent.committed_before is not None:
-            now = self.runs.committed(intent.manifest)
-            if now > intent.committed_before:
-                self._check()
-                token = self.store.write(intent.manifest, self._tokens[name])
-                self._tokens[name] = token
-                self.recorded[name] = Stored(intent.manifest, token)
-                tracker.forget()
+        awaited = next((s for s in decision.steps if isinstance(s, AwaitRun)), None)
+        if intent is not None:
+            started, before = intent.manifest, intent.committed_before
+        elif awaited is not None:  # an interrupted command's run: its own record stays
+            started, before = awaited.manifest, awaited.committed_before
+        else:
+            started, before = None, None
+        if started is not None and before is not None:
+            try:
+                now = self.runs.finished(started)
+            except StartFailed as unread:
                 raise FsrError(
-                    f"{first_line(str(failure))}; its run committed batch {now} (the checkpoint "
-                    f"had {intent.committed_before}) before it ended, so it is not rolled back "
-                    f"(the previous manifest would resume after those batches): "
-                    f"v{intent.version} is recorded with the new manifest and is down; fix it "
-                    "and deploy again"
+                    f"{first_line(str(failure))}; whether v{started.meta.query_version} "
+                    f"finished a batch cannot be read ({first_line(str(unread))}), so nothing "
+                    f"is rolled back: the job is down, no run of {name} is up; deploy again "
+                    "once its checkpoint can be read"
                 ) from None
+            if wrote_since(before, now):
+                self._keep_what_wrote(decision, tracker, started, before, now, failure)
+        if intent is None and not decision.rollback:
+            raise failure
         if not decision.rollback:
             # A job's first run that ended before it was healthy keeps its record at FAILED:
             # nothing else is stored of the job, and `status`, `stop`, `logs` and the next plan
@@ -262,6 +275,58 @@ class JobSteps:
             f"checkpoint, the store unchanged ({first_line(str(failure))})"
         )
         result.detail = "\n".join(str(failure).splitlines()[1:])
+
+    def _keep_what_wrote(
+        self,
+        decision: Decision,
+        tracker: Tracker,
+        started: StoredManifest,
+        before: int,
+        now: int,
+        failure: StartFailed,
+    ) -> None:
+        """Record the manifest of a start that wrote (its runs finished batches after `before`,
+        up to `now`) and failed: it is the job's version now, down; the next deploy or `watch`
+        restarts it from its own checkpoint. Raises FsrError saying so, in words."""
+        name, version = decision.name, started.meta.query_version
+        done = committed_words(version, before, now)
+        back = next((s for s in decision.rollback if isinstance(s, StartRun)), None)
+        if back is None:
+            kept = f"v{version} is recorded"
+        elif back.manifest.meta.query_version == version:
+            kept = (
+                "not rolled back (the previous manifest would resume after those batches): "
+                f"v{version} is recorded with the new manifest"
+            )
+        else:
+            old = back.manifest.meta.query_version
+            kept = (
+                f"not rolled back (v{old} would read again what v{version} read): "
+                f"v{version} is recorded"
+            )
+        head = f"{first_line(str(failure))}; {done}, then failed: {kept}"
+        try:
+            self._check()
+            token = self.store.write(started, self._tokens[name])
+        except FsrError as exc:
+            raise FsrError(
+                f"{head.removesuffix(' is recorded')}; but recording it failed "
+                f"({first_line(str(exc))}): the job is down, no run of {name} is up; the next "
+                "deploy records it"
+            ) from None
+        self._tokens[name] = token
+        self.recorded[name] = Stored(started, token)
+        if tracker.written:
+            self._forget_intent(tracker)
+        else:  # the interrupted command's record: what it started is recorded now
+            try:
+                self.intents.delete(name)
+            except FsrError:
+                pass  # the next deploy settles it on the same evidence: it wrote
+        raise FsrError(
+            f"{head}, and the job is down: no run of {name} is up; fix it and deploy again "
+            f"(`watch` restarts v{version} from its checkpoint)"
+        ) from None
 
     def _roll_back(self, decision: Decision, result: JobResult, undone: Tracker) -> None:
         """Start the previous manifest again from its checkpoint, under an intent of its own
@@ -432,7 +497,7 @@ class JobSteps:
         intent record holds from then on."""
         self._fresh_lease(f"start {result.name}")
         tracker.to(Phase.INTENDED)
-        before = None if step.clean else self.runs.committed(step.manifest)
+        before = NONE_COMMITTED if step.clean else self.runs.finished(step.manifest, True)
         starts = self._starts(tracker, result)
         if prepared is not None:
             tracker.to(Phase.SUBMITTED, prepared.run.submission_id, committed_before=before,

@@ -17,7 +17,7 @@ from typing import Any
 from flink_sql_runner.decide.changes import PINNED_SPARK_SETTINGS
 from flink_sql_runner.decide.steps import checkpoint_location
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.gather.checkpoint_reader import last_committed
+from flink_sql_runner.gather.offsets import version_finished
 from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.control import (
@@ -27,7 +27,7 @@ from flink_sql_runner.model.control import (
     app_name,
     run_status,
 )
-from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT
+from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT, NONE_COMMITTED
 from flink_sql_runner.model.offsets import Starts
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.runtime import runtime_manifest, spark_conf, starts_by_view
@@ -117,15 +117,18 @@ class RunControl:
         """How long a run the target accepted may take to show in its listing."""
         return float(getattr(self.target, "submit_timeout", DEFAULT_SUBMIT_TIMEOUT))
 
-    def committed(self, manifest: StoredManifest) -> int:
-        """The last batch the checkpoint of `manifest`'s version has committed; -1 if none.
-        StartFailed (nothing started) when it cannot be read."""
-        location = checkpoint_location(manifest)
+    def finished(self, manifest: StoredManifest, lenient: bool = False) -> int:
+        """The last batch the runs of `manifest`'s version have finished (committed, or held by
+        its file sink: gather/offsets.py::version_finished); NONE_COMMITTED if none.
+        StartFailed (nothing started) when it cannot be read. `lenient`: a file sink's record
+        that cannot be read is not asked (what a restart's record says before it starts: a
+        batch the sink holds is its run's to finish again)."""
         try:
-            found = last_committed(self.storage, location)
+            found = version_finished(self.storage, manifest, lenient)
         except FsrError as exc:
+            location = checkpoint_location(manifest)
             raise StartFailed(f"cannot read {location}: {exc}", True) from None
-        return found if found is not None else -1
+        return found if found is not None else NONE_COMMITTED
 
     @staticmethod
     def control(manifest: StoredManifest, version: int | None) -> ControlFiles:

@@ -30,12 +30,15 @@ class Tracker:
         over: Token | Unconditional = ABSENT,
         prepared: bool = False,
         starting: StartPlan | None = None,
+        committed_before: int | None = None,
     ):
         """`over`: the record its first write replaces (ABSENT: none may exist; a rollback
         replaces the record of the start it undoes). `prepared`: its new run is prepared
         beside the old one (a warm handover). `starting`: where the new version's Kafka
         sources start, as planned; in the record from its first write, before anything
-        stops."""
+        stops. `committed_before`: what a clean start's record says was committed before it
+        (NONE_COMMITTED), from its first write on; a restart's is read once the old run
+        stopped."""
         self.log, self.check = log, check
         self.token: Token | Unconditional = over
         self.manifest, self.action, self.kind = manifest, action, kind
@@ -43,6 +46,7 @@ class Tracker:
         self.run_id = str(uuid.uuid4())
         self.prepared = prepared
         self.starting = starting
+        self.committed_before = committed_before
         self.intent: Intent | None = None
 
     @property
@@ -66,8 +70,8 @@ class Tracker:
             if phase is not Phase.INTENDED:
                 return  # awaiting an interrupted command's run: its own record stays
             self.intent = new_intent(self.manifest, self.action, self.run_id, self.kind,
-                                     self.submit_timeout, prepared=self.prepared,
-                                     starting=self.starting)  # fmt: skip
+                                     self.submit_timeout, self.committed_before,
+                                     prepared=self.prepared, starting=self.starting)  # fmt: skip
         elif phase is Phase.INTENDED:
             return
         else:

@@ -122,6 +122,9 @@ class AwaitRun:
     run: Run
     manifest: StoredManifest
     go: Starts | None = None
+    #: The last batch its version had finished before the interrupted start (its intent
+    #: record's): a run that finishes a later one and then fails is not rolled back over.
+    committed_before: int | None = None
 
     def describe(self) -> str:
         if self.go is not None:

@@ -199,15 +199,18 @@ def settle_intent(
                 f"(`flink-sql-runner stop {facts.name}`) and deploy again",
                 intent.version,
             )
-    steps = (AwaitRun(settled.run, intent.manifest, go=go), Record(intent.manifest),
-             DropIntent("its run is up"))  # fmt: skip
+    steps = (AwaitRun(settled.run, intent.manifest, go=go,
+                      committed_before=intent.committed_before),
+             Record(intent.manifest), DropIntent("its run is up"))  # fmt: skip
     rollback: tuple[Step, ...] = ()
-    # A new version's run that fails is undone by resuming the old one; a same-version restart's
-    # is not (it may have committed batches the old manifest would resume after: finding 5).
-    clean = intent.committed_before is None and intent.version != (
-        facts.stored.meta.query_version if facts.stored else None
-    )
-    if facts.stored is not None and intent.action.startswith("stop-and-") and clean:
+    # A run that fails is undone by starting the stored manifest again, but only where its
+    # record says what was finished before it: one that finished a batch since is kept
+    # instead (act/job_steps.py; a record of an older release cannot tell: no rollback).
+    if (
+        facts.stored is not None
+        and intent.action.startswith("stop-and-")
+        and intent.committed_before is not None
+    ):
         rollback = (StartRun(facts.stored, clean=False, source="the store"),)
     return adopted, steps, rollback, note + "wait until it is healthy, record it; "
 

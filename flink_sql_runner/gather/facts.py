@@ -13,6 +13,7 @@ from typing import Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather import checkpoint_reader
+from flink_sql_runner.gather.offsets import version_finished
 from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles, run_status
 from flink_sql_runner.model.facts import CheckpointFacts, IntentFacts, JobFacts
@@ -157,15 +158,19 @@ def _pins_and_sources(
 
 def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFacts:
     """The evidence about an interrupted command's run, settled by its intent's own rules
-    (model/intents.py): the listing, its run's status file, its checkpoint's commits."""
+    (model/intents.py): the listing, its run's status file, the batches its runs finished."""
     checkpoint = _checkpoint_facts(facts.name, None, intent.manifest, storage)
     status = None
     if intent.kind.starts:
         root = str(intent.manifest.job.get("checkpoint-root", "")).rstrip("/")
         control = ControlFiles.of(f"{root}/{facts.name}", intent.version)
         status = run_status(storage.read_text(control.status_file), intent.run_id)
-    committed = checkpoint.last_committed if checkpoint is not None else None
-    return IntentFacts(settle(intent, facts.runs, status, committed), checkpoint)
+    # What its runs finished (a file sink may hold a batch the checkpoint did not commit):
+    # evidence that the start wrote, asked only of a start's record that can tell.
+    finished = checkpoint.last_committed if checkpoint is not None else None
+    if intent.kind.starts and intent.committed_before is not None and checkpoint is not None:
+        finished = version_finished(storage, intent.manifest)
+    return IntentFacts(settle(intent, facts.runs, status, finished), checkpoint)
 
 
 def _any_remote(jobs: Iterable[Job], stored: Iterable[StoredManifest | None]) -> bool:

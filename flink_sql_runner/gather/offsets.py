@@ -16,6 +16,8 @@ import json
 
 from flink_sql_runner.gather.checkpoint_reader import inspect_checkpoint, source_offsets
 from flink_sql_runner.model.offsets import StartPlan, Starts, resolve_starts
+from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.read.sinks import target_sink
 from flink_sql_runner.stores.storage import Storage, StorageError
 
 #: Where in a checkpoint the runner records how its batch ids map to its file sink's
@@ -23,16 +25,36 @@ from flink_sql_runner.stores.storage import Storage, StorageError
 SINK_OFFSET_FILE = "flink-sql-runner-sink.json"
 
 
-def finished_batch(storage: Storage, checkpoint: str, sink_folder: str | None) -> int | None:
-    """The last batch the checkpoint's run finished (None: none)."""
+def finished_batch(
+    storage: Storage, checkpoint: str, sink_folder: str | None, lenient: bool = False
+) -> int | None:
+    """The last batch the checkpoint's run finished (None: none). `lenient`: where the sink's
+    record cannot be read, the last committed batch (StorageError otherwise)."""
     info = inspect_checkpoint(storage, checkpoint)
     last = info.last_committed
     following = -1 if last is None else last
     if info.last_offset is not None and info.last_offset > following:
         following += 1
-        if _sink_holds(storage, checkpoint, sink_folder, following):
-            return following
+        try:
+            if _sink_holds(storage, checkpoint, sink_folder, following):
+                return following
+        except StorageError:
+            if not lenient:
+                raise
     return last
+
+
+def version_finished(
+    storage: Storage, manifest: StoredManifest, lenient: bool = False
+) -> int | None:
+    """The last batch the runs of `manifest`'s version finished (`finished_batch`, its file
+    sink's folder from the manifest); None: none. What tells whether a run wrote since a batch
+    (model/intents.py::wrote_since)."""
+    root = str(manifest.job["checkpoint-root"]).rstrip("/")
+    checkpoint = f"{root}/{manifest.name}/{manifest.meta.query_version}"
+    sink = target_sink(manifest.name, manifest.job, manifest.tables)
+    folder = sink.where if sink is not None and sink.kind == "folder" else None
+    return finished_batch(storage, checkpoint, folder, lenient)
 
 
 def _sink_holds(storage: Storage, checkpoint: str, sink_folder: str | None, batch: int) -> bool:

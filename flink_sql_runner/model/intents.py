@@ -10,9 +10,9 @@ it with the other facts and settles it on evidence of the interrupted command's 
 
 - a start's run is up (its run id in the listing; or, once the old run was confirmed gone and
   the new one submitted, the one run of its version): wait until it is healthy and record it;
-- it reported a completed trigger, or committed a batch its checkpoint did not have before, and
-  has ended: it took effect, record it (a run that wrote rows must not be undone by resuming the
-  old manifest after them);
+- it reported a completed trigger, or finished a batch its checkpoint did not have before (a
+  new version's: any batch), and has ended: it took effect, record it (a run that wrote rows
+  must not be undone by starting what it replaced again: `wrote_since`);
 - it was submitted but is not listed: unknown until the target's own submit timeout has passed
   since that phase was written (a cluster may list a run long after it accepted it), then it
   did not take effect;
@@ -53,6 +53,9 @@ INTENTS_FOLDER = "_intents"
 #: before the old run stops) and `starts` (resolved once it stopped, with the phase that submits
 #: the new run or gives it its go).
 INTENT_SCHEMA_VERSION = 6
+
+#: What a clean start's record says was committed before it: nothing.
+NONE_COMMITTED = -1
 
 #: How long a submission may take to show in a listing when the record does not say (records
 #: written before version 3): the longest submit timeout of any target.
@@ -109,8 +112,9 @@ class Intent:
     kind: Kind = Kind.START
     #: The target's submit timeout: a submission not listed after this long did not start.
     submit_timeout: float = DEFAULT_SUBMIT_TIMEOUT
-    #: The last batch the checkpoint had committed before the new run started (a restart of
-    #: the same version): a later commit is the new run's.
+    #: The last batch the version's checkpoint had finished before the new run started
+    #: (NONE_COMMITTED for a clean start, from the record's first write on; None in records of
+    #: older releases): a later one is the new run's, and a start that wrote is never undone.
     committed_before: int | None = None
     #: Seconds since the record was last written, on the store's clock (set when read).
     age: float = 0.0
@@ -330,21 +334,13 @@ def settle(
     if alive:
         return Settlement(intent, Outcome.UP, f"its run is up ({alive[0].detail})", alive[0],
                           healthy)  # fmt: skip
-    wrote = (
-        committed_now is not None
-        and intent.committed_before is not None
-        and committed_now > intent.committed_before
-    )
     if healthy:
         return Settlement(intent, Outcome.TOOK_EFFECT, "its run was healthy, then ended",
                           healthy=True)  # fmt: skip
-    if wrote:
-        return Settlement(
-            intent,
-            Outcome.TOOK_EFFECT,
-            f"its run committed batch {committed_now} (the checkpoint had "
-            f"{intent.committed_before}) before it ended",
-        )
+    if wrote_since(intent.committed_before, committed_now):
+        assert intent.committed_before is not None and committed_now is not None
+        done = committed_words(intent.version, intent.committed_before, committed_now)
+        return Settlement(intent, Outcome.TOOK_EFFECT, f"{done}, then its run ended")
     if intent.phase is Phase.FAILED:
         return Settlement(intent, Outcome.NOT_TAKEN, "its run is confirmed gone, never healthy")
     if intent.age < intent.submit_timeout:
@@ -360,6 +356,22 @@ def settle(
         Outcome.NOT_TAKEN,
         f"not listed {intent.age:.0f} s after it was submitted, never healthy",
     )
+
+
+def wrote_since(before: int | None, now: int | None) -> bool:
+    """Whether a start's runs finished a batch after `before` (the last batch its checkpoint
+    had finished when it began; NONE_COMMITTED for a clean start), `now` being the last they
+    have finished now (None: none). Such a start is never undone by starting what it replaced
+    again: that would read and write again what it wrote. The one rule for a rollback, a settle
+    and `watch` (act/job_steps.py, `settle`)."""
+    return before is not None and now is not None and now > before
+
+
+def committed_words(version: int, before: int, now: int) -> str:
+    """`v2 committed 4 batches (0 to 3)`, `v1 committed batch 8`."""
+    if now - before == 1:
+        return f"v{version} committed batch {now}"
+    return f"v{version} committed {now - before} batches ({before + 1} to {now})"
 
 
 def _settle_stop(intent: Intent, runs: tuple[Run, ...]) -> Settlement:

@@ -19,7 +19,7 @@ from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
-from flink_sql_runner.model.intents import IntentLog, Phase
+from flink_sql_runner.model.intents import NONE_COMMITTED, IntentLog, Phase
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.stores.lock import StoreLock
 from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
@@ -218,7 +218,7 @@ def test_a_restart_whose_run_committed_batches_is_not_rolled_back():
     results = executor(store, target, storage).apply(plan_of(store, target, storage, [CONFIG]))
     result = results["orders"]
     assert not result.ok and result.outcome == "failed"
-    assert "committed batch 7 (the checkpoint had 5)" in result.summary
+    assert "v1 committed 2 batches (6 to 7), then failed: not rolled back" in result.summary
     assert len(target.submissions) == 1, "no rollback start"
     assert store.manifests["orders"].job["description"] == CONFIG.spec["description"], (
         "the new manifest is recorded: a restart resumes it, not the old one"
@@ -242,7 +242,7 @@ def test_an_interrupted_restart_whose_run_committed_is_recorded_not_dropped():
         executor(store, target, storage).apply(plan_of(store, target, storage, [CONFIG]))
     target.on_submit = None
     (decision,) = plan_of(store, target, storage, [CONFIG]).decisions
-    assert "its run committed batch 6 (the checkpoint had 5) before it ended" in decision.reason
+    assert "v1 committed batch 6, then its run ended" in decision.reason
     assert decision.steps[0].describe().startswith("record")
 
 
@@ -297,12 +297,12 @@ def new_intent_at(manifest, phase):
     return new_intent(manifest, "stop-and-start-clean", "run-2").at(phase)
 
 
-@pytest.mark.parametrize("version, rolled_back", [(2, True), (1, False)])
-def test_an_awaited_interrupted_run_that_dies_is_undone_only_as_a_new_version(version, rolled_back):
-    """An interrupted deploy's run is up, and dies while the next deploy awaits it. A new
-    version's is undone by resuming the old version from its checkpoint; a same-version
-    restart's is not (its batches may already be in a sink the old manifest would not write):
-    its record stays for the next command, which settles it on the checkpoint's commits."""
+@pytest.mark.parametrize("version", [2, 1], ids=["new-version", "restart"])
+def test_an_awaited_interrupted_run_that_dies_having_written_nothing_is_rolled_back(version):
+    """An interrupted deploy's run is up, and dies while the next deploy awaits it, having
+    finished no batch since its record was written (a new version's: none at all): it is
+    undone by starting the stored manifest again from its checkpoint. One that finished a batch
+    is not (tests/act/test_records_accounted.py)."""
     store, target, storage = world()
     target.runs.clear()
     job = QUERY if version == 2 else CONFIG
@@ -310,8 +310,7 @@ def test_an_awaited_interrupted_run_that_dies_is_undone_only_as_a_new_version(ve
     if version == 1:
         manifest = replace(manifest, meta=store.manifests["orders"].meta)
     intent = new_intent_at(manifest, Phase.SUBMITTED)
-    if version == 1:
-        intent = replace(intent, committed_before=5)
+    intent = replace(intent, committed_before=5 if version == 1 else NONE_COMMITTED)
     IntentLog(store).write(intent)
     target.add_run(Run("orders", version, "run-2", "pid 2"))
     target.on_submit = lambda submission: storage.files.__setitem__(  # a rollback comes up
@@ -328,12 +327,10 @@ def test_an_awaited_interrupted_run_that_dies_is_undone_only_as_a_new_version(ve
     )
     result = done["orders"]
     assert not result.ok
-    if rolled_back:
-        assert result.outcome == "rolled-back", result.summary
-        assert [s.version for s in target.submissions] == [1]
-    else:
-        assert target.submissions == [], "no rollback of a same-version restart"
-        assert "_intents/orders.json" in store.side, "its record stays for the next command"
+    assert result.outcome == "rolled-back", result.summary
+    assert [s.version for s in target.submissions] == [1]
+    assert store.manifests["orders"].job["sql"] == BASE.spec["sql"]
+    assert store.manifests["orders"].job["description"] == BASE.spec["description"]
 
 
 def test_stop_records_what_an_interrupted_start_that_took_effect_wrote_with():

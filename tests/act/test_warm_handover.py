@@ -14,57 +14,11 @@ from flink_sql_runner.act.stop import stop_jobs
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import PrepareRun, StartRun
-from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.model.control import ControlFiles
-from flink_sql_runner.model.intents import IntentLog, Phase
-from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.intents import Phase
 from flink_sql_runner.stores.storage import StorageError
-from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
-from tests.support.jobs import (
-    BASE,
-    CONFIG,
-    QUERY,
-    ROOT,
-    FakeRunner,
-    fake_executor,
-    make_job,
-    stored_of,
-)
-
-
-class Crash(BaseException):
-    """The deployer process dies here."""
-
-
-class World:
-    """A job `orders` recorded at v1 and running, with a checkpoint; a runner on fakes."""
-
-    def __init__(self, base=BASE, **runner) -> None:
-        self.store, self.target, self.state = FakeStore(), FakeTarget(), FakeStorage()
-        self.runner = FakeRunner(self.state, self.target, **runner)
-        self.store.put(stored_of(base, 1))
-        self.target.add_run(Run("orders", 1, "old-run", "pid 1"))
-        self.state.add_checkpoint(f"{ROOT}/orders/1", 7)
-        self.events: list[str] = []
-        self.target.before_submit = lambda s: self.events.append(
-            "submit prepared" if s.prepared else "submit"
-        )
-        self.target.before_stop = lambda run: self.events.append(f"stop {run.run_id}")
-
-    def plan(self, jobs, handover="warm"):
-        facts = gather(jobs, self.store, self.target, self.state, workers=1)
-        return build_plan(facts, handover=handover)
-
-    def deploy(self, jobs, handover="warm"):
-        executor = fake_executor(self.store, self.target, self.state)
-        plan = self.plan(jobs, handover)
-        return plan, executor.apply(plan)["orders"]
-
-    def intent(self):
-        return IntentLog(self.store).read_all().intents.get("orders")
-
-    def runs(self) -> list[str]:
-        return [run.run_id for run in self.target.runs.get("orders", [])]
+from tests.support.handover_world import KAFKA_V1, KAFKA_V2, Crash, World, kafka_checkpoint
+from tests.support.jobs import BASE, CONFIG, QUERY, ROOT
 
 
 def kinds(plan) -> list[str]:
@@ -335,25 +289,6 @@ def test_a_job_left_down_after_its_old_run_stopped_says_so_in_words(handover, ch
     assert "the job is down" in result.summary, result
     assert world.target.double_starts == []
     assert world.runs() == [] or handover == "warm"  # a prepared run that heard no abort
-
-
-KAFKA = {
-    "format": "kafka",
-    "options": {"kafka.bootstrap.servers": "b1:9092", "subscribe": "orders"},
-}
-KAFKA_V1 = make_job(tables={"src": KAFKA})
-KAFKA_V2 = make_job(sql="SELECT id, ts FROM src WHERE id > 100", tables={"src": KAFKA})
-
-
-def kafka_checkpoint(state: FakeStorage, committed: int = 4) -> None:
-    """v1's checkpoint: batches 0..committed read `orders` up to [0:5, 1:7]."""
-    line = json.dumps({"orders": {"0": 5, "1": 7}})
-    for old in [f for f in state.files if f.startswith(f"{ROOT}/orders/1/")]:
-        del state.files[old]
-    state.files[f"{ROOT}/orders/1/metadata"] = json.dumps({"id": "x"})
-    for batch in range(committed + 1):
-        state.files[f"{ROOT}/orders/1/offsets/{batch}"] = f"v1\n{{}}\n{line}"
-        state.files[f"{ROOT}/orders/1/commits/{batch}"] = "v1\n{}"
 
 
 def test_a_prepared_run_is_ended_before_the_rollback_when_the_old_end_cannot_be_read():

@@ -53,6 +53,14 @@ def test_a_start_settles_on_evidence_of_its_own_run(intent, runs, status, commit
     assert settle(intent, runs, status, committed).outcome is outcome
 
 
+def test_a_new_version_that_wrote_settles_in_words_of_what_it_wrote():
+    """Issue 52, finding 1: the settle says what happened, not "never healthy"."""
+    wrote = settle(start(Phase.SUBMITTED, age=400, committed_before=-1), (), None, 3)
+    assert wrote.why == "v2 committed 4 batches (0 to 3), then its run ended"
+    one = settle(start(Phase.FAILED, committed_before=5), (), None, 6)
+    assert one.why == "v2 committed batch 6, then its run ended"
+
+
 def test_the_submit_timeout_is_the_one_the_record_carries():
     intent = start(Phase.SUBMITTING, age=40, submit_timeout=30.0)
     assert settle(intent, (), None).outcome is Outcome.NOT_TAKEN

@@ -1,0 +1,150 @@
+"""Issue 52, every record accounted for, as a deploy carries a plan out on fakes: a new version
+that committed a batch is never rolled back over (its records would be read twice), every step
+after the old run stopped completes, is retried, or rolls back, and where a job is left down
+the result says so in words."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.steps import StartRun
+from tests.support.handover_world import KAFKA, KAFKA_V1, KAFKA_V2, Crash, World, kafka_checkpoint
+from tests.support.jobs import ROOT, make_job
+
+pytestmark = pytest.mark.fast
+
+#: Where v2 read to when it committed its batches 0 to 3.
+V2_ENDS = {"0": 20, "1": 25}
+KAFKA_V3 = make_job(sql="SELECT id, ts FROM src WHERE id > 200", tables={"src": KAFKA})
+
+
+def writes_then_fails(world: World, batches: int = 4) -> None:
+    """v2's run commits `batches` batches into its checkpoint, then fails: its status says so
+    (a run that fails on a later record). v1's runs are healthy."""
+
+    def status(submission) -> str:
+        return "failed" if submission.version == 2 else "active"
+
+    def started(submission) -> None:
+        if submission.version == 2:
+            kafka_checkpoint(world.state, committed=batches - 1, version=2, ends=V2_ENDS)
+
+    world.runner.status = status
+    world.runner.on_start = started
+
+
+def versions_started(world: World) -> list[int]:
+    return [s.version for s in world.target.submissions]
+
+
+@pytest.mark.parametrize("handover", ["cold", "warm"])
+def test_a_new_version_that_committed_and_then_failed_is_recorded_not_rolled_back_over(handover):
+    """Finding 1, no kill: v2 committed batches 0 to 3 (orders up to [0:20, 1:25]) and was not
+    healthy. Before: "rolled back: v1 running again from its checkpoint", and v1 read again
+    from [0:5, 1:7] everything v2 had written."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    writes_then_fails(world)
+    _, result = world.deploy([KAFKA_V2], handover=handover)
+    assert not result.ok and result.outcome == "failed", result
+    assert not result.summary.startswith("rolled back")
+    assert "v2 committed 4 batches (0 to 3), then failed" in result.summary, result.summary
+    assert "not rolled back" in result.summary and "the job is down" in result.summary
+    assert versions_started(world) == [2], "v1 was not started again"
+    assert world.runs() == []
+    assert world.store.manifests["orders"].meta.query_version == 2
+    assert world.intent() is None
+
+
+def test_a_restart_of_the_recorded_version_goes_on_from_its_own_checkpoint():
+    """After finding 1's fix: the next deploy restarts v2 from v2's checkpoint; a further
+    query change carries from where v2 finished, not from v1's end."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    writes_then_fails(world)
+    world.deploy([KAFKA_V2], handover="cold")
+    plan = world.plan([KAFKA_V2])
+    assert plan.decisions[0].action is Action.RESTART, plan.decisions[0].reason
+    plan = world.plan([KAFKA_V3])
+    decision = plan.decisions[0]
+    assert decision.action is Action.START_CLEAN and decision.version == 3, decision.reason
+    start = next(s for s in decision.steps if isinstance(s, StartRun))
+    assert start.starting is not None and start.starting.version == 2
+
+
+@pytest.mark.parametrize("handover", ["cold", "warm"])
+def test_a_deployer_killed_after_the_start_leaves_a_version_that_wrote_recorded(handover):
+    """Finding 1, killed: the deployer dies once v2 was submitted (cold) or given its go
+    (warm); v2 commits batches 0 to 3 and fails. Before: the next deploy settled it as "not
+    listed 400 s after it was submitted, never healthy" and started again from v1's offsets."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    world.runner.on_start = lambda s: (_ for _ in ()).throw(Crash()) if s.version == 2 else None
+    with pytest.raises(Crash):
+        world.deploy([KAFKA_V2], handover=handover)
+    intent = world.intent()
+    assert intent is not None and intent.phase.submitted and intent.committed_before == -1
+    # v2 commits four batches, then fails and is gone; much later, the next deploy
+    kafka_checkpoint(world.state, committed=3, version=2, ends=V2_ENDS)
+    status = f"{ROOT}/orders/_control/v2.status.json"
+    run_id = intent.run_id
+    world.state.files[status] = json.dumps({"run-id": run_id, "state": "failed", "error": "x"})
+    world.target.runs.pop("orders", None)
+    world.store.data.clock.now += 400
+    plan = world.plan([KAFKA_V3])
+    decision = plan.decisions[0]
+    assert "v2 committed 4 batches (0 to 3), then its run ended" in decision.reason, decision
+    assert decision.action is Action.START_CLEAN and decision.version == 3, decision.reason
+    start = next(s for s in decision.steps if isinstance(s, StartRun))
+    assert start.starting is not None and start.starting.version == 2
+    assert [type(s).__name__ for s in decision.steps[:2]] == ["Record", "DropIntent"]
+    world.runner.on_start = None
+    world.runner.status = "active"
+    _, result = world.deploy([KAFKA_V3])
+    assert result.ok, result
+    assert "src starts at v2's batch 3: orders[0:20,1:25]" in result.steps
+    assert world.store.manifests["orders"].meta.query_version == 3
+
+
+def test_a_run_awaited_after_a_kill_that_commits_then_fails_is_not_rolled_back_over():
+    """The interrupted deploy's v2 is up when the next deploy comes: it waits for it; v2
+    commits, then fails. Its rollback (v1 from its checkpoint) is not carried out."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    world.runner.on_start = lambda s: (_ for _ in ()).throw(Crash()) if s.version == 2 else None
+    world.runner.status = lambda s: "starting" if s.version == 2 else "active"
+    with pytest.raises(Crash):
+        world.deploy([KAFKA_V2], handover="cold")
+    intent = world.intent()
+    status = f"{ROOT}/orders/_control/v2.status.json"
+
+    def fails_after_writing(_run) -> None:
+        kafka_checkpoint(world.state, committed=1, version=2, ends=V2_ENDS)
+        world.state.files[status] = json.dumps(
+            {"run-id": intent.run_id, "state": "failed", "error": "poison"}
+        )
+
+    world.target.before_stop = fails_after_writing  # the wait ends, the run is stopped
+    world.runner.on_start = None
+    world.runner.status = "active"
+    plan, result = world.deploy([KAFKA_V2])
+    assert plan.decisions[0].steps[0].to_dict()["step"] == "await"
+    assert not result.ok and result.outcome == "failed", result
+    assert "v2 committed 2 batches (0 to 1), then failed" in result.summary
+    assert versions_started(world) == [2]
+    assert world.store.manifests["orders"].meta.query_version == 2
+    assert world.intent() is None
+
+
+def test_a_new_version_that_committed_nothing_is_still_rolled_back():
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    world.runner.status = lambda s: "failed" if s.version == 2 else "active"
+    _, result = world.deploy([KAFKA_V2], handover="cold")
+    assert result.outcome == "rolled-back", result
+    assert versions_started(world) == [2, 1]
+    assert world.store.manifests["orders"].meta.query_version == 1
+    assert world.intent() is None
