@@ -5,17 +5,19 @@ A new checkpoint's Kafka source starts at its table's `startingOffsets` (Spark's
 lost, or read twice with `earliest`. So, unless the job (`kafka-start`) or the deploy
 (`--kafka-start`) declares where, a Kafka source table of the new version that reads what a
 Kafka source table of the previous version read (its `subscribe` topics or its `assign`ment, on
-the same brokers, as a set of hosts) starts at the offsets the previous version finished with,
-read after it stopped (act/). A table's own `startingOffsets` (or `startingTimestamp`) wins
-over that rule, not over a declaration; topics the previous version did not read start as the
-table says.
+the same cluster: brokers lists that share a broker) starts at the offsets the previous version
+finished with, read after it stopped (act/). A table's own `startingOffsets` (or
+`startingTimestamp`) wins over that rule, not over a declaration; topics the previous version
+did not read start as the table says. A job's first version (`first_starts`) starts as
+declared, else as its tables say; the plan names every source's start, `latest` included.
 
 A carry that cannot be exact is never made silently: two sources of the previous version on one
 topic, a topic missing from its offsets, removed from or added to the subscription, another way
-of reading the partitions, a version that committed no batch, a `subscribePattern` (whose topics
-only the run knows). The job is refused (`Refused`) unless a start is declared; a declared
-`carry` takes what can be carried, the rest from the earliest offset. Partitions a topic gained
-start at their earliest offset (Spark's rule for partitions found while running). Pure.
+of reading the partitions, the same topics on brokers none of which the previous version read
+them from, a version that committed no batch, a `subscribePattern` (whose topics only the run
+knows). The job is refused (`Refused`) unless a start is declared; a declared `carry` takes
+what can be carried, the rest from the earliest offset. Partitions a topic gained start at their
+earliest offset (Spark's rule for partitions found while running). Pure.
 """
 
 from __future__ import annotations
@@ -130,9 +132,8 @@ def kafka_starts(
             sources.append(SourceStart(name, DECLARED, topics, reads or "subscribe", start=start,
                                        by=by))  # fmt: skip
             continue
-        own = sorted(START_OPTIONS[k] for k in options if k in START_OPTIONS)
-        if start is None and own:
-            why = f"starts at its own {', '.join(own)}"
+        if start is None and START_OPTIONS.keys() & set(options):
+            why = table_start(options)
             sources.append(SourceStart(name, AS_TABLE, topics, reads or "subscribe", why=why))
             continue
         if found is None:
@@ -142,17 +143,32 @@ def kafka_starts(
         related = [
             r
             for r in had
-            if r.servers == servers and (r.reads is None or set(r.topics) & set(topics))
+            if same_cluster(r.servers, servers) and (r.reads is None or set(r.topics) & set(topics))
         ]
+        elsewhere = [r for r in had if r not in related and set(r.topics) & set(topics)]
+        if not related and elsewhere and start is None:
+            # The same topics on brokers none of which v(N) named: the offsets of another
+            # cluster mean nothing here, and whether it is another cannot be told.
+            old = elsewhere[0]
+            shared = _listed(set(old.topics) & set(topics))
+            refused.append(
+                f"{name} reads {shared} from {servers or 'no brokers'}, none of the brokers "
+                f"v{version} read them from ({old.servers or 'none'}): whether it is the same "
+                "cluster cannot be told"
+            )
+            continue
         if not related:
             if start is not None:  # a declared carry of what v(N) never read: from the start
+                why = (
+                    f"v{version} read them from other brokers"
+                    if elsewhere
+                    else (f"v{version} did not read them")
+                )
                 sources.append(SourceStart(name, DECLARED, topics, reads,
                                            start=KafkaStart(EARLIEST, None, "earliest"), by=by,
-                                           why=f"v{version} did not read them"))  # fmt: skip
+                                           why=why))  # fmt: skip
                 continue
-            elsewhere = any(set(r.topics) & set(topics) for r in had)
-            what = "other brokers than" if elsewhere else "topics not read by"
-            why = f"starts as its table says ({what} v{version})"
+            why = f"{table_start(options)} (topics not read by v{version})"
             sources.append(SourceStart(name, AS_TABLE, topics, reads, why=why))
             continue
         if len(related) > 1 or related[0].reads is None:
@@ -182,6 +198,59 @@ def kafka_starts(
         tuple(sources),
         sink_folder=sink.where if sink is not None and sink.kind == "folder" else None,
     )
+
+
+def first_starts(new: StoredManifest, declared: KafkaStart | None = None) -> StartPlan | None:
+    """Where the Kafka sources of a job's first version start (nothing stored of it: a new job,
+    or one forgotten): as declared (the deploy's over the job's), else as each table says, the
+    plan naming it (`latest`, Spark's default, included); None when it reads no Kafka table.
+    A declared `carry` has nothing to carry from: the plan says it is not applied, and why."""
+    wanted = _kafka_sources(new)
+    if not wanted:
+        return None
+    version = new.meta.query_version
+    by_job = job_starts(new.job, tuple(wanted))
+    sources: list[SourceStart] = []
+    for name, options in sorted(wanted.items()):
+        start, by = (declared, BY_DEPLOY) if declared is not None else (by_job.get(name), BY_JOB)
+        reads, topics = _subscription(options) or ("subscribe", ())
+        if start is not None and start.how != CARRY:
+            sources.append(SourceStart(name, DECLARED, topics, reads, start=start, by=by))
+            continue
+        why = table_start(options)
+        if start is not None:
+            why += f" ({by} says carry, but v{version} is its first version: nothing to carry)"
+        sources.append(SourceStart(name, AS_TABLE, topics, reads, why=why))
+    return StartPlan(None, "", tuple(sources))
+
+
+def table_start(options: dict[str, Any]) -> str:
+    """Where a Kafka source starts on a new checkpoint as its table says (its options, keys in
+    lower case), in words: `starts at its own startingOffsets (earliest)`, `starts at latest
+    (Spark's default; the table sets no startingOffsets)`."""
+    own = sorted((START_OPTIONS[k], options[k]) for k in options if k in START_OPTIONS)
+    if not own:
+        return "starts at latest (Spark's default; the table sets no startingOffsets)"
+    said = ", ".join(f"{key} ({_short(value)})" for key, value in own)
+    return f"starts at its own {said}"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _listed(topics: set[str]) -> str:
+    return ", ".join(sorted(topics))
+
+
+def same_cluster(one: str, other: str) -> bool:
+    """Whether two `kafka.bootstrap.servers` lists (as `kafka_servers` writes them) name the
+    same cluster as far as the deployer can tell: they share a broker. A client learns the whole
+    cluster from any one broker of its list, so a broker added to or removed from a list leaves
+    it the same cluster; lists that share none may be two clusters (a topic mirrored to another
+    one keeps its name, not its offsets)."""
+    return bool(set(one.split(",")) & set(other.split(","))) if one and other else one == other
 
 
 def kafka_at_default(manifest: StoredManifest) -> tuple[str, ...]:

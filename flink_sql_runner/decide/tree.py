@@ -9,7 +9,13 @@ from typing import Any
 from flink_sql_runner.decide import contracts
 from flink_sql_runner.decide.changes import Change, ChangeKind, diff, severity, unchanged
 from flink_sql_runner.decide.decisions import Action, Decision
-from flink_sql_runner.decide.offsets import Refused, kafka_at_all, kafka_at_default, kafka_starts
+from flink_sql_runner.decide.offsets import (
+    Refused,
+    first_starts,
+    kafka_at_all,
+    kafka_at_default,
+    kafka_starts,
+)
 from flink_sql_runner.decide.steps import (
     Archive,
     AwaitRun,
@@ -362,7 +368,16 @@ def _tree(facts: JobFacts, asked: Asked) -> Decision:
                 f"; checkpoint folders up to version {highest} exist, so it starts at {version}"
             )
         manifest = manifest_of(desired, Meta.new(version))
-        steps = (StartRun(manifest, clean=True, source=desired.file), Record(manifest))
+        # Its Kafka sources start as declared, or as their tables say: the plan names each.
+        starting = (
+            first_starts(manifest, asked.kafka_start) if "checkpoint-root" in manifest.job else None
+        )
+        said = starting.describe() if starting is not None else ""
+        steps = (
+            StartRun(manifest, clean=True, source=desired.file, starting=starting),
+            Record(manifest),
+        )
+        reason += f"; {said}" if said else ""
         return decision(Action.START_CLEAN, version, reason, steps=steps)
 
     changes: list[Change] = []

@@ -69,7 +69,7 @@ class SourceStart:
         doc = json.loads(self.reads.removeprefix("assign "))
         return {str(t): [int(p) for p in parts] for t, parts in doc.items()}
 
-    def describe(self, version: int) -> str:
+    def describe(self, version: int | None) -> str:
         if self.kind == DECLARED and self.start is not None:
             why = f"; {self.why}" if self.why else ""
             return f"{self.table} {self.start.describe()} ({self.by}{why})"
@@ -113,10 +113,11 @@ class SourceStart:
 @dataclass(frozen=True)
 class StartPlan:
     """Where every Kafka source of a new version starts, as the plan decided: `version` is the
-    previous version, `checkpoint` its checkpoint location, `sink_folder` its file sink's
-    folder (whose log may hold a batch its checkpoint did not commit; None for other sinks)."""
+    previous version (None: the job's first version, none carried), `checkpoint` its checkpoint
+    location, `sink_folder` its file sink's folder (whose log may hold a batch its checkpoint
+    did not commit; None for other sinks)."""
 
-    version: int
+    version: int | None
     checkpoint: str
     sources: tuple[SourceStart, ...]
     sink_folder: str | None = None
@@ -161,8 +162,9 @@ class StartPlan:
     def from_dict(cls, doc: Any) -> StartPlan:
         if not isinstance(doc, dict) or not isinstance(doc.get("sources"), dict):
             raise ValueError(f"not a plan of Kafka starts: {doc!r}")
+        version = doc["from-version"]
         return cls(
-            int(doc["from-version"]),
+            int(version) if version is not None else None,
             str(doc["checkpoint"]),
             tuple(SourceStart.from_dict(t, s) for t, s in doc["sources"].items()),
             doc.get("sink-folder"),
@@ -274,6 +276,7 @@ def resolve_starts(plan: StartPlan, lines: tuple[Any, ...] | None, batch: int | 
             by_table[source.table] = {"options": source.start.options()}
             notes.append(source.describe(plan.version).replace(" from ", " starts from ", 1))
             continue
+        assert plan.version is not None  # a first version carries nothing
         carried = carry_from(source, lines, plan.version, batch)
         if carried.refusal is not None or (carried.gaps and source.start is None):
             why = carried.refusal or "; ".join(carried.gaps)

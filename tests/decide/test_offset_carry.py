@@ -94,13 +94,17 @@ def test_same_topics_on_the_same_brokers_written_otherwise_carry():
 @pytest.mark.parametrize(
     "options, why",
     [
-        ({"startingOffsets": "earliest"}, "starts at its own startingOffsets"),
-        ({"startingTimestamp": "1700000000000"}, "starts at its own startingTimestamp"),
-        ({"kafka.bootstrap.servers": "b3:9092"}, "starts as its table says (other brokers"),
-        ({"subscribe": "returns"}, "starts as its table says (topics not read by v1)"),
+        ({"startingOffsets": "earliest"}, "starts at its own startingOffsets (earliest)"),
+        ({"startingTimestamp": "1700000000000"},
+         "starts at its own startingTimestamp (1700000000000)"),
+        ({"subscribe": "returns"},
+         "starts at latest (Spark's default; the table sets no startingOffsets) (topics not "
+         "read by v1)"),
+        ({"subscribe": "returns", "kafka.bootstrap.servers": "b3:9092"},
+         "(topics not read by v1)"),
     ],
-    ids=["explicit-wins", "explicit-timestamp-wins", "other-brokers", "other-topics"],
-)
+    ids=["explicit-wins", "explicit-timestamp-wins", "other-topics", "other-topics-elsewhere"],
+)  # fmt: skip
 def test_a_source_that_reads_nothing_of_v1_or_says_its_own_start_starts_as_its_table_says(
     options, why
 ):
@@ -362,3 +366,95 @@ def test_a_carry_that_is_no_longer_exact_once_v1_stopped_rolls_back():
 
 def test_refusals_are_a_plain_value():
     assert isinstance(starts_of(V2, latest=None), Refused)
+
+
+# -- issue 52, finding 2: a declared start applies to a job's first version too -------------
+def first_plan(desired, declared=None, forgotten_up_to=0):
+    """The decision for `desired` with nothing stored of it; checkpoint folders up to
+    `forgotten_up_to` left by a version `forget` archived."""
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    for version in range(1, forgotten_up_to + 1):
+        storage.files[f"{ROOT}/orders/{version}/metadata"] = json.dumps({"id": "x"})
+    facts = gather([desired], store, target, storage, workers=1)
+    return build_plan(facts, kafka_start=declared).decisions[0]
+
+
+@pytest.mark.parametrize(
+    "kafka_start, declared, forgotten, said, options",
+    [
+        ("earliest", None, 0, "src from earliest (the job's kafka-start)",
+         {"startingOffsets": "earliest"}),
+        (None, "2026-11-25T02:00:00Z", 0, "src from 2026-11-25T02:00:00Z (deploy --kafka-start)",
+         {"startingTimestamp": "1795572000000", "startingOffsetsByTimestampStrategy": "latest"}),
+        ({"src": "earliest"}, None, 3, "src from earliest (the job's kafka-start)",
+         {"startingOffsets": "earliest"}),
+    ],
+    ids=["job-earliest", "deploy-timestamp", "after-forget-v4"],
+)  # fmt: skip
+def test_a_declared_start_applies_to_a_job_s_first_version(
+    kafka_start, declared, forgotten, said, options
+):
+    """Before: the plan said "new job", the run got no start, and the source began at Spark's
+    default, `latest`, exit 0."""
+    desired = job(kafka_start=kafka_start)
+    found = parse_kafka_start(declared) if declared else None
+    decision = first_plan(desired, found, forgotten)
+    assert decision.action is Action.START_CLEAN and decision.version == forgotten + 1
+    assert decision.reason.endswith(said), decision.reason
+    store, target, state, executor = fake_world()
+    for version in range(1, forgotten + 1):
+        state.files[f"{ROOT}/orders/{version}/metadata"] = json.dumps({"id": "x"})
+    result = executor.apply(Plan((decision,)))["orders"]
+    assert result.ok, result
+    written = json.loads(state.files[f"{ROOT}/orders/_control/v{forgotten + 1}.manifest.json"])
+    assert written["tables"]["src"]["start"] == {"options": options}
+
+
+def test_a_first_version_names_every_source_s_start_and_a_carry_it_cannot_make():
+    decision = first_plan(job())
+    assert decision.reason == (
+        "new job; src starts at latest (Spark's default; the table sets no startingOffsets)"
+    )
+    decision = first_plan(job(kafka_start="carry"))
+    assert decision.reason == (
+        "new job; src starts at latest (Spark's default; the table sets no startingOffsets) "
+        "(the job's kafka-start says carry, but v1 is its first version: nothing to carry)"
+    )
+    own = job(tables={"src": kafka(startingOffsets="earliest")})
+    assert first_plan(own).reason == "new job; src starts at its own startingOffsets (earliest)"
+
+
+# -- issue 52, finding 3: brokers changed for the same topics ------------------------------
+def test_a_broker_added_to_the_list_is_the_same_cluster_and_carries():
+    """Before: "other brokers than v1", the source started at `latest`: what v1 had not read
+    and what arrived during the handover was skipped, exit 0."""
+    servers = {"kafka.bootstrap.servers": "b1:9092,b2:9092,b3:9092"}
+    added = job(sql="SELECT id FROM src WHERE id > 1", tables={"src": kafka(**servers)})
+    decision = plan_one(added, stored_of(V1), running=1)
+    assert decision.action is Action.STOP_AND_START_CLEAN, decision.reason
+    assert decision.reason.endswith("; src at v1's committed offsets")
+    removed = job(sql="SELECT id FROM src WHERE id > 1",
+                  tables={"src": kafka(**{"kafka.bootstrap.servers": "b2:9092"})})  # fmt: skip
+    assert plan_one(removed, stored_of(V1), running=1).reason.endswith(
+        "; src at v1's committed offsets"
+    )
+
+
+@pytest.mark.parametrize("running", [1, None], ids=["running", "stopped"])
+def test_the_same_topics_on_brokers_v1_never_named_are_refused_unless_declared(running):
+    moved = job(sql="SELECT id FROM src WHERE id > 1",
+                tables={"src": kafka(**{"kafka.bootstrap.servers": "c1:9092"})})  # fmt: skip
+    decision = plan_one(moved, stored_of(V1), running=running)
+    assert decision.action is Action.ERROR and decision.steps == ()
+    assert (
+        "src reads orders from c1:9092, none of the brokers v1 read them from "
+        "(b1:9092,b2:9092): whether it is the same cluster cannot be told"
+    ) in decision.reason
+    declared = plan_one(moved, stored_of(V1), running=running,
+                        declared=parse_kafka_start("earliest"))  # fmt: skip
+    assert declared.reason.endswith("; src from earliest (deploy --kafka-start)")
+    carry = job(sql="SELECT id FROM src WHERE id > 1", kafka_start="carry",
+                tables={"src": kafka(**{"kafka.bootstrap.servers": "c1:9092"})})  # fmt: skip
+    assert plan_one(carry, stored_of(V1), running=running).reason.endswith(
+        "; src from earliest (the job's kafka-start; v1 read them from other brokers)"
+    )
