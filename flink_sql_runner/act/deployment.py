@@ -42,7 +42,7 @@ from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.lineage import Lineage, plan_lineage
 from flink_sql_runner.model.stored import Stored
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
-from flink_sql_runner.read.kafka_start import parse_kafka_start
+from flink_sql_runner.read.kafka_start import AGO, declares_ago, parse_kafka_start
 from flink_sql_runner.read.load_cache import LoadCache
 from flink_sql_runner.read.manifest import Job, JobLoader, load_jobs
 from flink_sql_runner.read.paths import SourceCheck
@@ -242,8 +242,22 @@ class Deployment:
             handover=self.settings.handover,
             lineage=lineage,
             kafka_start=self.settings.kafka_start,
+            now_ms=self._store_now_ms(jobs),
         )
         return without_starts_that_cannot_begin(plan, self.connectors.missing)
+
+    def _store_now_ms(self, jobs: list[Job]) -> int | None:
+        """Now on the store's clock, asked only where a start is now minus an interval (the
+        deploy's or a job's), for the plan to show what it comes to; None when not asked or
+        not answered (the deploy reads it again, and fails the job if it cannot)."""
+        declared = self.settings.kafka_start
+        ago = declared is not None and declared.how == AGO
+        if not ago and not any(declares_ago(job.spec) for job in jobs):
+            return None
+        try:
+            return int(self.store.clock() * 1000)
+        except FsrError:
+            return None
 
     def _gather(
         self, jobs: list[Job], include_orphans: bool, snapshot: Snapshot | None

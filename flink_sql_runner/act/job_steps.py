@@ -52,7 +52,6 @@ from flink_sql_runner.decide.steps import (
 )
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.offsets import read_starts
-from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.intents import (
     NONE_COMMITTED,
@@ -161,7 +160,7 @@ class JobSteps:
         tracker = Tracker(self.intents, self._check, manifest, decision.action.value,
                           KIND_OF_ACTION.get(decision.action, Kind.START),
                           self.runs.submit_timeout, prepared=warm,
-                          starting=_starting(decision),
+                          starting=_starting(decision, self.store),
                           committed_before=NONE_COMMITTED if clean else None)  # fmt: skip
         split = first_start(decision.steps)
         try:
@@ -573,12 +572,23 @@ class JobSteps:
         return PreparedRun(run, manifest, control.prepared(run.run_id), 0.0, {})
 
 
-def _starting(decision: Decision) -> StartPlan | None:
+def _starting(decision: Decision, store: ManifestStore) -> StartPlan | None:
     """Where the new version of `decision` starts its Kafka sources, as planned, a declared "now
-    minus" made a timestamp now: once, for the intent record written before anything stops."""
+    minus" made a timestamp now on the store's clock (every deployer's times agree on it, and
+    with the records' ages): once, for the intent record written before anything stops."""
     for step in decision.steps:
         if isinstance(step, StartRun) and step.starting is not None:
-            return step.starting.at(int(runtime.wall() * 1000))
+            if not step.starting.relative:
+                return step.starting
+            try:
+                now = store.clock()
+            except FsrError as exc:
+                raise FsrError(
+                    f"cannot read the store's clock ({first_line(str(exc))}), so where its Kafka "
+                    "sources start (now minus an interval) cannot be made a time; nothing was "
+                    "stopped or started"
+                ) from None
+            return step.starting.at(int(now * 1000))
     return None
 
 

@@ -51,6 +51,7 @@ def build_plan(
     handover: str = DEFAULT_HANDOVER,
     lineage: Lineage | None = None,
     kafka_start: KafkaStart | None = None,
+    now_ms: int | None = None,
 ) -> Plan:
     """The decisions for every job, sorted by name. With `prune`, jobs whose manifest left
     --path are stopped and archived instead of left alone. No job starts into a sink another
@@ -63,14 +64,15 @@ def build_plan(
     a change of a running job is carried out when the job does not say (decide/warm.py).
     `lineage`: `plan_lineage(facts)` (model/lineage.py) when the caller has it already.
     `kafka_start`: where a new version's Kafka sources start, for every job of the deploy
-    (decide/offsets.py)."""
+    (decide/offsets.py). `now_ms`: now on the store's clock, where a start is now minus an
+    interval."""
     ordered = sorted(facts, key=lambda f: f.name)
     by_name = {f.name: f for f in ordered}
     if lineage is None:
         lineage = plan_lineage(ordered)
-    decisions = {f.name: decide(f, prune, spark, kafka_start) for f in ordered}
+    decisions = {f.name: decide(f, prune, spark, kafka_start, now_ms) for f in ordered}
     decisions = pipeline.follow_producers(
-        decisions, by_name, lineage, lambda f: decide(f, prune, spark, kafka_start)
+        decisions, by_name, lineage, lambda f: decide(f, prune, spark, kafka_start, now_ms)
     )
     owners: SinkIndex[str] = SinkIndex(
         (sink, f.name)

@@ -66,17 +66,22 @@ def decide(
     prune: bool = False,
     spark: str | None = None,
     kafka_start: KafkaStart | None = None,
+    now_ms: int | None = None,
 ) -> Decision:
     """One job's decision, following SPEC's decision tree, with its reason in words; a start
     that would break its sink's readers is refused (decide/contracts.py). `kafka_start`: the
     deploy's `--kafka-start`, where a new version's Kafka sources start (decide/offsets.py).
+    `now_ms`: now on the store's clock, as gathered, where a start is now minus an interval
+    (the plan shows the time it comes to; the deploy makes it a time again before the old run
+    stops).
 
     An intent record left by an interrupted command is settled first, by its own rules
     (model/intents.py): what took effect is completed (recorded, or archived), a run that is up
     is waited for and recorded, what never took effect is dropped and the stored manifest
     stands; while its run may exist, nothing is started or recorded for the job.
     """
-    return contracts.check(_settled_decision(facts, Asked(prune, spark, kafka_start)), facts)
+    asked = Asked(prune, spark, kafka_start, now_ms)
+    return contracts.check(_settled_decision(facts, asked), facts)
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,7 @@ class Asked:
     prune: bool = False
     spark: str | None = None
     kafka_start: KafkaStart | None = None
+    now_ms: int | None = None  # now on the store's clock, shown for "now minus" starts
 
 
 def _settled_decision(facts: JobFacts, asked: Asked) -> Decision:
@@ -369,9 +375,10 @@ def _tree(facts: JobFacts, asked: Asked) -> Decision:
             )
         manifest = manifest_of(desired, Meta.new(version))
         # Its Kafka sources start as declared, or as their tables say: the plan names each.
-        starting = (
-            first_starts(manifest, asked.kafka_start) if "checkpoint-root" in manifest.job else None
-        )
+        rooted = "checkpoint-root" in manifest.job
+        starting = first_starts(manifest, asked.kafka_start) if rooted else None
+        if starting is not None:
+            starting = replace(starting, shown_at=asked.now_ms)
         said = starting.describe() if starting is not None else ""
         steps = (
             StartRun(manifest, clean=True, source=desired.file, starting=starting),
@@ -423,6 +430,8 @@ def _tree(facts: JobFacts, asked: Asked) -> Decision:
         )
         if isinstance(starting, Refused):
             return starting
+        if starting is not None:
+            starting = replace(starting, shown_at=asked.now_ms)
         said = starting.describe() if starting is not None else ""
         start = StartRun(new_version, True, desired.file, starting=starting)
         return start, Record(new_version), f"; {said}" if said else ""

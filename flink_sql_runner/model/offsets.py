@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.read.kafka_start import KafkaStart
+from flink_sql_runner.read.kafka_start import AGO, KafkaStart
 
 #: How a source starts: at the offsets the previous version finished with; as declared (by the
 #: job or the deploy); as its table says (its own `startingOffsets`, or topics the previous
@@ -121,10 +121,18 @@ class StartPlan:
     checkpoint: str
     sources: tuple[SourceStart, ...]
     sink_folder: str | None = None
+    #: Now on the store's clock when the plan was made, for what a "now minus" start comes to
+    #: (shown only: the deploy makes it a time again before the old run stops).
+    shown_at: int | None = field(default=None, compare=False)
 
     @property
     def carried(self) -> tuple[SourceStart, ...]:
         return tuple(s for s in self.sources if s.kind == CARRIED)
+
+    @property
+    def relative(self) -> bool:
+        """Whether a source starts at now minus an interval, not yet made a time."""
+        return any(s.start is not None and s.start.how == AGO for s in self.sources)
 
     def at(self, now_ms: int) -> StartPlan:
         """Now minus an interval made a timestamp (`now_ms`: now), once, before the old run
@@ -137,9 +145,10 @@ class StartPlan:
     def describe(self) -> str:
         exact = [s.table for s in self.sources if s.kind == CARRIED and s.start is None]
         parts = [f"{', '.join(exact)} at v{self.version}'s committed offsets"] if exact else []
+        shown = self.at(self.shown_at) if self.shown_at is not None and self.relative else self
         parts += [
             s.describe(self.version)
-            for s in self.sources
+            for s in shown.sources
             if not (s.kind == CARRIED and s.start is None)
         ]
         return "; ".join(parts)

@@ -158,3 +158,10 @@ def declared_starts(spec: dict[str, Any], tables: tuple[str, ...]) -> dict[str, 
         return {t: parse_kafka_start(v) for t, v in value.items() if t in tables}
     start = parse_kafka_start(value)
     return {table: start for table in tables}
+
+
+def declares_ago(spec: dict[str, Any]) -> bool:
+    """Whether a job's `kafka-start` says now minus an interval, for any of its tables."""
+    value = spec.get("kafka-start")
+    texts = value.values() if isinstance(value, dict) else [value]
+    return any(isinstance(t, str) and _AGO.fullmatch(t.strip()) for t in texts)

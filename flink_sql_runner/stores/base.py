@@ -161,6 +161,13 @@ class ManifestStore(Protocol):
         watcher's leadership, `_watch/_leader.json`)."""
         ...
 
+    def clock(self) -> float:
+        """Now on the store's own clock, in seconds since the epoch (S3's `Date`; a folder's:
+        this machine's), the clock the ages of its documents are measured on: where a
+        deployer's own clock is off, times it makes (`now - 2 hours`) still agree with the
+        other deployers'. StoreError when it cannot be read."""
+        ...
+
 
 def read_each(store: ManifestStore, names: Iterable[str], max_workers: int) -> Reads:
     """`store.read` for every name, `max_workers` at a time; a StoreError is that name's."""

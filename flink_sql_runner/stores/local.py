@@ -280,6 +280,10 @@ class LocalStore:
                 raise StoreError(f"cannot read {entry.path}: {exc}") from None
         return found
 
+    def clock(self) -> float:
+        """This machine's clock: the one the folder's document ages are measured on."""
+        return runtime.wall()
+
     def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:
         path = self.folder / key
         if not self.folder.is_dir():

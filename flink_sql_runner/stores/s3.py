@@ -342,5 +342,18 @@ class S3Store:
             return
         self._delete(full, expected, changed)
 
+    def clock(self) -> float:
+        """S3's clock: the `Date` of an answer to a listing of at most one intent record."""
+        prefix = f"{self.prefix}_intents/"
+        with self._errors(prefix, "list"):
+            page = next(listing_pages(self.client, self.bucket, prefix, max_keys=1))
+        now = clock_of(page.date)
+        if now is None:
+            raise StoreError(
+                f"s3://{self.bucket}/{prefix}: the store's answer has no Date: its clock cannot "
+                "be read"
+            )
+        return now.timestamp()
+
     def lock_backend(self, name: str | None = None) -> S3LockBackend:
         return S3LockBackend(self.client, self.bucket, f"{self.prefix}{name or LOCK_KEY}")

@@ -6,11 +6,15 @@ the result says so in words."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 import pytest
 
+from flink_sql_runner.act.deployment import Deployment
+from flink_sql_runner.act.settings import Settings
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.steps import StartRun
+from flink_sql_runner.read.kafka_start import parse_kafka_start
 from tests.support.handover_world import KAFKA, KAFKA_V1, KAFKA_V2, Crash, World, kafka_checkpoint
 from tests.support.jobs import ROOT, make_job
 
@@ -148,3 +152,45 @@ def test_a_new_version_that_committed_nothing_is_still_rolled_back():
     assert versions_started(world) == [2, 1]
     assert world.store.manifests["orders"].meta.query_version == 1
     assert world.intent() is None
+
+
+# -- finding 6: "now - 2 hours" on the store's clock -----------------------------------------
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_now_minus_an_interval_is_made_a_time_on_the_store_s_clock():
+    """Before: made a time with the deployer's clock, where every other time of the intent
+    record uses the store's: a CI runner whose clock is off shifted the start silently. The
+    store's clock here is 1,000,000 s after the epoch, the deployer's is today."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    store_now = world.store.data.clock()
+    expected = int(store_now * 1000) - 3_600_000
+    declared = parse_kafka_start("now - 1 hour")
+    _, result = world.deploy([KAFKA_V2], handover="cold", kafka_start=declared)
+    assert result.ok, result
+    written = json.loads(world.state.files[f"{ROOT}/orders/_control/v2.manifest.json"])
+    assert written["tables"]["src"]["start"]["options"]["startingTimestamp"] == str(expected)
+    said = f"src starts from now - 1 hour ({iso(expected)}) (deploy --kafka-start)"
+    assert said in result.steps, result.steps
+
+
+def test_the_plan_shows_what_now_minus_comes_to_by_the_store_s_clock():
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    deployment = Deployment(
+        Settings(kafka_start=parse_kafka_start("now - 1 hour")),
+        store=world.store,
+        target=world.target,
+    )
+    deployment.storage = world.state
+    plan = deployment.plan([KAFKA_V2])
+    [decision] = plan.decisions
+    shown = iso(int(world.store.data.clock() * 1000) - 3_600_000)
+    assert f"; src from now - 1 hour ({shown}) (deploy --kafka-start)" in decision.reason
+    world.store.fail_clock = True  # the store's clock cannot be read: the deploy says so
+    _, result = world.deploy([KAFKA_V2], kafka_start=parse_kafka_start("now - 1 hour"))
+    assert not result.ok and "cannot read the store's clock" in result.summary, result
+    assert "nothing was stopped or started" in result.summary
+    assert world.runs() == ["old-run"] and world.target.submissions == []

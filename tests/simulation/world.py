@@ -711,7 +711,8 @@ class SimS3:
             if key.startswith(Prefix) and not (Delimiter and Delimiter in key[len(Prefix) :]):
                 found.append({"Key": key, "ETag": state[key]})
         w.answer(who, f"s3.list {Prefix}", f"{len(found)} objects{stale}")
-        return {"Contents": found}
+        date = {"HTTPHeaders": {"date": _s3_date(int(w.rt.now))}}  # S3's own clock
+        return {"Contents": found, "ResponseMetadata": date}
 
     def get_object(self, Bucket: str, Key: str, IfMatch: str | None = None) -> dict:  # noqa: N803
         w = self.world

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -437,3 +438,16 @@ def test_the_local_store_fences_its_writes_the_same_way(tmp_path: Any) -> None:
     with pytest.raises(StoreConflict):
         stale.write(manifest("job", 4), None), "a write of a new manifest finds one there"
     assert current.read("job") == Stored(manifest("job", 2), current_token)
+
+
+@pytest.mark.s3
+def test_the_store_s_clock_is_s3_s_date(s3_client: Any, s3_bucket: str) -> None:
+    """Issue 52, finding 6: `now - 2 hours` is made a time on the store's clock, read from the
+    `Date` of a one-key listing of the intent records (moto's server answers with this
+    machine's clock, to the second)."""
+    store = S3Store(s3_bucket, "jobs/", s3_client)
+    urls = calls_to(s3_client, "ListObjectsV2")
+    before = time.time()
+    found = store.clock()
+    assert int(before) - 1 <= found <= time.time() + 1
+    assert len(urls) == 1 and "max-keys=1" in urls[0] and "jobs%2F_intents%2F" in urls[0]

@@ -85,6 +85,7 @@ class FakeStore:
         self.before_archive: Callable[[str], None] | None = None
         self.fail_reads = False
         self.fail_writes = False
+        self.fail_clock = False
         self.lose_answers = 0
         self.unreadable: set[str] = set()
         self.writes: list[str] = []
@@ -264,6 +265,13 @@ class FakeStore:
             self._expect_side(key, expected)
         self.data.side.pop(key, None)
         self.data.side_versions.pop(key, None)
+
+    def clock(self) -> float:
+        """The store's own clock (`data.clock`), not the deployer's; `fail_clock`: a 503."""
+        self._fail()
+        if self.fail_clock:
+            raise StoreError("cannot read memory://store/: SlowDown (HTTP 503) (switch)")
+        return self.data.clock()
 
     def lock_backend(self, name: str | None = None) -> MemoryLockBackend:
         if name is None:
