@@ -161,7 +161,8 @@ class JobSteps:
                           KIND_OF_ACTION.get(decision.action, Kind.START),
                           self.runs.submit_timeout, prepared=warm,
                           starting=_starting(decision, self.store),
-                          committed_before=NONE_COMMITTED if clean else None)  # fmt: skip
+                          committed_before=NONE_COMMITTED if clean else None,
+                          sleep=self.runs.sleep)  # fmt: skip
         split = first_start(decision.steps)
         try:
             self._steps(decision.steps[:split], result, tracker)
@@ -187,8 +188,12 @@ class JobSteps:
             tracker.to(Phase.FAILED, error=redact_text(first_line(str(failure))))
             self._after_failed_start(decision, result, tracker, failure, ran)
             return
-        except LeaseLost:
-            raise  # not this deploy's store any more: no cleanup either
+        except LeaseLost as lost:
+            # Not this deploy's store any more: no cleanup either; but what it leaves is said.
+            down = self._left_down(name, tracker, lost=True)
+            if down is not None:
+                raise LeaseLost(f"{first_line(str(lost))}; {down}") from None
+            raise
         except BaseException as exc:
             # A prepared run is told to end (a kill runs nothing: it ends by itself); until it
             # is confirmed gone, the record is what tells it from a writer.
@@ -196,7 +201,13 @@ class JobSteps:
             if pending and isinstance(exc, Exception):
                 why = f"the deploy did not go on: {first_line(str(exc))}"
                 pending = not self._end_prepared(name, why)
+            down = self._left_down(name, tracker) if isinstance(exc, FsrError) else None
             intent = tracker.intent
+            nothing_new = intent is None or not intent.phase.submitted
+            if down is not None and nothing_new and not pending and decision.rollback:
+                # The old run stopped and nothing new runs: what it ran is started again.
+                self._undo_after(decision, result, tracker, exc)
+                return
             if intent is not None and (
                 intent.phase is Phase.INTENDED
                 or (
@@ -206,7 +217,6 @@ class JobSteps:
                 )
             ):
                 self._forget_intent(tracker)  # nothing new can exist: the old facts stand
-            down = self._left_down(name, tracker) if isinstance(exc, FsrError) else None
             if down is not None:
                 raise FsrError(f"{str(exc).rstrip()}; {down}") from None
             raise
@@ -334,7 +344,7 @@ class JobSteps:
         back = next(s for s in decision.rollback if isinstance(s, StartRun))
         over = undone.token if undone.written else ANY  # replacing an interrupted one's record
         tracker = Tracker(self.intents, self._check, back.manifest, "rollback", Kind.ROLLBACK,
-                          self.runs.submit_timeout, over=over)  # fmt: skip
+                          self.runs.submit_timeout, over=over, sleep=self.runs.sleep)  # fmt: skip
         try:
             self._steps(decision.rollback, result, tracker)
         except StartFailed as again:
@@ -371,22 +381,55 @@ class JobSteps:
             "running again from its checkpoint, the store unchanged"
         )
 
-    def _left_down(self, name: str, tracker: Tracker) -> str | None:
+    def _left_down(self, name: str, tracker: Tracker, lost: bool = False) -> str | None:
         """What a job whose steps failed is left as, in words, when they stopped its run and no
-        new run of it may be up; None otherwise."""
+        new run of it may be up; None otherwise. `lost`: the lease was lost, so another deploy
+        (the one holding the store now, or the next) settles it from the record."""
         stopped = self._stopped.get(name)
         if not stopped:
             return None
         old = stopped[-1][1]
         intent = tracker.intent
+        next_one = "the deploy holding the store now, or the next, " if lost else "the next deploy "
         if intent is not None and intent.phase.submitted:
             if not intent.prepared or intent.phase is Phase.HEALTHY:
                 return None  # its new run may be up
             return (
                 f"the job is down: v{old} was stopped and the prepared v{intent.version} has "
-                "not had its go; the next deploy gives it"
+                f"not had its go; {next_one}settles it (its go, or its end)"
             )
-        return f"the job is down: v{old} was stopped and no run of it is up; deploy again"
+        what = f"the job is down: v{old} was stopped and no run of it is up"
+        return f"{what}; {next_one}starts it" if lost else f"{what}; deploy again"
+
+    def _undo_after(
+        self, decision: Decision, result: JobResult, tracker: Tracker, exc: FsrError
+    ) -> None:
+        """After the old run stopped, a step failed that is not a start's (a record the store
+        would not take, even asked again): the run it stopped is started again from its
+        checkpoint, the store unchanged; where that fails too, the job is down, said so."""
+        name = decision.name
+        try:
+            self._roll_back(decision, result, tracker)
+        except LeaseLost as lost:
+            down = self._left_down(name, tracker, lost=True) or ""
+            raise LeaseLost(f"{first_line(str(exc))}; {first_line(str(lost))}; {down}") from None
+        except FsrError as again:
+            up = isinstance(again, StartFailed) and not again.gone
+            left = (
+                "its run may still be up: the next deploy settles it"
+                if up
+                else self._left_down(name, tracker) or "the job is down; deploy again"
+            )
+            raise FsrError(
+                f"{first_line(str(exc))}; and starting what it stopped again failed too: "
+                f"{first_line(str(again))}; {left}"
+            ) from None
+        back = next(s for s in decision.rollback if isinstance(s, StartRun))
+        result.ok, result.outcome = False, "rolled-back"
+        result.summary = (
+            f"rolled back: v{back.manifest.meta.query_version} running again from its "
+            f"checkpoint, the store unchanged ({first_line(str(exc))})"
+        )
 
     def _forget_intent(self, tracker: Tracker) -> None:
         try:
@@ -413,9 +456,9 @@ class JobSteps:
                 tracker.to(Phase.INTENDED)
                 tracker.to(Phase.STOPPING)
                 how = self.runs.stop(step.run, step.manifest)
-                tracker.to(Phase.OLD_STOPPED)
                 old_version = step.run.version or step.manifest.meta.query_version
-                stopped.append((step.manifest, old_version))
+                stopped.append((step.manifest, old_version))  # known before it is recorded
+                tracker.to(Phase.OLD_STOPPED)
                 result.steps.append(f"stopped v{step.run.version}: {how}")
             elif isinstance(step, PrepareRun):
                 self._prepare(step, result, tracker)

@@ -32,7 +32,7 @@ from flink_sql_runner.model.offsets import Starts
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.runtime import runtime_manifest, spark_conf, starts_by_view
 from flink_sql_runner.model.stored import StoredManifest
-from flink_sql_runner.stores.storage import Storage
+from flink_sql_runner.stores.storage import Storage, StorageError
 from flink_sql_runner.targets.base import Started, Submission, SubmitOutcomeUnknown, Target
 from flink_sql_runner.targets.connectors import Connectors
 
@@ -45,6 +45,10 @@ class Timeouts:
 
 
 DEFAULT_TIMEOUTS = Timeouts()
+
+#: The pauses (seconds) before each retry of a word a run waits for (its go) that the storage
+#: failed to take.
+WRITE_PAUSES = (0.5, 1.0, 2.0)
 
 
 @dataclass(frozen=True)
@@ -434,12 +438,25 @@ class RunControl:
             word["starting"] = starts_by_view(manifest, starts)
         begun = self.clock()
         mark("go", job=manifest.name)
-        self.storage.write_text(prepared.files.go_file, json.dumps(word))
+        self._retried_write(prepared.files.go_file, json.dumps(word))
         problem, status = self._wait_healthy(run, control)
         if problem is None:
             mark("healthy", job=manifest.name)
             return Healthy(run, self.clock() - begun, spark_version(status))
         raise self._not_healthy(run, control, problem)
+
+    def _retried_write(self, location: str, text: str) -> None:
+        """Write a word a run waits for, asked again after a pause where the storage failed
+        (a 503 now and then): the same word twice is the word once."""
+        for pause in (*WRITE_PAUSES, None):
+            try:
+                self.storage.write_text(location, text)
+                return
+            except StorageError:
+                if pause is None:
+                    raise
+            self.sleep(pause)
+            self.still_acting()
 
     def await_healthy(self, run: Run, control: ControlFiles) -> Healthy:
         """Wait for a run started earlier (by an interrupted deploy) to be healthy."""

@@ -7,11 +7,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.errors import StoreError
+from flink_sql_runner.host import runtime
 from flink_sql_runner.model.intents import Intent, IntentLog, Kind, Phase, new_intent
 from flink_sql_runner.model.offsets import StartPlan, Starts
 from flink_sql_runner.model.stored import ABSENT, StoredManifest, Token, Unconditional
+from flink_sql_runner.stores.base import StoreConflict
+
+T = TypeVar("T")
 
 
 class Tracker:
@@ -31,6 +37,7 @@ class Tracker:
         prepared: bool = False,
         starting: StartPlan | None = None,
         committed_before: int | None = None,
+        sleep: Callable[[float], None] = runtime.sleep,
     ):
         """`over`: the record its first write replaces (ABSENT: none may exist; a rollback
         replaces the record of the start it undoes). `prepared`: its new run is prepared
@@ -47,6 +54,7 @@ class Tracker:
         self.prepared = prepared
         self.starting = starting
         self.committed_before = committed_before
+        self.sleep = sleep  # between the retries of a write the store failed
         self.intent: Intent | None = None
 
     @property
@@ -69,20 +77,40 @@ class Tracker:
                 return
             if phase is not Phase.INTENDED:
                 return  # awaiting an interrupted command's run: its own record stays
-            self.intent = new_intent(self.manifest, self.action, self.run_id, self.kind,
-                                     self.submit_timeout, self.committed_before,
-                                     prepared=self.prepared, starting=self.starting)  # fmt: skip
+            new = new_intent(self.manifest, self.action, self.run_id, self.kind,
+                             self.submit_timeout, self.committed_before,
+                             prepared=self.prepared, starting=self.starting)  # fmt: skip
         elif phase is Phase.INTENDED:
             return
         else:
-            self.intent = self.intent.at(phase, submission_id)
+            new = self.intent.at(phase, submission_id)
         if committed_before is not None:
-            self.intent = replace(self.intent, committed_before=committed_before)
+            new = replace(new, committed_before=committed_before)
         if error is not None:
-            self.intent = replace(self.intent, error=error)
+            new = replace(new, error=error)
         if starts is not None:
-            self.intent = replace(self.intent, starts=starts)
-        self.token = self.log.write(self.intent, self.token)
+            new = replace(new, starts=starts)
+        # `intent` is what the store holds (as far as this command knows): moved on only once
+        # the write landed, so that a failed write leaves the phase it reached in words.
+        self.token = self._retried(lambda: self.log.write(new, self.token), phase)
+        self.intent = new
+
+    def _retried(self, write: Callable[[], T], phase: Phase | None) -> T:
+        """`write()`, asked again after a pause where the store failed (S3's 503; an answer
+        lost after the write landed finds its own record there: stores/s3.py), the lease
+        checked before each retry; the last failure raised. A conflict is not retried: the
+        record is not the one this command wrote."""
+        for pause in (*WRITE_PAUSES, None):
+            try:
+                return write()
+            except StoreConflict:
+                raise
+            except StoreError:
+                if pause is None:
+                    raise
+            self.sleep(pause)
+            self.check(phase in AFTER_EFFECTS if phase is not None else True)
+        raise AssertionError("unreachable")
 
     def fresh_run(self) -> None:
         """A new run id, for a start the cold way after a prepared run (never ready, or gone
@@ -99,8 +127,13 @@ class Tracker:
     def forget(self) -> None:
         """Delete the record, if it is still the one this command wrote last."""
         if self.intent is not None:
-            self.log.delete(self.intent.name, self.token)
+            name, token = self.intent.name, self.token
+            self._retried(lambda: self.log.delete(name, token), None)
 
+
+#: The pauses (seconds) before each retry of a write of the record the store failed: a 503 now
+#: and then (S3's SlowDown) does not leave a job half done.
+WRITE_PAUSES = (0.5, 1.0, 2.0)
 
 #: Phases that record what already happened: written even by a command that was told to begin
 #: nothing more, as long as it holds the lock.

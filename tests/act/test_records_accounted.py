@@ -11,10 +11,16 @@ from datetime import datetime, timezone
 import pytest
 
 from flink_sql_runner.act.deployment import Deployment
+from flink_sql_runner.act.executor import Executor
+from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.act.settings import Settings
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.steps import StartRun
+from flink_sql_runner.errors import StoreError
 from flink_sql_runner.read.kafka_start import parse_kafka_start
+from flink_sql_runner.stores.lock import Holder, StoreLock
+from flink_sql_runner.watch.status import status_rows
+from tests.support.fakes import FakeClock
 from tests.support.handover_world import KAFKA, KAFKA_V1, KAFKA_V2, Crash, World, kafka_checkpoint
 from tests.support.jobs import ROOT, make_job
 
@@ -194,3 +200,104 @@ def test_the_plan_shows_what_now_minus_comes_to_by_the_store_s_clock():
     assert not result.ok and "cannot read the store's clock" in result.summary, result
     assert "nothing was stopped or started" in result.summary
     assert world.runs() == ["old-run"] and world.target.submissions == []
+
+
+# -- finding 4: every step after the old run stopped completes, is retried, or rolls back ----
+def fails_when(world: World, phase: str, times: int, kind: str = "start") -> list[str]:
+    """The store answers 503 to the first `times` writes of the intent record at `phase` (of a
+    record of `kind`); the list says which were refused."""
+    refused: list[str] = []
+
+    def before(key: str, text: str) -> None:
+        doc = json.loads(text) if key.startswith("_intents/") else {}
+        if doc.get("phase") == phase and doc.get("kind") == kind and len(refused) < times:
+            refused.append(phase)
+            raise StoreError("cannot write memory://store/_intents: SlowDown (HTTP 503) (switch)")
+
+    world.store.before_side_write = before
+    return refused
+
+
+@pytest.mark.parametrize("handover, phase", [("cold", "old-stopped"), ("warm", "submitted")])
+def test_a_503_recording_the_stop_is_asked_again_and_the_change_completes(handover, phase):
+    """Finding 4: one 503 on the intent record right after the old run stopped. Before: no
+    rollback, the record deleted, the job down, and the error did not say so."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    refused = fails_when(world, phase, 1)
+    _, result = world.deploy([KAFKA_V2], handover=handover)
+    assert refused == [phase]
+    assert result.ok, result
+    assert world.store.manifests["orders"].meta.query_version == 2
+    assert len(world.runs()) == 1 and world.runs() != ["old-run"]
+    assert world.intent() is None and world.target.double_starts == []
+
+
+@pytest.mark.parametrize("handover", ["cold", "warm"])
+def test_a_store_that_takes_no_record_after_the_stop_leaves_the_job_down_and_says_so(handover):
+    """The store fails for good once the old run stopped: nothing starts without its record
+    (not even the rollback), the prepared run is told to end, and the result says the job is
+    down in words."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    stopping = world.target.before_stop
+
+    def store_fails(run) -> None:
+        stopping(run)
+        world.store.fail_writes = True
+
+    world.target.before_stop = store_fails
+    _, result = world.deploy([KAFKA_V2], handover=handover)
+    assert not result.ok, result
+    assert "the job is down: v1 was stopped and no run of it is up" in result.summary, result
+    assert [s for s in world.target.submissions if not s.prepared] == []
+    assert world.runs() == [] and world.target.double_starts == []
+    if handover == "warm":
+        assert [bool(word.get("abort")) for word in world.runner.words] == [True]
+    world.store.fail_writes = False
+    deployment = Deployment(Settings(), store=world.store, target=world.target)
+    deployment.storage = world.state
+    [row] = status_rows(deployment, [])
+    assert row["health"] == "down" and row["stored-version"] == 1, row
+
+
+def test_a_start_whose_record_the_store_refuses_is_rolled_back_once_it_answers():
+    """The new start's record is refused four times (the write and its three retries), once the
+    old run stopped: nothing new was submitted, so v1 is started again from its checkpoint,
+    under a record of its own."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    refused = fails_when(world, "submitting", 4)
+    _, result = world.deploy([KAFKA_V2], handover="cold")
+    assert refused == ["submitting"] * 4
+    assert result.outcome == "rolled-back", result
+    assert result.summary.startswith("rolled back: v1 running again from its checkpoint")
+    assert versions_started(world) == [1]
+    assert world.store.manifests["orders"].meta.query_version == 1
+    assert world.intent() is None
+
+
+@pytest.mark.parametrize("handover", ["cold", "warm"])
+def test_a_lease_lost_right_after_the_stop_says_the_job_is_down(handover):
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    clock = FakeClock()
+    lease = StoreLock(world.store.lock, "deploy", ttl=60.0, clock=clock, sleep=clock.sleep)
+    assert lease.try_acquire() is None
+    stopping = world.target.before_stop
+
+    def taken_over(run) -> None:
+        stopping(run)
+        world.store.lock.steal(Holder.me("deploy", 60))
+        assert not lease.renew_once()
+
+    world.target.before_stop = taken_over
+    timeouts = Timeouts(start=30, stop=5, poll=1)
+    executor = Executor(
+        world.store, world.target, world.state, timeouts, clock, clock.sleep, lease=lease
+    )
+    result = executor.apply(world.plan([KAFKA_V2], handover))["orders"]
+    assert not result.ok and "another deploy took it over" in result.summary
+    assert "the job is down: v1 was stopped" in result.summary, result.summary
+    assert "the deploy holding the store now, or the next, " in result.summary
+    assert [s for s in world.target.submissions if not s.prepared] == []

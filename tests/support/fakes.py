@@ -74,7 +74,8 @@ class FakeStore:
 
     Switches: `fail_reads` / `fail_writes` (a 503 / 500), `unreadable` (names whose manifest is
     not a mapping), `lose_answers` (that many writes store their object, then raise as if the
-    answer was lost on the way back), `before_write` (called before each manifest write)."""
+    answer was lost on the way back), `before_write` (called before each manifest write),
+    `before_side_write` (before each side document's), `fail_clock` (the store's clock)."""
 
     location = "memory://store/"
 
@@ -83,6 +84,9 @@ class FakeStore:
         #: Called before each manifest write, e.g. to simulate a deployer killed right there.
         self.before_write: Callable[[StoredManifest], None] | None = None
         self.before_archive: Callable[[str], None] | None = None
+        #: Called before each side document's write with its key and text, e.g. to answer
+        #: one intent record's phase with a 503.
+        self.before_side_write: Callable[[str, str], None] | None = None
         self.fail_reads = False
         self.fail_writes = False
         self.fail_clock = False
@@ -227,7 +231,13 @@ class FakeStore:
             raise StoreConflict(f"memory://store/{key} changed since it was read")
 
     def write_side(self, key: str, text: str, *, expected: Token | Unconditional = ANY) -> Token:
+        if self.before_side_write is not None:
+            self.before_side_write(key, text)
         self._fail_write()
+        if expected is not ANY and self.data.side.get(key) == text:
+            # A retried write whose first attempt landed (its answer lost) finds its own
+            # document there: success, as S3Store's conditional put finds it (stores/s3.py).
+            return _token(self.data.side_versions, key)
         self._expect_side(key, expected)
         self.data.side[key] = text
         self.data.side_versions[key] = self.data.next()
