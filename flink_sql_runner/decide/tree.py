@@ -187,6 +187,18 @@ def settle_intent(
             steps = (AwaitRun(settled.run, intent.manifest), DropIntent("its run is up"))
             return untouched, steps, (), note + "wait until it is healthy; "
         return untouched, (DropIntent(f"the rollback took effect: {settled.why}"),), (), note
+    if settled.waiting and not _same_job(facts.desired, intent.manifest):
+        # Its prepared run never had its go, and the job changed again since: that run read
+        # nothing, so the change is planned from the version that read last (the stored one,
+        # stopped), never on top of a version that has nothing to carry.
+        assert settled.run is not None
+        left = replace(untouched, runs=tuple(r for r in untouched.runs if r is not settled.run))
+        end = EndPrepared(settled.run, intent.manifest)
+        why = (
+            f"v{intent.version}'s prepared run never had its go, and the job changed since: "
+            f"it is ended and the change planned from v{_stored_version(facts)}"
+        )
+        return left, (end, DropIntent(why)), (), note + why + "; "
     adopted = replace(untouched, stored=intent.manifest, checkpoint=checkpoint)
     if settled.outcome is Outcome.TOOK_EFFECT or settled.healthy:
         return (
@@ -225,6 +237,19 @@ def settle_intent(
     ):
         rollback = (StartRun(facts.stored, clean=False, source="the store"),)
     return adopted, steps, rollback, note + "wait until it is healthy, record it; "
+
+
+def _same_job(desired: Job | None, manifest: StoredManifest) -> bool:
+    """Whether `desired` is the job `manifest` was made of: nothing of it changed (None, a job
+    no longer under --path: the same, what runs is kept as it was)."""
+    if desired is None:
+        return True
+    job, tables = desired.resolved(manifest.job, manifest.tables)
+    return severity(diff(job, tables, desired.spec, desired.tables)) is ChangeKind.NONE
+
+
+def _stored_version(facts: JobFacts) -> str:
+    return str(facts.stored.meta.query_version) if facts.stored is not None else "none"
 
 
 def _start_left_up(facts: JobFacts) -> Run | None:

@@ -8,6 +8,7 @@ whole command, since no job can be decided without knowing what runs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -17,7 +18,7 @@ from flink_sql_runner.gather.offsets import version_finished
 from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles, run_status
 from flink_sql_runner.model.facts import CheckpointFacts, IntentFacts, JobFacts
-from flink_sql_runner.model.intents import Intent, IntentLog, settle
+from flink_sql_runner.model.intents import Intent, IntentLog, Phase, settle
 from flink_sql_runner.model.runs import Listing
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
@@ -160,17 +161,34 @@ def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFa
     """The evidence about an interrupted command's run, settled by its intent's own rules
     (model/intents.py): the listing, its run's status file, the batches its runs finished."""
     checkpoint = _checkpoint_facts(facts.name, None, intent.manifest, storage)
-    status = None
+    status, go_given = None, None
     if intent.kind.starts:
         root = str(intent.manifest.job.get("checkpoint-root", "")).rstrip("/")
         control = ControlFiles.of(f"{root}/{facts.name}", intent.version)
         status = run_status(storage.read_text(control.status_file), intent.run_id)
+        if intent.prepared and intent.phase is Phase.SUBMITTED:
+            go_given = _go_given(storage, control.prepared(intent.run_id).go_file, intent.run_id)
     # What its runs finished (a file sink may hold a batch the checkpoint did not commit):
     # evidence that the start wrote, asked only of a start's record that can tell.
     finished = checkpoint.last_committed if checkpoint is not None else None
     if intent.kind.starts and intent.committed_before is not None and checkpoint is not None:
         finished = version_finished(storage, intent.manifest)
-    return IntentFacts(settle(intent, facts.runs, status, finished), checkpoint)
+    return IntentFacts(settle(intent, facts.runs, status, finished, go_given), checkpoint)
+
+
+def _go_given(storage: Storage, go_file: str, run_id: str) -> bool | None:
+    """Whether the go file of a prepared run holds its go (None: it cannot be read now). Only
+    the deploy holding the store's lock writes it, so one without the go means none was given,
+    and the abort word that ends the run is the next word it may read."""
+    try:
+        text = storage.read_text(go_file)
+    except FsrError:
+        return None
+    try:
+        word = json.loads(text) if text else {}
+    except ValueError:
+        return None
+    return isinstance(word, dict) and word.get("run-id") == run_id and word.get("go") is True
 
 
 def _any_remote(jobs: Iterable[Job], stored: Iterable[StoredManifest | None]) -> bool:

@@ -289,6 +289,9 @@ class Settlement:
     why: str  # the evidence, in words
     run: Run | None = None  # the listed run that is its new run, when UP
     healthy: bool = False  # its run reported a completed trigger (or the record says so)
+    #: Its new run was prepared and its go, though due, was never given (the go file holds
+    #: none for it): it read and wrote nothing, and is up waiting for it.
+    waiting: bool = False
 
     @property
     def completes(self) -> bool:
@@ -301,9 +304,11 @@ def settle(
     runs: tuple[Run, ...],
     status: dict[str, Any] | None,
     committed_now: int | None = None,
+    go_given: bool | None = None,
 ) -> Settlement:
     """What `intent` comes to, from the job's listed runs, the status document its run wrote
-    (None if none or another run's), and the last batch its checkpoint has committed now.
+    (None if none or another run's), the last batch its runs have finished now, and, for a
+    prepared run whose go was due, whether its go file holds its go (None: not known).
 
     Pure: the same evidence always settles the same way."""
     if not intent.kind.starts:
@@ -331,6 +336,22 @@ def settle(
             return Settlement(intent, Outcome.UNKNOWN, f"cannot tell whether {run.describe()} "
                               f"is up ({run.detail})", run, healthy)  # fmt: skip
     alive = [r for r in mine if r.liveness is Liveness.ALIVE]
+    never_went = intent.prepared and intent.phase is Phase.SUBMITTED and go_given is False
+    if never_went and not healthy:
+        if alive:
+            return Settlement(
+                intent,
+                Outcome.UP,
+                f"its prepared run is up ({alive[0].detail}) and never had its go: it read "
+                "and wrote nothing",
+                alive[0],
+                waiting=True,
+            )
+        return Settlement(
+            intent,
+            Outcome.NOT_TAKEN,
+            "its prepared run never had its go and is gone: it read and wrote nothing",
+        )
     if alive:
         return Settlement(intent, Outcome.UP, f"its run is up ({alive[0].detail})", alive[0],
                           healthy)  # fmt: skip

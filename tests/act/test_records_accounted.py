@@ -19,6 +19,7 @@ from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import StoreError
 from flink_sql_runner.read.kafka_start import parse_kafka_start
 from flink_sql_runner.stores.lock import Holder, StoreLock
+from flink_sql_runner.stores.storage import StorageError
 from flink_sql_runner.watch.status import status_rows
 from tests.support.fakes import FakeClock
 from tests.support.handover_world import KAFKA, KAFKA_V1, KAFKA_V2, Crash, World, kafka_checkpoint
@@ -301,3 +302,85 @@ def test_a_lease_lost_right_after_the_stop_says_the_job_is_down(handover):
     assert "the job is down: v1 was stopped" in result.summary, result.summary
     assert "the deploy holding the store now, or the next, " in result.summary
     assert [s for s in world.target.submissions if not s.prepared] == []
+
+
+# -- finding 5: an interrupted handover is finished before a change is planned on top of it --
+def go_never_lands(world: World) -> None:
+    """Every go word the storage is asked to take is refused (a 503, and at each retry)."""
+    heard = world.state.on_write
+
+    def refuse(location: str, text: str) -> None:
+        if location.endswith(".go.json") and '"go"' in text:
+            del world.state.files[location]
+            raise StorageError(f"cannot write {location}: SlowDown (HTTP 503) (switch)")
+        heard(location, text)
+
+    world.state.on_write = refuse
+
+
+def test_a_change_on_top_of_a_handover_whose_go_never_came_starts_where_v1_stopped():
+    """Deploy 1 (v1 to v2, warm) cannot give the go: v1 stopped, v2 prepared, waiting. Deploy 2
+    carries a further change (v3). Before: planned from v2's empty checkpoint, refused ("v2
+    committed no batch ... say where they start"), nothing stopped or started, v1 left down
+    and v2 never given its go. v2 read nothing, so v3 starts where v1 finished."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    heard = world.state.on_write
+    go_never_lands(world)
+    _, result = world.deploy([KAFKA_V2])
+    assert not result.ok and "the job is down" in result.summary, result
+    prepared = world.target.submissions[0]
+    assert world.runs() == [prepared.run_id]
+    world.state.on_write = heard
+    plan = world.plan([KAFKA_V3])
+    decision = plan.decisions[0]
+    assert decision.action is Action.START_CLEAN and decision.version == 3, decision.reason
+    assert "never had its go" in decision.reason, decision.reason
+    assert [type(s).__name__ for s in decision.steps] == [
+        "EndPrepared", "DropIntent", "StartRun", "Record"
+    ]  # fmt: skip
+    start = decision.steps[2]
+    assert start.starting is not None and start.starting.version == 1
+    _, result = world.deploy([KAFKA_V3])
+    assert result.ok, result
+    assert "src starts at v1's batch 4: orders[0:5,1:7]" in result.steps
+    assert [bool(word.get("abort")) for word in world.runner.words] == [True]
+    assert world.store.manifests["orders"].meta.query_version == 3
+    assert len(world.runs()) == 1 and prepared.run_id not in world.runs()
+    assert world.target.double_starts == [] and world.intent() is None
+
+
+def test_the_same_change_again_gives_the_waiting_run_its_go():
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    heard = world.state.on_write
+    go_never_lands(world)
+    world.deploy([KAFKA_V2])
+    world.state.on_write = heard
+    plan, result = world.deploy([KAFKA_V2])
+    assert plan.decisions[0].steps[0].to_dict()["go"] is True
+    assert result.ok, result
+    assert world.store.manifests["orders"].meta.query_version == 2
+
+
+def test_a_go_that_landed_though_its_answer_was_lost_is_not_taken_back():
+    """The go word is on the storage (its answer was lost): v2 may have read; the next change
+    is planned on top of v2 as before, never from v1's end."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    heard = world.state.on_write
+    lost: list[str] = []
+
+    def lands_then_fails(location: str, text: str) -> None:
+        heard(location, text)
+        if location.endswith(".go.json") and '"go"' in text:
+            world.state.files[location] = text
+            lost.append(location)
+            raise StorageError(f"cannot write {location}: the connection broke (switch)")
+
+    world.state.on_write = lands_then_fails
+    world.deploy([KAFKA_V2])
+    world.state.on_write = heard
+    decision = world.plan([KAFKA_V3]).decisions[0]
+    assert "never had its go" not in decision.reason
+    assert not any(type(s).__name__ == "EndPrepared" for s in decision.steps)
