@@ -32,8 +32,9 @@ from typing import Any
 
 from flink_sql_runner.act.stop import stop_job
 from flink_sql_runner.errors import EXIT_FAILED, FsrError, UnknownJob
+from flink_sql_runner.gather.facts import intent_evidence
 from flink_sql_runner.model.control import beacons_folder, parse_beacon_name
-from flink_sql_runner.model.intents import INTENTS_FOLDER, Intent, IntentLog, Outcome, settle
+from flink_sql_runner.model.intents import INTENTS_FOLDER, Intent, IntentLog, Outcome
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.sizes import human_size
 from flink_sql_runner.model.stored import WATCH_FOLDER, StoredManifest
@@ -208,7 +209,7 @@ def survey_job(
     known = stored or runs or intent or intent_problem or archived or watched or state_items
     if not known:
         return None
-    refused = _refusal(name, stored, runs, intent, intent_problem)
+    refused = _refusal(name, stored, runs, intent, intent_problem, storage)
     if refused:
         return Survey(name, refused=refused, runs=runs)
     # The newest first: the stored manifest, an interrupted command's, the archived copies.
@@ -250,6 +251,7 @@ def _refusal(
     runs: tuple[Run, ...],
     intent: Intent | None,
     intent_problem: str | None,
+    storage: Storage,
 ) -> str | None:
     """Why `name` cannot be forgotten now, if it cannot."""
     unknown = [run for run in runs if run.liveness is Liveness.UNKNOWN]
@@ -261,7 +263,12 @@ def _refusal(
     if intent_problem:
         return intent_problem
     if intent is not None:
-        settled = settle(intent, runs, None)
+        try:
+            settled = intent_evidence(intent, runs, storage).settled
+        except FsrError as exc:
+            return (
+                f"{intent.describe()}: what its run did cannot be read ({exc}); nothing is deleted"
+            )
         if settled.outcome is Outcome.UNKNOWN:
             return (
                 f"{intent.describe()}: {settled.why}; not forgotten yet (forget it again once "

@@ -8,13 +8,13 @@ the others from stopping; each has its own result."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from flink_sql_runner.act.tracker import Tracker
 from flink_sql_runner.decide.tree import as_stopped
 from flink_sql_runner.errors import FsrError, UnknownJob
+from flink_sql_runner.gather.facts import intent_evidence
 from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.intents import (
@@ -24,8 +24,6 @@ from flink_sql_runner.model.intents import (
     Kind,
     Outcome,
     Phase,
-    Settlement,
-    settle,
 )
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import ANY
@@ -130,7 +128,13 @@ def stop_job(
             )
         raise FsrError(f"job {name!r} runs but has no stored manifest; cannot find its stop marker")
     if intent is not None:
-        settled = settle(intent, runs, None)
+        try:
+            settled = intent_evidence(intent, runs, storage).settled
+        except FsrError as exc:
+            raise FsrError(
+                f"{name}: {intent.describe()}: what its run did cannot be read ({exc}); not "
+                "stopped yet (stop it again once it can)"
+            ) from None
         if settled.outcome is Outcome.UNKNOWN:
             # A run an interrupted command submitted may still appear: a stop recorded now
             # could be undone by it. Stopped once it is known.
@@ -138,7 +142,7 @@ def stop_job(
                 f"{name}: {intent.describe()}: {settled.why}; not stopped yet (stop it again "
                 "once that is known)"
             )
-        if settled.completes and intent.kind is Kind.START and _went(intent, settled, storage):
+        if settled.completes and intent.kind is Kind.START and not settled.waiting:
             # It took effect (or its run is up): the stop records what that command would have
             # recorded, stopped, so the manifest its run wrote with is not lost.
             stored = intent.manifest
@@ -187,21 +191,3 @@ def stop_job(
         return StopResult(name, "not-running", message)
     message = f"{name}: {'; '.join(said)}; checkpoint kept, recorded as stopped"
     return StopResult(name, "stopped", message)
-
-
-def _went(intent: Intent, settled: Settlement, storage: Storage) -> bool:
-    """Whether an interrupted start's run may have written: always, but for a warm handover's
-    prepared run that is up and was never given its go (the deployer failed between the old
-    run's stop and the go): it wrote nothing, so its manifest never took effect and the stop
-    records the store's. Its go file says; one that cannot be read raises (not stopped yet)."""
-    if not intent.prepared or settled.healthy or intent.run_id is None:
-        return True
-    root = intent.manifest.checkpoint_root
-    if root is None:
-        return True  # no go file to read (a start's manifest always names its root)
-    files = ControlFiles.of(f"{root}/{intent.name}", intent.version).prepared(intent.run_id)
-    try:
-        word = json.loads(storage.read_text(files.go_file) or "{}")
-    except ValueError:
-        return True  # caught mid-write: it may have been given
-    return isinstance(word, dict) and word.get("run-id") == intent.run_id

@@ -19,7 +19,7 @@ from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles, run_status
 from flink_sql_runner.model.facts import CheckpointFacts, IntentFacts, JobFacts
 from flink_sql_runner.model.intents import Intent, IntentLog, Phase, settle
-from flink_sql_runner.model.runs import Listing
+from flink_sql_runner.model.runs import Listing, Run
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.stores.base import ManifestStore, Snapshot
@@ -158,13 +158,19 @@ def _pins_and_sources(
 
 
 def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFacts:
+    return intent_evidence(intent, facts.runs, storage)
+
+
+def intent_evidence(intent: Intent, runs: tuple[Run, ...], storage: Storage) -> IntentFacts:
     """The evidence about an interrupted command's run, settled by its intent's own rules
-    (model/intents.py): the listing, its run's status file, the batches its runs finished."""
-    checkpoint = _checkpoint_facts(facts.name, None, intent.manifest, storage)
+    (model/intents.py): the job's listed runs, its run's status file, the batches its runs
+    finished, and a prepared run's go file. The one reading of it, for deploys, `watch`,
+    `stop` and `forget` alike. FsrError when its checkpoint cannot be read."""
+    checkpoint = _checkpoint_facts(intent.name, None, intent.manifest, storage)
     status, go_given = None, None
     if intent.kind.starts:
         root = str(intent.manifest.job.get("checkpoint-root", "")).rstrip("/")
-        control = ControlFiles.of(f"{root}/{facts.name}", intent.version)
+        control = ControlFiles.of(f"{root}/{intent.name}", intent.version)
         status = run_status(storage.read_text(control.status_file), intent.run_id)
         if intent.prepared and intent.phase is Phase.SUBMITTED:
             go_given = _go_given(storage, control.prepared(intent.run_id).go_file, intent.run_id)
@@ -173,7 +179,7 @@ def _intent_facts(intent: Intent, facts: JobFacts, storage: Storage) -> IntentFa
     finished = checkpoint.last_committed if checkpoint is not None else None
     if intent.kind.starts and intent.committed_before is not None and checkpoint is not None:
         finished = version_finished(storage, intent.manifest)
-    return IntentFacts(settle(intent, facts.runs, status, finished, go_given), checkpoint)
+    return IntentFacts(settle(intent, runs, status, finished, go_given), checkpoint)
 
 
 def _go_given(storage: Storage, go_file: str, run_id: str) -> bool | None:

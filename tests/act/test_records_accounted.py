@@ -14,6 +14,7 @@ from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.executor import Executor
 from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.act.settings import Settings
+from flink_sql_runner.act.stop import stop_jobs
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import StoreError
@@ -384,3 +385,24 @@ def test_a_go_that_landed_though_its_answer_was_lost_is_not_taken_back():
     decision = world.plan([KAFKA_V3]).decisions[0]
     assert "never had its go" not in decision.reason
     assert not any(type(s).__name__ == "EndPrepared" for s in decision.steps)
+
+
+def test_stop_after_a_version_that_wrote_records_that_version_not_the_one_before():
+    """Finding 1 through `stop NAME`: the deployer died once v2 was submitted; v2 committed
+    four batches and failed. Before: `stop` settled it on the listing alone ("never healthy"),
+    recorded v1, and the next deploy resumed v1 over what v2 had written."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    world.runner.on_start = lambda s: (_ for _ in ()).throw(Crash()) if s.version == 2 else None
+    with pytest.raises(Crash):
+        world.deploy([KAFKA_V2], handover="cold")
+    kafka_checkpoint(world.state, committed=3, version=2, ends=V2_ENDS)
+    world.target.runs.pop("orders", None)
+    world.store.data.clock.now += 400
+    [stopped] = stop_jobs(world.store, world.target, world.state, ["orders"], 5)
+    assert stopped.outcome in ("stopped", "not-running"), stopped
+    recorded = world.store.manifests["orders"]
+    assert recorded.meta.query_version == 2 and recorded.job["desired-state"] == "stopped"
+    world.runner.on_start = None
+    plan = world.plan([KAFKA_V2])
+    assert plan.decisions[0].action is Action.RESTART, plan.decisions[0].reason
