@@ -10,7 +10,14 @@ partitions, and every record produced is read exactly once across all of them:
    reports per topic-partition is what the test produced, and the runs come from the run history
    the runs keep beside their checkpoint (the driver logs are gone when it is read);
 3. a SIGKILL mid-stream, then `watch`: a restart from the checkpoint, from the committed offsets
-   (after a SIGKILL `deploy` does the same: tests/kafka/test_kafka_to_kafka.py).
+   (after a SIGKILL `deploy` does the same: tests/kafka/test_kafka_to_kafka.py);
+4. a new version (v3) that commits and then fails its health check (issue 52): its query fails
+   on a record produced once it committed every record before it. The deploy that started it
+   is paused (SIGSTOP) from when it submitted v3 until v3 committed and failed, then resumed: it
+   finds v3 failed, never healthy, with batches committed. v3 is recorded, not rolled back over
+   (v2 is not started again to read what v3 read), the deploy fails saying so and that the job
+   is down; a fixed query (v4) then starts where v3's last committed batch ended, and every
+   record is in the sink once, read by one version.
 
 The trigger is 3 seconds (the template's is 1): a batch every 3 s while the producer produces,
 and a stop finds the run between two batches on a loaded machine."""
@@ -18,9 +25,16 @@ and a stop finds the run between two batches on a loaded machine."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
+import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -28,8 +42,9 @@ import pytest
 from flink_sql_runner.gather.checkpoint_reader import read_checkpoint
 from flink_sql_runner.model.checkpoint_report import CheckpointReport
 from flink_sql_runner.stores.storage import FileStorage
-from tests.support.kafka_handover import JOB, PARTITIONS, Scenario
+from tests.support.kafka_handover import DESCRIPTIONS, JOB, PARTITIONS, Scenario
 from tests.support.kafka_jobs import (
+    PASS_THROUGH,
     exactly_once,
     per_version,
     read_counts,
@@ -37,13 +52,13 @@ from tests.support.kafka_jobs import (
     use_connector,
     watch_once,
 )
-from tests.support.workspace import Workspace, kill_driver, wait_for
+from tests.support.workspace import Workspace, kill_driver, trace, wait_for
 
 pytestmark = [
     pytest.mark.kafka,
     pytest.mark.e2e,
     pytest.mark.spark,
-    pytest.mark.timeout(1800),  # a safety net, not a limit asserted: five starts on 2 cores
+    pytest.mark.timeout(1800),  # a safety net, not a limit asserted: seven starts on 2 cores
 ]
 
 TRIGGER = "3 seconds"
@@ -52,12 +67,89 @@ TRIGGER = "3 seconds"
 EVERY, STEADY = 0.1, 20
 #: Records produced into each partition while the job is stopped (step 2).
 WHILE_STOPPED = {0: 4, 1: 0, 2: 2}
+#: Step 4's v3 copies every record but this one's value: on it, its batch fails (assert_true
+#: gives NULL, kept, for every other record), and so its run, after the batches before it.
+POISON = "poison"
+FAILS_ON_POISON = (
+    f"{PASS_THROUGH} WHERE assert_true(CAST(value AS STRING) <> '{POISON}', 'a poison record') "
+    "IS NULL"
+)
+#: v3's query fixed (v4): it copies every record.
+FIXED = f"{PASS_THROUGH} WHERE `offset` >= -1"
 
 
 def inspect(ws: Workspace, *args: str) -> str:
     result = ws.cli("inspect", JOB, *args, paths=False)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
+
+
+@dataclass
+class PausedDeploy:
+    """A deploy that was paused: for how long, and its outcome once it ended."""
+
+    paused: float = 0.0
+    result: subprocess.CompletedProcess[str] | None = None
+
+
+@contextmanager
+def paused_deploy(ws: Workspace, *args: str) -> Iterator[PausedDeploy]:
+    """`deploy *args` in a process of its own, paused (SIGSTOP, by its pid) once its timing log
+    says it submitted a run: it is then waiting for the run to report a completed trigger, which
+    takes the run's start (a JVM, a session, the query, its first batch), seconds. It cannot
+    act meanwhile; the block makes the run do what it should be found to have done. Resumed
+    (SIGCONT) when the block ends and waited for (`result`); killed, by its pid, when the block
+    fails. Its lease, renewed just before it submitted, is trusted for 90 s (stores/lock.py: 3/4
+    of 120 s): resumed within that, it still holds the store's lock."""
+    timing, out, err = (ws.root / f"paused-deploy.{n}" for n in ("jsonl", "out", "err"))
+    timing.unlink(missing_ok=True)
+    env = {**os.environ, "FLINK_SQL_RUNNER_TIMING_LOG": str(timing)}
+    argv = ws.argv("deploy", *args)
+    began = time.monotonic()
+    with out.open("w") as stdout, err.open("w") as stderr:
+        deployer = subprocess.Popen(  # noqa: S603 - a list, never a shell
+            argv, cwd=ws.root, env=env, stdout=stdout, stderr=stderr, text=True
+        )
+    done = PausedDeploy()
+
+    def events() -> list[str]:
+        lines = timing.read_text().splitlines() if timing.exists() else []
+        return [json.loads(line)["event"] for line in lines if line.endswith("}")]
+
+    def submitted() -> bool:
+        if deployer.poll() is not None:
+            raise AssertionError(f"the deploy ended before it submitted: {out.read_text()}"
+                                 f"{err.read_text()}")  # fmt: skip
+        return "submitted" in events()
+
+    try:
+        wait_for(submitted, timeout=300, interval=0.05, what="the deploy to submit a run")
+        os.kill(deployer.pid, signal.SIGSTOP)
+        paused = time.monotonic()
+        assert "healthy" not in events(), "paused too late: the deploy saw its run healthy"
+        yield done
+        done.paused = time.monotonic() - paused
+        os.kill(deployer.pid, signal.SIGCONT)
+        deployer.wait(600)
+        done.result = subprocess.CompletedProcess(
+            argv, deployer.returncode, out.read_text(), err.read_text()
+        )
+        trace("cli deploy (paused)", began)
+    finally:
+        if deployer.poll() is None:
+            deployer.kill()  # a stopped process dies of SIGKILL too
+            deployer.wait(30)
+        ws._remember_pids()  # noqa: SLF001 - kill_all must stop what it started
+
+
+def failed_and_gone(ws: Workspace, version: int) -> bool:
+    """The run of `version` wrote `failed` in its status file and is gone."""
+    status = ws.state / "checkpoints" / JOB / "_control" / f"v{version}.status.json"
+    try:
+        state = json.loads(status.read_text()).get("state")
+    except (OSError, ValueError):
+        return False
+    return state == "failed" and not ws.runs(JOB)
 
 
 def test_a_kafka_job_reads_every_record_once_across_handovers_a_stop_and_a_kill(
@@ -103,20 +195,25 @@ def test_a_kafka_job_reads_every_record_once_across_handovers_a_stop_and_a_kill(
     in_v1 = result.versions[1]
     checkpoint = ws.state / "checkpoints" / JOB / "2"
 
-    def produce(count: int = 0, into: dict[int, int] | None = None) -> None:
-        """`count` records, keyed, or `into` each partition as many as it says."""
+    def produce(count: int = 0, into: dict[int, int] | None = None, value: str = "") -> None:
+        """`count` records, keyed, or `into` each partition as many as it says; each record's
+        value `value-<n>`, or `value`."""
         nonlocal produced
         for partition, many in (into or {None: count}).items():
             keys = range(produced, produced + many)
-            records = ((f"key-{n}", f"value-{n}") for n in keys)
+            records = ((f"key-{n}", value or f"value-{n}") for n in keys)
             broker.produce(topic, records, partition=partition)
             produced += many
 
-    def all_read(what: str) -> list[dict[str, Any]]:
-        """The sink's rows once the checkpoint committed every record produced (a file sink
-        writes a batch before its checkpoint commits it), each read once."""
-        ends = {topic: {str(p): n for p, n in sorted(broker.end_offsets(topic).items())}}
-        wait_for(committed(ends), timeout=180, what=what)
+    def end_offsets() -> dict[str, dict[str, int]]:
+        """The topic's end offsets, as a checkpoint's committed offsets name them."""
+        return {topic: {str(p): n for p, n in sorted(broker.end_offsets(topic).items())}}
+
+    def all_read(what: str, version: int | None = None) -> list[dict[str, Any]]:
+        """The sink's rows once the checkpoint (of `version`, else the current one) committed
+        every record produced (a file sink writes a batch before its checkpoint commits it),
+        each read once."""
+        wait_for(committed(end_offsets(), version), timeout=180, what=what)
         rows = scenario.rows()
         assert exactly_once(rows, produced, topic) == {
             "produced": produced,
@@ -134,9 +231,13 @@ def test_a_kafka_job_reads_every_record_once_across_handovers_a_stop_and_a_kill(
         assert sum(counts.values()) == produced
         return {topic: {str(p): counts[p] for p in range(PARTITIONS)}}
 
-    def committed(offsets: dict[str, Any]) -> Any:
+    def committed(offsets: dict[str, Any], version: int | None = None) -> Any:
+        """Whether the checkpoint of `version` (the current one's: `checkpoint`) committed
+        `offsets`."""
+        folder = checkpoint if version is None else checkpoint.parent / str(version)
+
         def check() -> CheckpointReport | None:
-            report = read_checkpoint(FileStorage(), str(checkpoint))
+            report = read_checkpoint(FileStorage(), str(folder))
             done = report is not None and report.sources and report.sources[0].committed
             return report if done == offsets else None
 
@@ -190,3 +291,50 @@ def test_a_kafka_job_reads_every_record_once_across_handovers_a_stop_and_a_kill(
     # every record after the new version is v2's: the restarts kept the version
     assert per_version(rows) == {1: in_v1, 2: produced - in_v1}
     assert {row["t"] for row in rows} == {topic} and {row["p"] for row in rows} == {0, 1, 2}
+
+    # 4. a new version that commits, then fails: recorded, not rolled back over (issue 52)
+    ws.write_job(JOB, description=DESCRIPTIONS[1], **{**scenario.job, "sql": FAILS_ON_POISON})
+    before_v3 = produced
+    with paused_deploy(ws, "--handover", "cold") as deploy_v3:
+        # the deployer is paused from when it submitted v3: it cannot see v3 healthy
+        produce(30)
+        wait_for(committed(end_offsets(), 3), timeout=180, what="v3 to commit every record")
+        produce(1, value=POISON)  # v3's next batch fails on it
+        wait_for(lambda: failed_and_gone(ws, 3), timeout=180, what="v3 to fail and exit")
+    failed = deploy_v3.result
+    print(f"the v3 deploy, paused {deploy_v3.paused:.1f} s:\n{failed.stdout}{failed.stderr}")
+    said, words = failed.stdout, failed.stdout.lower()
+    assert "start clean as version 3; src at v2's committed offsets" in said, said
+    assert failed.returncode != 0, said
+    # once v3 committed a batch, resuming v2 would read and write again what v3 did
+    assert not re.search(r"rolled back: v\d+ running again", words), said
+    assert ws.record(JOB) is None, f"a run is up after v3 failed: {ws.record(JOB)}"
+    assert all(word in words for word in ("committed", "not rolled back", "down")), said
+    assert ws.stored(JOB)["meta"]["query-version"] == 3, "v3 is recorded"
+    shown = ws.cli("status", "--output", "json")
+    assert shown.returncode in (0, 1), shown.stdout + shown.stderr
+    (row,) = json.loads(shown.stdout)["jobs"]
+    assert (row["stored-version"], row["running"]) == (3, False), row
+
+    # a fixed query, v4: it starts where v3's last committed batch ended, at the poison record
+    ws.write_job(JOB, description=DESCRIPTIONS[1], **{**scenario.job, "sql": FIXED})
+    fixed = ws.deploy()
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "start clean as version 4; src at v3's committed offsets" in fixed.stdout, fixed.stdout
+    produce(30)
+    rows = all_read("v4 to read on", version=4)
+    assert per_version(rows) == {
+        1: in_v1,
+        2: before_v3 - in_v1,
+        3: 30,
+        4: produced - before_v3 - 30,
+    }, "every record read by one version: v3 what it committed, v4 the poison record on"
+    for partition in range(PARTITIONS):
+        offsets = [
+            sorted(r["o"] for r in rows if r["p"] == partition and r["__query_version"] == v)
+            for v in (2, 3, 4)
+        ]
+        read = [o for o in offsets if o]
+        assert all(a[-1] < b[0] for a, b in zip(read, read[1:], strict=False)), (
+            f"partition {partition}: v2, v3 and v4 read one after the other: {offsets}"
+        )
