@@ -364,6 +364,10 @@ def settle(
         return Settlement(intent, Outcome.TOOK_EFFECT, f"{done}, then its run ended")
     if intent.phase is Phase.FAILED:
         return Settlement(intent, Outcome.NOT_TAKEN, "its run is confirmed gone, never healthy")
+    if any(r.run_id == intent.run_id for r in mine):  # listed under its own id, ended
+        return Settlement(
+            intent, Outcome.NOT_TAKEN, "its run is listed as ended, never healthy, no batch done"
+        )
     if intent.age < intent.submit_timeout:
         left = intent.submit_timeout - intent.age
         return Settlement(

@@ -59,6 +59,12 @@ def test_a_new_version_that_wrote_settles_in_words_of_what_it_wrote():
     assert wrote.why == "v2 committed 4 batches (0 to 3), then its run ended"
     one = settle(start(Phase.FAILED, committed_before=5), (), None, 6)
     assert one.why == "v2 committed batch 6, then its run ended"
+    # listed under its own id as ended: not "not listed", and not waited for
+    ended = settle(start(Phase.SUBMITTED, age=10, committed_before=-1),
+                   (run(liveness=Liveness.GONE),), None, None)  # fmt: skip
+    assert (ended.outcome, ended.why) == (
+        Outcome.NOT_TAKEN, "its run is listed as ended, never healthy, no batch done"
+    )  # fmt: skip
 
 
 def test_the_submit_timeout_is_the_one_the_record_carries():
