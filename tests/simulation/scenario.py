@@ -209,4 +209,6 @@ def generate(seed: int) -> Scenario:
             scenario.partition_added_at = rng.uniform(30, 600)
         if rng.random() < 0.3:  # the checkpoint storage often fails: mid-handover too
             faults.storage_503 = max(faults.storage_503, 0.1)
+    if rng.random() < 0.35:  # batches that run long (issue 52): one in flight at a stop, or a
+        faults.batch_slow = 0.25  # first one that keeps its run from being healthy in time
     return scenario

@@ -66,6 +66,42 @@ class Faults:
     run_stalls: float = 0.0
     kill_per_step: float = 0.0
     manifest_put_503: float = 0.0  # a manifest's own put (the record after a healthy start)
+    #: A batch that runs long (20-100 s, not 0.5-3 s): a first one keeps its run from being
+    #: healthy within the start timeout; a stop drains it, or interrupts it.
+    batch_slow: float = 0.0
+
+
+#: How long a run's stop waits for the batch in flight to commit before it interrupts it
+#: (runner/lifecycle.py's BATCH_DRAIN_SECONDS).
+BATCH_DRAIN = 30.0
+
+
+@dataclass
+class Planned:
+    """A batch planned on a checkpoint (its `offsets/N`): what its Kafka source reads, per
+    partition [start, end) (None for any other source), and the offsets line written."""
+
+    batch: int
+    ranges: dict[str, tuple[int, int]] | None
+    line: str
+
+
+@dataclass
+class Checkpoint:
+    """What a checkpoint folder holds, as its runs left it: the batches planned and the last
+    one committed; how its Kafka source began (its first batch's start) and whether declared."""
+
+    planned: dict[int, Planned] = field(default_factory=dict)
+    committed: int | None = None
+    start_how: str = ""
+    declared: bool = False
+
+    def pending(self) -> int | None:
+        """The batch planned and not committed (Spark re-runs it first, with its offsets)."""
+        last = max(self.planned, default=None)
+        if last is not None and (self.committed is None or last > self.committed):
+            return last
+        return None
 
 
 @dataclass
@@ -85,6 +121,10 @@ class SimRun:
     sink: str = ""
     query: str = ""
     next_batch: int | None = None
+    #: The batch it planned and has not committed yet.
+    in_flight: Planned | None = None
+    #: The batches it committed.
+    commits: int = 0
     #: A run that may write: any run but a prepared one before its go (a warm handover).
     writer: bool = True
     #: Its version's status beacon, from its runtime manifest (none before a prepared run's go).
@@ -216,7 +256,7 @@ class World:
         self.stamps: dict[str, int] = {}
         self.writes = 0
         self.runs: list[SimRun] = []
-        self.next_batch: dict[str, int] = {}  # by checkpoint location
+        self.checkpoints: dict[str, Checkpoint] = {}  # by location
         self.sink: list[tuple[str, int, int, str, str]] = []  # name, version, batch, sink, run
         #: What happened: (step, virtual time, text), made lines of when shown (Outcome.history).
         self.events: list[tuple[int, float, str]] = []
@@ -482,6 +522,8 @@ class World:
         stalls = not hangs and self.chance(f.run_stalls)
         die_at = self.rt.now + self.rng.uniform(0, 120)
         hang_at = self.rt.now + self.rng.uniform(0, 120)
+        # Half the runs that die do so with a batch in flight: planned, never committed.
+        dies_mid_batch = dies and self.rng.random() < 0.5
         heartbeat = 0
         while not run.gone:
             if not any(vars(f).values()):  # the quiet phase: no run dies or hangs from now on
@@ -494,11 +536,28 @@ class World:
                 yield 5  # alive, no progress; a hung run ignores its stop marker
                 continue
             try:
-                batch = self.commit(run)
+                batch = self.plan(run)
             except kafka.SparkRefuses as exc:
                 self.end_run(run, "its query failed", "failed", error=str(exc))
                 return
+            slow = self.chance(f.batch_slow)
+            seconds = self.rng.uniform(20, 100) if slow else self.rng.uniform(0.5, 3)
+            if dies_mid_batch and dies and self.rt.now >= die_at:
+                yield seconds / 2
+                self.end_run(run, f"died with batch {batch} planned, not committed", "failed",
+                             error="sim: the driver died")  # fmt: skip
+                return
+            if not (yield from self.batch_runs(run, batch, seconds, hangs)):
+                return
+            drained = self.files.get(run.stop_marker) is not None and not hangs
+            self.commit(run, drained)
             heartbeat += 1
+            if drained:
+                # Stopped between two batches, the one in flight drained (runner/lifecycle.py):
+                # its status goes from `starting` or `active` to `stopped`.
+                self.end_run(run, f"stopped through its stop marker after batch {batch}",
+                             "stopped")  # fmt: skip
+                return
             if dies_after_commit:
                 self.end_run(
                     run,
@@ -513,10 +572,35 @@ class World:
                 heartbeat=heartbeat,
                 **{"last-batch": batch, "batch-running-seconds": 0},
             )
-            if dies and self.rt.now >= die_at:
+            if dies and not dies_mid_batch and self.rt.now >= die_at:
                 self.end_run(run, "died", "failed", error="sim: the driver died")
                 return
             yield self.rng.uniform(3, 8)
+
+    def batch_runs(
+        self, run: SimRun, batch: int, seconds: float, hangs: bool
+    ) -> Generator[float, None, bool]:
+        """A planned batch runs for `seconds`: True once it may commit; False when its run was
+        killed meanwhile, or its stop marker interrupted it after BATCH_DRAIN (it stays planned,
+        not committed). A batch shorter than that always drains (its marker is seen once it
+        committed); a hung run ignores its marker."""
+        if seconds <= BATCH_DRAIN:
+            yield seconds
+            return not run.gone
+        left, seen = seconds, None
+        while left > 0:
+            yield min(left, 5.0)
+            left -= 5.0
+            if run.gone:
+                return False
+            if left > 0 and not hangs and self.files.get(run.stop_marker) is not None:
+                seen = self.rt.now if seen is None else seen
+                if self.rt.now - seen >= BATCH_DRAIN:
+                    self.end_run(run, f"stopped through its stop marker, batch {batch} "
+                                 f"interrupted after {BATCH_DRAIN:.0f} s (planned, not "
+                                 "committed)", "stopped")  # fmt: skip
+                    return False
+        return True
 
     def await_go(self, run: SimRun, doc: dict[str, Any]) -> Generator[float, None, bool]:
         """A prepared run (runner/prepare.py): its pre-flight may fail; then it says `ready`
@@ -558,27 +642,55 @@ class World:
             yield 1
         return False
 
-    def source_line(self, run: SimRun) -> str:
-        """The offsets line of the run's source for its next batch: a Kafka source reads from
-        where it is to the topic's end now (partitions found since, from their earliest, as
-        Spark's source does); any other source `{}`."""
-        if run.kafka is None or self.topic is None:
-            return "{}"
-        if run.position is None:
-            run.position = self.kafka_position(run)
-        ends = self.topic.ends(self.rt.now)
-        run.position = dict(ends)
-        self.kafka_at[run.location] = dict(ends)
-        return kafka.offsets_line(ends)
+    def plan(self, run: SimRun) -> int:
+        """The run plans its next batch (`offsets/N`, with its source's offsets line). A driver
+        reads its checkpoint as it plans its first batch and goes on from there by itself (as
+        Spark keeps its offsets in memory): two drivers on one checkpoint plan and commit the
+        same batches. A batch planned and not committed is re-run first, with its offsets
+        (Spark's rule: an offsets id past the last commit is run again as planned). A Kafka
+        source reads from where its previous batch ended to the topic's end now, partitions
+        found since from their earliest (Spark's rule); SparkRefuses before anything is
+        planned."""
+        checkpoint = self.checkpoints.setdefault(run.location, Checkpoint())
+        if run.next_batch is None:
+            pending = checkpoint.pending()
+            if pending is not None:
+                planned = checkpoint.planned[pending]
+                if planned.ranges is not None:
+                    run.position = {p: end for p, (_, end) in planned.ranges.items()}
+                run.next_batch, run.in_flight = pending + 1, planned
+                self.log(f"cluster: {run.describe()} re-runs batch {pending}, planned and not "
+                         f"committed, with its offsets {planned.line}")  # fmt: skip
+                return pending
+            batch = 0 if checkpoint.committed is None else checkpoint.committed + 1
+        else:
+            batch = run.next_batch
+        ranges = None
+        line = "{}"
+        if run.kafka is not None and self.topic is not None:
+            start = self.kafka_start(run, checkpoint, batch)
+            ends = self.topic.ends(self.rt.now)
+            ranges = {p: (start.get(p, 0), max(end, start.get(p, 0))) for p, end in ends.items()}
+            run.position = {p: end for p, (_, end) in ranges.items()}
+            line = kafka.offsets_line(run.position)
+        planned = Planned(batch, ranges, line)
+        run.next_batch, run.in_flight = batch + 1, planned
+        checkpoint.planned[batch] = planned
+        self.files[f"{run.location}/metadata"] = '{"id": "sim"}'
+        self.files[f"{run.location}/offsets/{batch}"] = "v1\n{}\n" + line
+        return batch
 
-    def kafka_position(self, run: SimRun) -> dict[str, int]:
-        """Where a run's Kafka source begins: where its checkpoint's last batch ended (a
-        restart), else on a new checkpoint where its deployer, its table or Spark says; the
-        latter checked against where the version it replaces finished."""
+    def kafka_start(self, run: SimRun, checkpoint: Checkpoint, batch: int) -> dict[str, int]:
+        """Where a run's next batch of its Kafka source begins: where its previous one ended
+        (in memory), where its checkpoint's last committed batch ended, or, on a new checkpoint,
+        where its deployer, its table or Spark says; the latter checked against where the
+        version it replaces finished."""
         assert run.kafka is not None and self.topic is not None
-        resumed = self.kafka_at.get(run.location)
-        if resumed is not None:
-            return dict(resumed)
+        if run.position is not None:
+            return dict(run.position)
+        if batch > 0:
+            before = checkpoint.planned[batch - 1].ranges or {}
+            return {p: end for p, (_, end) in before.items()}
         view, table = run.kafka
         word = run.go_word or {}
         spec = (word.get("starting") or {}).get(view) or table.get("start")
@@ -594,6 +706,7 @@ class World:
                  f"({start.how})")  # fmt: skip
         if found is not None:
             self.violate(*found)
+        checkpoint.start_how, checkpoint.declared = start.how, start.declared
         return start.offsets
 
     def stored_version(self, name: str) -> int | None:
@@ -605,18 +718,18 @@ class World:
 
         return StoredManifest.from_yaml(found[0].decode(), name).meta.query_version
 
-    def commit(self, run: SimRun) -> int:
-        # A driver reads where its checkpoint is at its start and goes on from there by itself
-        # (as Spark keeps its offsets in memory): two drivers on one checkpoint commit the same
-        # batches.
-        line = self.source_line(run)  # SparkRefuses before the batch is planned
-        if run.next_batch is None:
-            run.next_batch = self.next_batch.get(run.location, 0)
-        batch = run.next_batch
-        run.next_batch += 1
-        self.next_batch[run.location] = max(self.next_batch.get(run.location, 0), batch + 1)
-        self.files[f"{run.location}/metadata"] = '{"id": "sim"}'
-        self.files[f"{run.location}/offsets/{batch}"] = "v1\n{}\n" + line
+    def commit(self, run: SimRun, drained: bool = False) -> int:
+        """The batch in flight commits: its rows into the sink and `commits/N`, in one step
+        (the world's sinks keep no log of their own, so the last commit is where a version
+        finished, as gather/offsets.py::finished_batch counts it here).
+        `drained`: the batch was in flight when its run's stop marker came."""
+        planned = run.in_flight
+        assert planned is not None
+        run.in_flight = None
+        batch = planned.batch
+        checkpoint = self.checkpoints[run.location]
+        before = checkpoint.committed
+        checkpoint.committed = batch if before is None else max(before, batch)
         self.sink.append((run.name, run.version, batch, run.sink, run.run_id))
         key = (run.name, run.version, batch)
         if key in self.track.committed:
@@ -628,6 +741,17 @@ class World:
             )
         self.track.committed.setdefault(key, run.sink)
         self.files[f"{run.location}/commits/{batch}"] = "v1\n{}"
+        run.commits += 1
+        ranges = planned.ranges
+        if ranges is not None:
+            self.kafka_at[run.location] = {p: end for p, (_, end) in ranges.items()}
+        if run.commits == 1 or drained:
+            read = ""
+            if ranges is not None and self.topic is not None:
+                read = " reading " + ", ".join(f"{self.topic.name}/{p} [{lo}, {hi})" for p, (lo, hi)
+                                               in sorted(ranges.items()))  # fmt: skip
+            what = "the batch in flight at its stop" if drained else "its first batch"
+            self.log(f"cluster: {run.describe()} commits {what}, {batch},{read} into {run.sink}")
         return batch
 
 
