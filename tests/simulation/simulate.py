@@ -315,6 +315,10 @@ class Director:
                         f"went on with batch {later[0][0]} into {later[0][1]}",
                     )
                     break
+        # The ledger of records once more, whole: every record from where each job began to its
+        # furthest committed batch written by exactly one version, or declared.
+        for kind, text in w.ledger.final():
+            w.violate(kind, text)
 
     # -- the scenario ----------------------------------------------------------------------------
     def run(self) -> None:

@@ -33,6 +33,7 @@ from flink_sql_runner.targets.base import (
     SubmitOutcomeUnknown,
 )
 from tests.simulation import kafka
+from tests.simulation.ledger import Ledger
 from tests.simulation.sim_runtime import EPOCH as WALL_EPOCH
 from tests.simulation.sim_runtime import Killed, Proc, SimRuntime
 from tests.support.fakes import FakeStorage
@@ -257,6 +258,7 @@ class World:
         self.writes = 0
         self.runs: list[SimRun] = []
         self.checkpoints: dict[str, Checkpoint] = {}  # by location
+        self.ledger = Ledger()
         self.sink: list[tuple[str, int, int, str, str]] = []  # name, version, batch, sink, run
         #: What happened: (step, virtual time, text), made lines of when shown (Outcome.history).
         self.events: list[tuple[int, float, str]] = []
@@ -721,7 +723,7 @@ class World:
     def commit(self, run: SimRun, drained: bool = False) -> int:
         """The batch in flight commits: its rows into the sink and `commits/N`, in one step
         (the world's sinks keep no log of their own, so the last commit is where a version
-        finished, as gather/offsets.py::finished_batch counts it here).
+        finished, as gather/offsets.py::finished_batch counts it here); the ledger checks.
         `drained`: the batch was in flight when its run's stop marker came."""
         planned = run.in_flight
         assert planned is not None
@@ -752,6 +754,20 @@ class World:
                                                in sorted(ranges.items()))  # fmt: skip
             what = "the batch in flight at its stop" if drained else "its first batch"
             self.log(f"cluster: {run.describe()} commits {what}, {batch},{read} into {run.sink}")
+        found, notes = self.ledger.commit(
+            run.name,
+            run.version,
+            batch,
+            f"run {run.run_id[:8]} by {run.started_by}",
+            run.sink,
+            self.rt.step,
+            (self.topic.name, ranges) if ranges is not None and self.topic is not None else None,
+            checkpoint.start_how if batch == 0 and checkpoint.declared else "",
+        )
+        for note in notes:
+            self.log(note)
+        for kind, text in found:
+            self.violate(kind, text)
         return batch
 
 
