@@ -28,7 +28,7 @@ from flink_sql_runner.decide.steps import (
     checkpoint_location,
 )
 from flink_sql_runner.model.facts import CheckpointFacts, JobFacts
-from flink_sql_runner.model.intents import FailedStart, Kind, Outcome
+from flink_sql_runner.model.intents import FailedStart, Kind, Outcome, Phase
 from flink_sql_runner.model.offsets import NO_STARTS
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.sparkversion import is_older, version_tuple
@@ -167,6 +167,17 @@ def settle_intent(
             "does not record: wait until it is healthy, record it; "
         )
         return adopted, (AwaitRun(left_up, manifest), Record(manifest), drop), (), note + why
+    told = _told_to_stop(facts)
+    if told is not None and facts.stored is not None:
+        # Its stop marker may still be there, and the run ending by it: the stop is finished
+        # (confirmed), and what the job wants decided on a job that does not run.
+        drop = DropIntent(f"it did not take effect: {settled.why}")
+        why = (
+            f"{told.describe()} was told to stop and may yet end by it: stop it, then "
+            "decide as for a job that does not run; "
+        )
+        stopping = replace(untouched, runs=tuple(r for r in untouched.runs if r is not told))
+        return stopping, (drop, StopRun(told, facts.stored)), (), note + why
     if settled.outcome is Outcome.NOT_TAKEN:
         drop = DropIntent(f"it did not take effect: {settled.why}")
         left = [r for r in facts.runs if intent.waits_for_go and r.run_id == intent.run_id]
@@ -237,6 +248,24 @@ def settle_intent(
     ):
         rollback = (StartRun(facts.stored, clean=False, source="the store"),)
     return adopted, steps, rollback, note + "wait until it is healthy, record it; "
+
+
+def _told_to_stop(facts: JobFacts) -> Run | None:
+    """The run an interrupted stop (`stop NAME`, a deploy's, a prune's) told to stop and could
+    not confirm gone: its stop marker was written, so it may end by itself at any time. None if
+    the job's intent is no such stop, or more than one run is up (an error elsewhere)."""
+    assert facts.intent is not None
+    settled = facts.intent.settled
+    intent = settled.intent
+    if intent.kind not in (Kind.STOP, Kind.PRUNE) or settled.outcome is not Outcome.NOT_TAKEN:
+        return None
+    if intent.phase not in (Phase.STOPPING, Phase.OLD_STOPPED) or len(facts.alive) != 1:
+        return None
+    run = facts.alive[0]
+    stored = facts.stored
+    if stored is None or run.version not in (None, stored.meta.query_version):
+        return None
+    return run
 
 
 def _same_job(desired: Job | None, manifest: StoredManifest) -> bool:

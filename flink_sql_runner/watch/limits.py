@@ -13,7 +13,7 @@ from dataclasses import replace
 from functools import cached_property
 
 from flink_sql_runner.decide.decisions import Decision
-from flink_sql_runner.decide.steps import Archive, Record, StartRun
+from flink_sql_runner.decide.steps import Archive, Record, StartRun, StopRun
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
 from flink_sql_runner.model.runtime import source_tables
@@ -51,6 +51,12 @@ def refusal_of(
     intent = facts.intent.intent if facts.intent is not None else None
     if intent is not None and intent.kind is Kind.PRUNE and decision.steps:
         return "an interrupted prune is left to the next deploy"
+    if (
+        intent is not None
+        and intent.kind is Kind.STOP
+        and any(isinstance(s, StopRun) for s in decision.steps)
+    ):
+        return "an interrupted stop is left to the next deploy or stop"
     wrote = {manifest_digest(m) for m in (facts.stored, intent.manifest if intent else None) if m}
     for step in decision.steps:
         if isinstance(step, StartRun) and step.clean:

@@ -24,7 +24,7 @@ from flink_sql_runner.stores.storage import StorageError
 from flink_sql_runner.watch.status import status_rows
 from tests.support.fakes import FakeClock
 from tests.support.handover_world import KAFKA, KAFKA_V1, KAFKA_V2, Crash, World, kafka_checkpoint
-from tests.support.jobs import ROOT, make_job
+from tests.support.jobs import BASE, ROOT, make_job
 
 pytestmark = pytest.mark.fast
 
@@ -406,3 +406,28 @@ def test_stop_after_a_version_that_wrote_records_that_version_not_the_one_before
     world.runner.on_start = None
     plan = world.plan([KAFKA_V2])
     assert plan.decisions[0].action is Action.RESTART, plan.decisions[0].reason
+
+
+# -- found by the simulation's two-step batches (seed 3861) ----------------------------------
+def test_a_run_told_to_stop_by_a_stop_not_confirmed_is_stopped_and_started_again():
+    """`stop orders` wrote the run's stop marker, but the kill after its timeout was not
+    confirmed (the run was draining a long batch). Before: the next deploy dropped the stop's
+    record ("v1 is still up") and left the run alone, exit 0; the run then ended by the marker
+    left behind, and the job was down. Now the stop is finished and the job started again from
+    its checkpoint."""
+    world = World()
+    world.target.stop_unconfirmed = True
+    [stopped] = stop_jobs(world.store, world.target, world.state, ["orders"], 5)
+    assert stopped.outcome == "failed", stopped
+    assert world.intent() is not None and world.runs() == ["old-run"]
+    world.target.stop_unconfirmed = False
+    plan = world.plan([BASE])
+    decision = plan.decisions[0]
+    assert "told to stop" in decision.reason, decision.reason
+    assert [type(s).__name__ for s in decision.steps] == [
+        "DropIntent", "StopRun", "StartRun", "Record"
+    ]  # fmt: skip
+    _, result = world.deploy([BASE])
+    assert result.ok, result
+    assert len(world.runs()) == 1 and world.runs() != ["old-run"]
+    assert world.intent() is None and world.target.double_starts == []
