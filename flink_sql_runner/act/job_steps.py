@@ -269,20 +269,7 @@ class JobSteps:
             if not (first and ran):
                 tracker.forget()
             raise failure
-        try:
-            self._roll_back(decision, result, tracker)
-        except StartFailed as again:
-            down = f"; the job is down: no run of {name} is up" if again.gone else ""
-            raise FsrError(
-                f"{first_line(str(failure))}; and the rollback failed too: "
-                f"{first_line(str(again))}{down}"
-            ) from None
-        back = next(s for s in decision.rollback if isinstance(s, StartRun))
-        result.ok, result.outcome = False, "rolled-back"
-        result.summary = (
-            f"rolled back: v{back.manifest.meta.query_version} running again from its "
-            f"checkpoint, the store unchanged ({first_line(str(failure))})"
-        )
+        self._undo_after(decision, result, tracker, failure)
         result.detail = "\n".join(str(failure).splitlines()[1:])
 
     def _keep_what_wrote(
@@ -367,13 +354,7 @@ class JobSteps:
             result.summary += "; it stays stopped (no previous run to start again)"
             tracker.forget()
             return
-        try:
-            self._roll_back(decision, result, tracker)
-        except StartFailed as again:
-            raise FsrError(
-                f"held back ({'; '.join(held)}), and starting the previous run again failed: "
-                f"{first_line(str(again))}"
-            ) from None
+        self._undo_after(decision, result, tracker, FsrError(f"held back ({'; '.join(held)})"))
         back = next(s for s in decision.rollback if isinstance(s, StartRun))
         result.ok, result.outcome = False, "skipped"
         result.summary = (
@@ -404,9 +385,11 @@ class JobSteps:
     def _undo_after(
         self, decision: Decision, result: JobResult, tracker: Tracker, exc: FsrError
     ) -> None:
-        """After the old run stopped, a step failed that is not a start's (a record the store
-        would not take, even asked again): the run it stopped is started again from its
-        checkpoint, the store unchanged; where that fails too, the job is down, said so."""
+        """The decision's rollback, after the old run stopped and a start failed (its run
+        confirmed gone, having written nothing), or another step did (a record the store would
+        not take, even asked again, with nothing new submitted): the run it stopped is started
+        again from its checkpoint, the store unchanged. Where that fails too, an error that
+        says what the job is left as."""
         name = decision.name
         try:
             self._roll_back(decision, result, tracker)
@@ -418,10 +401,11 @@ class JobSteps:
             left = (
                 "its run may still be up: the next deploy settles it"
                 if up
-                else self._left_down(name, tracker) or "the job is down; deploy again"
+                else self._left_down(name, tracker)
+                or f"the job is down: no run of {name} is up; deploy again"
             )
             raise FsrError(
-                f"{first_line(str(exc))}; and starting what it stopped again failed too: "
+                f"{first_line(str(exc))}; and the rollback failed too: "
                 f"{first_line(str(again))}; {left}"
             ) from None
         back = next(s for s in decision.rollback if isinstance(s, StartRun))
