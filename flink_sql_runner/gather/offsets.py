@@ -60,20 +60,54 @@ def version_finished(
 def _sink_holds(storage: Storage, checkpoint: str, sink_folder: str | None, batch: int) -> bool:
     """Whether the version's file sink holds `batch` (its id shifted as the runner recorded)."""
     location = f"{checkpoint.rstrip('/')}/{SINK_OFFSET_FILE}"
-    text = storage.read_text(location)
-    try:
-        record = json.loads(text) if text else {}
-    except ValueError:
-        raise StorageError(f"{location}: not JSON; where the sink stopped cannot be told") from None
-    folder = record.get("sink-path") or sink_folder
+    segments, recorded_path = sink_record(storage.read_text(location), location)
+    folder = recorded_path or sink_folder
     if not folder:
         return False
     offset = 0
-    for begin, shift in record.get("segments") or []:
+    for begin, shift in segments:
         if begin <= batch:
             offset = shift
     names = storage.file_names(f"{folder.rstrip('/')}/_spark_metadata")
     return str(batch + offset) in names or f"{batch + offset}.compact" in names
+
+
+def sink_record(text: str | None, location: str) -> tuple[list[tuple[int, int]], str | None]:
+    """The runner's record of how a checkpoint's batch ids map to its file sink's
+    (runner/file_sink.py writes it): `[(first batch, shift), ...]` and the sink's path; none
+    for no record. As the runner reads it: `segments`, or a record of an older runner's
+    `sink-batch-offset` N (every batch shifted by N). StorageError for anything else: where the
+    sink stopped cannot be told, and a guess would read records twice or skip them."""
+    if not text:
+        return [], None
+    bad = f"{location}: not a record of the sink's batches"
+    untold = "where the sink stopped cannot be told"
+    try:
+        record = json.loads(text)
+    except ValueError:
+        raise StorageError(f"{location}: not JSON; {untold}") from None
+    if not isinstance(record, dict):
+        raise StorageError(
+            f"{bad} ({type(record).__name__}); where the sink stopped cannot be told"
+        )
+    path = record.get("sink-path")
+    if path is not None and not isinstance(path, str):
+        raise StorageError(f"{bad} (sink-path {path!r}); {untold}")
+    raw = record.get("segments")
+    if not raw and "sink-batch-offset" in record:
+        raw = [[0, record["sink-batch-offset"]]]
+    if raw is not None and not isinstance(raw, list):
+        raise StorageError(f"{bad} (segments {raw!r}); {untold}")
+    segments: list[tuple[int, int]] = []
+    for item in raw or []:
+        if (
+            not isinstance(item, list)
+            or len(item) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in item)
+        ):
+            raise StorageError(f"{bad} (segment {item!r}); {untold}")
+        segments.append((item[0], item[1]))
+    return segments, path
 
 
 def read_starts(storage: Storage, plan: StartPlan) -> Starts:

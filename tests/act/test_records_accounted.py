@@ -431,3 +431,60 @@ def test_a_run_told_to_stop_by_a_stop_not_confirmed_is_stopped_and_started_again
     assert result.ok, result
     assert len(world.runs()) == 1 and world.runs() != ["old-run"]
     assert world.intent() is None and world.target.double_starts == []
+
+
+# -- the hostile review of issue 52 (each failed before its fix) ----------------------------
+def pending_batch(world: World, version: int, batch: int) -> None:
+    """The version's run planned `batch` (reading to [0:9, 1:9]) and stopped before it
+    committed it."""
+    line = json.dumps({"orders": {"0": 9, "1": 9}})
+    world.state.files[f"{ROOT}/orders/{version}/offsets/{batch}"] = f"v1\n{{}}\n{line}"
+
+
+def test_an_older_runner_s_sink_record_shifts_batch_ids_as_the_runner_reads_it():
+    """Review 1: a checkpoint of an older runner keeps `{"sink-batch-offset": 5}` (its batches
+    0..4 are the sink's 5..9). Before: read as no shift, the sink's id 5 (v1's batch 0) was
+    taken for v1's pending batch 5, and v2 started after a batch nobody wrote."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    pending_batch(world, 1, 5)
+    world.state.files[f"{ROOT}/orders/1/flink-sql-runner-sink.json"] = json.dumps(
+        {"sink-batch-offset": 5, "sink-path": "/out"}
+    )
+    for sink_id in range(10):
+        world.state.files[f"/out/_spark_metadata/{sink_id}"] = "v1"
+    _, result = world.deploy([KAFKA_V2], handover="cold")
+    assert result.ok, result
+    assert "src starts at v1's batch 4: orders[0:5,1:7]" in result.steps, result.steps
+
+
+@pytest.mark.parametrize("record", ["[]", '{"segments": 5}', '{"segments": [[0]]}', '"x"'])
+def test_a_sink_record_of_another_shape_is_refused_in_words_and_rolled_back(record):
+    """Review 4: JSON, but not the runner's record. Before: a Python error after v1 stopped
+    ("unexpected error: AttributeError ..."), v1 left down without a word."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    pending_batch(world, 1, 5)
+    world.state.files[f"{ROOT}/orders/1/flink-sql-runner-sink.json"] = record
+    _, result = world.deploy([KAFKA_V2], handover="cold")
+    assert result.outcome == "rolled-back", result
+    assert "not a record of the sink's batches" in result.summary
+    assert versions_started(world) == [1]
+
+
+@pytest.mark.parametrize("record", ["[]", '{"segments": 5}'])
+def test_a_sink_record_of_another_shape_is_that_job_s_problem_not_the_plan_s(record):
+    """Review 4: the record of an interrupted start's version. Before: the whole plan (every
+    job) failed with a Python error."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    world.runner.on_start = lambda s: (_ for _ in ()).throw(Crash()) if s.version == 2 else None
+    with pytest.raises(Crash):
+        world.deploy([KAFKA_V2], handover="cold")
+    world.target.runs.pop("orders", None)
+    world.state.files[f"{ROOT}/orders/2/metadata"] = json.dumps({"id": "x"})
+    pending_batch(world, 2, 0)
+    world.state.files[f"{ROOT}/orders/2/flink-sql-runner-sink.json"] = record
+    decision = world.plan([KAFKA_V2]).decisions[0]
+    assert decision.action is Action.ERROR
+    assert "not a record of the sink's batches" in decision.reason, decision.reason
