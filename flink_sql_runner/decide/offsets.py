@@ -30,7 +30,7 @@ from flink_sql_runner.model.offsets import (
     AS_TABLE,
     CARRIED,
     DECLARED,
-    START_OPTIONS,
+    OWN_START_OPTIONS,
     SourceStart,
     StartPlan,
     carry_from,
@@ -132,7 +132,7 @@ def kafka_starts(
             sources.append(SourceStart(name, DECLARED, topics, reads or "subscribe", start=start,
                                        by=by))  # fmt: skip
             continue
-        if start is None and START_OPTIONS.keys() & set(options):
+        if start is None and OWN_START_OPTIONS.keys() & set(options):
             why = table_start(options)
             sources.append(SourceStart(name, AS_TABLE, topics, reads or "subscribe", why=why))
             continue
@@ -200,11 +200,14 @@ def kafka_starts(
     )
 
 
-def first_starts(new: StoredManifest, declared: KafkaStart | None = None) -> StartPlan | None:
+def first_starts(
+    new: StoredManifest, declared: KafkaStart | None = None, first: str = "its first version"
+) -> StartPlan | None:
     """Where the Kafka sources of a job's first version start (nothing stored of it: a new job,
     or one forgotten): as declared (the deploy's over the job's), else as each table says, the
     plan naming it (`latest`, Spark's default, included); None when it reads no Kafka table.
-    A declared `carry` has nothing to carry from: the plan says it is not applied, and why."""
+    A declared `carry` has nothing to carry from: the plan says it is not applied, and why
+    (`first`: what the version is, a job's first, or its first on Spark)."""
     wanted = _kafka_sources(new)
     if not wanted:
         return None
@@ -219,7 +222,7 @@ def first_starts(new: StoredManifest, declared: KafkaStart | None = None) -> Sta
             continue
         why = table_start(options)
         if start is not None:
-            why += f" ({by} says carry, but v{version} is its first version: nothing to carry)"
+            why += f" ({by} says carry, but v{version} is {first}: nothing to carry)"
         sources.append(SourceStart(name, AS_TABLE, topics, reads, why=why))
     return StartPlan(None, "", tuple(sources))
 
@@ -228,7 +231,7 @@ def table_start(options: dict[str, Any]) -> str:
     """Where a Kafka source starts on a new checkpoint as its table says (its options, keys in
     lower case), in words: `starts at its own startingOffsets (earliest)`, `starts at latest
     (Spark's default; the table sets no startingOffsets)`."""
-    own = sorted((START_OPTIONS[k], options[k]) for k in options if k in START_OPTIONS)
+    own = sorted((OWN_START_OPTIONS[k], options[k]) for k in options if k in OWN_START_OPTIONS)
     if not own:
         return "starts at latest (Spark's default; the table sets no startingOffsets)"
     said = ", ".join(f"{key} ({_short(value)})" for key, value in own)
@@ -260,7 +263,7 @@ def kafka_at_default(manifest: StoredManifest) -> tuple[str, ...]:
         sorted(
             name
             for name, opts in _kafka_sources(manifest).items()
-            if not START_OPTIONS.keys() & set(opts)
+            if not OWN_START_OPTIONS.keys() & set(opts)
         )
     )
 

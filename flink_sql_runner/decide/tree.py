@@ -470,7 +470,8 @@ def _tree(facts: JobFacts, asked: Asked) -> Decision:
         the decision starts one (most jobs of a plan change nothing)."""
         new_version = manifest_of(desired, Meta.new(clean_version))
         # A new version's Kafka sources start where this one stopped (decide/offsets.py); a
-        # manifest converted from the original tool has no checkpoint of Spark's to start from.
+        # manifest converted from the original tool has no checkpoint of Spark's to start from:
+        # its first version on Spark starts as declared, or as its tables say.
         starting = (
             kafka_starts(
                 stored,
@@ -480,7 +481,7 @@ def _tree(facts: JobFacts, asked: Asked) -> Decision:
                 asked.kafka_start,
             )
             if "checkpoint-root" in stored.job
-            else None
+            else first_starts(new_version, asked.kafka_start, "its first version on Spark")
         )
         if isinstance(starting, Refused):
             return starting

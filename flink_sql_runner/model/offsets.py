@@ -34,6 +34,9 @@ START_OPTIONS = {
         "startingOffsetsByTimestampStrategy",
     )
 }
+#: Those of them that are a start of their own: the strategy alone only says what a timestamp
+#: that finds no offset does, and a new query with it alone starts at `latest`.
+OWN_START_OPTIONS = {k: v for k, v in START_OPTIONS.items() if not k.endswith("strategy")}
 #: What a carried subscription's partitions not named in its offsets start at: Spark's own rule
 #: for partitions it discovers while running (the runner asks the brokers which there are).
 NEW_PARTITIONS = "earliest"

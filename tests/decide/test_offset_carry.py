@@ -15,6 +15,7 @@ from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.gather.offsets import finished_batch, read_starts
+from flink_sql_runner.migrate.convert import convert
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.offsets import CarryRefused, Starts
 from flink_sql_runner.model.runs import Run
@@ -458,3 +459,44 @@ def test_the_same_topics_on_brokers_v1_never_named_are_refused_unless_declared(r
     assert plan_one(carry, stored_of(V1), running=running).reason.endswith(
         "; src from earliest (the job's kafka-start; v1 read them from other brokers)"
     )
+
+
+# -- the hostile review of issue 52 ----------------------------------------------------------
+def test_a_timestamp_strategy_alone_is_not_a_start_of_its_own():
+    """Review 2: `startingOffsetsByTimestampStrategy` only says what a startingTimestamp that
+    finds no offset does; alone, a new query starts at `latest`. Before: taken as the table's
+    own start, nothing carried, what arrived during the change lost."""
+    strategy = kafka(startingOffsetsByTimestampStrategy="latest")
+    decision = plan_one(job(sql="SELECT id FROM src WHERE id > 1", tables={"src": strategy}),
+                        stored_of(job(tables={"src": strategy})), running=1)  # fmt: skip
+    assert decision.reason.endswith("; src at v1's committed offsets"), decision.reason
+    assert first_plan(job(tables={"src": strategy})).reason == (
+        "new job; src starts at latest (Spark's default; the table sets no startingOffsets)"
+    )
+
+
+@pytest.mark.parametrize("how", ["job", "deploy"])
+def test_a_job_migrated_from_the_original_tool_starts_its_first_spark_version_as_declared(how):
+    """Review 3: a converted manifest names no checkpoint of Spark's, so its first version on
+    Spark carries nothing. Before: its declared start was dropped and the plan named none (the
+    source started at `latest`)."""
+    original = {
+        "name": "orders", "description": "all orders", "target-table": "out",
+        "sql": "SELECT id, ts FROM src WHERE id > 0",
+        "flinkProperties": {"parallelism.default": "2"},
+        "meta": {"query-id": "q-1", "query-version": 3,
+                 "query-create-timestamp": "2022-12-07 08:57:42"},
+    }  # fmt: skip
+    converted, problems = convert(original, "orders", "memory://store/orders.yaml")
+    assert not problems, problems
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    store.put(converted.manifest)
+    desired = job(kafka_start="earliest" if how == "job" else None)
+    declared = parse_kafka_start("earliest") if how == "deploy" else None
+    facts = gather([desired], store, target, storage, workers=1)
+    decision = build_plan(facts, kafka_start=declared).decisions[0]
+    assert decision.action is Action.START_CLEAN and decision.version == 4, decision.reason
+    by = "deploy --kafka-start" if how == "deploy" else "the job's kafka-start"
+    assert decision.reason.endswith(f"; src from earliest ({by})"), decision.reason
+    start = next(s for s in decision.steps if isinstance(s, StartRun))
+    assert start.starting is not None and start.starting.version is None
