@@ -30,6 +30,7 @@ from typing import Any
 
 from flink_sql_runner.act.results import JobResult, first_line
 from flink_sql_runner.act.runs import (
+    GoNotGiven,
     Healthy,
     PreparedGone,
     PreparedRun,
@@ -37,7 +38,7 @@ from flink_sql_runner.act.runs import (
     RunControl,
     StartFailed,
 )
-from flink_sql_runner.act.tracker import KIND_OF_ACTION, Tracker
+from flink_sql_runner.act.tracker import KIND_OF_ACTION, Tracker, retried
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.steps import (
     Archive,
@@ -184,15 +185,21 @@ class JobSteps:
                     f"{first_line(str(failure))}; the run may still be up, so nothing else "
                     f"is started for {name} (the next deploy settles it)"
                 ) from None
+            tracker.new_run = False
             ran = tracker.intent is not None and tracker.intent.phase is Phase.SUBMITTED
-            tracker.to(Phase.FAILED, error=redact_text(first_line(str(failure))))
+            try:
+                tracker.to(Phase.FAILED, error=redact_text(first_line(str(failure))))
+            except LeaseLost:
+                raise
+            except FsrError:
+                pass  # evidence only: the record says what was submitted, the run is gone
             self._after_failed_start(decision, result, tracker, failure, ran)
             return
         except LeaseLost as lost:
             # Not this deploy's store any more: no cleanup either; but what it leaves is said.
-            down = self._left_down(name, tracker, lost=True)
-            if down is not None:
-                raise LeaseLost(f"{first_line(str(lost))}; {down}") from None
+            left = self._left_as(name, tracker, lost=True)
+            if left is not None:
+                raise LeaseLost(f"{first_line(str(lost))}; {left[1]}") from None
             raise
         except BaseException as exc:
             # A prepared run is told to end (a kill runs nothing: it ends by itself); until it
@@ -201,13 +208,13 @@ class JobSteps:
             if pending and isinstance(exc, Exception):
                 why = f"the deploy did not go on: {first_line(str(exc))}"
                 pending = not self._end_prepared(name, why)
-            down = self._left_down(name, tracker) if isinstance(exc, FsrError) else None
-            intent = tracker.intent
-            nothing_new = intent is None or not intent.phase.submitted
-            if down is not None and nothing_new and not pending and decision.rollback:
+            left = self._left_as(name, tracker) if isinstance(exc, FsrError) else None
+            if left is not None and left[0] and not pending and decision.rollback:
                 # The old run stopped and nothing new runs: what it ran is started again.
+                assert isinstance(exc, FsrError)
                 self._undo_after(decision, result, tracker, exc)
                 return
+            intent = tracker.intent
             if intent is not None and (
                 intent.phase is Phase.INTENDED
                 or (
@@ -217,11 +224,11 @@ class JobSteps:
                 )
             ):
                 self._forget_intent(tracker)  # nothing new can exist: the old facts stand
-            if down is not None:
-                raise FsrError(f"{str(exc).rstrip()}; {down}") from None
+            if left is not None:
+                raise FsrError(f"{str(exc).rstrip()}; {left[1]}") from None
             raise
-        if tracker.written:
-            tracker.forget()
+        if tracker.written and not self._forget_intent(tracker):
+            result.steps.append("its intent record could not be deleted: the next deploy drops it")
         if not result.summary:
             result.summary = "; ".join(result.steps[-1:]) or "done"
 
@@ -362,25 +369,32 @@ class JobSteps:
             "running again from its checkpoint, the store unchanged"
         )
 
-    def _left_down(self, name: str, tracker: Tracker, lost: bool = False) -> str | None:
-        """What a job whose steps failed is left as, in words, when they stopped its run and no
-        new run of it may be up; None otherwise. `lost`: the lease was lost, so another deploy
+    def _left_as(self, name: str, tracker: Tracker, lost: bool = False) -> tuple[bool, str] | None:
+        """What a job whose steps failed after they stopped its run is left as: (down, in
+        words); down when no run of it may be up, so that what was stopped may be started
+        again. None when they stopped nothing. `lost`: the lease was lost, so another deploy
         (the one holding the store now, or the next) settles it from the record."""
         stopped = self._stopped.get(name)
         if not stopped:
             return None
         old = stopped[-1][1]
         intent = tracker.intent
+        new = f"v{intent.version}" if intent is not None else "the new run"
         next_one = "the deploy holding the store now, or the next, " if lost else "the next deploy "
-        if intent is not None and intent.phase.submitted:
-            if not intent.prepared or intent.phase is Phase.HEALTHY:
-                return None  # its new run may be up
-            return (
-                f"the job is down: v{old} was stopped and the prepared v{intent.version} has "
-                f"not had its go; {next_one}settles it (its go, or its end)"
+        if tracker.healthy:
+            return False, (
+                f"{new} runs and is healthy, but its record could not be written: "
+                f"{next_one}records it"
             )
+        if tracker.new_run:
+            if intent is not None and intent.prepared:
+                return False, (
+                    f"v{old} was stopped; whether the prepared {new} had its go cannot be "
+                    f"told (the storage did not answer): {next_one}settles it"
+                )
+            return False, f"v{old} was stopped and {new} may be up: {next_one}settles it"
         what = f"the job is down: v{old} was stopped and no run of it is up"
-        return f"{what}; {next_one}starts it" if lost else f"{what}; deploy again"
+        return True, f"{what}; {next_one}starts it" if lost else f"{what}; deploy again"
 
     def _undo_after(
         self, decision: Decision, result: JobResult, tracker: Tracker, exc: FsrError
@@ -394,15 +408,18 @@ class JobSteps:
         try:
             self._roll_back(decision, result, tracker)
         except LeaseLost as lost:
-            down = self._left_down(name, tracker, lost=True) or ""
+            said = self._left_as(name, tracker, lost=True)
+            down = said[1] if said is not None else ""
             raise LeaseLost(f"{first_line(str(exc))}; {first_line(str(lost))}; {down}") from None
         except FsrError as again:
             up = isinstance(again, StartFailed) and not again.gone
+            said = self._left_as(name, tracker)
             left = (
                 "its run may still be up: the next deploy settles it"
                 if up
-                else self._left_down(name, tracker)
-                or f"the job is down: no run of {name} is up; deploy again"
+                else said[1]
+                if said is not None and said[0]
+                else f"the job is down: no run of {name} is up; deploy again"
             )
             raise FsrError(
                 f"{first_line(str(exc))}; and the rollback failed too: "
@@ -415,11 +432,16 @@ class JobSteps:
             f"checkpoint, the store unchanged ({first_line(str(exc))})"
         )
 
-    def _forget_intent(self, tracker: Tracker) -> None:
+    def _forget_intent(self, tracker: Tracker) -> bool:
+        """Delete the record; False where the store would not (the next deploy drops it on
+        the same evidence)."""
         try:
             tracker.forget()
+        except LeaseLost:
+            raise
         except FsrError:
-            pass  # the next deploy drops it on the same evidence
+            return False
+        return True
 
     def _steps(self, steps: tuple[Step, ...], result: JobResult, tracker: Tracker) -> None:
         ran_on: str | None = None  # the Spark the healthy run of these steps reported
@@ -455,7 +477,8 @@ class JobSteps:
                 if step.prepared and prepared is None:
                     result.steps.append("no run was prepared: started the cold way")
                 healthy = self._start(step, result, tracker, prepared)
-                tracker.to(Phase.HEALTHY)
+                tracker.healthy = True
+                self._evidence(tracker, Phase.HEALTHY)
                 ran_on = healthy.spark_version
                 how = "clean" if step.clean else "from checkpoint"
                 version = step.manifest.meta.query_version
@@ -470,7 +493,8 @@ class JobSteps:
                     healthy = self.runs.go(self._as_prepared(step.run, step.manifest), step.go)
                 else:
                     healthy = self.runs.await_healthy(step.run, control)
-                tracker.to(Phase.HEALTHY)
+                tracker.healthy = True
+                self._evidence(tracker, Phase.HEALTHY)
                 ran_on = healthy.spark_version
                 result.steps.append(f"{step.run.describe()} became healthy")
                 result.summary = (
@@ -480,7 +504,12 @@ class JobSteps:
                 manifest = step.manifest
                 if ran_on:  # what the run just started reported: the store keeps it
                     manifest = replace(manifest, meta=replace(manifest.meta, spark_version=ran_on))
-                self._tokens[result.name] = self.store.write(manifest, self._tokens[result.name])
+                token = self._tokens[result.name]
+                self._tokens[result.name] = retried(
+                    lambda m=manifest, t=token: self.store.write(m, t),  # type: ignore[misc]
+                    self.runs.sleep,
+                    self._check,
+                )
                 self.recorded[result.name] = Stored(manifest, self._tokens[result.name])
                 mark("recorded", job=result.name)
                 version = step.manifest.meta.query_version
@@ -523,27 +552,46 @@ class JobSteps:
         intent record holds from then on."""
         self._fresh_lease(f"start {result.name}")
         tracker.to(Phase.INTENDED)
-        before = NONE_COMMITTED if step.clean else self.runs.finished(step.manifest, True)
+        found = None if step.clean else self.runs.finished(step.manifest, True)
+        before = NONE_COMMITTED if found is None else found
         starts = self._starts(tracker, result)
         if prepared is not None:
             tracker.to(Phase.SUBMITTED, prepared.run.submission_id, committed_before=before,
                        starts=starts)  # fmt: skip
             del self._prepared[result.name]  # its go may be given from here on: not ended
+            tracker.new_run = True
             try:
                 return self.runs.go(prepared, starts)
             except PreparedGone as gone:
                 result.steps.append(f"{gone}: started the cold way")
                 tracker.fresh_run()
+            except GoNotGiven:
+                tracker.new_run = False  # it waits, having read nothing: it is ended
+                self._prepared[result.name] = prepared
+                raise
         tracker.to(Phase.SUBMITTING, committed_before=before, starts=starts)
+        tracker.new_run = True
         return self.runs.start(
             step.manifest,
             step.clean,
             tracker.run_id,
             step.source,
-            on_submitted=lambda run: tracker.to(Phase.SUBMITTED, run.submission_id),
+            on_submitted=lambda run: self._evidence(tracker, Phase.SUBMITTED, run.submission_id),
             before_wait=lambda: self._fresh_lease(f"wait for {result.name}"),
             starts=starts,
         )
+
+    def _evidence(self, tracker: Tracker, phase: Phase, submission_id: str | None = None) -> None:
+        """Move the record to a phase that only says what already happened (the target took
+        the run, the run is healthy): where the store will not take it, even asked again, the
+        record's phase before it says enough (a run of its version may be up), and the start
+        goes on."""
+        try:
+            tracker.to(phase, submission_id)
+        except LeaseLost:
+            raise
+        except FsrError:
+            pass
 
     def _prepare(self, step: PrepareRun, result: JobResult, tracker: Tracker) -> None:
         """Prepare the new run beside the old one. A pre-flight that fails ends the job's

@@ -12,13 +12,14 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from flink_sql_runner.decide.changes import PINNED_SPARK_SETTINGS
 from flink_sql_runner.decide.steps import checkpoint_location
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.offsets import version_finished
 from flink_sql_runner.host import runtime
+from flink_sql_runner.host.retries import retried
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.control import (
     HEALTHY_STATES,
@@ -27,7 +28,7 @@ from flink_sql_runner.model.control import (
     app_name,
     run_status,
 )
-from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT, NONE_COMMITTED
+from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT
 from flink_sql_runner.model.offsets import Starts
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.runtime import runtime_manifest, spark_conf, starts_by_view
@@ -35,6 +36,8 @@ from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import Storage, StorageError
 from flink_sql_runner.targets.base import Started, Submission, SubmitOutcomeUnknown, Target
 from flink_sql_runner.targets.connectors import Connectors
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -45,10 +48,6 @@ class Timeouts:
 
 
 DEFAULT_TIMEOUTS = Timeouts()
-
-#: The pauses (seconds) before each retry of a word a run waits for (its go) that the storage
-#: failed to take.
-WRITE_PAUSES = (0.5, 1.0, 2.0)
 
 
 @dataclass(frozen=True)
@@ -78,6 +77,11 @@ class PrepareFailed(StartFailed):
     def __init__(self, message: str, gone: bool = True, cold: bool = False):
         super().__init__(message, gone)
         self.cold = cold
+
+
+class GoNotGiven(FsrError):
+    """A prepared run's go could not be given, surely (the storage took neither it nor the
+    files it needs): the run waits, having read nothing, and may be ended."""
 
 
 class PreparedGone(FsrError):
@@ -121,9 +125,9 @@ class RunControl:
         """How long a run the target accepted may take to show in its listing."""
         return float(getattr(self.target, "submit_timeout", DEFAULT_SUBMIT_TIMEOUT))
 
-    def finished(self, manifest: StoredManifest, lenient: bool = False) -> int:
+    def finished(self, manifest: StoredManifest, lenient: bool = False) -> int | None:
         """The last batch the runs of `manifest`'s version have finished (committed, or held by
-        its file sink: gather/offsets.py::version_finished); NONE_COMMITTED if none.
+        its file sink: gather/offsets.py::version_finished); None if none.
         StartFailed (nothing started) when it cannot be read. `lenient`: a file sink's record
         that cannot be read is not asked (what a restart's record says before it starts: a
         batch the sink holds is its run's to finish again)."""
@@ -132,7 +136,7 @@ class RunControl:
         except FsrError as exc:
             location = checkpoint_location(manifest)
             raise StartFailed(f"cannot read {location}: {exc}", True) from None
-        return found if found is not None else NONE_COMMITTED
+        return found
 
     @staticmethod
     def control(manifest: StoredManifest, version: int | None) -> ControlFiles:
@@ -401,7 +405,7 @@ class RunControl:
         """Tell a prepared run to end, and confirm it gone (a kill after the stop timeout, or
         `at_once`)."""
         word = {"run-id": run.run_id, "abort": why}
-        self.storage.write_text(files.go_file, json.dumps(word))
+        self._asked(lambda: self.storage.write_text(files.go_file, json.dumps(word)))
         if self.target.liveness(run) is not Liveness.GONE:
             self.target.stop(run, files.stop_marker, 0.0 if at_once else self.timeouts.stop)
         self.storage.delete(files.stop_marker)
@@ -415,7 +419,10 @@ class RunControl:
         """Give a prepared run its go, once the run it replaces is confirmed gone, with where its
         Kafka sources start (the intent record's: every go of a run gives the same), and wait
         until it is healthy. PreparedGone when it ended before its go (its timeout): nothing
-        of it ran, and the manifest may be started the cold way; StartFailed otherwise."""
+        of it ran, and the manifest may be started the cold way; GoNotGiven when the storage
+        took neither the files the go needs nor the go (asked again each time; the run waits,
+        it read nothing); StartFailed otherwise. A go whose answer was lost is read back: one
+        the storage holds was given."""
         run, manifest = prepared.run, prepared.manifest
         control = self.control(manifest, manifest.meta.query_version)
         liveness = self.target.liveness(run)
@@ -425,38 +432,51 @@ class RunControl:
             raise StartFailed(
                 f"cannot tell whether the prepared {run.describe()} is still up", False
             )
-        self.storage.delete(control.stop_marker)
-        self.storage.delete(control.status_file)
-        self._delete_beacon(control)  # the last run's: the new run writes its own
-        # From here on it is the version's run: a cluster finds its submission where it
-        # finds the version's (the old run's record is the old run's no more).
-        record = self.storage.read_text(prepared.files.submission_record)
-        if record:
-            self.storage.write_text(control.submission_record, record)
+        try:
+            self._asked(lambda: self.storage.delete(control.stop_marker))
+            self._asked(lambda: self.storage.delete(control.status_file))
+            self._delete_beacon(control)  # the last run's: the new run writes its own
+            # From here on it is the version's run: a cluster finds its submission where it
+            # finds the version's (the old run's record is the old run's no more).
+            record = self._asked(lambda: self.storage.read_text(prepared.files.submission_record))
+            if record:
+                self._asked(lambda: self.storage.write_text(control.submission_record, record))
+        except StorageError as exc:
+            raise GoNotGiven(f"cannot give the prepared {run.describe()} its go: {exc}") from None
         word: dict[str, Any] = {"run-id": run.run_id, "go": True}
         if starts.by_table:
             word["starting"] = starts_by_view(manifest, starts)
         begun = self.clock()
         mark("go", job=manifest.name)
-        self._retried_write(prepared.files.go_file, json.dumps(word))
+        self._word(prepared.files.go_file, json.dumps(word), run)
         problem, status = self._wait_healthy(run, control)
         if problem is None:
             mark("healthy", job=manifest.name)
             return Healthy(run, self.clock() - begun, spark_version(status))
         raise self._not_healthy(run, control, problem)
 
-    def _retried_write(self, location: str, text: str) -> None:
-        """Write a word a run waits for, asked again after a pause where the storage failed
-        (a 503 now and then): the same word twice is the word once."""
-        for pause in (*WRITE_PAUSES, None):
+    def _asked(self, call: Callable[[], T]) -> T:
+        """`call()` of the storage, asked again after a pause where it failed (a 503)."""
+        return retried(call, self.sleep, self.still_acting, (StorageError,))
+
+    def _word(self, location: str, text: str, run: Run) -> None:
+        """Write the word a run waits for, asked again where the storage failed (the same
+        word twice is the word once). Where every write failed, what the file holds says
+        whether it was given after all (an answer lost); GoNotGiven where it surely was not,
+        StorageError where that cannot be read either (it may have been given)."""
+        try:
+            self._asked(lambda: self.storage.write_text(location, text))
+            return
+        except StorageError as failed:
             try:
-                self.storage.write_text(location, text)
-                return
+                held = self.storage.read_text(location)
             except StorageError:
-                if pause is None:
-                    raise
-            self.sleep(pause)
-            self.still_acting()
+                raise failed from None
+            if held == text:
+                return  # it landed: its answer was lost
+            raise GoNotGiven(
+                f"cannot give the prepared {run.describe()} its go: {failed}"
+            ) from None
 
     def await_healthy(self, run: Run, control: ControlFiles) -> Healthy:
         """Wait for a run started earlier (by an interrupted deploy) to be healthy."""

@@ -12,6 +12,7 @@ from typing import TypeVar
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.errors import StoreError
 from flink_sql_runner.host import runtime
+from flink_sql_runner.host.retries import retried as asked_again
 from flink_sql_runner.model.intents import Intent, IntentLog, Kind, Phase, new_intent
 from flink_sql_runner.model.offsets import StartPlan, Starts
 from flink_sql_runner.model.stored import ABSENT, StoredManifest, Token, Unconditional
@@ -55,7 +56,14 @@ class Tracker:
         self.starting = starting
         self.committed_before = committed_before
         self.sleep = sleep  # between the retries of a write the store failed
+        #: What the store holds of the record, as far as this command knows (None: nothing).
         self.intent: Intent | None = None
+        #: A run this command started (submitted, or a prepared one whose go may have been
+        #: given) may be up: nothing may be started beside it. False again once it is
+        #: confirmed gone.
+        self.new_run = False
+        #: That run reported a completed trigger: the job runs, whatever its record says.
+        self.healthy = False
 
     @property
     def written(self) -> bool:
@@ -92,48 +100,38 @@ class Tracker:
             new = replace(new, starts=starts)
         # `intent` is what the store holds (as far as this command knows): moved on only once
         # the write landed, so that a failed write leaves the phase it reached in words.
-        self.token = self._retried(lambda: self.log.write(new, self.token), phase)
+        if new.run_id != self.run_id:  # a start the cold way after a prepared run
+            new = replace(new, run_id=self.run_id, submission_id=submission_id,
+                          prepared=self.prepared)  # fmt: skip
+        evidence = phase in AFTER_EFFECTS
+        write = lambda: self.log.write(new, self.token)  # noqa: E731
+        self.token = retried(write, self.sleep, lambda: self.check(evidence))
         self.intent = new
-
-    def _retried(self, write: Callable[[], T], phase: Phase | None) -> T:
-        """`write()`, asked again after a pause where the store failed (S3's 503; an answer
-        lost after the write landed finds its own record there: stores/s3.py), the lease
-        checked before each retry; the last failure raised. A conflict is not retried: the
-        record is not the one this command wrote."""
-        for pause in (*WRITE_PAUSES, None):
-            try:
-                return write()
-            except StoreConflict:
-                raise
-            except StoreError:
-                if pause is None:
-                    raise
-            self.sleep(pause)
-            self.check(phase in AFTER_EFFECTS if phase is not None else True)
-        raise AssertionError("unreachable")
 
     def fresh_run(self) -> None:
         """A new run id, for a start the cold way after a prepared run (never ready, or gone
         before its go) used the one before: a cluster may still list that run under its id
         (YARN finds runs by a tag made of it), and a start is judged only by the run it
-        started. The record, written at its next phase, no longer names the prepared run."""
+        started. The record, written at its next phase, no longer names the prepared run;
+        until then it is what the store holds."""
         self.run_id = str(uuid.uuid4())
         self.prepared = False
-        if self.intent is not None:
-            self.intent = replace(
-                self.intent, run_id=self.run_id, submission_id=None, prepared=False
-            )
+        self.new_run = False
 
     def forget(self) -> None:
         """Delete the record, if it is still the one this command wrote last."""
         if self.intent is not None:
             name, token = self.intent.name, self.token
-            self._retried(lambda: self.log.delete(name, token), None)
+            retried(lambda: self.log.delete(name, token), self.sleep, lambda: self.check(True))
 
 
-#: The pauses (seconds) before each retry of a write of the record the store failed: a 503 now
-#: and then (S3's SlowDown) does not leave a job half done.
-WRITE_PAUSES = (0.5, 1.0, 2.0)
+def retried(write: Callable[[], T], sleep: Callable[[float], None], check: Callable[[], None]) -> T:
+    """`write()` of the store, asked again after a pause where the store failed (an answer lost
+    after the write landed finds its own object there: stores/s3.py), `check()` (the lease)
+    before each retry. A conflict is not retried: what the store holds is not what this
+    command wrote last."""
+    return asked_again(write, sleep, check, (StoreError,), (StoreConflict,))
+
 
 #: Phases that record what already happened: written even by a command that was told to begin
 #: nothing more, as long as it holds the lock.

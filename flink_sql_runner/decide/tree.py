@@ -203,14 +203,16 @@ def settle_intent(
         # nothing, so the change is planned from the version that read last (the stored one,
         # stopped), never on top of a version that has nothing to carry.
         assert settled.run is not None
-        left = replace(untouched, runs=tuple(r for r in untouched.runs if r is not settled.run))
         end = EndPrepared(settled.run, intent.manifest)
         why = (
             f"v{intent.version}'s prepared run never had its go, and the job changed since: "
             f"it is ended and the change planned from v{_stored_version(facts)}"
         )
-        return left, (end, DropIntent(why)), (), note + why + "; "
+        return untouched, (end, DropIntent(why)), (), note + why + "; "
     adopted = replace(untouched, stored=intent.manifest, checkpoint=checkpoint)
+    if settled.waiting:  # it is the job's run from its go on, given now
+        assert settled.run is not None
+        adopted = replace(adopted, runs=(*adopted.runs, settled.run))
     if settled.outcome is Outcome.TOOK_EFFECT or settled.healthy:
         return (
             adopted,

@@ -87,9 +87,13 @@ class JobFacts:
     @cached_property
     def writers(self) -> tuple[Run, ...]:
         """Its listed runs, but for a run an interrupted warm handover prepared and never gave
-        its go: that one writes nothing and ends by itself (model/intents.py)."""
+        its go (its record says the go was not due, or its go file holds none): that one
+        writes nothing and ends by itself (model/intents.py)."""
         intent = self.intent.intent if self.intent is not None else None
-        if intent is None or not intent.waits_for_go:
+        if intent is None:
+            return self.runs
+        assert self.intent is not None
+        if not (intent.waits_for_go or self.intent.settled.waiting):
             return self.runs
         return tuple(r for r in self.runs if r.run_id != intent.run_id)
 

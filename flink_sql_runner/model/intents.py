@@ -204,6 +204,10 @@ class Intent:
             if raw_phase == "rolling-back":
                 kind, raw_phase = Kind.ROLLBACK, Phase.SUBMITTING.value
             committed = doc.get("committed-before")
+            if committed is not None and (
+                not isinstance(committed, int) or isinstance(committed, bool) or committed < -1
+            ):
+                raise ValueError(f"committed-before {committed!r} is not a batch (or -1)")
             error = doc.get("error")
             starting, starts = doc.get("starting"), doc.get("starts")
             if error is not None and not isinstance(error, str):

@@ -307,20 +307,28 @@ def test_a_lease_lost_right_after_the_stop_says_the_job_is_down(handover):
 
 # -- finding 5: an interrupted handover is finished before a change is planned on top of it --
 def go_never_lands(world: World) -> None:
-    """Every go word the storage is asked to take is refused (a 503, and at each retry)."""
+    """Every go word the storage is asked to take is refused (a 503, and at each retry), and
+    the go file cannot be read back either: whether the go was given cannot be told."""
     heard = world.state.on_write
 
     def refuse(location: str, text: str) -> None:
         if location.endswith(".go.json") and '"go"' in text:
             del world.state.files[location]
+            world.state.read_fails.add(location)
             raise StorageError(f"cannot write {location}: SlowDown (HTTP 503) (switch)")
         heard(location, text)
 
     world.state.on_write = refuse
 
 
+def storage_answers_again(world: World, heard) -> None:
+    world.state.on_write = heard
+    world.state.read_fails.clear()
+
+
 def test_a_change_on_top_of_a_handover_whose_go_never_came_starts_where_v1_stopped():
-    """Deploy 1 (v1 to v2, warm) cannot give the go: v1 stopped, v2 prepared, waiting. Deploy 2
+    """Deploy 1 (v1 to v2, warm) cannot give the go, nor read whether it landed: v1 stopped, v2
+    prepared, waiting. Deploy 2
     carries a further change (v3). Before: planned from v2's empty checkpoint, refused ("v2
     committed no batch ... say where they start"), nothing stopped or started, v1 left down
     and v2 never given its go. v2 read nothing, so v3 starts where v1 finished."""
@@ -329,10 +337,11 @@ def test_a_change_on_top_of_a_handover_whose_go_never_came_starts_where_v1_stopp
     heard = world.state.on_write
     go_never_lands(world)
     _, result = world.deploy([KAFKA_V2])
-    assert not result.ok and "the job is down" in result.summary, result
+    assert not result.ok, result
+    assert "whether the prepared v2 had its go cannot be told" in result.summary, result
     prepared = world.target.submissions[0]
     assert world.runs() == [prepared.run_id]
-    world.state.on_write = heard
+    storage_answers_again(world, heard)
     plan = world.plan([KAFKA_V3])
     decision = plan.decisions[0]
     assert decision.action is Action.START_CLEAN and decision.version == 3, decision.reason
@@ -357,7 +366,7 @@ def test_the_same_change_again_gives_the_waiting_run_its_go():
     heard = world.state.on_write
     go_never_lands(world)
     world.deploy([KAFKA_V2])
-    world.state.on_write = heard
+    storage_answers_again(world, heard)
     plan, result = world.deploy([KAFKA_V2])
     assert plan.decisions[0].steps[0].to_dict()["go"] is True
     assert result.ok, result
@@ -488,3 +497,155 @@ def test_a_sink_record_of_another_shape_is_that_job_s_problem_not_the_plan_s(rec
     decision = world.plan([KAFKA_V2]).decisions[0]
     assert decision.action is Action.ERROR
     assert "not a record of the sink's batches" in decision.reason, decision.reason
+
+
+def refused_four_times(world: World, phase: str, kind: str) -> list[str]:
+    """The store refuses the record at `phase` of a record of `kind` four times: the write and
+    each of its three retries."""
+    return fails_when(world, phase, 4, kind)
+
+
+@pytest.mark.parametrize("handover", ["cold", "warm"])
+def test_a_failed_start_whose_failure_cannot_be_recorded_still_rolls_back(handover):
+    """Review 5: v2 fails having written nothing; the store refuses its record at `failed`.
+    Before: the store's error escaped, v1 left down, not a word of it."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    world.runner.status = lambda s: "failed" if s.version == 2 else "active"
+    refused = refused_four_times(world, "failed", "start")
+    _, result = world.deploy([KAFKA_V2], handover=handover)
+    assert len(refused) == 4
+    assert result.outcome == "rolled-back", result
+    assert len(world.runs()) == 1 and world.store.manifests["orders"].meta.query_version == 1
+
+
+@pytest.mark.parametrize("handover", ["cold", "warm"])
+@pytest.mark.parametrize("phase", ["intended", "submitting"])
+def test_a_rollback_whose_record_is_refused_says_the_job_is_down(handover, phase):
+    """Review 5: v2 fails having written nothing; the rollback's own record is refused, so
+    nothing starts. Before: the store's error alone."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    world.runner.status = lambda s: "failed" if s.version == 2 else "active"
+    refused_four_times(world, phase, "rollback")
+    _, result = world.deploy([KAFKA_V2], handover=handover)
+    assert not result.ok and world.runs() == []
+    assert "and the rollback failed too" in result.summary, result
+    assert "the job is down: v1 was stopped and no run of it is up" in result.summary
+
+
+def test_a_cold_start_after_a_prepared_run_gone_whose_record_is_refused_rolls_back():
+    """Review 6: the prepared v2 ends before its go (its timeout), the deploy goes the cold
+    way, and the store refuses that start's record: nothing new was submitted. Before: the
+    record in memory named a phase the store never held, and the job was left down without a
+    word."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    stopping = world.target.before_stop
+
+    def prepared_ends_too(run) -> None:
+        stopping(run)
+        world.target.runs["orders"] = [r for r in world.target.runs.get("orders", [])
+                                       if r.run_id == "old-run"]  # fmt: skip
+
+    world.target.before_stop = prepared_ends_too
+    refused_four_times(world, "submitting", "start")
+    _, result = world.deploy([KAFKA_V2], handover="warm")
+    assert result.outcome == "rolled-back", result
+    assert [s.version for s in world.target.submissions if not s.prepared] == [1]
+    assert world.store.manifests["orders"].meta.query_version == 1 and world.intent() is None
+
+
+def test_status_says_down_while_a_prepared_run_waits_for_a_go_it_never_had():
+    """Review 7: v1 stopped; the go's outcome could not be told, so the prepared v2 waits.
+    Once its go file is read again, `status` says the job is down: the waiting run writes
+    nothing. Before: `starting`, running."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    heard = world.state.on_write
+    go_never_lands(world)
+    world.deploy([KAFKA_V2])
+    storage_answers_again(world, heard)
+    deployment = Deployment(Settings(), store=world.store, target=world.target)
+    deployment.storage = world.state
+    [row] = status_rows(deployment, [])
+    assert (row["health"], row["running"]) == ("down", False), row
+
+
+def test_one_503_on_what_the_go_deletes_first_is_asked_again():
+    """Review 8: the go deletes the version's old status file first; one 503 there. Before:
+    not asked again, the job left down."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    world.state.delete_fails_once.add(f"{ROOT}/orders/_control/v2.status.json")
+    _, result = world.deploy([KAFKA_V2], handover="warm")
+    assert not world.state.delete_fails_once  # the 503 was answered
+    assert result.ok, result
+    assert world.store.manifests["orders"].meta.query_version == 2
+
+
+@pytest.mark.parametrize("forged", [-5, True, 1.5])
+def test_a_forged_committed_before_makes_the_record_unreadable(forged):
+    """Review 10: a record whose committed-before is no batch (below -1, a boolean, a
+    fraction). Before: taken as a number, nothing finished (-1) counted as batches written
+    after it, and v2 recorded over v1."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    world.runner.on_start = lambda s: (_ for _ in ()).throw(Crash()) if s.version == 2 else None
+    with pytest.raises(Crash):
+        world.deploy([KAFKA_V2], handover="cold")
+    key = "_intents/orders.json"
+    doc = json.loads(world.store.side[key])
+    doc["committed-before"] = forged
+    world.store.side[key] = json.dumps(doc)
+    decision = world.plan([KAFKA_V2]).decisions[0]
+    assert decision.action is Action.ERROR
+    assert "is unreadable" in decision.reason and "committed-before" in decision.reason
+
+
+@pytest.mark.parametrize("handover", ["cold", "warm"])
+def test_one_503_recording_the_manifest_after_a_healthy_start_is_asked_again(handover):
+    """Review 12: before, one 503 on the manifest's write failed the deploy while v2 ran."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    failed: list[int] = []
+
+    def slow_down(manifest) -> None:
+        if manifest.meta.query_version == 2 and not failed:
+            failed.append(2)
+            raise StoreError("cannot write memory://store/orders.yaml: SlowDown (HTTP 503)")
+
+    world.store.before_write = slow_down
+    _, result = world.deploy([KAFKA_V2], handover=handover)
+    assert failed == [2] and result.ok, result
+    assert world.store.manifests["orders"].meta.query_version == 2
+
+
+def test_a_go_that_landed_with_every_answer_lost_is_read_back_and_the_change_completes():
+    """Review 13: the go lands but every answer to it is lost. Before: "the prepared v2 has
+    not had its go ... the job is down", while v2 ran. Now the go file is read back."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    heard = world.state.on_write
+
+    def lands_then_fails(location: str, text: str) -> None:
+        heard(location, text)
+        if location.endswith(".go.json") and '"go"' in text:
+            raise StorageError(f"cannot write {location}: the connection broke (switch)")
+
+    world.state.on_write = lands_then_fails
+    _, result = world.deploy([KAFKA_V2])
+    assert result.ok, result
+    assert world.store.manifests["orders"].meta.query_version == 2
+
+
+@pytest.mark.parametrize("handover", ["cold", "warm"])
+def test_a_healthy_start_whose_healthy_phase_is_refused_is_recorded(handover):
+    """Review 13: v2 is healthy; its record's `healthy` phase is refused four times. Before:
+    "the job is down: ... the prepared v2 has not had its go" while v2 ran."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    refused_four_times(world, "healthy", "start")
+    _, result = world.deploy([KAFKA_V2], handover=handover)
+    assert result.ok, result
+    assert world.store.manifests["orders"].meta.query_version == 2 and world.intent() is None

@@ -452,7 +452,8 @@ class FakeStorage:
     answers its next delete with a 503, once. A listing gives each file's digest
     as its content token and the count of writes when it was last written as its modification
     token; `listing_fails` makes listings answer 503, and a location in `unlisted` is left out
-    of listings (a listing that lags a write). `calls` counts the calls by method."""
+    of listings (a listing that lags a write); a location in `read_fails` answers its reads
+    with a 503. `calls` counts the calls by method."""
 
     def __init__(self) -> None:
         self.files: dict[str, str] = {}  # write_bytes keeps bytes
@@ -466,6 +467,8 @@ class FakeStorage:
         self.deleted: list[str] = []
         self.listing_fails = False
         self.unlisted: set[str] = set()
+        #: Locations whose reads answer 503 (while they are in it).
+        self.read_fails: set[str] = set()
         self.calls: Counter[str] = Counter()
         #: Per file, the count of writes when it was last written (its modification token).
         self.stamps: dict[str, int] = {}
@@ -496,6 +499,8 @@ class FakeStorage:
 
     def read_text(self, location: str) -> str | None:
         self._check()
+        if location in self.read_fails:
+            raise StorageError(f"cannot read {location}: SlowDown (HTTP 503) (switch)")
         return self.files.get(location)
 
     def write_text(self, location: str, text: str, *, private: bool = False) -> None:
