@@ -95,6 +95,10 @@ class Deployment:
         self._ahead: StoreAhead | None = None
         #: The facts the last plan was decided from (what a saved plan records of the store).
         self.decided_from: list[JobFacts] = []
+        #: Now on the store's clock that the last plan made "now minus" starts a time of; a
+        #: followed saved plan's own (None: none).
+        self.plan_now_ms: int | None = None
+        self.followed_now_ms: int | None = None
 
     @property
     def store(self) -> ManifestStore:
@@ -248,16 +252,21 @@ class Deployment:
 
     def _store_now_ms(self, jobs: list[Job]) -> int | None:
         """Now on the store's clock, asked only where a start is now minus an interval (the
-        deploy's or a job's), for the plan to show what it comes to; None when not asked or
-        not answered (the deploy reads it again, and fails the job if it cannot)."""
+        deploy's or a job's), which the plan makes a time of (a saved plan's own, when it is
+        followed); None when not asked or not answered (the deploy reads it again before the
+        old run stops, and fails the job if it cannot)."""
+        if self.followed_now_ms is not None:
+            self.plan_now_ms = self.followed_now_ms
+            return self.plan_now_ms
         declared = self.settings.kafka_start
         ago = declared is not None and declared.how == AGO
         if not ago and not any(declares_ago(job.spec) for job in jobs):
             return None
         try:
-            return int(self.store.clock() * 1000)
+            self.plan_now_ms = int(self.store.clock() * 1000)
         except FsrError:
             return None
+        return self.plan_now_ms
 
     def _gather(
         self, jobs: list[Job], include_orphans: bool, snapshot: Snapshot | None
@@ -383,14 +392,18 @@ class Deployment:
             handover=self.settings.handover,
             kafka_start=self.settings.kafka_start.text if self.settings.kafka_start else None,
             now=runtime.wall(),
+            store_now_ms=self.plan_now_ms,
         )
 
     def follow(self, saved: SavedPlan) -> None:
         """Decide as `saved` was decided: with its --handover and --kafka-start (how its
-        changes are carried out is part of the steps a reviewer approved)."""
+        changes are carried out is part of the steps a reviewer approved), and the time on
+        the store's clock its "now minus" starts were made of."""
         start = saved.doc.get("kafka-start")
         self.settings.handover = str(saved.doc["handover"])
         self.settings.kafka_start = parse_kafka_start(start) if start else None
+        now = saved.doc.get("store-now-ms")
+        self.followed_now_ms = now if isinstance(now, int) and not isinstance(now, bool) else None
 
     def stale_inputs(
         self, saved: SavedPlan, jobs: list[Job], acting: list[str] | None = None

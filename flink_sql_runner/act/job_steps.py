@@ -663,7 +663,13 @@ def _starting(decision: Decision, store: ManifestStore) -> StartPlan | None:
                     "sources start (now minus an interval) cannot be made a time; nothing was "
                     "stopped or started"
                 ) from None
-            return step.starting.at(int(now * 1000))
+            made = step.starting.at(int(now * 1000))
+            if any(s.start is not None and (s.start.ms or 0) < 0 for s in made.sources):
+                raise FsrError(
+                    f"where its Kafka sources start comes to before 1970 by the store's clock "
+                    f"(now {int(now)} s after the epoch there); nothing was stopped or started"
+                )
+            return made
     return None
 
 

@@ -90,10 +90,12 @@ def make_saved_plan(
     handover: str,
     kafka_start: str | None,
     now: float,
+    store_now_ms: int | None = None,
 ) -> dict[str, Any]:
     """The saved plan of `plan` (`shown`: its decisions as `--output json` has them, secrets
     masked), sealed with its digest. What was decided from is recorded for the jobs it acts
-    on; what the store held, for those and the jobs they were decided against."""
+    on; what the store held, for those and the jobs they were decided against; `store_now_ms`,
+    the store's clock its "now minus" starts were made a time of (None: none)."""
     salt = secrets.token_hex(16)
     acting = [d for d in plan.decisions if d.steps]
     names = {d.name for d in acting}
@@ -115,6 +117,7 @@ def make_saved_plan(
         "target": target,
         "handover": handover,
         "kafka-start": kafka_start,
+        "store-now-ms": store_now_ms,
         "salt": salt,
         "template": template_entry(template, salt) if names & set(desired) else None,
         "jobs": shown["jobs"],

@@ -71,9 +71,8 @@ def decide(
     """One job's decision, following SPEC's decision tree, with its reason in words; a start
     that would break its sink's readers is refused (decide/contracts.py). `kafka_start`: the
     deploy's `--kafka-start`, where a new version's Kafka sources start (decide/offsets.py).
-    `now_ms`: now on the store's clock, as gathered, where a start is now minus an interval
-    (the plan shows the time it comes to; the deploy makes it a time again before the old run
-    stops).
+    `now_ms`: now on the store's clock, as gathered, where a start is now minus an interval:
+    made a time then, so that the plan shows the time that runs (a saved plan too).
 
     An intent record left by an interrupted command is settled first, by its own rules
     (model/intents.py): what took effect is completed (recorded, or archived), a run that is up
@@ -92,7 +91,7 @@ class Asked:
     prune: bool = False
     spark: str | None = None
     kafka_start: KafkaStart | None = None
-    now_ms: int | None = None  # now on the store's clock, shown for "now minus" starts
+    now_ms: int | None = None  # now on the store's clock: "now minus" starts made a time
 
 
 def _settled_decision(facts: JobFacts, asked: Asked) -> Decision:
@@ -433,8 +432,8 @@ def _tree(facts: JobFacts, asked: Asked) -> Decision:
         # Its Kafka sources start as declared, or as their tables say: the plan names each.
         rooted = "checkpoint-root" in manifest.job
         starting = first_starts(manifest, asked.kafka_start) if rooted else None
-        if starting is not None:
-            starting = replace(starting, shown_at=asked.now_ms)
+        if starting is not None and asked.now_ms is not None:
+            starting = starting.at(asked.now_ms)
         said = starting.describe() if starting is not None else ""
         steps = (
             StartRun(manifest, clean=True, source=desired.file, starting=starting),
@@ -487,8 +486,8 @@ def _tree(facts: JobFacts, asked: Asked) -> Decision:
         )
         if isinstance(starting, Refused):
             return starting
-        if starting is not None:
-            starting = replace(starting, shown_at=asked.now_ms)
+        if starting is not None and asked.now_ms is not None:
+            starting = starting.at(asked.now_ms)
         said = starting.describe() if starting is not None else ""
         start = StartRun(new_version, True, desired.file, starting=starting)
         return start, Record(new_version), f"; {said}" if said else ""

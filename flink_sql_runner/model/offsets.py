@@ -124,9 +124,6 @@ class StartPlan:
     checkpoint: str
     sources: tuple[SourceStart, ...]
     sink_folder: str | None = None
-    #: Now on the store's clock when the plan was made, for what a "now minus" start comes to
-    #: (shown only: the deploy makes it a time again before the old run stops).
-    shown_at: int | None = field(default=None, compare=False)
 
     @property
     def carried(self) -> tuple[SourceStart, ...]:
@@ -138,7 +135,8 @@ class StartPlan:
         return any(s.start is not None and s.start.how == AGO for s in self.sources)
 
     def at(self, now_ms: int) -> StartPlan:
-        """Now minus an interval made a timestamp (`now_ms`: now), once, before the old run
+        """Now minus an interval made a timestamp (`now_ms`: now on the store's clock), once:
+        when the plan is made, or (a plan made without that clock) before the old run
         stops."""
         sources = tuple(
             replace(s, start=s.start.at(now_ms)) if s.start is not None else s for s in self.sources
@@ -148,10 +146,9 @@ class StartPlan:
     def describe(self) -> str:
         exact = [s.table for s in self.sources if s.kind == CARRIED and s.start is None]
         parts = [f"{', '.join(exact)} at v{self.version}'s committed offsets"] if exact else []
-        shown = self.at(self.shown_at) if self.shown_at is not None and self.relative else self
         parts += [
             s.describe(self.version)
-            for s in shown.sources
+            for s in self.sources
             if not (s.kind == CARRIED and s.start is None)
         ]
         return "; ".join(parts)

@@ -23,6 +23,8 @@ KAFKA_START_FORMS = (
     "interval (now - 2 hours)"
 )
 _AGO = re.compile(r"now\s*-\s*(.+)", re.IGNORECASE | re.DOTALL)
+#: The longest interval a start may go back: 50 years (a time before 1970 is none Kafka has).
+MAX_AGO_MS = 50 * 365 * 24 * 3600 * 1000
 
 
 class BadKafkaStart(ValueError):
@@ -96,6 +98,8 @@ def parse_kafka_start(text: Any) -> KafkaStart:
             raise BadKafkaStart(f"{value!r}: the interval: {exc}") from None
         if ms <= 0:
             raise BadKafkaStart(f"{value!r}: the interval must be more than nothing")
+        if ms > MAX_AGO_MS:
+            raise BadKafkaStart(f"{value!r}: the interval must be at most 50 years")
         return KafkaStart(AGO, ms, f"now - {ago.group(1).strip()}")
     try:
         when = datetime.fromisoformat(value)
@@ -103,6 +107,8 @@ def parse_kafka_start(text: Any) -> KafkaStart:
         raise BadKafkaStart(f"{value!r} is not a start") from None
     if when.tzinfo is None:
         raise BadKafkaStart(f"{value!r} has no zone: add one (Z for UTC, or +01:00)")
+    if when.timestamp() < 0:
+        raise BadKafkaStart(f"{value!r} is before 1970: no Kafka record is")
     return KafkaStart(TIMESTAMP, int(when.timestamp() * 1000), value)
 
 

@@ -649,3 +649,15 @@ def test_a_healthy_start_whose_healthy_phase_is_refused_is_recorded(handover):
     _, result = world.deploy([KAFKA_V2], handover=handover)
     assert result.ok, result
     assert world.store.manifests["orders"].meta.query_version == 2 and world.intent() is None
+
+
+def test_a_now_minus_that_comes_to_before_1970_on_the_store_s_clock_is_refused_in_words():
+    """Review 9: the store's clock here is 1,000,000 s after the epoch: `now - 30 days` comes to
+    a time before 1970. Before: started with a negative startingTimestamp, which Kafka refuses,
+    once v1 had stopped."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    declared = parse_kafka_start("now - 30 days")
+    _, result = world.deploy([KAFKA_V2], handover="cold", kafka_start=declared)
+    assert not result.ok and "comes to before 1970 by the store's clock" in result.summary
+    assert world.runs() == ["old-run"] and world.target.submissions == []

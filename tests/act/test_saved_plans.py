@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -288,3 +289,50 @@ def test_no_secret_in_a_saved_plan(world: PlanWorld, monkeypatch: pytest.MonkeyP
     world.save()
     saved = world.plan_file.read_text()
     assert "hunter2" not in saved and "pw-in-a-file" not in saved
+
+
+KAFKA_TABLES = """\
+tables:
+  - name: orders_in
+    format: kafka
+    options:
+      kafka.bootstrap.servers: b1:9092
+      subscribe: orders
+  - name: orders_out
+    format: parquet
+    options:
+      path: /out/orders
+"""
+
+
+def test_a_saved_plan_starts_now_minus_at_the_time_it_showed(tmp_path: Path) -> None:
+    """Review of issue 52, finding 11: `plan --out` shows `orders_in from now - 2 hours
+    (<time>)`; `deploy --plan` carries it out three days later. Before: the time was made
+    again when the deploy acted, three days after the one the reviewer approved, and nothing
+    refused it. Now the plan makes the time, on the store's clock, and the saved plan keeps it."""
+    world = PlanWorld(tmp_path)
+    world.names = ("orders",)
+    world.job_file("clicks").unlink()
+    world.tables_file.write_text(KAFKA_TABLES)
+    world.job_file("orders").write_text(
+        "name: orders\ndescription: d\ntarget-table: orders_out\n"
+        "sql: SELECT CAST(value AS STRING) AS v FROM orders_in\n"
+        "kafka-start: now - 2 hours\n"
+        "sparkProperties:\n"
+        "  spark.jars.packages: org.apache.spark:spark-sql-kafka-0-10_2.13:4.3.0\n"
+    )
+    planned = float(int(time.time()))  # the store's clock, to the second, as S3's Date
+    world.store.data.clock.now = planned
+    saved = world.save()
+    made = int(planned * 1000) - 7_200_000
+    iso = datetime.fromtimestamp(made / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    reason = saved.decisions["orders"]["reason"]
+    assert f"orders_in from now - 2 hours ({iso}) (the job's kafka-start)" in reason, reason
+    assert saved.doc["store-now-ms"] == int(planned * 1000)
+    world.store.data.clock.now += 3 * 86400  # carried out three days later
+    _, results = world.deploy_saved(world.read(now=time.time() + 3 * 86400))
+    assert results["orders"].ok, results["orders"]
+    [submission] = [s for s in world.target.submissions if s.name == "orders"]
+    doc = json.loads(world.storage.files[submission.runtime_manifest])
+    start = doc["tables"]["orders_in"]["start"]["options"]["startingTimestamp"]
+    assert start == str(made)
