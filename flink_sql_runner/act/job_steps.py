@@ -215,15 +215,14 @@ class JobSteps:
                 self._undo_after(decision, result, tracker, exc)
                 return
             intent = tracker.intent
+            # Nothing new can exist: the old facts stand. But a stop begun and not confirmed
+            # (at STOPPING) may still end the old run by its marker: the record stays, so that
+            # the next command finishes that stop (decide/tree.py::_told_to_stop).
             if intent is not None and (
                 intent.phase is Phase.INTENDED
-                or (
-                    intent.kind is Kind.START
-                    and intent.phase in (Phase.STOPPING, Phase.OLD_STOPPED)
-                    and not pending
-                )
+                or (intent.kind is Kind.START and intent.phase is Phase.OLD_STOPPED and not pending)
             ):
-                self._forget_intent(tracker)  # nothing new can exist: the old facts stand
+                self._forget_intent(tracker)
             if left is not None:
                 raise FsrError(f"{str(exc).rstrip()}; {left[1]}") from None
             raise

@@ -146,8 +146,10 @@ def settle_intent(
             f"{what}: {settled.why}; nothing is started or recorded for it until that is known",
             intent.version,
         )
-    # A version an interrupted start was begun for is never started clean again.
-    if facts.checkpoint is not None and facts.checkpoint.highest_version < intent.version:
+    # A version an interrupted start may have submitted a run of (or prepared one) is never
+    # started clean again; one stopped before that wrote nothing of it.
+    begun = intent.phase.submitted or intent.phase is Phase.FAILED or intent.prepared
+    if begun and facts.checkpoint is not None and facts.checkpoint.highest_version < intent.version:
         facts = replace(facts, checkpoint=replace(facts.checkpoint, highest_version=intent.version))
     # A run it prepared and never gave its go is not the job's run: it is ended, not decided on.
     untouched = replace(facts, intent=None, runs=facts.writers)
@@ -176,7 +178,9 @@ def settle_intent(
             "decide as for a job that does not run; "
         )
         stopping = replace(untouched, runs=tuple(r for r in untouched.runs if r is not told))
-        return stopping, (drop, StopRun(told, facts.stored)), (), note + why
+        waiting = [r for r in facts.runs if intent.waits_for_go and r.run_id == intent.run_id]
+        ends = tuple(EndPrepared(run, intent.manifest) for run in waiting)
+        return stopping, (*ends, drop, StopRun(told, facts.stored)), (), note + why
     if settled.outcome is Outcome.NOT_TAKEN:
         drop = DropIntent(f"it did not take effect: {settled.why}")
         left = [r for r in facts.runs if intent.waits_for_go and r.run_id == intent.run_id]
@@ -252,15 +256,17 @@ def settle_intent(
 
 
 def _told_to_stop(facts: JobFacts) -> Run | None:
-    """The run an interrupted stop (`stop NAME`, a deploy's, a prune's) told to stop and could
-    not confirm gone: its stop marker was written, so it may end by itself at any time. None if
-    the job's intent is no such stop, or more than one run is up (an error elsewhere)."""
+    """The run an interrupted stop (`stop NAME`'s, a prune's, or a deploy's before its start)
+    told to stop and could not confirm gone: its stop marker was written, so it may end by
+    itself at any time. None if the job's intent is no such stop, or more than one run is up
+    (an error elsewhere)."""
     assert facts.intent is not None
     settled = facts.intent.settled
     intent = settled.intent
-    if intent.kind not in (Kind.STOP, Kind.PRUNE) or settled.outcome is not Outcome.NOT_TAKEN:
+    if settled.outcome is not Outcome.NOT_TAKEN or intent.kind is Kind.ROLLBACK:
         return None
-    if intent.phase not in (Phase.STOPPING, Phase.OLD_STOPPED) or len(facts.alive) != 1:
+    stops = (Phase.STOPPING, Phase.OLD_STOPPED) if not intent.kind.starts else (Phase.STOPPING,)
+    if intent.phase not in stops or len(facts.alive) != 1:
         return None
     run = facts.alive[0]
     stored = facts.stored

@@ -661,3 +661,27 @@ def test_a_now_minus_that_comes_to_before_1970_on_the_store_s_clock_is_refused_i
     _, result = world.deploy([KAFKA_V2], handover="cold", kafka_start=declared)
     assert not result.ok and "comes to before 1970 by the store's clock" in result.summary
     assert world.runs() == ["old-run"] and world.target.submissions == []
+
+
+def test_a_deploy_s_stop_not_confirmed_keeps_its_record_and_the_next_deploy_finishes_it():
+    """Found by the simulation (seed 1680): a deploy's stop of v1 (for a change) wrote the stop
+    marker, and the kill was not confirmed; the deploy deleted its intent record ("nothing new
+    can exist"). The next deploy, planned with the job unchanged, left the run alone, exit 0,
+    and the run then ended by the marker left behind. Now the record stays, and the next
+    deploy stops the run it told to stop, then starts what the job wants."""
+    world = World(KAFKA_V1)
+    kafka_checkpoint(world.state)
+    world.target.stop_unconfirmed = True
+    _, result = world.deploy([KAFKA_V2], handover="cold")
+    assert not result.ok and "cannot say it stopped" in result.summary, result
+    intent = world.intent()
+    assert intent is not None and intent.phase.value == "stopping"
+    world.target.stop_unconfirmed = False
+    decision = world.plan([KAFKA_V1]).decisions[0]
+    assert "told to stop" in decision.reason, decision.reason
+    assert [type(s).__name__ for s in decision.steps] == [
+        "DropIntent", "StopRun", "StartRun", "Record"
+    ]  # fmt: skip
+    _, result = world.deploy([KAFKA_V1])
+    assert result.ok, result
+    assert len(world.runs()) == 1 and world.runs() != ["old-run"] and world.intent() is None
