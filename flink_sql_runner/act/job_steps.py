@@ -273,7 +273,7 @@ class JobSteps:
             # show the failure from it. A submission refused started nothing: no record.
             first = intent is not None and intent.kind is Kind.START and decision.token is ABSENT
             if not (first and ran):
-                tracker.forget()
+                self._forget_intent(tracker)
             raise failure
         self._undo_after(decision, result, tracker, failure)
         result.detail = "\n".join(str(failure).splitlines()[1:])

@@ -177,7 +177,10 @@ def test_kafka_change_rules_on_the_real_broker(kafka_workspace, kafka_broker, ka
     assert planned["action"] == "stop-and-start-clean", planned
     assert planned["query-version"] == 2
     assert changed(planned)["tables.src.options.subscribe"] == "query"
-    assert planned["reason"].endswith("src starts as its table says (topics not read by v1)")
+    assert planned["reason"].endswith(
+        "src starts at latest (Spark's default; the table sets no startingOffsets) (topics not "
+        "read by v1)"
+    )
     deploy()
     broker.produce("r-in-b", ((f"b-{n}", f"b-value-{n}") for n in range(20)))
 
