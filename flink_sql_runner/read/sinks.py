@@ -12,7 +12,8 @@ exactly its own rows. A sink is identified by where the data lands:
 - a catalog table (`table:`): its name without case, in `spark_catalog.default` unless qualified.
 - a Kafka topic: the bootstrap servers (as a set: order, spacing, repeats and the case of host
   names do not count) and the topic, `{job_name}` resolved (a table shared by jobs whose topic
-  holds it is one topic per job).
+  holds it is one topic per job). Two lists that share a broker reach one cluster: the same
+  topic through both is one sink.
 
 `SinkIndex` finds the sinks that overlap one without comparing it with every other: an exact
 key per sink, and for folders every folder above them (at `/`), so a look costs the depth of a
@@ -43,9 +44,18 @@ class SinkId:
             return False
         if self == other:
             return True
+        if self.kind == "kafka topic":
+            return bool(set(self.kafka_keys()) & set(other.kafka_keys()))
         if self.kind != "folder":
             return False
         return self.where.startswith(other.where + "/") or other.where.startswith(self.where + "/")
+
+    def kafka_keys(self) -> list[str]:
+        """A Kafka topic sink's topic on each of its brokers: two lists that share a broker
+        reach one cluster (a client learns all of it from any broker it names), so one topic
+        written through both is one sink."""
+        topic, _, servers = self.where.rpartition(" on ")
+        return [f"{topic} on {server}" for server in servers.split(",") if server]
 
 
 T = TypeVar("T")
@@ -77,12 +87,24 @@ class SinkIndex(Generic[T]):
         if sink.kind == "folder":
             for above in _cuts(sink.where):
                 self._inside.setdefault(above, []).append(entry)
+        elif sink.kind == "kafka topic":
+            for key in sink.kafka_keys():
+                self._exact.setdefault(("kafka broker", key), []).append(entry)
 
     def overlapping(self, sink: SinkId) -> list[tuple[SinkId, T]]:
         """Every (sink, item) added whose sink overlaps `sink`, in the order they were added."""
         self.probes += 1
         exact = self._exact
         found = list(exact.get((sink.kind, sink.where), ()))
+        if sink.kind == "kafka topic":
+            keys = sink.kafka_keys()
+            self.probes += len(keys)
+            seen = {id(entry) for entry in found}
+            for key in keys:
+                for entry in exact.get(("kafka broker", key), ()):
+                    if id(entry) not in seen:
+                        seen.add(id(entry))
+                        found.append(entry)
         if sink.kind == "folder":
             cuts = _cuts(sink.where)
             self.probes += 1 + len(cuts)

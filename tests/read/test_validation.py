@@ -12,7 +12,7 @@ import pytest
 from flink_sql_runner.errors import InvalidInput
 from flink_sql_runner.read.catalog import file_format, load_catalog
 from flink_sql_runner.read.manifest import load_jobs
-from flink_sql_runner.read.sinks import sink_of
+from flink_sql_runner.read.sinks import SinkIndex, sink_of
 from tests.support.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -281,8 +281,16 @@ def test_one_kafka_cluster_written_two_ways_is_one_sink() -> None:
         one == sink_of("b", kafka("b:9092,a:9092")) == sink_of("c", kafka(" a:9092,b:9092,a:9092 "))
     )
     assert str(one) == "kafka topic orders on a:9092,b:9092"
-    assert one != sink_of("d", kafka("a:9092,c:9092"))
     assert one != sink_of("e", kafka("a:9092,b:9092", topic="other"))
+    # Lists that share a broker reach one cluster: the same topic through both is one sink
+    # (before: two, so two jobs could write it); lists that share none are two.
+    shared = sink_of("d", kafka("a:9092,c:9092"))
+    assert shared is not None and one.overlaps(shared) and shared.overlaps(one)
+    index = SinkIndex([(one, "a")])
+    assert [item for _, item in index.overlapping(shared)] == ["a"]
+    other = sink_of("f", kafka("c:9092,d:9092"))
+    assert other is not None and not one.overlaps(other)
+    assert index.overlapping(other) == []
 
 
 def kafka_table(servers: str, topic: str = "orders") -> dict[str, Any]:
