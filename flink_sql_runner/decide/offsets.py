@@ -39,7 +39,7 @@ from flink_sql_runner.model.runtime import source_tables
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.kafka_start import CARRY, EARLIEST, KAFKA_START_FORMS, KafkaStart
 from flink_sql_runner.read.kafka_start import declared_starts as job_starts
-from flink_sql_runner.read.sinks import kafka_servers, target_sink
+from flink_sql_runner.read.sinks import kafka_servers, same_cluster, target_sink
 
 #: Who declared a start, as the plan says it.
 BY_JOB, BY_DEPLOY = "the job's kafka-start", "deploy --kafka-start"
@@ -245,15 +245,6 @@ def _short(value: Any, limit: int = 60) -> str:
 
 def _listed(topics: set[str]) -> str:
     return ", ".join(sorted(topics))
-
-
-def same_cluster(one: str, other: str) -> bool:
-    """Whether two `kafka.bootstrap.servers` lists (as `kafka_servers` writes them) name the
-    same cluster as far as the deployer can tell: they share a broker. A client learns the whole
-    cluster from any one broker of its list, so a broker added to or removed from a list leaves
-    it the same cluster; lists that share none may be two clusters (a topic mirrored to another
-    one keeps its name, not its offsets)."""
-    return bool(set(one.split(",")) & set(other.split(","))) if one and other else one == other
 
 
 def kafka_at_default(manifest: StoredManifest) -> tuple[str, ...]:

@@ -160,6 +160,15 @@ def _server(server: str) -> str:
     return server if "${" in server else server.lower()
 
 
+def same_cluster(one: str, other: str) -> bool:
+    """Whether two `kafka.bootstrap.servers` lists (as `kafka_servers` writes them) name the
+    same cluster as far as the deployer can tell: they share a broker. A client learns the whole
+    cluster from any one broker of its list, so a broker added to or removed from a list leaves
+    it the same cluster; lists that share none may be two clusters (a topic mirrored to another
+    one keeps its name, not its offsets)."""
+    return bool(set(one.split(",")) & set(other.split(","))) if one and other else one == other
+
+
 def catalog_name(name: str) -> str:
     parts = name.lower().split(".")
     if len(parts) == 1:
