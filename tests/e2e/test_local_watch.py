@@ -239,7 +239,17 @@ def test_watch_restarts_replaces_yields_to_deploy_and_hands_over(
     fifth = driver(ws, "ticker")
     assert fifth["pid"] != fourth["pid"]
 
-    # The webhook heard both watchers, in order; the target holds every row exactly once.
+    # The webhook heard both watchers, in order; the target holds every row exactly once. The
+    # watcher logs an event, then posts it: the webhook may hear it a moment later (CI once
+    # read it before the standby's `restarted` came).
+    def heard_the_restart() -> bool:
+        heard = webhook.kinds()
+        return (
+            "watcher-took-over" in heard
+            and "restarted" in heard[heard.index("watcher-took-over") :]
+        )
+
+    wait_for(heard_the_restart, timeout=30, what="the webhook's restarted after the takeover")
     kinds = [k for k in webhook.kinds() if k not in ("metrics", "backing-off")]
     assert kinds[0] == "watching" and kinds[-2:] == ["watcher-took-over", "restarted"], kinds
     assert kinds.index("stalled") < kinds.index("watcher-took-over")
