@@ -4,9 +4,12 @@ file sink holds, and declared schemas parsed, all in one local SparkSession that
 Run by the deployer as `job_runner.py --probe schema_probe --input IN.json --output OUT.json`
 under spark-submit (runner/probe_session.py). Input:
 `{"jobs": [{"key", "manifest": <runtime manifest>, "conf": {spark.sql.* settings}?}],
-"sinks": [{"key", "format", "path"}], "ddl": [{"key", "ddl"}]}`.
+"state": [the same, for the stateful operators], "sinks": [{"key", "format", "path"}],
+"ddl": [{"key", "ddl"}]}`.
 Output: `{"spark": version, "jobs": {key: {"fields"} | {"unknown": why} | {"error": Spark's
-reason}}, "sinks": {key: sink_history | {"error"}}, "ddl": {key: {"fields"} | {"error"}}}`.
+reason}}, "state": {key: {"operators": [...]} | {"unknown"} | {"error"}} (what each stateful
+operator's state means, runner/stateful_plan.py), "sinks": {key: sink_history | {"error"}},
+"ddl": {key: {"fields"} | {"error"}}}`.
 
 A job's output is built exactly as a run builds it (runner/query.py: views, watermarks, SQL,
 metadata columns), only each source frame is a stand-in, since sources cannot be opened at
@@ -42,6 +45,8 @@ from .probe_session import probe_session, read_request, write_answer
 from .query import query_frame, register_sources, with_metadata
 from .schema_rules import KAFKA_HEADERS, Field, fields_of, kafka_headers
 from .sink_schema import declared_fields, sink_history
+from .spark_internals import analysed_plan
+from .stateful_plan import stateful_operators
 from .storage import Storage
 
 STAND_IN_FILE_FORMATS = ("json", "csv", "parquet", "orc", "text")
@@ -99,20 +104,38 @@ def stand_in_opener(empty: str) -> Any:
     return opener
 
 
+def _job_frame(spark: Any, job: dict[str, Any], empty: str) -> tuple[Any, dict[str, Any]]:
+    """The job's query frame (before its metadata columns) and its runtime manifest, in a
+    session of its own (its views and settings touch no other job's). Unknown for a code job."""
+    doc = load_manifest(json.dumps(job.get("manifest")))
+    if doc.get("code") is not None:
+        raise Unknown(CODE_UNKNOWN)
+    session = spark.newSession()
+    for key, value in (job.get("conf") or {}).items():
+        if str(key).startswith("spark.sql."):
+            session.conf.set(str(key), str(value))
+    register_sources(session, doc, stand_in_opener(empty))
+    return query_frame(session, doc), doc
+
+
 def job_output(spark: Any, job: dict[str, Any], empty: str) -> dict[str, Any]:
-    """`{"fields"}`, `{"unknown"}` or `{"error"}` for one job, in a session of its own (its
-    views and settings touch no other job's)."""
+    """`{"fields"}`, `{"unknown"}` or `{"error"}` for one job."""
     try:
-        doc = load_manifest(json.dumps(job.get("manifest")))
-        if doc.get("code") is not None:
-            return {"unknown": CODE_UNKNOWN}
-        session = spark.newSession()
-        for key, value in (job.get("conf") or {}).items():
-            if str(key).startswith("spark.sql."):
-                session.conf.set(str(key), str(value))
-        register_sources(session, doc, stand_in_opener(empty))
-        frame = with_metadata(query_frame(session, doc), doc)
-        return {"fields": fields_of(json.loads(frame.schema.json()))}
+        frame, doc = _job_frame(spark, job, empty)
+        return {"fields": fields_of(json.loads(with_metadata(frame, doc).schema.json()))}
+    except Unknown as exc:
+        return {"unknown": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - Spark's reason is the job's result
+        return {"error": one_line(exc)}
+
+
+def job_state(spark: Any, job: dict[str, Any], empty: str) -> dict[str, Any]:
+    """`{"operators"}` (runner/stateful_plan.py: what each stateful operator's state means),
+    `{"unknown"}` or `{"error"}` for one job."""
+    try:
+        frame, _ = _job_frame(spark, job, empty)
+        plan, delays = analysed_plan(frame)
+        return {"operators": stateful_operators(plan, delays)}
     except Unknown as exc:
         return {"unknown": str(exc)}
     except Exception as exc:  # noqa: BLE001 - Spark's reason is the job's result
@@ -128,11 +151,14 @@ def ddl_fields(spark: Any, ddl: str) -> dict[str, Any]:
 
 
 def probe(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = {"spark": spark.version, "jobs": {}, "sinks": {}, "ddl": {}}
+    result: dict[str, Any] = {"spark": spark.version, "jobs": {}, "state": {}, "sinks": {},
+                              "ddl": {}}  # fmt: skip
     storage = Storage(spark)
     with tempfile.TemporaryDirectory(prefix="fsr-schema-probe-") as empty:
         for job in request.get("jobs", []):
             result["jobs"][job["key"]] = job_output(spark, job, empty)
+        for job in request.get("state", []):
+            result["state"][job["key"]] = job_state(spark, job, empty)
     for sink in request.get("sinks", []):
         try:
             found = sink_history(spark, storage, sink["format"], sink["path"])
@@ -163,7 +189,7 @@ def quiet_query_context_logs() -> None:
 
 def read_schema_request(location: str) -> dict[str, Any]:
     request = read_request(location)
-    for field in ("jobs", "sinks", "ddl"):
+    for field in ("jobs", "state", "sinks", "ddl"):
         items = request.get(field, [])
         if not isinstance(items, list) or not all(
             isinstance(item, dict) and "key" in item for item in items

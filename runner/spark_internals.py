@@ -242,3 +242,21 @@ def stateful_operators(frame: Any) -> list[str]:
         if word in STATEFUL_OPERATORS and word not in found:
             found.append(word)
     return found
+
+
+def analysed_plan(frame: Any) -> tuple[list[Any], list[str]]:
+    """`frame`'s analysed plan as Spark writes it (`TreeNode.toJSON`, 3.5 to 4.3) and the delays
+    of its watermarks in the plan's pre-order, which that JSON leaves out (`EventTimeWatermark
+    .delay`, a CalendarInterval: "10 seconds")."""
+    import json
+
+    plan = frame._jdf.queryExecution().analyzed()
+    delays: list[str] = []
+    pending = [plan]
+    while pending:
+        node = pending.pop()
+        if str(node.nodeName()) == "EventTimeWatermark":
+            delays.append(str(node.delay().toString()))
+        children = node.children()
+        pending.extend(children.apply(i) for i in reversed(range(children.size())))
+    return json.loads(str(plan.toJSON())), delays

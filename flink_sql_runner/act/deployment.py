@@ -32,6 +32,7 @@ from flink_sql_runner.act.stop import StopResult, stop_jobs
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.plan import build_plan, checkpoint_unused
 from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
+from flink_sql_runner.decide.state import wants_state
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.gather.schemas import Ask, run_probe, with_contracts
@@ -286,7 +287,9 @@ class Deployment:
             checkpoint_unused=checkpoint_unused,
         )
         lineage = plan_lineage(facts)
-        facts = with_contracts(facts, lineage, self.storage, self.schema_cache, self.ask_spark)
+        facts = with_contracts(
+            facts, lineage, self.storage, self.schema_cache, self.ask_spark, wants_state
+        )
         return facts, lineage
 
     @property

@@ -119,6 +119,9 @@ JOB_RULES: dict[str, Rule] = {
     "desired-state": Rule(CONFIG, "running or stopped"),
     "reprocessing": Rule(NONE, "how it follows its producers; its run is not touched"),
     "on-schema-change": Rule(NONE, "checked when a start changes the schema; no run is touched"),
+    "on-state-change": Rule(
+        NONE, "checked when a query change starts a stateful query; no run is touched"
+    ),
     "handover": Rule(NONE, "how the next change is carried out; no run is touched"),
     "kafka-start": Rule(NONE, "where a new version's Kafka sources start; no run is touched"),
     "metadata-columns": Rule(CONFIG, "columns appended after the query"),

@@ -92,6 +92,51 @@ class SchemaReport:
 
 
 @dataclass(frozen=True)
+class OperatorVerdict:
+    """One stateful operator of a new version's query: whether the previous version's state
+    would keep its meaning for it (`kept`, `rebuilt`, `unknown`), why, and what a kept state
+    mixes at the change."""
+
+    operator: str  # as people read it: `aggregation by k, window(ts, 20 seconds): count(*)`
+    verdict: str
+    reasons: tuple[str, ...] = ()
+    mixes: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        why = f": {'; '.join(self.reasons)}" if self.reasons else ""
+        mixes = f" ({'; '.join(self.mixes)})" if self.mixes else ""
+        return f"{self.operator}: {self.verdict}{why}{mixes}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"operator": self.operator, "verdict": self.verdict,
+                "reasons": list(self.reasons), "mixes": list(self.mixes)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StateReport:
+    """What a query change's new version does with state (decide/state.py): a verdict per
+    stateful operator of its query, how its state comes to be (`how`: `rebuilt` from sources
+    that read again what the state was built from, `partial` where windows open at the change
+    are written with only the records after it, `unknown`), and whether that refuses it."""
+
+    how: str
+    summary: str
+    operators: tuple[OperatorVerdict, ...] = ()
+    policy: str = "refuse"
+    policy_from: str = "default"
+    refused: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "how": self.how,
+            "summary": self.summary,
+            "operators": [o.to_dict() for o in self.operators],
+            "on-state-change": self.policy,
+            "refused": self.refused,
+        }
+
+
+@dataclass(frozen=True)
 class Decision:
     name: str
     action: Action
@@ -123,6 +168,8 @@ class Decision:
     schema: SchemaReport | None = None
     #: The job's first start that failed (the record it kept), shown beside the retry.
     failed_start: FailedStart | None = None
+    #: What a query change's new version does with state (decide/state.py), when stateful.
+    state: StateReport | None = None
 
     def to_dict(
         self, change: Callable[[Change], dict[str, Any]] = Change.to_dict
@@ -149,6 +196,8 @@ class Decision:
             doc["schema"] = self.schema.to_dict()
         if self.failed_start is not None:
             doc["failed-start"] = self.failed_start.to_dict()
+        if self.state is not None:
+            doc["state"] = self.state.to_dict()
         return doc
 
 

@@ -16,6 +16,7 @@ from flink_sql_runner.decide.offsets import (
     kafka_at_default,
     kafka_starts,
 )
+from flink_sql_runner.decide.state import check as check_state
 from flink_sql_runner.decide.steps import (
     Archive,
     AwaitRun,
@@ -80,7 +81,7 @@ def decide(
     stands; while its run may exist, nothing is started or recorded for the job.
     """
     asked = Asked(prune, spark, kafka_start, now_ms)
-    return contracts.check(_settled_decision(facts, asked), facts)
+    return check_state(contracts.check(_settled_decision(facts, asked), facts), facts)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from flink_sql_runner.model.contracts import ContractFacts, Known, Reader, SinkH
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.lineage import Lineage
 from flink_sql_runner.model.runtime import probe_manifest, resolved_table, source_tables
+from flink_sql_runner.model.state import Analysed, StateFacts
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
 from flink_sql_runner.read.manifest import Job
@@ -133,12 +134,15 @@ def with_contracts(
     storage: Storage,
     cache_dir: Path | None,
     ask: Ask | None = None,
+    state_for: Callable[[JobFacts], bool] | None = None,
 ) -> list[JobFacts]:
     """`facts`, each job whose start could change what it writes (`changes_output`) with the
     contract facts of its sink (`JobFacts.contracts`): one for a start of any version, or one
     per version of `start_versions` where the sink's place depends on it. Its readers are the
     desired jobs that read its sink in `lineage` (the plan's), with the schema they declare
-    for it. One probe for them all (`gather_contracts`)."""
+    for it. And each job `state_for` holds for (a query change of a stored job) with what the
+    state of its stored query and of its desired one means (`JobFacts.state`, model/state.py).
+    One probe for them all (`gather_contracts`)."""
     desired = {f.name: f.desired for f in facts if f.desired is not None}
     checks: list[Check] = []
     for job in facts:
@@ -156,17 +160,38 @@ def with_contracts(
         for version in versions if _place_may_follow_version(job.desired) else versions[-1:]:
             start = StoredManifest(spec, tables, Meta(version, "plan", _ANY_TIME))
             checks.append(Check(start, job.stored, readers))
-    if not checks:
+    changed = {
+        job.name: (probe_manifest(job.stored, "plan"), _desired_doc(job))
+        for job in facts
+        if state_for is not None and job.stored is not None and job.desired is not None
+        and state_for(job) and _desired_doc(job) is not None
+    }  # fmt: skip
+    if not checks and not changed:
         return facts
     found: dict[str, list[ContractFacts | None]] = {}
-    contracts = gather_contracts(checks, storage, cache_dir, ask)
+    states: dict[str, StateFacts] = {}
+    contracts = gather_contracts(checks, storage, cache_dir, ask, changed, states)
     for check, contract in zip(checks, contracts, strict=True):
         version = check.manifest.meta.query_version
         found.setdefault(check.manifest.name, []).append(
             replace(contract, version=version) if contract is not None else None
         )
-    return [replace(f, contracts=_by_version(found[f.name])) if f.name in found else f
-            for f in facts]  # fmt: skip
+    facts = [replace(f, contracts=_by_version(found[f.name])) if f.name in found else f
+             for f in facts]  # fmt: skip
+    return [replace(f, state=states[f.name]) if f.name in states else f for f in facts]
+
+
+def _desired_doc(job: JobFacts) -> dict[str, Any] | None:
+    """The runtime manifest the desired job's new version would analyse (any version: what its
+    query means does not depend on it); None where it cannot be built here."""
+    if job.desired is None or job.stored is None:
+        return None
+    start = StoredManifest(job.desired.spec, job.desired.tables,
+                           Meta(job.stored.meta.query_version + 1, "plan", _ANY_TIME))  # fmt: skip
+    try:
+        return probe_manifest(start, "plan")
+    except (FsrError, KeyError):
+        return None
 
 
 def _place_may_follow_version(job: Job) -> bool:
@@ -190,13 +215,17 @@ def gather_contracts(
     storage: Storage,
     cache_dir: Path | None,
     ask: Ask | None = None,
+    changed: dict[str, tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    states: dict[str, StateFacts] | None = None,
 ) -> list[ContractFacts | None]:
     """The contract facts of each check whose sink can be checked, in the checks' order (None
     where there is nothing to check): a sink that holds files, or, for a job deployed before,
     a sink with a declared schema, readers that declare one, or a Kafka topic. A new job into
     an empty sink is not analysed: nothing there can break (the plan's cost stays that of
     reading the store). The checks of one job (its start's versions) share one analysis of its
-    query. `ask` is the runner's probe in a child process unless given."""
+    query. `ask` is the runner's probe in a child process unless given. `changed`: by job, the
+    runtime manifests of its stored and desired query, whose stateful operators the same probe
+    reads into `states`."""
     probe: _Probe | None = None  # made once needed: it imports pyspark and hashes the runner
     staged: dict[int, tuple[Check, dict[str, Any], str, str | None, bool, str | None]] = {}
     analysed: dict[
@@ -236,10 +265,16 @@ def gather_contracts(
         if holds_files:
             probe.want_sink(fmt, sink)
     found: list[ContractFacts | None] = [None] * len(checks)
-    if not staged:
+    if not staged and not changed:
         return found
     probe = probe or _Probe(cache_dir, ask or run_probe)
+    for old, new in (changed or {}).values():
+        probe.want_state(old)
+        probe.want_state(new)
     probe.run()
+    if states is not None:
+        for name, (old, new) in (changed or {}).items():
+            states[name] = StateFacts(probe.state(old), probe.state(new))
     for index, (check, doc, sink, fmt, analyse, moved) in staged.items():
         target = doc["tables"][doc["target-table"]]
         policy, policy_from = schema_policy(check.manifest.job, check.manifest.tables)
@@ -354,8 +389,10 @@ class _Probe:
 
         self.spark: str = pyspark.__version__
         self._salt = {"spark": self.spark, "runner": runner_zip()[0]}
-        self._asked: dict[str, dict[str, dict[str, Any]]] = {"jobs": {}, "sinks": {}, "ddl": {}}
-        self._answers: dict[str, dict[str, Any]] = {"jobs": {}, "sinks": {}, "ddl": {}}
+        self._asked: dict[str, dict[str, dict[str, Any]]] = {
+            "jobs": {}, "state": {}, "sinks": {}, "ddl": {}}  # fmt: skip
+        self._answers: dict[str, dict[str, Any]] = {"jobs": {}, "state": {}, "sinks": {},
+                                                    "ddl": {}}  # fmt: skip
 
     def _key(self, kind: str, value: Any) -> str:
         return _digest({**self._salt, kind: value})
@@ -377,6 +414,18 @@ class _Probe:
         shape = self._shape(doc)
         self._want("jobs", self._key("job", shape), {"manifest": {**doc, **shape},
                                                     "conf": shape["conf"]})  # fmt: skip
+
+    def want_state(self, doc: dict[str, Any]) -> None:
+        if doc.get("code") is not None:
+            return  # a code job is not run at plan time (decided in `state`)
+        shape = self._shape(doc)
+        self._want("state", self._key("state", shape), {"manifest": {**doc, **shape},
+                                                       "conf": shape["conf"]})  # fmt: skip
+
+    def state(self, doc: dict[str, Any]) -> Analysed:
+        if doc.get("code") is not None:
+            return Analysed(unknown="a code job's query is known only when it runs")
+        return Analysed.from_dict(self._answers["state"].get(self._key("state", self._shape(doc))))
 
     def want_ddl(self, ddl: str) -> None:
         self._want("ddl", self._key("ddl", ddl), {"ddl": ddl})

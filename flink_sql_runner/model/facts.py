@@ -11,6 +11,7 @@ from typing import Any
 from flink_sql_runner.model.contracts import ContractFacts
 from flink_sql_runner.model.intents import Intent, Settlement
 from flink_sql_runner.model.runs import Liveness, Run
+from flink_sql_runner.model.state import StateFacts
 from flink_sql_runner.model.stored import ABSENT, StoredManifest, Token
 from flink_sql_runner.read.manifest import Job
 
@@ -69,6 +70,9 @@ class JobFacts:
     #: for a start of any version, or one per version its start could take when its sink's
     #: place depends on the version (`contract_for`).
     contracts: tuple[ContractFacts, ...] = ()
+    #: What the state of the running version's query and of the desired one means, for a job
+    #: whose start could change its query (gathered with `contracts`, model/state.py).
+    state: StateFacts | None = None
     #: The desired job and the stored manifest, when gather found them the same field for
     #: field (decide/changes.py::unchanged), so that the plan does not compare them again. Kept
     #: with the two it is about: facts made with another desired job or stored manifest

@@ -211,3 +211,32 @@ def code_problem(code: str) -> str | None:
         if any(isinstance(t, ast.Name) and t.id == "execution_output" for t in targets):
             return None
     return "must assign a streaming DataFrame to `execution_output`"
+
+
+#: What in a query can keep state in a streaming run (an aggregation, a deduplication, a join of
+#: two streams, a limit, a function the parser does not know, which may aggregate), by sqlglot's
+#: expression classes' names.
+_MAY_KEEP_STATE = ("AggFunc", "Group", "Distinct", "Join", "Limit", "Window", "Intersect",
+                   "Except", "Anonymous", "Lateral", "Having", "Qualify", "Subquery", "Exists",
+                   "Pivot")  # fmt: skip
+
+
+def keeps_no_state(sql: str) -> bool:
+    """Whether a query certainly keeps no state when streaming: read without Spark, nothing in it
+    could (`_MAY_KEEP_STATE`; `UNION` without `ALL` deduplicates). False where it may, or where
+    the text does not parse: Spark's analysis decides those (runner/stateful_plan.py)."""
+    from sqlglot import exp
+
+    try:
+        query, _ = _parse_query(sql)
+    except SqlProblem:
+        return False
+    for node in query.walk():
+        names = {cls.__name__ for cls in type(node).__mro__}
+        if names & set(_MAY_KEEP_STATE):
+            return False
+        if isinstance(node, exp.Union) and node.args.get("distinct"):
+            return False
+        if isinstance(node, exp.In) and node.args.get("query") is not None:
+            return False
+    return True

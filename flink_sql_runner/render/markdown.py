@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flink_sql_runner.decide.changes import Change
-from flink_sql_runner.decide.decisions import Action, Decision, Plan, SchemaReport
+from flink_sql_runner.decide.decisions import Action, Decision, Plan, SchemaReport, StateReport
 from flink_sql_runner.model.lineage import Lineage
 from flink_sql_runner.read.secrets import MASK, mask
 from flink_sql_runner.render.lineage import mermaid_diagram
@@ -133,6 +133,8 @@ def _job_section(decision: Decision, lineage: Lineage | None, diffs: bool) -> li
         decision.schema.verdict != "same" or decision.schema.conflicts
     ):
         lines += _schema_section(decision.schema)
+    if decision.state is not None:
+        lines += _state_section(decision.state)
     if decision.steps:
         order = []
         if decision.after:
@@ -163,6 +165,22 @@ def _job_section(decision: Decision, lineage: Lineage | None, diffs: bool) -> li
     if below and not decision.downstream:
         names = ", ".join(code(n, in_table=False) for n in below)
         lines += ["", f"Downstream of it (they read what it writes): {names}."]
+    return lines
+
+
+def _state_section(report: StateReport) -> list[str]:
+    how = f"**{report.how}, refused**" if report.refused else f"**{report.how}**"
+    lines = [
+        "",
+        f"State: {how} (on-state-change: {code(report.policy, in_table=False)}): "
+        f"{text(report.summary)}",
+    ]
+    if report.operators:
+        lines += ["", "| stateful operator | verdict | why |", "|---|---|---|"]
+        lines += [
+            f"| {code(o.operator)} | {o.verdict} | {text('; '.join([*o.reasons, *o.mixes]))} |"
+            for o in report.operators
+        ]
     return lines
 
 
@@ -298,8 +316,12 @@ def _markdown(
         lines += ["", *_job_table(acting)]
     if any(d.action is Action.ERROR for d in plan.decisions):
         lines += ["", "Jobs marked `error` will not be touched; see their reasons above."]
-    if any(d.action is Action.REFUSED for d in plan.decisions):
+    refused = [d for d in plan.decisions if d.action is Action.REFUSED]
+    if any(d.state is None or not d.state.refused for d in refused):
         lines += ["", "Jobs marked `refused` would break their sink's readers: not touched."]
+    if any(d.state is not None and d.state.refused for d in refused):
+        lines += ["", "Jobs marked `refused` for their state would write windows partial: not "
+                  "touched."]  # fmt: skip
     if idle:
         count = f"{len(idle)} job{'s' if len(idle) != 1 else ''} with nothing to do"
         lines += [

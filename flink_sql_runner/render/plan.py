@@ -12,7 +12,7 @@ import click
 
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.decide.changes import MISSING, Change
-from flink_sql_runner.decide.decisions import Action, Decision, Plan, SchemaReport
+from flink_sql_runner.decide.decisions import Action, Decision, Plan, SchemaReport, StateReport
 from flink_sql_runner.read.secrets import mask
 
 TEXT_VALUE_LIMIT = 60
@@ -247,6 +247,8 @@ def plan_text(plan: Plan, color: bool = False) -> str:
             lines.extend(f"{'':<{width}}      {line}" for line in rest)
         if d.schema is not None and d.schema.worth_saying:
             lines.extend(f"{'':<{width}}    {line}" for line in schema_lines(d.schema))
+        if d.state is not None:
+            lines.extend(f"{'':<{width}}    {line}" for line in state_lines(d.state))
         lines.extend(f"{'':<{width}}    {line}" for line in steps_lines(d))
     counts: dict[str, int] = {}
     for d in plan.decisions:
@@ -258,12 +260,28 @@ def plan_text(plan: Plan, color: bool = False) -> str:
     lines.append(f"Plan: {jobs} ({summary}); {verdict}.")
     if any(d.action is Action.ERROR for d in plan.decisions):
         lines.append("Jobs marked `error` will not be touched; see their reasons above.")
-    if any(d.action is Action.REFUSED for d in plan.decisions):
+    refused = [d for d in plan.decisions if d.action is Action.REFUSED]
+    if any(d.state is None or not d.state.refused for d in refused):
         lines.append(
             "Jobs marked `refused` would break their sink's readers: nothing is stopped or "
             "started for them (docs/schema-contracts.md)."
         )
+    if any(d.state is not None and d.state.refused for d in refused):
+        lines.append(
+            "Jobs marked `refused` for their state would write windows open at the change "
+            "partial: nothing is stopped or started for them (docs/state.md)."
+        )
     return "\n".join(lines)
+
+
+def state_lines(report: StateReport) -> list[str]:
+    """What a query change's new version does with state: a heading, then a line per stateful
+    operator with its verdict (`=` kept, `~` rebuilt, `?` unknown)."""
+    refused = ", refused" if report.refused else ""
+    lines = [f"state: {report.how}{refused} (on-state-change: {report.policy})"]
+    marks = {"kept": "=", "rebuilt": "~", "unknown": "?"}
+    lines += [f"  {marks.get(o.verdict, '?')} {o.line()}" for o in report.operators]
+    return lines
 
 
 def results_text(plan: Plan, results: dict[str, JobResult]) -> str:

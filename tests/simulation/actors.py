@@ -48,8 +48,12 @@ def deployment(world: World, name: str, parallelism: int = 1, handover: str = "c
     found = Deployment(settings, store=store, target=SimTarget(world))
     found.storage = SimStorage(world)
     # No Spark in the simulation: a changed query's schema is unknown, as when the probe fails
-    # (its run checks the sink), and no schema is cached on disk.
-    found.ask_spark = lambda request: ({}, "the simulation runs no Spark")
+    # (its run checks the sink), and no schema is cached on disk. Its queries keep no state
+    # (scenario.py: a filter), as the probe reads them.
+    found.ask_spark = lambda request: (
+        {"state": {s["key"]: {"operators": []} for s in request.get("state", [])}},
+        "the simulation runs no Spark",
+    )
     found.schema_cache = None
     # The connector a Kafka job needs is served: the product would ask a Maven repository over
     # the network (a HEAD of its pom, targets/connectors.py) and find the Scala build from the

@@ -79,10 +79,11 @@ FIELDS = [{"name": "id", "type": "bigint", "nullable": True}]
 
 def probe(request: dict[str, Any]) -> tuple[dict[str, Any], None]:
     """Plays the runner's schema probe (gather/schemas.py's `ask_spark`): every query writes
-    `id`, every sink holds `id`."""
+    `id` and keeps no state, every sink holds `id`."""
     return {
         "spark": "4.3.0",
         "jobs": {j["key"]: {"fields": FIELDS} for j in request["jobs"]},
+        "state": {j["key"]: {"operators": []} for j in request.get("state", [])},
         "sinks": {
             s["key"]: {"history": [{"fields": FIELDS, "from": "v1"}]} for s in request["sinks"]
         },  # fmt: skip

@@ -1,0 +1,208 @@
+"""A query change of a stateful query (decide/state.py): a verdict per stateful operator, and
+never a silent half window. The operators stand in for the probe's answers (the corpus on real
+Spark is tests/runner/test_stateful_plan.py)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from flink_sql_runner.decide.decisions import Action
+from flink_sql_runner.decide.plan import build_plan
+from flink_sql_runner.decide.state import wants_state
+from flink_sql_runner.gather.facts import gather
+from flink_sql_runner.gather.schemas import with_contracts
+from flink_sql_runner.model.lineage import plan_lineage
+from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.state import Analysed, StateFacts
+from flink_sql_runner.read.kafka_start import parse_kafka_start
+from flink_sql_runner.render.markdown import plan_markdown
+from flink_sql_runner.render.plan import plan_text
+from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
+from tests.support.jobs import ROOT, make_job, stored_of
+
+CKPT = f"{ROOT}/orders/1"
+KAFKA = {
+    "format": "kafka",
+    "options": {"kafka.bootstrap.servers": "b1:9092", "subscribe": "orders"},
+}
+RATE = {"format": "rate", "options": {"rowsPerSecond": "5"}}
+COUNT = "SELECT id, count(*) AS c FROM src GROUP BY id, window(ts, '20 seconds')"
+SUMS = "SELECT id, sum(id) AS c FROM src GROUP BY id, window(ts, '20 seconds')"
+
+
+def op(window="20 seconds", value="count(*)", before=()):
+    """An aggregation as the probe answers it: by id and a window, one aggregate `c`."""
+    return {
+        "kind": "aggregation",
+        "keys": ["src.id:long", f"window[{window}](src.ts)"],
+        "key-text": ["id", f"window(ts, {window})"],
+        "values": [f"agg[{value}]"],
+        "value-text": [value],
+        "value-names": ["c"],
+        "watermarks": [["src.ts", "ts", "10 seconds"]],
+        "before": [f"Filter:{b}" for b in before],
+        "before-text": list(before),
+    }
+
+
+def analysed(*ops) -> Analysed:
+    return Analysed.from_dict({"operators": list(ops)})
+
+
+def decide_change(new, old_ops=None, new_ops=None, running=True, declared=None, old=None):
+    """The decision for `new` against v1 (`old`, a windowed count of `new`'s source), running or
+    not, its checkpoint at batch 7 of topic orders, with the state facts the probe would give."""
+    old = old or make_job(sql=COUNT, tables={"src": new.tables["src"]})
+    old_ops = (op(),) if old_ops is None else old_ops
+    new_ops = (op(window="30 seconds"),) if new_ops is None else new_ops
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    store.put(stored_of(old, 1))
+    if running:
+        target.add_run(Run("orders", 1, "run-1", "pid 42"))
+    storage.files[f"{CKPT}/metadata"] = json.dumps({"id": "x"})
+    offsets = json.dumps({"orders": {"0": 5}})
+    for batch in range(8):
+        storage.files[f"{CKPT}/offsets/{batch}"] = f"v1\n{{}}\n{offsets}"
+        storage.files[f"{CKPT}/commits/{batch}"] = "v1\n{}"
+    (facts,) = gather([new], store, target, storage, workers=1)
+    new_state = new_ops if isinstance(new_ops, Analysed) else analysed(*new_ops)
+    facts = replace(facts, state=StateFacts(analysed(*old_ops), new_state))
+    return build_plan([facts], kafka_start=declared).decisions[0]
+
+
+def kafka_job(sql=SUMS, **spec):
+    return make_job(sql=sql, tables={"src": json.loads(json.dumps(KAFKA))}, **spec)
+
+
+def test_a_windowed_count_carried_from_kafka_is_refused_before_anything_stops():
+    decision = decide_change(kafka_job())
+    assert decision.action is Action.REFUSED
+    assert decision.steps == () and decision.rollback == ()
+    assert decision.version == 1
+    assert "source src goes on from where the previous version stopped" in decision.reason
+    assert "on-state-change: partial" in decision.reason
+    (verdict,) = decision.state.operators
+    assert verdict.line() == (
+        "aggregation by id, window(ts, 30 seconds): count(*): rebuilt: window 20 seconds -> "
+        "30 seconds"
+    )
+
+
+@pytest.mark.parametrize("running", [True, False], ids=["running", "stopped"])
+def test_a_state_kept_in_meaning_is_still_refused_where_the_new_version_starts_empty(running):
+    """Continuing from the previous version's state is not what a new version does: kept or
+    not, an empty state carried on would write the open windows partial."""
+    decision = decide_change(kafka_job(), new_ops=(op(before=("id > 1",)),), running=running)
+    assert decision.action is Action.REFUSED
+    (verdict,) = decision.state.operators
+    assert verdict.verdict == "kept"
+    assert "a window open at the change holds records of both" in verdict.line()
+
+
+def test_partial_windows_declared_by_the_job_start_and_say_so():
+    decision = decide_change(kafka_job(**{"on-state-change": "partial"}))
+    assert decision.action is Action.STOP_AND_START_CLEAN
+    assert decision.state.how == "partial" and not decision.state.refused
+    assert "accepted (the job says on-state-change: partial)" in decision.state.summary
+    text = plan_text(build_plan([]).__class__((decision,)))
+    assert "state: partial (on-state-change: partial)" in text
+    assert "~ aggregation by id, window(ts, 30 seconds): count(*): rebuilt" in text
+
+
+@pytest.mark.parametrize(
+    "declared, how, words",
+    [
+        ("earliest", "rebuilt", "every source reads again"),
+        ("2026-11-25T02:00:00Z", "rebuilt", "state rebuilt from the declared start of source src"),
+    ],
+    ids=["earliest", "a-time"],
+)
+def test_a_start_that_reads_again_rebuilds_the_state(declared, how, words):
+    for by_job in (True, False):
+        new = kafka_job(**({"kafka-start": declared} if by_job else {}))
+        decision = decide_change(new, declared=None if by_job else parse_kafka_start(declared))
+        assert decision.action is Action.STOP_AND_START_CLEAN, decision.reason
+        assert decision.state.how == how and words in decision.state.summary
+
+
+def test_a_file_source_reads_every_file_again_so_its_state_is_rebuilt():
+    decision = decide_change(make_job(sql=SUMS))
+    assert decision.action is Action.STOP_AND_START_CLEAN
+    assert decision.state.how == "rebuilt"
+
+
+def test_a_rate_source_goes_on_so_its_windows_would_be_partial():
+    new = make_job(sql=SUMS, tables={"src": dict(RATE)})
+    assert decide_change(new).action is Action.REFUSED
+
+
+def test_a_new_query_that_keeps_no_state_has_no_report():
+    decision = decide_change(kafka_job(sql="SELECT id FROM src"), new_ops=())
+    assert decision.action is Action.STOP_AND_START_CLEAN
+    assert decision.state is None
+
+
+def test_a_new_query_whose_state_cannot_be_told_is_refused_where_a_source_goes_on():
+    unknown = Analysed(unknown="a code job's query is known only when it runs")
+    refused = decide_change(kafka_job(), new_ops=unknown)
+    assert refused.action is Action.REFUSED
+    assert "whether its new query keeps state cannot be told (a code job's" in refused.reason
+    assert decide_change(make_job(sql=SUMS), new_ops=unknown).state is None
+
+
+def test_a_config_change_restarts_from_the_checkpoint_with_its_state():
+    old = kafka_job(sql=COUNT)
+    decision = decide_change(kafka_job(sql=COUNT, description="now documented"), old=old)
+    assert decision.action is Action.STOP_AND_RESTART
+    assert decision.state is None
+
+
+def test_the_report_is_in_the_plan_s_json_and_markdown():
+    decision = decide_change(kafka_job())
+    doc = decision.to_dict()["state"]
+    assert doc["how"] == "partial" and doc["refused"] is True
+    assert doc["operators"][0]["verdict"] == "rebuilt"
+    plan = build_plan([]).__class__((decision,))
+    markdown = plan_markdown(plan)
+    assert "State: **partial, refused**" in markdown
+    assert "| `aggregation by id, window(ts, 30 seconds): count(*)` | rebuilt |" in markdown
+    assert "refused` for their state would write windows partial" in markdown
+
+
+def test_only_a_query_change_of_a_query_that_may_keep_state_asks_spark():
+    """What the plan asks the probe: both queries of a change whose new SQL may keep state; none
+    where it certainly keeps none (read without Spark), nor for a config change."""
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    jobs = {
+        "counted": kafka_job(sql=COUNT),
+        "filtered": kafka_job(sql="SELECT id, ts FROM src WHERE id > 3"),
+        "described": kafka_job(sql=COUNT, description="new words"),
+    }
+    desired = []
+    for name, job in jobs.items():
+        old = kafka_job(sql=COUNT if name != "filtered" else "SELECT id, ts FROM src")
+        old.spec["name"] = name
+        if name == "counted":
+            old.spec["sql"] = SUMS
+        store.put(stored_of(old, 1))
+        job.spec["name"] = name
+        desired.append(job)
+    asked = []
+
+    def ask(request):
+        asked.append(request)
+        return {"state": {s["key"]: {"operators": [op()]} for s in request.get("state", [])}}, None
+
+    facts = gather(desired, store, target, storage, workers=1)
+    assert [f.name for f in facts if wants_state(f)] == ["counted"]
+    found = with_contracts(facts, plan_lineage(facts), storage, None, ask, wants_state)
+    states = {f.name: f.state for f in found}
+    assert states["filtered"] is None and states["described"] is None
+    assert [op.describe() for op in states["counted"].new.operators] == [
+        "aggregation by id, window(ts, 20 seconds): count(*)"
+    ]
+    sqls = sorted(s["manifest"]["sql"] for s in asked[0]["state"])
+    assert sqls == sorted([COUNT, SUMS])
