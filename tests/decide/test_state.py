@@ -4,9 +4,6 @@ Spark is tests/runner/test_stateful_plan.py)."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import replace
-
 import pytest
 
 from flink_sql_runner.decide.decisions import Action
@@ -15,66 +12,13 @@ from flink_sql_runner.decide.state import wants_state
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.gather.schemas import with_contracts
 from flink_sql_runner.model.lineage import plan_lineage
-from flink_sql_runner.model.runs import Run
-from flink_sql_runner.model.state import Analysed, StateFacts
+from flink_sql_runner.model.state import Analysed
 from flink_sql_runner.read.kafka_start import parse_kafka_start
 from flink_sql_runner.render.markdown import plan_markdown
 from flink_sql_runner.render.plan import plan_text
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
-from tests.support.jobs import ROOT, make_job, stored_of
-
-CKPT = f"{ROOT}/orders/1"
-KAFKA = {
-    "format": "kafka",
-    "options": {"kafka.bootstrap.servers": "b1:9092", "subscribe": "orders"},
-}
-RATE = {"format": "rate", "options": {"rowsPerSecond": "5"}}
-COUNT = "SELECT id, count(*) AS c FROM src GROUP BY id, window(ts, '20 seconds')"
-SUMS = "SELECT id, sum(id) AS c FROM src GROUP BY id, window(ts, '20 seconds')"
-
-
-def op(window="20 seconds", value="count(*)", before=()):
-    """An aggregation as the probe answers it: by id and a window, one aggregate `c`."""
-    return {
-        "kind": "aggregation",
-        "keys": ["src.id:long", f"window[{window}](src.ts)"],
-        "key-text": ["id", f"window(ts, {window})"],
-        "values": [f"agg[{value}]"],
-        "value-text": [value],
-        "value-names": ["c"],
-        "watermarks": [["src.ts", "ts", "10 seconds"]],
-        "before": [f"Filter:{b}" for b in before],
-        "before-text": list(before),
-    }
-
-
-def analysed(*ops) -> Analysed:
-    return Analysed.from_dict({"operators": list(ops)})
-
-
-def decide_change(new, old_ops=None, new_ops=None, running=True, declared=None, old=None):
-    """The decision for `new` against v1 (`old`, a windowed count of `new`'s source), running or
-    not, its checkpoint at batch 7 of topic orders, with the state facts the probe would give."""
-    old = old or make_job(sql=COUNT, tables={"src": new.tables["src"]})
-    old_ops = (op(),) if old_ops is None else old_ops
-    new_ops = (op(window="30 seconds"),) if new_ops is None else new_ops
-    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
-    store.put(stored_of(old, 1))
-    if running:
-        target.add_run(Run("orders", 1, "run-1", "pid 42"))
-    storage.files[f"{CKPT}/metadata"] = json.dumps({"id": "x"})
-    offsets = json.dumps({"orders": {"0": 5}})
-    for batch in range(8):
-        storage.files[f"{CKPT}/offsets/{batch}"] = f"v1\n{{}}\n{offsets}"
-        storage.files[f"{CKPT}/commits/{batch}"] = "v1\n{}"
-    (facts,) = gather([new], store, target, storage, workers=1)
-    new_state = new_ops if isinstance(new_ops, Analysed) else analysed(*new_ops)
-    facts = replace(facts, state=StateFacts(analysed(*old_ops), new_state))
-    return build_plan([facts], kafka_start=declared).decisions[0]
-
-
-def kafka_job(sql=SUMS, **spec):
-    return make_job(sql=sql, tables={"src": json.loads(json.dumps(KAFKA))}, **spec)
+from tests.support.jobs import make_job, stored_of
+from tests.support.stateful import COUNT, RATE, SUMS, decide_change, kafka_job, op
 
 
 def test_a_windowed_count_carried_from_kafka_is_refused_before_anything_stops():

@@ -857,6 +857,20 @@ def test_a_refused_schema_change_reads_as_the_samples_show() -> None:
         same(sample(name), text.split("\n\n")[0])
 
 
+@checks("state-refused")
+def test_a_refused_stateful_change_reads_as_the_sample_shows() -> None:
+    """docs/state.md's plan of a window changed on a Kafka job whose source carries on, from the
+    facts the plan gathers, Spark's analysis of both queries given (tests/decide/test_state.py;
+    the same analysis on real Spark: tests/runner/test_stateful_plan.py)."""
+    from flink_sql_runner.decide.decisions import Plan
+    from flink_sql_runner.render.plan import plan_text
+    from tests.support.stateful import COUNT, decide_change, kafka_job
+
+    changed = kafka_job(sql=COUNT.replace("20 seconds", "30 seconds"))
+    text = plan_text(Plan((decide_change(changed),)))
+    same(sample("state-refused"), text.split("\n\n")[0])
+
+
 @checks("runtime-manifest")
 def test_the_runtime_manifest_sample_has_the_real_keys(tmp_path: Path) -> None:
     """The page's sample, key by key, against the runtime manifest of the examples' job."""
