@@ -133,13 +133,31 @@ def job_state(spark: Any, job: dict[str, Any], empty: str) -> dict[str, Any]:
     """`{"operators"}` (runner/stateful_plan.py: what each stateful operator's state means),
     `{"unknown"}` or `{"error"}` for one job."""
     try:
-        frame, _ = _job_frame(spark, job, empty)
+        frame, doc = _job_frame(spark, job, empty)
         plan, delays = analysed_plan(frame)
-        return {"operators": stateful_operators(plan, delays)}
+        return {"operators": stateful_operators(plan, delays, source_identities(doc))}
     except Unknown as exc:
         return {"unknown": str(exc)}
     except Exception as exc:  # noqa: BLE001 - Spark's reason is the job's result
         return {"error": one_line(exc)}
+
+
+#: The options of a source table that say what it reads (not how fast, nor from where it starts).
+_WHAT_IS_READ = ("path", "paths", "subscribe", "subscribepattern", "assign", "topic",
+                 "kafka.bootstrap.servers", "basepath")  # fmt: skip
+
+
+def source_identities(doc: dict[str, Any]) -> dict[str, str]:
+    """By source view, what it reads, as one text: two versions whose view of one name reads
+    another path or topic read other sources."""
+    found = {}
+    for name in doc.get("source-tables", []):
+        table = doc["tables"].get(name) or {}
+        options = {str(k).lower(): v for k, v in options_of(table).items()}
+        what = {k: str(options[k]) for k in _WHAT_IS_READ if k in options}
+        shape = {"format": table.get("format"), "table": table.get("table"), **what}
+        found[str(name)] = json.dumps(shape, sort_keys=True, ensure_ascii=True)
+    return found
 
 
 def ddl_fields(spark: Any, ddl: str) -> dict[str, Any]:

@@ -149,7 +149,10 @@ def canon(expr: Expr, rel: Rel) -> str:
         return rel.canon.get(_key(expr), f"{UNKNOWN}{expr.fields.get('name')}")
     if expr.cls == "Alias":
         return canon(expr.children[0], rel)
-    mark = UNKNOWN if expr.cls in _UNFOLLOWED else ""
+    if expr.cls == "NamedLambdaVariable":  # its name is what tells `acc` from `x`
+        return f"lambda:{_plain_text(expr.fields.get('name'))}"
+    binary = expr.cls == "Literal" and expr.fields.get("dataType") == "binary"
+    mark = UNKNOWN if expr.cls in _UNFOLLOWED or binary else ""  # a binary's JSON is `[B@hash`
     args = ",".join(canon(child, rel) for child in expr.children)
     return f"{mark}{expr.cls}[{_simple(expr.fields)}]({args})"
 
@@ -199,10 +202,10 @@ def _walk(expr: Expr) -> list[Expr]:
 
 
 def window_text(exprs: list[Expr], rel: Rel) -> str:
-    """`window(ts, 20 seconds)` (`window(ts, 30 seconds, 10 seconds)` where it slides: one
-    expression per slide, under an Expand) from the arithmetic Spark's analyser makes of
-    `window()`: its size is its largest non-zero long literal in microseconds, its slide the
-    least."""
+    """`window(ts, 20 seconds)` from the arithmetic Spark's analyser makes of `window()` (one
+    expression per slide, under an Expand, where it slides: `window(ts, 30 seconds, 10
+    seconds)`): its size is its largest non-zero long literal in microseconds, a sliding one's
+    slide the least; a tumbling window's other literal is where its windows start."""
     parts = [p for e in exprs for p in _walk(e)]
     column = next((text(p, rel) for p in parts if p.cls == "AttributeReference"), "?")
     micros = {
@@ -211,8 +214,14 @@ def window_text(exprs: list[Expr], rel: Rel) -> str:
         if p.cls == "Literal" and p.fields.get("dataType") == "long"
         and str(p.fields.get("value", "")).lstrip("-").isdigit() and int(p.fields["value"]) > 0
     }  # fmt: skip
-    shown = sorted({max(micros), min(micros)} if micros else set(), reverse=True)
-    return f"window({column}, {', '.join(duration(m) for m in shown)})"
+    if not micros:
+        return f"window({column})"
+    size = max(micros)
+    if len(exprs) > 1:
+        return f"window({column}, {duration(size)}, {duration(min(micros))})"
+    rest = sorted(micros - {size})
+    start = f", starting {', '.join(duration(m) for m in rest)} in" if rest else ""
+    return f"window({column}, {duration(size)}{start})"
 
 
 def duration(micros: int) -> str:
@@ -225,8 +234,10 @@ def duration(micros: int) -> str:
 
 
 class _Reader:
-    def __init__(self) -> None:
+    def __init__(self, sources: dict[str, str]) -> None:
         self.operators: list[dict[str, Any]] = []
+        self.sources = sources  # by view: what it reads (format, path, topics)
+        self.seen: dict[str, int] = {}  # by label: how many of its leaves were read
 
     def read(self, node: Node) -> Rel:
         rels = [self.read(child) for child in node.children]
@@ -250,6 +261,11 @@ class _Reader:
     def _source(self, node: Node) -> Rel:
         rel = Rel(streaming="Streaming" in node.cls or bool(node.fields.get("isStreaming")))
         label = node.alias or node.cls
+        label += self.sources.get(label, "")
+        # The same source read twice (a self-join): each read is its own.
+        count = self.seen.get(label, 0)
+        self.seen[label] = count + 1
+        label += f"#{count}" if count else ""
         for attr in _exprs(node.fields.get("output")):
             key, name = _key(attr), attr.fields.get("name")
             kind = _plain_text(attr.fields.get("dataType"))
@@ -456,15 +472,19 @@ def _aliased(node: Node, alias: str | None) -> None:
         _aliased(child, alias)
 
 
-def stateful_operators(plan: list[dict[str, Any]], delays: list[str]) -> list[dict[str, Any]]:
+def stateful_operators(
+    plan: list[dict[str, Any]], delays: list[str], sources: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     """The stateful operators of an analysed plan (its `toJSON`), bottom up, each with what its
-    state means; `delays`: its watermarks' delays, in the plan's pre-order."""
+    state means; `delays`: its watermarks' delays, in the plan's pre-order; `sources`: by view
+    name, what each source reads (its format, path or topics), so that a source that reads
+    something else under the same name is another source."""
     root = _tree(plan, 0, Node)[0]
     _aliased(root, None)
     watermarks = [n for n in _preorder(root) if n.cls == "EventTimeWatermark"]
     for node, delay in zip(watermarks, delays, strict=False):
         node.fields["delay"] = delay  # the JSON leaves it out (a CalendarInterval)
-    reader = _Reader()
+    reader = _Reader(sources or {})
     reader.read(root)
     return reader.operators
 

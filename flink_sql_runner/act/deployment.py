@@ -32,7 +32,7 @@ from flink_sql_runner.act.stop import StopResult, stop_jobs
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.plan import build_plan, checkpoint_unused
 from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
-from flink_sql_runner.decide.state import wants_state
+from flink_sql_runner.decide.state import state_base
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.gather.schemas import Ask, run_probe, with_contracts
@@ -287,9 +287,11 @@ class Deployment:
             checkpoint_unused=checkpoint_unused,
         )
         lineage = plan_lineage(facts)
+        spark = self.target.spark_version()
         facts = with_contracts(
-            facts, lineage, self.storage, self.schema_cache, self.ask_spark, wants_state
-        )
+            facts, lineage, self.storage, self.schema_cache, self.ask_spark,
+            lambda job: state_base(job, spark),
+        )  # fmt: skip
         return facts, lineage
 
     @property

@@ -20,12 +20,13 @@ from flink_sql_runner.decide.changes import ChangeKind, diff, severity, unchange
 from flink_sql_runner.decide.decisions import Action, Decision, OperatorVerdict, StateReport
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.intents import Kind
 from flink_sql_runner.model.offsets import AS_TABLE, CARRIED, StartPlan
 from flink_sql_runner.model.runtime import source_tables
 from flink_sql_runner.model.state import Analysed, Operator, StateFacts, join_words
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
-from flink_sql_runner.read.kafka_start import EARLIEST, TIMESTAMP
+from flink_sql_runner.read.kafka_start import AGO, EARLIEST, TIMESTAMP
 from flink_sql_runner.read.sqlinfo import keeps_no_state
 
 KEPT, REBUILT, UNKNOWN = "kept", "rebuilt", "unknown"
@@ -38,24 +39,42 @@ ANOTHER_WAY = " computed another way"
 REREADS, FROM_TIME, GOES_ON = "rereads", "from-time", "goes-on"
 
 
-def wants_state(facts: JobFacts) -> bool:
-    """Whether a job's start could be a new version of a stored query on Spark (a query change),
-    so that what its state means is gathered (gather/schemas.py) and judged (`check`)."""
+def state_base(facts: JobFacts, spark: str | None = None) -> StoredManifest | None:
+    """The manifest whose state a new version of this job would start without, where the job's
+    start could be one (a query change of a query on Spark), so that what its state and the
+    desired query's mean is gathered (gather/schemas.py) and judged (`check`); None where not.
+    That manifest is the stored one, or an interrupted start's newer one whose run is up or took
+    effect (the plan adopts it). `spark`: the Spark the target runs jobs on, as the plan decides
+    with it (a setting a checkpoint pins on one line may not be pinned on another)."""
     desired, stored = facts.desired, facts.stored
     if desired is None or stored is None or facts.problem or facts.unknown:
-        return False
+        return None
     if desired.desired_state == "stopped" or "checkpoint-root" not in stored.job:
-        return False
-    if unchanged(facts):
-        return False
+        return None
+    base, pinned = stored, facts.checkpoint.pinned if facts.checkpoint is not None else None
+    intent = facts.intent
+    if (
+        intent is not None
+        and intent.intent.kind is Kind.START
+        and intent.settled.completes
+        and intent.intent.manifest.meta.query_version > stored.meta.query_version
+    ):
+        base = intent.intent.manifest
+        pinned = intent.checkpoint.pinned if intent.checkpoint is not None else None
+    elif unchanged(facts):
+        return None
     sql = desired.spec.get("sql")
-    if isinstance(sql, str) and keeps_no_state(sql):
-        return False  # its new version keeps no state: nothing to judge, no Spark to start
-    stored_job, stored_tables = desired.resolved(stored.job, stored.tables)
-    pinned = facts.checkpoint.pinned if facts.checkpoint is not None else None
-    changes = diff(stored_job, stored_tables, desired.spec, desired.tables,
-                   stored.meta.spark_version, pinned)  # fmt: skip
-    return severity(changes) is ChangeKind.QUERY
+    if desired.spec.get("code") is None and isinstance(sql, str) and keeps_no_state(sql):
+        return None  # its new version keeps no state: nothing to judge, no Spark to start
+    base_job, base_tables = desired.resolved(base.job, base.tables)
+    changes = diff(base_job, base_tables, desired.spec, desired.tables,
+                   spark or base.meta.spark_version, pinned)  # fmt: skip
+    return base if severity(changes) is ChangeKind.QUERY else None
+
+
+def wants_state(facts: JobFacts, spark: str | None = None) -> bool:
+    """Whether a job's start could be a new version of a query on Spark (`state_base`)."""
+    return state_base(facts, spark) is not None
 
 
 def verdicts(old: Analysed, new: Analysed) -> tuple[OperatorVerdict, ...]:
@@ -160,72 +179,108 @@ def _watermarks(old: Operator, new: Operator) -> list[str]:
     return [f"watermarks {was} -> {now}"]
 
 
-def source_starts(manifest: StoredManifest, starting: StartPlan | None) -> dict[str, str]:
+def source_starts(
+    manifest: StoredManifest, starting: StartPlan | None, base: StoredManifest | None = None
+) -> dict[str, tuple[str, str]]:
     """How each source table of a new version starts, for its state: REREADS, FROM_TIME or
-    GOES_ON, with what it is in words."""
+    GOES_ON, and why, in words. `base`: the manifest whose state it starts without; a file
+    source reading another folder than `base`'s does not read what that state was built from."""
     kafka = {s.table: s for s in starting.sources} if starting is not None else {}
-    found: dict[str, str] = {}
+    before = base.tables if base is not None else {}
+    found: dict[str, tuple[str, str]] = {}
     for name in source_tables(manifest):
         table = manifest.tables.get(name)
         table = table if isinstance(table, dict) else {}
+        options = {str(k).lower(): str(v).strip() for k, v in (table.get("options") or {}).items()}
         fmt = str(table.get("format", "")).lower()
-        if "table" not in table and fmt in FILE_FORMATS:
-            found[name] = REREADS
+        if "table" in table:
+            starts = [k for k in options if k.startswith("starting")]
+            found[name] = (
+                (FROM_TIME, f"reads table {table['table']} from its {starts[0]}")
+                if starts
+                else (REREADS, f"reads table {table['table']} whole again")
+            )
+        elif fmt in FILE_FORMATS:
+            found[name] = _file_start(name, table, options, before.get(name))
         elif fmt == "kafka":
-            found[name] = _kafka_start(table, kafka.get(name))
+            found[name] = _kafka_start(options, kafka.get(name))
         else:
-            found[name] = GOES_ON
+            found[name] = (GOES_ON, f"a {fmt or 'catalog'} source reads on from now")
     return found
 
 
-def _kafka_start(table: dict[str, Any], start: object) -> str:
+def _file_start(
+    name: str, table: dict[str, Any], options: dict[str, str], before: Any
+) -> tuple[str, str]:
+    if options.get("cleansource", "off").lower() != "off":
+        return (GOES_ON, f"its files are removed once read (cleanSource "
+                f"{options['cleansource']}): what the state was built from is gone")  # fmt: skip
+    path = options.get("path")
+    old = before.get("options", {}) if isinstance(before, dict) else {}
+    old_path = {str(k).lower(): str(v).strip() for k, v in old.items()}.get("path")
+    if isinstance(before, dict) and old_path != path:
+        return (GOES_ON, f"it reads {path}, not {old_path} that the state was built from")
+    return (REREADS, "it reads every file again")
+
+
+def _kafka_start(options: dict[str, str], start: object) -> tuple[str, str]:
     declared = getattr(start, "start", None)
     kind = getattr(start, "kind", None)
     if kind == CARRIED or start is None:
-        return GOES_ON
+        return (GOES_ON, "it goes on from where the previous version stopped")
     if kind == AS_TABLE:
-        options = {str(k).lower(): str(v) for k, v in (table.get("options") or {}).items()}
-        return REREADS if options.get("startingoffsets", "").strip() == EARLIEST else GOES_ON
+        if options.get("startingoffsets", "").lower() == EARLIEST:
+            return (REREADS, "it starts at the earliest offset (its table's startingOffsets)")
+        if options.get("startingtimestamp") or options.get("startingoffsetsbytimestamp"):
+            return (FROM_TIME, "it starts at its table's starting timestamp")
+        return (GOES_ON, "it starts at the latest offset")
     how = getattr(declared, "how", None)
-    return REREADS if how == EARLIEST else FROM_TIME if how == TIMESTAMP else GOES_ON
+    if how == EARLIEST:
+        return (REREADS, "it starts at the earliest offset, as declared")
+    if how in (TIMESTAMP, AGO):
+        return (FROM_TIME, f"it starts {declared.describe()}, as declared")  # type: ignore[union-attr]
+    return (GOES_ON, f"it starts at {how}, as declared")
 
 
 def judge(facts: StateFacts, start: StartRun, policy: str, policy_from: str) -> StateReport | None:
     """What the new version of `start` does with state; None where its query keeps none."""
     new = facts.new
-    starts = source_starts(start.manifest, start.starting)
-    going_on = sorted(name for name, how in starts.items() if how == GOES_ON)
-    from_time = sorted(name for name, how in starts.items() if how == FROM_TIME)
+    starts = source_starts(start.manifest, start.starting, facts.base)
+    going_on = sorted(name for name, (how, _) in starts.items() if how == GOES_ON)
+    from_time = sorted(name for name, (how, _) in starts.items() if how == FROM_TIME)
     accepted = policy == PARTIAL
     if new.unknown is not None:
         if not going_on:
-            return None  # every source reads again: whatever state it keeps is rebuilt
-        return StateReport(
-            UNKNOWN,
-            f"whether its new query keeps state cannot be told ({new.unknown}), and "
-            f"{_names(going_on)} {_go_on(going_on)} on from where the previous version stopped",
-            (),
-            policy,
-            policy_from,
-            refused=not accepted,
+            summary = (
+                f"whether its new query keeps state cannot be told ({new.unknown}); every "
+                "source it declares reads again what any state was built from, so whatever "
+                "state it keeps is rebuilt"
+            )
+            return StateReport(REBUILT, summary, (), policy, policy_from)
+        summary = (
+            f"whether its new query keeps state cannot be told ({new.unknown}); "
+            f"{_sources(going_on, starts)}, so a new version with empty state would write any "
+            "window open at the change with only the records after it"
         )
+        if accepted:
+            summary += f": accepted ({policy_from} says on-state-change: partial)"
+        return StateReport(UNKNOWN, summary, (), policy, policy_from, refused=not accepted)
     if not new.operators:
         return None
     found = verdicts(facts.old, new)
     if not going_on:
         if from_time:
             summary = (
-                f"state rebuilt from the declared start of {_names(from_time)}: a window open "
-                "at that time holds only what came after it, and windows the previous version "
-                "wrote since then are written again under the new version"
+                f"state rebuilt from where {_sources(from_time, starts)}: a window open at that "
+                "time holds only what came after it, and windows the previous version wrote "
+                "since then are written again under the new version"
             )
         else:
             summary = "state rebuilt: every source reads again what the state was built from"
         return StateReport(REBUILT, summary, found, policy, policy_from)
     partial = (
-        f"{_names(going_on)} {_go_on(going_on)} on from where the previous version stopped, so "
-        "a new version with empty state would write every window open at the change with only "
-        "the records after it"
+        f"{_sources(going_on, starts)}, so a new version with empty state would write every "
+        "window open at the change with only the records after it"
     )
     if accepted:
         return StateReport(PARTIAL, f"{partial}: accepted ({policy_from} says on-state-change: "
@@ -233,29 +288,25 @@ def judge(facts: StateFacts, start: StartRun, policy: str, policy_from: str) -> 
     return StateReport(PARTIAL, partial, found, policy, policy_from, refused=True)
 
 
-def _names(names: list[str]) -> str:
-    return ("source " if len(names) == 1 else "sources ") + ", ".join(names)
+def _sources(names: list[str], starts: dict[str, tuple[str, str]]) -> str:
+    """`source src: it goes on from where the previous version stopped`."""
+    return "; ".join(f"source {name}: {starts[name][1]}" for name in names)
 
 
-def _go_on(names: list[str]) -> str:
-    return "goes" if len(names) == 1 else "go"
-
-
-def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Decision:
-    """The decision with its state report, where it starts a new version of a stored job's
-    stateful query; one that would write windows partial unasked becomes `refused`, without
-    steps: nothing is stopped or started. `policy`: the deploy's `--on-state-change`, which
-    wins over the job's."""
+def check(decision: Decision, facts: JobFacts) -> Decision:
+    """The decision with its state report, where it starts a new version of a stateful query
+    on Spark; one that would write windows partial unasked (the job's `on-state-change`)
+    becomes `refused`, without steps: nothing is stopped or started."""
     stored, state = facts.stored, facts.state
     if stored is None or state is None or "checkpoint-root" not in stored.job:
         return decision  # a new job, or a job's first version on Spark: no state before it
+    base = state.base or stored
+    state = replace(state, base=base)
     start = next((s for s in decision.steps if isinstance(s, StartRun) and s.clean), None)
-    if start is None or start.manifest.meta.query_version <= stored.meta.query_version:
+    if start is None or start.manifest.meta.query_version <= base.meta.query_version:
         return decision
     spec = start.manifest.job
-    if policy is not None:
-        chosen, chosen_from = policy, "the deploy"
-    elif spec.get("on-state-change"):
+    if spec.get("on-state-change"):
         chosen, chosen_from = str(spec["on-state-change"]), "the job"
     else:
         chosen, chosen_from = REFUSE, "default"
@@ -264,17 +315,29 @@ def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Dec
         return decision
     if not report.refused:
         return replace(decision, state=report)
-    ways = (
-        "declare where its sources start again so that the state is rebuilt (kafka-start: "
-        "earliest, or a time), or accept partial windows with `on-state-change: partial`"
-    )
     return replace(
         decision,
         action=Action.REFUSED,
         version=stored.meta.query_version,
         reason=f"{decision.reason}; but {report.summary}; refused, nothing is stopped or "
-        f"started; {ways}",
+        f"started; {_ways(start)}",
         steps=(),
         rollback=(),
         state=report,
     )
+
+
+def _ways(start: StartRun) -> str:
+    """What the job can say: a start that reads again where it has Kafka sources, partial."""
+    kafka = any(
+        isinstance(t, dict) and str(t.get("format", "")).lower() == "kafka"
+        for n, t in start.manifest.tables.items()
+        if n in source_tables(start.manifest)
+    )
+    again = (
+        "declare where its Kafka sources start again so that the state is rebuilt (kafka-start: "
+        "earliest, or a time), or "
+        if kafka
+        else ""
+    )
+    return f"{again}accept partial windows with `on-state-change: partial` (docs/state.md)"

@@ -134,7 +134,7 @@ def with_contracts(
     storage: Storage,
     cache_dir: Path | None,
     ask: Ask | None = None,
-    state_for: Callable[[JobFacts], bool] | None = None,
+    state_for: Callable[[JobFacts], StoredManifest | None] | None = None,
 ) -> list[JobFacts]:
     """`facts`, each job whose start could change what it writes (`changes_output`) with the
     contract facts of its sink (`JobFacts.contracts`): one for a start of any version, or one
@@ -160,12 +160,13 @@ def with_contracts(
         for version in versions if _place_may_follow_version(job.desired) else versions[-1:]:
             start = StoredManifest(spec, tables, Meta(version, "plan", _ANY_TIME))
             checks.append(Check(start, job.stored, readers))
-    changed = {
-        job.name: (probe_manifest(job.stored, "plan"), _desired_doc(job))
-        for job in facts
-        if state_for is not None and job.stored is not None and job.desired is not None
-        and state_for(job) and _desired_doc(job) is not None
-    }  # fmt: skip
+    changed: dict[str, tuple[dict[str, Any] | str, dict[str, Any] | str]] = {}
+    bases: dict[str, StoredManifest] = {}
+    for job in facts:
+        base = state_for(job) if state_for is not None else None
+        if base is not None and job.desired is not None:
+            changed[job.name] = (_state_doc(base), _state_doc(_as_new(job, base)))
+            bases[job.name] = base
     if not checks and not changed:
         return facts
     found: dict[str, list[ContractFacts | None]] = {}
@@ -178,20 +179,25 @@ def with_contracts(
         )
     facts = [replace(f, contracts=_by_version(found[f.name])) if f.name in found else f
              for f in facts]  # fmt: skip
-    return [replace(f, state=states[f.name]) if f.name in states else f for f in facts]
+    return [replace(f, state=replace(states[f.name], base=bases[f.name])) if f.name in states
+            else f for f in facts]  # fmt: skip
 
 
-def _desired_doc(job: JobFacts) -> dict[str, Any] | None:
-    """The runtime manifest the desired job's new version would analyse (any version: what its
-    query means does not depend on it); None where it cannot be built here."""
-    if job.desired is None or job.stored is None:
-        return None
-    start = StoredManifest(job.desired.spec, job.desired.tables,
-                           Meta(job.stored.meta.query_version + 1, "plan", _ANY_TIME))  # fmt: skip
+def _as_new(job: JobFacts, base: StoredManifest) -> StoredManifest:
+    """The desired job as its new version would start (any version: what its query means does
+    not depend on it)."""
+    assert job.desired is not None
+    meta = Meta(base.meta.query_version + 1, "plan", _ANY_TIME)
+    return StoredManifest(job.desired.spec, job.desired.tables, meta)
+
+
+def _state_doc(manifest: StoredManifest) -> dict[str, Any] | str:
+    """The runtime manifest whose query's state is analysed, or why it cannot be built here
+    (an environment variable not set here, a field it lacks)."""
     try:
-        return probe_manifest(start, "plan")
-    except (FsrError, KeyError):
-        return None
+        return probe_manifest(manifest, "plan")
+    except (FsrError, KeyError) as exc:
+        return f"its runtime manifest cannot be built here ({exc})"
 
 
 def _place_may_follow_version(job: Job) -> bool:
@@ -215,7 +221,7 @@ def gather_contracts(
     storage: Storage,
     cache_dir: Path | None,
     ask: Ask | None = None,
-    changed: dict[str, tuple[dict[str, Any], dict[str, Any]]] | None = None,
+    changed: dict[str, tuple[dict[str, Any] | str, dict[str, Any] | str]] | None = None,
     states: dict[str, StateFacts] | None = None,
 ) -> list[ContractFacts | None]:
     """The contract facts of each check whose sink can be checked, in the checks' order (None
@@ -268,9 +274,10 @@ def gather_contracts(
     if not staged and not changed:
         return found
     probe = probe or _Probe(cache_dir, ask or run_probe)
-    for old, new in (changed or {}).values():
-        probe.want_state(old)
-        probe.want_state(new)
+    for docs in (changed or {}).values():
+        for doc in docs:
+            if isinstance(doc, dict):
+                probe.want_state(doc)
     probe.run()
     if states is not None:
         for name, (old, new) in (changed or {}).items():
@@ -422,7 +429,9 @@ class _Probe:
         self._want("state", self._key("state", shape), {"manifest": {**doc, **shape},
                                                        "conf": shape["conf"]})  # fmt: skip
 
-    def state(self, doc: dict[str, Any]) -> Analysed:
+    def state(self, doc: dict[str, Any] | str) -> Analysed:
+        if isinstance(doc, str):
+            return Analysed(unknown=doc)
         if doc.get("code") is not None:
             return Analysed(unknown="a code job's query is known only when it runs")
         return Analysed.from_dict(self._answers["state"].get(self._key("state", self._shape(doc))))

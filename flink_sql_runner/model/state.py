@@ -9,6 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from flink_sql_runner.model.stored import StoredManifest
+
+
+def _triple(value: Any) -> bool:
+    if isinstance(value, list) and len(value) == 3:
+        return True
+    raise ValueError(f"not a watermark: {value!r}")
+
 
 def _strings(doc: dict[str, Any], key: str) -> tuple[str, ...]:
     value = doc.get(key) or []
@@ -50,7 +58,7 @@ class Operator:
             _strings(doc, "values"),
             _strings(doc, "value-text"),
             _strings(doc, "value-names"),
-            tuple((str(m[0]), str(m[1]), str(m[2])) for m in marks),
+            tuple((str(m[0]), str(m[1]), str(m[2])) for m in marks if _triple(m)),
             _strings(doc, "before"),
             _strings(doc, "before-text"),
             str(doc["join"]) if doc.get("join") is not None else None,
@@ -87,7 +95,7 @@ class Analysed:
         if "operators" in doc:
             try:
                 return cls(tuple(Operator.from_dict(op) for op in doc["operators"] or []))
-            except (ValueError, TypeError, IndexError) as exc:
+            except (ValueError, TypeError, IndexError, KeyError, AttributeError) as exc:
                 return cls(unknown=f"Spark's analysis answered what cannot be read ({exc})")
         if doc.get("error"):
             return cls(unknown=f"its query does not analyse: {doc['error']}")
@@ -96,7 +104,9 @@ class Analysed:
 
 @dataclass(frozen=True)
 class StateFacts:
-    """The stateful operators of the version that runs (`old`) and of the change (`new`)."""
+    """The stateful operators of the version whose state a new version would start without
+    (`old`, of manifest `base`) and of the change (`new`)."""
 
     old: Analysed
     new: Analysed
+    base: StoredManifest | None = None

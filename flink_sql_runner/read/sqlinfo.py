@@ -215,10 +215,10 @@ def code_problem(code: str) -> str | None:
 
 #: What in a query can keep state in a streaming run (an aggregation, a deduplication, a join of
 #: two streams, a limit, a function the parser does not know, which may aggregate), by sqlglot's
-#: expression classes' names.
+#: expression classes' names. `Any`: sqlglot reads Spark's aggregate `any(x)` as the predicate.
 _MAY_KEEP_STATE = ("AggFunc", "Group", "Distinct", "Join", "Limit", "Window", "Intersect",
                    "Except", "Anonymous", "Lateral", "Having", "Qualify", "Subquery", "Exists",
-                   "Pivot")  # fmt: skip
+                   "Pivot", "Any", "All")  # fmt: skip
 
 
 def keeps_no_state(sql: str) -> bool:

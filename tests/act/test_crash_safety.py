@@ -248,3 +248,49 @@ def test_a_stop_that_failed_over_a_start_left_up_does_not_block_the_next_deploy(
         assert (stored.meta.query_version, world.running_version("orders")) == (3, 3)
     again, _ = world.deploy([desired])
     assert [d.action for d in again.decisions] == [Action.NOOP], again.decisions[0].reason
+
+
+# -- a stateful query reverted after an interrupted start (decide/state.py) ----------------------
+
+
+def _stateful_deploy(world: World, job):
+    """As Deployment does it: facts, their state facts (`state_base`), the plan, its steps; the
+    probe answers a windowed count for every query."""
+    from flink_sql_runner.decide.state import state_base
+    from flink_sql_runner.gather.schemas import with_contracts
+    from flink_sql_runner.model.lineage import plan_lineage
+    from tests.support.stateful import op
+
+    def ask(request):
+        return {"state": {s["key"]: {"operators": [op()]} for s in request.get("state", [])}}, None
+
+    facts = gather([job], world.store, world.target, world.state, workers=1)
+    facts = with_contracts(facts, plan_lineage(facts), world.state, None, ask, state_base)
+    plan = build_plan(facts, handover=world.handover)
+    clock = FakeClock()
+    executor = Executor(world.store, world.target, world.state,
+                        timeouts=Timeouts(start=30, stop=5, poll=1), clock=clock,
+                        sleep=clock.sleep)  # fmt: skip
+    return plan, executor.apply(plan)
+
+
+def test_a_stateful_query_reverted_after_its_change_was_cut_short_is_judged_against_the_run():
+    """v2 (a sum, on-state-change: partial) is started and the deploy dies before recording it;
+    the job file goes back to v1's count, whose job does not accept partial windows: the next
+    deploy adopts v2 and would start v3 over it, so the change is judged against v2's query,
+    not the stored v1 it equals (before: no state gathered, v3 started empty, exit 0)."""
+    from tests.support.jobs import make_job
+    from tests.support.stateful import COUNT, RATE, SUMS
+
+    v1 = make_job(sql=COUNT, tables={"src": dict(RATE)})
+    v2 = make_job(sql=SUMS, tables={"src": dict(RATE)}, **{"on-state-change": "partial"})
+    world = deployed(World("cold"), v1, 1)
+    world.store.before_write = crash
+    with pytest.raises(Crash):
+        _stateful_deploy(world, v2)
+    disarm(world)
+    assert world.running_version("orders") == 2
+    plan, _ = _stateful_deploy(world, v1)
+    (decision,) = plan.decisions
+    assert decision.action is Action.REFUSED and decision.state.refused, decision.reason
+    assert world.running_version("orders") == 2

@@ -4,11 +4,13 @@ Spark is tests/runner/test_stateful_plan.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
-from flink_sql_runner.decide.state import wants_state
+from flink_sql_runner.decide.state import state_base, wants_state
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.gather.schemas import with_contracts
 from flink_sql_runner.model.lineage import plan_lineage
@@ -26,7 +28,7 @@ def test_a_windowed_count_carried_from_kafka_is_refused_before_anything_stops():
     assert decision.action is Action.REFUSED
     assert decision.steps == () and decision.rollback == ()
     assert decision.version == 1
-    assert "source src goes on from where the previous version stopped" in decision.reason
+    assert "source src: it goes on from where the previous version stopped" in decision.reason
     assert "on-state-change: partial" in decision.reason
     (verdict,) = decision.state.operators
     assert verdict.line() == (
@@ -60,7 +62,11 @@ def test_partial_windows_declared_by_the_job_start_and_say_so():
     "declared, how, words",
     [
         ("earliest", "rebuilt", "every source reads again"),
-        ("2026-11-25T02:00:00Z", "rebuilt", "state rebuilt from the declared start of source src"),
+        (
+            "2026-11-25T02:00:00Z",
+            "rebuilt",
+            "state rebuilt from where source src: it starts from 2026-11-25T02:00:00Z, as declared",
+        ),
     ],
     ids=["earliest", "a-time"],
 )
@@ -94,7 +100,7 @@ def test_a_new_query_whose_state_cannot_be_told_is_refused_where_a_source_goes_o
     refused = decide_change(kafka_job(), new_ops=unknown)
     assert refused.action is Action.REFUSED
     assert "whether its new query keeps state cannot be told (a code job's" in refused.reason
-    assert decide_change(make_job(sql=SUMS), new_ops=unknown).state is None
+    assert decide_change(make_job(sql=SUMS), new_ops=unknown).state.how == "rebuilt"
 
 
 def test_a_config_change_restarts_from_the_checkpoint_with_its_state():
@@ -142,7 +148,7 @@ def test_only_a_query_change_of_a_query_that_may_keep_state_asks_spark():
 
     facts = gather(desired, store, target, storage, workers=1)
     assert [f.name for f in facts if wants_state(f)] == ["counted"]
-    found = with_contracts(facts, plan_lineage(facts), storage, None, ask, wants_state)
+    found = with_contracts(facts, plan_lineage(facts), storage, None, ask, state_base)
     states = {f.name: f.state for f in found}
     assert states["filtered"] is None and states["described"] is None
     assert [op.describe() for op in states["counted"].new.operators] == [
@@ -150,3 +156,118 @@ def test_only_a_query_change_of_a_query_that_may_keep_state_asks_spark():
     ]
     sqls = sorted(s["manifest"]["sql"] for s in asked[0]["state"])
     assert sqls == sorted([COUNT, SUMS])
+
+
+# -- found by review: each failed before its fix ------------------------------------------------
+
+
+def code_job(code, **spec):
+    job = make_job(code=code, **{"source-tables": ["src"], **spec})
+    del job.spec["sql"]
+    return job
+
+
+def file_source(**options):
+    return {"format": "json", "options": {"path": "/in", **options},
+            "schema": "id BIGINT, ts TIMESTAMP"}  # fmt: skip
+
+
+@pytest.mark.parametrize("clean", ["delete", "archive"])
+def test_a_file_source_that_removes_what_it_read_cannot_rebuild_the_state(clean):
+    new = make_job(sql=SUMS, tables={"src": file_source(cleanSource=clean)})
+    decision = decide_change(new)
+    assert decision.action is Action.REFUSED
+    assert f"its files are removed once read (cleanSource {clean})" in decision.reason
+
+
+def test_a_file_source_that_reads_another_folder_than_the_state_was_built_from_goes_on():
+    """A consistent consumer following its producer to `/out/p/2` reads only what the producer's
+    new version wrote: its windows open at the change would be partial."""
+    old = make_job(sql=COUNT, tables={"src": file_source()})
+    new = make_job(sql=SUMS, tables={"src": {**file_source(), "options": {"path": "/in/2"}}})
+    decision = decide_change(new, old=old)
+    assert decision.action is Action.REFUSED
+    assert "it reads /in/2, not /in that the state was built from" in decision.reason
+
+
+def test_a_code_job_s_unknown_state_is_said_and_judged_by_the_sources_it_declares():
+    """A code job's query cannot be read before it runs: its state is unknown, said; where its
+    declared sources read again the change deploys (its declared sources are its sources, as for
+    lineage and the carry), where one goes on it is refused unless declared."""
+    unknown = Analysed(unknown="a code job's query is known only when it runs")
+    rereads = decide_change(code_job("execution_output = src"), new_ops=unknown)
+    assert rereads.action is Action.STOP_AND_START_CLEAN
+    assert (
+        rereads.state.how == "rebuilt" and "cannot be told (a code job's" in rereads.state.summary
+    )
+    goes_on = code_job("execution_output = src", tables={"src": dict(RATE)})
+    assert decide_change(goes_on, new_ops=unknown).action is Action.REFUSED
+    accepted = code_job("execution_output = src", tables={"src": dict(RATE)},
+                        **{"on-state-change": "partial"})  # fmt: skip
+    assert decide_change(accepted, new_ops=unknown).action is Action.STOP_AND_START_CLEAN
+
+
+def test_a_catalog_table_is_read_whole_again():
+    table = {"table": "db.orders"}
+    decision = decide_change(make_job(sql=SUMS, tables={"src": table}),
+                             old=make_job(sql=COUNT, tables={"src": table}))  # fmt: skip
+    assert decision.action is Action.STOP_AND_START_CLEAN
+    assert decision.state.how == "rebuilt"
+
+
+def test_now_minus_an_interval_not_yet_made_a_time_is_a_start_from_a_time():
+    """The deploy makes it a time before the old run stops, where the plan could not read the
+    store's clock."""
+    decision = decide_change(kafka_job(**{"kafka-start": "now - 1 hour"}))
+    assert decision.action is Action.STOP_AND_START_CLEAN, decision.reason
+    assert decision.state.how == "rebuilt"
+
+
+def test_a_rate_source_is_not_told_to_declare_a_kafka_start():
+    decision = decide_change(make_job(sql=SUMS, tables={"src": dict(RATE)}))
+    assert decision.action is Action.REFUSED
+    assert "kafka-start" not in decision.reason
+    assert "a rate source reads on from now" in decision.reason
+    assert "accept partial windows with `on-state-change: partial` (docs/state.md)" in (
+        decision.reason
+    )
+
+
+def test_a_garbled_answer_of_the_probe_is_unknown_not_a_crash():
+    for doc in (
+        {"operators": [{"kind": "aggregation", "watermarks": [{"column": "ts"}]}]},
+        {"operators": [{"kind": "aggregation", "watermarks": [["ts"]]}]},
+        {"operators": "x"},
+        {"operators": [{"kind": "join", "sides": 3}]},
+    ):
+        assert Analysed.from_dict(doc).unknown is not None, doc
+
+
+def test_a_variable_the_old_version_named_and_no_longer_set_leaves_its_state_unknown(monkeypatch):
+    monkeypatch.delenv("FSR_GONE", raising=False)
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    old = kafka_job(sql=COUNT)
+    old.tables["src"]["options"]["subscribe"] = "${FSR_GONE}"
+    store.put(stored_of(old, 1))
+    facts = gather([kafka_job()], store, target, storage, workers=1)
+
+    def ask(request):
+        return {"state": {s["key"]: {"operators": [op()]} for s in request.get("state", [])}}, None
+
+    (found,) = with_contracts(facts, plan_lineage(facts), storage, None, ask, state_base)
+    assert "FSR_GONE" in found.state.old.unknown
+    assert found.state.new.operators
+
+
+def test_a_setting_pinned_on_the_target_s_spark_is_judged_with_that_spark():
+    """A change of spark.sql.shuffle.partitions alone: a config change on 4.1 (SPARK-53942), a
+    query change on 4.0, where the checkpoint pins it: judged on the Spark the plan decides
+    with (the target's), not the one the stored version last ran on."""
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    old = kafka_job(sql=COUNT)
+    store.put(replace(stored_of(old, 1), meta=replace(stored_of(old, 1).meta,
+                                                       spark_version="4.1.0")))  # fmt: skip
+    new = kafka_job(sql=COUNT, sparkProperties={"spark.sql.shuffle.partitions": "8"})
+    (facts,) = gather([new], store, target, storage, workers=1)
+    assert state_base(facts) is None
+    assert state_base(facts, "4.0.0") is not None

@@ -6,6 +6,7 @@ from flink_sql_runner.read.sqlinfo import (
     SqlProblem,
     code_fingerprint,
     code_problem,
+    keeps_no_state,
     sql_fingerprint,
     tables_read,
 )
@@ -103,3 +104,37 @@ def test_fingerprints_are_kept_by_digest_but_never_a_text_that_could_not_be_toke
     assert not any("SELECT" in v or "select" in v for v in kept.values())
     again = Fingerprints(kept)
     assert again.of(good) == first.of(good) and again.computed == 0
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT id, count(*) FROM t GROUP BY id",
+        "SELECT DISTINCT id FROM t",
+        "SELECT * FROM a JOIN b ON a.k = b.k",
+        "SELECT id FROM t LIMIT 3",
+        "SELECT id FROM a UNION SELECT id FROM b",
+        "SELECT my_udf(id) FROM t",
+        "SELECT sum(v) OVER (PARTITION BY k) FROM t",
+        "SELECT * FROM t WHERE k IN (SELECT k FROM u)",
+        "SELECT any(value IS NULL) AS saw_tombstone FROM src",  # found by review: sqlglot's ANY
+        "SELECT every(v > 0) FROM t",
+        "WITH c AS (SELECT k, count(*) AS n FROM t GROUP BY k) SELECT * FROM c",
+        "not SQL at all",
+    ],
+)
+def test_a_query_that_may_keep_state_is_left_to_spark(sql):
+    assert not keeps_no_state(sql)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT value, timestamp AS tick_time, value % 2 = 0 AS even FROM ticks",
+        "SELECT upper(k), CAST(v AS STRING) FROM t WHERE v > 1 AND k IN ('a', 'b')",
+        "SELECT id FROM a UNION ALL SELECT id FROM b",
+        "SELECT window.start FROM t",
+    ],
+)
+def test_a_query_that_certainly_keeps_no_state_is_read_without_spark(sql):
+    assert keeps_no_state(sql)

@@ -132,6 +132,22 @@ CORPUS = [
      [UNKNOWN], "user-defined function"),
     ("a limit raised", "SELECT k, v FROM orders LIMIT 10", "SELECT k, v FROM orders LIMIT 20",
      [REBUILT], "key: 10 -> 20"),
+    # found by review: each gave a wrong verdict before its fix
+    ("self-join sides swapped",
+     "SELECT a.k FROM orders a JOIN orders b ON a.k = b.k AND "
+     "b.ts BETWEEN a.ts AND a.ts + INTERVAL 1 MINUTE",
+     "SELECT a.k FROM orders a JOIN orders b ON a.k = b.k AND "
+     "a.ts BETWEEN b.ts AND b.ts + INTERVAL 1 MINUTE", [REBUILT], None),
+    ("lambda arguments swapped",
+     "SELECT k, sum(aggregate(array(v, 1L), 0L, (acc, x) -> acc - x)) AS s FROM orders "
+     "GROUP BY k, window(ts, '20 seconds')",
+     "SELECT k, sum(aggregate(array(v, 1L), 0L, (acc, x) -> x - acc)) AS s FROM orders "
+     "GROUP BY k, window(ts, '20 seconds')", [REBUILT], "aggregate s"),
+    ("a binary literal, unchanged, cannot be compared",
+     "SELECT k, count_if(CAST(k AS BINARY) = X'01') AS n FROM orders "
+     "GROUP BY k, window(ts, '20 seconds')",
+     "SELECT k, count_if(CAST(k AS BINARY) = X'01') AS n FROM orders "
+     "GROUP BY k, window(ts, '20 seconds')", [UNKNOWN], None),
     ("a day window shifted by two hours",
      "SELECT k, count(*) AS c FROM orders GROUP BY k, window(ts, '1 day')",
      "SELECT k, count(*) AS c FROM orders GROUP BY k, window(ts, '1 day', '1 day', '2 hours')",
@@ -190,6 +206,35 @@ def test_a_stateless_new_query_has_nothing_to_judge(views):
         verdicts(analysed(views, COUNTS.format(w=W20)), analysed(views, "SELECT k FROM orders"))
         == ()
     )
+
+
+def test_a_window_s_start_is_not_shown_as_a_slide(views):
+    """`window(ts, '1 hour', '1 hour', '30 minutes')`: tumbling, starting 30 minutes in."""
+    (op,) = analysed(views, "SELECT k, count(*) FROM orders GROUP BY k, "
+                     "window(ts, '1 hour', '1 hour', '30 minutes')").operators  # fmt: skip
+    assert op.key_text[1] == "window(ts, 1 hour, starting 30 minutes in)"
+    (sliding,) = analysed(views, "SELECT k, count(*) FROM orders GROUP BY k, "
+                          "window(ts, '1 hour', '15 minutes')").operators  # fmt: skip
+    assert sliding.key_text[1] == "window(ts, 1 hour, 15 minutes)"
+
+
+def test_a_source_that_reads_another_path_or_topic_under_the_same_name_is_another(spark, tmp_path):
+    """The probe labels each source column with what its table reads (found by review: by its
+    view's name alone, a source moved to another path kept its state's verdict)."""
+    sql = COUNTS.format(w=W20).replace("orders", "people")
+
+    def state_of(path: str) -> Analysed:
+        doc = manifest(tmp_path, sql=sql)
+        doc["tables"]["people"].update(
+            schema="k STRING, v BIGINT, ts TIMESTAMP",
+            watermark={"column": "ts", "delay": "10 seconds"},
+        )
+        doc["tables"]["people"]["options"]["path"] = path  # fmt: skip
+        return Analysed.from_dict(job_state(spark, {"manifest": doc}, str(tmp_path)))
+
+    (same,) = verdicts(state_of("/in/a"), state_of("/in/a"))
+    (moved,) = verdicts(state_of("/in/a"), state_of("/in/b"))
+    assert (same.verdict, moved.verdict) == (KEPT, REBUILT)
 
 
 def test_the_probe_reads_a_job_s_state_as_its_run_builds_it(spark, tmp_path):
