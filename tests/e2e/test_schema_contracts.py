@@ -93,7 +93,15 @@ def test_a_sinks_readers_are_never_broken(workspace: Workspace, spark) -> None:
         "execution_output = spark.table('ticks').select("
         "F.col('value').cast('string').alias('value'), 'timestamp', F.lit('three').alias('tag'))"
     )
-    ws.write_job("ticks", **{"target-table": "tick_out", "source-tables": ["ticks"], "code": code})
+    coded = {"target-table": "tick_out", "source-tables": ["ticks"], "code": code}
+    ws.write_job("ticks", **coded)
+    # whether its code keeps state cannot be read, and a rate source goes on from now: refused
+    # before anything stops unless the job accepts partial windows (docs/state.md)
+    result = ws.deploy()
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "state: unknown, refused" in result.stdout
+    assert ws.stored("ticks")["meta"]["query-version"] == 2
+    ws.write_job("ticks", **coded, **{"on-state-change": "partial"})
     result = ws.deploy()
     assert result.returncode == 1, result.stdout + result.stderr
     assert "its run checks the sink" in result.stdout  # the plan said what it could not know
