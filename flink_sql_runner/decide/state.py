@@ -201,7 +201,7 @@ def source_starts(
                 else (REREADS, f"reads table {table['table']} whole again")
             )
         elif fmt in FILE_FORMATS:
-            found[name] = _file_start(name, table, options, before.get(name))
+            found[name] = _file_start(options, before.get(name))
         elif fmt == "kafka":
             found[name] = _kafka_start(options, kafka.get(name))
         else:
@@ -209,9 +209,7 @@ def source_starts(
     return found
 
 
-def _file_start(
-    name: str, table: dict[str, Any], options: dict[str, str], before: Any
-) -> tuple[str, str]:
+def _file_start(options: dict[str, str], before: Any) -> tuple[str, str]:
     if options.get("cleansource", "off").lower() != "off":
         return (GOES_ON, f"its files are removed once read (cleanSource "
                 f"{options['cleansource']}): what the state was built from is gone")  # fmt: skip
@@ -276,7 +274,10 @@ def judge(facts: StateFacts, start: StartRun, policy: str, policy_from: str) -> 
                 "since then are written again under the new version"
             )
         else:
-            summary = "state rebuilt: every source reads again what the state was built from"
+            summary = (
+                "state rebuilt: every source reads again what the state was built from, and "
+                "windows the previous version wrote are written again under the new version"
+            )
         return StateReport(REBUILT, summary, found, policy, policy_from)
     partial = (
         f"{_sources(going_on, starts)}, so a new version with empty state would write every "
@@ -301,6 +302,8 @@ def check(decision: Decision, facts: JobFacts) -> Decision:
     if stored is None or state is None or "checkpoint-root" not in stored.job:
         return decision  # a new job, or a job's first version on Spark: no state before it
     base = state.base or stored
+    if facts.desired is not None:  # a manifest stored with relative paths means them here
+        base = replace(base, tables=facts.desired.resolved(base.job, base.tables)[1])
     state = replace(state, base=base)
     start = next((s for s in decision.steps if isinstance(s, StartRun) and s.clean), None)
     if start is None or start.manifest.meta.query_version <= base.meta.query_version:
