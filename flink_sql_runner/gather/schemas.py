@@ -416,18 +416,19 @@ class _Probe:
         return shape
 
     def want_job(self, doc: dict[str, Any]) -> None:
-        if doc.get("code") is not None:
-            return  # a code job is not run at plan time (decided in `job`)
-        shape = self._shape(doc)
-        self._want("jobs", self._key("job", shape), {"manifest": {**doc, **shape},
-                                                    "conf": shape["conf"]})  # fmt: skip
+        self._want_query("jobs", "job", doc)
 
     def want_state(self, doc: dict[str, Any]) -> None:
+        self._want_query("state", "state", doc)
+
+    def _want_query(self, kind: str, key: str, doc: dict[str, Any]) -> None:
+        """Ask for what a runtime manifest's query writes (`jobs`) or keeps (`state`); a code
+        job is not run at plan time (said by `job` and `state`)."""
         if doc.get("code") is not None:
-            return  # a code job is not run at plan time (decided in `state`)
+            return
         shape = self._shape(doc)
-        self._want("state", self._key("state", shape), {"manifest": {**doc, **shape},
-                                                       "conf": shape["conf"]})  # fmt: skip
+        body = {"manifest": {**doc, **shape}, "conf": shape["conf"]}
+        self._want(kind, self._key(key, shape), body)
 
     def state(self, doc: dict[str, Any] | str) -> Analysed:
         if isinstance(doc, str):

@@ -168,12 +168,15 @@ def _job_section(decision: Decision, lineage: Lineage | None, diffs: bool) -> li
     return lines
 
 
+def _verdict(word: str, refused: bool) -> str:
+    return f"**{word}, refused**" if refused else f"**{word}**"
+
+
 def _state_section(report: StateReport) -> list[str]:
-    how = f"**{report.how}, refused**" if report.refused else f"**{report.how}**"
     lines = [
         "",
-        f"State: {how} (on-state-change: {code(report.policy, in_table=False)}): "
-        f"{text(report.summary)}",
+        f"State: {_verdict(report.how, report.refused)} (on-state-change: "
+        f"{code(report.policy, in_table=False)}): {text(report.summary)}",
     ]
     if report.operators:
         lines += ["", "| stateful operator | verdict | why |", "|---|---|---|"]
@@ -185,10 +188,10 @@ def _state_section(report: StateReport) -> list[str]:
 
 
 def _schema_section(report: SchemaReport) -> list[str]:
-    verdict = f"**{report.verdict}, refused**" if report.refused else f"**{report.verdict}**"
     lines = [
         "",
-        f"Schema of {code(report.sink, in_table=False)}: {verdict} "
+        f"Schema of {code(report.sink, in_table=False)}: "
+        f"{_verdict(report.verdict, report.refused)} "
         f"(on-schema-change: {code(report.policy, in_table=False)})",
     ]
     change = report.change
