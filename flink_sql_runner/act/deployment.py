@@ -248,6 +248,7 @@ class Deployment:
             lineage=lineage,
             kafka_start=self.settings.kafka_start,
             now_ms=self._store_now_ms(jobs),
+            on_state_change=self.settings.on_state_change,
         )
         return without_starts_that_cannot_begin(plan, self.connectors.missing)
 
@@ -396,15 +397,18 @@ class Deployment:
             target=self.settings.target,
             handover=self.settings.handover,
             kafka_start=self.settings.kafka_start.text if self.settings.kafka_start else None,
+            on_state_change=self.settings.on_state_change,
             now=runtime.wall(),
             store_now_ms=self.plan_now_ms,
         )
 
     def follow(self, saved: SavedPlan) -> None:
-        """Decide as `saved` was decided: with its --handover and --kafka-start (how its
-        changes are carried out is part of the steps a reviewer approved), and the time on
-        the store's clock its "now minus" starts were made of."""
+        """Decide as `saved` was decided: with its --handover, --kafka-start and
+        --on-state-change (how its changes are carried out is part of the steps a reviewer
+        approved), and the time on the store's clock its "now minus" starts were made of."""
         start = saved.doc.get("kafka-start")
+        state = saved.doc.get("on-state-change")
+        self.settings.on_state_change = state if state in ("refuse", "partial") else None
         self.settings.handover = str(saved.doc["handover"])
         self.settings.kafka_start = parse_kafka_start(start) if start else None
         now = saved.doc.get("store-now-ms")

@@ -90,6 +90,7 @@ def make_saved_plan(
     handover: str,
     kafka_start: str | None,
     now: float,
+    on_state_change: str | None = None,
     store_now_ms: int | None = None,
 ) -> dict[str, Any]:
     """The saved plan of `plan` (`shown`: its decisions as `--output json` has them, secrets
@@ -117,6 +118,7 @@ def make_saved_plan(
         "target": target,
         "handover": handover,
         "kafka-start": kafka_start,
+        "on-state-change": on_state_change,
         "store-now-ms": store_now_ms,
         "salt": salt,
         "template": template_entry(template, salt) if names & set(desired) else None,

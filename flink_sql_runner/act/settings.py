@@ -58,6 +58,8 @@ class Settings:
     #: Where a new version's Kafka sources start, for every job of the deploy (`--kafka-start`;
     #: None: as each job says, else where the previous version stopped).
     kafka_start: KafkaStart | None = None
+    #: The deploy's `--on-state-change` (refuse, partial), over each job's; None: the jobs'.
+    on_state_change: str | None = None
     properties: PropertyRules = field(default_factory=PropertyRules)  # checks, and warnings
     #: Reuse what unchanged job and table files read as last time (read/load_cache.py).
     cache: bool = True

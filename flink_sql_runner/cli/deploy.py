@@ -67,7 +67,7 @@ from flink_sql_runner.render.preview import preview_text, previews_markdown
 @input_options
 @remote_options
 @original_options()
-@options("--handover", "--kafka-start")
+@options("--handover", "--kafka-start", "--on-state-change")
 @click.option(
     "--detailed-exitcode",
     is_flag=True,
@@ -253,7 +253,7 @@ def _deploy_report(plan: Plan, results: dict[str, JobResult], output: str) -> No
 @remote_options
 @original_options()
 @timeout_options
-@options("--handover", "--kafka-start")
+@options("--handover", "--kafka-start", "--on-state-change")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option(
     "--prune",
@@ -304,7 +304,7 @@ def deploy(
 @remote_options
 @original_options()
 @timeout_options
-@options("--handover", "--kafka-start")
+@options("--handover", "--kafka-start", "--on-state-change")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @plan_file_options
 @handle_errors

@@ -236,6 +236,20 @@ _register(
 )
 
 
+_register(
+    "--on-state-change",
+    type=click.Choice(["refuse", "partial"]),
+    default=None,
+    envvar=env_var("ON_STATE_CHANGE"),
+    help="What a query change of a stateful query does where a source of its new version goes "
+    "on from where the previous one stopped (a Kafka carry or latest, a rate source), so that "
+    "windows open at the change would be written partial, over what each job says "
+    "(`on-state-change:`): refuse (the jobs' default) refuses it before anything stops; partial "
+    "accepts those windows partial. The plan gives a verdict per stateful operator "
+    "(docs/state.md).",
+)
+
+
 class KafkaStartType(click.ParamType):
     """A start as `kafka-start` takes it (read/kafka_start.py); a bad one is a usage error."""
 
@@ -329,6 +343,7 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
         handover=kw.get("handover") or DEFAULT_HANDOVER,
         kafka_start=kw.get("kafka_start"),
+        on_state_change=kw.get("on_state_change"),
         properties=PropertyRules(
             strict=bool(kw.get("strict_properties")), defaults=original["defaults"]
         ),

@@ -52,6 +52,7 @@ def build_plan(
     lineage: Lineage | None = None,
     kafka_start: KafkaStart | None = None,
     now_ms: int | None = None,
+    on_state_change: str | None = None,
 ) -> Plan:
     """The decisions for every job, sorted by name. With `prune`, jobs whose manifest left
     --path are stopped and archived instead of left alone. No job starts into a sink another
@@ -65,15 +66,14 @@ def build_plan(
     `lineage`: `plan_lineage(facts)` (model/lineage.py) when the caller has it already.
     `kafka_start`: where a new version's Kafka sources start, for every job of the deploy
     (decide/offsets.py). `now_ms`: now on the store's clock, where a start is now minus an
-    interval."""
+    interval. `on_state_change`: the deploy's, over each job's (decide/state.py)."""
     ordered = sorted(facts, key=lambda f: f.name)
     by_name = {f.name: f for f in ordered}
     if lineage is None:
         lineage = plan_lineage(ordered)
-    decisions = {f.name: decide(f, prune, spark, kafka_start, now_ms) for f in ordered}
-    decisions = pipeline.follow_producers(
-        decisions, by_name, lineage, lambda f: decide(f, prune, spark, kafka_start, now_ms)
-    )
+    asked = (prune, spark, kafka_start, now_ms, on_state_change)
+    decisions = {f.name: decide(f, *asked) for f in ordered}
+    decisions = pipeline.follow_producers(decisions, by_name, lineage, lambda f: decide(f, *asked))
     owners: SinkIndex[str] = SinkIndex(
         (sink, f.name)
         for f in ordered

@@ -294,10 +294,11 @@ def _sources(names: list[str], starts: dict[str, tuple[str, str]]) -> str:
     return "; ".join(f"source {name}: {starts[name][1]}" for name in names)
 
 
-def check(decision: Decision, facts: JobFacts) -> Decision:
+def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Decision:
     """The decision with its state report, where it starts a new version of a stateful query
-    on Spark; one that would write windows partial unasked (the job's `on-state-change`)
-    becomes `refused`, without steps: nothing is stopped or started."""
+    on Spark; one that would write windows partial unasked (the job's `on-state-change`, or
+    the deploy's `policy`, which wins) becomes `refused`, without steps: nothing is stopped or
+    started."""
     stored, state = facts.stored, facts.state
     if stored is None or state is None or "checkpoint-root" not in stored.job:
         return decision  # a new job, or a job's first version on Spark: no state before it
@@ -309,7 +310,9 @@ def check(decision: Decision, facts: JobFacts) -> Decision:
     if start is None or start.manifest.meta.query_version <= base.meta.query_version:
         return decision
     spec = start.manifest.job
-    if spec.get("on-state-change"):
+    if policy is not None:
+        chosen, chosen_from = policy, "the deploy"
+    elif spec.get("on-state-change"):
         chosen, chosen_from = str(spec["on-state-change"]), "the job"
     else:
         chosen, chosen_from = REFUSE, "default"
@@ -343,4 +346,7 @@ def _ways(start: StartRun) -> str:
         if kafka
         else ""
     )
-    return f"{again}accept partial windows with `on-state-change: partial` (docs/state.md)"
+    return (
+        f"{again}accept partial windows with `on-state-change: partial` (or deploy "
+        "--on-state-change partial; docs/state.md)"
+    )

@@ -68,12 +68,14 @@ def decide(
     spark: str | None = None,
     kafka_start: KafkaStart | None = None,
     now_ms: int | None = None,
+    on_state_change: str | None = None,
 ) -> Decision:
     """One job's decision, following SPEC's decision tree, with its reason in words; a start
     that would break its sink's readers is refused (decide/contracts.py). `kafka_start`: the
     deploy's `--kafka-start`, where a new version's Kafka sources start (decide/offsets.py).
     `now_ms`: now on the store's clock, as gathered, where a start is now minus an interval:
     made a time then, so that the plan shows the time that runs (a saved plan too).
+    `on_state_change`: the deploy's `--on-state-change`, over the job's (decide/state.py).
 
     An intent record left by an interrupted command is settled first, by its own rules
     (model/intents.py): what took effect is completed (recorded, or archived), a run that is up
@@ -81,7 +83,8 @@ def decide(
     stands; while its run may exist, nothing is started or recorded for the job.
     """
     asked = Asked(prune, spark, kafka_start, now_ms)
-    return check_state(contracts.check(_settled_decision(facts, asked), facts), facts)
+    decision = contracts.check(_settled_decision(facts, asked), facts)
+    return check_state(decision, facts, on_state_change)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from flink_sql_runner.act.saved_plan import BadSavedPlan, StalePlan, read_saved_
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.watch.events import Notifier
 from flink_sql_runner.watch.watcher import Watcher, WatchSettings
+from tests.support.jobs import probe
 from tests.support.saved_plans import SQL, PlanWorld
 
 
@@ -336,3 +337,50 @@ def test_a_saved_plan_starts_now_minus_at_the_time_it_showed(tmp_path: Path) -> 
     doc = json.loads(world.storage.files[submission.runtime_manifest])
     start = doc["tables"]["orders_in"]["start"]["options"]["startingTimestamp"]
     assert start == str(made)
+
+
+RATE_TABLES = """\
+tables:
+  - name: orders_in
+    format: rate
+    options:
+      rowsPerSecond: "5"
+  - name: orders_out
+    format: parquet
+    options:
+      path: /out/orders
+"""
+WINDOWED = "SELECT count(*) AS n FROM {name}_in GROUP BY window(timestamp, '%s')"
+
+
+def test_a_saved_plan_keeps_the_deploy_s_on_state_change(tmp_path: Path) -> None:
+    """A windowed count on a rate source changed: refused for its state unless the deploy says
+    `--on-state-change partial`; a plan saved with it is carried out with it, without the
+    option given again (it is part of what the reviewer approved)."""
+    from tests.support.stateful import op
+
+    world = PlanWorld(tmp_path)
+    world.names = ("orders",)
+    world.job_file("clicks").unlink()
+    world.tables_file.write_text(RATE_TABLES)
+    world.ask = lambda request: (
+        {**probe(request)[0], "state": {s["key"]: {"operators": [op()]} for s in request["state"]}},
+        None,
+    )
+    world.write_job("orders", sql=WINDOWED % "20 seconds")
+    _, results = world.deploy()
+    assert results["orders"].ok, results["orders"]
+    world.write_job("orders", sql=WINDOWED % "30 seconds")
+    refused = world.save()
+    assert refused.decisions["orders"]["action"] == "refused"
+    assert refused.decisions["orders"]["state"]["on-state-change"] == "refuse"
+    world.on_state_change = "partial"
+    saved = world.save()
+    assert saved.doc["on-state-change"] == "partial"
+    decision = saved.decisions["orders"]
+    assert decision["action"] == "stop-and-start-clean", decision["reason"]
+    assert "accepted (the deploy says on-state-change: partial)" in decision["state"]["summary"]
+    world.on_state_change = None  # `deploy --plan FILE` alone
+    _, results = world.deploy_saved()
+    assert results["orders"].ok, results["orders"]
+    assert world.version("orders") == 2

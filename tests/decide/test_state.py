@@ -228,9 +228,7 @@ def test_a_rate_source_is_not_told_to_declare_a_kafka_start():
     assert decision.action is Action.REFUSED
     assert "kafka-start" not in decision.reason
     assert "a rate source reads on from now" in decision.reason
-    assert "accept partial windows with `on-state-change: partial` (docs/state.md)" in (
-        decision.reason
-    )
+    assert "accept partial windows with `on-state-change: partial` (or deploy" in decision.reason
 
 
 def test_a_garbled_answer_of_the_probe_is_unknown_not_a_crash():
@@ -271,3 +269,13 @@ def test_a_setting_pinned_on_the_target_s_spark_is_judged_with_that_spark():
     (facts,) = gather([new], store, target, storage, workers=1)
     assert state_base(facts) is None
     assert state_base(facts, "4.0.0") is not None
+
+
+def test_the_deploy_s_on_state_change_wins_over_the_job_s():
+    accepted = decide_change(kafka_job(), on_state_change="partial")
+    assert accepted.action is Action.STOP_AND_START_CLEAN
+    assert "accepted (the deploy says on-state-change: partial)" in accepted.state.summary
+    refused = decide_change(kafka_job(**{"on-state-change": "partial"}), on_state_change="refuse")
+    assert refused.action is Action.REFUSED
+    assert refused.state.policy_from == "the deploy"
+    assert "or deploy --on-state-change partial" in refused.reason

@@ -82,6 +82,8 @@ class PlanWorld:
         self.clock = FakeClock()
         self.plan_file = root / "plan.json"
         self.handover = "warm"  # each command's --handover
+        self.on_state_change: str | None = None  # each command's --on-state-change
+        self.ask = probe  # the runner's probe, as gather/schemas.py asks it
 
     @property
     def tables_file(self) -> Path:
@@ -105,12 +107,13 @@ class PlanWorld:
             timeouts=Timeouts(start=30, stop=5, poll=1),
             cache=False,
             handover=self.handover,
+            on_state_change=self.on_state_change,
         )
         deployment = Deployment(settings, store=self.store, target=self.target)
         deployment.storage, deployment.schema_cache, deployment.ask_spark = (
             self.storage,
             None,
-            probe,
+            self.ask,
         )
         original = deployment.executor
 

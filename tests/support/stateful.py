@@ -43,7 +43,9 @@ def analysed(*ops) -> Analysed:
     return Analysed.from_dict({"operators": list(ops)})
 
 
-def decide_change(new, old_ops=None, new_ops=None, running=True, declared=None, old=None):
+def decide_change(
+    new, old_ops=None, new_ops=None, running=True, declared=None, old=None, on_state_change=None
+):
     """The decision for `new` against v1 (`old`, a windowed count of `new`'s source), running or
     not, its checkpoint at batch 7 of topic orders, with the state facts the probe would give."""
     old = old or make_job(sql=COUNT, tables={"src": new.tables["src"]})
@@ -61,7 +63,8 @@ def decide_change(new, old_ops=None, new_ops=None, running=True, declared=None, 
     (facts,) = gather([new], store, target, storage, workers=1)
     new_state = new_ops if isinstance(new_ops, Analysed) else analysed(*new_ops)
     facts = replace(facts, state=StateFacts(analysed(*old_ops), new_state))
-    return build_plan([facts], kafka_start=declared).decisions[0]
+    plan = build_plan([facts], kafka_start=declared, on_state_change=on_state_change)
+    return plan.decisions[0]
 
 
 def kafka_job(sql=SUMS, **spec):
