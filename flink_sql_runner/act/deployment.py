@@ -41,7 +41,7 @@ from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.lineage import Lineage, plan_lineage
-from flink_sql_runner.model.stored import Stored
+from flink_sql_runner.model.stored import Stored, StoredManifest
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.read.kafka_start import AGO, declares_ago, parse_kafka_start
 from flink_sql_runner.read.load_cache import LoadCache
@@ -288,11 +288,16 @@ class Deployment:
             checkpoint_unused=checkpoint_unused,
         )
         lineage = plan_lineage(facts)
-        spark = self.target.spark_version()
+        spark: list[str | None] = []  # the target's, asked once a job's state is in question
+
+        def base(job: JobFacts) -> StoredManifest | None:
+            if not spark:
+                spark.append(self.target.spark_version())
+            return state_base(job, spark[0])
+
         facts = with_contracts(
-            facts, lineage, self.storage, self.schema_cache, self.ask_spark,
-            lambda job: state_base(job, spark),
-        )  # fmt: skip
+            facts, lineage, self.storage, self.schema_cache, self.ask_spark, base
+        )
         return facts, lineage
 
     @property

@@ -140,9 +140,10 @@ def with_contracts(
     contract facts of its sink (`JobFacts.contracts`): one for a start of any version, or one
     per version of `start_versions` where the sink's place depends on it. Its readers are the
     desired jobs that read its sink in `lineage` (the plan's), with the schema they declare
-    for it. And each job `state_for` holds for (a query change of a stored job) with what the
-    state of its stored query and of its desired one means (`JobFacts.state`, model/state.py).
-    One probe for them all (`gather_contracts`)."""
+    for it. And each job `state_for` gives a manifest for (a query change: the manifest whose
+    state its new version would start without) with what the state of that manifest's query
+    and of the desired one means (`JobFacts.state`, model/state.py). One probe for them all
+    (`gather_contracts`)."""
     desired = {f.name: f.desired for f in facts if f.desired is not None}
     checks: list[Check] = []
     for job in facts:
