@@ -12,10 +12,11 @@ from typing import Any
 from flink_sql_runner.model.stored import StoredManifest
 
 
-def _triple(value: Any) -> bool:
-    if isinstance(value, list) and len(value) == 3:
-        return True
-    raise ValueError(f"not a watermark: {value!r}")
+def _watermark(value: Any) -> tuple[str, str, str]:
+    """`(column, column as text, delay)`."""
+    if not (isinstance(value, list) and len(value) == 3):
+        raise ValueError(f"not a watermark: {value!r}")
+    return str(value[0]), str(value[1]), str(value[2])
 
 
 def _strings(doc: dict[str, Any], key: str) -> tuple[str, ...]:
@@ -58,7 +59,7 @@ class Operator:
             _strings(doc, "values"),
             _strings(doc, "value-text"),
             _strings(doc, "value-names"),
-            tuple((str(m[0]), str(m[1]), str(m[2])) for m in marks if _triple(m)),
+            tuple(_watermark(m) for m in marks),
             _strings(doc, "before"),
             _strings(doc, "before-text"),
             str(doc["join"]) if doc.get("join") is not None else None,
