@@ -32,7 +32,7 @@ from flink_sql_runner.act.stop import StopResult, stop_jobs
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.plan import build_plan, checkpoint_unused
 from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
-from flink_sql_runner.decide.state import state_base
+from flink_sql_runner.decide.state import POLICIES, state_base
 from flink_sql_runner.errors import FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.gather.schemas import Ask, run_probe, with_contracts
@@ -413,7 +413,7 @@ class Deployment:
         approved), and the time on the store's clock its "now minus" starts were made of."""
         start = saved.doc.get("kafka-start")
         state = saved.doc.get("on-state-change")
-        self.settings.on_state_change = state if state in ("refuse", "partial") else None
+        self.settings.on_state_change = state if state in POLICIES else None
         self.settings.handover = str(saved.doc["handover"])
         self.settings.kafka_start = parse_kafka_start(start) if start else None
         now = saved.doc.get("store-now-ms")

@@ -38,6 +38,7 @@ from flink_sql_runner.act.runs import (
     RunControl,
     StartFailed,
 )
+from flink_sql_runner.act.state_copy import CopyFailed, copied_words, copy_state
 from flink_sql_runner.act.tracker import KIND_OF_ACTION, Tracker, retried
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.steps import (
@@ -554,6 +555,8 @@ class JobSteps:
         found = None if step.clean else self.runs.finished(step.manifest, True)
         before = NONE_COMMITTED if found is None else found
         starts = self._starts(tracker, result)
+        if step.continues is not None:  # never prepared: the copy waits for the old run's stop
+            before = self._continue_from(step, result)
         if prepared is not None:
             tracker.to(Phase.SUBMITTED, prepared.run.submission_id, committed_before=before,
                        starts=starts)  # fmt: skip
@@ -572,13 +575,36 @@ class JobSteps:
         tracker.new_run = True
         return self.runs.start(
             step.manifest,
-            step.clean,
+            step.clean and step.continues is None,  # a continued one starts on its copy
             tracker.run_id,
             step.source,
             on_submitted=lambda run: self._evidence(tracker, Phase.SUBMITTED, run.submission_id),
             before_wait=lambda: self._fresh_lease(f"wait for {result.name}"),
             starts=starts,
         )
+
+    def _continue_from(self, step: StartRun, result: JobResult) -> int:
+        """Copy the state of the version `step` continues from (its run confirmed gone) into the
+        new version's empty checkpoint folder (act/state_copy.py); the last batch the copy holds
+        as finished, what the new version's start record says was committed before it (a run
+        that finishes a later one wrote: it is never rolled back over). StartFailed, nothing
+        started, when it cannot be copied: the rollback starts the old version again on its
+        own checkpoint, untouched."""
+        old = step.continues
+        assert old is not None
+        self._fresh_lease(f"copy the state of {result.name}")
+        try:
+            files, size = copy_state(
+                self.runs.storage, old.checkpoint, step.manifest.checkpoint, self._check,
+                self.runs.sleep,
+            )  # fmt: skip
+        except CopyFailed as exc:
+            raise StartFailed(
+                f"cannot continue from v{old.meta.query_version}'s state: {exc}", True
+            ) from None
+        result.steps.append(copied_words(old.meta.query_version, files, size))
+        found = self.runs.finished(step.manifest, True)
+        return NONE_COMMITTED if found is None else found
 
     def _evidence(self, tracker: Tracker, phase: Phase, submission_id: str | None = None) -> None:
         """Move the record to a phase that only says what already happened (the target took

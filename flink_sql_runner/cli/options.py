@@ -21,6 +21,7 @@ from flink_sql_runner.act.settings import (
 from flink_sql_runner.cli.original_flags import (
     original_settings,
 )
+from flink_sql_runner.decide.state import POLICIES
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, HANDOVERS
 from flink_sql_runner.read.kafka_start import (
     KAFKA_START_FORMS,
@@ -238,15 +239,17 @@ _register(
 
 _register(
     "--on-state-change",
-    type=click.Choice(["refuse", "partial"]),
+    type=click.Choice(list(POLICIES)),
     default=None,
     envvar=env_var("ON_STATE_CHANGE"),
-    help="What a query change of a stateful query does where a source of its new version goes "
-    "on from where the previous one stopped (a Kafka carry or latest, a rate source), so that "
-    "windows open at the change would be written partial, over what each job says "
-    "(`on-state-change:`): refuse (the jobs' default) refuses it before anything stops; partial "
-    "accepts those windows partial. The plan gives a verdict per stateful operator "
-    "(docs/state.md).",
+    help="What a query change of a stateful query does, over what each job says "
+    "(`on-state-change:`). Where every stateful operator keeps its state's meaning and a source "
+    "goes on from where the previous version stopped (a Kafka carry), the new version continues "
+    "from that version's state. Otherwise, where a source goes on, windows open at the change "
+    "would be written partial: refuse (the jobs' default) refuses the change before anything "
+    "stops; partial accepts those windows partial. continue: also continue from the state where "
+    "sources read everything again (a file source), instead of a full recompute. The plan gives "
+    "a verdict per stateful operator (docs/state.md).",
 )
 
 

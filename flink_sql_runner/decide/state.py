@@ -16,21 +16,38 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from flink_sql_runner.decide.changes import ChangeKind, diff, severity, unchanged
+from flink_sql_runner.decide.changes import (
+    CHECKPOINT_PINNED_WHY,
+    PINNED_RULE,
+    SEMANTIC_RULE,
+    Change,
+    ChangeKind,
+    diff,
+    severity,
+    unchanged,
+)
 from flink_sql_runner.decide.decisions import Action, Decision, OperatorVerdict, StateReport
 from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
 from flink_sql_runner.model.offsets import AS_TABLE, CARRIED, StartPlan
 from flink_sql_runner.model.runtime import source_tables
+from flink_sql_runner.model.sizes import human_size
 from flink_sql_runner.model.state import Analysed, Operator, StateFacts, join_words
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
 from flink_sql_runner.read.kafka_start import AGO, EARLIEST, TIMESTAMP
+from flink_sql_runner.read.sinks import target_sink
 from flink_sql_runner.read.sqlinfo import keeps_no_state
 
 KEPT, REBUILT, UNKNOWN = "kept", "rebuilt", "unknown"
-REFUSE, PARTIAL = "refuse", "partial"
+REFUSE, PARTIAL, CONTINUE = "refuse", "partial", "continue"
+#: What a job's `on-state-change` and deploy's `--on-state-change` take.
+POLICIES = (REFUSE, PARTIAL, CONTINUE)
+#: How a new version's state comes to be, where its query keeps any: continued from the state
+#: of the version it replaces (every verdict kept), rebuilt from sources that read again,
+#: partial, or unknown.
+CONTINUED = "continued"
 #: Said of a part whose text reads the same but computes otherwise (a cast, a time zone); left
 #: out where another reason is said.
 ANOTHER_WAY = " computed another way"
@@ -240,8 +257,16 @@ def _kafka_start(options: dict[str, str], start: object) -> tuple[str, str]:
     return (GOES_ON, f"it starts at {how}, as declared")
 
 
-def judge(facts: StateFacts, start: StartRun, policy: str, policy_from: str) -> StateReport | None:
-    """What the new version of `start` does with state; None where its query keeps none."""
+def judge(
+    facts: StateFacts,
+    start: StartRun,
+    policy: str,
+    policy_from: str,
+    changes: tuple[Change, ...] = (),
+) -> tuple[StateReport, bool] | None:
+    """What the new version of `start` does with state, and whether it continues from the
+    previous version's (every verdict kept, and nothing else keeps it from Spark's restart:
+    `_cannot_continue`); None where its query keeps none."""
     new = facts.new
     starts = source_starts(start.manifest, start.starting, facts.base)
     going_on = sorted(name for name, (how, _) in starts.items() if how == GOES_ON)
@@ -254,7 +279,7 @@ def judge(facts: StateFacts, start: StartRun, policy: str, policy_from: str) -> 
                 "source it declares reads again what any state was built from, so whatever "
                 "state it keeps is rebuilt"
             )
-            return StateReport(REBUILT, summary, (), policy, policy_from)
+            return StateReport(REBUILT, summary, (), policy, policy_from), False
         summary = (
             f"whether its new query keeps state cannot be told ({new.unknown}); "
             f"{_sources(going_on, starts)}, so a new version with empty state would write any "
@@ -262,10 +287,17 @@ def judge(facts: StateFacts, start: StartRun, policy: str, policy_from: str) -> 
         )
         if accepted:
             summary += f": accepted ({policy_from} says on-state-change: partial)"
-        return StateReport(UNKNOWN, summary, (), policy, policy_from, refused=not accepted)
+        return StateReport(UNKNOWN, summary, (), policy, policy_from, refused=not accepted), False
     if not new.operators:
         return None
     found = verdicts(facts.old, new)
+    kept = all(v.verdict == KEPT for v in found)
+    why_not = _cannot_continue(facts, start, changes) if kept else None
+    if kept and why_not is None and (going_on or policy == CONTINUE):
+        return StateReport(CONTINUED, _continued(facts, found), found, policy, policy_from), True
+    # Every operator's state keeps its meaning, but the new version does not continue from it.
+    instead = f"every operator's state is kept, but it cannot continue from it ({why_not}); " if (
+        why_not is not None) else ""  # fmt: skip
     if not going_on:
         if from_time:
             summary = (
@@ -278,15 +310,78 @@ def judge(facts: StateFacts, start: StartRun, policy: str, policy_from: str) -> 
                 "state rebuilt: every source reads again what the state was built from, and "
                 "windows the previous version wrote are written again under the new version"
             )
-        return StateReport(REBUILT, summary, found, policy, policy_from)
+            if kept and why_not is None:
+                summary += (
+                    " (every operator's state is kept: `on-state-change: continue` would go "
+                    "on from it instead of reading everything again)"
+                )
+        return StateReport(REBUILT, instead + summary, found, policy, policy_from), False
     partial = (
-        f"{_sources(going_on, starts)}, so a new version with empty state would write every "
-        "window open at the change with only the records after it"
+        f"{instead}{_sources(going_on, starts)}, so a new version with empty state would write "
+        "every window open at the change with only the records after it"
     )
     if accepted:
         return StateReport(PARTIAL, f"{partial}: accepted ({policy_from} says on-state-change: "
-                           "partial)", found, policy, policy_from)  # fmt: skip
-    return StateReport(PARTIAL, partial, found, policy, policy_from, refused=True)
+                           "partial)", found, policy, policy_from), False  # fmt: skip
+    return StateReport(PARTIAL, partial, found, policy, policy_from, refused=True), False
+
+
+def _cannot_continue(facts: StateFacts, start: StartRun, changes: tuple[Change, ...]) -> str | None:
+    """Why a new version whose every operator keeps its state's meaning cannot continue from
+    the previous version's checkpoint as Spark restarts one; None when it can. Spark restores
+    the offsets of the sources it numbers and the settings the checkpoint pins, and the runner
+    goes on with the file sink's batch ids: each must be the same."""
+    base = facts.base
+    if base is None:
+        return "the state's version is not known"
+    version = f"v{base.meta.query_version}"
+    if facts.checkpoint is None:
+        return f"{version}'s checkpoint cannot be read"
+    if facts.checkpoint[0] == 0:
+        return f"{version} has no checkpoint"
+    declared = sorted(
+        s.table for s in (start.starting.sources if start.starting is not None else ())
+        if s.kind not in (CARRIED, AS_TABLE)
+    )  # fmt: skip
+    if declared:
+        return f"where {', '.join(declared)} starts is declared: {version}'s offsets are not used"
+    old_sources = {n: base.tables.get(n) for n in source_tables(base)}
+    new_sources = {n: start.manifest.tables.get(n) for n in source_tables(start.manifest)}
+    if old_sources != new_sources:
+        both = set(old_sources) | set(new_sources)
+        names = sorted(n for n in both if old_sources.get(n) != new_sources.get(n))
+        return (
+            f"its sources changed ({', '.join(names)}): Spark restores {version}'s offsets by "
+            "source"
+        )
+    if target_sink(base.name, base.job, base.tables) != target_sink(
+        start.manifest.name, start.manifest.job, start.manifest.tables
+    ):
+        return f"it writes another sink than {version}"
+    pinned = [c.field for c in changes if c.kind is ChangeKind.QUERY and _pins(c)]
+    if pinned:
+        return f"{', '.join(pinned)} changed: {version}'s checkpoint pins it, or its state means it"
+    return None
+
+
+def _pins(change: Change) -> bool:
+    """A Spark setting the checkpoint restores, or one that changes what the state means."""
+    return change.why in (PINNED_RULE.why, SEMANTIC_RULE.why) or change.why.startswith(
+        CHECKPOINT_PINNED_WHY.split("{", 1)[0]
+    )
+
+
+def _continued(facts: StateFacts, found: tuple[OperatorVerdict, ...]) -> str:
+    assert facts.base is not None and facts.checkpoint is not None
+    version = f"v{facts.base.meta.query_version}"
+    files, size = facts.checkpoint
+    mixes = [m for v in found for m in v.mixes]
+    said = f"; {'; '.join(mixes)}" if mixes else ""
+    return (
+        f"state kept: the new version continues from {version}'s state and offsets, every window "
+        f"open at the change written once, with all its records{said}; continuing copies "
+        f"{version}'s checkpoint ({files} files, {human_size(size)}) once it stopped"
+    )
 
 
 def _sources(names: list[str], starts: dict[str, tuple[str, str]]) -> str:
@@ -316,9 +411,15 @@ def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Dec
         chosen, chosen_from = str(spec["on-state-change"]), "the job"
     else:
         chosen, chosen_from = REFUSE, "default"
-    report = judge(state, start, chosen, chosen_from)
-    if report is None:
+    judged = judge(state, start, chosen, chosen_from, decision.changes)
+    if judged is None:
         return decision
+    report, continues = judged
+    if continues:
+        # Its Kafka sources go on at the offsets the copied checkpoint holds, as a restart's.
+        going_on = replace(start, continues=base, starting=None)
+        steps = tuple(going_on if s is start else s for s in decision.steps)
+        return replace(decision, steps=steps, state=report)
     if not report.refused:
         return replace(decision, state=report)
     return replace(

@@ -21,8 +21,7 @@ def _version(manifest: StoredManifest) -> str:
 
 
 def checkpoint_location(manifest: StoredManifest) -> str:
-    root = str(manifest.job["checkpoint-root"]).rstrip("/")
-    return f"{root}/{manifest.name}/{manifest.meta.query_version}"
+    return manifest.checkpoint
 
 
 @dataclass(frozen=True)
@@ -52,12 +51,24 @@ class StartRun:
     #: Where a clean start's Kafka sources begin (after a previous version): the plan's.
     starting: StartPlan | None = None
     prepared: bool = False
+    #: A new version that continues from the state of the version it replaces (decide/state.py):
+    #: that version's checkpoint, copied into the new one's empty folder once its run stopped,
+    #: and the query started on the copy as a restart (its offsets, its windows open).
+    continues: StoredManifest | None = None
 
     def describe(self) -> str:
         said = self.starting.describe() if self.starting is not None else ""
         carried = f" ({said})" if said else ""
         if self.prepared:
             return f"go: the prepared {_version(self.manifest)} starts its query{carried}"
+        if self.continues is not None:
+            return (
+                f"start {_version(self.manifest)} from {_version(self.continues)}'s state: "
+                f"{checkpoint_location(self.continues)} copied into "
+                f"{checkpoint_location(self.manifest)} once {_version(self.continues)} stopped "
+                f"(its offsets and windows go on; {_version(self.continues)}'s checkpoint is "
+                "kept as it is)"
+            )
         how = (
             f"clean in {checkpoint_location(self.manifest)}"
             if self.clean
@@ -76,6 +87,11 @@ class StartRun:
             doc["prepared"] = True
         if self.starting is not None:
             doc["starting-offsets"] = self.starting.to_dict()
+        if self.continues is not None:
+            doc["continues-from"] = {
+                "query-version": self.continues.meta.query_version,
+                "checkpoint": checkpoint_location(self.continues),
+            }
         return doc
 
 

@@ -9,7 +9,9 @@ cannot be prepared is stopped and the old one was never touched.
 
 `deploy` and `plan` apply it (per job `handover:`, else the deploy's `--handover`); `watch`
 restarts runs that are down, with nothing to overlap, and keeps the cold start, as does a
-consumer that starts after its producers in the same deploy. Pure.
+consumer that starts after its producers in the same deploy, and a new version that continues
+from the old one's state (decide/state.py: its checkpoint is copied once the old run stopped).
+Pure.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def warm(decision: Decision, facts: JobFacts, default: str = DEFAULT_HANDOVER) -
         return decision
     stop, start = steps[stops[0]], steps[starts[0]]
     assert isinstance(stop, StopRun) and isinstance(start, StartRun)
+    if start.continues is not None:
+        # It continues from the old run's state: that state is copied once the old run stopped.
+        return decision
     beside = stop.run.version or stop.manifest.meta.query_version
     steps[starts[0]] = replace(start, prepared=True)
     steps.insert(stops[0], PrepareRun(start.manifest, start.clean, start.source, beside))

@@ -50,8 +50,7 @@ def version_finished(
     """The last batch the runs of `manifest`'s version finished (`finished_batch`, its file
     sink's folder from the manifest); None: none. What tells whether a run wrote since a batch
     (model/intents.py::wrote_since)."""
-    root = str(manifest.job["checkpoint-root"]).rstrip("/")
-    checkpoint = f"{root}/{manifest.name}/{manifest.meta.query_version}"
+    checkpoint = manifest.checkpoint
     sink = target_sink(manifest.name, manifest.job, manifest.tables)
     folder = sink.where if sink is not None and sink.kind == "folder" else None
     return finished_batch(storage, checkpoint, folder, lenient)

@@ -180,8 +180,19 @@ def with_contracts(
         )
     facts = [replace(f, contracts=_by_version(found[f.name])) if f.name in found else f
              for f in facts]  # fmt: skip
-    return [replace(f, state=replace(states[f.name], base=bases[f.name])) if f.name in states
-            else f for f in facts]  # fmt: skip
+    return [replace(f, state=replace(states[f.name], base=bases[f.name],
+                                     checkpoint=_checkpoint_size(storage, bases[f.name])))
+            if f.name in states else f for f in facts]  # fmt: skip
+
+
+def _checkpoint_size(storage: Storage, base: StoredManifest) -> tuple[int, int] | None:
+    """The files and bytes of `base`'s checkpoint (what continuing from its state copies);
+    None where it cannot be listed."""
+    try:
+        found = storage.tree(base.checkpoint)
+    except FsrError:
+        return None
+    return len(found), sum(size for _, size in found)
 
 
 def _as_new(job: JobFacts, base: StoredManifest) -> StoredManifest:

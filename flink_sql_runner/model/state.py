@@ -106,8 +106,11 @@ class Analysed:
 @dataclass(frozen=True)
 class StateFacts:
     """The stateful operators of the version whose state a new version would start without
-    (`old`, of manifest `base`) and of the change (`new`)."""
+    (`old`, of manifest `base`) and of the change (`new`), and the size of `base`'s checkpoint."""
 
     old: Analysed
     new: Analysed
     base: StoredManifest | None = None
+    #: The files and bytes of `base`'s checkpoint, what continuing from its state copies;
+    #: None where it cannot be read.
+    checkpoint: tuple[int, int] | None = None

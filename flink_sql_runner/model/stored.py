@@ -80,6 +80,12 @@ class StoredManifest:
         root = str(self.job.get("checkpoint-root") or "").rstrip("/")
         return root or None
 
+    @property
+    def checkpoint(self) -> str:
+        """This version's checkpoint folder, `<root>/<name>/<version>`."""
+        root = str(self.job["checkpoint-root"]).rstrip("/")
+        return f"{root}/{self.name}/{self.meta.query_version}"
+
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"schema-version": STORED_SCHEMA_VERSION}
         doc.update(self.job)

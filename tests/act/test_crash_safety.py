@@ -7,6 +7,8 @@ from a fake at one step; the next deploy is a new Executor on the same store, cl
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from flink_sql_runner.act.executor import Executor
@@ -262,7 +264,12 @@ def _stateful_deploy(world: World, job):
     from tests.support.stateful import op
 
     def ask(request):
-        return {"state": {s["key"]: {"operators": [op()]} for s in request.get("state", [])}}, None
+        def ops(doc):  # the probe's answer: what the query aggregates
+            return {
+                "operators": [op(value="sum(id)" if "sum(id)" in json.dumps(doc) else "count(*)")]
+            }
+
+        return {"state": {s["key"]: ops(s) for s in request.get("state", [])}}, None
 
     facts = gather([job], world.store, world.target, world.state, workers=1)
     facts = with_contracts(facts, plan_lineage(facts), world.state, None, ask, state_base)

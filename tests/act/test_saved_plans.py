@@ -359,12 +359,18 @@ def test_a_saved_plan_keeps_the_deploy_s_on_state_change(tmp_path: Path) -> None
     option given again (it is part of what the reviewer approved)."""
     from tests.support.stateful import op
 
+    def window(doc):  # the probe's answer: the window the query counts in
+        return "30 seconds" if "30 seconds" in json.dumps(doc) else "20 seconds"
+
     world = PlanWorld(tmp_path)
     world.names = ("orders",)
     world.job_file("clicks").unlink()
     world.tables_file.write_text(RATE_TABLES)
     world.ask = lambda request: (
-        {**probe(request)[0], "state": {s["key"]: {"operators": [op()]} for s in request["state"]}},
+        {
+            **probe(request)[0],
+            "state": {s["key"]: {"operators": [op(window(s))]} for s in request["state"]},
+        },  # fmt: skip
         None,
     )
     world.write_job("orders", sql=WINDOWED % "20 seconds")

@@ -11,6 +11,7 @@ import pytest
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.state import state_base, wants_state
+from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.gather.schemas import with_contracts
 from flink_sql_runner.model.lineage import plan_lineage
@@ -20,7 +21,7 @@ from flink_sql_runner.render.markdown import plan_markdown
 from flink_sql_runner.render.plan import plan_text
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
 from tests.support.jobs import make_job, stored_of
-from tests.support.stateful import COUNT, RATE, SUMS, decide_change, kafka_job, op
+from tests.support.stateful import CKPT, COUNT, KAFKA, RATE, SUMS, decide_change, kafka_job, op
 
 
 def test_a_windowed_count_carried_from_kafka_is_refused_before_anything_stops():
@@ -38,14 +39,73 @@ def test_a_windowed_count_carried_from_kafka_is_refused_before_anything_stops():
 
 
 @pytest.mark.parametrize("running", [True, False], ids=["running", "stopped"])
-def test_a_state_kept_in_meaning_is_still_refused_where_the_new_version_starts_empty(running):
-    """Continuing from the previous version's state is not what a new version does: kept or
-    not, an empty state carried on would write the open windows partial."""
+def test_a_state_kept_in_meaning_continues_from_the_old_version_s_checkpoint(running):
+    """Every verdict kept and the source goes on: the new version continues from the old
+    version's state, cold (its checkpoint is copied once the old run stopped), its Kafka
+    sources at the copied offsets; the plan says what the kept state mixes and what the copy
+    costs (before: refused, as if it started empty)."""
     decision = decide_change(kafka_job(), new_ops=(op(before=("id > 1",)),), running=running)
-    assert decision.action is Action.REFUSED
+    assert decision.action is Action.STOP_AND_START_CLEAN if running else Action.START_CLEAN
+    assert decision.state.how == "continued" and not decision.state.refused
     (verdict,) = decision.state.operators
     assert verdict.verdict == "kept"
-    assert "a window open at the change holds records of both" in verdict.line()
+    assert "a window open at the change holds records of both" in decision.state.summary
+    assert "copies v1's checkpoint (17 files, " in decision.state.summary
+    (start,) = [s for s in decision.steps if isinstance(s, StartRun)]
+    assert start.continues is not None and start.starting is None and not start.prepared
+    assert start.to_dict()["continues-from"] == {"query-version": 1, "checkpoint": CKPT}
+
+
+def _kept(new, **kw):
+    return decide_change(new, new_ops=(op(),), **kw)
+
+
+@pytest.mark.parametrize(
+    ("new", "declared", "why"),
+    [
+        (kafka_job(**{"kafka-start": "latest"}), None, "where src starts is declared"),
+        (kafka_job(), "earliest", "where src starts is declared"),
+        (kafka_job(sparkProperties={"spark.sql.shuffle.partitions": "8"}), None,
+         "sparkProperties.spark.sql.shuffle.partitions changed"),
+    ],
+    ids=["kafka-start declared", "deploy's kafka-start", "pinned setting"],
+)  # fmt: skip
+def test_a_kept_state_does_not_continue_where_spark_s_restart_would_not_keep_it(new, declared, why):
+    """A declared start, a source changed, a setting the checkpoint pins: Spark's restart would
+    not do what the change says, so the new version starts with its own state, judged as
+    before, and the plan says why it does not continue."""
+    decision = _kept(new, declared=parse_kafka_start(declared) if declared else None)
+    assert decision.state.how != "continued", decision.state.summary
+    assert f"cannot continue from it ({why}" in decision.state.summary + decision.reason
+    assert not any(isinstance(s, StartRun) and s.continues for s in decision.steps)
+
+
+def test_a_kept_state_whose_source_changed_does_not_continue():
+    options = {**KAFKA["options"], "maxOffsetsPerTrigger": "9"}
+    new = make_job(sql=COUNT, tables={"src": {**KAFKA, "options": options}})
+    decision = _kept(new, old=kafka_job(sql=SUMS))
+    assert "cannot continue from it (its sources changed (src)" in decision.reason
+
+
+def test_a_kept_state_into_another_sink_does_not_continue():
+    new = kafka_job()
+    new.tables["out"] = {"format": "parquet", "options": {"path": "/elsewhere"}}
+    decision = _kept(new)
+    assert "it writes another sink than v1" in decision.reason
+
+
+def test_a_file_source_continues_only_where_the_job_asks():
+    """A file source reads every file again: rebuilt, the plan saying that continuing is
+    possible; with `on-state-change: continue` it continues instead of a full recompute."""
+    filtered = COUNT.replace("FROM src", "FROM src WHERE id > 0")
+    rebuilt = _kept(make_job(sql=filtered))
+    assert rebuilt.state.how == "rebuilt"
+    assert "`on-state-change: continue` would go on from it" in rebuilt.state.summary
+    asked = _kept(make_job(sql=filtered, **{"on-state-change": "continue"}))
+    assert asked.state.how == "continued"
+    assert _kept(make_job(sql=filtered), on_state_change="continue").state.how == "continued"
+    changed = decide_change(make_job(sql=SUMS, **{"on-state-change": "continue"}))
+    assert changed.state.how == "rebuilt"  # a state that is not kept is rebuilt, as asked
 
 
 def test_partial_windows_declared_by_the_job_start_and_say_so():

@@ -62,7 +62,9 @@ def decide_change(
         storage.files[f"{CKPT}/commits/{batch}"] = "v1\n{}"
     (facts,) = gather([new], store, target, storage, workers=1)
     new_state = new_ops if isinstance(new_ops, Analysed) else analysed(*new_ops)
-    facts = replace(facts, state=StateFacts(analysed(*old_ops), new_state))
+    sizes = storage.tree(CKPT)  # as gather/schemas.py reads it: what continuing copies
+    checkpoint = (len(sizes), sum(size for _, size in sizes))
+    facts = replace(facts, state=StateFacts(analysed(*old_ops), new_state, checkpoint=checkpoint))
     plan = build_plan([facts], kafka_start=declared, on_state_change=on_state_change)
     return plan.decisions[0]
 

@@ -1,0 +1,76 @@
+"""A new version that continues from the state of the version it replaces (decide/state.py):
+that version's checkpoint copied, file for file, into the new version's empty checkpoint folder
+once its run stopped, so that the new query starts on the copy as Spark restarts a checkpoint:
+at the offsets the old version stopped at, with its windows open, and the runner's record of
+its file sink's batch ids going on. The old checkpoint is only read: a rollback restarts it as
+it was, and a copy cut short leaves a folder no start takes again (the next new version takes
+the next number).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flink_sql_runner.errors import FsrError
+from flink_sql_runner.host.retries import retried
+from flink_sql_runner.host.timing import mark
+from flink_sql_runner.model.sizes import human_size
+from flink_sql_runner.stores.storage import Storage, StorageError
+
+#: Spark's record that a folder is a checkpoint: copied last, so a copy cut short says so.
+METADATA = "metadata"
+
+
+class CopyFailed(FsrError):
+    """The state could not be copied; nothing was started."""
+
+
+def copy_state(
+    storage: Storage,
+    old: str,
+    new: str,
+    check: Callable[[], None],
+    sleep: Callable[[float], None],
+) -> tuple[int, int]:
+    """Copy the checkpoint `old` into the empty folder `new`; (files, bytes) copied. `check`
+    is called before each file (the lease: a copy never goes on for a deploy that lost it); a
+    call the storage fails is asked again after a pause (host/retries.py), then CopyFailed."""
+    old, new = old.rstrip("/"), new.rstrip("/")
+    try:
+        if not storage.is_empty(new):
+            raise CopyFailed(f"refusing to continue into {new}: it is not empty")
+        files = storage.tree(old)
+    except CopyFailed:
+        raise
+    except FsrError as exc:
+        raise CopyFailed(f"cannot list {old} to continue from it: {exc}") from None
+    if not any(location == f"{old}/{METADATA}" for location, _ in files):
+        raise CopyFailed(f"{old} holds no checkpoint to continue from")
+    ordered = sorted(files, key=lambda f: (f[0] == f"{old}/{METADATA}", f[0]))
+    for location, _ in ordered:
+        check()
+        target = new + location[len(old) :]
+        try:
+            data = retried(
+                lambda src=location: storage.read_bytes(src), sleep, check, (StorageError,)
+            )
+            if data is None:
+                raise CopyFailed(f"{location} went away while it was copied")
+            retried(
+                lambda dst=target, d=data: storage.write_bytes(dst, d),
+                sleep,
+                check,
+                (StorageError,),
+            )
+        except CopyFailed:
+            raise
+        except FsrError as exc:
+            raise CopyFailed(f"cannot copy {location} into {new}: {exc}") from None
+    size = sum(size for _, size in files)
+    mark("state copied", files=len(files), bytes=size)
+    return len(files), size
+
+
+def copied_words(old_version: int, files: int, size: int) -> str:
+    """`continued from v1's state (12 files, 4.1 KB copied)`."""
+    return f"continued from v{old_version}'s state ({files} files, {human_size(size)} copied)"
