@@ -294,7 +294,7 @@ def judge(
     kept = all(v.verdict == KEPT for v in found)
     why_not = _cannot_continue(facts, start, changes) if kept else None
     if kept and why_not is None and (going_on or policy == CONTINUE):
-        return StateReport(CONTINUED, _continued(facts, found), found, policy, policy_from), True
+        return StateReport(CONTINUED, _continued(facts), found, policy, policy_from), True
     # Every operator's state keeps its meaning, but the new version does not continue from it.
     instead = f"every operator's state is kept, but it cannot continue from it ({why_not}); " if (
         why_not is not None) else ""  # fmt: skip
@@ -371,16 +371,14 @@ def _pins(change: Change) -> bool:
     )
 
 
-def _continued(facts: StateFacts, found: tuple[OperatorVerdict, ...]) -> str:
+def _continued(facts: StateFacts) -> str:
     assert facts.base is not None and facts.checkpoint is not None
     version = f"v{facts.base.meta.query_version}"
     files, size = facts.checkpoint
-    mixes = [m for v in found for m in v.mixes]
-    said = f"; {'; '.join(mixes)}" if mixes else ""
     return (
-        f"state kept: the new version continues from {version}'s state and offsets, every window "
-        f"open at the change written once, with all its records{said}; continuing copies "
-        f"{version}'s checkpoint ({files} files, {human_size(size)}) once it stopped"
+        f"state kept: the new version continues from {version}'s state and offsets, so every "
+        f"window open at the change is written once, with all its records; {version}'s "
+        f"checkpoint ({files} files, {human_size(size)}) is copied once {version} stopped"
     )
 
 
@@ -419,7 +417,8 @@ def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Dec
         # Its Kafka sources go on at the offsets the copied checkpoint holds, as a restart's.
         going_on = replace(start, continues=base, starting=None)
         steps = tuple(going_on if s is start else s for s in decision.steps)
-        return replace(decision, steps=steps, state=report)
+        return replace(decision, reason=_continuing(decision.reason, start, base), steps=steps,
+                       state=report)  # fmt: skip
     if not report.refused:
         return replace(decision, state=report)
     return replace(
@@ -431,6 +430,20 @@ def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Dec
         steps=(),
         rollback=(),
         state=report,
+    )
+
+
+def _continuing(reason: str, start: StartRun, base: StoredManifest) -> str:
+    """The tree's reason, said of a start that continues from `base`'s state: where its Kafka
+    sources would start clean is not where it starts."""
+    said = start.starting.describe() if start.starting is not None else ""
+    if said:
+        reason = reason.removesuffix(f"; {said}")
+    version = start.manifest.meta.query_version
+    return reason.replace(
+        f"start clean as version {version}",
+        f"start version {version} from v{base.meta.query_version}'s state (its offsets, its open "
+        "windows)",
     )
 
 

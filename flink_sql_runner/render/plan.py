@@ -275,10 +275,13 @@ def plan_text(plan: Plan, color: bool = False) -> str:
 
 
 def state_lines(report: StateReport) -> list[str]:
-    """What a query change's new version does with state: a heading, then a line per stateful
-    operator with its verdict (`=` kept, `~` rebuilt, `?` unknown)."""
+    """What a query change's new version does with state: a heading, what it comes to (a
+    refusal says it in the reason), then a line per stateful operator with its verdict (`=`
+    kept, `~` rebuilt, `?` unknown)."""
     refused = ", refused" if report.refused else ""
     lines = [f"state: {report.how}{refused} (on-state-change: {report.policy})"]
+    if not report.refused:
+        lines.append(f"  {report.summary}")
     marks = {"kept": "=", "rebuilt": "~", "unknown": "?"}
     lines += [f"  {marks.get(o.verdict, '?')} {o.line()}" for o in report.operators]
     return lines

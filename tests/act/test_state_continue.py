@@ -98,7 +98,7 @@ def test_a_kept_state_on_a_kafka_carry_continues_from_the_old_checkpoint_copied_
     plan, results = world.deploy(kafka_job(sql=FILTERED))
     (decision,) = plan.decisions
     assert decision.state.how == "continued" and not decision.state.refused
-    assert "a window open at the change holds records of both" in decision.state.summary
+    assert "a window open at the change holds records of both" in decision.state.operators[0].line()
     (start,) = [s for s in decision.steps if isinstance(s, StartRun)]
     assert start.continues.meta.query_version == 1 and start.starting is None
     assert not any(isinstance(s, PrepareRun) for s in decision.steps)  # warm asked: cold

@@ -871,6 +871,19 @@ def test_a_refused_stateful_change_reads_as_the_sample_shows() -> None:
     same(sample("state-refused"), text.split("\n\n")[0])
 
 
+@checks("state-continued")
+def test_a_continued_stateful_change_reads_as_the_sample_shows() -> None:
+    """docs/state.md's plan of a filter added before a Kafka job's count: every verdict kept,
+    so v2 continues from v1's state (tests/decide/test_state.py)."""
+    from flink_sql_runner.decide.decisions import Plan
+    from flink_sql_runner.render.plan import plan_text
+    from tests.support.stateful import COUNT, decide_change, kafka_job, op
+
+    changed = kafka_job(sql=COUNT.replace("FROM src", "FROM src WHERE id > 1"))
+    decision = decide_change(changed, new_ops=(op(before=("id > 1",)),))
+    same(sample("state-continued"), plan_text(Plan((decision,))).split("\n\n")[0])
+
+
 @checks("runtime-manifest")
 def test_the_runtime_manifest_sample_has_the_real_keys(tmp_path: Path) -> None:
     """The page's sample, key by key, against the runtime manifest of the examples' job."""
