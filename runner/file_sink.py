@@ -29,6 +29,11 @@ from .storage import Storage
 SINK_OFFSET_FILE = "flink-sql-runner-sink.json"
 
 
+#: In a checkpoint the deployer copied from an older version's, to continue from its state
+#: (the deployer's act/state_copy.py keeps the same name): its first run claims the sink, and
+#: its output is checked as a new version's.
+CONTINUED_FILE = "flink-sql-runner-continued.json"
+
 #: In a file sink's folder: which checkpoint writes from which sink batch id (Spark's readers
 #: skip names starting with "_").
 CLAIMS_FOLDER = "_flink-sql-runner/claims"
@@ -75,6 +80,13 @@ def sink_batch_segments(
         return segments
     record = json.loads(text)
     segments = record.get("segments") or [[0, int(record["sink-batch-offset"])]]
+    if continued_unclaimed(storage, checkpoint, path):
+        # A copy of another version's checkpoint goes on with its batch ids; it claims them
+        # from its next batch, so that the version it was copied from, restarted later, moves
+        # past what this one wrote instead of writing ids the sink would skip.
+        commits = numbers(storage.names(f"{checkpoint}/commits"))
+        claim(storage, doc, path, sink_batch_id(segments)(max(commits, default=-1) + 1), fields)
+        return segments
     boundary = foreign_claim(storage, checkpoint, path, sum(segments[-1]))
     if boundary is None:
         return segments
@@ -97,6 +109,14 @@ def sink_batch_segments(
         f"batches from {move_from} are written as {start}, {start + 1}, ..."
     )
     return segments
+
+
+def continued_unclaimed(storage: Storage, checkpoint: str, path: str) -> bool:
+    """Whether `checkpoint` is a copy the deployer made to continue from another version's
+    state and has not yet claimed the sink at `path`."""
+    if storage.read(f"{checkpoint.rstrip('/')}/{CONTINUED_FILE}") is None:
+        return False
+    return not any(owner == checkpoint.rstrip("/") for _, _, owner in read_claims(storage, path))
 
 
 def numbers(names: list[str]) -> list[int]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .file_sink import claim_bodies, file_sink_of, numbers, read_claims
+from .file_sink import claim_bodies, continued_unclaimed, file_sink_of, numbers, read_claims
 from .log import log
 from .manifest import options_of
 from .schema_rules import Field, compare, fields_of, kafka_conflicts, reader_conflicts
@@ -235,9 +235,11 @@ def check_before_first_write(spark: Any, storage: Storage, doc: dict[str, Any], 
         entries = history["history"]
         if entries:
             checkpoint = doc["checkpoint-location"].rstrip("/")
-            # A checkpoint that ran before claims were written has offsets and no claim.
+            # A checkpoint that ran before claims were written has offsets and no claim; a copy
+            # made to continue from another version's state has them too, and is a new version.
             restart = any(owner == checkpoint for _, _, owner in read_claims(storage, path)) or (
                 bool(numbers(storage.names(f"{checkpoint}/offsets")))
+                and not continued_unclaimed(storage, checkpoint, path)
             )
             found = compare([e["fields"] for e in entries], new, file_format_name(spark, fmt))
             change = change_line(path, found, entries, restart)

@@ -9,6 +9,7 @@ the next number).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from flink_sql_runner.errors import FsrError
@@ -19,6 +20,10 @@ from flink_sql_runner.stores.storage import Storage, StorageError
 
 #: Spark's record that a folder is a checkpoint: copied last, so a copy cut short says so.
 METADATA = "metadata"
+#: Written into the copy, before its metadata: the runner (runner/file_sink.py keeps the same
+#: name) has its first run claim its file sink's next batch ids, and checks its output as a
+#: new version's, not as a restart's.
+CONTINUED_FILE = "flink-sql-runner-continued.json"
 
 
 class CopyFailed(FsrError):
@@ -49,26 +54,34 @@ def copy_state(
     ordered = sorted(files, key=lambda f: (f[0] == f"{old}/{METADATA}", f[0]))
     for location, _ in ordered:
         check()
-        target = new + location[len(old) :]
+        if location == f"{old}/{METADATA}":  # the marker goes in before the metadata
+            marker = json.dumps({"continued-from": old}).encode()
+            _write(storage, f"{new}/{CONTINUED_FILE}", marker, sleep, check)
         try:
             data = retried(
                 lambda src=location: storage.read_bytes(src), sleep, check, (StorageError,)
             )
-            if data is None:
-                raise CopyFailed(f"{location} went away while it was copied")
-            retried(
-                lambda dst=target, d=data: storage.write_bytes(dst, d),
-                sleep,
-                check,
-                (StorageError,),
-            )
-        except CopyFailed:
-            raise
         except FsrError as exc:
             raise CopyFailed(f"cannot copy {location} into {new}: {exc}") from None
+        if data is None:
+            raise CopyFailed(f"{location} went away while it was copied")
+        _write(storage, new + location[len(old) :], data, sleep, check)
     size = sum(size for _, size in files)
     mark("state copied", files=len(files), bytes=size)
     return len(files), size
+
+
+def _write(
+    storage: Storage,
+    location: str,
+    data: bytes,
+    sleep: Callable[[float], None],
+    check: Callable[[], None],
+) -> None:
+    try:
+        retried(lambda: storage.write_bytes(location, data), sleep, check, (StorageError,))
+    except FsrError as exc:
+        raise CopyFailed(f"cannot write {location}: {exc}") from None
 
 
 def copied_words(old_version: int, files: int, size: int) -> str:

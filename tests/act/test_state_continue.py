@@ -108,6 +108,7 @@ def test_a_kept_state_on_a_kafka_carry_continues_from_the_old_checkpoint_copied_
     copied = world._under(V2)
     assert {k: copied[k] for k in world.v1_files} == world.v1_files  # every file, as it was
     assert world._under(V1) == world.v1_files  # the old checkpoint, untouched
+    assert set(copied) - set(world.v1_files) >= {"/flink-sql-runner-continued.json"}  # its marker
     assert any("continued from v1's state (" in s for s in results["orders"].steps)
 
 

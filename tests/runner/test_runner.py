@@ -189,6 +189,32 @@ def test_a_successor_that_wrote_nothing_changes_nothing_for_the_restarted_versio
     assert sink_log(tmp_path / "out") == [0, 1]
 
 
+def test_a_copy_made_to_continue_claims_the_sink_so_its_source_version_moves_past_it(
+    spark, tmp_path: Path
+):
+    """v2's checkpoint is a copy of v1's, made by the deployer to continue from its state
+    (act/state_copy.py, its marker among the files): v2 reads only what v1 had not read, goes
+    on with v1's sink batch ids and claims them; v1, started again later (a rollback: it reads
+    what it had not read), moves past what v2 wrote instead of writing ids the sink would skip
+    (before: v2 claimed nothing, and v1's next rows vanished)."""
+    import shutil
+
+    write_input(tmp_path, "a", range(5))
+    run_to_end(spark, manifest(tmp_path, version=1))
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(ckpt / "1", ckpt / "2")
+    (ckpt / "2" / file_sink.CONTINUED_FILE).write_text(json.dumps({"continued-from": "v1"}))
+    write_input(tmp_path, "b", range(5, 8))
+    run_to_end(spark, manifest(tmp_path, version=2))
+    out = tmp_path / "out"
+    assert read_versions(spark, out) == {1: list(range(5)), 2: list(range(5, 8))}
+    assert sink_log(out) == [0, 1]
+    write_input(tmp_path, "c", range(8, 10))
+    run_to_end(spark, manifest(tmp_path, version=1))
+    assert read_versions(spark, out) == {1: list(range(10)), 2: list(range(5, 8))}
+    assert sink_log(out) == [0, 1, 2]
+
+
 @pytest.mark.parametrize(
     "fmt, expected",
     [
