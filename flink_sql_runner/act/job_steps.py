@@ -556,7 +556,7 @@ class JobSteps:
         before = NONE_COMMITTED if found is None else found
         starts = self._starts(tracker, result)
         if step.continues is not None:  # never prepared: the copy waits for the old run's stop
-            before = self._continue_from(step, result)
+            before = self._continue_from(step, result, tracker)
         if prepared is not None:
             tracker.to(Phase.SUBMITTED, prepared.run.submission_id, committed_before=before,
                        starts=starts)  # fmt: skip
@@ -583,16 +583,21 @@ class JobSteps:
             starts=starts,
         )
 
-    def _continue_from(self, step: StartRun, result: JobResult) -> int:
+    def _continue_from(self, step: StartRun, result: JobResult, tracker: Tracker) -> int:
         """Copy the state of the version `step` continues from (its run confirmed gone) into the
-        new version's empty checkpoint folder (act/state_copy.py); the last batch the copy holds
-        as finished, what the new version's start record says was committed before it (a run
-        that finishes a later one wrote: it is never rolled back over). StartFailed, nothing
-        started, when it cannot be copied: the rollback starts the old version again on its
-        own checkpoint, untouched."""
+        new version's empty checkpoint folder (act/state_copy.py); the last batch that version
+        finished, what the copy holds as finished. It is in the start's record before the copy
+        begins: a copy cut short holds that version's batches, not the new version's writes, so
+        it is rolled back (a run that finishes a later one wrote: it is never rolled back over).
+        StartFailed, nothing started, when it cannot be copied: the rollback starts the old
+        version again on its own checkpoint, untouched."""
         old = step.continues
         assert old is not None
         self._fresh_lease(f"copy the state of {result.name}")
+        found = self.runs.finished(old, True)
+        before = NONE_COMMITTED if found is None else found
+        if tracker.intent is not None:
+            tracker.to(tracker.intent.phase, committed_before=before)
         try:
             files, size = copy_state(
                 self.runs.storage, old.checkpoint, step.manifest.checkpoint, self._check,
@@ -603,8 +608,7 @@ class JobSteps:
                 f"cannot continue from v{old.meta.query_version}'s state: {exc}", True
             ) from None
         result.steps.append(copied_words(old.meta.query_version, files, size))
-        found = self.runs.finished(step.manifest, True)
-        return NONE_COMMITTED if found is None else found
+        return before
 
     def _evidence(self, tracker: Tracker, phase: Phase, submission_id: str | None = None) -> None:
         """Move the record to a phase that only says what already happened (the target took

@@ -187,3 +187,23 @@ def test_a_store_that_fails_leaves_the_continue_undecided_not_partial():
     (decision,) = world.plan(kafka_job(sql=FILTERED)).decisions
     assert decision.action.value == "refused", decision.reason
     assert "v1's checkpoint cannot be read" in decision.reason
+
+
+def test_a_copy_refused_after_its_commits_rolls_back_to_v1():
+    """Found by review: a copy the storage refuses after `commits/` was copied (at a state
+    file) was read as "v2 wrote" (its record still said nothing was committed before it), so
+    v2, a checkpoint without its metadata, was recorded and the job left down."""
+    world = World()
+    write = world.state.write_bytes
+
+    def refusing(location, data):
+        if location.startswith(f"{V2}/state/"):
+            raise StorageError(f"cannot write {location}: SlowDown (HTTP 503)")
+        write(location, data)
+
+    world.state.write_bytes = refusing
+    _, results = world.deploy(kafka_job(sql=FILTERED))
+    assert f"{V2}/commits/7" in world.state.files  # the copy got that far
+    assert "cannot continue from v1's state" in str(results["orders"])
+    assert world.store.data.manifests["orders"].meta.query_version == 1, str(results["orders"])
+    assert world.running() == 1, str(results["orders"])
