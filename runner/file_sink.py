@@ -84,8 +84,11 @@ def sink_batch_segments(
         # A copy of another version's checkpoint goes on with its batch ids; it claims them
         # from its next batch, so that the version it was copied from, restarted later, moves
         # past what this one wrote instead of writing ids the sink would skip.
+        # Past what the sink holds too: a batch the old version's sink wrote and its checkpoint
+        # did not commit (a kill between the two) is re-run here under its own id, and skipped.
         commits = numbers(storage.names(f"{checkpoint}/commits"))
-        claim(storage, doc, path, sink_batch_id(segments)(max(commits, default=-1) + 1), fields)
+        after = sink_batch_id(segments)(max(commits, default=-1) + 1)
+        claim(storage, doc, path, max(after, last_sink_batch(storage, path) + 1), fields)
         return segments
     boundary = foreign_claim(storage, checkpoint, path, sum(segments[-1]))
     if boundary is None:
