@@ -37,6 +37,7 @@ from flink_sql_runner.model.state import Analysed, Operator, StateFacts, join_wo
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
 from flink_sql_runner.read.kafka_start import AGO, EARLIEST, TIMESTAMP
+from flink_sql_runner.read.secrets import redact_text
 from flink_sql_runner.read.sinks import target_sink
 from flink_sql_runner.read.sqlinfo import keeps_no_state
 
@@ -413,6 +414,7 @@ def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Dec
     if judged is None:
         return decision
     report, continues = judged
+    report = _masked(report)
     if continues:
         # Its Kafka sources go on at the offsets the copied checkpoint holds, as a restart's.
         going_on = replace(start, continues=base, starting=None)
@@ -431,6 +433,17 @@ def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Dec
         rollback=(),
         state=report,
     )
+
+
+def _masked(report: StateReport) -> StateReport:
+    """`report` with every secret its texts assign masked, as the plan masks the query's diff:
+    they are read from the query (a filter `token = '...'`)."""
+    operators = tuple(
+        replace(v, operator=redact_text(v.operator), reasons=tuple(map(redact_text, v.reasons)),
+                mixes=tuple(map(redact_text, v.mixes)))
+        for v in report.operators
+    )  # fmt: skip
+    return replace(report, summary=redact_text(report.summary), operators=operators)
 
 
 def _continuing(reason: str, start: StartRun, base: StoredManifest) -> str:

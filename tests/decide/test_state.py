@@ -339,3 +339,16 @@ def test_the_deploy_s_on_state_change_wins_over_the_job_s():
     assert refused.action is Action.REFUSED
     assert refused.state.policy_from == "the deploy"
     assert "or deploy --on-state-change partial" in refused.reason
+
+
+def test_a_secret_a_filter_assigns_is_masked_in_the_state_block_as_in_the_diff():
+    """Found by review: the plan masked the query's diff but printed the filter the probe read
+    (`token = 'hunter2'`) in full in the state block and the JSON."""
+    from flink_sql_runner.decide.decisions import Plan
+    from flink_sql_runner.render.plan import plan_json
+
+    sql = COUNT.replace("FROM src", "FROM src WHERE token = 'hunter2'")
+    decision = decide_change(kafka_job(sql=sql), new_ops=(op(before=("token = 'hunter2'",)),))
+    assert decision.state.how == "continued"
+    assert "hunter2" not in plan_text(Plan((decision,)))
+    assert "hunter2" not in plan_json(Plan((decision,)))
