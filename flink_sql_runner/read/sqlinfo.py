@@ -218,7 +218,7 @@ def code_problem(code: str) -> str | None:
 #: expression classes' names. `Any`: sqlglot reads Spark's aggregate `any(x)` as the predicate.
 _MAY_KEEP_STATE = ("AggFunc", "Group", "Distinct", "Join", "Limit", "Window", "Intersect",
                    "Except", "Anonymous", "Lateral", "Having", "Qualify", "Subquery", "Exists",
-                   "Pivot", "Any", "All")  # fmt: skip
+                   "Pivot", "Any", "All", "TableSample")  # fmt: skip
 
 
 def keeps_no_state(sql: str) -> bool:

@@ -119,6 +119,7 @@ def test_fingerprints_are_kept_by_digest_but_never_a_text_that_could_not_be_toke
         "SELECT * FROM t WHERE k IN (SELECT k FROM u)",
         "SELECT any(value IS NULL) AS saw_tombstone FROM src",  # found by review: sqlglot's ANY
         "SELECT every(v > 0) FROM t",
+        "SELECT k, v FROM t TABLESAMPLE (10 ROWS)",  # found by review: a limit, in state
         "WITH c AS (SELECT k, count(*) AS n FROM t GROUP BY k) SELECT * FROM c",
         "not SQL at all",
     ],
