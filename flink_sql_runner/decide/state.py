@@ -249,6 +249,8 @@ def _kafka_start(options: dict[str, str], start: object) -> tuple[str, str]:
             return (REREADS, "it starts at the earliest offset (its table's startingOffsets)")
         if options.get("startingtimestamp") or options.get("startingoffsetsbytimestamp"):
             return (FROM_TIME, "it starts at its table's starting timestamp")
+        if options.get("startingoffsets", "latest").lower() != "latest":
+            return (FROM_TIME, "it starts at the offsets its table's startingOffsets names")
         return (GOES_ON, "it starts at the latest offset")
     how = getattr(declared, "how", None)
     if how == EARLIEST:
@@ -342,9 +344,10 @@ def _cannot_continue(facts: StateFacts, start: StartRun, changes: tuple[Change, 
         return f"{version} has no checkpoint"
     declared = sorted(
         s.table for s in (start.starting.sources if start.starting is not None else ())
-        if s.kind not in (CARRIED, AS_TABLE)
+        if s.kind != CARRIED
     )  # fmt: skip
     if declared:
+        # A table's own startingOffsets wins over a carry (SPEC), and so over continuing.
         return f"where {', '.join(declared)} starts is declared: {version}'s offsets are not used"
     old_sources = {n: base.tables.get(n) for n in source_tables(base)}
     new_sources = {n: start.manifest.tables.get(n) for n in source_tables(start.manifest)}

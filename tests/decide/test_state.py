@@ -4,6 +4,7 @@ Spark is tests/runner/test_stateful_plan.py)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -352,3 +353,18 @@ def test_a_secret_a_filter_assigns_is_masked_in_the_state_block_as_in_the_diff()
     assert decision.state.how == "continued"
     assert "hunter2" not in plan_text(Plan((decision,)))
     assert "hunter2" not in plan_json(Plan((decision,)))
+
+
+def test_a_table_s_own_starting_offsets_are_said_and_win_over_continuing():
+    """Found by review: a Kafka table naming its own offsets (startingOffsets JSON) was said to
+    start at the latest offset, and a kept change continued from v1's offsets, its start
+    dropped (SPEC: a table's own startingOffsets wins)."""
+    table = json.loads(json.dumps(KAFKA))
+    table["options"]["startingOffsets"] = json.dumps({"orders": {"0": 100}})
+    old = make_job(sql=SUMS, tables={"src": table})
+    changed = decide_change(make_job(sql=COUNT, tables={"src": table}), old=old)
+    assert "latest" not in changed.state.summary, changed.state.summary
+    assert "the offsets its table's startingOffsets names" in changed.state.summary
+    kept = decide_change(make_job(sql=COUNT, tables={"src": table}), old=old, new_ops=(op(),))
+    assert kept.state.how != "continued", kept.state.summary
+    assert "where src starts is declared" in kept.state.summary
