@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,7 +281,13 @@ class FileStorage:
             return self._s3(where).tree(where)
         if is_hdfs_uri(where):
             return self._webhdfs(where).tree(folder)  # named as the caller names the folder
-        return sorted((location, info.st_size) for location, info in _walk_local(folder))
+        # A symbolic link is refused, not followed: a checkpoint holds only what Spark wrote,
+        # and a link planted in one would have a copy of it read whatever it points at.
+        found = list(_walk_local(folder, links=True))
+        for location, info in found:
+            if stat.S_ISLNK(info.st_mode):
+                raise StorageError(f"{location} is a symbolic link: not read through")
+        return sorted((location, info.st_size) for location, info in found)
 
     def listing(self, folder: str) -> list[Listed]:
         where = self.located(folder)
@@ -328,17 +335,20 @@ def _local_text(uri: str) -> str:
     return uri or "."
 
 
-def _walk_local(folder: str) -> Iterator[tuple[str, os.stat_result]]:
+def _walk_local(folder: str, links: bool = False) -> Iterator[tuple[str, os.stat_result]]:
     """Every file under a local folder, named as the caller names the folder (a plain path or
-    a file: URI), with its stat: a file gone since its folder was read is left out, and a
-    folder that does not exist holds nothing."""
+    a file: URI), with its stat (`lstat`: a link's own): a file gone since its folder was read
+    is left out, and a folder that does not exist holds nothing. `links`: a link to a folder is
+    given too, never followed."""
     root = local_path(folder)
 
     def fail(exc: OSError) -> None:
         if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
             raise StorageError(f"cannot list {exc.filename}: {exc.strerror}")
 
-    for where, _, files in os.walk(root, onerror=fail):
+    for where, folders, files in os.walk(root, onerror=fail):
+        if links:
+            files = [*files, *(f for f in folders if (Path(where) / f).is_symlink())]
         for name in files:
             path = Path(where) / name
             try:
