@@ -247,16 +247,84 @@ def stateful_operators(frame: Any) -> list[str]:
 def analysed_plan(frame: Any) -> tuple[list[Any], list[str]]:
     """`frame`'s analysed plan as Spark writes it (`TreeNode.toJSON`, 3.5 to 4.3) and the delays
     of its watermarks in the plan's pre-order, which that JSON leaves out (`EventTimeWatermark
-    .delay`, a CalendarInterval: "10 seconds")."""
+    .delay`, a CalendarInterval: "10 seconds"). An expression's parameter that JSON writes as
+    null though it has a value (a Map: `from_json`'s options; an Enumeration: a cast's eval
+    mode; a Char: `LIKE`'s escape) is filled in with the value's text (`_filled`)."""
     import json
 
     plan = frame._jdf.queryExecution().analyzed()
     delays: list[str] = []
+    nodes = []
     pending = [plan]
     while pending:
         node = pending.pop()
+        nodes.append(node)
         if str(node.nodeName()) == "EventTimeWatermark":
             delays.append(str(node.delay().toString()))
         children = node.children()
         pending.extend(children.apply(i) for i in reversed(range(children.size())))
-    return json.loads(str(plan.toJSON())), delays
+    found = json.loads(str(plan.toJSON()))
+    if isinstance(found, list) and len(found) == len(nodes):
+        for doc, node in zip(found, nodes, strict=True):
+            _filled(doc, node)
+    return found, delays
+
+
+def _filled(doc: Any, node: Any) -> None:
+    """The null parameters of the expressions in plan node `doc` (JSON) read from `node` (its
+    JVM node): each expression-valued field (an expression, or sequences of them, nested), its
+    expressions in the pre-order JSON lists them, matched class for class; any mismatch or a
+    parameter that cannot be read is left null."""
+    if not isinstance(doc, dict):
+        return
+    for field, value in doc.items():
+        if isinstance(value, list) and _has_null(value):
+            try:
+                _fill(value, getattr(node, field)())
+            except Exception:  # noqa: BLE001 - no accessor, or not expressions: left null
+                continue
+
+
+def _fill(value: list[Any], held: Any) -> None:
+    if str(held.getClass().getName()) == "scala.Some":  # an optional expression: a join's
+        held = held.get()
+    if _is_tree(value):
+        _fill_tree(value, held)
+        return
+    for i, part in enumerate(value):
+        if isinstance(part, list) and _has_null(part):
+            _fill(part, held.apply(i))
+
+
+def _is_tree(value: Any) -> bool:
+    return bool(value) and all(isinstance(v, dict) and "class" in v for v in value)
+
+
+def _has_null(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(v is None and k != "value" for k, v in value.items()) or any(
+            _has_null(v) for v in value.values() if isinstance(v, list)
+        )
+    if isinstance(value, list):
+        return any(_has_null(v) for v in value)
+    return False
+
+
+def _fill_tree(tree: list[dict[str, Any]], expr: Any) -> None:
+    flat, pending = [], [expr]
+    while pending:
+        one = pending.pop()
+        flat.append(one)
+        kids = one.children()
+        pending.extend(kids.apply(i) for i in reversed(range(kids.size())))
+    if len(flat) != len(tree):
+        return
+    for doc, one in zip(tree, flat, strict=True):
+        if str(one.getClass().getName()) != doc.get("class"):
+            return
+        for key, value in list(doc.items()):
+            if value is None and key != "value":
+                try:
+                    doc[key] = f"<{getattr(one, key)()}>"
+                except Exception:  # noqa: BLE001 - left null: canon marks it unknown
+                    continue

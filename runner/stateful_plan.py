@@ -34,7 +34,7 @@ from typing import Any
 _NOT_MEANING = {
     "class", "num-children", "child", "left", "right", "children", "exprId", "resultId",
     "jvmId", "qualifier", "metadata", "explicitMetadata", "nonInheritableMetadataKeys",
-    "nullable", "evalContext", "name", "nodeId", "origin", "isStreaming",
+    "nullable", "name", "nodeId", "origin", "isStreaming", "id",
 }  # fmt: skip
 #: Nodes whose output is their child's, column for column.
 _PASS = {
@@ -152,7 +152,12 @@ def canon(expr: Expr, rel: Rel) -> str:
     if expr.cls == "NamedLambdaVariable":  # its name is what tells `acc` from `x`
         return f"lambda:{_plain_text(expr.fields.get('name'))}"
     binary = expr.cls == "Literal" and expr.fields.get("dataType") == "binary"
-    mark = UNKNOWN if expr.cls in _UNFOLLOWED or binary else ""  # a binary's JSON is `[B@hash`
+    # A parameter Spark's JSON writes as null and the adapter could not read (its value is
+    # not known: two such are not the same).
+    unread = expr.cls != "Literal" and any(
+        v is None and k not in _NOT_MEANING for k, v in expr.fields.items()
+    )
+    mark = UNKNOWN if expr.cls in _UNFOLLOWED or binary or unread else ""  # a binary: `[B@hash`
     args = ",".join(canon(child, rel) for child in expr.children)
     return f"{mark}{expr.cls}[{_simple(expr.fields)}]({args})"
 
