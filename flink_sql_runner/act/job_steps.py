@@ -480,7 +480,10 @@ class JobSteps:
                 tracker.healthy = True
                 self._evidence(tracker, Phase.HEALTHY)
                 ran_on = healthy.spark_version
-                how = "clean" if step.clean else "from checkpoint"
+                if step.continues is not None:  # started on the copy, as a restart
+                    how = f"from v{step.continues.meta.query_version}'s state"
+                else:
+                    how = "clean" if step.clean else "from checkpoint"
                 version = step.manifest.meta.query_version
                 result.steps.append(f"started v{version} ({healthy.run.detail})")
                 result.summary = (

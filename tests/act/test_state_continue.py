@@ -110,6 +110,8 @@ def test_a_kept_state_on_a_kafka_carry_continues_from_the_old_checkpoint_copied_
     assert world._under(V1) == world.v1_files  # the old checkpoint, untouched
     assert set(copied) - set(world.v1_files) >= {"/flink-sql-runner-continued.json"}  # its marker
     assert any("continued from v1's state (" in s for s in results["orders"].steps)
+    # not "running v2 (clean)": it started on the copy, as a restart (seen on the real broker)
+    assert results["orders"].summary.startswith("running v2 (from v1's state), healthy after ")
 
 
 def test_a_continued_version_that_fails_without_a_new_batch_is_rolled_back_to_v1():

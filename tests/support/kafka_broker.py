@@ -256,10 +256,14 @@ class Broker:
     def produce(
         self,
         topic: str,
-        records: Iterable[tuple[str | bytes | None, str | bytes]],
+        records: Iterable[
+            tuple[str | bytes | None, str | bytes] | tuple[str | bytes | None, str | bytes, int]
+        ],
         partition: int | None = None,
     ) -> int:
-        """Produce (key, value) records and wait until the broker has them all; their count."""
+        """Produce (key, value) records, or (key, value, timestamp in ms since the epoch): the
+        record's `timestamp` as a reader sees it (the topic keeps the producer's time), and wait
+        until the broker has them all; their count."""
         producer = self.producer()
         failed: list[str] = []
 
@@ -268,8 +272,10 @@ class Broker:
                 failed.append(str(err))
 
         count = 0
-        for key, value in records:
-            extra = {} if partition is None else {"partition": partition}
+        for key, value, *at in records:
+            extra: dict[str, int] = {} if partition is None else {"partition": partition}
+            if at:
+                extra["timestamp"] = at[0]
             producer.produce(topic, key=key, value=value, on_delivery=delivered, **extra)
             producer.poll(0)
             count += 1

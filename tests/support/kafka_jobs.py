@@ -9,6 +9,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from tests.support.kafka_broker import Broker
@@ -72,10 +73,19 @@ def watch_once(ws: Workspace) -> subprocess.CompletedProcess[str]:
     return done
 
 
+#: What a Producer produces as its record n: key, value, and the record's timestamp in ms since
+#: the epoch (None: the producer's clock).
+Made = tuple[str, str, int | None]
+
+
+def numbered(n: int) -> Made:
+    return f"key-{n}", f"value-{n}", None
+
+
 class Producer(threading.Thread):
     """Produces `key-<n>` records, n = 0, 1, 2, ..., one every `every` seconds, until stopped,
     or until `limit` records or `seconds` have gone by (a scenario that fails midway never
-    leaves it producing)."""
+    leaves it producing). `record` makes record n otherwise (its key, value and timestamp)."""
 
     def __init__(
         self,
@@ -85,9 +95,10 @@ class Producer(threading.Thread):
         start: int = 0,
         limit: int = 100_000,
         seconds: float = 900.0,
+        record: Callable[[int], Made] = numbered,
     ) -> None:
         super().__init__(daemon=True)
-        self.broker, self.topic, self.every = broker, topic, every
+        self.broker, self.topic, self.every, self.record = broker, topic, every, record
         self.next = start
         self.limit, self.seconds = start + limit, seconds
         self.halt = threading.Event()
@@ -100,7 +111,9 @@ class Producer(threading.Thread):
             while not self.halt.is_set() and self.next < self.limit:
                 if time.monotonic() > deadline:
                     break
-                producer.produce(self.topic, key=f"key-{self.next}", value=f"value-{self.next}")
+                key, value, at = self.record(self.next)
+                extra = {} if at is None else {"timestamp": at}
+                producer.produce(self.topic, key=key, value=value, **extra)
                 producer.poll(0)
                 self.next += 1
                 self.halt.wait(self.every)
