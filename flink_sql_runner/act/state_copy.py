@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.host import runtime
 from flink_sql_runner.host.retries import retried
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.sizes import human_size
@@ -24,6 +25,8 @@ METADATA = "metadata"
 #: name) has its first run claim its file sink's next batch ids, and checks its output as a
 #: new version's, not as a restart's.
 CONTINUED_FILE = "flink-sql-runner-continued.json"
+#: Files copied at once (docs/benchmarks.md, "Continuing from a state").
+COPY_WORKERS = 16
 
 
 class CopyFailed(FsrError):
@@ -36,10 +39,14 @@ def copy_state(
     new: str,
     check: Callable[[], None],
     sleep: Callable[[float], None],
+    workers: int = COPY_WORKERS,
 ) -> tuple[int, int]:
-    """Copy the checkpoint `old` into the empty folder `new`; (files, bytes) copied. `check`
-    is called before each file (the lease: a copy never goes on for a deploy that lost it); a
-    call the storage fails is asked again after a pause (host/retries.py), then CopyFailed."""
+    """Copy the checkpoint `old` into the empty folder `new`; (files, bytes) copied. The job is
+    down meanwhile, so its files are copied `workers` at a time (a state store's files are many
+    and small; each is two requests on S3); the marker, then `metadata`, last. `check` is called
+    before each file (the lease: a copy never goes on for a deploy that lost it); a call the
+    storage fails is asked again after a pause (host/retries.py), then CopyFailed, once every
+    copy begun has ended."""
     old, new = old.rstrip("/"), new.rstrip("/")
     try:
         if not storage.is_empty(new):
@@ -49,23 +56,30 @@ def copy_state(
         raise
     except FsrError as exc:
         raise CopyFailed(f"cannot list {old} to continue from it: {exc}") from None
-    if not any(location == f"{old}/{METADATA}" for location, _ in files):
+    metadata = f"{old}/{METADATA}"
+    if not any(location == metadata for location, _ in files):
         raise CopyFailed(f"{old} holds no checkpoint to continue from")
-    ordered = sorted(files, key=lambda f: (f[0] == f"{old}/{METADATA}", f[0]))
-    for location, _ in ordered:
+
+    def copy(location: str) -> None:
         check()
-        if location == f"{old}/{METADATA}":  # the marker goes in before the metadata
-            marker = json.dumps({"continued-from": old}).encode()
-            _write(storage, f"{new}/{CONTINUED_FILE}", marker, sleep, check)
         try:
-            data = retried(
-                lambda src=location: storage.read_bytes(src), sleep, check, (StorageError,)
-            )
+            data = retried(lambda: storage.read_bytes(location), sleep, check, (StorageError,))
         except FsrError as exc:
             raise CopyFailed(f"cannot copy {location} into {new}: {exc}") from None
         if data is None:
             raise CopyFailed(f"{location} went away while it was copied")
         _write(storage, new + location[len(old) :], data, sleep, check)
+
+    rest = sorted(location for location, _ in files if location != metadata)
+    with runtime.pool(max(1, min(workers, len(rest))), "state copy") as pool:
+        begun = [pool.submit(copy, location) for location in rest]
+        runtime.wait_all(begun)
+    for done in begun:
+        done.result()  # the first failure, once none is still writing
+    check()
+    _write(storage, f"{new}/{CONTINUED_FILE}", json.dumps({"continued-from": old}).encode(),
+           sleep, check)  # fmt: skip
+    copy(metadata)
     size = sum(size for _, size in files)
     mark("state copied", files=len(files), bytes=size)
     return len(files), size
