@@ -51,6 +51,7 @@ DEFAULT_LINE = "4.3"  # the whole suite runs on it (.ci/run); the matrix adds th
 MATRIX_TESTS = (
     "tests/runner/test_runner.py",
     "tests/runner/test_stateful_plan.py",
+    "tests/runner/test_stateful_params.py",
     "tests/runner/test_lifecycle.py",
     "tests/targets/test_sparksubmit.py",
     "tests/read/test_intervals.py",
