@@ -16,15 +16,15 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host import runtime
 from flink_sql_runner.host.retries import retried
 from flink_sql_runner.host.timing import mark
+from flink_sql_runner.model.checkpoint_report import CONTINUED_FILE
 from flink_sql_runner.model.sizes import human_size
 from flink_sql_runner.stores.storage import Storage, StorageError
 
 #: Spark's record that a folder is a checkpoint: copied last, so a copy cut short says so.
 METADATA = "metadata"
-#: Written into the copy, before its metadata: the runner (runner/file_sink.py keeps the same
-#: name) has its first run claim its file sink's next batch ids, and checks its output as a
-#: new version's, not as a restart's.
-CONTINUED_FILE = "flink-sql-runner-continued.json"
+#: The marker written into the copy, before its metadata (model/checkpoint_report.py): the
+#: runner has its first run claim its file sink's next batch ids and check its output as a new
+#: version's, not as a restart's; `inspect` says where its first batches come from.
 #: Files copied at once (docs/benchmarks.md, "Continuing from a state").
 COPY_WORKERS = 16
 

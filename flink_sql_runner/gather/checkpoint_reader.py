@@ -28,7 +28,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.model.checkpoint_report import CheckpointReport, Operator, SourceProgress
+from flink_sql_runner.model.checkpoint_report import (
+    CONTINUED_FILE,
+    CheckpointReport,
+    Operator,
+    SourceProgress,
+)
 from flink_sql_runner.model.offsets import is_kafka_offsets
 from flink_sql_runner.stores.storage import IsAFolder, Storage
 
@@ -290,7 +295,19 @@ def read_checkpoint(storage: Storage, location: str) -> CheckpointReport | None:
         sources=reader.sources(last_offsets, next_offsets),
         pinned=newest.conf if newest else None,
         operators=reader.operators(),
+        continued_from=_continued_from(storage, location),
     )
+
+
+def _continued_from(storage: Storage, location: str) -> str | None:
+    """Where the deployer copied this checkpoint from (its marker); None: Spark began it here,
+    or a marker that does not say."""
+    try:
+        doc = json.loads(storage.read_text(f"{location}/{CONTINUED_FILE}") or "null")
+    except ValueError:
+        return None
+    found = doc.get("continued-from") if isinstance(doc, dict) else None
+    return found if isinstance(found, str) else None
 
 
 class _Reader:

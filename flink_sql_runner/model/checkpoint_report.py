@@ -51,6 +51,12 @@ class Operator:
                 "stores": list(self.stores), "schema-version": self.schema_version}  # fmt: skip
 
 
+#: Written by the deployer into a checkpoint it copied from an older version's, to continue from
+#: its state (act/state_copy.py; runner/file_sink.py keeps the same name): `{"continued-from":
+#: the older checkpoint}`.
+CONTINUED_FILE = "flink-sql-runner-continued.json"
+
+
 @dataclass(frozen=True)
 class CheckpointReport:
     """What `inspect` shows of a checkpoint. Batches are numbered as Spark numbers them; times
@@ -67,6 +73,9 @@ class CheckpointReport:
     sources: tuple[SourceProgress, ...] = ()
     pinned: dict[str, str] | None = None
     operators: tuple[Operator, ...] = field(default=())
+    #: The older version's checkpoint this one was copied from to continue from its state (its
+    #: batches up to the copy are that version's); None for one Spark began here.
+    continued_from: str | None = None
 
     @property
     def first_committed(self) -> int | None:
@@ -92,6 +101,7 @@ class CheckpointReport:
             "sources": [s.to_dict() for s in self.sources],
             "pinned": self.pinned,
             "operators": [o.to_dict() for o in self.operators],
+            "continued-from": self.continued_from,
         }
 
 

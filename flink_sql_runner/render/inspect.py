@@ -89,6 +89,9 @@ def inspect_text(inspection: Inspection) -> str:
 
 def _checkpoint_lines(report: CheckpointReport) -> list[str]:
     out = [f"  query id    {report.query_id or '- (no metadata file)'}"]
+    if report.continued_from:
+        out.append(f"  continued   from the state of {report.continued_from}, copied: its batches "
+                   "up to the copy are that version's")  # fmt: skip
     if report.committed:
         count = len(report.committed)
         span = f"{report.first_committed} to {report.last_committed}"

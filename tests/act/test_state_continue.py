@@ -16,10 +16,12 @@ from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.state import state_base
 from flink_sql_runner.decide.steps import PrepareRun, StartRun
 from flink_sql_runner.errors import StoreError
+from flink_sql_runner.gather.checkpoint_reader import read_checkpoint
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.gather.schemas import with_contracts
 from flink_sql_runner.model.lineage import plan_lineage
 from flink_sql_runner.model.runs import Run
+from flink_sql_runner.render.inspect import _checkpoint_lines
 from flink_sql_runner.stores.storage import StorageError
 from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
 from tests.support.jobs import ROOT, FakeRunner, stored_of
@@ -110,6 +112,10 @@ def test_a_kept_state_on_a_kafka_carry_continues_from_the_old_checkpoint_copied_
     assert world._under(V1) == world.v1_files  # the old checkpoint, untouched
     assert set(copied) - set(world.v1_files) >= {"/flink-sql-runner-continued.json"}  # its marker
     assert any("continued from v1's state (" in s for s in results["orders"].steps)
+    report = read_checkpoint(world.state, V2)  # what `inspect` shows of it
+    assert report.continued_from == V1 and "continued   from the state of" in "\n".join(
+        _checkpoint_lines(report)
+    )
     # not "running v2 (clean)": it started on the copy, as a restart (seen on the real broker)
     assert results["orders"].summary.startswith("running v2 (from v1's state), healthy after ")
 
