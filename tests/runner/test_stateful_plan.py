@@ -2,7 +2,8 @@
 query analysed by Spark's own analyser (runner/spark_internals.py, runner/stateful_plan.py), in
 one shared session, and the verdict per stateful operator the plan would give (decide/state.py).
 A verdict is never *kept* where the state's meaning changed, including the changes Spark itself
-accepts on restart (a window's size, `count(*)` changed to `sum(k)` under the same name: SPEC)."""
+accepts on restart (a window's size, `count(*)` changed to `sum(k)` under the same name: SPEC;
+what Spark does on each line: tests/runner/test_state_restart.py)."""
 
 from __future__ import annotations
 
