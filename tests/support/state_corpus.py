@@ -1,7 +1,8 @@
 """The corpus of query changes: pairs of an old and a new query, the verdict the plan gives each
 stateful operator of the new one (decide/state.py), and what Spark itself does when the new query
 starts on the old query's checkpoint, per Spark line. tests/runner/test_stateful_plan.py checks
-the verdicts, tests/runner/test_state_restart.py the restarts."""
+the verdicts, tests/runner/test_state_restart.py the restarts, and docs/state.md shows the table
+`table()` renders (tests/docs/test_state_corpus.py keeps it so)."""
 
 from __future__ import annotations
 
@@ -226,3 +227,35 @@ def outcome(case: Case, line: str) -> str:
     """Spark's answer to `case` on `line` ("3.5", "4.0", ...): the line's own where it has one,
     else its major line's ("4.x")."""
     return case.restart.get(line) or case.restart[f"{line.split('.')[0]}.x"]
+
+
+def table() -> str:
+    """docs/state.md's table of the corpus: each change, its verdicts, and Spark's answer on the
+    old checkpoint, 3.5's and 4.x's (4.3's, then the 4 lines whose answer differs)."""
+    rows = [
+        "| change | verdict | Spark 3.5 on the old checkpoint | Spark 4.x on the old checkpoint |",
+        "|---|---|---|---|",
+    ]
+    for case in CORPUS:
+        name = case.name.replace("*", "\\*")
+        verdict = ", ".join(case.verdicts)
+        rows.append(f"| {name} | {verdict} | {_said(outcome(case, '3.5'))} | {_fours(case)} |")
+    return "\n".join(rows) + "\n"
+
+
+def _said(answer: str) -> str:
+    return answer if answer == ACCEPTS else f"`{answer}`"
+
+
+def _fours(case: Case) -> str:
+    """4.3's answer, then each other answer of a 4 line with the lines that give it."""
+    main = outcome(case, LINES[-1])
+    others: dict[str, list[str]] = {}
+    for line in LINES:
+        if line.startswith("4.") and outcome(case, line) != main:
+            others.setdefault(outcome(case, line), []).append(line)
+    text = _said(main)
+    for answer, lines in others.items():
+        named = f"{lines[0]}–{lines[-1]}" if len(lines) > 2 else ", ".join(lines)
+        text += f" ({named}: {_said(answer)})"
+    return text
