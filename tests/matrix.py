@@ -45,13 +45,15 @@ CONSTRAINTS = ROOT / "constraints"
 LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
 DEFAULT_LINE = "4.3"  # the whole suite runs on it (.ci/run); the matrix adds the others
 #: What runs on every line: everything that touches Spark's internals or spark-submit's
-#: options (the analysed plan the state verdicts read among them), and one lifecycle (deploy,
+#: options (the analysed plan the state verdicts read among them), what each line does when a
+#: changed query starts on the old checkpoint, and one lifecycle (deploy,
 #: config change, query change into a used file sink,
 #: SIGKILL and restart, stop) that checks every row lands exactly once.
 MATRIX_TESTS = (
     "tests/runner/test_runner.py",
     "tests/runner/test_stateful_plan.py",
     "tests/runner/test_stateful_params.py",
+    "tests/runner/test_state_restart.py",
     "tests/runner/test_lifecycle.py",
     "tests/targets/test_sparksubmit.py",
     "tests/read/test_intervals.py",
