@@ -158,16 +158,26 @@ def _respect_owners(
         state = (
             f"running {describe_runs(facts[other].alive)}" if facts[other].alive else "not running"
         )
+        owner = _owner_words(facts[other])
         return error(
             facts[decision.name],
-            f"would write {sink}, which job {other} (stored v"
-            f"{facts[other].stored.meta.query_version}, {state}) writes: two writers of one "  # type: ignore[union-attr]
-            f"sink lose rows; stop and remove {other} first (deploy --prune stops and archives "
-            "jobs no longer under --path)",
+            f"would write {sink}, which job {other} ({owner}, {state}) writes: two writers of "
+            f"one sink lose rows; stop and remove {other} first (deploy --prune stops and "
+            "archives jobs no longer under --path)",
             decision.version,
             decision.changes,
         ), []
     return decision, givers
+
+
+def _owner_words(facts: JobFacts) -> str:
+    """`stored v2`; or, for a job whose first version's start took effect unrecorded (the
+    owners count its intent's sink), `v1, its start not yet recorded`."""
+    if facts.stored is not None:
+        return f"stored v{facts.stored.meta.query_version}"
+    if facts.intent is not None:
+        return f"v{facts.intent.intent.manifest.meta.query_version}, its start not yet recorded"
+    return "not stored"
 
 
 def _hand_over(decisions: dict[str, Decision], handovers: list[Handover]) -> dict[str, Decision]:

@@ -62,24 +62,28 @@ def state_base(facts: JobFacts, spark: str | None = None) -> StoredManifest | No
     start could be one (a query change of a query on Spark), so that what its state and the
     desired query's mean is gathered (gather/schemas.py) and judged (`check`); None where not.
     That manifest is the stored one, or an interrupted start's newer one whose run is up or took
-    effect (the plan adopts it). `spark`: the Spark the target runs jobs on, as the plan decides
-    with it (a setting a checkpoint pins on one line may not be pinned on another)."""
+    effect (the plan adopts it; a job's first version too, none stored yet). `spark`: the Spark
+    the target runs jobs on, as the plan decides with it (a setting a checkpoint pins on one
+    line may not be pinned on another)."""
     desired, stored = facts.desired, facts.stored
-    if desired is None or stored is None or facts.problem or facts.unknown:
+    if desired is None or facts.problem or facts.unknown or desired.desired_state == "stopped":
         return None
-    if desired.desired_state == "stopped" or "checkpoint-root" not in stored.job:
-        return None
-    base, pinned = stored, facts.checkpoint.pinned if facts.checkpoint is not None else None
     intent = facts.intent
-    if (
-        intent is not None
-        and intent.intent.kind is Kind.START
-        and intent.settled.completes
-        and intent.intent.manifest.meta.query_version > stored.meta.query_version
+    adopted = (
+        intent.intent.manifest
+        if intent is not None and intent.intent.kind is Kind.START and intent.settled.completes
+        else None
+    )
+    if adopted is not None and (
+        stored is None or adopted.meta.query_version > stored.meta.query_version
     ):
-        base = intent.intent.manifest
-        pinned = intent.checkpoint.pinned if intent.checkpoint is not None else None
-    elif unchanged(facts):
+        base, checkpoint = adopted, intent.checkpoint if intent is not None else None
+        pinned = checkpoint.pinned if checkpoint is not None else None
+    elif stored is None or unchanged(facts):
+        return None
+    else:
+        base, pinned = stored, facts.checkpoint.pinned if facts.checkpoint is not None else None
+    if "checkpoint-root" not in base.job:
         return None
     sql = desired.spec.get("sql")
     if desired.spec.get("code") is None and isinstance(sql, str) and keeps_no_state(sql):
@@ -397,9 +401,9 @@ def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Dec
     the deploy's `policy`, which wins) becomes `refused`, without steps: nothing is stopped or
     started."""
     stored, state = facts.stored, facts.state
-    if stored is None or state is None or "checkpoint-root" not in stored.job:
+    base = (state.base or stored) if state is not None else None
+    if state is None or base is None or "checkpoint-root" not in base.job:
         return decision  # a new job, or a job's first version on Spark: no state before it
-    base = state.base or stored
     if facts.desired is not None:  # a manifest stored with relative paths means them here
         base = replace(base, tables=facts.desired.resolved(base.job, base.tables)[1])
     state = replace(state, base=base)
@@ -429,7 +433,7 @@ def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Dec
     return replace(
         decision,
         action=Action.REFUSED,
-        version=stored.meta.query_version,
+        version=(stored or base).meta.query_version,
         reason=f"{decision.reason}; but {report.summary}; refused, nothing is stopped or "
         f"started; {_ways(start)}",
         steps=(),

@@ -179,3 +179,32 @@ def test_an_interrupted_start_that_took_effect_moves_its_jobs_claim_to_its_new_s
     plan = build_plan(gather([a, b], store, target, storage, workers=1))
     actions = {d.name: d.action for d in plan.decisions}
     assert actions == {"a": Action.START_CLEAN, "b": Action.ADOPT}, plan.decisions
+
+
+def test_a_first_version_not_yet_recorded_keeps_its_sink_from_another_job_with_an_error():
+    """Found by the simulation (seed 394, tests/simulation/windows.py): `b`'s first version
+    started into /out/a and its deployer died before recording it; `a` wants /out/a. The plan
+    refuses `a` (b's run writes it); before, saying so read b's stored manifest, which it has
+    none of, and the deploy ended with a traceback."""
+    from flink_sql_runner.decide.decisions import Action
+    from flink_sql_runner.decide.plan import build_plan
+    from flink_sql_runner.gather.facts import gather
+    from flink_sql_runner.model.intents import IntentLog, Phase, new_intent
+    from flink_sql_runner.model.runs import Run
+    from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
+    from tests.support.jobs import BASE, ROOT, make_job, stored_of
+
+    def tables(path):
+        return {"src": BASE.tables["src"], "out": {"format": "parquet", "options": {"path": path}}}
+
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    b = make_job(name="b", tables=tables("/out/a"))
+    IntentLog(store).write(new_intent(stored_of(b, 1), "start-clean", "run-1").at(Phase.HEALTHY))
+    target.add_run(Run("b", 1, "run-1", "pid 1"))
+    storage.add_checkpoint(f"{ROOT}/b/1", 3)
+    a = make_job(name="a", tables=tables("/out/a"))
+    plan = build_plan(gather([a, b], store, target, storage, workers=1))
+    decisions = {d.name: d for d in plan.decisions}
+    assert decisions["a"].action is Action.ERROR
+    assert "which job b (v1, its start not yet recorded, running" in decisions["a"].reason
+    assert decisions["b"].action is Action.ADOPT

@@ -368,3 +368,54 @@ def test_a_table_s_own_starting_offsets_are_said_and_win_over_continuing():
     kept = decide_change(make_job(sql=COUNT, tables={"src": table}), old=old, new_ops=(op(),))
     assert kept.state.how != "continued", kept.state.summary
     assert "where src starts is declared" in kept.state.summary
+
+
+# -- found by the simulation (tests/simulation/windows.py) -------------------------------------
+
+
+def _window_ask(request):
+    """The probe: the count, in the windows its query names, the filter before it."""
+
+    def ops(doc):
+        sql = doc["manifest"]["sql"]
+        window = sql.split("window(ts, '")[1].split("'")[0]
+        return {"operators": [op(window=window, before=("id > 1",) if "WHERE" in sql else ())]}
+
+    return {"state": {s["key"]: ops(s) for s in request.get("state", [])}}, None
+
+
+@pytest.mark.parametrize(
+    ("sql", "how"),
+    [
+        (COUNT.replace("20 seconds", "30 seconds"), "refused"),
+        (COUNT.replace("FROM src", "FROM src WHERE id > 1"), "continued"),
+    ],  # fmt: skip
+)
+def test_a_first_version_recorded_by_the_plan_that_changes_its_query_is_the_state_it_judges(
+    sql, how
+):
+    """Seed 394: v1, the job's first version, started and its deployer died before recording
+    it; the next deploy recorded v1 (its run up: the start took effect) and, in the same plan,
+    started v2 (its windows resized) at v1's offsets with empty state, judged against nothing:
+    every window open at the change was written partial, unasked."""
+    from flink_sql_runner.model.intents import IntentLog, Phase, new_intent
+    from flink_sql_runner.model.runs import Run
+
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    v1 = kafka_job(sql=COUNT)
+    IntentLog(store).write(new_intent(stored_of(v1, 1), "start-clean", "run-1").at(Phase.HEALTHY))
+    target.add_run(Run("orders", 1, "run-1", "pid 42"))
+    storage.add_checkpoint(CKPT, 7)
+    for batch in range(8):
+        storage.files[f"{CKPT}/offsets/{batch}"] = 'v1\n{}\n{"orders": {"0": 5}}'
+    facts = gather([kafka_job(sql=sql)], store, target, storage, workers=1)
+    facts = with_contracts(facts, plan_lineage(facts), storage, None, _window_ask, state_base)
+    (decision,) = build_plan(facts).decisions
+    assert decision.state is not None, decision.reason
+    if how == "refused":
+        assert decision.action is Action.REFUSED and decision.steps == ()
+        assert decision.state.operators[0].reasons == ("window 20 seconds -> 30 seconds",)
+    else:
+        (start,) = [s for s in decision.steps if isinstance(s, StartRun)]
+        assert decision.state.how == "continued"
+        assert start.continues is not None and start.continues.meta.query_version == 1

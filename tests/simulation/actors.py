@@ -20,6 +20,7 @@ from flink_sql_runner.stores.s3 import S3Store
 from flink_sql_runner.targets.connectors import Connectors, SparkBuild, scala_of
 from flink_sql_runner.watch.events import Notifier
 from flink_sql_runner.watch.watcher import Watcher, WatchSettings
+from tests.simulation import windows
 from tests.simulation.world import (
     BUCKET,
     PREFIX,
@@ -48,12 +49,10 @@ def deployment(world: World, name: str, parallelism: int = 1, handover: str = "c
     found = Deployment(settings, store=store, target=SimTarget(world))
     found.storage = SimStorage(world)
     # No Spark in the simulation: a changed query's schema is unknown, as when the probe fails
-    # (its run checks the sink), and no schema is cached on disk. Its queries keep no state
-    # (scenario.py: a filter), as the probe reads them.
-    found.ask_spark = lambda request: (
-        {"state": {s["key"]: {"operators": []} for s in request.get("state", [])}},
-        "the simulation runs no Spark",
-    )
+    # (its run checks the sink), and no schema is cached on disk. What each query's state
+    # means is read from its text (windows.py): the stateful job's windowed count, none for
+    # the other jobs' filters.
+    found.ask_spark = windows.probe
     found.schema_cache = None
     # The connector a Kafka job needs is served: the product would ask a Maven repository over
     # the network (a HEAD of its pom, targets/connectors.py) and find the Scala build from the
@@ -72,29 +71,35 @@ def deploy(
     on_interrupts: Callable[[Callable[[], None]], None],
     exit_now: Callable[[str], None],
     handover: str = "cold",
-) -> tuple[bool, str]:
-    """`deploy` as the CLI runs it (cli/deploy.py): (whether it exits 0, a summary).
-    `on_interrupts` is given what a SIGINT runs (the CLI's own handler); `exit_now` ends the
-    process at once (the CLI's os._exit after a second Ctrl-C)."""
+) -> tuple[bool, str, list[str], list[str]]:
+    """`deploy` as the CLI runs it (cli/deploy.py): (whether it exits 0, a summary, the jobs
+    whose change it refused for their state, the jobs that failed otherwise, with
+    `(interrupted)` or `(error)` for a deploy that failed as a whole). `on_interrupts` is given
+    what a SIGINT runs (the CLI's own handler); `exit_now` ends the process at once (the CLI's
+    os._exit after a second Ctrl-C)."""
     d = deployment(world, name, parallelism, handover)
     interrupts = DeployInterrupts(d, lambda line: world.log(f"{name} says: {line}"))
     on_interrupts(lambda: interrupts._handle(signal.SIGINT, None))
-    shown: list[Plan] = []
+
+    def shown(plan: Plan) -> None:
+        world.planned(name, plan)
+
     try:
-        plan, results = d.deploy(
-            list(jobs), include_orphans=True, prune=prune, on_plan=shown.append
-        )
+        plan, results = d.deploy(list(jobs), include_orphans=True, prune=prune, on_plan=shown)
     except Abandoned as exc:
         exit_now("abandoned: " + "; ".join(f"{n}: {r.summary}" for n, r in exc.results.items()))
         raise AssertionError("unreachable") from None
     except KeyboardInterrupt:
-        return False, "interrupted before acting"
+        return False, "interrupted before acting", [], ["(interrupted)"]
     except FsrError as exc:
-        return False, f"error: {str(exc).splitlines()[0]}"
+        return False, f"error: {str(exc).splitlines()[0]}", [], ["(error)"]
     ok = all(r.ok for r in results.values()) and not plan.errors and interrupts.count == 0
     said = [f"{d.name}: error {d.reason}" for d in plan.errors]
     said += [f"{n}: {r.outcome} {r.summary}" for n, r in results.items()]
-    return ok, "; ".join(said)
+    refused = sorted(d.name for d in plan.errors if d.state is not None and d.state.refused)
+    failing = {d.name for d in plan.errors} | {n for n, r in results.items() if not r.ok}
+    failing = sorted(failing - set(refused)) + (["(interrupted)"] if interrupts.count else [])
+    return ok, "; ".join(said), refused, failing
 
 
 def pending(

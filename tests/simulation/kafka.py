@@ -36,6 +36,10 @@ class Topic:
     name: str = TOPIC
     created: list[float] = field(default_factory=lambda: [0.0, 0.0])
 
+    def event_time(self, partition: str | int, offset: int) -> float:
+        """When a record was produced (virtual s): its event time, Kafka's `timestamp`."""
+        return self.created[int(partition)] + offset / RATE
+
     def ends(self, now: float) -> dict[str, int]:
         """The next offset of each partition that exists at `now`."""
         return {

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from flink_sql_runner.read.manifest import Job
 from tests.simulation import kafka as kafka_world
+from tests.simulation import windows
 from tests.simulation.world import Faults
 
 ROOT = "s3://ckpt/jobs"
@@ -82,6 +83,32 @@ def with_kafka_source(found: Job) -> Job:
     return replace(found, tables={**found.tables, "src": kafka_world.source_table()})
 
 
+#: The stateful job's query change in the `query` variant (Scenario.state_change): its window's
+#: size and its filter. `kept`: a filter every record passes (the probe answers the same
+#: aggregation, the filter before it: the state is kept); `resized`: windows of 30 s, not 20
+#: (another aggregation: the state is not kept).
+STATE_CHANGES: dict[str, tuple[int, str | None]] = {
+    "kept": (20, "key IS NOT NULL"),
+    "resized": (30, None),
+}
+
+
+def stateful(found: Job, change: str | None, partial: bool, rebuild: bool) -> Job:
+    """`found`, reading the world's Kafka topic, as the stateful job (windows.py): a count per
+    key in windows of event time, its source's watermark 10 s behind; `change`: its query
+    changed so (STATE_CHANGES; None: as first deployed); `partial`: it says `on-state-change:
+    partial`; `rebuild`: its changed query declares `kafka-start: earliest`."""
+    size, where = (20, None) if change is None else STATE_CHANGES[change]
+    spec = {**found.spec, "sql": windows.sql(size, where)}
+    if partial:
+        spec["on-state-change"] = "partial"
+    if rebuild and change is not None:
+        spec["kafka-start"] = "earliest"
+    watermark = {"column": "timestamp", "delay": f"{windows.DELAY:g} seconds"}
+    source = {**kafka_world.source_table(), "watermark": watermark}
+    return replace(found, spec=spec, tables={**found.tables, "src": source})
+
+
 def wants(jobs: tuple[Job, ...], prune: bool) -> dict[str, str]:
     """What a deploy of `jobs` wants of each job: running, stopped or (pruned) gone."""
     found = {j.name: str(j.spec.get("desired-state", "running")) for j in jobs}
@@ -115,12 +142,23 @@ class Scenario:
     kafka: bool = False
     #: When (virtual s) that topic gains a third partition; None: never.
     partition_added_at: float | None = None
+    #: Job b (reading Kafka) is the stateful job (windows.py); its `query` variant changes its
+    #: query as `state_change` says (STATE_CHANGES); `partial`: it says `on-state-change:
+    #: partial`; `rebuild`: its changed query declares `kafka-start: earliest`.
+    stateful: bool = False
+    state_change: str = "kept"
+    partial: bool = False
+    rebuild: bool = False
 
     def jobs(self, variant: int) -> tuple[Job, ...]:
         """The jobs a deploy of `variant` applies, in this seed's world."""
         jobs = VARIANTS[variant][1]
         if not self.kafka:
             return jobs
+        if self.stateful:
+            change = self.state_change if VARIANTS[variant][0] == "query" else None
+            return tuple(stateful(j, change, self.partial, self.rebuild)
+                         if j.name == KAFKA_JOB else j for j in jobs)  # fmt: skip
         return tuple(with_kafka_source(j) if j.name == KAFKA_JOB else j for j in jobs)
 
     def describe(self) -> list[str]:
@@ -133,6 +171,14 @@ class Scenario:
                 if self.kafka and self.partition_added_at is not None
                 else "; b reads Kafka"
                 if self.kafka
+                else ""
+            )
+            + (
+                f"; b is stateful (a windowed count; its query change {self.state_change}"
+                + (", on-state-change partial" if self.partial else "")
+                + (", declared kafka-start earliest" if self.rebuild else "")
+                + ")"
+                if self.stateful
                 else ""
             )
         ]
@@ -211,4 +257,9 @@ def generate(seed: int) -> Scenario:
             faults.storage_503 = max(faults.storage_503, 0.1)
     if rng.random() < 0.35:  # batches that run long (issue 52): one in flight at a stop, or a
         faults.batch_slow = 0.25  # first one that keeps its run from being healthy in time
+    if scenario.kafka and rng.random() < 0.5:  # half the Kafka seeds: b is stateful (windows.py)
+        scenario.stateful = True
+        scenario.state_change = rng.choice(sorted(STATE_CHANGES))
+        scenario.partial = rng.random() < 0.5
+        scenario.rebuild = rng.random() < 0.25
     return scenario

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
 import random
 import socket
@@ -21,7 +22,7 @@ from flink_sql_runner.model import intents as intents_module
 from flink_sql_runner.model import stored as stored_module
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores import lock as lock_module
-from tests.simulation import actors
+from tests.simulation import actors, windows
 from tests.simulation.kafka import Topic
 from tests.simulation.scenario import VARIANTS, Op, Scenario, generate, wants
 from tests.simulation.sim_runtime import EPOCH, Killed, Proc, SimRuntime, one_core
@@ -33,6 +34,7 @@ from tests.simulation.world import (
     World,
     history_lines,
     key_of_manifest,
+    sink_of_tables,
 )
 
 MAX_STEPS = 60_000
@@ -118,6 +120,9 @@ class Director:
         self.watchers: list[Proc] = []
         self.count = 0
         self.last_variant = 0
+        #: The jobs the last deploy in the quiet world rightly left as they were: a change
+        #: refused for its state, and the starts it keeps from its sink.
+        self.held_back: set[str] = set()
 
     # -- processes -----------------------------------------------------------------------------
     def start(
@@ -169,7 +174,7 @@ class Director:
         holder: list[Callable[[], None]] = []
 
         def body(name: str) -> str:
-            ok, summary = actors.deploy(
+            ok, summary, refused, failing = actors.deploy(
                 self.world,
                 name,
                 jobs,
@@ -179,10 +184,19 @@ class Director:
                 self.exit_now,
                 self.scenario.handover,
             )
-            if ok:
-                self.after_ok_deploy(name, jobs, prune)
-            elif quiet:
-                self.world.violate("quiet-deploy-failed", f"{name} in a quiet world: {summary}")
+            # A change refused for its state (and those of the jobs it keeps from its sink): the
+            # others as after an ok deploy.
+            blocked = self.blocked_by(refused, jobs)
+            excused = bool(refused) and set(failing) <= blocked
+            if ok or excused:
+                self.after_ok_deploy(name, jobs, prune, set(refused) | blocked)
+            wrong = [f"{job} refused, but {why}" for job in refused
+                     if (why := self.wrongly_refused(job, jobs)) is not None]  # fmt: skip
+            if quiet and not ok and (wrong or not excused):
+                said = "; ".join(wrong) if wrong else summary
+                self.world.violate("quiet-deploy-failed", f"{name} in a quiet world: {said}")
+            elif quiet and not ok:
+                self.held_back = set(refused) | blocked
             return ("ok: " if ok else "not ok: ") + summary
 
         proc = self.start("deploy", body, wanted)
@@ -230,10 +244,63 @@ class Director:
                 found[rest[:-5]] = self.world.manifest_of(body, key)
         return found
 
-    def after_ok_deploy(self, name: str, jobs: tuple, prune: bool) -> None:
-        """After a deploy that ended ok: every job runs what the store records."""
+    def wrongly_refused(self, name: str, jobs: tuple) -> str | None:
+        """Why refusing the stateful job's change for its state is wrong (None: it is right):
+        a change whose windows would be partial is refused unless the job accepts them; one
+        that keeps its state (the same windows, the same sink) continues from it, and one that
+        declares where its Kafka source starts rebuilds it."""
+        job = next(j for j in jobs if j.name == name)
+        if job.spec.get("on-state-change") == "partial":
+            return "the job says on-state-change: partial"
+        if job.spec.get("kafka-start"):
+            return f"the job declares kafka-start {job.spec['kafka-start']}: its state is rebuilt"
+        bases = self.recorded(name)  # the version it replaces is one of them
+        if not bases:
+            return "no version of it is recorded"
+        new = windows.Query.of(job.spec.get("sql"), job.tables.get("src"))
+        sink = sink_of_tables(str(job.spec["target-table"]), job.tables)
+        kept = []
+        for base in bases:
+            old = windows.Query.of(base.job.get("sql"), base.tables.get("src"))
+            if (
+                old is not None
+                and new is not None
+                and (old.size, old.delay) == (new.size, new.delay)
+                and sink_of_tables(str(base.job["target-table"]), base.tables) == sink
+            ):
+                kept.append(f"v{base.meta.query_version} ({old.describe()})")
+        if len(kept) == len(bases):
+            return (f"the state of {' and of '.join(kept)} is kept by {new.describe()} in the "
+                    "same sink: it continues from it")  # fmt: skip
+        return None
+
+    def recorded(self, name: str) -> list[StoredManifest]:
+        """What the store records of a job: its stored manifest, and its open intent's
+        (an interrupted start the next deploy may find took effect)."""
+        found = [m for m in (self.stored().get(name),) if m is not None]
+        intent = self.world.objects.get(f"{PREFIX}_intents/{name}.json")
+        if intent is not None:
+            doc = json.loads(intent[0])
+            if isinstance(doc.get("manifest"), dict):
+                found.append(StoredManifest.from_dict(doc["manifest"], name))
+        return found
+
+    def blocked_by(self, refused: list[str], jobs: tuple) -> set[str]:
+        """The jobs that would write the sink one of `refused` still writes (their start is
+        rightly refused while it does)."""
+        held = {sink_of_tables(str(m.job["target-table"]), m.tables)
+                for name in refused for m in self.recorded(name)}  # fmt: skip
+        return {j.name for j in jobs if j.name not in refused
+                and sink_of_tables(str(j.spec["target-table"]), j.tables) in held}  # fmt: skip
+
+    def after_ok_deploy(self, name: str, jobs: tuple, prune: bool, skip: set[str]) -> None:
+        """After a deploy that ended ok (or did all but refuse changes for their state, and
+        the starts those keep from their sinks: `skip`): every job runs what the store
+        records."""
         w, stored = self.world, self.stored()
         for job in jobs:
+            if job.name in skip:
+                continue
             manifest = stored.get(job.name)
             desired = str(job.spec.get("desired-state", "running"))
             if manifest is None and desired == "stopped" and not w.live_runs(job.name):
@@ -287,6 +354,8 @@ class Director:
         w, stored = self.world, self.stored()
         for name, manifest in sorted(stored.items()):
             if manifest.job.get("desired-state", "running") == "stopped":
+                continue
+            if name in self.held_back:  # "refused, nothing is stopped or started": down or not
                 continue
             version = manifest.meta.query_version
             alive = w.live_runs(name)

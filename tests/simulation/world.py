@@ -19,6 +19,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from flink_sql_runner.decide.decisions import Plan
+from flink_sql_runner.decide.steps import PrepareRun, StartRun
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import StoredManifest
@@ -32,7 +34,7 @@ from flink_sql_runner.targets.base import (
     Submission,
     SubmitOutcomeUnknown,
 )
-from tests.simulation import kafka
+from tests.simulation import kafka, windows
 from tests.simulation.ledger import Ledger
 from tests.simulation.sim_runtime import EPOCH as WALL_EPOCH
 from tests.simulation.sim_runtime import Killed, Proc, SimRuntime
@@ -96,6 +98,8 @@ class Checkpoint:
     committed: int | None = None
     start_how: str = ""
     declared: bool = False
+    #: How the state of a stateful job's version began on it (windows.py).
+    began: windows.Began | None = None
 
     def pending(self) -> int | None:
         """The batch planned and not committed (Spark re-runs it first, with its offsets)."""
@@ -142,6 +146,10 @@ class SimRun:
     position: dict[str, int] | None = None
     #: Its beacon's text for a state and error, made once per change of them.
     beacon_made: tuple[str, str | None, str] = ("", None, "")
+    #: Its query, when it is the stateful job's (windows.py), and its state in memory: read
+    #: from its checkpoint as it plans its first batch, written there at every commit.
+    stateful: windows.Query | None = None
+    state: windows.State | None = None
 
     def describe(self) -> str:
         return f"{self.name} v{self.version} run {self.run_id[:8]} (by {self.started_by})"
@@ -269,6 +277,11 @@ class World:
         self.topic: kafka.Topic | None = None
         #: Per checkpoint location: the end offsets of its last committed batch.
         self.kafka_at: dict[str, dict[str, int]] = {}
+        #: Per job: the windows its stateful versions wrote (windows.py).
+        self.windows: dict[str, windows.Windows] = {}
+        #: Per (job, version): what each plan that starts it said of its state: (process,
+        #: query, decision.state.how or "").
+        self.state_plans: dict[tuple[str, int], list[tuple[str, str, str]]] = {}
         self.kinds: dict[str, str] = {}  # process name -> deploy / stop / watch / ...
         self.wants: dict[str, dict[str, str]] = {}  # process name -> job -> running/stopped/gone
         self.verbose = False
@@ -378,6 +391,54 @@ class World:
         if found is None:
             found = self._manifests[body] = StoredManifest.from_yaml(body.decode(), key)
         return found
+
+    def planned(self, proc: str, plan: Plan) -> None:
+        """A deploy's plan: what it says of the state of each new version it starts (the
+        stateful job's windows may be partial only where it said so)."""
+        for decision in plan.decisions:
+            state = decision.state
+            for step in decision.steps:
+                if isinstance(step, (StartRun, PrepareRun)):
+                    m = step.manifest
+                    key = key_of_manifest(m.job, m.tables, m.meta.query_version)
+                    how = state.how if state is not None else ""
+                    if isinstance(step, StartRun) and step.continues is not None:
+                        how += f" from v{step.continues.meta.query_version}"
+                    self.state_plans.setdefault((m.name, key[1]), []).append((proc, key[2], how))
+            if state is None:
+                continue
+            verdicts = "; ".join(f"{o.operator}: {o.verdict}" for o in state.operators)
+            refused = ", refused" if state.refused else ""
+            self.log(f"{proc} plans {decision.name}: state {state.how}{refused} ({verdicts})")
+            starts = [s for s in decision.steps if isinstance(s, (StartRun, PrepareRun))]
+            asked = {str(s.manifest.job.get("on-state-change") or "refuse") for s in starts}
+            if state.how == "partial" and not state.refused and asked != {"partial"}:
+                self.violate(
+                    "partial-unasked",
+                    f"{proc} starts {decision.name} v{decision.version} with the windows open at "
+                    f"the change partial, which the job does not accept (on-state-change: "
+                    f"{', '.join(sorted(asked))}; the plan says {state.policy} from "
+                    f"{state.policy_from})",
+                )
+
+    def copied_began(self, run: SimRun) -> windows.Began:
+        """How the state of a version that began on a copied checkpoint began: as the
+        state of the version it continues from (its windows declared partial stay so)."""
+        how = self.state_plan(run)
+        source = None
+        if " from v" in how:
+            root = run.location.rsplit("/", 1)[0]
+            found = self.checkpoints.get(f"{root}/{how.rsplit(' from v', 1)[1]}")
+            source = found.began if found is not None else None
+        return windows.Began(how, before=source)
+
+    def state_plan(self, run: SimRun) -> str:
+        """What the plan that started `run`'s version said of its state: its own process's,
+        else the last that started that version with its query."""
+        said = [e for e in self.state_plans.get((run.name, run.version), []) if e[1] == run.query]
+        mine = [how for proc, _, how in said if proc == run.started_by and how]
+        others = [how for _, _, how in said if how]
+        return (mine or others or [""])[-1]
 
     # -- the cluster ---------------------------------------------------------------------------
     def live_runs(self, name: str | None = None) -> list[SimRun]:
@@ -504,6 +565,8 @@ class World:
         run.location = str(doc.get("checkpoint-location", ""))
         run.sink = sink_of_tables(str(doc.get("target-table")), doc.get("tables") or {})
         run.query = query_of(doc)
+        if run.kafka is not None:
+            run.stateful = windows.Query.of(doc.get("sql"), run.kafka[1])
         root = run.stop_marker.split("/_control/")[0]
         if run.location != f"{root}/{run.version}":
             self.violate("checkpoint-of-another-version", f"{run.describe()} uses {run.location}")
@@ -653,7 +716,9 @@ class World:
         source reads from where its previous batch ended to the topic's end now, partitions
         found since from their earliest (Spark's rule); SparkRefuses before anything is
         planned."""
-        checkpoint = self.checkpoints.setdefault(run.location, Checkpoint())
+        checkpoint = self.checkpoint_of(run.location)
+        if run.next_batch is None and run.stateful is not None:
+            run.state = self.read_state(run, checkpoint)
         if run.next_batch is None:
             pending = checkpoint.pending()
             if pending is not None:
@@ -702,14 +767,97 @@ class World:
         start = kafka.start_of(table, spec, self.topic, self.rt.now, WALL_EPOCH)
         replaced = self.stored_version(run.name)
         root = run.location.rsplit("/", 1)[0]
-        finished = self.kafka_at.get(f"{root}/{replaced}") if replaced is not None else None
+        finished = self.finished_at(f"{root}/{replaced}") if replaced is not None else None
         found = kafka.boundary_violation(run.name, run.version, start, replaced, finished)
         self.log(f"cluster: {run.describe()} reads {self.topic.name} from {start.offsets} "
                  f"({start.how})")  # fmt: skip
         if found is not None:
             self.violate(*found)
         checkpoint.start_how, checkpoint.declared = start.how, start.declared
+        if run.stateful is not None:  # Spark's initial offsets; the state begins empty here
+            self.files[f"{run.location}/{windows.SOURCES_FILE}"] = "v1\n" + kafka.offsets_line(
+                start.offsets
+            )
+            unread = [self.topic.event_time(p, o - 1) for p, o in start.offsets.items() if o > 0]
+            at = max(unread, default=None)  # the last record before its start
+            checkpoint.began = windows.Began(self.state_plan(run), dict(start.offsets), at,
+                                             start.declared)  # fmt: skip
         return start.offsets
+
+    def checkpoint_of(self, location: str) -> Checkpoint:
+        """What a run finds on its checkpoint as it starts: as the world's runs left it, or, on
+        a folder no run of the world wrote (the product's copy of another version's checkpoint,
+        act/state_copy.py), what its files say."""
+        found = self.checkpoints.get(location)
+        if found is None:
+            found = self.checkpoints[location] = self.read_checkpoint(location) or Checkpoint()
+        return found
+
+    def finished_at(self, location: str) -> dict[str, int] | None:
+        """The end offsets of the last batch committed on a checkpoint (None: none)."""
+        if location not in self.checkpoints and location not in self.kafka_at:
+            found = self.read_checkpoint(location)
+            if found is not None:
+                self.checkpoints[location] = found
+        return self.kafka_at.get(location)
+
+    def read_checkpoint(self, location: str) -> Checkpoint | None:
+        """A checkpoint as its files say (None: no checkpoint, its `metadata` not there; a copy
+        writes it last): its batches planned, with the ranges of its Kafka source (each from
+        where the one before ended, the first from Spark's initial offsets), and committed."""
+        if self.files.get(f"{location}/metadata") is None:
+            return None
+
+        def text(at: str) -> str:
+            data = self.files.get(at)
+            return data.decode() if isinstance(data, bytes) else str(data or "")
+
+        def ends(line: str) -> dict[str, int] | None:
+            topic = self.topic.name if self.topic is not None else None
+            found = json.loads(line).get(topic) if topic is not None else None
+            return {str(p): int(o) for p, o in found.items()} if found is not None else None
+
+        found = Checkpoint()
+        source = text(f"{location}/{windows.SOURCES_FILE}")
+        before = (ends(source.splitlines()[-1]) if source else None) or {}
+        prefix = f"{location}/offsets/"
+        for batch in sorted(int(at[len(prefix) :]) for at in self.files.under(prefix)):
+            line = text(f"{prefix}{batch}").splitlines()[-1]
+            read, ranges = ends(line), None
+            if read is not None:
+                ranges = {p: (before.get(p, 0), max(o, before.get(p, 0))) for p, o in read.items()}
+                before = read
+            found.planned[batch] = Planned(batch, ranges, line)
+        prefix = f"{location}/commits/"
+        found.committed = max((int(at[len(prefix) :]) for at in self.files.under(prefix)),
+                              default=None)  # fmt: skip
+        last = found.planned.get(found.committed) if found.committed is not None else None
+        if last is not None and last.ranges is not None:
+            self.kafka_at[location] = {p: end for p, (_, end) in last.ranges.items()}
+        return found
+
+    def read_state(self, run: SimRun, checkpoint: Checkpoint) -> windows.State:
+        """The state a stateful run starts with: its checkpoint's, as of its last committed
+        batch; empty on a checkpoint that committed none. A state that is not there, or not of
+        that batch, fails the query as Spark's state store does (SparkRefuses)."""
+        data = self.files.get(f"{run.location}/{windows.STATE_FILE}")
+        if checkpoint.began is None and checkpoint.committed is not None:
+            checkpoint.began = self.copied_began(run)  # a copy: its state goes on
+        if data is None:
+            if checkpoint.committed is None:
+                return windows.State()
+            raise kafka.SparkRefuses(
+                f"the state of batch {checkpoint.committed} is not in {run.location} (sim)"
+            )
+        batch, state = windows.State.read(data)
+        if batch != checkpoint.committed:
+            raise kafka.SparkRefuses(
+                f"{run.location} holds the state of batch {batch}, its last commit is "
+                f"{checkpoint.committed} (sim)"
+            )
+        self.log(f"cluster: {run.describe()} reads its state of batch {batch}: "
+                 f"{len(state.open)} windows open, watermark {state.watermark}")  # fmt: skip
+        return state
 
     def stored_version(self, name: str) -> int | None:
         """The version the store records of a job now."""
@@ -768,7 +916,43 @@ class World:
             self.log(note)
         for kind, text in found:
             self.violate(kind, text)
+        if run.stateful is not None and run.state is not None and ranges is not None:
+            self.count_windows(run, batch, ranges, checkpoint)
         return batch
+
+    def count_windows(
+        self, run: SimRun, batch: int, ranges: dict[str, tuple[int, int]], checkpoint: Checkpoint
+    ) -> None:
+        """A stateful run's batch commits: its records counted into its state, the windows
+        the watermark passed written (and checked: windows.py), the state written with the
+        commit."""
+        topic, query, state = self.topic, run.stateful, run.state
+        assert topic is not None and query is not None and state is not None
+        records = (
+            (windows.key_of(int(p), offset), topic.event_time(p, offset))
+            for p, (lo, hi) in sorted(ranges.items(), key=lambda kv: int(kv[0]))
+            for offset in range(lo, hi)
+        )
+        emitted, late = state.add(query, records)
+        self.files[f"{run.location}/{windows.STATE_FILE}"] = state.text(batch)
+        if late:
+            self.log(f"cluster: {run.describe()} drops {late} late records in batch {batch}")
+        if not emitted:
+            return
+        ledger = self.ledger.records.get(run.name)
+        began = ledger.began if ledger is not None else None
+
+        def truth(window: windows.Window) -> tuple[int, int]:
+            full = windows.truth(topic.created, kafka.RATE, query, window)
+            return full, windows.truth(topic.created, kafka.RATE, query, window, began)
+
+        book = self.windows.setdefault(run.name, windows.Windows(run.name, topic.name))
+        who = f"run {run.run_id[:8]} by {run.started_by}"
+        found, notes = book.commit(run.version, batch, who, query, emitted, truth, checkpoint.began)
+        for note in notes:
+            self.log(note)
+        for kind, text in found:
+            self.violate(kind, text)
 
 
 # -- the product's edges, simulated ------------------------------------------------------------
