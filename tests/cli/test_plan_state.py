@@ -1,6 +1,6 @@
 """`plan` of a stateful query change through the real command line and the real probe (the
 deployer's spark-submit, runner/schema_probe.py, runner/stateful_plan.py): a windowed count on a
-rate source, whose new version would go on from now with empty state."""
+rate source, whose new version would go on from now: with empty state, or from v1's."""
 
 from __future__ import annotations
 
@@ -73,7 +73,9 @@ def deployed(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_a_window_changed_on_a_source_that_goes_on_is_refused_then_accepted_partial(deployed):
+def test_a_window_changed_on_a_source_that_goes_on_is_refused_a_kept_one_continues(deployed):
+    """Resized: refused; a filter added (kept): continues from v1's state; resized with
+    `on-state-change: partial`: accepted partial."""
     write_job(deployed, sql=COUNTS.format(where="", size="30 seconds"))
     refused = plan(deployed)
     assert refused.returncode == 1, refused.stderr
@@ -86,7 +88,18 @@ def test_a_window_changed_on_a_source_that_goes_on_is_refused_then_accepted_part
     assert not (deployed / STATE / "checkpoints" / "counts" / "2").exists()
     assert list((deployed / STATE).glob("cache/schemas/*.json")), "the probe's answers cached"
 
-    write_job(deployed, sql=COUNTS.format(where=" WHERE value > 3", size="20 seconds"),
+    write_job(deployed, sql=COUNTS.format(where=" WHERE value > 3", size="20 seconds"))
+    kept = plan(deployed, "--output", "json")
+    assert kept.returncode == 0, kept.stderr
+    (decision,) = json.loads(kept.stdout)["jobs"]
+    assert decision["action"] == "start-clean" and decision["state"]["how"] == "continued"
+    (operator,) = decision["state"]["operators"]
+    assert operator["verdict"] == "kept"
+    assert "-> value > 3" in operator["mixes"][0]
+    (start,) = [s for s in decision["steps"] if s["step"] == "start"]
+    assert start["continues-from"]["query-version"] == 1
+
+    write_job(deployed, sql=COUNTS.format(where="", size="30 seconds"),
               **{"on-state-change": "partial"})  # fmt: skip
     accepted = plan(deployed, "--output", "json")
     assert accepted.returncode == 0, accepted.stderr
@@ -98,9 +111,6 @@ def test_a_window_changed_on_a_source_that_goes_on_is_refused_then_accepted_part
         False,
         "partial",
     )
-    (operator,) = state["operators"]
-    assert operator["verdict"] == "kept"
-    assert "-> value > 3" in operator["mixes"][0]
 
 
 def test_a_change_that_keeps_no_state_asks_no_spark(deployed):
