@@ -33,6 +33,7 @@ from flink_sql_runner.model.intents import Kind
 from flink_sql_runner.model.offsets import AS_TABLE, CARRIED, StartPlan
 from flink_sql_runner.model.runtime import source_tables
 from flink_sql_runner.model.sizes import human_size
+from flink_sql_runner.model.sparkversion import is_older
 from flink_sql_runner.model.state import Analysed, Operator, StateFacts, join_words
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
@@ -270,6 +271,7 @@ def judge(
     policy: str,
     policy_from: str,
     changes: tuple[Change, ...] = (),
+    spark: str | None = None,
 ) -> tuple[StateReport, bool] | None:
     """What the new version of `start` does with state, and whether it continues from the
     previous version's (every verdict kept, and nothing else keeps it from Spark's restart:
@@ -299,7 +301,7 @@ def judge(
         return None
     found = verdicts(facts.old, new)
     kept = all(v.verdict == KEPT for v in found)
-    why_not = _cannot_continue(facts, start, changes) if kept else None
+    why_not = _cannot_continue(facts, start, changes, spark) if kept else None
     if kept and why_not is None and (going_on or policy == CONTINUE):
         return StateReport(CONTINUED, _continued(facts), found, policy, policy_from), True
     # Every operator's state keeps its meaning, but the new version does not continue from it.
@@ -333,11 +335,15 @@ def judge(
     return StateReport(PARTIAL, partial, found, policy, policy_from, refused=True), False
 
 
-def _cannot_continue(facts: StateFacts, start: StartRun, changes: tuple[Change, ...]) -> str | None:
+def _cannot_continue(
+    facts: StateFacts, start: StartRun, changes: tuple[Change, ...], spark: str | None = None
+) -> str | None:
     """Why a new version whose every operator keeps its state's meaning cannot continue from
     the previous version's checkpoint as Spark restarts one; None when it can. Spark restores
-    the offsets of the sources it numbers and the settings the checkpoint pins, and the runner
-    goes on with the file sink's batch ids: each must be the same."""
+    the offsets of the sources it numbers and the settings the checkpoint pins, the runner goes
+    on with the file sink's batch ids, and the state was kept for one output mode: each must be
+    the same; and, as for any restart, no older Spark than the one that wrote it (`spark`: the
+    target's)."""
     base = facts.base
     if base is None:
         return "the state's version is not known"
@@ -366,6 +372,13 @@ def _cannot_continue(facts: StateFacts, start: StartRun, changes: tuple[Change, 
         start.manifest.name, start.manifest.job, start.manifest.tables
     ):
         return f"it writes another sink than {version}"
+    if any(c.field == "outputMode" for c in changes):
+        return f"its output mode changed: {version}'s state was kept for its own"
+    if is_older(spark, base.meta.spark_version):
+        return (
+            f"{version}'s checkpoint was written by Spark {base.meta.spark_version}; the next "
+            f"run uses Spark {spark}, which is older"
+        )
     pinned = [c.field for c in changes if c.kind is ChangeKind.QUERY and _pins(c)]
     if pinned:
         return f"{', '.join(pinned)} changed: {version}'s checkpoint pins it, or its state means it"
@@ -395,7 +408,9 @@ def _sources(names: list[str], starts: dict[str, tuple[str, str]]) -> str:
     return "; ".join(f"source {name}: {starts[name][1]}" for name in names)
 
 
-def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Decision:
+def check(
+    decision: Decision, facts: JobFacts, policy: str | None = None, spark: str | None = None
+) -> Decision:
     """The decision with its state report, where it starts a new version of a stateful query
     on Spark; one that would write windows partial unasked (the job's `on-state-change`, or
     the deploy's `policy`, which wins) becomes `refused`, without steps: nothing is stopped or
@@ -417,7 +432,7 @@ def check(decision: Decision, facts: JobFacts, policy: str | None = None) -> Dec
         chosen, chosen_from = str(spec["on-state-change"]), "the job"
     else:
         chosen, chosen_from = REFUSE, "default"
-    judged = judge(state, start, chosen, chosen_from, decision.changes)
+    judged = judge(state, start, chosen, chosen_from, decision.changes, spark)
     if judged is None:
         return decision
     report, continues = judged
@@ -458,7 +473,7 @@ def _continuing(reason: str, start: StartRun, base: StoredManifest) -> str:
     sources would start clean is not where it starts."""
     said = start.starting.describe() if start.starting is not None else ""
     if said:
-        reason = reason.removesuffix(f"; {said}")
+        reason = reason.replace(f"; {said}", "", 1)
     version = start.manifest.meta.query_version
     return reason.replace(
         f"start clean as version {version}",

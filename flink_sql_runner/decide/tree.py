@@ -84,7 +84,7 @@ def decide(
     """
     asked = Asked(prune, spark, kafka_start, now_ms)
     decision = contracts.check(_settled_decision(facts, asked), facts)
-    return check_state(decision, facts, on_state_change)
+    return check_state(decision, facts, on_state_change, spark)
 
 
 @dataclass(frozen=True)

@@ -419,3 +419,27 @@ def test_a_first_version_recorded_by_the_plan_that_changes_its_query_is_the_stat
         (start,) = [s for s in decision.steps if isinstance(s, StartRun)]
         assert decision.state.how == "continued"
         assert start.continues is not None and start.continues.meta.query_version == 1
+
+
+def test_a_kept_state_does_not_continue_onto_an_older_spark():
+    """Found by review: a restart on an older Spark than the checkpoint's is refused by the
+    tree, but a continued start (a restart on a copy) was made."""
+    filtered = COUNT.replace("FROM src", "FROM src WHERE id > 1")
+    older = decide_change(kafka_job(sql=filtered), new_ops=(op(before=("id > 1",)),),
+                          spark="3.5.3", stored_spark="4.1.0")  # fmt: skip
+    assert not any(isinstance(s, StartRun) and s.continues for s in older.steps), older.reason
+    assert "written by Spark 4.1.0; the next run uses Spark 3.5.3, which is older" in (older.reason)
+    newer = decide_change(kafka_job(sql=filtered), new_ops=(op(before=("id > 1",)),),
+                          spark="4.3.0", stored_spark="4.1.0")  # fmt: skip
+    assert newer.state.how == "continued"
+    assert "offsets" not in newer.reason.split("state")[0], newer.reason  # no carry words
+
+
+def test_a_kept_state_does_not_continue_into_another_output_mode():
+    """Found by review: update -> append continued: v1 had written each open window as it
+    went, and v2 wrote it again once closed (a window twice, the first partial)."""
+    filtered = COUNT.replace("FROM src", "FROM src WHERE id > 1")
+    old = kafka_job(sql=COUNT, outputMode="update")
+    decision = decide_change(kafka_job(sql=filtered, outputMode="append"), old=old,
+                             new_ops=(op(before=("id > 1",)),))  # fmt: skip
+    assert "its output mode changed" in decision.reason

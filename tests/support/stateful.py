@@ -44,15 +44,25 @@ def analysed(*ops) -> Analysed:
 
 
 def decide_change(
-    new, old_ops=None, new_ops=None, running=True, declared=None, old=None, on_state_change=None
+    new,
+    old_ops=None,
+    new_ops=None,
+    running=True,
+    declared=None,
+    old=None,
+    on_state_change=None,
+    spark=None,
+    stored_spark=None,
 ):
     """The decision for `new` against v1 (`old`, a windowed count of `new`'s source), running or
-    not, its checkpoint at batch 7 of topic orders, with the state facts the probe would give."""
+    not, its checkpoint at batch 7 of topic orders, with the state facts the probe would give;
+    `spark`: the target's Spark, `stored_spark`: the one v1 last ran on."""
     old = old or make_job(sql=COUNT, tables={"src": new.tables["src"]})
     old_ops = (op(),) if old_ops is None else old_ops
     new_ops = (op(window="30 seconds"),) if new_ops is None else new_ops
     store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
-    store.put(stored_of(old, 1))
+    stored = stored_of(old, 1)
+    store.put(replace(stored, meta=replace(stored.meta, spark_version=stored_spark)))
     if running:
         target.add_run(Run("orders", 1, "run-1", "pid 42"))
     storage.files[f"{CKPT}/metadata"] = json.dumps({"id": "x"})
@@ -65,7 +75,7 @@ def decide_change(
     sizes = storage.tree(CKPT)  # as gather/schemas.py reads it: what continuing copies
     checkpoint = (len(sizes), sum(size for _, size in sizes))
     facts = replace(facts, state=StateFacts(analysed(*old_ops), new_state, checkpoint=checkpoint))
-    plan = build_plan([facts], kafka_start=declared, on_state_change=on_state_change)
+    plan = build_plan([facts], kafka_start=declared, on_state_change=on_state_change, spark=spark)
     return plan.decisions[0]
 
 
