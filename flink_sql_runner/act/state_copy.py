@@ -46,7 +46,8 @@ def copy_state(
     and small; each is two requests on S3); the marker, then `metadata`, last. `check` is called
     before each file (the lease: a copy never goes on for a deploy that lost it); a call the
     storage fails is asked again after a pause (host/retries.py), then CopyFailed, once every
-    copy begun has ended."""
+    copy begun has ended: a copy that fails stops the others from beginning (the job is down
+    until the rollback starts the old version again)."""
     old, new = old.rstrip("/"), new.rstrip("/")
     try:
         if not storage.is_empty(new):
@@ -60,15 +61,23 @@ def copy_state(
     if not any(location == metadata for location, _ in files):
         raise CopyFailed(f"{old} holds no checkpoint to continue from")
 
+    failed = runtime.event()  # set by the first copy that fails: the others begin no more
+
     def copy(location: str) -> None:
-        check()
+        if failed.is_set():
+            return
         try:
-            data = retried(lambda: storage.read_bytes(location), sleep, check, (StorageError,))
-        except FsrError as exc:
-            raise CopyFailed(f"cannot copy {location} into {new}: {exc}") from None
-        if data is None:
-            raise CopyFailed(f"{location} went away while it was copied")
-        _write(storage, new + location[len(old) :], data, sleep, check)
+            check()
+            try:
+                data = retried(lambda: storage.read_bytes(location), sleep, check, (StorageError,))
+            except FsrError as exc:
+                raise CopyFailed(f"cannot copy {location} into {new}: {exc}") from None
+            if data is None:
+                raise CopyFailed(f"{location} went away while it was copied")
+            _write(storage, new + location[len(old) :], data, sleep, check)
+        except BaseException:
+            failed.set()
+            raise
 
     rest = sorted(location for location, _ in files if location != metadata)
     with runtime.pool(max(1, min(workers, len(rest))), "state copy") as pool:
