@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.support.s3server import CLEARED_ENV, TEST_ENV
 
@@ -217,6 +218,21 @@ def moto_server_process(latency_ms: float = 0, timeout: float = 30) -> Iterator[
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def s3_client(url: str, scratch: Path) -> Any:
+    """An S3 client of moto's server at `url`, blind to ~/.aws, 64 requests at once."""
+    import boto3
+    from botocore.config import Config
+
+    env = s3_env(url, scratch)
+    config = Config(retries={"mode": "standard", "total_max_attempts": 5},
+                    max_pool_connections=64)  # fmt: skip
+    return boto3.session.Session(
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        region_name=env["AWS_DEFAULT_REGION"],
+    ).client("s3", endpoint_url=url, config=config)
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from flink_sql_runner.act.state_copy import COPY_WORKERS, copy_state
 from flink_sql_runner.stores.storage import FileStorage
-from tests.benchmarks.common import machine, markdown_table, moto_server_process, s3_env
+from tests.benchmarks.common import machine, markdown_table, moto_server_process, s3_client
 
 
 def _checkpoint(storage: FileStorage, root: str, files: int, kib: int) -> int:
@@ -41,20 +41,6 @@ def _timed(storage: FileStorage, old: str, new: str, workers: int) -> float:
     return time.perf_counter() - began
 
 
-def _client(url: str, scratch: Path):  # type: ignore[no-untyped-def]
-    import boto3
-    from botocore.config import Config
-
-    env = s3_env(url, scratch)
-    config = Config(retries={"mode": "standard", "total_max_attempts": 5},
-                    max_pool_connections=64)  # fmt: skip
-    return boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        region_name=env["AWS_DEFAULT_REGION"],
-    ).client("s3", endpoint_url=url, config=config)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=2000)
@@ -71,7 +57,7 @@ def main() -> None:
         rows.append(("local folder", count, f"{mib:.0f}", f"{serial:.2f} s",
                      f"{parallel:.2f} s", f"{serial / parallel:.1f}x"))  # fmt: skip
         with moto_server_process(args.latency_ms) as server:
-            client = _client(server.url, Path(scratch))
+            client = s3_client(server.url, Path(scratch))
             client.create_bucket(Bucket="ckpt")
             s3 = FileStorage(client)
             _checkpoint(s3, "s3://ckpt/jobs/orders/1", args.files, args.kib)

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from tests.benchmarks.common import machine, markdown_table, moto_server_process, s3_env
+from tests.benchmarks.common import machine, markdown_table, moto_server_process, s3_client
 
 
 @dataclass(frozen=True)
@@ -96,21 +96,6 @@ def _known(written: dict[str, tuple[Any, str]]) -> Any:
     )
 
 
-def _client(url: str, scratch: Path) -> Any:
-    """An S3 client of moto's server at `url`, blind to ~/.aws, 64 requests at once."""
-    import boto3
-    from botocore.config import Config
-
-    env = s3_env(url, scratch)
-    config = Config(retries={"mode": "standard", "total_max_attempts": 5},
-                    max_pool_connections=64)  # fmt: skip
-    return boto3.session.Session(
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        region_name=env["AWS_DEFAULT_REGION"],
-    ).client("s3", endpoint_url=url, config=config)
-
-
 def _look(
     jobs: int,
     on_s3: bool,
@@ -132,7 +117,7 @@ def _look(
     from tests.support.fakes import FakeTarget, write_beacon, write_beat
     from tests.support.jobs import make_job, stored_of
 
-    client = _client(url, scratch)
+    client = s3_client(url, scratch)
     bucket = f"watch-{jobs}-{'s3' if on_s3 else 'local'}-{'b' if beacons else 'n'}"
     client.create_bucket(Bucket=bucket)
     root = f"s3://{bucket}/ckpt" if on_s3 else str(scratch / f"ckpt-{jobs}")
@@ -272,7 +257,7 @@ def _status_look(
     from tests.support.fakes import FakeTarget, write_beacon
     from tests.support.jobs import make_job, stored_of
 
-    client = _client(url, scratch)
+    client = s3_client(url, scratch)
     bucket = f"status-{jobs}-{'alive' if alive else 'gone'}"
     client.create_bucket(Bucket=bucket)
     root = f"s3://{bucket}/ckpt"
