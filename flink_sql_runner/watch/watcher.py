@@ -480,16 +480,19 @@ class Watcher:
         name, now = decision.name, self.wall()
         record = replace(record.restarted_at(now), backoff_until=None,
                          state=State.HEALTHY.value if result.ok else State.DOWN.value)  # fmt: skip
-        self.notifier.emit(Event(
+        # A restart is said once written: whoever reads `status` on the event finds it counted.
+        said = Event(
             "restarted" if result.ok else "restart-failed", name,
             f"{decision.reason}: {result.summary}",
             {"query-version": decision.version, "ok": result.ok, "restarts": record.restarts,
              "failures-in-a-row": record.consecutive + (0 if result.ok else 1)},
-        ))  # fmt: skip
+        )  # fmt: skip
         if result.ok:
             self._write(record)
             self.failed_restarts.pop(name, None)
+            self.notifier.emit(said)
         else:
+            self.notifier.emit(said)
             reason = f"restart failed: {restart_cause(result)}"
             self.failed_restarts[name] = restart_cause(result)
             record = self._failed(record, reason, now)

@@ -438,3 +438,24 @@ def test_a_look_that_fails_is_said_once_and_its_end_too():
         "cannot look now: the cluster's API answered HTTP 503 to the listing (switch)"
     ]
     assert world.kinds()[-1] == "looking-again"
+
+
+def test_a_restart_is_said_once_its_record_is_written():
+    """What `status` reads agrees with the event that says a job was restarted (found by CI: the
+    event came before the record was written, and `status` read on it counted 0 restarts)."""
+    world = World()
+    world.deployed()
+    watcher = world.watcher()
+    world.look(watcher)
+    world.dies()
+    counted = []
+    emit = watcher.notifier.emit
+
+    def emitted(event):
+        if event.kind == "restarted":
+            counted.append(world.record().restarts)
+        emit(event)
+
+    watcher.notifier.emit = emitted
+    world.look(watcher)
+    assert counted == [1]
