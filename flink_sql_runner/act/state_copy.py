@@ -4,7 +4,9 @@ once its run stopped, so that the new query starts on the copy as Spark restarts
 at the offsets the old version stopped at, with its windows open, and the runner's record of
 its file sink's batch ids going on. The old checkpoint is only read: a rollback restarts it as
 it was, and a copy cut short leaves a folder no start takes again (the next new version takes
-the next number).
+the next number). The copy holds a marker (CONTINUED_FILE, written before its metadata): the
+runner has its first run claim its file sink's next batch ids and check its output as a new
+version's, not as a restart's, and `inspect` says where its first batches come from.
 """
 
 from __future__ import annotations
@@ -22,9 +24,6 @@ from flink_sql_runner.stores.storage import Storage, StorageError
 
 #: Spark's record that a folder is a checkpoint: copied last, so a copy cut short says so.
 METADATA = "metadata"
-#: The marker written into the copy, before its metadata (model/checkpoint_report.py): the
-#: runner has its first run claim its file sink's next batch ids and check its output as a new
-#: version's, not as a restart's; `inspect` says where its first batches come from.
 #: Files copied at once (docs/benchmarks.md, "Continuing from a state").
 COPY_WORKERS = 16
 
