@@ -3,9 +3,9 @@
 A property is secret when its key matches Spark's own redaction rule (the default of
 `spark.redaction.regex`, `(?i)secret|password|token|access[.]?key`), or names one of the
 well-known credentials that rule misses (JAAS configurations such as Kafka's SASL login, Azure
-account keys and SAS tokens, private keys of GCS service accounts, anything holding `passwd` or
-`credential`), or when its value assigns one (`...password="x"`, `;token=abc`): Spark applies its
-rule to values too.
+account keys and SAS tokens, private keys of GCS service accounts, Kafka's `ssl.keystore.key`,
+anything holding `passwd` or `credential`), or when its value assigns one (`...password="x"`,
+`;token=abc`: Spark applies its rule to values too) or holds a private key (PEM).
 """
 
 from __future__ import annotations
@@ -19,7 +19,12 @@ SPARK_REDACTION = re.compile(r"(?i)secret|password|token|access[.]?key")
 #: Credential keys Spark's default misses.
 CREDENTIAL_KEYS = re.compile(
     r"(?i)passwd|credential|jaas[.]config|account[.]key|private[._-]?key|sas[._-]?token"
-    r"|fs[.]azure[.]sas[.]"
+    r"|fs[.]azure[.]sas[.]|keystore[.]key"
+)
+#: Private key material (PEM), whatever the key it is under says: masked from its first line to
+#: its last (or to the end of the text where that is cut off).
+PRIVATE_KEY = re.compile(
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S
 )
 #: A value that assigns a secret, e.g. a JAAS line or a JDBC URL with a password in it.
 SECRET_IN_VALUE = re.compile(
@@ -40,7 +45,9 @@ def is_secret(key: str, value: Any = None) -> bool:
     """Spark redacts a property whose key or value matches its rule; so does the deployer."""
     if is_secret_key(key):
         return True
-    return isinstance(value, str) and bool(SECRET_IN_VALUE.search(value))
+    return isinstance(value, str) and bool(
+        SECRET_IN_VALUE.search(value) or PRIVATE_KEY.search(value)
+    )
 
 
 def mask(value: Any, key: str = "") -> Any:
@@ -52,15 +59,15 @@ def mask(value: Any, key: str = "") -> Any:
         return {k: mask(v, str(k)) for k, v in value.items()}
     if isinstance(value, list):
         return [mask(v, key) for v in value]
-    if isinstance(value, str) and SECRET_IN_VALUE.search(value):
+    if isinstance(value, str) and (SECRET_IN_VALUE.search(value) or PRIVATE_KEY.search(value)):
         return MASK
     return value
 
 
 def redact_text(text: str) -> str:
     """Free text (an error message, an event) with every assigned secret's value masked:
-    `password="x"` -> `password=*****`."""
-    return _ASSIGNED_SECRET.sub(lambda m: m.group(1) + MASK, text)
+    `password="x"` -> `password=*****`; private key material -> `*****`."""
+    return PRIVATE_KEY.sub(MASK, _ASSIGNED_SECRET.sub(lambda m: m.group(1) + MASK, text))
 
 
 def masked_conf_args(args: list[str]) -> list[str]:

@@ -49,3 +49,22 @@ def test_a_key_that_merely_contains_the_word_is_secret_as_spark_would_have_it():
 
 def test_a_secret_mapping_is_masked_whole():
     assert mask({"credentials": {"user": "u", "key": "k"}}) == {"credentials": MASK}
+
+
+PEM_KEY = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+
+
+def test_private_key_material_is_a_secret_under_any_key_and_in_any_text():
+    """Issue 54's finding 7: Kafka's `ssl.keystore.key` (a PEM private key) was not a
+    credential key, so it was printed in plans, saved plans and the pull request's comment."""
+    from flink_sql_runner.read.secrets import is_secret, mask, redact_text
+
+    assert is_secret("kafka.ssl.keystore.key")
+    assert is_secret("kafka.some.option", PEM_KEY)
+    assert mask({"options": {"kafka.ssl.keystore.key": PEM_KEY}}) == {
+        "options": {"kafka.ssl.keystore.key": "*****"}
+    }
+    assert mask({"pem": PEM_KEY}) == {"pem": "*****"}
+    said = redact_text(f"cannot read {PEM_KEY} at all")
+    assert "MIIEv" not in said and said.startswith("cannot read ") and said.endswith(" at all")
+    assert not is_secret("kafka.ssl.truststore.type", "PEM")
