@@ -143,6 +143,16 @@ CHECKPOINT_VALUE_RULE = Rule(
 )
 SEMANTIC_RULE = Rule(QUERY, "this Spark setting changes what the state means")
 PROPERTY_RULE = Rule(CONFIG, "a Spark setting the checkpoint does not pin")
+
+
+def restored_or_meant(change: Change) -> bool:
+    """Whether `change` is of a Spark setting the checkpoint restores, or one that changes what
+    the state means: a restart on the old state would not run with the new value."""
+    return change.why in (PINNED_RULE.why, SEMANTIC_RULE.why) or change.why.startswith(
+        CHECKPOINT_PINNED_WHY.split("{", 1)[0]
+    )
+
+
 CONTINUOUS_RULE = Rule(QUERY, "continuous and micro-batch processing keep other progress")
 UNKNOWN_RULE = Rule(QUERY, "no rule for this field; treated as a query change")
 

@@ -17,12 +17,10 @@ from dataclasses import replace
 from typing import Any
 
 from flink_sql_runner.decide.changes import (
-    CHECKPOINT_PINNED_WHY,
-    PINNED_RULE,
-    SEMANTIC_RULE,
     Change,
     ChangeKind,
     diff,
+    restored_or_meant,
     severity,
     unchanged,
 )
@@ -379,17 +377,10 @@ def _cannot_continue(
             f"{version}'s checkpoint was written by Spark {base.meta.spark_version}; the next "
             f"run uses Spark {spark}, which is older"
         )
-    pinned = [c.field for c in changes if c.kind is ChangeKind.QUERY and _pins(c)]
+    pinned = [c.field for c in changes if c.kind is ChangeKind.QUERY and restored_or_meant(c)]
     if pinned:
         return f"{', '.join(pinned)} changed: {version}'s checkpoint pins it, or its state means it"
     return None
-
-
-def _pins(change: Change) -> bool:
-    """A Spark setting the checkpoint restores, or one that changes what the state means."""
-    return change.why in (PINNED_RULE.why, SEMANTIC_RULE.why) or change.why.startswith(
-        CHECKPOINT_PINNED_WHY.split("{", 1)[0]
-    )
 
 
 def _continued(facts: StateFacts) -> str:

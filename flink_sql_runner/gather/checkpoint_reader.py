@@ -295,25 +295,8 @@ def read_checkpoint(storage: Storage, location: str) -> CheckpointReport | None:
         sources=reader.sources(last_offsets, next_offsets),
         pinned=newest.conf if newest else None,
         operators=reader.operators(),
-        continued_from=_continued_from(reader),
+        continued_from=reader.continued_from(),
     )
-
-
-def _continued_from(reader: _Reader) -> str | None:
-    """Where the deployer copied this checkpoint from (its marker); None: Spark began it here.
-    A marker that is not one names itself (CheckpointUnreadable); a place that is no plain
-    printable text is shown as Python writes it, so that it cannot forge `inspect`'s lines."""
-    data = reader._bytes(CONTINUED_FILE, MAX_METADATA_BYTES)
-    if data is None:
-        return None
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise reader._fail(CONTINUED_FILE, "not JSON") from None
-    found = doc.get("continued-from") if isinstance(doc, dict) else None
-    if not isinstance(found, str):
-        raise reader._fail(CONTINUED_FILE, "no continued-from")
-    return found if found.isprintable() else repr(found)
 
 
 class _Reader:
@@ -332,6 +315,22 @@ class _Reader:
 
     def _fail(self, rel: str, why: str) -> CheckpointUnreadable:
         return CheckpointUnreadable(f"{self.location}/{rel}: {why}")
+
+    def continued_from(self) -> str | None:
+        """Where the deployer copied this checkpoint from (its marker); None: Spark began it here.
+        A marker that is not one names itself (CheckpointUnreadable); a place that is no plain
+        printable text is shown as Python writes it, so that it cannot forge `inspect`'s lines."""
+        data = self._bytes(CONTINUED_FILE, MAX_METADATA_BYTES)
+        if data is None:
+            return None
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise self._fail(CONTINUED_FILE, "not JSON") from None
+        found = doc.get("continued-from") if isinstance(doc, dict) else None
+        if not isinstance(found, str):
+            raise self._fail(CONTINUED_FILE, "no continued-from")
+        return found if found.isprintable() else repr(found)
 
     def query_id(self, scan: _Scan) -> str | None:
         if scan.folder:
