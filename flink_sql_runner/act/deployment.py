@@ -26,8 +26,8 @@ from flink_sql_runner.act.input_caches import fingerprints_at, load_cache_at
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.act.saved_plan import SavedPlan, StalePlan, make_saved_plan
-from flink_sql_runner.act.settings import Settings, make_target
-from flink_sql_runner.act.stale import as_saved, input_lines, world_lines
+from flink_sql_runner.act.settings import Settings, make_target, where_jobs_run
+from flink_sql_runner.act.stale import as_saved, input_lines, target_lines, world_lines
 from flink_sql_runner.act.stop import StopResult, stop_jobs
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.plan import build_plan, checkpoint_unused
@@ -385,10 +385,17 @@ class Deployment:
         return self.settings.template or packaged_template()
 
     def saved_plan(
-        self, plan: Plan, shown: dict[str, Any], jobs: list[Job], deployer: str
+        self,
+        plan: Plan,
+        shown: dict[str, Any],
+        jobs: list[Job],
+        deployer: str,
+        *,
+        prune: bool = False,
+        key: bytes | None = None,
     ) -> dict[str, Any]:
         """The saved plan of `plan`, the last this deployment decided (`shown`: as `--output
-        json` has it, secrets masked)."""
+        json` has it, secrets masked), signed with the plan `key` when there is one."""
         return make_saved_plan(
             plan,
             shown,
@@ -399,7 +406,11 @@ class Deployment:
             spark=self.target.spark_version(),
             deployer=deployer,
             store=self.store.location,
-            target=self.settings.target,
+            target=where_jobs_run(self.settings),
+            paths=self.settings.paths,
+            table_paths=self.settings.table_paths,
+            prune=prune,
+            key=key,
             handover=self.settings.handover,
             kafka_start=self.settings.kafka_start.text if self.settings.kafka_start else None,
             on_state_change=self.settings.on_state_change,
@@ -426,7 +437,8 @@ class Deployment:
         differs now (their files, the template, the environment): read before the lock,
         nothing touched."""
         catalog = self.catalog() if self.settings.table_paths else None
-        return input_lines(saved, jobs, catalog, self.template_path(), acting)
+        lines = target_lines(saved, where_jobs_run(self.settings))
+        return lines + input_lines(saved, jobs, catalog, self.template_path(), acting)
 
     def _as_saved(self, plan: Plan, saved: SavedPlan, acting: list[str] | None) -> Plan:
         lines = world_lines(
@@ -435,7 +447,6 @@ class Deployment:
             plan,
             spark=self.target.spark_version(),
             store=self.store.location,
-            target=self.settings.target,
             acting=acting,
         )
         if lines:

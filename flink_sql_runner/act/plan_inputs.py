@@ -1,8 +1,13 @@
 """What a saved plan's decisions were decided from, as digests: for each job of the plan its
 file, the catalog files its tables are declared in, the environment values it names, its
 manifest as merged and resolved, and what the store held of it (its manifest's deciding content,
-its intent record); the template once. No value is kept, only digests salted with the plan's own
-salt, so that a secret in a file or the environment cannot be looked up by its digest.
+its intent record); the template once. No value is kept, only digests (`Digests`): with the
+plan key CI holds (`FLINK_SQL_RUNNER_PLAN_KEY`), keyed (HMAC-SHA256), so that no value can be
+guessed from the file without the key; without it, salted with the plan's own salt, and an
+environment value whose name says it is a secret (read/secrets.py) is recorded as set, never
+digested (a salted digest of a password falls to a word list). Files are digested whole: a
+secret written in a job or table file can be tried against its file's salted digest by whoever
+has the rest of the file; the key closes that too.
 
 The store is recorded by what decides, not by its raw version token: `watch`, restarting a job
 from its checkpoint, records the same manifest again (with the Spark version its run reported),
@@ -14,6 +19,7 @@ manifest, and leaves out what a restart rewrites (`meta.spark-version`)."""
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -24,17 +30,42 @@ from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.catalog import Catalog
 from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.read.secrets import is_secret_key
 
 #: `${NAME}` in a value: an environment variable resolved when a run starts (model/runtime.py).
 ENV_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def digest(salt: str, data: bytes | str | None) -> str | None:
-    """`data`'s SHA-256 with `salt` before it (None: there is no such thing)."""
-    if data is None:
-        return None
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    return hashlib.sha256(salt.encode("ascii") + b"\0" + raw).hexdigest()
+class Digests:
+    """How a saved plan digests what it was decided from: `salt` (the plan's own, in its file)
+    before the data; with `key` (the plan key), HMAC-SHA256 under it."""
+
+    def __init__(self, salt: str, key: bytes | None = None) -> None:
+        self.salt, self.key = salt, key
+
+    def __call__(self, data: bytes | str | None) -> str | None:
+        """`data`'s digest (None: there is no such thing)."""
+        if data is None:
+            return None
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        salted = self.salt.encode("ascii") + b"\0" + raw
+        if self.key is not None:
+            return hmac.new(self.key, salted, hashlib.sha256).hexdigest()
+        return hashlib.sha256(salted).hexdigest()
+
+    def env(self, name: str, value: str | None) -> str | None:
+        """An environment value's entry: its digest, or only whether it is set when its name
+        says it is a secret and there is no key to digest it with."""
+        if value is not None and self.key is None and is_secret_key(name):
+            return "set (a secret: not digested without the plan key)"
+        return self(value)
+
+    def file(self, path: str | Path) -> str | None:
+        """The digest of the file at `path`; None when it is not there (or not readable)."""
+        try:
+            return self(Path(path).read_bytes())
+        except OSError:
+            return None
 
 
 def canonical(value: Any) -> str:
@@ -42,17 +73,26 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def file_digest(salt: str, path: str | Path) -> str | None:
-    """The digest of the file at `path`; None when it is not there (or not readable)."""
-    try:
-        return digest(salt, Path(path).read_bytes())
-    except OSError:
-        return None
-
-
 def env_names(job: Job) -> list[str]:
     """The environment variables `job` names (`${NAME}` in its fields or tables), sorted."""
     return sorted(set(ENV_VARIABLE.findall(canonical([job.spec, job.tables]))))
+
+
+def where(path: str | Path) -> str:
+    """A file as a plan names it: relative to the folder the command runs in when it is in it
+    (a CI build folder differs between pipelines), else absolute."""
+    absolute = os.path.abspath(path)
+    cwd = os.getcwd()
+    inside = absolute.startswith(cwd.rstrip(os.sep) + os.sep)
+    return os.path.relpath(absolute, cwd) if inside else absolute
+
+
+#: The user and password of a URL (`https://user:secret@host`): never recorded nor shown.
+URL_USER = re.compile(r"(?<=//)[^/@\s]+@")
+
+
+def without_user(value: str | None) -> str | None:
+    return None if value is None else URL_USER.sub("*****@", value)
 
 
 def table_files(job: Job, catalog: Catalog | None) -> list[str]:
@@ -66,23 +106,25 @@ def table_files(job: Job, catalog: Catalog | None) -> list[str]:
     return sorted(found)
 
 
-def job_entry(job: Job, catalog: Catalog | None, salt: str) -> dict[str, Any]:
+def job_entry(job: Job, catalog: Catalog | None, digests: Digests) -> dict[str, Any]:
     """What the desired `job` was decided from."""
     return {
-        "file": job.file,
-        "file-sha256": file_digest(salt, job.file),
-        "table-files": {f: file_digest(salt, f) for f in table_files(job, catalog)},
-        "env": {n: digest(salt, os.environ.get(n)) for n in env_names(job)},
-        "base": job.base,
-        "manifest-sha256": digest(salt, canonical({"spec": job.spec, "tables": job.tables})),
+        "file": where(job.file),
+        "file-sha256": digests.file(job.file),
+        "table-files": {where(f): digests.file(f) for f in table_files(job, catalog)},
+        "env": {n: digests.env(n, os.environ.get(n)) for n in env_names(job)},
+        # Only a job with relative paths depends on the folder it is deployed from (a CI build
+        # folder differs between pipelines).
+        "base": job.base if job.relative else None,
+        "manifest-sha256": digests(canonical({"spec": job.spec, "tables": job.tables})),
     }
 
 
-def template_entry(template: Path, salt: str) -> dict[str, Any]:
-    return {"file": str(template), "sha256": file_digest(salt, template)}
+def template_entry(template: Path, digests: Digests) -> dict[str, Any]:
+    return {"file": where(template), "sha256": digests.file(template)}
 
 
-def manifest_digest(manifest: StoredManifest | None, salt: str) -> str | None:
+def manifest_digest(manifest: StoredManifest | None, digests: Digests) -> str | None:
     """What decides of a stored manifest: its job, its tables, its version and query id (not
     the Spark version its last healthy run reported, which a restart records again)."""
     if manifest is None:
@@ -93,10 +135,10 @@ def manifest_digest(manifest: StoredManifest | None, salt: str) -> str | None:
         "query-version": manifest.meta.query_version,
         "query-id": manifest.meta.query_id,
     }
-    return digest(salt, canonical(doc))
+    return digests(canonical(doc))
 
 
-def store_entry(facts: JobFacts, salt: str) -> dict[str, Any]:
+def store_entry(facts: JobFacts, digests: Digests) -> dict[str, Any]:
     """What the store held of a job when its plan was decided."""
     intent = facts.intent.intent if facts.intent is not None else None
     intent_doc = None
@@ -106,10 +148,10 @@ def store_entry(facts: JobFacts, salt: str) -> dict[str, Any]:
             "phase": intent.phase.value,
             "action": intent.action,
             "run-id": intent.run_id,
-            "manifest": manifest_digest(intent.manifest, salt),
+            "manifest": manifest_digest(intent.manifest, digests),
         }
     return {
         "version": facts.stored.meta.query_version if facts.stored is not None else None,
-        "manifest-sha256": manifest_digest(facts.stored, salt),
-        "intent-sha256": digest(salt, canonical(intent_doc)) if intent_doc else None,
+        "manifest-sha256": manifest_digest(facts.stored, digests),
+        "intent-sha256": digests(canonical(intent_doc)) if intent_doc else None,
     }

@@ -1,26 +1,42 @@
 """A saved plan (`plan --out FILE`): the plan's decisions as `plan --output json` shows them
-(secrets masked), what each was decided from (act/plan_inputs.py), the release of the deployer
-and the Spark it was judged for, when it was made, and a digest of all of it. `deploy --plan
-FILE` reads it back here: a file that is not one, is damaged or was edited (its digest), was made
-by another release, is older than its limit or dated in the future is refused before anything is
-read from the world; act/stale.py then says whether the world is still the one it was made in.
+(secrets masked), what each was decided from (act/plan_inputs.py), the release of the deployer,
+the target it was made for and the Spark it was judged for, the job paths and catalog it read,
+when it was made, and a digest of all of it. `deploy --plan FILE` reads it back here: a file that
+is not one, is damaged or was edited (its digest), is not the one approved (`--expect-digest`) or
+not signed with the plan key, was made by another release, is older than its limit or dated in
+the future is refused before anything is read from the world; act/stale.py then says whether the
+world is still the one it was made in.
 
-The file is JSON, one document; its `digest` is the SHA-256 of the document without it, written
-canonically (keys sorted, no spaces): the saved plan's identity, shown in the Markdown plan a
-reviewer approves."""
+The file is JSON, one document; its `digest` is the SHA-256 of the document without `digest` and
+`signature`, written canonically (keys sorted, no spaces): the saved plan's identity, shown in the
+Markdown plan a reviewer approves. Anyone holding the file can recompute it, so a digest alone
+proves nothing: what binds a file to its review is the digest the reviewer saw, given to the
+deploy (`--expect-digest`), or the `signature`, an HMAC-SHA256 of the digest under the plan key
+only CI holds (`FLINK_SQL_RUNNER_PLAN_KEY`), which the deploy checks with the same key."""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from flink_sql_runner.act.plan_inputs import canonical, job_entry, store_entry, template_entry
-from flink_sql_runner.decide.decisions import Decision, Plan
+import jsonschema
+
+from flink_sql_runner.act.plan_inputs import (
+    Digests,
+    canonical,
+    job_entry,
+    store_entry,
+    template_entry,
+    where,
+)
+from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.errors import EXIT_INVALID, FsrError
 from flink_sql_runner.host.atomic import replace_file
 from flink_sql_runner.model.facts import JobFacts
@@ -36,6 +52,11 @@ DEFAULT_MAX_AGE = 7 * 24 * 3600.0
 #: plan dated later was not made by a clock to trust, and its age would say nothing.
 CLOCK_SKEW = 300.0
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+#: The plan key: a secret only CI holds, which signs a saved plan and keys its digests. Read
+#: from the environment only (a command line shows in `ps`); never printed.
+KEY_VARIABLE = "FLINK_SQL_RUNNER_PLAN_KEY"
+#: The fewest characters a plan key may have: one a word list cannot find.
+KEY_MIN = 16
 
 
 class BadSavedPlan(FsrError):
@@ -86,27 +107,35 @@ def make_saved_plan(
     spark: str | None,
     deployer: str,
     store: str,
-    target: str,
+    target: dict[str, str | None],
     handover: str,
     kafka_start: str | None,
     now: float,
     on_state_change: str | None = None,
     store_now_ms: int | None = None,
+    paths: list[Path] | None = None,
+    table_paths: list[Path] | None = None,
+    prune: bool = False,
+    key: bytes | None = None,
 ) -> dict[str, Any]:
     """The saved plan of `plan` (`shown`: its decisions as `--output json` has them, secrets
-    masked), sealed with its digest. What was decided from is recorded for the jobs it acts
-    on; what the store held, for those and the jobs they were decided against; `store_now_ms`,
-    the store's clock its "now minus" starts were made a time of (None: none)."""
+    masked), sealed with its digest and, with the plan `key`, signed. What was decided from is
+    recorded for the jobs it acts on; what the store held, for those and the jobs each was
+    decided against (`against`); `target`: every setting that says where jobs run;
+    `store_now_ms`, the store's clock its "now minus" starts were made a time of (None: none)."""
     salt = secrets.token_hex(16)
+    digests = Digests(salt, key)
     acting = [d for d in plan.decisions if d.steps]
     names = {d.name for d in acting}
-    checked = set(names)
     lineage = plan_lineage(facts) if acting else None
+    against: dict[str, list[str]] = {}
     for decision in acting:
-        checked |= related(decision)
+        them = related(decision)
         if lineage is not None:
-            checked |= {link.producer for link in lineage.links_into(decision.name)}
-            checked |= {link.consumer for link in lineage.links_from(decision.name)}
+            them |= {link.producer for link in lineage.links_into(decision.name)}
+            them |= {link.consumer for link in lineage.links_from(decision.name)}
+        against[decision.name] = sorted(them - {decision.name})
+    checked = names.union(*against.values())
     desired = {job.name: job for job in jobs}
     body = {
         "format": FORMAT,
@@ -116,26 +145,55 @@ def make_saved_plan(
         "spark": spark,
         "store": store,
         "target": target,
+        "paths": [where(p) for p in paths or ()],
+        "table-paths": [where(p) for p in table_paths or ()],
+        "prune": prune,
         "handover": handover,
         "kafka-start": kafka_start,
         "on-state-change": on_state_change,
         "store-now-ms": store_now_ms,
         "salt": salt,
-        "template": template_entry(template, salt) if names & set(desired) else None,
+        "keyed": key is not None,
+        "template": template_entry(template, digests) if names & set(desired) else None,
         "jobs": shown["jobs"],
-        "inputs": {n: job_entry(desired[n], catalog, salt) for n in sorted(names & set(desired))},
-        "store-read": {f.name: store_entry(f, salt) for f in facts if f.name in checked},
+        "inputs": {
+            n: job_entry(desired[n], catalog, digests) for n in sorted(names & set(desired))
+        },
+        "against": against,
+        "store-read": {f.name: store_entry(f, digests) for f in facts if f.name in checked},
     }
-    return sealed(body)
+    return sealed(body, key)
 
 
 def body_digest(body: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical(body).encode("utf-8")).hexdigest()
 
 
-def sealed(body: dict[str, Any]) -> dict[str, Any]:
-    """`body` with its digest."""
-    return {**body, "digest": body_digest(body)}
+def signature(digest: str, key: bytes) -> str:
+    return "hmac-sha256:" + hmac.new(key, digest.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def sealed(body: dict[str, Any], key: bytes | None = None) -> dict[str, Any]:
+    """`body` with its digest, and with `key` its signature."""
+    digest = body_digest(body)
+    doc = {**body, "digest": digest}
+    if key is not None:
+        doc["signature"] = signature(digest, key)
+    return doc
+
+
+def plan_key(environ: dict[str, str] | None = None) -> bytes | None:
+    """The plan key from the environment (None: not set); BadSavedPlan when it is too short to
+    be one. The key itself is never shown."""
+    text = (os.environ if environ is None else environ).get(KEY_VARIABLE, "")
+    if not text:
+        return None
+    if len(text) < KEY_MIN:
+        raise BadSavedPlan(
+            f"{KEY_VARIABLE}: {len(text)} characters, fewer than {KEY_MIN}: a plan key must be "
+            "one a word list cannot find (e.g. `openssl rand -hex 32`)"
+        )
+    return text.encode("utf-8")
 
 
 def write_saved_plan(path: Path, doc: dict[str, Any]) -> None:
@@ -156,9 +214,22 @@ class SavedPlan:
     def digest(self) -> str:
         return str(self.doc["digest"])
 
+    #: The plan key it was checked with (None: none), which keys its digests.
+    key: bytes | None = None
+    #: How it is bound to its review: "signed", "expected digest", or "" (trusted as it is).
+    bound: str = ""
+
     @property
-    def salt(self) -> str:
-        return str(self.doc["salt"])
+    def digests(self) -> Digests:
+        return Digests(str(self.doc["salt"]), self.key if self.doc.get("keyed") else None)
+
+    @property
+    def paths(self) -> list[str]:
+        return [str(p) for p in self.doc["paths"]]
+
+    @property
+    def table_paths(self) -> list[str]:
+        return [str(p) for p in self.doc["table-paths"]]
 
     @property
     def decisions(self) -> dict[str, dict[str, Any]]:
@@ -170,9 +241,18 @@ class SavedPlan:
         return [str(d["name"]) for d in self.doc["jobs"] if d.get("steps")]
 
 
-def read_saved_plan(path: Path, *, deployer: str, now: float, max_age: float) -> SavedPlan:
+def read_saved_plan(
+    path: Path,
+    *,
+    deployer: str,
+    now: float,
+    max_age: float,
+    key: bytes | None = None,
+    expect_digest: str | None = None,
+) -> SavedPlan:
     """The saved plan at `path`, checked: BadSavedPlan (exit 2) naming the file and what is
-    wrong when it cannot be carried out whatever the world is."""
+    wrong when it cannot be carried out whatever the world is. `expect_digest`: the digest the
+    review approved; `key`: the plan key, which must have signed it."""
     where = str(path)
     try:
         doc = json.loads(Path(path).read_bytes())
@@ -187,12 +267,13 @@ def read_saved_plan(path: Path, *, deployer: str, now: float, max_age: float) ->
             f"{where}: schema-version: {doc.get('schema-version')!r} is not supported (this "
             f"flink-sql-runner reads {SCHEMA_VERSION}); plan again"
         )
-    body = {k: v for k, v in doc.items() if k != "digest"}
+    body = {k: v for k, v in doc.items() if k not in ("digest", "signature")}
     if doc.get("digest") != body_digest(body):
         raise BadSavedPlan(
             f"{where}: digest: does not match the plan's content: the file is damaged or was "
             "edited; plan again (a saved plan is carried out as it was reviewed, or not at all)"
         )
+    bound = _bound(where, doc, key, expect_digest)
     problems = _shape_problems(doc)
     if problems:  # sealed, yet not made by a plan: written by hand and sealed again
         raise BadSavedPlan(f"{where}: " + "; ".join(problems))
@@ -202,33 +283,156 @@ def read_saved_plan(path: Path, *, deployer: str, now: float, max_age: float) ->
             "another release may decide otherwise; plan again with this one"
         )
     _check_age(where, str(doc["created"]), now, max_age)
-    return SavedPlan(where, doc)
+    return SavedPlan(where, doc, key, bound)
+
+
+def _bound(where: str, doc: dict[str, Any], key: bytes | None, expected: str | None) -> str:
+    """How the file is bound to its review, checked: BadSavedPlan when it is not the approved
+    one, or not signed with the key given, or signed with a key not given."""
+    said = []
+    if expected is not None:
+        if expected.strip() != doc["digest"]:
+            raise BadSavedPlan(
+                f"{where}: digest: {doc['digest']} is not the approved one (--expect-digest "
+                f"{expected.strip()}): this is not the plan that was reviewed"
+            )
+        said.append("expected digest")
+    found = doc.get("signature")
+    if key is not None:
+        if not isinstance(found, str) or not doc.get("keyed"):
+            raise BadSavedPlan(
+                f"{where}: signature: none: the plan was not made with the plan key "
+                f"({KEY_VARIABLE}); plan again where the key is set"
+            )
+        if not hmac.compare_digest(found, signature(str(doc["digest"]), key)):
+            raise BadSavedPlan(
+                f"{where}: signature: not made with this plan key ({KEY_VARIABLE}): the file "
+                "was sealed again by someone without the key, or the key differs"
+            )
+        said.append("signed")
+    elif doc.get("keyed"):
+        raise BadSavedPlan(
+            f"{where}: signature: the plan was signed with a plan key and this deploy has none "
+            f"({KEY_VARIABLE}): it can be neither checked nor compared with the world"
+        )
+    return " and ".join(said)
 
 
 def _shape_problems(doc: dict[str, Any]) -> list[str]:
+    """What a sealed document lacks of a saved plan's shape: its first problem, then that every
+    job it acts on has what it was decided from recorded: its inputs, or for a stored job with
+    no file (removed from git, pruned) what the store held of it."""
+    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(doc))
+    if error is not None:
+        field = ".".join(str(p) for p in error.absolute_path) or "(the document)"
+        return [f"{field}: {error.message}"]
     problems = []
-    for key, kind in (("deployer", str), ("created", str), ("salt", str), ("jobs", list),
-                      ("inputs", dict), ("store-read", dict), ("handover", str)):  # fmt: skip
-        if not isinstance(doc.get(key), kind):
-            problems.append(f"{key}: missing or not a {kind.__name__}")
-    jobs = doc.get("jobs")
-    if isinstance(jobs, list) and not all(
-        isinstance(d, dict) and isinstance(d.get("name"), str) and isinstance(d.get("steps"), list)
-        for d in jobs
-    ):
-        problems.append("jobs: each needs a name and its steps")
-    for section, keys in (("inputs", INPUT_KEYS), ("store-read", STORE_KEYS)):
-        entries = doc.get(section)
-        for name, entry in sorted(entries.items()) if isinstance(entries, dict) else ():
-            missing = [k for k in keys if not isinstance(entry, dict) or k not in entry]
-            if missing:
-                problems.append(f"{section}.{name}: missing {', '.join(missing)}")
+    for decision in doc["jobs"]:
+        name = decision["name"]
+        if not decision["steps"] or name in doc["inputs"]:
+            continue
+        stored = doc["store-read"].get(name)
+        never_stored = stored is None or (
+            stored["version"] is None and stored["intent-sha256"] is None
+        )
+        if never_stored:  # a job the store has nothing of is deployed from a file
+            problems.append(
+                f"inputs.{name}: missing: the plan acts on {name} ({decision['action']}) "
+                "without recording what it was decided from"
+            )
+    for name in doc["inputs"]:
+        if name not in doc["against"]:
+            problems.append(f"against.{name}: missing")
     return problems
 
 
-#: What each job's entry of `inputs` and `store-read` holds (act/plan_inputs.py).
-INPUT_KEYS = ("file", "file-sha256", "table-files", "env", "base", "manifest-sha256")
-STORE_KEYS = ("version", "manifest-sha256", "intent-sha256")
+_TEXT = {"type": "string"}
+_TEXT_OR_NONE = {"type": ["string", "null"]}
+_DIGEST_OR_NONE = {"type": ["string", "null"]}
+SHAPE: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "deployer", "created", "spark", "store", "target", "paths", "table-paths", "prune",
+        "handover", "kafka-start", "on-state-change", "store-now-ms", "salt", "keyed",
+        "template", "jobs", "inputs", "against", "store-read",
+    ],
+    "properties": {
+        "deployer": _TEXT,
+        "created": _TEXT,
+        "spark": _TEXT_OR_NONE,
+        "store": _TEXT,
+        "target": {
+            "type": "object",
+            "required": ["kind"],
+            "properties": {"kind": _TEXT},
+            "additionalProperties": _TEXT_OR_NONE,
+        },
+        "paths": {"type": "array", "items": _TEXT},
+        "table-paths": {"type": "array", "items": _TEXT},
+        "prune": {"type": "boolean"},
+        "handover": _TEXT,
+        "kafka-start": _TEXT_OR_NONE,
+        "on-state-change": _TEXT_OR_NONE,
+        "store-now-ms": {"type": ["integer", "null"]},
+        "salt": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+        "keyed": {"type": "boolean"},
+        "template": {
+            "oneOf": [
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "required": ["file", "sha256"],
+                    "properties": {"file": _TEXT, "sha256": _DIGEST_OR_NONE},
+                },
+            ]
+        },
+        "jobs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "action", "steps"],
+                "properties": {
+                    "name": _TEXT,
+                    "action": {"enum": [a.value for a in Action]},
+                    "query-version": {"type": ["integer", "null"]},
+                    "steps": {"type": "array", "items": {"$ref": "#/$defs/step"}},
+                    "rollback": {"type": "array", "items": {"$ref": "#/$defs/step"}},
+                },
+            },
+        },
+        "inputs": {"type": "object", "additionalProperties": {"$ref": "#/$defs/inputs"}},
+        "against": {
+            "type": "object",
+            "additionalProperties": {"type": "array", "items": _TEXT},
+        },
+        "store-read": {"type": "object", "additionalProperties": {"$ref": "#/$defs/store"}},
+    },
+    "$defs": {
+        "step": {"type": "object", "required": ["step"], "properties": {"step": _TEXT}},
+        "inputs": {
+            "type": "object",
+            "required": ["file", "file-sha256", "table-files", "env", "base", "manifest-sha256"],
+            "properties": {
+                "file": _TEXT,
+                "file-sha256": _DIGEST_OR_NONE,
+                "table-files": {"type": "object", "additionalProperties": _DIGEST_OR_NONE},
+                "env": {"type": "object", "additionalProperties": _DIGEST_OR_NONE},
+                "base": _TEXT_OR_NONE,
+                "manifest-sha256": _DIGEST_OR_NONE,
+            },
+        },
+        "store": {
+            "type": "object",
+            "required": ["version", "manifest-sha256", "intent-sha256"],
+            "properties": {
+                "version": {"type": ["integer", "null"]},
+                "manifest-sha256": _DIGEST_OR_NONE,
+                "intent-sha256": _DIGEST_OR_NONE,
+            },
+        },
+    },
+}  # fmt: skip
+_VALIDATOR = jsonschema.Draft202012Validator(SHAPE)
 
 
 def _check_age(where: str, created: str, now: float, max_age: float) -> None:

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flink_sql_runner.act.plan_inputs import where, without_user
 from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER
 from flink_sql_runner.errors import FsrError
@@ -63,6 +64,26 @@ class Settings:
     properties: PropertyRules = field(default_factory=PropertyRules)  # checks, and warnings
     #: Reuse what unchanged job and table files read as last time (read/load_cache.py).
     cache: bool = True
+
+
+def where_jobs_run(settings: Settings) -> dict[str, str | None]:
+    """Every setting that says where and how jobs run, as a saved plan records it and compares
+    it (a plan made for one master is refused on another). A URL's user and password are left
+    out."""
+    master = settings.master
+    if master is None:
+        master = {"local": "local[*]", "yarn": "yarn"}.get(settings.target)
+    found = {
+        "kind": settings.target,
+        "master": master,
+        "rest-gateway": settings.rest_gateway,
+        "cluster-api": settings.cluster_api,
+        "namespace": settings.namespace,
+        "runner-path": settings.runner_path,
+        "spark-submit": settings.spark_submit,
+        "connector-jars": where(settings.connector_jars) if settings.connector_jars else None,
+    }
+    return {k: without_user(v) for k, v in found.items()}
 
 
 def make_target(settings: Settings) -> Target:

@@ -26,6 +26,7 @@ from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.read.catalog import Catalog
 from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.read.secrets import redact_text
 
 #: What a step's record says that is not what it does: the run a stop names (its pid, its
 #: application id) changes with every restart of the same version.
@@ -46,10 +47,17 @@ def input_lines(
     lines: list[str] = []
     template_changed = False
     then_template = saved.doc.get("template")
-    acting = [n for n in (saved.acting if acting is None else acting) if n in inputs]
+    acting = saved.acting if acting is None else acting
+    for name in acting:
+        if name not in inputs and name in desired:  # a stored job the plan decided without a file
+            lines.append(
+                f"{name}: deployed from {desired[name].file} now; the plan decided it without a "
+                "file (removed from the job paths)"
+            )
+    acting = [n for n in acting if n in inputs]
     if then_template and acting:
         # By content: the packaged template's path differs between two installations.
-        if template_entry(template, saved.salt)["sha256"] != then_template["sha256"]:
+        if template_entry(template, saved.digests)["sha256"] != then_template["sha256"]:
             template_changed = True
             lines.append(f"template: {then_template['file']} changed since the plan")
     for name in acting:
@@ -58,7 +66,7 @@ def input_lines(
         if job is None:
             lines.append(f"{name}: {then['file']} is no longer among the jobs to deploy")
             continue
-        now = job_entry(job, catalog, saved.salt)
+        now = job_entry(job, catalog, saved.digests)
         found = _job_lines(name, then, now)
         if not found and not template_changed and now["manifest-sha256"] != then["manifest-sha256"]:
             found = [f"{name}: its manifest, merged and resolved, changed since the plan"]
@@ -86,7 +94,7 @@ def _job_lines(name: str, then: dict[str, Any], now: dict[str, Any]) -> list[str
             how = "is not set now" if after is None else (
                 "is set now" if before is None else "changed since the plan")  # fmt: skip
             lines.append(f"{name}: environment variable {variable} {how}")
-    if now["base"] != then["base"]:
+    if now["base"] != then["base"] and None not in (now["base"], then["base"]):
         lines.append(
             f"{name}: relative paths resolve against {now['base']} now, {then['base']} at the plan"
         )
@@ -104,26 +112,44 @@ def world_lines(
     *,
     spark: str | None,
     store: str,
-    target: str,
     acting: list[str] | None = None,
 ) -> list[str]:
     """One line per difference between the world the saved plan was decided in and the one
     `facts` and the plan decided now from them (`fresh`) show. `acting`: the jobs carried out
-    (all the plan acts on unless said; `deploy-job` names one, gathers only it, and so checks
-    the store of it alone)."""
+    (all the plan acts on unless said; `deploy-job` names one, and the store is checked of it
+    and the jobs it was decided against)."""
     lines = []
     if saved.doc["store"] != store:
         lines.append(f"store: the plan was made for {saved.doc['store']}, this deploy's is {store}")
-    if saved.doc["target"] != target:
-        lines.append(f"target: the plan was made for {saved.doc['target']}, this is {target}")
     if saved.doc["spark"] != spark:
         lines.append(
             f"spark: the target runs Spark {spark or 'of an unknown version'}, the plan was "
             f"judged for {saved.doc['spark'] or 'an unknown version'}"
         )
-    lines += store_lines(saved, facts, None if acting is None else set(acting))
+    against: dict[str, list[str]] = saved.doc["against"]
+    names = None if acting is None else set(acting).union(*(against.get(n, ()) for n in acting))
+    lines += store_lines(saved, facts, names)
     lines += decision_lines(saved, fresh, saved.acting if acting is None else acting)
     return lines
+
+
+def target_lines(saved: SavedPlan, target: dict[str, str | None]) -> list[str]:
+    """One line per setting that says where jobs run (act/settings.py's `where_jobs_run`) that
+    differs from the plan's."""
+    then: dict[str, str | None] = saved.doc["target"]
+    lines = []
+    for key in sorted({*then, *target}):
+        before, after = then.get(key), target.get(key)
+        if before != after:
+            lines.append(
+                f"target: {key}: the plan was made for {_said(before)}, this deploy's is "
+                f"{_said(after)}"
+            )
+    return lines
+
+
+def _said(value: str | None) -> str:
+    return "none" if value is None else redact_text(value)
 
 
 def store_lines(
@@ -138,7 +164,7 @@ def store_lines(
         if names is not None and name not in names:
             continue
         fact = by_name.get(name)
-        now = store_entry(fact, saved.salt) if fact is not None else _ABSENT
+        now = store_entry(fact, saved.digests) if fact is not None else _ABSENT
         if now["manifest-sha256"] != then["manifest-sha256"]:
             lines.append(_store_line(name, then["version"], now["version"]))
         if now["intent-sha256"] != then["intent-sha256"]:

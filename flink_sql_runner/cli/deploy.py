@@ -26,6 +26,7 @@ from flink_sql_runner.cli.options import (
     options,
     parallelism_option,
     path_option,
+    paths_or_plan_option,
     remote_options,
     settings_from,
     timeout_options,
@@ -37,8 +38,9 @@ from flink_sql_runner.cli.original_flags import (
 )
 from flink_sql_runner.cli.preview import plan_preview_options, plan_previews
 from flink_sql_runner.cli.saved_plans import (
+    acts_on,
     check_inputs,
-    job_file,
+    from_plan,
     out_option,
     plan_file_options,
     read,
@@ -75,6 +77,13 @@ from flink_sql_runner.render.preview import preview_text, previews_markdown
 )
 @out_option
 @click.option(
+    "--prune",
+    is_flag=True,
+    envvar=env_var("PRUNE"),
+    help="Plan as `deploy --prune` does: stop jobs whose manifest left --path and archive their "
+    "manifest (with --out, the saved plan carries it out).",
+)
+@click.option(
     "--preview",
     "with_preview",
     is_flag=True,
@@ -88,6 +97,7 @@ def plan(
     output: str,
     detailed_exitcode: bool,
     out: Path | None,
+    prune: bool,
     with_preview: bool,
     batches: int,
     rows: int,
@@ -106,16 +116,16 @@ def plan(
     kept: list[dict[str, Any]] = []
 
     def show(p: Plan, previews: list[Preview] | None = None) -> str:
-        saved = saved_shown(deployment, p, jobs, out, kept) if out is not None else None
+        saved = saved_shown(deployment, p, jobs, out, kept, prune) if out is not None else None
         extra = {"saved-plan": {"file": str(out), "digest": saved[1]}} if saved else {}
         return _shown_plan(p, output, deployment, jobs, saved, previews, **extra)
 
     if with_preview:
-        result = deployment.plan(jobs, read_only=True)
+        result = deployment.plan(jobs, prune=prune, read_only=True)
         previews = plan_previews(deployment, result, PreviewAsk(batches, max_rows), rows)
         shown = show(result, previews)
     else:
-        result, shown = deployment.plan_shown(jobs, show)
+        result, shown = deployment.plan_shown(jobs, show, prune=prune)
     if out is not None:
         write(out, kept[0])
     click.echo(shown)
@@ -176,8 +186,8 @@ def _deploy(
     said) or nothing (StalePlan: a plan made now is shown instead, exit 2)."""
     try:
         if saved is not None:
-            if dry_run or prune:
-                raise BadFlags("--plan carries a saved plan out as it is: no --dry-run, --prune")
+            if dry_run:
+                raise BadFlags("--plan carries a saved plan out as it is: no --dry-run")
             deployment.follow(saved)
             check_inputs(deployment, saved, jobs, acting)
         return _deploy_now(deployment, jobs, output, dry_run, include_orphans, prune, saved, acting)
@@ -248,7 +258,7 @@ def _deploy_report(plan: Plan, results: dict[str, JobResult], output: str) -> No
 
 
 @click.command(cls=FsrCommand)
-@path_option
+@paths_or_plan_option
 @input_options
 @remote_options
 @original_options()
@@ -271,18 +281,25 @@ def deploy(
     prune: bool,
     plan_file: Path | None,
     max_plan_age: float,
+    expect_digest: str | None,
     debug: bool,
     **kw: Any,
 ) -> int:
     """Deploy every job under --path: stop, restart or start each as its plan says. With
-    --plan FILE: exactly the steps of that saved plan (`plan --out FILE`), or nothing.
+    --plan FILE: exactly the steps of that saved plan (`plan --out FILE`), or nothing; its job
+    paths and catalog are the plan's.
 
     One deploy at a time per manifest store: a second one waits for the lock (--lock-timeout),
     saying who holds it. Ctrl-C finishes the jobs in flight, begins no other and prints what
     completed (exit 130); a second Ctrl-C begins nothing more and leaves once the calls in flight
     have returned; a third leaves at once, the lock left to expire.
     """
-    saved = read(plan_file, max_plan_age) if plan_file is not None else None
+    saved = read(plan_file, max_plan_age, expect_digest) if plan_file is not None else None
+    if saved is not None:
+        paths = from_plan(saved, paths, kw, prune)
+        prune = bool(saved.doc["prune"])
+    elif not paths:
+        raise BadFlags("deploy needs --path (or --plan FILE, whose paths it takes)")
     deployment = Deployment(settings_from(paths, **kw))
     deployment.debug = debug
     if dry_run:
@@ -315,27 +332,32 @@ def deploy_job(
     dry_run: bool,
     plan_file: Path | None,
     max_plan_age: float,
+    expect_digest: str | None,
     debug: bool,
     **kw: Any,
 ) -> int:
     """Deploy a single job: the one --job-config-path holds, or with --plan FILE NAME, the job
-    NAME of a saved plan, exactly as the plan says (its file is the one the plan names)."""
-    saved, path = None, job_config_path
-    if plan_file is not None:
-        if name is None or job_config_path is not None:
-            raise BadFlags("--plan FILE takes the NAME of one of its jobs, not --job-config-path")
-        saved = read(plan_file, max_plan_age)
-        path = job_file(saved, name)
-        if path is None:
-            click.echo(f"{name}: the saved plan leaves it alone: nothing to do")
-            return EXIT_OK
-    elif path is None or name is not None:
-        raise BadFlags("deploy-job needs --job-config-path FILE (or --plan FILE NAME)")
-    deployment = Deployment(settings_from((), **kw))
+    NAME of a saved plan, exactly as the plan says: checked as `deploy --plan` checks it (its
+    inputs, and the store of the jobs it was decided against), every other job left alone."""
+    if plan_file is None:
+        if job_config_path is None or name is not None:
+            raise BadFlags("deploy-job needs --job-config-path FILE (or --plan FILE NAME)")
+        deployment = Deployment(settings_from((), **kw))
+        deployment.debug = debug
+        (job,) = load(deployment, job_config_path, deployment.sources_checked())
+        return _deploy(deployment, [job], output, dry_run, False, False)
+    if name is None or job_config_path is not None:
+        raise BadFlags("--plan FILE takes the NAME of one of its jobs, not --job-config-path")
+    saved = read(plan_file, max_plan_age, expect_digest)
+    if not acts_on(saved, name):
+        click.echo(f"{name}: the saved plan leaves it alone: nothing to do")
+        return EXIT_OK
+    paths = from_plan(saved, (), kw)
+    deployment = Deployment(settings_from(paths, **kw))
     deployment.debug = debug
-    (job,) = load(deployment, path, deployment.sources_checked())
-    acting = [name] if name is not None else None
-    return _deploy(deployment, [job], output, dry_run, False, False, saved, acting)
+    jobs = load(deployment, sources=deployment.sources_checked())
+    prune = bool(saved.doc["prune"])
+    return _deploy(deployment, jobs, output, dry_run, True, prune, saved, [name])
 
 
 def _markdown_output(*commands: click.Command) -> None:

@@ -370,3 +370,13 @@ path_option = click.option(
     envvar=env_var("PATH"),
     help="Job manifests: a folder (searched recursively) or a file; repeatable.",
 )
+#: `deploy`'s: with --plan FILE, the plan's own paths.
+paths_or_plan_option = click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    type=EXISTING,
+    envvar=env_var("PATH"),
+    help="Job manifests: a folder (searched recursively) or a file; repeatable. Required "
+    "unless --plan FILE (the plan's paths).",
+)

@@ -9,17 +9,22 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from flink_sql_runner import __version__
 from flink_sql_runner.act.deployment import Deployment
+from flink_sql_runner.act.plan_inputs import where
 from flink_sql_runner.act.saved_plan import (
+    KEY_VARIABLE,
     BadSavedPlan,
     SavedPlan,
     StalePlan,
+    plan_key,
     read_saved_plan,
     write_saved_plan,
 )
 from flink_sql_runner.cli.options import env_var
+from flink_sql_runner.cli.original_flags import BadFlags
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.errors import EXIT_INVALID
 from flink_sql_runner.host import runtime
@@ -49,13 +54,20 @@ out_option = click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
     envvar=env_var("PLAN_OUT"),
-    help="Also save the plan to FILE (JSON, with its digest; no secret in it): "
-    "`deploy --plan FILE` carries out exactly its steps, or refuses it whole (exit 2) when "
-    "anything it was decided from changed.",
+    help="Also save the plan to FILE (JSON, with its digest; no secret in it; signed when "
+    f"{KEY_VARIABLE} is set): `deploy --plan FILE` carries out exactly its steps, or refuses it "
+    "whole (exit 2) when anything it was decided from changed.",
 )
 
 
 def plan_file_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option(
+        "--expect-digest",
+        envvar=env_var("EXPECT_DIGEST"),
+        help="With --plan: the digest the review approved (shown in the plan's Markdown); a "
+        "file with another is refused. Without it and without the plan key "
+        f"({KEY_VARIABLE}, which must have signed the plan), the file is trusted as it is.",
+    )(func)
     func = click.option(
         "--max-plan-age",
         type=Age(),
@@ -70,18 +82,26 @@ def plan_file_options(func: Callable[..., Any]) -> Callable[..., Any]:
         type=click.Path(path_type=Path, dir_okay=False),
         envvar=env_var("SAVED_PLAN"),
         help="Carry out the saved plan FILE (`plan --out FILE`): exactly its steps, every other "
-        "job left alone; refused whole before anything is touched (exit 2) when a job file, "
-        "table file, the template, an environment value it names or the store changed since, "
-        "or it was made by another release or is older than --max-plan-age.",
+        "job left alone, with the job paths and catalog it was made from; refused whole before "
+        "anything is touched (exit 2) when a job file, table file, the template, an environment "
+        "value it names, the store or where jobs run changed since, or it was made by another "
+        "release or is older than --max-plan-age.",
     )(func)
 
 
 def saved_shown(
-    deployment: Deployment, plan: Plan, jobs: list[Job], out: Path, kept: list[dict[str, Any]]
+    deployment: Deployment,
+    plan: Plan,
+    jobs: list[Job],
+    out: Path,
+    kept: list[dict[str, Any]],
+    prune: bool = False,
 ) -> tuple[str, str]:
     """The saved plan of `plan` (kept in `kept` until written) and what the Markdown plan says
     of it: its file name and digest."""
-    doc = deployment.saved_plan(plan, plan_dict(plan), jobs, __version__)
+    doc = deployment.saved_plan(
+        plan, plan_dict(plan), jobs, __version__, prune=prune, key=plan_key()
+    )
     kept[:] = [doc]
     return out.name, str(doc["digest"])
 
@@ -89,32 +109,81 @@ def saved_shown(
 def write(out: Path, doc: dict[str, Any]) -> None:
     write_saved_plan(out, doc)
     acting = sum(1 for d in doc["jobs"] if d.get("steps"))
+    signed = ", signed" if "signature" in doc else ""
     click.echo(
-        f"Saved the plan to {out} ({doc['digest']}; {acting} job{'s' if acting != 1 else ''} "
-        f"to act on): carry it out with `flink-sql-runner deploy --plan {out}`.",
+        f"Saved the plan to {out} ({doc['digest']}{signed}; {acting} "
+        f"job{'s' if acting != 1 else ''} to act on): carry it out with `flink-sql-runner "
+        f"deploy --plan {out} --expect-digest {doc['digest']}`.",
         err=True,
     )
 
 
-def read(path: Path, max_age: float) -> SavedPlan:
-    return read_saved_plan(path, deployer=__version__, now=runtime.wall(), max_age=max_age)
+def read(path: Path, max_age: float, expect_digest: str | None = None) -> SavedPlan:
+    """The saved plan at `path`, checked (act/saved_plan.py); a warning when nothing binds it
+    to its review."""
+    saved = read_saved_plan(
+        path,
+        deployer=__version__,
+        now=runtime.wall(),
+        max_age=max_age,
+        key=plan_key(),
+        expect_digest=expect_digest,
+    )
+    if not saved.bound:
+        click.echo(
+            f"warning: {path}: carried out as the file says: neither --expect-digest nor the "
+            f"plan key ({KEY_VARIABLE}) binds it to the plan that was reviewed (docs/ci.md)",
+            err=True,
+        )
+    return saved
 
 
-def job_file(saved: SavedPlan, name: str) -> Path | None:
-    """The file `deploy-job --plan FILE NAME` loads: the one the plan decided NAME from. None:
-    the plan leaves NAME alone (nothing to do)."""
+def from_plan(
+    saved: SavedPlan, paths: tuple[Path, ...], kw: dict[str, Any], prune: bool = False
+) -> tuple[Path, ...]:
+    """The job paths a deploy of `saved` reads, and its catalog put in `kw`: the plan's own;
+    given again, they must be the same. How it was decided (--handover, --kafka-start,
+    --on-state-change, --prune) is the plan's: given again, it must be the same."""
+    given = {
+        "--path": [where(p) for p in paths],
+        "--table-definition-path": [where(p) for p in kw.get("table_paths") or ()],
+    }
+    for option, values, planned in (
+        ("--path", given["--path"], saved.paths),
+        ("--table-definition-path", given["--table-definition-path"], saved.table_paths),
+    ):
+        if values and sorted(values) != sorted(planned):
+            raise BadFlags(
+                f"{option} {' '.join(values)}: the saved plan was made from "
+                f"{' '.join(planned) or 'none'}; give the same, or none"
+            )
+    ctx = click.get_current_context()
+    for option, name, planned in (
+        ("--handover", "handover", saved.doc["handover"]),
+        ("--kafka-start", "kafka_start", saved.doc["kafka-start"]),
+        ("--on-state-change", "on_state_change", saved.doc["on-state-change"]),
+        ("--prune", "prune", saved.doc["prune"]),
+    ):
+        if ctx.get_parameter_source(name) in (None, ParameterSource.DEFAULT):
+            continue
+        value = prune if name == "prune" else kw.get(name)
+        value = getattr(value, "text", value)
+        if value != planned:
+            said = f"{option} {value}: the saved plan was made with {planned or 'none'}"
+            if isinstance(value, bool):
+                said = f"{option}: the saved plan was made {'with' if planned else 'without'} it"
+            raise BadFlags(f"{said}; a plan is carried out as it was decided")
+    kw["table_paths"] = [Path(p) for p in saved.table_paths]
+    return tuple(Path(p) for p in saved.paths)
+
+
+def acts_on(saved: SavedPlan, name: str) -> bool:
+    """Whether the plan does something with `name` (`deploy-job --plan FILE NAME`); BadSavedPlan
+    when it has no such job."""
     decision = saved.decisions.get(name)
     if decision is None:
         raise BadSavedPlan(f"{saved.path}: jobs: no job {name} in the saved plan")
-    if not decision.get("steps"):
-        return None
-    entry = saved.doc["inputs"].get(name)
-    if entry is None:
-        raise BadSavedPlan(
-            f"{saved.path}: {name} is not deployed from a file (a stored job the plan stops or "
-            "prunes): carry the plan out with deploy --plan"
-        )
-    return Path(entry["file"])
+    return bool(decision.get("steps"))
 
 
 def check_inputs(

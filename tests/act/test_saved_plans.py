@@ -23,7 +23,7 @@ from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.watch.events import Notifier
 from flink_sql_runner.watch.watcher import Watcher, WatchSettings
 from tests.support.jobs import probe
-from tests.support.saved_plans import SQL, PlanWorld
+from tests.support.saved_plans import SQL, TABLE, PlanWorld
 
 
 @pytest.fixture
@@ -211,7 +211,7 @@ def test_a_saved_plan_is_carried_out_with_the_handover_it_was_decided_with(
 def test_deploy_job_carries_out_one_job_of_the_plan(world: PlanWorld) -> None:
     world.save()
     plan, results = world.deploy_saved(acting=["orders"])
-    assert [d.action for d in plan.decisions] == [Action.STOP_AND_RESTART]
+    assert actions(plan) == {"clicks": "noop", "orders": Action.STOP_AND_RESTART.value}
     assert results["orders"].ok and world.version("clicks") == 1
     world.write_job("clicks", description="edited after the review")
     with pytest.raises(StalePlan, match="clicks: .*clicks.yaml changed since the plan"):
@@ -222,10 +222,15 @@ def test_deploy_job_carries_out_one_job_of_the_plan(world: PlanWorld) -> None:
 
 
 def rewritten(world: PlanWorld, edit: Callable[[dict], None], seal: bool) -> None:
+    """The plan file edited, and with `seal` its digest computed again (as anyone holding the
+    file can; a signature it had is kept, as one without the key can do no better)."""
     doc = json.loads(world.plan_file.read_text())
     edit(doc)
     if seal:
+        signature = doc.pop("signature", None)
         doc = sealed({k: v for k, v in doc.items() if k != "digest"})
+        if signature is not None:
+            doc["signature"] = signature
     world.plan_file.write_text(json.dumps(doc))
 
 
@@ -239,7 +244,9 @@ def test_an_edited_plan_is_refused_by_its_digest(world: PlanWorld) -> None:
 def test_a_plan_edited_and_sealed_again_is_refused_naming_the_field(world: PlanWorld) -> None:
     world.save()
     rewritten(world, lambda doc: doc["inputs"]["orders"].pop("env"), seal=True)
-    with pytest.raises(BadSavedPlan, match=r"plan\.json: inputs\.orders: missing env"):
+    with pytest.raises(
+        BadSavedPlan, match=r"plan\.json: inputs\.orders: 'env' is a required property"
+    ):
         world.read()
 
 
@@ -390,3 +397,198 @@ def test_a_saved_plan_keeps_the_deploy_s_on_state_change(tmp_path: Path) -> None
     _, results = world.deploy_saved()
     assert results["orders"].ok, results["orders"]
     assert world.version("orders") == 2
+
+
+# -- bound to its review (issue 54) -----------------------------------------------------------
+
+KEY = b"a-key-only-ci-holds-0123456789"
+
+
+def test_a_plan_edited_after_review_and_sealed_again_is_refused_by_the_approved_digest(
+    world: PlanWorld,
+) -> None:
+    """Finding 1: the job file edited after the review, its inputs taken out of the plan and
+    the file sealed again: the approved digest refuses it, and without it the job the plan acts
+    on without inputs is stale."""
+    approved = world.save().digest
+    world.write_job("orders", description="not reviewed")
+    rewritten(world, lambda doc: doc["inputs"].pop("orders"), seal=True)
+    with pytest.raises(BadSavedPlan, match=f"is not the approved one .--expect-digest {approved}"):
+        world.read(expect_digest=approved)
+    before = world.touched()
+    with pytest.raises(StalePlan, match="orders: deployed from .*orders.yaml now; the plan"):
+        world.deploy_saved(world.read())
+    assert world.touched() == before
+
+
+def test_a_plan_acting_on_a_new_job_without_its_inputs_is_not_a_plan(
+    world: PlanWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FRESH_MAX_FILES", "10")
+    with world.tables_file.open("a") as tables:
+        tables.write(TABLE.format(name="fresh", name_upper="FRESH"))
+    world.write_job("fresh")
+    world.save()
+    rewritten(world, lambda doc: doc["inputs"].pop("fresh"), seal=True)
+    with pytest.raises(BadSavedPlan, match="inputs.fresh: missing: the plan acts on fresh"):
+        world.read()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda doc: doc.update(created="2099-01-01T00:00:00Z"),
+        lambda doc: doc.update({"kafka-start": "earliest"}),
+        lambda doc: doc.update(handover="cold"),
+    ],
+    ids=["created", "kafka-start", "handover"],
+)
+def test_a_signed_plan_sealed_again_without_the_key_is_refused(world: PlanWorld, edit) -> None:
+    world.save(key=KEY)
+    rewritten(world, edit, seal=True)
+    with pytest.raises(BadSavedPlan, match="signature: not made with this plan key"):
+        world.read(key=KEY)
+
+    def unsigned(doc: dict) -> None:
+        doc.pop("signature", None)
+        doc["keyed"] = False
+
+    rewritten(world, unsigned, seal=True)
+    with pytest.raises(BadSavedPlan, match="signature: none: the plan was not made with"):
+        world.read(key=KEY)
+
+
+def test_a_signed_plan_needs_the_key_and_an_unsigned_one_is_refused_by_it(
+    world: PlanWorld,
+) -> None:
+    world.save(key=KEY)
+    assert world.read(key=KEY).bound == "signed"
+    with pytest.raises(BadSavedPlan, match="signed with a plan key and this deploy has none"):
+        world.read()
+    world.save()
+    assert world.read().bound == ""
+    with pytest.raises(BadSavedPlan, match="signature: none"):
+        world.read(key=KEY)
+
+
+@pytest.mark.parametrize("field", ["store", "jobs", "target", "salt"])
+def test_a_sealed_plan_missing_a_field_is_refused_in_one_line(world: PlanWorld, field) -> None:
+    world.save()
+    rewritten(world, lambda doc: doc.pop(field), seal=True)
+    with pytest.raises(BadSavedPlan, match=f"plan.json: .*'{field}' is a required property"):
+        world.read()
+    rewritten(world, lambda doc: None, seal=True)
+
+
+def test_a_sealed_plan_whose_step_has_no_action_is_refused(world: PlanWorld) -> None:
+    world.save()
+    rewritten(world, lambda doc: doc["jobs"][0].pop("action"), seal=True)
+    with pytest.raises(BadSavedPlan, match=r"jobs\.0: 'action' is a required property"):
+        world.read()
+
+
+def salted(salt: str, value: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(salt.encode() + b"\0" + value.encode()).hexdigest()
+
+
+def test_no_environment_value_can_be_guessed_from_a_plan(
+    world: PlanWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding 2: a secret-named value is recorded as set, never digested without the key;
+    with the key every digest is keyed (a word list needs the key)."""
+    monkeypatch.setenv("ORDERS_PASSWORD", "Summer2026!")
+    text = world.tables_file.read_text()
+    world.tables_file.write_text(
+        text.replace("path: /out/orders", 'path: /out/orders\n      password: "${ORDERS_PASSWORD}"')
+    )
+    saved = world.save()
+    env = saved.doc["inputs"]["orders"]["env"]
+    assert env["ORDERS_PASSWORD"].startswith("set ")
+    assert env["ORDERS_MAX_FILES"] == salted(saved.doc["salt"], "10")
+    signed = world.save(key=KEY)
+    found = signed.doc["inputs"]["orders"]["env"]
+    assert salted(signed.doc["salt"], "Summer2026!") != found["ORDERS_PASSWORD"]
+    assert salted(signed.doc["salt"], "10") != found["ORDERS_MAX_FILES"]
+    monkeypatch.setenv("ORDERS_PASSWORD", "Autumn2026!")
+    with pytest.raises(StalePlan, match="environment variable ORDERS_PASSWORD changed"):
+        world.deploy_saved(world.read(key=KEY))
+
+
+def test_a_plan_made_for_one_master_is_refused_on_another(world: PlanWorld) -> None:
+    """Finding 3."""
+    world.master = "spark://prod:7077"
+    world.save()
+    world.master = "spark://staging:7077"
+    with pytest.raises(StalePlan) as refused:
+        world.deploy_saved()
+    assert refused.value.lines == [
+        "target: master: the plan was made for spark://prod:7077, this deploy's is "
+        "spark://staging:7077"
+    ]
+    world.master = "spark://user:pw@prod:7077"
+    world.save()
+    assert "pw@" not in world.plan_file.read_text()
+
+
+def test_a_plan_holds_in_another_build_folder_for_jobs_without_relative_paths(
+    world: PlanWorld, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Finding 4: CI build folders differ between pipelines; only a job with relative paths
+    depends on the folder."""
+    import shutil
+
+    monkeypatch.chdir(world.root)
+    saved = world.save()
+    assert saved.doc["inputs"]["orders"]["file"] == "queries/orders.yaml"
+    assert saved.doc["inputs"]["orders"]["base"] is None
+    other = tmp_path / "builds" / "1"
+    for part in ("queries", "tables", "template.yaml", "plan.json"):
+        source = world.root / part
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, other / part)
+    monkeypatch.chdir(other)
+    world.root, world.queries, world.tables = other, other / "queries", other / "tables"
+    world.template, world.plan_file = other / "template.yaml", other / "plan.json"
+    plan, results = world.deploy_saved()
+    assert all(r.ok for r in results.values()), results
+
+
+def pipeline(world: PlanWorld) -> None:
+    """`clicks` reads what `orders` writes: a plan changing `orders` is decided against it."""
+    text = world.tables_file.read_text()
+    world.tables_file.write_text(
+        text.replace(
+            "  - name: orders_out\n    format: parquet\n",
+            '  - name: orders_out\n    format: parquet\n    schema: "id BIGINT, ts TIMESTAMP"\n',
+        )
+    )
+    world.write_job("clicks", sql="SELECT id, ts FROM orders_out")
+    _, results = world.deploy()
+    assert all(r.ok for r in results.values()), results
+    world.write_job("orders", description="reworded again")
+
+
+def test_deploy_job_checks_the_jobs_its_job_was_decided_against(world: PlanWorld) -> None:
+    """Finding 5: `deploy-job --plan FILE orders` refuses what `deploy --plan` refuses: the
+    store of `clicks`, which reads what `orders` writes, changed since the plan."""
+    pipeline(world)
+    saved = world.save()
+    assert saved.acting == ["orders"] and saved.doc["against"] == {"orders": ["clicks"]}
+    stopped_by_hand(world)
+    for acting in (None, ["orders"]):
+        with pytest.raises(StalePlan, match="store: clicks was recorded again"):
+            world.deploy_saved(acting=acting)
+
+
+def test_a_reviewed_plan_prunes_a_job_removed_from_git(world: PlanWorld) -> None:
+    """Finding 6: `plan --prune --out` then `deploy --plan` stops and archives it."""
+    world.write_job("clicks")
+    world.write_job("orders")
+    world.job_file("clicks").unlink()
+    saved = world.save(prune=True)
+    assert saved.acting == ["clicks"] and saved.decisions["clicks"]["action"] == "prune"
+    plan, results = world.deploy_saved()
+    assert results["clicks"].ok, results
+    assert "clicks" not in world.store.list_names()
+    assert "clicks" in world.target.stops

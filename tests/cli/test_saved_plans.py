@@ -32,6 +32,10 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def digest(project: Path) -> str:
+    return str(json.loads((project / "plan.json").read_text())["digest"])
+
+
 def untouched(project: Path) -> bool:
     return (
         not (project / "state" / "manifests").exists() and not (project / "state" / "runs").exists()
@@ -41,8 +45,8 @@ def untouched(project: Path) -> bool:
 def test_deploy_job_refuses_one_job_of_a_stale_plan(project: Path) -> None:
     job = project / "examples" / "queries" / "tick-log.yaml"
     job.write_text(job.read_text() + "# edited after the review\n")
-    refused = cli("deploy-job", "--plan", "plan.json", "tick-log", *TABLES, "--state-dir",
-                  "state", cwd=project)  # fmt: skip
+    refused = cli("deploy-job", "--plan", "plan.json", "tick-log", "--state-dir", "state",
+                  "--expect-digest", digest(project), cwd=project)  # fmt: skip
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert refused.stderr.splitlines()[:2] == [
         "error: plan.json: the saved plan is stale; nothing was touched:",
@@ -59,7 +63,18 @@ def test_deploy_job_refuses_one_job_of_a_stale_plan(project: Path) -> None:
         (["deploy-job", "--plan", "plan.json"], "--plan FILE takes the NAME of one of its jobs"),
         (["deploy-job", "--plan", "plan.json", "nope"], "plan.json: jobs: no job nope in"),
         (["deploy", "--path", "examples/queries", "--plan", "plan.json", "--dry-run"],
-         "--plan carries a saved plan out as it is: no --dry-run, --prune"),
+         "--plan carries a saved plan out as it is: no --dry-run"),
+        (["deploy", "--path", "examples", "--plan", "plan.json"],
+         "--path examples: the saved plan was made from examples/queries; give the same"),
+        (["deploy", "--plan", "plan.json", "--kafka-start", "earliest"],
+         "--kafka-start earliest: the saved plan was made with none"),
+        (["deploy", "--plan", "plan.json", "--prune"],
+         "--prune: the saved plan was made without it; a plan is carried out as it was"),
+        (["deploy", "--plan", "plan.json", "--expect-digest", "sha256:0"],
+         "plan.json: digest: sha256:"),
+        (["deploy", "--plan", "plan.json", "--master", "local[2]"],
+         "target: master: the plan was made for local[*], this deploy's is local[2]"),
+        (["deploy"], "deploy needs --path (or --plan FILE, whose paths it takes)"),
         (["deploy", "--path", "examples/queries", "--plan", "plan.json", "--max-plan-age", "0s"],
          "older than --max-plan-age"),
     ],
@@ -80,4 +95,52 @@ def test_a_damaged_plan_is_refused_naming_its_file_and_field(project: Path) -> N
                  "--plan", "plan.json", cwd=project)  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.startswith("error: plan.json: digest: does not match the plan's content")
+    assert untouched(project)
+
+
+def test_deploy_plan_takes_its_paths_and_catalog_from_the_plan(project: Path) -> None:
+    """Finding 6: `deploy --plan FILE` alone (the edit after the review shows the plan's own
+    paths were read), and the digest approved binds it (no warning)."""
+    job = project / "examples" / "queries" / "tick-log.yaml"
+    job.write_text(job.read_text() + "# edited after the review\n")
+    refused = cli("deploy", "--plan", "plan.json", "--state-dir", "state", "--expect-digest",
+                  digest(project), cwd=project)  # fmt: skip
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.splitlines()[:2] == [
+        "error: plan.json: the saved plan is stale; nothing was touched:",
+        "tick-log: examples/queries/tick-log.yaml changed since the plan",
+    ]
+    assert untouched(project)
+
+
+def test_a_plan_not_bound_to_its_review_says_so(project: Path) -> None:
+    job = project / "examples" / "queries" / "tick-log.yaml"
+    job.write_text(job.read_text() + "# edited after the review\n")
+    result = cli("deploy", "--plan", "plan.json", "--state-dir", "state", cwd=project)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == (
+        "warning: plan.json: carried out as the file says: neither --expect-digest nor the plan "
+        "key (FLINK_SQL_RUNNER_PLAN_KEY) binds it to the plan that was reviewed (docs/ci.md)"
+    )
+
+
+def test_the_plan_key_signs_and_is_never_shown(project: Path) -> None:
+    key = {"FLINK_SQL_RUNNER_PLAN_KEY": "ci-only-key-0123456789abcdef"}
+    saved = cli("plan", "--path", "examples/queries", *TABLES, "--state-dir", "state",
+                "--out", "signed.json", env=key, cwd=project)  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    assert ", signed;" in saved.stderr
+    doc = json.loads((project / "signed.json").read_text())
+    assert doc["keyed"] is True and doc["signature"].startswith("hmac-sha256:")
+    unsigned = cli("deploy", "--plan", "plan.json", "--state-dir", "state", env=key,
+                   cwd=project)  # fmt: skip
+    assert unsigned.returncode == 2
+    assert "plan.json: signature: none: the plan was not made with the plan key" in unsigned.stderr
+    short = cli("deploy", "--plan", "signed.json", "--state-dir", "state",
+                env={"FLINK_SQL_RUNNER_PLAN_KEY": "hunter2"}, cwd=project)  # fmt: skip
+    assert short.returncode == 2
+    assert short.stderr == (
+        "error: FLINK_SQL_RUNNER_PLAN_KEY: 7 characters, fewer than 16: a plan key must be one "
+        "a word list cannot find (e.g. `openssl rand -hex 32`)\n"
+    )
     assert untouched(project)

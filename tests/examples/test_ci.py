@@ -62,7 +62,9 @@ def test_both_examples_parse_and_comment_the_markdown_plan() -> None:
     (kept,) = [s for s in plan["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
     assert kept["with"]["name"] == "saved-plan" and kept["with"]["path"] == "saved-plan.json"
     deploy = github["jobs"]["deploy"]
-    assert deploy["steps"][-1]["run"] == "flink-sql-runner deploy --plan saved-plan.json"
+    assert deploy["steps"][-1]["run"] == (
+        'flink-sql-runner deploy --plan saved-plan.json --expect-digest "$(cat approved-digest)"'
+    )
     assert deploy["permissions"]["actions"] == "read"
 
     gitlab = load(GITLAB)
@@ -72,7 +74,9 @@ def test_both_examples_parse_and_comment_the_markdown_plan() -> None:
         in gitlab_scripts()["plan"]
     )
     assert gitlab["plan"]["artifacts"]["paths"] == ["saved-plan.json"]
-    assert gitlab["deploy"]["script"][-1] == "flink-sql-runner deploy --plan saved-plan.json"
+    assert gitlab["deploy"]["script"][-1] == (
+        'flink-sql-runner deploy --plan saved-plan.json --expect-digest "$(cat approved-digest)"'
+    )
 
 
 @pytest.mark.parametrize(("name", "script"), [*github_scripts().items(), *gitlab_scripts().items()])
@@ -171,30 +175,55 @@ def test_no_comment_when_the_plan_printed_nothing(tmp_path: Path) -> None:
     assert calls == []
 
 
-#: `gh` on the merge: the merged pull request (none when $NO_PR is set), its head, the run that
-#: planned it, and the download of its saved plan.
-GH_ON_MERGE = """#!/bin/sh
+APPROVED = "sha256:" + "a" * 64
+#: A digest posted by someone else than the plan's workflow (or token): never taken.
+POSTED_BY_OTHERS = "sha256:" + "b" * 64
+WORKFLOW_FILE = ".github/workflows/streaming-jobs.yml"
+
+#: `gh` on the merge: the merged pull request (none when $NO_PR is set), its head, the runs of
+#: its head (a fork's first; only the fork's when $FORK_ONLY is set), the download of its saved
+#: plan, and the pull request's comments (a digest by someone else, then the workflow's own;
+#: none when $NO_COMMENT is set).
+GH_ON_MERGE = (
+    """#!/bin/sh
 echo "gh $*" >> "$CALLS"
 case "$1 $2" in
-  "api "*) [ -n "$NO_PR" ] || echo 42 ;;
+  "api repos/o/r/commits/"*) [ -n "$NO_PR" ] || echo 42 ;;
+  "api repos/o/r/actions/runs"*)
+    own='{"id": 7, "head_repository": {"full_name": "o/r"}, "path": "PATH"}'
+    fork='{"id": 9, "head_repository": {"full_name": "mallory/r"}, "path": "PATH"}'
+    if [ -n "$FORK_ONLY" ]; then own='{"id": 8, "head_repository": null, "path": "x"}'; fi
+    echo "{\\"workflow_runs\\": [$fork, $own]}" ;;
+  "api repos/o/r/issues/"*)
+    if [ -n "$NO_COMMENT" ]; then echo '[]'; exit 0; fi
+    bot='"user": {"login": "github-actions[bot]"}'
+    echo "[{$bot, \\"body\\": \\"Saved plan, digest \\`sha256:0000\\`\\"},"
+    echo " {$bot, \\"body\\": \\"Saved plan, digest \\`APPROVED\\`: the\\"},"
+    echo ' {"user": {"login": "mallory"}, "body": "digest `OTHERS`"}]' ;;
   "pr view") echo abc123 ;;
-  "run list") echo 7 ;;
   "run download") echo '{"digest": "sha256:x"}' > saved-plan.json ;;
 esac
-"""
+""".replace("PATH", WORKFLOW_FILE)
+    .replace("APPROVED", APPROVED)
+    .replace("OTHERS", POSTED_BY_OTHERS)
+)
 
-#: `curl` on the merge (GitLab's API): the merged merge request, its pipelines, their jobs, and
-#: the plan job's artifact.
+#: `curl` on the merge (GitLab's API): the merged merge request, its pipelines (a fork's
+#: first), their jobs, the plan job's artifact, the token's user, the request's notes (newest
+#: first: another user's digest, then the token's own).
 CURL_ON_MERGE = r"""#!/bin/sh
 echo "curl $*" >> "$CALLS"
 for last; do :; done
 case "$last" in
   */merge_requests) echo '[{"iid": 3}]' ;;
-  */pipelines) echo '[{"id": 99}, {"id": 98}]' ;;
+  */pipelines) echo '[{"id": 100, "project_id": 8}, {"id": 99, "project_id": 7}]' ;;
   */jobs\?*) echo '[{"name": "validate", "id": 1}, {"name": "plan", "id": 5}]' ;;
   */artifacts/saved-plan.json) echo '{"digest": "sha256:x"}' > saved-plan.json ;;
+  */user) echo '{"id": 5}' ;;
+  */notes\?*) echo '[{"author": {"id": 6}, "body": "digest `OTHERS`"},
+                     {"author": {"id": 5}, "body": "Saved plan `s`, digest `APPROVED`: the"}]' ;;
 esac
-"""
+""".replace("OTHERS", POSTED_BY_OTHERS).replace("APPROVED", APPROVED)
 
 
 def merge_stand_ins(tmp: Path) -> Path:
@@ -214,26 +243,54 @@ def github_deploy_script() -> str:
                      or s.get("run", "").startswith("flink-sql-runner"))  # fmt: skip
 
 
+GITHUB_ON_MERGE = {"GITHUB_REPOSITORY": "o/r", "GITHUB_SHA": "m1", "WORKFLOW_FILE": WORKFLOW_FILE}
+
+
 def test_github_deploys_the_plan_saved_on_the_merged_pull_request(tmp_path: Path) -> None:
-    env = {"GITHUB_REPOSITORY": "o/r", "GITHUB_SHA": "m1", "WORKFLOW": "streaming-jobs"}
-    result, calls = run_on_merge(github_deploy_script(), tmp_path, env)
+    """Finding 8: the artifact of this repository's run (not a fork's), and the digest of the
+    workflow's last plan comment given to the deploy."""
+    result, calls = run_on_merge(github_deploy_script(), tmp_path, GITHUB_ON_MERGE)
     assert result.returncode == 0, result.stderr
     assert calls == [
         "gh api repos/o/r/commits/m1/pulls --jq .[0].number // empty",
         "gh pr view 42 --json headRefOid --jq .headRefOid",
-        "gh run list --workflow streaming-jobs --event pull_request --commit abc123 --limit 1 "
-        "--json databaseId --jq .[0].databaseId // empty",
+        "gh api repos/o/r/actions/runs?event=pull_request&head_sha=abc123",
         "gh run download 7 --name saved-plan",
-        "flink-sql-runner deploy --plan saved-plan.json",
+        "gh api repos/o/r/issues/42/comments?per_page=100",
+        f"flink-sql-runner deploy --plan saved-plan.json --expect-digest {APPROVED}",
     ]
 
 
-def test_github_deploys_nothing_without_a_reviewed_plan(tmp_path: Path) -> None:
-    env = {"GITHUB_REPOSITORY": "o/r", "GITHUB_SHA": "m1", "NO_PR": "1", "WORKFLOW": "w"}
-    result, calls = run_on_merge(github_deploy_script(), tmp_path, env)
+@pytest.mark.parametrize(
+    ("env", "said"),
+    [
+        ({"NO_PR": "1"}, "no reviewed plan to deploy"),
+        ({"FORK_ONLY": "1"}, "no plan of pull request #42 at abc123 by a run of this repository"),
+        ({"NO_COMMENT": "1"}, "no plan comment with a digest on pull request #42"),
+    ],
+)
+def test_github_deploys_nothing_without_a_reviewed_plan(
+    tmp_path: Path, env: dict[str, str], said: str
+) -> None:
+    result, calls = run_on_merge(github_deploy_script(), tmp_path, {**GITHUB_ON_MERGE, **env})
     assert result.returncode == 1
-    assert "no reviewed plan to deploy" in result.stderr
+    assert said in result.stderr
     assert not any(c.startswith("flink-sql-runner") for c in calls)
+
+
+def test_github_concurrency_holds_the_deploy_alone() -> None:
+    """Finding 8: a pull request's plan never waits behind, nor cancels, a queued deploy."""
+    github = load(GITHUB)
+    assert "concurrency" not in github
+    assert "concurrency" not in github["jobs"]["plan"]
+    assert github["jobs"]["deploy"]["concurrency"] == {
+        "group": "streaming-jobs-deploy",
+        "cancel-in-progress": False,
+    }
+    plan_env, deploy_env = github["jobs"]["plan"]["env"], github["jobs"]["deploy"]["env"]
+    assert "PLAN_AWS" in plan_env["AWS_ACCESS_KEY_ID"]
+    assert "DEPLOY_AWS" in deploy_env["AWS_ACCESS_KEY_ID"]
+    assert "AWS_ACCESS_KEY_ID" not in github["env"]
 
 
 def test_gitlab_deploys_the_plan_saved_on_the_merged_merge_request(tmp_path: Path) -> None:
@@ -243,11 +300,21 @@ def test_gitlab_deploys_the_plan_saved_on_the_merged_merge_request(tmp_path: Pat
     result, calls = run_on_merge(script, tmp_path, env)
     assert result.returncode == 0, result.stderr
     api = "https://gl/api/v4/projects/7"
-    assert [c.rsplit(" ", 1)[-1] for c in calls] == [
+    assert [c.rsplit(" ", 1)[-1] for c in calls[:-1]] == [
         f"{api}/repository/commits/m1/merge_requests",
         f"{api}/merge_requests/3/pipelines",
         f"{api}/pipelines/99/jobs?scope[]=success&scope[]=failed",
         f"{api}/jobs/5/artifacts/saved-plan.json",
-        "saved-plan.json",
+        "https://gl/api/v4/user",
+        f"{api}/merge_requests/3/notes?sort=desc&order_by=created_at&per_page=100",
     ]
-    assert calls[-1] == "flink-sql-runner deploy --plan saved-plan.json"
+    assert calls[-1] == f"flink-sql-runner deploy --plan saved-plan.json --expect-digest {APPROVED}"
+
+
+def test_gitlab_plan_uses_variables_merge_request_pipelines_receive() -> None:
+    """Finding 8: the plan's read-only credentials are its own (not protected); the deploy's
+    are protected and used by the deploy alone."""
+    gitlab = load(GITLAB)
+    assert gitlab["plan"]["variables"]["AWS_ACCESS_KEY_ID"] == "$PLAN_AWS_ACCESS_KEY_ID"
+    assert gitlab["deploy"]["variables"]["AWS_ACCESS_KEY_ID"] == "$DEPLOY_AWS_ACCESS_KEY_ID"
+    assert "AWS_ACCESS_KEY_ID" not in gitlab.get("variables", {})

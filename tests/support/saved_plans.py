@@ -83,6 +83,7 @@ class PlanWorld:
         self.plan_file = root / "plan.json"
         self.handover = "warm"  # each command's --handover
         self.on_state_change: str | None = None  # each command's --on-state-change
+        self.master: str | None = None  # each command's --master
         self.ask = probe  # the runner's probe, as gather/schemas.py asks it
 
     @property
@@ -108,6 +109,7 @@ class PlanWorld:
             cache=False,
             handover=self.handover,
             on_state_change=self.on_state_change,
+            master=self.master,
         )
         deployment = Deployment(settings, store=self.store, target=self.target)
         deployment.storage, deployment.schema_cache, deployment.ask_spark = (
@@ -133,19 +135,32 @@ class PlanWorld:
             deployment.load(), include_orphans=True, prune=False, on_plan=lambda _: None
         )
 
-    def save(self) -> SavedPlan:
-        """`plan --out`: the plan decided now, saved, and read back as `deploy --plan` reads it."""
+    def save(self, key: bytes | None = None, prune: bool = False) -> SavedPlan:
+        """`plan --out` (`--prune`; signed with the plan `key`): the plan decided now, saved,
+        and read back as `deploy --plan` reads it."""
         deployment = self.deployment()
         jobs = deployment.load()
-        plan = deployment.plan(jobs, read_only=True)
-        write_saved_plan(
-            self.plan_file, deployment.saved_plan(plan, plan_dict(plan), jobs, RELEASE)
-        )
-        return self.read()
+        plan = deployment.plan(jobs, prune=prune, read_only=True)
+        doc = deployment.saved_plan(plan, plan_dict(plan), jobs, RELEASE, prune=prune, key=key)
+        write_saved_plan(self.plan_file, doc)
+        return self.read(key=key)
 
-    def read(self, now: float | None = None, max_age: float = 7 * 86400.0) -> SavedPlan:
+    def read(
+        self,
+        now: float | None = None,
+        max_age: float = 7 * 86400.0,
+        key: bytes | None = None,
+        expect_digest: str | None = None,
+    ) -> SavedPlan:
         now = time.time() if now is None else now
-        return read_saved_plan(self.plan_file, deployer=RELEASE, now=now, max_age=max_age)
+        return read_saved_plan(
+            self.plan_file,
+            deployer=RELEASE,
+            now=now,
+            max_age=max_age,
+            key=key,
+            expect_digest=expect_digest,
+        )
 
     def deploy_saved(
         self, saved: SavedPlan | None = None, acting: list[str] | None = None
@@ -155,18 +170,14 @@ class PlanWorld:
         saved = saved or self.read()
         deployment = self.deployment()
         deployment.follow(saved)
-        if acting is None:
-            jobs = deployment.load()
-        else:
-            (name,) = acting
-            jobs = [deployment.load_one(Path(saved.doc["inputs"][name]["file"]))]
+        jobs = deployment.load()
         lines = deployment.stale_inputs(saved, jobs, acting)
         if lines:
             raise StalePlan(saved.path, lines)
         return deployment.deploy(
             jobs,
-            include_orphans=acting is None,
-            prune=False,
+            include_orphans=True,
+            prune=bool(saved.doc["prune"]),
             on_plan=lambda _: None,
             saved=saved,
             acting=acting,
