@@ -14,7 +14,7 @@ from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.interrupts import EXIT_INTERRUPTED, DeployInterrupts
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import Abandoned, JobResult
-from flink_sql_runner.act.saved_plan import SavedPlan, StalePlan
+from flink_sql_runner.act.saved_plan import SavedPlan, StalePlan, plan_key
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
@@ -110,6 +110,8 @@ def plan(
     one local session; docs/schema-contracts.md); changes nothing but the --out file. With
     --preview, each changed query is also run beside the running one on the input it read last
     (`preview`)."""
+    if out is not None:
+        plan_key()  # a key too short to be one is refused before anything is read
     deployment = Deployment(settings_from(paths, **kw))
     deployment.read_store_ahead()  # beside loading the files; changes nothing
     jobs = load(deployment, sources=deployment.sources_checked())
