@@ -20,7 +20,6 @@ from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
     EXISTING,
     JOB_NAME,
-    drop_options,
     env_var,
     input_options,
     options,
@@ -160,10 +159,6 @@ def colour() -> bool:
     """Colour for a terminal only, and not when NO_COLOR is set (no-color.org): plain text in
     CI, in a pipe, in a file."""
     return click.get_text_stream("stdout").isatty() and not os.environ.get("NO_COLOR")
-
-
-#: `plan` reads and submits nothing on a cluster: the runner's path is of no use to it.
-drop_options(plan, "runner_path")
 
 
 def _plan_exit(result: Plan, detailed: bool) -> int:

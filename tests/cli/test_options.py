@@ -20,7 +20,8 @@ from tests.support.cli import run_cli
 #: What each command does, as far as options are concerned.
 DOES = {
     "validate": {"loads"},
-    "plan": {"loads", "store", "target", "spark", "output"},
+    # `saves`: a saved plan records where jobs run, the runner's path among them.
+    "plan": {"loads", "store", "target", "spark", "output", "saves"},
     "deploy": {"loads", "store", "target", "spark", "output", "submits", "stops", "locks"},
     "deploy-job": {"loads", "store", "target", "spark", "output", "submits", "stops", "locks"},
     "status": {"loads", "store", "target", "spark", "output"},
@@ -47,12 +48,16 @@ FOR = {
     "--cluster-api": "target",
     "--namespace": "target",
     "--spark-submit": "spark",
-    "--runner-path": "submits",
+    "--runner-path": ("submits", "saves"),
     "--start-timeout": "submits",
     "--stop-timeout": "stops",
     "--lock-timeout": "locks",
     "--output": "output",
 }
+
+
+def purposes(purpose: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (purpose,) if isinstance(purpose, str) else purpose
 
 
 def options_of(command: click.Command) -> set[str]:
@@ -66,7 +71,7 @@ def test_every_command_is_known_here():
 def test_each_command_takes_the_shared_options_it_uses_and_no_other():
     for name, command in cli.all_commands().items():
         taken = {option for option in options_of(command) if option in FOR}
-        wanted = {option for option, purpose in FOR.items() if purpose in DOES[name]}
+        wanted = {option for option, purpose in FOR.items() if set(purposes(purpose)) & DOES[name]}
         assert taken == wanted, (name, sorted(taken - wanted), sorted(wanted - taken))
 
 

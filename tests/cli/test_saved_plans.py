@@ -75,6 +75,8 @@ def test_deploy_job_refuses_one_job_of_a_stale_plan(project: Path) -> None:
         (["deploy", "--plan", "plan.json", "--master", "local[2]"],
          "target: master: the plan was made for local[*], this deploy's is local[2]"),
         (["deploy"], "deploy needs --path (or --plan FILE, whose paths it takes)"),
+        (["deploy", "--plan", "plan.json", "--runner-path", "hdfs:///jobs/job_runner.py"],
+         "target: runner-path: the plan was made for none, this deploy's is hdfs:///jobs/"),
         (["deploy", "--path", "examples/queries", "--plan", "plan.json", "--max-plan-age", "0s"],
          "older than --max-plan-age"),
     ],
@@ -144,3 +146,14 @@ def test_the_plan_key_signs_and_is_never_shown(project: Path) -> None:
         "a word list cannot find (e.g. `openssl rand -hex 32`)\n"
     )
     assert untouched(project)
+
+
+def test_plan_records_the_runner_path_the_deploy_gives(project: Path) -> None:
+    """A cluster's deploy gives --runner-path (FLINK_SQL_RUNNER_RUNNER_PATH in CI): `plan`
+    takes it too, so the plan made with it holds for that deploy."""
+    runner = {"FLINK_SQL_RUNNER_RUNNER_PATH": "hdfs:///jobs/job_runner.py"}
+    saved = cli("plan", "--path", "examples/queries", *TABLES, "--state-dir", "state",
+                "--out", "runner.json", env=runner, cwd=project)  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    doc = json.loads((project / "runner.json").read_text())
+    assert doc["target"]["runner-path"] == "hdfs:///jobs/job_runner.py"

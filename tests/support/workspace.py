@@ -82,9 +82,10 @@ class Workspace:
         return argv + list(args)
 
     def _target_options(self, command: str) -> list[str]:
-        """The target's options, less --runner-path for the commands that submit nothing."""
+        """The target's options, less --runner-path for the commands that submit nothing (`plan`
+        keeps it: a saved plan records it, and the deploy's must be the same)."""
         options = list(self.target_options)
-        if command in ("plan", "status", "stop", "forget", "logs", "inspect") and (
+        if command in ("status", "stop", "forget", "logs", "inspect") and (
             "--runner-path" in options
         ):
             at = options.index("--runner-path")
