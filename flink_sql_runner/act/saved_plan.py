@@ -240,6 +240,33 @@ class SavedPlan:
         """The jobs it does something with, in its order."""
         return [str(d["name"]) for d in self.doc["jobs"] if d.get("steps")]
 
+    def one_job(self, name: str) -> bool:
+        """Whether `deploy-job --plan FILE NAME` has something to do (False: the plan leaves
+        NAME alone); BadSavedPlan when the plan has no NAME, or when NAME's steps are ordered
+        with another job's the plan acts on (one writer per sink, producers before consumers):
+        carried out alone, one writer could start while the other still writes."""
+        decision = self.decisions.get(name)
+        if decision is None:
+            raise BadSavedPlan(f"{self.path}: jobs: no job {name} in the saved plan")
+        if not decision.get("steps"):
+            return False
+        linked = {other for other in _ordered(decision)}
+        linked |= {other for other, d in self.decisions.items() if name in _ordered(d)}
+        linked = sorted(n for n in linked - {name} if self.decisions.get(n, {}).get("steps"))
+        if linked:
+            raise BadSavedPlan(
+                f"{self.path}: {name}: its steps are ordered with those of {', '.join(linked)} "
+                "(one writer per sink, producers before consumers): carry them out together "
+                "with deploy --plan"
+            )
+        return True
+
+
+def _ordered(decision: dict[str, Any]) -> list[str]:
+    """The jobs a saved decision's steps come after or before (its `after`, `after-stops`,
+    `stop-after`)."""
+    return [str(n) for key in ("after", "after-stops", "stop-after") for n in decision.get(key, [])]
+
 
 def read_saved_plan(
     path: Path,
@@ -397,6 +424,9 @@ SHAPE: dict[str, Any] = {
                     "query-version": {"type": ["integer", "null"]},
                     "steps": {"type": "array", "items": {"$ref": "#/$defs/step"}},
                     "rollback": {"type": "array", "items": {"$ref": "#/$defs/step"}},
+                    "after": {"type": "array", "items": _TEXT},
+                    "after-stops": {"type": "array", "items": _TEXT},
+                    "stop-after": {"type": "array", "items": _TEXT},
                 },
             },
         },

@@ -37,7 +37,6 @@ from flink_sql_runner.cli.original_flags import (
 )
 from flink_sql_runner.cli.preview import plan_preview_options, plan_previews
 from flink_sql_runner.cli.saved_plans import (
-    acts_on,
     check_inputs,
     from_plan,
     out_option,
@@ -346,7 +345,7 @@ def deploy_job(
     if name is None or job_config_path is not None:
         raise BadFlags("--plan FILE takes the NAME of one of its jobs, not --job-config-path")
     saved = read(plan_file, max_plan_age, expect_digest)
-    if not acts_on(saved, name):
+    if not saved.one_job(name):
         click.echo(f"{name}: the saved plan leaves it alone: nothing to do")
         return EXIT_OK
     paths = from_plan(saved, (), kw)

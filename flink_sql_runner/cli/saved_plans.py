@@ -16,7 +16,6 @@ from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.plan_inputs import where
 from flink_sql_runner.act.saved_plan import (
     KEY_VARIABLE,
-    BadSavedPlan,
     SavedPlan,
     StalePlan,
     plan_key,
@@ -175,15 +174,6 @@ def from_plan(
             raise BadFlags(f"{said}; a plan is carried out as it was decided")
     kw["table_paths"] = [Path(p) for p in saved.table_paths]
     return tuple(Path(p) for p in saved.paths)
-
-
-def acts_on(saved: SavedPlan, name: str) -> bool:
-    """Whether the plan does something with `name` (`deploy-job --plan FILE NAME`); BadSavedPlan
-    when it has no such job."""
-    decision = saved.decisions.get(name)
-    if decision is None:
-        raise BadSavedPlan(f"{saved.path}: jobs: no job {name} in the saved plan")
-    return bool(decision.get("steps"))
 
 
 def check_inputs(

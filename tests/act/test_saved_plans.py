@@ -592,3 +592,34 @@ def test_a_reviewed_plan_prunes_a_job_removed_from_git(world: PlanWorld) -> None
     assert results["clicks"].ok, results
     assert "clicks" not in world.store.list_names()
     assert "clicks" in world.target.stops
+
+
+def test_deploy_job_refuses_a_job_whose_steps_are_ordered_with_another_s(
+    world: PlanWorld,
+) -> None:
+    """Review of issue 54, findings R1 and R8: `orders` moves to a new sink and `clicks` takes
+    its old one, so clicks starts only once orders stopped. `deploy-job --plan FILE clicks`
+    carried out alone started clicks while orders still wrote the sink (two writers, exit 0);
+    `deploy-job ... orders` first made the plan stale for clicks. Both are refused: deploy
+    --plan carries them out together."""
+    with world.tables_file.open("a") as tables:
+        tables.write("  - name: orders_new\n    format: parquet\n    options:\n      path: /o/n\n")
+    world.job_file("orders").write_text(
+        "name: orders\ndescription: moved\ntarget-table: orders_new\n"
+        f"sql: {SQL.format(name='orders')}\n"
+    )
+    world.job_file("clicks").write_text(
+        "name: clicks\ndescription: takes the sink\ntarget-table: orders_out\n"
+        f"sql: {SQL.format(name='clicks')}\n"
+    )
+    saved = world.save()
+    assert saved.decisions["clicks"]["after"] == ["orders"]
+    before = world.touched()
+    for name, other in (("clicks", "orders"), ("orders", "clicks")):
+        with pytest.raises(
+            BadSavedPlan, match=f"{name}: its steps are ordered with those of {other}"
+        ):
+            world.deploy_saved(acting=[name])
+    assert world.touched() == before
+    plan, results = world.deploy_saved()
+    assert all(r.ok for r in results.values()), results

@@ -168,6 +168,9 @@ class PlanWorld:
         """`deploy --plan` (`deploy-job --plan FILE NAME` with `acting`): its inputs checked
         before the lock, the store and the decisions under it; StalePlan when stale."""
         saved = saved or self.read()
+        if acting is not None:
+            (name,) = acting
+            assert saved.one_job(name), f"the plan leaves {name} alone"
         deployment = self.deployment()
         deployment.follow(saved)
         jobs = deployment.load()
