@@ -107,3 +107,64 @@ def test_a_request_it_cannot_read_is_refused_with_exit_2(tmp_path: Path) -> None
     bad = tmp_path / "in.json"
     bad.write_text('{"old": {}}')
     assert main(["--input", str(bad), "--output", str(tmp_path / "out.json")]) == 2
+
+
+def test_each_side_runs_with_its_own_spark_sql_settings(spark, tmp_path: Path) -> None:
+    """Issue 54, finding 9: the job's ANSI setting and time zone apply (a JSON time is read in
+    the session's zone, as the job reads it)."""
+    files = drop(tmp_path / "in")
+    sql = ("SELECT order_id, CAST(CONCAT(CAST(order_id AS STRING), 'x') AS INT) AS bad, "
+           "unix_timestamp(order_time) AS epoch FROM orders")  # fmt: skip
+    old = job(tmp_path, sql, 1)
+    new = job(tmp_path, sql, 2)
+    new["conf"] = {"spark.sql.ansi.enabled": "false",
+                   "spark.sql.session.timeZone": "America/New_York"}  # fmt: skip
+    old["conf"] = {"spark.sql.ansi.enabled": "true"}
+    answer = probe(spark, {"old": old, "new": new, "slice": {"orders": {"files": files}},
+                           "max-rows": 100})  # fmt: skip
+    assert "CAST_INVALID_INPUT" in answer["old"]["error"]
+    first = sorted(answer["new"]["rows"])[0]
+    assert first[:3] == [1, None, 1767225601 + 5 * 3600], "NULL, and 00:00:01 in New York"
+
+
+def test_a_code_job_runs_on_the_slice(spark, tmp_path: Path) -> None:
+    """Finding 10: a job of `code` (its frame read from the views) is previewed too."""
+    files = drop(tmp_path / "in")
+    code = ('execution_output = spark.table("orders").where(F.col("price") > 9000)'
+            '.select("order_id")')  # fmt: skip
+    new = job(tmp_path, "", 2)
+    new["sql"], new["code"] = None, code
+    old = job(tmp_path, "SELECT order_id FROM orders WHERE price > 5000", 1)
+    answer = probe(spark, {"old": old, "new": new, "slice": {"orders": {"files": files}},
+                           "max-rows": 100})  # fmt: skip
+    assert "error" not in answer["new"], answer["new"]
+    assert sorted(r[0] for r in answer["new"]["rows"]) == [1, 4]
+
+
+def test_partition_columns_come_from_the_tables_path(spark, tmp_path: Path) -> None:
+    """Finding 11: files under `dt=...` folders read with the table's path as their base."""
+    folder = tmp_path / "in" / "dt=2026-01-01"
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text('{"order_id": 1, "price": 1.0}\n{"order_id": 2, "price": 2.0}\n')
+    doc = job(tmp_path, "SELECT order_id, dt FROM orders", 1)
+    doc["tables"]["orders"]["schema"] = "order_id BIGINT, price DOUBLE, dt DATE"
+    doc["tables"]["orders"].pop("watermark")
+    request = {"old": doc, "new": doc, "max-rows": 100,
+               "slice": {"orders": {"files": [f"file://{folder}/a.json"]}}}  # fmt: skip
+    answer = probe(spark, request)
+    assert sorted(r[:2] for r in answer["new"]["rows"]) == [[1, "2026-01-01"], [2, "2026-01-01"]]
+
+
+def test_max_rows_stops_reading_at_the_limit(spark, tmp_path: Path) -> None:
+    """Finding 13: past --max-rows nothing more is read: a file whose lines after the limit
+    would fail to parse (FAILFAST) is answered as too many, not as its error."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    good = [json.dumps({"order_id": i, "price": 1.0}) for i in range(20)]
+    (folder / "big.json").write_text("\n".join(good + ["not json"] * 60_000) + "\n")
+    doc = job(tmp_path, "SELECT * FROM orders", 1)
+    doc["tables"]["orders"]["options"]["mode"] = "FAILFAST"
+    request = {"old": doc, "new": doc, "max-rows": 10,
+               "slice": {"orders": {"files": [f"file://{folder}/big.json"]}}}  # fmt: skip
+    answer = probe(spark, request)
+    assert answer.get("too-many") == {"where": "the slice's input", "rows": 11, "limit": 10}
