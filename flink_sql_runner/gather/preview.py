@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import unquote
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.checkpoint_reader import (
@@ -68,10 +69,13 @@ def gather_preview(
     old_version = stored.meta.query_version if stored is not None else None
     try:
         new = probe_manifest(desired, "preview")
-        # A manifest `migrate` converted names no checkpoint root: slice_of says so.
+        # A manifest `migrate` converted names no checkpoint root (slice_of says so): its
+        # query runs all the same on rows given, under the new one's root (nothing written).
         old = None
-        if stored is not None and stored.checkpoint_root:
-            old = probe_manifest(stored, "preview")
+        if stored is not None:
+            root = stored.checkpoint_root or desired.job["checkpoint-root"]
+            old = probe_manifest(replace(stored, job={**stored.job, "checkpoint-root": root}),
+                                 "preview")  # fmt: skip
     except FsrError as exc:  # an environment variable not set here
         why = f"the job's manifest cannot be resolved here: {exc}"
         return PreviewFacts(desired.name, old_version, desired.meta.query_version,
@@ -97,8 +101,8 @@ def gather_preview(
         created_column=created,
         watermarks=watermarks,
     )
-    old_doc = new if old is None else old  # a new job: only its new query, on rows given
-    found = slice_of(storage, stored, old_doc, new, ask)
+    # A new job: its new query alone, on rows given (no old side).
+    found = slice_of(storage, stored, old or new, new, ask)
     facts = _with(facts, slice=found)
     if found.missing:
         return facts
@@ -122,7 +126,7 @@ def gather_preview(
     settings = {k: v for k, v in {**plain, **secret}.items()
                 if k in SESSION_SETTINGS or k.startswith("spark.hadoop.")}  # fmt: skip
     request = {
-        "old": old_doc,
+        "old": old,
         "new": new,
         "slice": {p.view: p.request() for p in found.parts},
         "max-rows": ask.max_rows,
@@ -182,8 +186,9 @@ def slice_of(
     if read.missing:
         return Slice(version, missing=f"version {version}: {read.missing}")
     parts: dict[str, SlicePart] = dict(given)
-    matched = _match(read.sources, old)
-    for index, (kind, what) in enumerate(read.sources):
+    sources = tuple((k, _decoded(w) if k == "file" else w) for k, w in read.sources)
+    matched = _match(sources, old)
+    for index, (kind, what) in enumerate(sources):
         view = matched.get(index)
         if view is None or view in parts:
             continue
@@ -245,6 +250,13 @@ def _match(sources: tuple[tuple[str, Any], ...], doc: dict[str, Any]) -> dict[in
         if len(fitting) == 1:
             found[index] = fitting[0]
     return found
+
+
+def _decoded(files: Any) -> Any:
+    """A file source's files as their names (its log holds them as URIs: a space as %20,
+    non-ASCII as UTF-8 percent-encoded); Spark reads a name, not a URI. Why there are none
+    (text) as it is."""
+    return files if isinstance(files, str) else tuple(unquote(f) for f in files)
 
 
 def _local(path: str) -> str:

@@ -56,11 +56,17 @@ def headline(preview: Preview) -> str:
     for side, name in ((preview.old, "old"), (preview.new, "new")):
         if side is not None and side.error:
             return f"the {name} query failed on the slice: {side.error}"
+    if preview.old_version is None:
+        return f"{preview.only_new} row(s) the new job writes"
     parts = [f"{preview.only_new} row(s) only the new query writes",
              f"{preview.only_old} only the old one wrote"]  # fmt: skip
     if preview.key:
         parts.append(f"{preview.changed} changed by {', '.join(preview.key)}")
     return "; ".join(parts)
+
+
+def _writes(preview: Preview) -> str:
+    return "the new job writes" if preview.old_version is None else "only the new query writes"
 
 
 def preview_text(preview: Preview) -> str:
@@ -87,7 +93,7 @@ def preview_text(preview: Preview) -> str:
     if preview.verdict is not None:
         lines.append(f"  schema: {verdict_line(preview)}")
     lines.append(f"  {headline(preview)}")
-    for title, sample in (("only the new query writes", preview.only_new_sample),
+    for title, sample in ((_writes(preview), preview.only_new_sample),
                           ("only the old query wrote", preview.only_old_sample)):  # fmt: skip
         if sample:
             lines.append(f"  {title} (sample):")
@@ -138,7 +144,7 @@ def preview_markdown(preview: Preview) -> list[str]:
         lines += ["", f"Rows in: {text(ins or 'none')}; rows out: {text(', '.join(outs))}"]
         if preview.verdict is not None:
             lines += ["", f"Schema: {text(verdict_line(preview))}"]
-        for title, sample in (("Only the new query writes", preview.only_new_sample),
+        for title, sample in ((_writes(preview).capitalize(), preview.only_new_sample),
                               ("Only the old query wrote", preview.only_old_sample)):  # fmt: skip
             if sample:
                 lines += ["", f"{title} (sample):", "", *_table(sample)]
