@@ -168,3 +168,54 @@ def test_max_rows_stops_reading_at_the_limit(spark, tmp_path: Path) -> None:
                "slice": {"orders": {"files": [f"file://{folder}/big.json"]}}}  # fmt: skip
     answer = probe(spark, request)
     assert answer.get("too-many") == {"where": "the slice's input", "rows": 11, "limit": 10}
+
+
+def test_a_preview_matches_what_the_job_itself_writes(spark, tmp_path: Path) -> None:
+    """Issue 54's "done when": a job with ANSI off on a partitioned file source whose files'
+    names Spark encodes runs as the runner runs it (its session with the job's settings); then
+    its preview against a code job doing the same, from the checkpoint the run left, on the
+    deployer's own slice, shows exactly the rows the job wrote, on both sides."""
+    from flink_sql_runner.decide.preview import judge_preview
+    from flink_sql_runner.gather.preview import PreviewAsk, gather_preview
+    from flink_sql_runner.model.runtime import probe_manifest
+    from flink_sql_runner.model.stored import Meta, StoredManifest
+    from flink_sql_runner.stores.storage import FileStorage
+    from tests.support.runner_jobs import run_to_end
+
+    for dt, name, rows in (("2026-01-01", "a b é", [(1, "7"), (2, "x")]),
+                           ("2026-01-02", "c%d", [(3, "")])):  # fmt: skip
+        folder = tmp_path / "in" / f"dt={dt}"
+        folder.mkdir(parents=True)
+        lines = [json.dumps({"order_id": i, "note": n}) for i, n in rows]
+        (folder / f"{name}.json").write_text("\n".join(lines) + "\n")
+    tables = {"orders": {"format": "json", "options": {"path": str(tmp_path / "in")},
+                         "schema": "order_id BIGINT, note STRING, dt DATE"},
+              "out": {"format": "parquet", "options": {"path": str(tmp_path / "out")}}}  # fmt: skip
+    spec = {"name": "tagged", "target-table": "out", "checkpoint-root": str(tmp_path / "ck"),
+            "sql": "SELECT order_id, CAST(note AS INT) AS n, dt FROM orders",
+            "trigger": {"availableNow": True},
+            "sparkProperties": {"spark.sql.ansi.enabled": "false"}}  # fmt: skip
+    stored = StoredManifest(spec, tables, Meta(1, "q1", "2026-11-29T00:00:00Z"))
+    doc = probe_manifest(stored, "run-1")
+    session = spark.newSession()  # the run's, with the job's settings as spark-submit gives them
+    session.conf.set("spark.sql.ansi.enabled", "false")
+    run_to_end(session, doc)
+    wrote = sorted(
+        [r.order_id, r.n, r.dt.isoformat()]
+        for r in spark.read.parquet(str(tmp_path / "out")).collect()
+    )
+    assert wrote == [[1, 7, "2026-01-01"], [2, None, "2026-01-01"], [3, None, "2026-01-02"]]
+    code = ('execution_output = spark.table("orders").select("order_id", '
+            'F.col("note").cast("int").alias("n"), "dt")')  # fmt: skip
+    desired = StoredManifest({**{k: v for k, v in spec.items() if k != "sql"}, "code": code,
+                              "source-tables": ["orders"]}, tables,
+                             Meta(2, "q2", "2026-11-29T01:00:00Z"))  # fmt: skip
+
+    def run(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        return probe(spark, {k: v for k, v in request.items() if k != "session"}), None
+
+    facts = gather_preview(FileStorage(), stored, desired, PreviewAsk(), run)
+    for side in ("old", "new"):
+        assert sorted(r[:3] for r in facts.answer[side]["rows"]) == wrote, side
+    found = judge_preview(facts, 5)
+    assert (found.only_new, found.only_old, found.verdict) == (0, 0, "same")
