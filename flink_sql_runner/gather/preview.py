@@ -22,6 +22,7 @@ from flink_sql_runner.model.preview import PreviewFacts, Slice, SlicePart
 from flink_sql_runner.model.runtime import probe_manifest, spark_conf
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
+from flink_sql_runner.read.secrets import MASK, is_secret, redact_text
 from flink_sql_runner.read.sinks import schema_policy
 from flink_sql_runner.stores.storage import Storage
 
@@ -133,9 +134,42 @@ def gather_preview(
         "session": {**settings, **(session or {})},
     }
     answer, why = run(request)
+    hide = _masker([*secret.values(), *_secret_options(old), *_secret_options(new)])
     if why is not None:
-        return _with(facts, skipped=f"the preview probe failed: {why}")
-    return _with(facts, answer=_kafka_retention(answer))
+        return _with(facts, skipped=f"the preview probe failed: {hide(why)}")
+    return _with(facts, answer=_kafka_retention(_redacted(answer, hide)))
+
+
+def _secret_options(doc: dict[str, Any] | None) -> list[str]:
+    """The values of a runtime manifest's table options that are secrets (read/secrets.py)."""
+    tables = (doc or {}).get("tables") or {}
+    return [str(v) for t in tables.values() if isinstance(t, dict)
+            for k, v in (t.get("options") or {}).items() if is_secret(str(k), str(v))]  # fmt: skip
+
+
+def _masker(secrets: list[str]) -> Callable[[str], str]:
+    """Text with each of `secrets` (resolved values; the longest first) and every secret it
+    assigns masked: Spark's reason may quote a setting or an option."""
+    known = sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True)
+
+    def hide(text: str) -> str:
+        for value in known:
+            text = text.replace(value, MASK)
+        return redact_text(text)
+
+    return hide
+
+
+def _redacted(answer: dict[str, Any], hide: Callable[[str], str]) -> dict[str, Any]:
+    """The probe's answer, its errors (the slice's, each side's) masked."""
+    found = dict(answer)
+    if found.get("error"):
+        found["error"] = hide(str(found["error"]))
+    for which in ("old", "new"):
+        side = found.get(which)
+        if isinstance(side, dict) and side.get("error"):
+            found[which] = {**side, "error": hide(str(side["error"]))}
+    return found
 
 
 def _with(facts: PreviewFacts, **changes: Any) -> PreviewFacts:

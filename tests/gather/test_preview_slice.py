@@ -254,3 +254,19 @@ def test_a_new_job_is_previewed_as_new_with_no_old_side(tmp_path: Path) -> None:
     probe = Probe()
     gather_preview(FileStorage(), None, new, PreviewAsk(samples={"": str(sample)}), probe)
     assert probe.asked[0]["old"] is None and probe.asked[0]["new"]["sql"]
+
+
+def test_the_probes_errors_are_shown_with_the_jobs_secrets_masked(tmp_path: Path) -> None:
+    """Issue 54, finding 14 (d): Spark's reason may quote a setting or an option: a secret of
+    the job (its spark properties, its tables' options) is masked in what is shown."""
+    file_checkpoint(tmp_path / "expensive" / "1", 1)
+    job = manifest(tmp_path, "SELECT * FROM orders", 1)
+    job.job["sparkProperties"]["spark.hadoop.fs.s3a.secret.key"] = "S3CR3T-kEy"
+    job.tables["orders"]["options"]["kafka.sasl.jaas.config"] = "x required pw=Hunter22;"
+    said = "s3a://k:S3CR3T-kEy@b/ failed; config x required pw=Hunter22; password=abc123"
+    answer = {"spark": "4.3.0", "old": {"error": said}, "new": {"error": said}, "error": said}
+    found = gather_preview(FileStorage(), job, job, PreviewAsk(), Probe(answer))
+    failed = gather_preview(FileStorage(), job, job, PreviewAsk(), Probe(why=said))
+    shown = json.dumps([found.answer, failed.skipped])
+    assert "S3CR3T" not in shown and "Hunter22" not in shown and "abc123" not in shown
+    assert found.answer["old"]["error"].startswith("s3a://k:*****@b/ failed")
