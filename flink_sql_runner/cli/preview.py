@@ -39,8 +39,8 @@ ROWS_DEFAULT = 5
 
 
 def preview_options(command: Any, prefix: str = "") -> Any:
-    """--batches, --rows, --max-rows (shared by `preview` and `plan --preview`, whose help
-    says `prefix` first)."""
+    """--batches, --rows, --max-rows, --preview-rows (shared by `preview` and `plan
+    --preview`, whose help says `prefix` first)."""
 
     def said(text: str) -> str:
         return f"{prefix}{text}" if prefix else text[0].upper() + text[1:]
@@ -52,8 +52,13 @@ def preview_options(command: Any, prefix: str = "") -> Any:
         click.option("--rows", type=click.IntRange(0), default=ROWS_DEFAULT, show_default=True,
                      help=said("a sample of this many rows of each kind of difference.")),
         click.option("--max-rows", type=click.IntRange(1), default=100_000, show_default=True,
-                     help=said("stop, and say so, when the input or an output holds more "
-                               "rows.")),
+                     help=said("stop reading, and say so, when the input or an output holds "
+                               "more rows.")),
+        click.option("--preview-rows", is_flag=True,
+                     help=said("show rows in --output markdown (meant for a pull request): "
+                               "samples and each column's min and max, the columns a secret's "
+                               "name names masked; without it that Markdown shows counts "
+                               "only.")),
     ]):  # fmt: skip
         command = option(command)
     return command
@@ -95,6 +100,7 @@ def preview(
     batches: int,
     rows: int,
     max_rows: int,
+    preview_rows: bool,
     samples: tuple[str, ...],
     key: tuple[str, ...],
     output: str,
@@ -136,7 +142,7 @@ def preview(
     if output == "json":
         click.echo(preview_json([found]))
     elif output == "markdown":
-        click.echo("\n".join(preview_markdown(found)).strip("\n"))
+        click.echo("\n".join(preview_markdown(found, preview_rows)).strip("\n"))
     else:
         click.echo(preview_text(found))
     failed = found.unavailable or any(s is not None and s.error for s in (found.old, found.new))

@@ -109,3 +109,10 @@ def test_sample_from_splits_at_a_source_tables_name_only(tmp_path: Path) -> None
     rows.write_text('{"order_id": 1}\n')
     assert sample_files((str(rows),), {"orders"}) == {"": str(rows.resolve())}
     assert sample_files((f"orders={rows}",), {"orders"}) == {"orders": str(rows.resolve())}
+
+
+def test_preview_rows_is_an_explicit_option_its_help_says_so() -> None:
+    """Issue 54, finding 14 (f): `plan --preview-rows` and `preview --preview-rows`."""
+    for command in (("plan",), ("preview",)):
+        shown = " ".join(cli(*command, "--help").stdout.split())
+        assert "--preview-rows" in shown and "secret" in shown, command
