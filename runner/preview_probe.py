@@ -7,9 +7,9 @@ properties file (runner/probe_session.py). Input: `{"old": <runtime manifest> or
 job: the new query alone), "new": <runtime manifest>, "slice": {view: part}, "max-rows": N}`,
 each manifest with the job's spark.sql.* settings (`conf`), each part one of
 
-- `{"files": [path, ...]}`: exactly those files, read with the table's format, options and
-  schema (`spark.read`), the table's path as their base (`basePath`: partition columns such
-  as `dt=...` read as the stream reads them);
+- `{"files": [path, ...]}`: exactly those files (a name, never a pattern), read with the
+  table's format, options and schema (`spark.read`), the table's path as their base
+  (`basePath`: partition columns such as `dt=...` read as the stream reads them);
 - `{"kafka": {"start": {topic: {partition: offset}}, "end": {...}}}`: those offset ranges,
   read with Spark's batch Kafka source (`assign`, `startingOffsets`, `endingOffsets`);
 - `{"sample": path}`: rows the user gives, read with the table's schema, in the format the
@@ -48,7 +48,7 @@ from .manifest import load_manifest, options_of
 from .probe_session import probe_session, read_request, write_answer
 from .query import query_frame, with_metadata
 from .schema_rules import fields_of
-from .spark_internals import stateful_operators
+from .spark_internals import EXACT_PATHS, stateful_operators
 
 #: Options of a streaming read that say how a stream advances, not what a row is: a batch read
 #: of the slice leaves them out (the slice says where to start and stop).
@@ -118,7 +118,7 @@ def batch_source(spark: Any, table: dict[str, Any], part: dict[str, Any]) -> Any
         # The table's folder is the files' base: partition columns (`dt=...`) as the stream
         # reads them.
         options["basePath"] = base
-    reader = spark.read.format(str(table["format"])).options(**options)
+    reader = spark.read.format(str(table["format"])).options(**options, **EXACT_PATHS)
     if schema:
         reader = reader.schema(schema)
     files = [str(f) for f in part["files"]]

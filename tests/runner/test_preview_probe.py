@@ -146,13 +146,17 @@ def test_partition_columns_come_from_the_tables_path(spark, tmp_path: Path) -> N
     folder = tmp_path / "in" / "dt=2026-01-01"
     folder.mkdir(parents=True)
     (folder / "a.json").write_text('{"order_id": 1, "price": 1.0}\n{"order_id": 2, "price": 2.0}\n')
+    # A name with glob characters is that file, as the stream reads it, not a pattern.
+    (folder / "b[1].json").write_text('{"order_id": 3, "price": 1.0}\n')
+    (folder / "b1.json").write_text('{"order_id": 4, "price": 1.0}\n')
     doc = job(tmp_path, "SELECT order_id, dt FROM orders", 1)
     doc["tables"]["orders"]["schema"] = "order_id BIGINT, price DOUBLE, dt DATE"
     doc["tables"]["orders"].pop("watermark")
-    request = {"old": doc, "new": doc, "max-rows": 100,
-               "slice": {"orders": {"files": [f"file://{folder}/a.json"]}}}  # fmt: skip
+    files = [f"file://{folder}/a.json", f"file://{folder}/b[1].json"]
+    request = {"old": doc, "new": doc, "max-rows": 100, "slice": {"orders": {"files": files}}}
     answer = probe(spark, request)
-    assert sorted(r[:2] for r in answer["new"]["rows"]) == [[1, "2026-01-01"], [2, "2026-01-01"]]
+    assert sorted(r[:2] for r in answer["new"]["rows"]) == [
+        [1, "2026-01-01"], [2, "2026-01-01"], [3, "2026-01-01"]]  # fmt: skip
 
 
 def test_max_rows_stops_reading_at_the_limit(spark, tmp_path: Path) -> None:
