@@ -178,7 +178,8 @@ def test_a_preview_matches_what_the_job_itself_writes(spark, tmp_path: Path) -> 
     """Issue 54's "done when": a job with ANSI off on a partitioned file source whose files'
     names Spark encodes runs as the runner runs it (its session with the job's settings); then
     its preview against a code job doing the same, from the checkpoint the run left, on the
-    deployer's own slice, shows exactly the rows the job wrote, on both sides."""
+    deployer's own slice, shows exactly the rows the job wrote, on both sides; and the code job,
+    run itself, writes them too."""
     from flink_sql_runner.decide.preview import judge_preview
     from flink_sql_runner.gather.preview import PreviewAsk, gather_preview
     from flink_sql_runner.model.runtime import probe_manifest
@@ -221,5 +222,12 @@ def test_a_preview_matches_what_the_job_itself_writes(spark, tmp_path: Path) -> 
     facts = gather_preview(FileStorage(), stored, desired, PreviewAsk(), run)
     for side in ("old", "new"):
         assert sorted(r[:3] for r in facts.answer[side]["rows"]) == wrote, side
+    code_run = probe_manifest(desired, "run-2")  # the code job itself, into a sink of its own
+    code_run["tables"]["out"]["options"]["path"] = str(tmp_path / "out-code")
+    run_to_end(session, code_run)
+    assert wrote == sorted(
+        [r.order_id, r.n, r.dt.isoformat()]
+        for r in spark.read.parquet(str(tmp_path / "out-code")).collect()
+    )
     found = judge_preview(facts, 5)
     assert (found.only_new, found.only_old, found.verdict) == (0, 0, "same")
