@@ -3,11 +3,13 @@ the old one already read, in one local SparkSession that writes nothing.
 
 Run by the deployer as `job_runner.py --probe preview_probe --input IN.json --output OUT.json`
 under the spark-submit the job runs on, the job's jars and storage settings in spark-submit's
-properties file (runner/probe_session.py). Input: `{"old": <runtime manifest>, "new": <runtime
-manifest>, "slice": {view: part}, "max-rows": N}`, each part one of
+properties file (runner/probe_session.py). Input: `{"old": <runtime manifest> or null (a new
+job: the new query alone), "new": <runtime manifest>, "slice": {view: part}, "max-rows": N}`,
+each manifest with the job's spark.sql.* settings (`conf`), each part one of
 
-- `{"files": [path, ...]}`: exactly those files, read with the table's format, options and
-  schema (`spark.read`);
+- `{"files": [path, ...]}`: exactly those files (a name, never a pattern), read with the
+  table's format, options and schema (`spark.read`), the table's path as their base
+  (`basePath`: partition columns such as `dt=...` read as the stream reads them);
 - `{"kafka": {"start": {topic: {partition: offset}}, "end": {...}}}`: those offset ranges,
   read with Spark's batch Kafka source (`assign`, `startingOffsets`, `endingOffsets`);
 - `{"sample": path}`: rows the user gives, read with the table's schema, in the format the
@@ -17,13 +19,16 @@ Output: `{"spark", "inputs": {view: rows}, "old": side, "new": side, "seconds": 
 "input", "old", "new"}}` with each side
 `{"fields", "rows": [[value, ...]], "stateful": [operator names]}` or `{"error": Spark's
 reason}`; `{"spark", "too-many": {"where", "rows", "limit"}}` when the input or an output holds
-more than `max-rows` rows; `{"spark", "error"}` when the slice cannot be read. Values are JSON:
-times as ISO text, decimals and other numbers Spark keeps exactly as text, bytes as base64.
+more than `max-rows` rows (reading stops there: `rows` is what was read, `limit` + 1);
+`{"spark", "error"}` when the slice cannot be read. Values are JSON: times as ISO text, decimals
+and other numbers Spark keeps exactly as text, bytes as base64.
 
-Each side runs in a session of its own (its views and settings touch no other's): its sources
-as batch views (a watermark is kept, and a batch query ignores it), its SQL, and the metadata
-columns as its run would add them (runner/query.py). Nothing is written: no sink, no
-checkpoint. Exit codes: 0 answered, 2 the input cannot be read.
+Each side runs in a session of its own with the job's spark.sql.* settings (ANSI, time zone,
+legacy flags: as its run's session has them), its views touching no other's: its sources as
+batch views (a watermark is kept, and a batch query ignores it), its SQL or its code (whose
+`execution_output` is then a batch frame), and the metadata columns as its run would add them
+(runner/query.py). Nothing is written: no sink, no checkpoint, no event log. Exit codes: 0
+answered, 2 the input cannot be read.
 
 Needs pyspark and the standard library only.
 """
@@ -43,7 +48,7 @@ from .manifest import load_manifest, options_of
 from .probe_session import probe_session, read_request, write_answer
 from .query import query_frame, with_metadata
 from .schema_rules import fields_of
-from .spark_internals import stateful_operators
+from .spark_internals import EXACT_PATHS, stateful_operators
 
 #: Options of a streaming read that say how a stream advances, not what a row is: a batch read
 #: of the slice leaves them out (the slice says where to start and stop).
@@ -108,7 +113,12 @@ def batch_source(spark: Any, table: dict[str, Any], part: dict[str, Any]) -> Any
             .option("endingOffsets", json.dumps(ranges["end"]))
             .load()
         )
-    reader = spark.read.format(str(table["format"])).options(**options)
+    base = options_of(table).get("path")
+    if base and not any(k.lower() == "basepath" for k in options):
+        # The table's folder is the files' base: partition columns (`dt=...`) as the stream
+        # reads them.
+        options["basePath"] = base
+    reader = spark.read.format(str(table["format"])).options(**options, **EXACT_PATHS)
     if schema:
         reader = reader.schema(schema)
     files = [str(f) for f in part["files"]]
@@ -131,24 +141,66 @@ def register(session: Any, doc: dict[str, Any], frames: dict[str, Any]) -> None:
         frame.createOrReplaceTempView(name)
 
 
-def run_side(spark: Any, doc: dict[str, Any], request: dict[str, Any], limit: int,
-             which: str) -> dict[str, Any]:  # fmt: skip
+class Reads:
+    """The slice as each side reads it: in a session with that side's spark.sql.* settings
+    (`conf`, as its run's session has them: a time zone changes how a time is read), each
+    source read once per settings and table definition, at most `limit` + 1 rows of it (past
+    the limit nothing more is read), held for the side that reads it the same way."""
+
+    def __init__(self, spark: Any, parts: dict[str, Any], limit: int):
+        self.spark, self.parts, self.limit = spark, parts, limit
+        self.sessions: dict[str, Any] = {}
+        self.frames: dict[tuple[str, str, str], tuple[Any, int]] = {}
+        self.counts: dict[str, int] = {}
+
+    def session(self, doc: dict[str, Any]) -> tuple[str, Any]:
+        conf = {str(k): str(v) for k, v in (doc.get("conf") or {}).items()
+                if str(k).startswith("spark.sql.")}  # fmt: skip
+        said = json.dumps(conf, sort_keys=True)
+        if said not in self.sessions:
+            session = self.spark.newSession()
+            for key, value in conf.items():
+                if session.conf.isModifiable(key):  # a static one is the session's start's
+                    session.conf.set(key, value)
+            self.sessions[said] = session
+        return said, self.sessions[said]
+
+    def of(self, doc: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """`doc`'s session and its sources' frames (those the slice has); TooMany past the
+        limit."""
+        said, session = self.session(doc)
+        frames, total = {}, 0
+        for name in doc.get("source-tables", []):
+            if name not in self.parts:
+                continue
+            table = doc["tables"][name]
+            key = (said, name, json.dumps(table, sort_keys=True, default=str))
+            if key not in self.frames:
+                frame = batch_source(session, table, self.parts[name])
+                # Held as read (not cached: Spark's cache is shared by every session and
+                # answers a read in another time zone with this one's rows).
+                head = frame.limit(self.limit + 1).localCheckpoint(eager=True)
+                self.frames[key] = (head, head.count())
+            frames[name], rows = self.frames[key]
+            self.counts.setdefault(name, rows)
+            total += rows
+            if total > self.limit:
+                raise TooMany("the slice's input", total, self.limit)
+        return session, frames
+
+    def release(self) -> None:
+        self.frames.clear()  # what was held goes with its frames
+
+
+def run_side(reads: Reads, doc: dict[str, Any], limit: int, which: str) -> dict[str, Any]:
     """`{"fields", "rows", "stateful"}` of one side, or `{"error"}`; TooMany past `limit`."""
-    session = spark.newSession()
-    for key, value in (request.get("conf") or {}).items():
-        if str(key).startswith("spark.sql."):
-            session.conf.set(str(key), str(value))
+    session, frames = reads.of(doc)
     try:
-        frames = {
-            name: batch_source(session, doc["tables"][name], request["slice"][name])
-            for name in doc.get("source-tables", [])
-            if name in request["slice"]
-        }
         missing = [n for n in doc.get("source-tables", []) if n not in frames]
         if missing:
             return {"error": f"no slice of {', '.join(missing)}"}
         register(session, doc, frames)
-        frame = with_metadata(query_frame(session, doc), doc)
+        frame = with_metadata(query_frame(session, doc, streaming=False), doc)
         stateful = stateful_operators(frame)
         rows = frame.limit(limit + 1).collect()
     except Exception as exc:  # noqa: BLE001 - Spark's reason is the side's result
@@ -163,6 +215,7 @@ def run_side(spark: Any, doc: dict[str, Any], request: dict[str, Any], limit: in
 
 
 def probe(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """Both sides' answer (the new one alone where `old` is null: a new job)."""
     answer: dict[str, Any] = {"spark": spark.version, "seconds": {}}
     limit = int(request.get("max-rows") or 100_000)
     began = time.perf_counter()
@@ -172,33 +225,23 @@ def probe(spark: Any, request: dict[str, Any]) -> dict[str, Any]:
         answer["seconds"][what] = round(time.perf_counter() - began, 3)
         began = time.perf_counter()
 
-    old = load_manifest(json.dumps(request["old"]))
-    new = load_manifest(json.dumps(request["new"]))
-    cached = []
+    sides = {which: load_manifest(json.dumps(request[which]))
+             for which in ("old", "new") if request.get(which) is not None}  # fmt: skip
+    reads = Reads(spark, request["slice"], limit)
     try:
-        inputs = {}
-        tables = {**new["tables"], **old["tables"]}
-        for name, part in request["slice"].items():
-            # Read once: each side's read of the same slice is answered from this cache
-            # (sessions share it), so files are listed and read, and Kafka asked, once.
-            frame = batch_source(spark, tables[name], part).cache()
-            cached.append(frame)
-            inputs[name] = frame.count()
-            if sum(inputs.values()) > limit:
-                raise TooMany("the slice's input", sum(inputs.values()), limit)
-        answer["inputs"] = inputs
+        for doc in sides.values():
+            reads.of(doc)  # the input, read once per way it is read
+        answer["inputs"] = reads.counts
         lap("input")
-        answer["old"] = run_side(spark, old, request, limit, "old")
-        lap("old")
-        answer["new"] = run_side(spark, new, request, limit, "new")
-        lap("new")
+        for which, doc in sides.items():
+            answer[which] = run_side(reads, doc, limit, which)
+            lap(which)
     except TooMany as exc:
         answer["too-many"] = exc.doc
     except Exception as exc:  # noqa: BLE001 - the slice could not be read: Spark's reason
         answer["error"] = one_line(exc)
     finally:
-        for frame in cached:
-            frame.unpersist()
+        reads.release()
     return answer
 
 
@@ -214,9 +257,11 @@ def one_line(exc: BaseException) -> str:
 
 def read_preview_request(location: str) -> dict[str, Any]:
     request = read_request(location)
-    for field in ("old", "new", "slice"):
+    for field in ("new", "slice"):
         if not isinstance(request.get(field), dict):
             raise ValueError(f"{location}: {field} must be an object")
+    if not isinstance(request.get("old"), (dict, type(None))):
+        raise ValueError(f"{location}: old must be an object or null (a new job)")
     return request
 
 

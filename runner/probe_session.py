@@ -5,7 +5,8 @@ The deployer starts a probe with the spark-submit its jobs run on, in local mode
 (`spark-submit --master local[N] --properties-file F job_runner.py --probe NAME --input IN
 --output OUT`, gather/spark_child.py): the job's settings a probe needs (the jars of its
 sources, how its storage is reached, secrets among them) reach Spark in that 0600 properties
-file, never on a command line. A session only adds the probe's own settings, none of them
+file, never on a command line; the probe removes it and its request as soon as it read them.
+A session only adds the probe's own settings, none of them
 secret (set through the running gateway, not a command line).
 
 Needs pyspark and the standard library only.
@@ -19,9 +20,11 @@ import os
 import tempfile
 from typing import Any
 
-#: Every probe's session: no UI, no progress bar, this machine only, UTC.
+#: Every probe's session: no UI, no progress bar, no event log (whatever the environment
+#: says: a probe writes nothing), this machine only, UTC.
 BASE_SETTINGS = {
     "spark.ui.enabled": "false",
+    "spark.eventLog.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.driver.host": "127.0.0.1",
@@ -29,13 +32,26 @@ BASE_SETTINGS = {
 }
 
 
+#: The settings file the deployer writes beside the request (gather/spark_child.py), read by
+#: spark-submit before the probe starts.
+SETTINGS_FILE = "probe.properties"
+
+
 def read_request(location: str) -> dict[str, Any]:
-    """The request at `location`, a JSON object; ValueError naming the file otherwise."""
+    """The request at `location`, a JSON object; ValueError naming the file otherwise. The
+    request and the settings file beside it (both may hold a job's secrets) are removed as
+    soon as read: nothing of them stays on disk however the deployer ends."""
     try:
         with open(location, encoding="utf-8") as handle:
             request = json.load(handle)
     except (OSError, ValueError) as exc:
         raise ValueError(f"{location}: {exc}") from None
+    finally:
+        for done in (location, os.path.join(os.path.dirname(location), SETTINGS_FILE)):
+            try:
+                os.remove(done)
+            except OSError:
+                pass
     if not isinstance(request, dict):
         raise ValueError(f"{location}: not a JSON object")
     return request

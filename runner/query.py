@@ -53,7 +53,10 @@ def register_sources(
         frame.createOrReplaceTempView(name)
 
 
-def query_frame(spark: Any, doc: dict[str, Any]) -> Any:
+def query_frame(spark: Any, doc: dict[str, Any], streaming: bool = True) -> Any:
+    """The job's query on the views registered: its SQL, or the frame its code assigns to
+    `execution_output` (a streaming one; a batch one where the views are batch views, as the
+    preview probe registers them: `streaming=False`)."""
     if doc.get("sql") is not None:
         return spark.sql(doc["sql"])
     from pyspark.sql import DataFrame
@@ -64,7 +67,7 @@ def query_frame(spark: Any, doc: dict[str, Any]) -> Any:
     frame = namespace.get("execution_output")
     if not isinstance(frame, DataFrame):
         raise ValueError("the code must assign a DataFrame to `execution_output`")
-    if not frame.isStreaming:
+    if streaming and not frame.isStreaming:
         raise ValueError("`execution_output` must be a streaming DataFrame (read the views)")
     return frame
 

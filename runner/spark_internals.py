@@ -32,6 +32,9 @@ from typing import Any
 
 FILE_FORMATS = ("parquet", "json", "csv", "orc", "text", "avro")
 DATA_SOURCE = "org.apache.spark.sql.execution.datasources.DataSource"
+#: The read option (DataSource.GLOB_PATHS_KEY) a file stream's batch reads its files with: each
+#: path that file, not a pattern (a name with `[`, `{`, `*` or `?` in it).
+EXACT_PATHS = {"__globPaths__": "false"}
 
 
 #: The parameters of DataSource's constructor that the runner passes (simple class names); any

@@ -100,6 +100,7 @@ def plan(
     batches: int,
     rows: int,
     max_rows: int,
+    preview_rows: bool,
     debug: bool,
     **kw: Any,
 ) -> int:
@@ -118,7 +119,7 @@ def plan(
     def show(p: Plan, previews: list[Preview] | None = None) -> str:
         saved = saved_shown(deployment, p, jobs, out, kept, prune) if out is not None else None
         extra = {"saved-plan": {"file": str(out), "digest": saved[1]}} if saved else {}
-        return _shown_plan(p, output, deployment, jobs, saved, previews, **extra)
+        return _shown_plan(p, output, deployment, jobs, saved, previews, preview_rows, **extra)
 
     if with_preview:
         result = deployment.plan(jobs, prune=prune, read_only=True)
@@ -139,11 +140,13 @@ def _shown_plan(
     jobs: list[Job],
     saved: tuple[str, str] | None = None,
     previews: list[Preview] | None = None,
+    preview_rows: bool = False,
     **extra: Any,
 ) -> str:
     if output == "markdown":
         lineage = build_lineage(jobs, catalog=deployment.catalog())
-        return plan_markdown(plan, lineage, saved=saved, previews=previews_markdown(previews or []))
+        shown = previews_markdown(previews or [], preview_rows)
+        return plan_markdown(plan, lineage, saved=saved, previews=shown)
     if output == "json":
         if previews is not None:
             extra["previews"] = [p.to_dict() for p in previews]

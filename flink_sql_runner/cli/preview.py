@@ -5,6 +5,7 @@ version read in its last batches, shown before anything runs; and the previews `
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,9 @@ from flink_sql_runner.decide.steps import StartRun
 from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK, FsrError, InvalidInput, Problem
 from flink_sql_runner.gather.preview import PreviewAsk, ask_preview_probe, gather_preview
 from flink_sql_runner.model.preview import Preview
+from flink_sql_runner.model.runtime import source_tables
 from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.names import parse_name
 from flink_sql_runner.render.preview import preview_json, preview_markdown, preview_text
 from flink_sql_runner.targets.connectors import needed
 
@@ -36,8 +39,8 @@ ROWS_DEFAULT = 5
 
 
 def preview_options(command: Any, prefix: str = "") -> Any:
-    """--batches, --rows, --max-rows (shared by `preview` and `plan --preview`, whose help
-    says `prefix` first)."""
+    """--batches, --rows, --max-rows, --preview-rows (shared by `preview` and `plan
+    --preview`, whose help says `prefix` first)."""
 
     def said(text: str) -> str:
         return f"{prefix}{text}" if prefix else text[0].upper() + text[1:]
@@ -49,8 +52,13 @@ def preview_options(command: Any, prefix: str = "") -> Any:
         click.option("--rows", type=click.IntRange(0), default=ROWS_DEFAULT, show_default=True,
                      help=said("a sample of this many rows of each kind of difference.")),
         click.option("--max-rows", type=click.IntRange(1), default=100_000, show_default=True,
-                     help=said("stop, and say so, when the input or an output holds more "
-                               "rows.")),
+                     help=said("stop reading, and say so, when the input or an output holds "
+                               "more rows.")),
+        click.option("--preview-rows", is_flag=True,
+                     help=said("show rows in --output markdown (meant for a pull request): "
+                               "samples and each column's min and max, the columns a secret's "
+                               "name names masked; without it that Markdown shows counts "
+                               "only.")),
     ]):  # fmt: skip
         command = option(command)
     return command
@@ -72,7 +80,8 @@ def plan_preview_options(command: Any) -> Any:
     metavar="[TABLE=]PATH",
     help="Rows to run both queries on instead of the slice (JSON lines, or .csv with a header, "
     ".parquet, .orc), read with the table's schema; TABLE= names the source table when the "
-    "job reads several. Repeatable.",
+    "job reads several (only a source table's name before the first = is read as TABLE: "
+    "dt=2024-01-01/rows.json is a path). Repeatable.",
 )
 @click.option(
     "--key",
@@ -91,6 +100,7 @@ def preview(
     batches: int,
     rows: int,
     max_rows: int,
+    preview_rows: bool,
     samples: tuple[str, ...],
     key: tuple[str, ...],
     output: str,
@@ -121,16 +131,18 @@ def preview(
     if name not in jobs:
         where = ", ".join(str(p) for p in paths) or "--path"
         raise InvalidInput([Problem(where, "name", f"no job named {name!r} there")])
-    ask = PreviewAsk(batches, max_rows, key, sample_files(samples))
     stored = deployment.store.read(name).manifest
     job = jobs[name]
     version = (stored.meta.query_version if stored is not None else 0) + 1
     desired = StoredManifest(job.spec, job.tables, Meta.new(version))
+    sources = source_tables(desired)
+    given = sample_files(samples, {*sources, *(parse_name(t).view for t in sources)})
+    ask = PreviewAsk(batches, max_rows, key, given)
     found = preview_of(deployment, stored, desired, ask, rows)
     if output == "json":
         click.echo(preview_json([found]))
     elif output == "markdown":
-        click.echo("\n".join(preview_markdown(found)).strip("\n"))
+        click.echo("\n".join(preview_markdown(found, preview_rows)).strip("\n"))
     else:
         click.echo(preview_text(found))
     failed = found.unavailable or any(s is not None and s.error for s in (found.old, found.new))
@@ -144,11 +156,15 @@ _output.help = "Text for people, JSON for machines, markdown for a pull-request 
 drop_options(preview, "runner_path")
 
 
-def sample_files(samples: tuple[str, ...]) -> dict[str, str]:
-    """`[TABLE=]PATH` each, by table ("" when not named); InvalidInput naming a missing file."""
+def sample_files(samples: tuple[str, ...], tables: Collection[str]) -> dict[str, str]:
+    """`[TABLE=]PATH` each, by table ("" when not named): TABLE= only where what comes before
+    the first `=` is one of `tables` (the job's source tables), else all of it is the path (a
+    Hive-style `dt=2024-01-01/` among them); InvalidInput naming a missing file."""
     found, problems = {}, []
     for item in samples:
-        table, _, path = item.rpartition("=") if "=" in item else ("", "", item)
+        table, _, path = item.partition("=")
+        if table not in tables:
+            table, path = "", item
         if not Path(path).is_file():
             problems.append(Problem(path, "--sample-from", "no such file"))
             continue

@@ -47,8 +47,12 @@ def judge_preview(facts: PreviewFacts, rows: int) -> Preview:
         return replace(preview, unavailable=f"the slice could not be read: {answer['error']}")
     watermarks = facts.watermarks
     sink_format, created_column = facts.sink_format, facts.created_column
-    old, new = Side.from_dict(answer.get("old")), Side.from_dict(answer.get("new"))
     inputs = {str(k): int(v) for k, v in (answer.get("inputs") or {}).items()}
+    skip = set(METADATA_COLUMNS) | {created_column}
+    if facts.old_version is None:
+        return new_job(replace(preview, inputs=inputs), Side.from_dict(answer.get("new")),
+                       skip, rows, watermarks)  # fmt: skip
+    old, new = Side.from_dict(answer.get("old")), Side.from_dict(answer.get("new"))
     preview = replace(preview, inputs=inputs, old=old, new=new)
     notes = stateful_notes(old, new, watermarks)
     if old.error or new.error:
@@ -56,7 +60,6 @@ def judge_preview(facts: PreviewFacts, rows: int) -> Preview:
     change = compare([list(old.fields)], list(new.fields), sink_format)
     refused = change["verdict"] == "breaking" and preview.policy != "allow"
     refused = refused or (preview.policy == "fail" and change["verdict"] == "additive")
-    skip = set(METADATA_COLUMNS) | {created_column}
     shared = [n for n in old.names if n in new.names and n not in skip]
     retyped = {str(r["name"]) for r in change["retyped"]}
     key = tuple(k for k in preview.key if k in shared)
@@ -79,6 +82,23 @@ def judge_preview(facts: PreviewFacts, rows: int) -> Preview:
         changed_sample=tuple(changed[:rows]),
         columns=tuple(column_diffs(old, new, skip)),
         notes=tuple(notes),
+    )
+
+
+def new_job(
+    preview: Preview, new: Side, skip: set[str], rows: int, watermarks: dict[str, tuple[str, str]]
+) -> Preview:
+    """A new job's preview: its query alone (no old side, no schema to judge against), every
+    row it writes its own."""
+    notes = tuple(stateful_notes(Side(), new, watermarks))
+    preview = replace(preview, new=new, notes=notes)
+    if new.error:
+        return preview
+    return replace(
+        preview,
+        only_new=len(new.rows),
+        only_new_sample=tuple(_shown(new, r, skip) for r in new.rows[:rows]),
+        columns=tuple(column_diffs(Side(), new, skip)),
     )
 
 

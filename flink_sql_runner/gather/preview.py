@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import unquote
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.checkpoint_reader import (
@@ -21,6 +22,7 @@ from flink_sql_runner.model.preview import PreviewFacts, Slice, SlicePart
 from flink_sql_runner.model.runtime import probe_manifest, spark_conf
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
+from flink_sql_runner.read.secrets import MASK, is_secret, redact_text
 from flink_sql_runner.read.sinks import schema_policy
 from flink_sql_runner.stores.storage import Storage
 
@@ -68,10 +70,13 @@ def gather_preview(
     old_version = stored.meta.query_version if stored is not None else None
     try:
         new = probe_manifest(desired, "preview")
-        # A manifest `migrate` converted names no checkpoint root: slice_of says so.
+        # A manifest `migrate` converted names no checkpoint root (slice_of says so): its
+        # query runs all the same on rows given, under the new one's root (nothing written).
         old = None
-        if stored is not None and stored.checkpoint_root:
-            old = probe_manifest(stored, "preview")
+        if stored is not None:
+            root = stored.checkpoint_root or desired.job["checkpoint-root"]
+            old = probe_manifest(replace(stored, job={**stored.job, "checkpoint-root": root}),
+                                 "preview")  # fmt: skip
     except FsrError as exc:  # an environment variable not set here
         why = f"the job's manifest cannot be resolved here: {exc}"
         return PreviewFacts(desired.name, old_version, desired.meta.query_version,
@@ -97,8 +102,8 @@ def gather_preview(
         created_column=created,
         watermarks=watermarks,
     )
-    old_doc = new if old is None else old  # a new job: only its new query, on rows given
-    found = slice_of(storage, stored, old_doc, new, ask)
+    # A new job: its new query alone, on rows given (no old side).
+    found = slice_of(storage, stored, old or new, new, ask)
     facts = _with(facts, slice=found)
     if found.missing:
         return facts
@@ -122,16 +127,49 @@ def gather_preview(
     settings = {k: v for k, v in {**plain, **secret}.items()
                 if k in SESSION_SETTINGS or k.startswith("spark.hadoop.")}  # fmt: skip
     request = {
-        "old": old_doc,
+        "old": old,
         "new": new,
         "slice": {p.view: p.request() for p in found.parts},
         "max-rows": ask.max_rows,
         "session": {**settings, **(session or {})},
     }
     answer, why = run(request)
+    hide = _masker([*secret.values(), *_secret_options(old), *_secret_options(new)])
     if why is not None:
-        return _with(facts, skipped=f"the preview probe failed: {why}")
-    return _with(facts, answer=_kafka_retention(answer))
+        return _with(facts, skipped=f"the preview probe failed: {hide(why)}")
+    return _with(facts, answer=_kafka_retention(_redacted(answer, hide)))
+
+
+def _secret_options(doc: dict[str, Any] | None) -> list[str]:
+    """The values of a runtime manifest's table options that are secrets (read/secrets.py)."""
+    tables = (doc or {}).get("tables") or {}
+    return [str(v) for t in tables.values() if isinstance(t, dict)
+            for k, v in (t.get("options") or {}).items() if is_secret(str(k), str(v))]  # fmt: skip
+
+
+def _masker(secrets: list[str]) -> Callable[[str], str]:
+    """Text with each of `secrets` (resolved values; the longest first) and every secret it
+    assigns masked: Spark's reason may quote a setting or an option."""
+    known = sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True)
+
+    def hide(text: str) -> str:
+        for value in known:
+            text = text.replace(value, MASK)
+        return redact_text(text)
+
+    return hide
+
+
+def _redacted(answer: dict[str, Any], hide: Callable[[str], str]) -> dict[str, Any]:
+    """The probe's answer, its errors (the slice's, each side's) masked."""
+    found = dict(answer)
+    if found.get("error"):
+        found["error"] = hide(str(found["error"]))
+    for which in ("old", "new"):
+        side = found.get(which)
+        if isinstance(side, dict) and side.get("error"):
+            found[which] = {**side, "error": hide(str(side["error"]))}
+    return found
 
 
 def _with(facts: PreviewFacts, **changes: Any) -> PreviewFacts:
@@ -182,8 +220,9 @@ def slice_of(
     if read.missing:
         return Slice(version, missing=f"version {version}: {read.missing}")
     parts: dict[str, SlicePart] = dict(given)
-    matched = _match(read.sources, old)
-    for index, (kind, what) in enumerate(read.sources):
+    sources = tuple((k, _decoded(w) if k == "file" else w) for k, w in read.sources)
+    matched = _match(sources, old)
+    for index, (kind, what) in enumerate(sources):
         view = matched.get(index)
         if view is None or view in parts:
             continue
@@ -245,6 +284,13 @@ def _match(sources: tuple[tuple[str, Any], ...], doc: dict[str, Any]) -> dict[in
         if len(fitting) == 1:
             found[index] = fitting[0]
     return found
+
+
+def _decoded(files: Any) -> Any:
+    """A file source's files as their names (its log holds them as URIs: a space as %20,
+    non-ASCII as UTF-8 percent-encoded); Spark reads a name, not a URI. Why there are none
+    (text) as it is."""
+    return files if isinstance(files, str) else tuple(unquote(f) for f in files)
 
 
 def _local(path: str) -> str:

@@ -6,13 +6,17 @@ its answer read back. The probe runs on the Spark release and the Python a job's
 (a connector built for that release loads), and the job's settings it needs (jars, how its
 storage is reached, secrets among them) reach Spark in a 0600 properties file, never on a
 command line. The cluster's `spark-defaults.conf` is not read: a probe runs here, not there,
-and writes nothing (no event log). The deployer never imports pyspark; a probe that hangs is
-killed with its process group."""
+and writes nothing (no event log, whatever the environment turns on). The probe removes its
+request and its settings as soon as it read them; a folder a killed deployer left behind (its
+pid in the folder's name, no longer running) is removed by the next probe started. The
+deployer never imports pyspark; a probe that hangs is killed with its process group."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +28,27 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.targets.javaprops import properties_text
 from flink_sql_runner.targets.runner_files import runner_script
 from flink_sql_runner.targets.sparksubmit import failure_message, find_spark_submit
+
+#: What a probe's Spark is always given: no event log (an environment's own is not wanted).
+PROBE_SETTINGS = {"spark.eventLog.enabled": "false"}
+#: A probe's private folder: `fsr-<probe>-p<deployer's pid>-<random>`.
+_FOLDER = re.compile(r"^fsr-[a-z_]+-p([0-9]+)-")
+
+
+def sweep_left_behind(where: str | None = None) -> None:
+    """Remove the probe folders deployers that are gone left behind (a SIGKILL runs no
+    `finally`); a running one's are its own."""
+    where = where or tempfile.gettempdir()
+    for entry in os.scandir(where):
+        found = _FOLDER.match(entry.name)
+        if not found or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            os.kill(int(found.group(1)), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry.path, ignore_errors=True)
+        except OSError:
+            continue  # alive (another user's)
 
 
 def probe_command(probe: str, spark_submit: str, folder: Path) -> list[str]:
@@ -68,10 +93,13 @@ def run_child(
         submit = find_spark_submit(spark_submit)
     except FsrError as exc:
         return {}, str(exc)
-    with tempfile.TemporaryDirectory(prefix=f"fsr-{probe}-") as name:  # mode 0700
+    sweep_left_behind()
+    with tempfile.TemporaryDirectory(prefix=f"fsr-{probe}-p{os.getpid()}-") as name:  # 0700
         folder = Path(name)
-        _private(folder / "in.json", json.dumps(request))  # a job's settings may hold a secret
-        _private(folder / "probe.properties", properties_text(settings or {}))
+        # A job's settings may hold a secret: the probe removes both files once read.
+        _private(folder / "in.json", json.dumps(request))
+        _private(folder / "probe.properties",
+                 properties_text({**(settings or {}), **PROBE_SETTINGS}))  # fmt: skip
         try:
             process = subprocess.Popen(  # noqa: S603 - a list, never a shell
                 probe_command(probe, submit, folder),

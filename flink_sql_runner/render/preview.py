@@ -9,6 +9,7 @@ from typing import Any
 
 from flink_sql_runner.decide.preview import METADATA_COLUMNS
 from flink_sql_runner.model.preview import ColumnStats, Preview
+from flink_sql_runner.read.secrets import MASK, is_secret_key
 from flink_sql_runner.render.markdown import text
 
 VALUE_LIMIT = 60
@@ -56,11 +57,17 @@ def headline(preview: Preview) -> str:
     for side, name in ((preview.old, "old"), (preview.new, "new")):
         if side is not None and side.error:
             return f"the {name} query failed on the slice: {side.error}"
+    if preview.old_version is None:
+        return f"{preview.only_new} row(s) the new job writes"
     parts = [f"{preview.only_new} row(s) only the new query writes",
              f"{preview.only_old} only the old one wrote"]  # fmt: skip
     if preview.key:
         parts.append(f"{preview.changed} changed by {', '.join(preview.key)}")
     return "; ".join(parts)
+
+
+def _writes(preview: Preview) -> str:
+    return "the new job writes" if preview.old_version is None else "only the new query writes"
 
 
 def preview_text(preview: Preview) -> str:
@@ -87,7 +94,7 @@ def preview_text(preview: Preview) -> str:
     if preview.verdict is not None:
         lines.append(f"  schema: {verdict_line(preview)}")
     lines.append(f"  {headline(preview)}")
-    for title, sample in (("only the new query writes", preview.only_new_sample),
+    for title, sample in ((_writes(preview), preview.only_new_sample),
                           ("only the old query wrote", preview.only_old_sample)):  # fmt: skip
         if sample:
             lines.append(f"  {title} (sample):")
@@ -125,8 +132,19 @@ def _table(rows: tuple[dict[str, Any], ...]) -> list[str]:
     return lines
 
 
-def preview_markdown(preview: Preview) -> list[str]:
-    """A collapsed section for one job: its headline as the summary."""
+def _masked(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with the values of the columns a secret's name names masked (read/secrets.py)."""
+    return {n: MASK if is_secret_key(n) else v for n, v in row.items()}
+
+
+def _counts(found: ColumnStats | None) -> str:
+    return "(no such column)" if found is None else f"{found.nulls} null, {found.distinct} distinct"
+
+
+def preview_markdown(preview: Preview, rows: bool = False) -> list[str]:
+    """A collapsed section for one job, its headline as the summary: for a pull request, so
+    counts only unless `rows` (`--preview-rows`): then samples of rows and each column's min
+    and max, the columns a secret's name names masked."""
     summary = text(f"Preview of {preview.name}: {headline(preview)}")
     lines = ["", f"<details><summary>{summary}</summary>", ""]
     parts = "; ".join(p.describe() for p in preview.slice.parts)
@@ -138,29 +156,44 @@ def preview_markdown(preview: Preview) -> list[str]:
         lines += ["", f"Rows in: {text(ins or 'none')}; rows out: {text(', '.join(outs))}"]
         if preview.verdict is not None:
             lines += ["", f"Schema: {text(verdict_line(preview))}"]
-        for title, sample in (("Only the new query writes", preview.only_new_sample),
-                              ("Only the old query wrote", preview.only_old_sample)):  # fmt: skip
-            if sample:
-                lines += ["", f"{title} (sample):", "", *_table(sample)]
-        if preview.changed_sample:
-            rows = tuple({**i["key"], **{n: f"{_value(a)} -> {_value(b)}" for n, (a, b) in
-                          i["columns"].items()}} for i in preview.changed_sample)  # fmt: skip
-            lines += ["", "Changed by key (sample):", "", *_table(rows)]
+        lines += _samples_markdown(preview) if rows else [
+            "", "_Rows are not shown here (`--preview-rows` shows them)._"]  # fmt: skip
         if preview.columns:
             lines += ["", "| column | old | new |", "|---|---|---|"]
-            lines += [f"| {_md(c.name)} | {text(_stats(c.old))} | {text(_stats(c.new))} |"
-                      for c in preview.columns]  # fmt: skip
+            for c in preview.columns:
+                if rows and not is_secret_key(c.name):
+                    old, new = _stats(c.old), _stats(c.new)
+                else:
+                    old, new = _counts(c.old), _counts(c.new)
+                lines.append(f"| {_md(c.name)} | {text(old)} | {text(new)} |")
         lines += [f"\n_{text(n)}_" for n in preview.notes]
     lines += ["", "</details>"]
     return lines
 
 
-def previews_markdown(previews: list[Preview]) -> list[str]:
-    """The previews of a plan's changed queries, for its Markdown (`plan --preview`)."""
+def _samples_markdown(preview: Preview) -> list[str]:
+    lines: list[str] = []
+    for title, sample in ((_writes(preview).capitalize(), preview.only_new_sample),
+                          ("Only the old query wrote", preview.only_old_sample)):  # fmt: skip
+        if sample:
+            lines += ["", f"{title} (sample):", "", *_table(tuple(_masked(r) for r in sample))]
+    if preview.changed_sample:
+        shown = tuple(
+            _masked({**i["key"], **{n: f"{_value(a)} -> {_value(b)}"
+                                    for n, (a, b) in i["columns"].items()}})
+            for i in preview.changed_sample
+        )  # fmt: skip
+        lines += ["", "Changed by key (sample):", "", *_table(shown)]
+    return lines
+
+
+def previews_markdown(previews: list[Preview], rows: bool = False) -> list[str]:
+    """The previews of a plan's changed queries, for its Markdown (`plan --preview`; rows
+    only with `--preview-rows`)."""
     if not previews:
         return []
     lines = ["", "#### Previews", "", "What each changed query writes of the input its running "
              "version read last (nothing written; `flink-sql-runner preview NAME`)."]  # fmt: skip
     for preview in previews:
-        lines += preview_markdown(preview)
+        lines += preview_markdown(preview, rows)
     return lines

@@ -96,3 +96,23 @@ def test_plan_preview_previews_each_changed_query_after_the_plan(tmp_path: Path)
     doc = json.loads(cli("plan", *args, "--preview", "--output", "json").stdout)
     assert [p["name"] for p in doc["previews"]] == ["expensive"]
     assert "previews" not in json.loads(cli("plan", *args, "--output", "json").stdout)
+
+
+def test_sample_from_splits_at_a_source_tables_name_only(tmp_path: Path) -> None:
+    """Issue 54, finding 14 (c): `TABLE=PATH` where TABLE is a source table the job reads; a
+    Hive-style path (`dt=2024-01-01/...`) is a path, whole."""
+    from flink_sql_runner.cli.preview import sample_files
+
+    folder = tmp_path / "dt=2024-01-01"
+    folder.mkdir()
+    rows = folder / "rows.json"
+    rows.write_text('{"order_id": 1}\n')
+    assert sample_files((str(rows),), {"orders"}) == {"": str(rows.resolve())}
+    assert sample_files((f"orders={rows}",), {"orders"}) == {"orders": str(rows.resolve())}
+
+
+def test_preview_rows_is_an_explicit_option_its_help_says_so() -> None:
+    """Issue 54, finding 14 (f): `plan --preview-rows` and `preview --preview-rows`."""
+    for command in (("plan",), ("preview",)):
+        shown = " ".join(cli(*command, "--help").stdout.split())
+        assert "--preview-rows" in shown and "secret" in shown, command

@@ -143,3 +143,15 @@ def test_column_figures() -> None:
     assert stats(["b", "a"]) == ColumnStats(0, 2, "a", "b")
     assert stats([]) == ColumnStats(0, 0, None, None)
     assert stats([{"a": 1}, {"a": 1}]) == ColumnStats(0, 1, None, None)
+
+
+def test_a_new_job_has_no_old_side_and_every_row_is_its_own() -> None:
+    """Issue 54, finding 14 (a): the probe runs a new job's query alone."""
+    cols = ["order_id bigint", "price double", "buyer_id string"]
+    answer = {"spark": "4.3.0", "inputs": {"orders": 6},
+              "new": side(cols, filtered(9000), 1)}  # fmt: skip
+    part = SlicePart("orders", "sample", sample="/rows.json")
+    found = judge_preview(PreviewFacts("fresh", None, 1, Slice(None, parts=(part,)), answer), 1)
+    assert found.old is None and found.unavailable is None and found.verdict is None
+    assert found.only_new == 2 and found.only_new_sample == (
+        {"order_id": 1, "price": 9500.0, "buyer_id": "b1"},)  # fmt: skip

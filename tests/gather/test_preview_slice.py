@@ -225,3 +225,48 @@ def test_two_file_sources_are_told_apart_by_their_folders(tmp_path: Path) -> Non
     gather_preview(FileStorage(), job, job, PreviewAsk(), probe)
     assert probe.asked[0]["slice"] == {"buyers": {"files": ["file:///buyers/b.json"]},
                                        "orders": {"files": ["file:///in/o.json"]}}  # fmt: skip
+
+
+def test_file_names_spark_encodes_are_given_decoded(tmp_path: Path) -> None:
+    """Issue 54, finding 12: the checkpoint's log holds URIs (a space as %20, `%` as %25,
+    non-ASCII percent-encoded); the probe is given the files' names, matched to their table."""
+    meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}}
+    write(tmp_path / "expensive" / "1", {
+        "metadata": '{"id": "q"}',
+        "offsets/0": "\n".join(["v1", json.dumps(meta), '{"logOffset":0}', '{"logOffset":0}']),
+        "commits/0": "v1\n{}",
+        "sources/0/0": log(("file:///my%20buyers/b%2550%20%C3%A9.json", 0)),
+        "sources/1/0": log(("file:///in/o.json", 0)),
+    })  # fmt: skip
+    buyers = {"format": "json", "options": {"path": "/my buyers"}, "schema": "buyer_id STRING"}
+    job = manifest(tmp_path, "SELECT * FROM orders JOIN buyers USING (buyer_id)", 1,
+                   buyers=buyers)  # fmt: skip
+    probe = Probe()
+    gather_preview(FileStorage(), job, job, PreviewAsk(), probe)
+    assert probe.asked[0]["slice"]["buyers"] == {"files": ["file:///my buyers/b%50 é.json"]}
+
+
+def test_a_new_job_is_previewed_as_new_with_no_old_side(tmp_path: Path) -> None:
+    """Finding 14 (a): a job never deployed, given rows, runs its query alone."""
+    sample = tmp_path / "rows.json"
+    sample.write_text('{"order_id": 1, "price": 6000}\n')
+    new = manifest(tmp_path, "SELECT * FROM orders", 1)
+    probe = Probe()
+    gather_preview(FileStorage(), None, new, PreviewAsk(samples={"": str(sample)}), probe)
+    assert probe.asked[0]["old"] is None and probe.asked[0]["new"]["sql"]
+
+
+def test_the_probes_errors_are_shown_with_the_jobs_secrets_masked(tmp_path: Path) -> None:
+    """Issue 54, finding 14 (d): Spark's reason may quote a setting or an option: a secret of
+    the job (its spark properties, its tables' options) is masked in what is shown."""
+    file_checkpoint(tmp_path / "expensive" / "1", 1)
+    job = manifest(tmp_path, "SELECT * FROM orders", 1)
+    job.job["sparkProperties"]["spark.hadoop.fs.s3a.secret.key"] = "S3CR3T-kEy"
+    job.tables["orders"]["options"]["kafka.sasl.jaas.config"] = "x required pw=Hunter22;"
+    said = "s3a://k:S3CR3T-kEy@b/ failed; config x required pw=Hunter22; password=abc123"
+    answer = {"spark": "4.3.0", "old": {"error": said}, "new": {"error": said}, "error": said}
+    found = gather_preview(FileStorage(), job, job, PreviewAsk(), Probe(answer))
+    failed = gather_preview(FileStorage(), job, job, PreviewAsk(), Probe(why=said))
+    shown = json.dumps([found.answer, failed.skipped])
+    assert "S3CR3T" not in shown and "Hunter22" not in shown and "abc123" not in shown
+    assert found.answer["old"]["error"].startswith("s3a://k:*****@b/ failed")

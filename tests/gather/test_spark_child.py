@@ -119,3 +119,29 @@ def test_a_probe_that_hangs_is_killed_and_one_that_cannot_start_says_so(tmp_path
     missing = tmp_path / "no-such-spark-submit"
     answer, why = run_child("schema_probe", {}, 5, spark_submit=str(missing))
     assert answer == {} and why == f"cannot run {missing}: No such file or directory"
+
+
+def test_no_event_log_and_what_a_killed_deployer_left_is_swept(
+    recorder: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 54, finding 14 (b, e): the probe's Spark is told to write no event log; a probe
+    folder whose deployer is gone (a SIGKILL runs no `finally`) is removed by the next probe,
+    a running deployer's left alone."""
+    import subprocess
+    import sys
+    import tempfile
+
+    submit, record = recorder
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    gone = subprocess.Popen([sys.executable, "-c", ""])  # noqa: S603
+    gone.wait()
+    left = temp / f"fsr-preview_probe-p{gone.pid}-x1"
+    left.mkdir()
+    (left / "in.json").write_text('{"secret": "s"}')
+    alive = temp / "fsr-preview_probe-p1-x2"
+    alive.mkdir()
+    run_child("preview_probe", {}, 30, spark_submit=str(submit))
+    assert "spark.eventLog.enabled=false\n" in json.loads(record.read_text())["props"]
+    assert sorted(p.name for p in temp.iterdir()) == [alive.name]

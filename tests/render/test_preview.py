@@ -52,12 +52,12 @@ def test_json_holds_the_counts_and_samples() -> None:
 
 
 def test_markdown_is_a_collapsed_section_with_values_escaped() -> None:
-    lines = preview_markdown(previewed())
+    lines = preview_markdown(previewed(), rows=True)
     assert lines[1].startswith("<details><summary>Preview of expensive: 1 row(s) only")
     assert lines[-1] == "</details>"
     assert "| `2` | `x \\| 'y' <b>` |" in lines, "no table cut, no HTML let through"
     plan = Plan((Decision("expensive", Action.STOP_AND_START_CLEAN, 2, "query changed"),))
-    shown = plan_markdown(plan, None, previews=previews_markdown([previewed()]))
+    shown = plan_markdown(plan, None, previews=previews_markdown([previewed()], rows=True))
     assert "#### Previews" in shown and "<details><summary>Preview of expensive" in shown
     assert "#### Previews" not in plan_markdown(plan, None), "only with --preview"
 
@@ -67,3 +67,22 @@ def test_previews_too_long_for_a_comment_are_left_out_saying_so() -> None:
     shown = plan_markdown(plan, None, previews=["x" * 70_000])
     assert "x" * 100 not in shown
     assert "The previews are left out: the comment would be too long" in shown
+
+
+def test_markdown_for_a_pull_request_shows_rows_only_when_asked_secret_columns_masked() -> None:
+    """Issue 54, finding 14 (f): production rows reach a pull request only with
+    `--preview-rows`, and a column a secret's name names is masked even then."""
+    secret = [*FIELDS, {"name": "api_token", "type": "string", "nullable": True}]
+    old = [[1, "a", "tok-old-1"]]
+    answer = {"spark": "4.3.0", "inputs": {"orders": 2},
+              "old": {"fields": secret, "rows": old},
+              "new": {"fields": secret, "rows": [*old, [2, "b", "tok-2"]]}}  # fmt: skip
+    part = SlicePart("orders", "files", files=("file:///in/a.json",))
+    found = judge_preview(PreviewFacts("expensive", 1, 2, Slice(1, 3, 12, (part,)), answer), 5)
+    counts = "\n".join(preview_markdown(found))
+    assert "1 row(s) only the new query writes" in counts
+    assert "tok-" not in counts and "`b`" not in counts and "min" not in counts
+    assert "--preview-rows" in counts, "it says how rows are shown"
+    rows = "\n".join(preview_markdown(found, rows=True))
+    assert "`b`" in rows and "tok-" not in rows and "`*****`" in rows
+    assert "tok-" not in "\n".join(previews_markdown([found], rows=True))

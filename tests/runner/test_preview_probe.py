@@ -107,3 +107,127 @@ def test_a_request_it_cannot_read_is_refused_with_exit_2(tmp_path: Path) -> None
     bad = tmp_path / "in.json"
     bad.write_text('{"old": {}}')
     assert main(["--input", str(bad), "--output", str(tmp_path / "out.json")]) == 2
+
+
+def test_each_side_runs_with_its_own_spark_sql_settings(spark, tmp_path: Path) -> None:
+    """Issue 54, finding 9: the job's ANSI setting and time zone apply (a JSON time is read in
+    the session's zone, as the job reads it)."""
+    files = drop(tmp_path / "in")
+    sql = ("SELECT order_id, CAST(CONCAT(CAST(order_id AS STRING), 'x') AS INT) AS bad, "
+           "unix_timestamp(order_time) AS epoch FROM orders")  # fmt: skip
+    old = job(tmp_path, sql, 1)
+    new = job(tmp_path, sql, 2)
+    new["conf"] = {"spark.sql.ansi.enabled": "false",
+                   "spark.sql.session.timeZone": "America/New_York"}  # fmt: skip
+    old["conf"] = {"spark.sql.ansi.enabled": "true"}
+    answer = probe(spark, {"old": old, "new": new, "slice": {"orders": {"files": files}},
+                           "max-rows": 100})  # fmt: skip
+    assert "CAST_INVALID_INPUT" in answer["old"]["error"]
+    first = sorted(answer["new"]["rows"])[0]
+    assert first[:3] == [1, None, 1767225601 + 5 * 3600], "NULL, and 00:00:01 in New York"
+
+
+def test_a_code_job_runs_on_the_slice(spark, tmp_path: Path) -> None:
+    """Finding 10: a job of `code` (its frame read from the views) is previewed too."""
+    files = drop(tmp_path / "in")
+    code = ('execution_output = spark.table("orders").where(F.col("price") > 9000)'
+            '.select("order_id")')  # fmt: skip
+    new = job(tmp_path, "", 2)
+    new["sql"], new["code"] = None, code
+    old = job(tmp_path, "SELECT order_id FROM orders WHERE price > 5000", 1)
+    answer = probe(spark, {"old": old, "new": new, "slice": {"orders": {"files": files}},
+                           "max-rows": 100})  # fmt: skip
+    assert "error" not in answer["new"], answer["new"]
+    assert sorted(r[0] for r in answer["new"]["rows"]) == [1, 4]
+
+
+def test_partition_columns_come_from_the_tables_path(spark, tmp_path: Path) -> None:
+    """Finding 11: files under `dt=...` folders read with the table's path as their base."""
+    folder = tmp_path / "in" / "dt=2026-01-01"
+    folder.mkdir(parents=True)
+    (folder / "a.json").write_text('{"order_id": 1, "price": 1.0}\n{"order_id": 2, "price": 2.0}\n')
+    # A name with glob characters is that file, as the stream reads it, not a pattern.
+    (folder / "b[1].json").write_text('{"order_id": 3, "price": 1.0}\n')
+    (folder / "b1.json").write_text('{"order_id": 4, "price": 1.0}\n')
+    doc = job(tmp_path, "SELECT order_id, dt FROM orders", 1)
+    doc["tables"]["orders"]["schema"] = "order_id BIGINT, price DOUBLE, dt DATE"
+    doc["tables"]["orders"].pop("watermark")
+    files = [f"file://{folder}/a.json", f"file://{folder}/b[1].json"]
+    request = {"old": doc, "new": doc, "max-rows": 100, "slice": {"orders": {"files": files}}}
+    answer = probe(spark, request)
+    assert sorted(r[:2] for r in answer["new"]["rows"]) == [
+        [1, "2026-01-01"], [2, "2026-01-01"], [3, "2026-01-01"]]  # fmt: skip
+
+
+def test_max_rows_stops_reading_at_the_limit(spark, tmp_path: Path) -> None:
+    """Finding 13: past --max-rows nothing more is read: a file whose lines after the limit
+    would fail to parse (FAILFAST) is answered as too many, not as its error."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    good = [json.dumps({"order_id": i, "price": 1.0}) for i in range(20)]
+    (folder / "big.json").write_text("\n".join(good + ["not json"] * 60_000) + "\n")
+    doc = job(tmp_path, "SELECT * FROM orders", 1)
+    doc["tables"]["orders"]["options"]["mode"] = "FAILFAST"
+    request = {"old": doc, "new": doc, "max-rows": 10,
+               "slice": {"orders": {"files": [f"file://{folder}/big.json"]}}}  # fmt: skip
+    answer = probe(spark, request)
+    assert answer.get("too-many") == {"where": "the slice's input", "rows": 11, "limit": 10}
+
+
+def test_a_preview_matches_what_the_job_itself_writes(spark, tmp_path: Path) -> None:
+    """Issue 54's "done when": a job with ANSI off on a partitioned file source whose files'
+    names Spark encodes runs as the runner runs it (its session with the job's settings); then
+    its preview against a code job doing the same, from the checkpoint the run left, on the
+    deployer's own slice, shows exactly the rows the job wrote, on both sides; and the code job,
+    run itself, writes them too."""
+    from flink_sql_runner.decide.preview import judge_preview
+    from flink_sql_runner.gather.preview import PreviewAsk, gather_preview
+    from flink_sql_runner.model.runtime import probe_manifest
+    from flink_sql_runner.model.stored import Meta, StoredManifest
+    from flink_sql_runner.stores.storage import FileStorage
+    from tests.support.runner_jobs import run_to_end
+
+    for dt, name, rows in (("2026-01-01", "a b é", [(1, "7"), (2, "x")]),
+                           ("2026-01-02", "c%d", [(3, "")])):  # fmt: skip
+        folder = tmp_path / "in" / f"dt={dt}"
+        folder.mkdir(parents=True)
+        lines = [json.dumps({"order_id": i, "note": n}) for i, n in rows]
+        (folder / f"{name}.json").write_text("\n".join(lines) + "\n")
+    tables = {"orders": {"format": "json", "options": {"path": str(tmp_path / "in")},
+                         "schema": "order_id BIGINT, note STRING, dt DATE"},
+              "out": {"format": "parquet", "options": {"path": str(tmp_path / "out")}}}  # fmt: skip
+    spec = {"name": "tagged", "target-table": "out", "checkpoint-root": str(tmp_path / "ck"),
+            "sql": "SELECT order_id, CAST(note AS INT) AS n, dt FROM orders",
+            "trigger": {"availableNow": True},
+            "sparkProperties": {"spark.sql.ansi.enabled": "false"}}  # fmt: skip
+    stored = StoredManifest(spec, tables, Meta(1, "q1", "2026-11-29T00:00:00Z"))
+    doc = probe_manifest(stored, "run-1")
+    session = spark.newSession()  # the run's, with the job's settings as spark-submit gives them
+    session.conf.set("spark.sql.ansi.enabled", "false")
+    run_to_end(session, doc)
+    wrote = sorted(
+        [r.order_id, r.n, r.dt.isoformat()]
+        for r in spark.read.parquet(str(tmp_path / "out")).collect()
+    )
+    assert wrote == [[1, 7, "2026-01-01"], [2, None, "2026-01-01"], [3, None, "2026-01-02"]]
+    code = ('execution_output = spark.table("orders").select("order_id", '
+            'F.col("note").cast("int").alias("n"), "dt")')  # fmt: skip
+    desired = StoredManifest({**{k: v for k, v in spec.items() if k != "sql"}, "code": code,
+                              "source-tables": ["orders"]}, tables,
+                             Meta(2, "q2", "2026-11-29T01:00:00Z"))  # fmt: skip
+
+    def run(request: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        return probe(spark, {k: v for k, v in request.items() if k != "session"}), None
+
+    facts = gather_preview(FileStorage(), stored, desired, PreviewAsk(), run)
+    for side in ("old", "new"):
+        assert sorted(r[:3] for r in facts.answer[side]["rows"]) == wrote, side
+    code_run = probe_manifest(desired, "run-2")  # the code job itself, into a sink of its own
+    code_run["tables"]["out"]["options"]["path"] = str(tmp_path / "out-code")
+    run_to_end(session, code_run)
+    assert wrote == sorted(
+        [r.order_id, r.n, r.dt.isoformat()]
+        for r in spark.read.parquet(str(tmp_path / "out-code")).collect()
+    )
+    found = judge_preview(facts, 5)
+    assert (found.only_new, found.only_old, found.verdict) == (0, 0, "same")

@@ -36,8 +36,13 @@ def probe(request: dict[str, Any], folder: Path) -> tuple[int, str, dict[str, An
     (folder / "in.json").write_text(json.dumps(request))
     (folder / "probe.properties").write_text(f"spark.hadoop.fs.s3a.secret.key={SECRET}\n")
     argv = probe_command("schema_probe", find_spark_submit(), folder)
+    env = probe_env()
+    # An environment that turns Spark's event log on: the probe writes none all the same.
+    (folder / "events").mkdir()
+    logged = f"-Dspark.eventLog.enabled=true -Dspark.eventLog.dir=file://{folder}/events"
+    env["SPARK_SUBMIT_OPTS"] = f"{env.get('SPARK_SUBMIT_OPTS', '')} {logged}".strip()
     process = subprocess.Popen(  # noqa: S603 - a list, never a shell
-        argv, cwd=folder, env=probe_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        argv, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     shown = []
     while process.poll() is None:
@@ -131,6 +136,8 @@ def probed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     code, stderr, result = probe(request, tmp)
     assert code == 0, stderr
     assert result is not None
+    result["events"] = sorted(p.name for p in (tmp / "events").iterdir())
+    result["left"] = sorted(p.name for p in tmp.iterdir() if p.suffix in (".json", ".properties"))
     actual = manifest(real, sql=plan_time["sql"])
     register_sources(spark, actual)
     result["real-json"] = fields_of(
@@ -139,6 +146,14 @@ def probed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     result["real-sink"] = sink
     result["stderr"] = stderr
     return result
+
+
+def test_it_writes_no_event_log_and_removes_its_request_once_read(probed) -> None:
+    """Issue 54, finding 14 (b, e): nothing written, the event log the environment turns on
+    included; the request and the settings (secrets among them) gone as soon as read, so that
+    a deployer killed meanwhile leaves neither behind."""
+    assert probed["events"] == []
+    assert probed["left"] == ["out.json"]
 
 
 def names_types(fields: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
