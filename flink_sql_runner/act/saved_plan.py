@@ -43,6 +43,7 @@ from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.lineage import plan_lineage
 from flink_sql_runner.read.catalog import Catalog
 from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.read.secrets import PLAN_KEY_VARIABLE
 
 FORMAT = "flink-sql-runner saved plan"
 SCHEMA_VERSION = 1
@@ -54,7 +55,7 @@ CLOCK_SKEW = 300.0
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 #: The plan key: a secret only CI holds, which signs a saved plan and keys its digests. Read
 #: from the environment only (a command line shows in `ps`); never printed.
-KEY_VARIABLE = "FLINK_SQL_RUNNER_PLAN_KEY"
+KEY_VARIABLE = PLAN_KEY_VARIABLE
 #: The fewest characters a plan key may have: one a word list cannot find.
 KEY_MIN = 16
 

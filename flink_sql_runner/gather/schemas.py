@@ -35,7 +35,12 @@ from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.contracts import ContractFacts, Known, Reader, SinkHolds
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.lineage import Lineage
-from flink_sql_runner.model.runtime import probe_manifest, resolved_table, source_tables
+from flink_sql_runner.model.runtime import (
+    as_written,
+    probe_manifest,
+    resolved_table,
+    source_tables,
+)
 from flink_sql_runner.model.state import Analysed, StateFacts
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
@@ -298,7 +303,7 @@ def gather_contracts(
         target = doc["tables"][doc["target-table"]]
         policy, policy_from = schema_policy(check.manifest.job, check.manifest.tables)
         found[index] = ContractFacts(
-            sink=sink,
+            sink=as_written(sink, check.manifest),
             format=fmt,
             policy=policy,
             policy_from=policy_from,
@@ -311,7 +316,7 @@ def gather_contracts(
                 Reader(job, table, probe.ddl(ddl) if ddl else None)
                 for job, table, ddl in check.readers
             ),
-            moved_from=moved,
+            moved_from=as_written(moved, check.previous or check.manifest) if moved else None,
             spark=probe.spark,
         )
     return found

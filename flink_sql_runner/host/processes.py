@@ -125,3 +125,17 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+#: What the deployer's environment holds that no child process gets: the plan key (read/secrets.py
+#: names it too; tests/host check that both say the same).
+DEPLOYER_ONLY = ("FLINK_SQL_RUNNER_PLAN_KEY",)
+
+
+def child_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a child process starts with: this one (or `base`), less what is the
+    deployer's alone."""
+    env = dict(os.environ if base is None else base)
+    for name in DEPLOYER_ONLY:
+        env.pop(name, None)
+    return env

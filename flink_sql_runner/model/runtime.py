@@ -12,7 +12,7 @@ from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.offsets import Starts
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.names import parse_name
-from flink_sql_runner.read.secrets import is_secret
+from flink_sql_runner.read.secrets import PLAN_KEY_VARIABLE, is_secret
 from flink_sql_runner.read.sinks import schema_policy
 from flink_sql_runner.read.sqlinfo import point_at_views
 
@@ -27,11 +27,27 @@ def resolve_text(value: str, manifest: StoredManifest, field: str, source: str) 
 
     def env(match: re.Match[str]) -> str:
         name = match.group(1)
+        if name == PLAN_KEY_VARIABLE:
+            raise FsrError(
+                f"{source}: {field}: {name} is the deployer's plan key, no job's to read"
+            )
         if name not in os.environ:
             raise FsrError(f"{source}: {field}: environment variable {name} is not set")
         return os.environ[name]
 
     return _ENV_VAR.sub(env, value)
+
+
+def as_written(text: str, manifest: StoredManifest) -> str:
+    """`text` (a sink's path as its run resolves it) with each environment value the manifest
+    names put back as its `${NAME}`: what the deployer shows of it, in plans, saved plans and
+    pull requests. An environment value is the job's to resolve, never the deployer's to show."""
+    names = set(_ENV_VAR.findall(repr((manifest.job, manifest.tables))))
+    values = sorted(((os.environ.get(n) or "", n) for n in names), key=lambda pair: -len(pair[0]))
+    for value, name in values:
+        if value:
+            text = text.replace(value, "${" + name + "}")
+    return text
 
 
 def _resolve(value: Any, manifest: StoredManifest, field: str, source: str) -> Any:

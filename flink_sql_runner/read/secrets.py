@@ -31,6 +31,9 @@ SECRET_IN_VALUE = re.compile(
     r"(?i)(secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]"
 )
 MASK = "*****"
+#: The plan key (act/saved_plan.py): the deployer's alone. No job may name it (`${...}`), and no
+#: child process gets it (host/processes.py's `child_env`).
+PLAN_KEY_VARIABLE = "FLINK_SQL_RUNNER_PLAN_KEY"
 _ASSIGNED_SECRET = re.compile(
     r"(?i)((?:secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]\s*)"
     r"(\"[^\"]*\"|'[^']*'|[^\s;&,]+)"

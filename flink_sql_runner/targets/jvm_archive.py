@@ -26,6 +26,7 @@ from importlib import resources
 from pathlib import Path
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.host.processes import child_env
 from flink_sql_runner.targets.sparksubmit import spark_home
 
 #: Seconds a training run may take (about one minute on 2 cores).
@@ -137,7 +138,7 @@ def make_archive(
 
 
 def _train(spark_submit: str, partial: Path, work: Path, python: str, timeout: float) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_SUBMIT_OPTS", "PYTHONPATH")}
+    env = {k: v for k, v in child_env().items() if k not in ("SPARK_SUBMIT_OPTS", "PYTHONPATH")}
     env["SPARK_SUBMIT_OPTS"] = f"-XX:ArchiveClassesAtExit={partial}"
     env["PYSPARK_PYTHON"] = env["PYSPARK_DRIVER_PYTHON"] = python
     argv = [spark_submit, "--master", "local[2]"]

@@ -252,7 +252,7 @@ class LocalTarget:
             spark_submit = find_spark_submit(self.spark_submit)
             body = properties_file_text(spark_submit, submission.secret_conf)
             write_atomically(properties_file, body, 0o600)
-        env = with_archive(dict(os.environ), self.jvm, find_spark_submit(self.spark_submit))
+        env = with_archive(procs.child_env(), self.jvm, find_spark_submit(self.spark_submit))
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("PYSPARK_DRIVER_PYTHON", env["PYSPARK_PYTHON"])
         args = self.command(submission, properties_file)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.host.processes import child_env
 from flink_sql_runner.model.sparkversion import version_tuple
 from flink_sql_runner.targets.base import Submission
 from flink_sql_runner.targets.javaprops import properties_text
@@ -176,6 +177,7 @@ def run(args: list[str], timeout: float) -> Completed:
     try:
         done = subprocess.run(  # noqa: S603 - a list, never a shell
             args,
+            env=child_env(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

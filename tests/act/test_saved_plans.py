@@ -623,3 +623,50 @@ def test_deploy_job_refuses_a_job_whose_steps_are_ordered_with_another_s(
     assert world.touched() == before
     plan, results = world.deploy_saved()
     assert all(r.ok for r in results.values()), results
+
+
+def test_no_environment_value_a_sink_names_is_shown_in_a_plan(
+    world: PlanWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of issue 54, R2: a pull request moves a sink to a path naming CI's secrets; the
+    plan resolved it to read the sink and wrote the values in clear into the saved plan, its
+    JSON and the pull request's Markdown. The path is shown as written."""
+    from flink_sql_runner.model.lineage import build_lineage
+    from flink_sql_runner.render.markdown import plan_markdown
+    from flink_sql_runner.render.plan import plan_json
+
+    monkeypatch.setenv("ORDERS_TOKEN", "tok-0123456789abcdef")
+    text = world.tables_file.read_text()
+    world.tables_file.write_text(
+        text.replace("path: /out/orders\n", "path: /out/orders/${ORDERS_TOKEN}\n")
+    )
+    saved = world.save(key=KEY)
+    deployment = world.deployment()
+    jobs = deployment.load()
+    plan = deployment.plan(jobs, read_only=True)
+    shown = [
+        world.plan_file.read_text(),
+        plan_json(plan),
+        plan_markdown(plan, build_lineage(jobs, catalog=deployment.catalog()), saved=("p", "d")),
+    ]
+    assert saved.decisions["orders"]["schema"]["sink"] == "/out/orders/${ORDERS_TOKEN}"
+    assert not [i for i, text in enumerate(shown) if "tok-0123456789abcdef" in text]
+
+
+def test_no_job_may_read_the_plan_key(world: PlanWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    """R2: the plan key is the deployer's alone: a job naming it is refused when its run is
+    built, and no child process (probe, spark-submit) gets it."""
+    from flink_sql_runner.errors import FsrError
+    from flink_sql_runner.host.processes import DEPLOYER_ONLY, child_env
+    from flink_sql_runner.model.runtime import resolved_table
+    from flink_sql_runner.read.secrets import PLAN_KEY_VARIABLE
+
+    monkeypatch.setenv(PLAN_KEY_VARIABLE, KEY.decode())
+    assert DEPLOYER_ONLY == (PLAN_KEY_VARIABLE,)
+    assert PLAN_KEY_VARIABLE not in child_env() and "PATH" in child_env()
+    stored = world.store.read("orders").manifest
+    assert stored is not None
+    tables = {**stored.tables, "orders_out": {"format": "parquet", "options": {
+        "path": "/out/${FLINK_SQL_RUNNER_PLAN_KEY}"}}}  # fmt: skip
+    with pytest.raises(FsrError, match="FLINK_SQL_RUNNER_PLAN_KEY is the deployer's plan key"):
+        resolved_table(replace(stored, tables=tables), "orders_out")
