@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -53,11 +54,15 @@ DEFAULT_MAX_AGE = 7 * 24 * 3600.0
 #: plan dated later was not made by a clock to trust, and its age would say nothing.
 CLOCK_SKEW = 300.0
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+#: A signature as `sealed` writes it.
+SIGNATURE = re.compile(r"hmac-sha256:[0-9a-f]{64}")
 #: The plan key: a secret only CI holds, which signs a saved plan and keys its digests. Read
 #: from the environment only (a command line shows in `ps`); never printed.
 KEY_VARIABLE = PLAN_KEY_VARIABLE
 #: The fewest characters a plan key may have: one a word list cannot find.
 KEY_MIN = 16
+#: The largest file read as a saved plan: a plan of 10,000 jobs is about 40 MiB.
+MAX_BYTES = 256 << 20
 
 
 class BadSavedPlan(FsrError):
@@ -283,11 +288,18 @@ def read_saved_plan(
     review approved; `key`: the plan key, which must have signed it."""
     where = str(path)
     try:
-        doc = json.loads(Path(path).read_bytes())
+        with open(path, "rb") as file:
+            raw = file.read(MAX_BYTES + 1)
     except OSError as exc:
         raise BadSavedPlan(f"{where}: cannot read the saved plan: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise BadSavedPlan(f"{where}: not a saved plan (larger than {MAX_BYTES >> 20} MiB)")
+    try:
+        doc = json.loads(raw)
     except ValueError as exc:
         raise BadSavedPlan(f"{where}: not a saved plan (not JSON: {exc})") from None
+    except RecursionError:
+        raise BadSavedPlan(f"{where}: not a saved plan (nested too deep)") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise BadSavedPlan(f"{where}: format: not a saved plan of flink-sql-runner (plan --out)")
     if doc.get("schema-version") != SCHEMA_VERSION:
@@ -327,11 +339,13 @@ def _bound(where: str, doc: dict[str, Any], key: bytes | None, expected: str | N
         said.append("expected digest")
     found = doc.get("signature")
     if key is not None:
-        if not isinstance(found, str) or not doc.get("keyed"):
+        if found is None or not doc.get("keyed"):
             raise BadSavedPlan(
                 f"{where}: signature: none: the plan was not made with the plan key "
                 f"({KEY_VARIABLE}); plan again where the key is set"
             )
+        if not isinstance(found, str) or not SIGNATURE.fullmatch(found):
+            raise BadSavedPlan(f"{where}: signature: not one flink-sql-runner writes")
         if not hmac.compare_digest(found, signature(str(doc["digest"]), key)):
             raise BadSavedPlan(
                 f"{where}: signature: not made with this plan key ({KEY_VARIABLE}): the file "

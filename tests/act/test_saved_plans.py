@@ -670,3 +670,36 @@ def test_no_job_may_read_the_plan_key(world: PlanWorld, monkeypatch: pytest.Monk
         "path": "/out/${FLINK_SQL_RUNNER_PLAN_KEY}"}}}  # fmt: skip
     with pytest.raises(FsrError, match="FLINK_SQL_RUNNER_PLAN_KEY is the deployer's plan key"):
         resolved_table(replace(stored, tables=tables), "orders_out")
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("[" * 200_000 + "]" * 200_000, "not a saved plan (nested too deep)"),
+        (" " * ((1 << 20) + 1), "not a saved plan (larger than 1 MiB)"),
+    ],
+    ids=["deep", "huge"],
+)
+def test_a_file_no_plan_could_be_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, said: str
+) -> None:
+    """Review of issue 54, R3: a file nested deep enough crashed the deploy with a traceback
+    (RecursionError, exit 1); one that never ends (/dev/zero) was read until memory ran out
+    (here the limit is 1 MiB, not 256)."""
+    from flink_sql_runner.act import saved_plan
+
+    monkeypatch.setattr(saved_plan, "MAX_BYTES", 1 << 20)
+    path = tmp_path / "p.json"
+    path.write_text(text)
+    with pytest.raises(BadSavedPlan, match=re.escape(f"{path}: {said}")):
+        read_saved_plan(path, deployer="0.1.0", now=0.0, max_age=1.0)
+
+
+@pytest.mark.parametrize("found", ["hmac-sha256:\u00e9", 7, "hmac-sha256:" + "A" * 64])
+def test_a_signature_no_deployer_writes_is_refused_in_one_line(world: PlanWorld, found) -> None:
+    """R3: the signature is outside the digest; a non-ASCII one made compare_digest raise
+    TypeError (a traceback, exit 1)."""
+    world.save(key=KEY)
+    rewritten(world, lambda doc: doc.update(signature=found), seal=False)
+    with pytest.raises(BadSavedPlan, match="signature: not one flink-sql-runner writes"):
+        world.read(key=KEY)
