@@ -87,14 +87,6 @@ def where(path: str | Path) -> str:
     return os.path.relpath(absolute, cwd) if inside else absolute
 
 
-#: The user and password of a URL (`https://user:secret@host`): never recorded nor shown.
-URL_USER = re.compile(r"(?<=//)[^/@\s]+@")
-
-
-def without_user(value: str | None) -> str | None:
-    return None if value is None else URL_USER.sub("*****@", value)
-
-
 def table_files(job: Job, catalog: Catalog | None) -> list[str]:
     """The catalog files the tables of `job` are declared in (none for a final manifest, whose
     tables it holds)."""

@@ -7,12 +7,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flink_sql_runner.act.plan_inputs import where, without_user
+from flink_sql_runner.act.plan_inputs import where
 from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.decide.warm import DEFAULT_HANDOVER
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.read.kafka_start import KafkaStart
 from flink_sql_runner.read.properties import PropertyRules
+from flink_sql_runner.read.secrets import redact_text
 from flink_sql_runner.stores.storage import FileStorage, Storage
 from flink_sql_runner.targets.base import Target
 
@@ -83,7 +84,7 @@ def where_jobs_run(settings: Settings) -> dict[str, str | None]:
         "spark-submit": settings.spark_submit,
         "connector-jars": where(settings.connector_jars) if settings.connector_jars else None,
     }
-    return {k: without_user(v) for k, v in found.items()}
+    return {k: None if v is None else redact_text(v) for k, v in found.items()}
 
 
 def make_target(settings: Settings) -> Target:

@@ -5,7 +5,8 @@ A property is secret when its key matches Spark's own redaction rule (the defaul
 well-known credentials that rule misses (JAAS configurations such as Kafka's SASL login, Azure
 account keys and SAS tokens, private keys of GCS service accounts, Kafka's `ssl.keystore.key`,
 anything holding `passwd` or `credential`), or when its value assigns one (`...password="x"`,
-`;token=abc`: Spark applies its rule to values too) or holds a private key (PEM).
+`;token=abc`: Spark applies its rule to values too) or holds a private key (PEM); a URL's user
+and password are masked wherever they are (`mongodb://*****@host`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ SECRET_IN_VALUE = re.compile(
     r"(?i)(secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]"
 )
 MASK = "*****"
+#: A URL's user and password (`mongodb://user:secret@host`, or a token as the user): masked
+#: (`mongodb://*****@host`), the rest of the URL kept.
+URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
 #: The plan key (act/saved_plan.py): the deployer's alone. No job may name it (`${...}`), and no
 #: child process gets it (host/processes.py's `child_env`).
 PLAN_KEY_VARIABLE = "FLINK_SQL_RUNNER_PLAN_KEY"
@@ -64,13 +68,16 @@ def mask(value: Any, key: str = "") -> Any:
         return [mask(v, key) for v in value]
     if isinstance(value, str) and (SECRET_IN_VALUE.search(value) or PRIVATE_KEY.search(value)):
         return MASK
+    if isinstance(value, str):
+        return URL_CREDENTIALS.sub(MASK + "@", value)
     return value
 
 
 def redact_text(text: str) -> str:
     """Free text (an error message, an event) with every assigned secret's value masked:
     `password="x"` -> `password=*****`; private key material -> `*****`."""
-    return PRIVATE_KEY.sub(MASK, _ASSIGNED_SECRET.sub(lambda m: m.group(1) + MASK, text))
+    text = _ASSIGNED_SECRET.sub(lambda m: m.group(1) + MASK, text)
+    return URL_CREDENTIALS.sub(MASK + "@", PRIVATE_KEY.sub(MASK, text))
 
 
 def masked_conf_args(args: list[str]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from flink_sql_runner.read.secrets import MASK, is_secret, mask, masked_conf_args
+from flink_sql_runner.read.secrets import MASK, is_secret, mask, masked_conf_args, redact_text
 
 SECRET = [
     ("spark.hadoop.fs.s3a.secret.key", "x"),
@@ -68,3 +68,21 @@ def test_private_key_material_is_a_secret_under_any_key_and_in_any_text():
     said = redact_text(f"cannot read {PEM_KEY} at all")
     assert "MIIEv" not in said and said.startswith("cannot read ") and said.endswith(" at all")
     assert not is_secret("kafka.ssl.truststore.type", "PEM")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (
+            "mongodb://svc:S3cr3tPassw0rd@db.internal:27017/orders",
+            "mongodb://*****@db.internal:27017/orders",
+        ),
+        ("https://ghp_token123@github.com/o/r.git", "https://*****@github.com/o/r.git"),
+        ("s3a://bucket/path@2024", "s3a://bucket/path@2024"),
+    ],
+)
+def test_a_urls_credentials_are_masked_anywhere(value: str, shown: str) -> None:
+    """Review of issue 54, R4: a table option's URL with a password went unmasked into plans,
+    saved plans and the pull request's comment."""
+    assert mask({"uri": value}) == {"uri": shown}
+    assert redact_text(f"cannot reach {value}: refused") == f"cannot reach {shown}: refused"
