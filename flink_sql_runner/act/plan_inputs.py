@@ -30,10 +30,17 @@ from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.catalog import Catalog
 from flink_sql_runner.read.manifest import Job
-from flink_sql_runner.read.secrets import is_secret_key
+from flink_sql_runner.read.secrets import is_secret
 
 #: `${NAME}` in a value: an environment variable resolved when a run starts (model/runtime.py).
 ENV_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: An environment variable's name that may hold a secret, wider than a property's rule
+#: (read/secrets.py): `DB_PASS`, `KAFKA_PWD`, `API_KEY`, `AUTH_HEADER`, `SASL_JAAS`, ... Without
+#: the plan key, such a value is recorded as set, never digested (a salted digest falls to a
+#: word list); a value used under a secret property's key is too, whatever its name.
+SECRET_ENV_NAME = re.compile(
+    r"(?i)pass|pwd|secret|token|key|auth|cred|jaas|cert|private|sas|sign|salt|session|cookie"
+)
 
 
 class Digests:
@@ -53,10 +60,11 @@ class Digests:
             return hmac.new(self.key, salted, hashlib.sha256).hexdigest()
         return hashlib.sha256(salted).hexdigest()
 
-    def env(self, name: str, value: str | None) -> str | None:
-        """An environment value's entry: its digest, or only whether it is set when its name
-        says it is a secret and there is no key to digest it with."""
-        if value is not None and self.key is None and is_secret_key(name):
+    def env(self, name: str, value: str | None, secret: bool = False) -> str | None:
+        """An environment value's entry: its digest, or only whether it is set when it may be
+        a secret (`secret`: it is used where a secret is, or its name says it may be one) and
+        there is no key to digest it with."""
+        if value is not None and self.key is None and (secret or SECRET_ENV_NAME.search(name)):
             return "set (a secret: not digested without the plan key)"
         return self(value)
 
@@ -76,6 +84,25 @@ def canonical(value: Any) -> str:
 def env_names(job: Job) -> list[str]:
     """The environment variables `job` names (`${NAME}` in its fields or tables), sorted."""
     return sorted(set(ENV_VARIABLE.findall(canonical([job.spec, job.tables]))))
+
+
+def secret_env_names(job: Job) -> set[str]:
+    """The environment variables `job` names in a value a secret is (read/secrets.py: under a
+    secret key, or assigning one)."""
+    found: set[str] = set()
+
+    def walk(value: Any, key: str) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, str(k))
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, key)
+        elif isinstance(value, str) and is_secret(key, value):
+            found.update(ENV_VARIABLE.findall(value))
+
+    walk([job.spec, job.tables], "")
+    return found
 
 
 def where(path: str | Path) -> str:
@@ -104,7 +131,9 @@ def job_entry(job: Job, catalog: Catalog | None, digests: Digests) -> dict[str, 
         "file": where(job.file),
         "file-sha256": digests.file(job.file),
         "table-files": {where(f): digests.file(f) for f in table_files(job, catalog)},
-        "env": {n: digests.env(n, os.environ.get(n)) for n in env_names(job)},
+        "env": {
+            n: digests.env(n, os.environ.get(n), n in secret_env_names(job)) for n in env_names(job)
+        },
         # Only a job with relative paths depends on the folder it is deployed from (a CI build
         # folder differs between pipelines).
         "base": job.base if job.relative else None,

@@ -703,3 +703,28 @@ def test_a_signature_no_deployer_writes_is_refused_in_one_line(world: PlanWorld,
     rewritten(world, lambda doc: doc.update(signature=found), seal=False)
     with pytest.raises(BadSavedPlan, match="signature: not one flink-sql-runner writes"):
         world.read(key=KEY)
+
+
+@pytest.mark.parametrize(
+    ("variable", "option"),
+    [
+        ("DB_PASS", "connection"),
+        ("KAFKA_PWD", "connection"),
+        ("API_KEY", "connection"),
+        ("ORDERS_DB", "password-of-db"),
+    ],
+)
+def test_no_secret_environment_value_is_digested_without_the_key(
+    world: PlanWorld, monkeypatch: pytest.MonkeyPatch, variable: str, option: str
+) -> None:
+    """Review of issue 54, R5: `DB_PASS`, `KAFKA_PWD`, `API_KEY` were not secret names, so
+    their values were salted digests a word list recovered (`Summer2024!`); a value used under a
+    secret option is a secret whatever its variable's name."""
+    monkeypatch.setenv(variable, "Summer2024!")
+    text = world.tables_file.read_text()
+    world.tables_file.write_text(
+        text.replace("path: /out/orders", f'path: /out/orders\n      {option}: "${{{variable}}}"')
+    )
+    saved = world.save()
+    assert saved.doc["inputs"]["orders"]["env"][variable].startswith("set ")
+    assert salted(saved.doc["salt"], "Summer2024!") not in world.plan_file.read_text()
