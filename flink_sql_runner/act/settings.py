@@ -14,6 +14,7 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.read.kafka_start import KafkaStart
 from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.read.secrets import redact_text
+from flink_sql_runner.stores import hadoop_conf
 from flink_sql_runner.stores.storage import FileStorage, Storage
 from flink_sql_runner.targets.base import Target
 
@@ -83,7 +84,16 @@ def where_jobs_run(settings: Settings) -> dict[str, str | None]:
         "runner-path": settings.runner_path,
         "spark-submit": settings.spark_submit,
         "connector-jars": where(settings.connector_jars) if settings.connector_jars else None,
+        # Where a checkpoint path without a scheme is, and the cluster YARN's site files name.
+        "default-fs": hadoop_conf.default_fs(),
     }
+    if settings.target == "yarn" and not settings.cluster_api:
+        from flink_sql_runner.targets.yarn import resource_manager_url
+
+        try:
+            found["cluster-api"] = resource_manager_url()
+        except FsrError:
+            pass  # the deploy says why, as it starts
     return {k: None if v is None else redact_text(v) for k, v in found.items()}
 
 

@@ -728,3 +728,31 @@ def test_no_secret_environment_value_is_digested_without_the_key(
     saved = world.save()
     assert saved.doc["inputs"]["orders"]["env"][variable].startswith("set ")
     assert salted(saved.doc["salt"], "Summer2024!") not in world.plan_file.read_text()
+
+
+def test_a_plan_made_for_one_yarn_cluster_is_refused_on_another(
+    world: PlanWorld, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Review of issue 54, R6: with --target yarn and no --cluster-api, the cluster is the one
+    HADOOP_CONF_DIR's site files name (and the default file system, where a checkpoint path
+    without a scheme is): a plan made for prod compared equal on staging."""
+    from flink_sql_runner.act.settings import Settings, where_jobs_run
+
+    def conf(name: str) -> str:
+        folder = tmp_path / name
+        folder.mkdir()
+        for site, key, value in (("yarn", "yarn.resourcemanager.hostname", f"rm.{name}"),
+                                 ("core", "fs.defaultFS", f"hdfs://nn.{name}:8020")):  # fmt: skip
+            (folder / f"{site}-site.xml").write_text(
+                f"<configuration><property><name>{key}</name><value>{value}</value></property>"
+                "</configuration>"
+            )
+        return str(folder)
+
+    seen = []
+    for name in ("prod", "staging"):
+        monkeypatch.setenv("HADOOP_CONF_DIR", conf(name))
+        seen.append(where_jobs_run(Settings(target="yarn")))
+    assert seen[0]["cluster-api"] == "http://rm.prod:8088"
+    assert seen[1]["default-fs"] == "hdfs://nn.staging:8020"
+    assert seen[0] != seen[1]
