@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -120,6 +121,10 @@ def write(out: Path, doc: dict[str, Any]) -> None:
 def read(path: Path, max_age: float, expect_digest: str | None = None) -> SavedPlan:
     """The saved plan at `path`, checked (act/saved_plan.py); a warning when nothing binds it
     to its review."""
+    variable = env_var("EXPECT_DIGEST")
+    if expect_digest is None and variable in os.environ:
+        # click reads an empty variable as none given: a binding dropped without a word.
+        raise BadFlags(f"{variable} is set but empty: give the approved digest, or unset it")
     saved = read_saved_plan(
         path,
         deployer=__version__,

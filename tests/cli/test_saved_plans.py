@@ -157,3 +157,16 @@ def test_plan_records_the_runner_path_the_deploy_gives(project: Path) -> None:
     assert saved.returncode == 0, saved.stderr
     doc = json.loads((project / "runner.json").read_text())
     assert doc["target"]["runner-path"] == "hdfs:///jobs/job_runner.py"
+
+
+def test_an_empty_expected_digest_variable_is_refused(project: Path) -> None:
+    """Review of issue 54, R9: an empty FLINK_SQL_RUNNER_EXPECT_DIGEST (a CI step whose digest
+    came out empty) read as none given: the plan ran unbound, with only a warning."""
+    result = cli("deploy", "--plan", "plan.json", "--state-dir", "state",
+                 env={"FLINK_SQL_RUNNER_EXPECT_DIGEST": ""}, cwd=project)  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr == (
+        "error: FLINK_SQL_RUNNER_EXPECT_DIGEST is set but empty: give the approved digest, or "
+        "unset it\n"
+    )
+    assert untouched(project)
