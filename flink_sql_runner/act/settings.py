@@ -3,6 +3,7 @@ manifest store, the target and its cluster, timeouts and parallelism; and the ta
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,7 +84,7 @@ def where_jobs_run(settings: Settings) -> dict[str, str | None]:
         "namespace": settings.namespace,
         "runner-path": settings.runner_path,
         "spark-submit": settings.spark_submit,
-        "connector-jars": where(settings.connector_jars) if settings.connector_jars else None,
+        "connector-jars": _jars(settings.connector_jars) if settings.connector_jars else None,
         # Where a checkpoint path without a scheme is, and the cluster YARN's site files name.
         "default-fs": hadoop_conf.default_fs(),
     }
@@ -95,6 +96,21 @@ def where_jobs_run(settings: Settings) -> dict[str, str | None]:
         except FsrError:
             pass  # the deploy says why, as it starts
     return {k: None if v is None else redact_text(v) for k, v in found.items()}
+
+
+def _jars(folder: Path) -> str:
+    """A folder of connector jars as a saved plan records it: its path and a digest of the
+    jars in it (their names and content: a jar swapped in the folder is another connector)."""
+    total = hashlib.sha256()
+    try:
+        jars = sorted(p for p in folder.iterdir() if p.suffix == ".jar")
+        for jar in jars:
+            total.update(
+                jar.name.encode("utf-8") + b"\0" + hashlib.sha256(jar.read_bytes()).digest()
+            )
+    except OSError as exc:
+        return f"{where(folder)} (unreadable: {exc.strerror or exc})"
+    return f"{where(folder)} ({len(jars)} jars, sha256:{total.hexdigest()[:16]})"
 
 
 def make_target(settings: Settings) -> Target:

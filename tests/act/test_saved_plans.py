@@ -756,3 +756,16 @@ def test_a_plan_made_for_one_yarn_cluster_is_refused_on_another(
     assert seen[0]["cluster-api"] == "http://rm.prod:8088"
     assert seen[1]["default-fs"] == "hdfs://nn.staging:8020"
     assert seen[0] != seen[1]
+
+
+def test_a_connector_jar_swapped_after_the_plan_makes_it_stale(tmp_path: Path) -> None:
+    """Review of issue 54, R10: the folder of connector jars was recorded by its path only."""
+    from flink_sql_runner.act.settings import Settings, where_jobs_run
+
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "spark-sql-kafka.jar").write_bytes(b"the reviewed connector")
+    before = where_jobs_run(Settings(connector_jars=jars))["connector-jars"]
+    assert before is not None and "1 jars, sha256:" in before
+    (jars / "spark-sql-kafka.jar").write_bytes(b"another connector")
+    assert where_jobs_run(Settings(connector_jars=jars))["connector-jars"] != before
