@@ -23,6 +23,7 @@ from flink_sql_runner.act.forget import (
     would_forget,
 )
 from flink_sql_runner.act.input_caches import fingerprints_at, load_cache_at
+from flink_sql_runner.act.plan_inputs import store_where
 from flink_sql_runner.act.progress import Progress
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.act.saved_plan import SavedPlan, StalePlan, make_saved_plan
@@ -405,7 +406,7 @@ class Deployment:
             template=self.template_path(),
             spark=self.target.spark_version(),
             deployer=deployer,
-            store=self.store.location,
+            store=store_where(self.store.location),
             target=where_jobs_run(self.settings),
             paths=self.settings.paths,
             table_paths=self.settings.table_paths,
@@ -446,7 +447,7 @@ class Deployment:
             self.decided_from,
             plan,
             spark=self.target.spark_version(),
-            store=self.store.location,
+            store=store_where(self.store.location),
             acting=acting,
         )
         if lines:

@@ -114,6 +114,12 @@ def where(path: str | Path) -> str:
     return os.path.relpath(absolute, cwd) if inside else absolute
 
 
+def store_where(location: str) -> str:
+    """A manifest store as a plan names it: a URI as it is, a folder absolute (`state/manifests`
+    in two folders are two stores)."""
+    return location if "://" in location else os.path.abspath(location)
+
+
 def table_files(job: Job, catalog: Catalog | None) -> list[str]:
     """The catalog files the tables of `job` are declared in (none for a final manifest, whose
     tables it holds)."""

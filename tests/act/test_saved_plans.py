@@ -769,3 +769,16 @@ def test_a_connector_jar_swapped_after_the_plan_makes_it_stale(tmp_path: Path) -
     assert before is not None and "1 jars, sha256:" in before
     (jars / "spark-sql-kafka.jar").write_bytes(b"another connector")
     assert where_jobs_run(Settings(connector_jars=jars))["connector-jars"] != before
+
+
+def test_a_local_store_is_named_by_its_absolute_folder(
+    world: PlanWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review of issue 54, R11: the local store was compared as the text given: `state/...` in
+    two folders (two stores) compared equal, and `state/...` and its absolute path (one store)
+    did not."""
+    from flink_sql_runner.act.plan_inputs import store_where
+
+    monkeypatch.chdir(world.root)
+    assert store_where("state/manifests") == str(world.root / "state" / "manifests")
+    assert store_where("s3://bucket/jobs/") == "s3://bucket/jobs/"
