@@ -269,4 +269,4 @@ def test_the_probes_errors_are_shown_with_the_jobs_secrets_masked(tmp_path: Path
     failed = gather_preview(FileStorage(), job, job, PreviewAsk(), Probe(why=said))
     shown = json.dumps([found.answer, failed.skipped])
     assert "S3CR3T" not in shown and "Hunter22" not in shown and "abc123" not in shown
-    assert found.answer["old"]["error"].startswith("s3a://k:*****@b/ failed")
+    assert found.answer["old"]["error"].startswith("s3a://*****@b/ failed")
