@@ -207,43 +207,39 @@ def test_a_converted_manifest_and_an_unset_variable_are_said(tmp_path: Path, mon
     assert probe.asked == []
 
 
-def test_two_file_sources_are_told_apart_by_their_folders(tmp_path: Path) -> None:
-    """A join of two file sources: the offsets' lines follow the query's plan, not the tables'
-    order; each source's files are matched to the table whose folder holds them."""
+def join_slice(tmp_path: Path, buyers_file: str, buyers_folder: str) -> dict:
+    """The slice a join of `buyers` (its file `buyers_file` in the checkpoint's log, its folder
+    `buyers_folder`) and `orders` is previewed on."""
     meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}}
     write(tmp_path / "expensive" / "1", {
         "metadata": '{"id": "q"}',
         "offsets/0": "\n".join(["v1", json.dumps(meta), '{"logOffset":0}', '{"logOffset":0}']),
         "commits/0": "v1\n{}",
-        "sources/0/0": log(("file:///buyers/b.json", 0)),
+        "sources/0/0": log((buyers_file, 0)),
         "sources/1/0": log(("file:///in/o.json", 0)),
     })  # fmt: skip
-    buyers = {"format": "json", "options": {"path": "/buyers"}, "schema": "buyer_id STRING"}
+    buyers = {"format": "json", "options": {"path": buyers_folder}, "schema": "buyer_id STRING"}
     job = manifest(tmp_path, "SELECT * FROM orders JOIN buyers USING (buyer_id)", 1,
                    buyers=buyers)  # fmt: skip
     probe = Probe()
     gather_preview(FileStorage(), job, job, PreviewAsk(), probe)
-    assert probe.asked[0]["slice"] == {"buyers": {"files": ["file:///buyers/b.json"]},
-                                       "orders": {"files": ["file:///in/o.json"]}}  # fmt: skip
+    return probe.asked[0]["slice"]
+
+
+def test_two_file_sources_are_told_apart_by_their_folders(tmp_path: Path) -> None:
+    """A join of two file sources: the offsets' lines follow the query's plan, not the tables'
+    order; each source's files are matched to the table whose folder holds them."""
+    assert join_slice(tmp_path, "file:///buyers/b.json", "/buyers") == {
+        "buyers": {"files": ["file:///buyers/b.json"]},
+        "orders": {"files": ["file:///in/o.json"]},
+    }
 
 
 def test_file_names_spark_encodes_are_given_decoded(tmp_path: Path) -> None:
     """Issue 54, finding 12: the checkpoint's log holds URIs (a space as %20, `%` as %25,
     non-ASCII percent-encoded); the probe is given the files' names, matched to their table."""
-    meta = {"batchWatermarkMs": 0, "batchTimestampMs": 1, "conf": {}}
-    write(tmp_path / "expensive" / "1", {
-        "metadata": '{"id": "q"}',
-        "offsets/0": "\n".join(["v1", json.dumps(meta), '{"logOffset":0}', '{"logOffset":0}']),
-        "commits/0": "v1\n{}",
-        "sources/0/0": log(("file:///my%20buyers/b%2550%20%C3%A9.json", 0)),
-        "sources/1/0": log(("file:///in/o.json", 0)),
-    })  # fmt: skip
-    buyers = {"format": "json", "options": {"path": "/my buyers"}, "schema": "buyer_id STRING"}
-    job = manifest(tmp_path, "SELECT * FROM orders JOIN buyers USING (buyer_id)", 1,
-                   buyers=buyers)  # fmt: skip
-    probe = Probe()
-    gather_preview(FileStorage(), job, job, PreviewAsk(), probe)
-    assert probe.asked[0]["slice"]["buyers"] == {"files": ["file:///my buyers/b%50 é.json"]}
+    found = join_slice(tmp_path, "file:///my%20buyers/b%2550%20%C3%A9.json", "/my buyers")
+    assert found["buyers"] == {"files": ["file:///my buyers/b%50 é.json"]}
 
 
 def test_a_new_job_is_previewed_as_new_with_no_old_side(tmp_path: Path) -> None:
