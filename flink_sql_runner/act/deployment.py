@@ -410,6 +410,7 @@ class Deployment:
             target=where_jobs_run(self.settings),
             paths=self.settings.paths,
             table_paths=self.settings.table_paths,
+            template_file=self.settings.template,
             prune=prune,
             key=key,
             handover=self.settings.handover,

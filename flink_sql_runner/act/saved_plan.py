@@ -121,6 +121,7 @@ def make_saved_plan(
     store_now_ms: int | None = None,
     paths: list[Path] | None = None,
     table_paths: list[Path] | None = None,
+    template_file: Path | None = None,
     prune: bool = False,
     key: bytes | None = None,
 ) -> dict[str, Any]:
@@ -153,6 +154,7 @@ def make_saved_plan(
         "target": target,
         "paths": [where(p) for p in paths or ()],
         "table-paths": [where(p) for p in table_paths or ()],
+        "template-file": where(template_file) if template_file is not None else None,
         "prune": prune,
         "handover": handover,
         "kafka-start": kafka_start,
@@ -236,6 +238,12 @@ class SavedPlan:
     @property
     def table_paths(self) -> list[str]:
         return [str(p) for p in self.doc["table-paths"]]
+
+    @property
+    def template_file(self) -> str | None:
+        """The template it was made with (`--template-file`; None: the packaged one)."""
+        found = self.doc["template-file"]
+        return None if found is None else str(found)
 
     @property
     def decisions(self) -> dict[str, dict[str, Any]]:
@@ -394,7 +402,8 @@ _DIGEST_OR_NONE = {"type": ["string", "null"]}
 SHAPE: dict[str, Any] = {
     "type": "object",
     "required": [
-        "deployer", "created", "spark", "store", "target", "paths", "table-paths", "prune",
+        "deployer", "created", "spark", "store", "target", "paths", "table-paths",
+        "template-file", "prune",
         "handover", "kafka-start", "on-state-change", "store-now-ms", "salt", "keyed",
         "template", "jobs", "inputs", "against", "store-read",
     ],
@@ -411,6 +420,7 @@ SHAPE: dict[str, Any] = {
         },
         "paths": {"type": "array", "items": _TEXT},
         "table-paths": {"type": "array", "items": _TEXT},
+        "template-file": _TEXT_OR_NONE,
         "prune": {"type": "boolean"},
         "handover": _TEXT,
         "kafka-start": _TEXT_OR_NONE,

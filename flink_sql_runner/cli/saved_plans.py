@@ -145,17 +145,17 @@ def read(path: Path, max_age: float, expect_digest: str | None = None) -> SavedP
 def from_plan(
     saved: SavedPlan, paths: tuple[Path, ...], kw: dict[str, Any], prune: bool = False
 ) -> tuple[Path, ...]:
-    """The job paths a deploy of `saved` reads, and its catalog put in `kw`: the plan's own;
-    given again, they must be the same. How it was decided (--handover, --kafka-start,
+    """The job paths a deploy of `saved` reads, and its catalog and template put in `kw`: the
+    plan's own; given again, they must be the same. How it was decided (--handover, --kafka-start,
     --on-state-change, --prune) is the plan's: given again, it must be the same."""
-    given = {
-        "--path": [where(p) for p in paths],
-        "--table-definition-path": [where(p) for p in kw.get("table_paths") or ()],
-    }
+    template = kw.get("template_file")
     for option, values, planned in (
-        ("--path", given["--path"], saved.paths),
-        ("--table-definition-path", given["--table-definition-path"], saved.table_paths),
-    ):
+        ("--path", [where(p) for p in paths], saved.paths),
+        ("--table-definition-path", [where(p) for p in kw.get("table_paths") or ()],
+         saved.table_paths),
+        ("--template-file", [where(template)] if template else [],
+         [saved.template_file] if saved.template_file else []),
+    ):  # fmt: skip
         if values and sorted(values) != sorted(planned):
             raise BadFlags(
                 f"{option} {' '.join(values)}: the saved plan was made from "
@@ -178,6 +178,7 @@ def from_plan(
                 said = f"{option}: the saved plan was made {'with' if planned else 'without'} it"
             raise BadFlags(f"{said}; a plan is carried out as it was decided")
     kw["table_paths"] = [Path(p) for p in saved.table_paths]
+    kw["template_file"] = Path(saved.template_file) if saved.template_file else None
     return tuple(Path(p) for p in saved.paths)
 
 

@@ -170,3 +170,28 @@ def test_an_empty_expected_digest_variable_is_refused(project: Path) -> None:
         "unset it\n"
     )
     assert untouched(project)
+
+
+def test_deploy_plan_takes_its_template_from_the_plan(project: Path) -> None:
+    """A plan made with --template-file is carried out with that template though the deploy
+    does not name it (the plan needs no other input); another is refused."""
+    saved = cli("plan", "--path", "examples/queries", *TABLES, "--template-file",
+                "examples/job-template.yaml", "--state-dir", "state", "--out", "t.json",
+                cwd=project)  # fmt: skip
+    assert saved.returncode == 0, saved.stderr
+    job = project / "examples" / "queries" / "tick-log.yaml"
+    job.write_text(job.read_text() + "# edited after the review\n")
+    refused = cli("deploy", "--plan", "t.json", "--state-dir", "state", cwd=project)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.splitlines()[1:3] == [
+        "error: t.json: the saved plan is stale; nothing was touched:",
+        "tick-log: examples/queries/tick-log.yaml changed since the plan",
+    ], "the plan's template was read: no line says the template changed"
+    other = cli("deploy", "--plan", "t.json", "--state-dir", "state", "--template-file",
+                "examples/tables/sinks.yaml", cwd=project)  # fmt: skip
+    assert other.returncode == 2
+    assert (
+        "--template-file examples/tables/sinks.yaml: the saved plan was made from "
+        "examples/job-template.yaml" in other.stderr
+    )
+    assert untouched(project)
