@@ -82,10 +82,10 @@ def plan_file_options(func: Callable[..., Any]) -> Callable[..., Any]:
         type=click.Path(path_type=Path, dir_okay=False),
         envvar=env_var("SAVED_PLAN"),
         help="Carry out the saved plan FILE (`plan --out FILE`): exactly its steps, every other "
-        "job left alone, with the job paths and catalog it was made from; refused whole before "
-        "anything is touched (exit 2) when a job file, table file, the template, an environment "
-        "value it names, the store or where jobs run changed since, or it was made by another "
-        "release or is older than --max-plan-age.",
+        "job left alone, with the job paths, catalog and template it was made from; refused "
+        "whole before anything is touched (exit 2) when a job file, table file, the template, "
+        "an environment value it names, the store or where jobs run changed since, or it was "
+        "made by another release or is older than --max-plan-age.",
     )(func)
 
 
