@@ -40,6 +40,7 @@ import base64
 import datetime
 import decimal
 import json
+import re
 import sys
 import time
 from typing import Any
@@ -48,7 +49,7 @@ from .manifest import load_manifest, options_of
 from .probe_session import probe_session, read_request, write_answer
 from .query import query_frame, with_metadata
 from .schema_rules import fields_of
-from .spark_internals import EXACT_PATHS, stateful_operators
+from .spark_internals import EXACT_PATHS, jvm_time_zone, stateful_operators
 
 #: Options of a streaming read that say how a stream advances, not what a row is: a batch read
 #: of the slice leaves them out (the slice says where to start and stop).
@@ -57,6 +58,10 @@ STREAM_ONLY = ("maxfilespertrigger", "maxbytespertrigger", "latestfirst", "maxfi
                "startingoffsetsbytimestamp", "startingtimestamp", "maxoffsetspertrigger",
                "minoffsetspertrigger", "maxtriggerdelay", "subscribe", "subscribepattern",
                "assign", "failondataloss", "path")  # fmt: skip
+
+
+#: Hadoop's glob characters: a path holding one is a pattern.
+GLOB = re.compile(r"[*?\[\]{}]")
 
 
 class TooMany(Exception):
@@ -98,7 +103,7 @@ def batch_source(spark: Any, table: dict[str, Any], part: dict[str, Any]) -> Any
     if "sample" in part:
         path = str(part["sample"])
         fmt = next((f for f in ("csv", "parquet", "orc") if path.endswith(f".{f}")), "json")
-        reader = spark.read.format(fmt)
+        reader = spark.read.format(fmt).options(**EXACT_PATHS)  # the file named, no pattern
         if fmt == "csv":
             reader = reader.option("header", "true")
         return (reader.schema(schema) if schema else reader).load(path)
@@ -114,9 +119,9 @@ def batch_source(spark: Any, table: dict[str, Any], part: dict[str, Any]) -> Any
             .load()
         )
     base = options_of(table).get("path")
-    if base and not any(k.lower() == "basepath" for k in options):
+    if base and not GLOB.search(str(base)) and not any(k.lower() == "basepath" for k in options):
         # The table's folder is the files' base: partition columns (`dt=...`) as the stream
-        # reads them.
+        # reads them (a folder given as a pattern has none: the stream sets none either).
         options["basePath"] = base
     reader = spark.read.format(str(table["format"])).options(**options, **EXACT_PATHS)
     if schema:
@@ -143,9 +148,9 @@ def register(session: Any, doc: dict[str, Any], frames: dict[str, Any]) -> None:
 
 class Reads:
     """The slice as each side reads it: in a session with that side's spark.sql.* settings
-    (`conf`, as its run's session has them: a time zone changes how a time is read), each
-    source read once per settings and table definition, at most `limit` + 1 rows of it (past
-    the limit nothing more is read), held for the side that reads it the same way."""
+    (`conf`, as its run's session has them: a time zone changes how a time is read; without
+    one, the JVM's, as a job's), each source counted once per settings and table definition, at
+    most `limit` + 1 rows of it (past the limit nothing more is read)."""
 
     def __init__(self, spark: Any, parts: dict[str, Any], limit: int):
         self.spark, self.parts, self.limit = spark, parts, limit
@@ -159,6 +164,9 @@ class Reads:
         said = json.dumps(conf, sort_keys=True)
         if said not in self.sessions:
             session = self.spark.newSession()
+            # A job's session has its JVM's time zone unless it says otherwise (the probe's
+            # base session is UTC): this machine's, as a local run's is.
+            session.conf.set("spark.sql.session.timeZone", jvm_time_zone(self.spark))
             for key, value in conf.items():
                 if session.conf.isModifiable(key):  # a static one is the session's start's
                     session.conf.set(key, value)
@@ -177,10 +185,11 @@ class Reads:
             key = (said, name, json.dumps(table, sort_keys=True, default=str))
             if key not in self.frames:
                 frame = batch_source(session, table, self.parts[name])
-                # Held as read (not cached: Spark's cache is shared by every session and
-                # answers a read in another time zone with this one's rows).
-                head = frame.limit(self.limit + 1).localCheckpoint(eager=True)
-                self.frames[key] = (head, head.count())
+                # Counted up to the limit (past it nothing more is read); then queried as read,
+                # from its files (not held in memory, where a row no longer knows its file:
+                # `input_file_name()`, `_metadata`; nor cached: Spark's cache is shared by every
+                # session and would answer a read in another time zone with this one's rows).
+                self.frames[key] = (frame, frame.limit(self.limit + 1).count())
             frames[name], rows = self.frames[key]
             self.counts.setdefault(name, rows)
             total += rows
@@ -189,7 +198,7 @@ class Reads:
         return session, frames
 
     def release(self) -> None:
-        self.frames.clear()  # what was held goes with its frames
+        self.frames.clear()
 
 
 def run_side(reads: Reads, doc: dict[str, Any], limit: int, which: str) -> dict[str, Any]:

@@ -232,7 +232,18 @@ def file_format_name(spark: Any, fmt: str) -> str:
 #: Operators of a logical plan whose result, run as a batch query on a slice of input, is not
 #: what the stream computes over the same rows (they keep state across batches when streaming).
 STATEFUL_OPERATORS = ("Aggregate", "Join", "Deduplicate", "DeduplicateWithinWatermark",
-                      "Window", "FlatMapGroupsInPandasWithState", "TransformWithState")  # fmt: skip
+                      "Window", "FlatMapGroupsWithState", "FlatMapGroupsInPandasWithState",
+                      "TransformWithState",
+                      # A stream keeps state for these too: DISTINCT (and UNION, which is one),
+                      # a LIMIT across batches, OFFSET, INTERSECT and EXCEPT (which a stream
+                      # refuses, and a batch runs).
+                      "Distinct", "GlobalLimit", "Offset", "Intersect", "Except")  # fmt: skip
+
+
+def jvm_time_zone(spark: Any) -> str:
+    """The time zone of `spark`'s JVM (java.util.TimeZone's default, from TZ or the machine):
+    a session's time zone when nothing sets spark.sql.session.timeZone."""
+    return str(spark._jvm.java.util.TimeZone.getDefault().getID())
 
 
 def stateful_operators(frame: Any) -> list[str]:

@@ -231,3 +231,62 @@ def test_a_preview_matches_what_the_job_itself_writes(spark, tmp_path: Path) -> 
     )
     found = judge_preview(facts, 5)
     assert (found.only_new, found.only_old, found.verdict) == (0, 0, "same")
+
+
+def test_rows_keep_their_file_and_stateful_operators_are_named(spark, tmp_path: Path) -> None:
+    """Review of issue 54, P1 and P5: each side ran on the slice held in memory, where a row no
+    longer knows its file (`input_file_name()` answered ''), so a change of it was previewed as
+    no change; DISTINCT and LIMIT, which a stream keeps state for, were not named stateful."""
+    files = drop(tmp_path / "in")
+    old = job(tmp_path, "SELECT order_id, input_file_name() AS f FROM orders", 1)
+    new = job(tmp_path, "SELECT order_id, regexp_extract(input_file_name(), '[^/]+$', 0) AS f "
+                        "FROM orders", 2)  # fmt: skip
+    answer = probe(spark, {"old": old, "new": new, "slice": {"orders": {"files": files}},
+                           "max-rows": 100})  # fmt: skip
+    assert sorted((r[0], r[1]) for r in answer["old"]["rows"])[0] == (1, files[0])
+    assert sorted((r[0], r[1]) for r in answer["new"]["rows"])[-1] == (5, "b.json")
+    distinct = job(tmp_path, "SELECT DISTINCT price > 9000 AS big FROM orders", 1)
+    limited = job(tmp_path, "SELECT order_id FROM orders LIMIT 2", 2)
+    answer = probe(spark, {"old": distinct, "new": limited,
+                           "slice": {"orders": {"files": files}}, "max-rows": 100})  # fmt: skip
+    assert answer["old"]["stateful"] == ["Distinct"]
+    assert answer["new"]["stateful"] == ["GlobalLimit"]
+
+
+def test_a_side_without_a_time_zone_has_its_jvms(spark, tmp_path: Path) -> None:
+    """P2: the probe's session is pinned to UTC; a job that sets no time zone runs in its JVM's
+    (a local run's: this machine's), and so must its preview."""
+    files = drop(tmp_path / "in")
+    sql = "SELECT order_id, hour(order_time) AS h, current_timezone() AS tz FROM orders"
+    own = job(tmp_path, sql, 1)
+    said = job(tmp_path, sql, 2)
+    said["conf"]["spark.sql.session.timeZone"] = "America/New_York"
+    zones = spark._jvm.java.util.TimeZone
+    before = zones.getDefault()
+    zones.setDefault(zones.getTimeZone("Asia/Tokyo"))
+    try:
+        answer = probe(spark, {"old": own, "new": said, "slice": {"orders": {"files": files}},
+                               "max-rows": 100})  # fmt: skip
+    finally:
+        zones.setDefault(before)
+    assert {r[2] for r in answer["old"]["rows"]} == {"Asia/Tokyo"}
+    assert {r[2] for r in answer["new"]["rows"]} == {"America/New_York"}
+
+
+def test_names_with_glob_characters_are_read_as_named(spark, tmp_path: Path) -> None:
+    """P6 and P10: rows given in `s*.json` were read as a pattern (its neighbours too); a table
+    whose path is a pattern could not be previewed (`basePath` of a pattern)."""
+    given = tmp_path / "given"
+    given.mkdir()
+    for name, order in (("s*.json", 1), ("s1.json", 2), ("s2.json", 3)):
+        (given / name).write_text(json.dumps({"order_id": order, "price": 1.0}) + "\n")
+    doc = job(tmp_path, "SELECT order_id FROM orders", 1)
+    answer = probe(spark, {"old": None, "new": doc, "max-rows": 100,
+                           "slice": {"orders": {"sample": str(given / "s*.json")}}})  # fmt: skip
+    assert answer["inputs"] == {"orders": 1} and answer["new"]["rows"][0][0] == 1
+    files = drop(tmp_path / "in" / "dt=1")
+    pattern = job(tmp_path, "SELECT order_id FROM orders", 2)
+    pattern["tables"]["orders"]["options"]["path"] = str(tmp_path / "in" / "dt=*")
+    answer = probe(spark, {"old": None, "new": pattern, "max-rows": 100,
+                           "slice": {"orders": {"files": files}}})  # fmt: skip
+    assert "error" not in answer and answer["inputs"] == {"orders": 5}, answer
