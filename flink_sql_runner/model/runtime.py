@@ -155,6 +155,7 @@ def probe_manifest(manifest: StoredManifest, purpose: str) -> dict[str, Any]:
     root = f"{str(manifest.job['checkpoint-root']).rstrip('/')}/{manifest.name}"
     control = ControlFiles.of(root, manifest.meta.query_version)
     doc = runtime_manifest(manifest, purpose, control, f"the {purpose} of {manifest.name}")
-    properties = manifest.job.get("sparkProperties") or {}
-    doc["conf"] = {str(k): str(v) for k, v in properties.items() if str(k).startswith("spark.sql.")}
+    # As the run's spark-submit gets them: `${ENV}` resolved (FsrError when one is not set).
+    plain, secret = spark_conf(manifest, manifest.name)
+    doc["conf"] = {k: v for k, v in {**plain, **secret}.items() if k.startswith("spark.sql.")}
     return doc
