@@ -26,6 +26,8 @@ from flink_sql_runner.read.secrets import MASK, is_secret, redact_text
 from flink_sql_runner.read.sinks import schema_policy
 from flink_sql_runner.stores.storage import Storage
 
+#: Spark's offset for a partition's earliest record (startingOffsets JSON).
+EARLIEST = -2
 #: A preview that takes longer is stopped: nothing is shown of it.
 PREVIEW_TIMEOUT = 600.0
 #: Asks the preview probe: request -> (answer, why there is none).
@@ -108,7 +110,7 @@ def gather_preview(
     if found.missing:
         return facts
     kafka_rows = sum(
-        int(end) - int(((p.start or {}).get(t) or {}).get(part, end))
+        int(end) - max(0, int(((p.start or {}).get(t) or {}).get(part, end)))
         for p in found.parts
         if p.kind == "kafka"
         for t, parts in (p.end or {}).items()
@@ -180,6 +182,19 @@ def _with(facts: PreviewFacts, **changes: Any) -> PreviewFacts:
 _RETENTION_SIGNS = ("OffsetOutOfRange", "out of range", "data loss", "dataloss")
 
 
+def _from_earliest(
+    start: dict[str, dict[str, int]], end: dict[str, dict[str, int]]
+) -> dict[str, dict[str, int]]:
+    """`start` with each partition `end` has and it lacks (one added to the topic within the
+    slice, which the stream read from its earliest offset) at -2, Spark's earliest: a batch
+    read given specific offsets must name every partition."""
+    filled = {topic: dict(parts) for topic, parts in (start or {}).items()}
+    for topic, parts in (end or {}).items():
+        for part in parts:
+            filled.setdefault(topic, {}).setdefault(part, EARLIEST)
+    return filled
+
+
 def _kafka_retention(answer: dict[str, Any]) -> dict[str, Any]:
     """The probe's answer, an error that is Kafka's retention having dropped the slice's
     offsets said as such."""
@@ -232,7 +247,7 @@ def slice_of(
             parts[view] = SlicePart(view, "files", files=tuple(what))
         else:
             start, end = what
-            parts[view] = SlicePart(view, "kafka", start=start, end=end)
+            parts[view] = SlicePart(view, "kafka", start=_from_earliest(start, end), end=end)
     lacking = [v for v in views if v not in parts]
     if lacking:
         why = (f"no input of {', '.join(lacking)} in version {version}'s checkpoint (a table "

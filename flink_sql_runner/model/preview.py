@@ -37,7 +37,8 @@ class SlicePart:
             for topic, parts in sorted((self.end or {}).items()):
                 for part, end in sorted(parts.items(), key=lambda i: int(i[0])):
                     begin = ((self.start or {}).get(topic) or {}).get(part, end)
-                    ranges.append(f"{topic}-{part} [{begin}, {end})")
+                    said = "earliest" if int(begin) < 0 else begin
+                    ranges.append(f"{topic}-{part} [{said}, {end})")
             return f"{self.view}: " + (", ".join(ranges) or "no offsets")
         return f"{self.view}: rows of {self.sample}"
 

@@ -184,6 +184,31 @@ def test_kafka_past_max_rows_starts_no_spark_and_retention_is_named(tmp_path: Pa
     assert gone.key == ("key",) or gone.sink_format == "parquet"
 
 
+def test_a_kafka_partition_added_within_the_slice_is_read_from_its_earliest(
+    tmp_path: Path,
+) -> None:
+    """Review of issue 54, P9: a partition the topic gained within the slice is in the end
+    offsets and not the start; Spark's batch read refuses specific start offsets that leave a
+    partition out, and the stream read it from its earliest, so its records count too."""
+    write(tmp_path / "expensive" / "1", {
+        "metadata": '{"id": "q"}',
+        "sources/0/0": b"\x00v1\n" + json.dumps({"t": {"0": 0}}).encode(),
+        "offsets/0": offsets({"t": {"0": 10}}), "commits/0": "v1\n{}",
+        "offsets/1": offsets({"t": {"0": 20, "1": 7}}), "commits/1": "v1\n{}",
+    })  # fmt: skip
+    kafka = {"format": "kafka", "options": {"kafka.bootstrap.servers": "b:9092",
+                                            "subscribe": "t"}}  # fmt: skip
+    job = manifest(tmp_path, "SELECT CAST(value AS STRING) AS v FROM src", 1, src=kafka)
+    job.tables.pop("orders")
+    probe = Probe()
+    found = gather_preview(FileStorage(), job, job, PreviewAsk(batches=1, max_rows=16), probe)
+    assert "17 Kafka records, more than 16" in (found.skipped or ""), found.skipped
+    found = gather_preview(FileStorage(), job, job, PreviewAsk(batches=1), probe)
+    ranges = {"start": {"t": {"0": 10, "1": -2}}, "end": {"t": {"0": 20, "1": 7}}}
+    assert probe.asked[0]["slice"] == {"src": {"kafka": ranges}}
+    assert found.slice.parts[0].describe() == "src: t-0 [10, 20), t-1 [earliest, 7)"
+
+
 @pytest.mark.parametrize("why", ["it took over 600 s"])
 def test_a_probe_that_fails_is_said(tmp_path: Path, why: str) -> None:
     file_checkpoint(tmp_path / "expensive" / "1", 1)
