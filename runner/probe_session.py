@@ -17,7 +17,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import tempfile
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 #: Every probe's session: no UI, no progress bar, no event log (whatever the environment
@@ -67,9 +71,51 @@ def write_answer(location: str, answer: dict[str, Any]) -> None:
     os.replace(tmp, location)
 
 
+#: The deployer that started this probe, `PID:MARKER` (its start as /proc tells it; set by
+#: gather/spark_child.py): the probe ends with it, not minutes later with an answer no one reads.
+DEPLOYER = "FSR_DEPLOYER"
+
+
+def _start_marker(pid: int) -> str | None:
+    """`pid`'s start as host/processes.py writes it on Linux; None: no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as file:
+            text = file.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return None if fields[0] in ("Z", "X") else f"linux:{fields[19]}"
+
+
+def _end_group() -> None:
+    os.killpg(os.getpgrp(), signal.SIGKILL)  # spark-submit, its JVM and this driver
+
+
+def watch_deployer(
+    environ: dict[str, str] | None = None,
+    every: float = 1.0,
+    gone: Callable[[], None] = _end_group,
+) -> threading.Thread | None:
+    """A thread that calls `gone` (ends the probe's process group) once the deployer in
+    `DEPLOYER` is no longer the process it was; None where there is none to watch."""
+    pid, _, marker = (os.environ if environ is None else environ).get(DEPLOYER, "").partition(":")
+    if not pid.isdigit() or not marker.startswith("linux:"):
+        return None
+
+    def watch() -> None:
+        while _start_marker(int(pid)) == marker:
+            time.sleep(every)
+        gone()
+
+    thread = threading.Thread(target=watch, name="fsr-deployer-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 def probe_session(name: str, cores: int, settings: dict[str, str] | None = None) -> Any:
     """A local SparkSession for probe `name` on `cores` cores, with `settings` beside the base
-    ones; Spark's and py4j's chatter below errors."""
+    ones; Spark's and py4j's chatter below errors. The probe ends with its deployer."""
+    watch_deployer()
     logging.getLogger("py4j").setLevel(logging.ERROR)
     from pyspark.sql import SparkSession
 

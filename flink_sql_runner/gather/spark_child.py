@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.host import processes as procs
 from flink_sql_runner.host.processes import child_env
 from flink_sql_runner.targets.javaprops import properties_text
 from flink_sql_runner.targets.runner_files import runner_script
@@ -66,6 +67,9 @@ def probe_env() -> dict[str, str]:
     """The probe's environment: this one, with the driver's Python as a local run gets it
     (targets/local.py) and Spark bound to this machine."""
     env = child_env()
+    marker = procs.start_marker(os.getpid())
+    if marker is not None:  # the probe ends with this deployer (runner/probe_session.py)
+        env["FSR_DEPLOYER"] = f"{os.getpid()}:{marker}"
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", env["PYSPARK_PYTHON"])

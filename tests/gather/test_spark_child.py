@@ -7,12 +7,13 @@ answer."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from flink_sql_runner.gather.preview import ask_preview_probe
-from flink_sql_runner.gather.spark_child import run_child
+from flink_sql_runner.gather.spark_child import probe_env, run_child
 from flink_sql_runner.gather.state_reader import ask_state_probe
 from flink_sql_runner.targets.runner_files import runner_script
 from tests.support.fakes import stand_in
@@ -145,3 +146,29 @@ def test_no_event_log_and_what_a_killed_deployer_left_is_swept(
     run_child("preview_probe", {}, 30, spark_submit=str(submit))
     assert "spark.eventLog.enabled=false\n" in json.loads(record.read_text())["props"]
     assert sorted(p.name for p in temp.iterdir()) == [alive.name]
+
+
+def test_a_probe_ends_with_its_deployer() -> None:
+    """Review of issue 54, P11: a deployer killed (SIGKILL) left its probe running to its end
+    and its answer (rows) on disk. The probe watches the deployer the environment names, by
+    its pid and its start, and ends when it is gone."""
+    import subprocess
+    import threading
+
+    from flink_sql_runner.host.processes import start_marker
+    from runner.probe_session import watch_deployer
+
+    deployer = subprocess.Popen(["sleep", "30"])  # noqa: S603, S607 - a stand-in deployer
+    try:
+        ended = threading.Event()
+        said = {"FSR_DEPLOYER": f"{deployer.pid}:{start_marker(deployer.pid)}"}
+        watcher = watch_deployer(said, every=0.05, gone=ended.set)
+        assert watcher is not None and not ended.wait(0.3), "alive: the probe goes on"
+    finally:
+        deployer.kill()
+        deployer.wait()
+    assert ended.wait(5), "gone: the probe ends"
+    assert watch_deployer({"FSR_DEPLOYER": "nope"}) is None
+    assert "FSR_DEPLOYER" in probe_env() and probe_env()["FSR_DEPLOYER"].startswith(
+        f"{os.getpid()}:linux:"
+    )
