@@ -66,7 +66,7 @@ def judge_preview(facts: PreviewFacts, rows: int) -> Preview:
     only_new, only_old = _only(new, old, shared, retyped), _only(old, new, shared, retyped)
     changed: list[dict[str, Any]] = []
     if key:
-        only_new, only_old, changed = _by_key(only_new, only_old, key, new, old, retyped)
+        only_new, only_old, changed = _by_key(only_new, only_old, key, new, old, retyped, skip)
     return replace(
         preview,
         verdict=change["verdict"],
@@ -138,8 +138,10 @@ def _by_key(
     new: Side,
     old: Side,
     retyped: set[str],
+    skip: set[str],
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[dict[str, Any]]]:
-    """Rows of one side only whose key the other side's only rows have too: changed."""
+    """Rows of one side only whose key the other side's only rows have too: changed, in the
+    columns other than `skip` (the metadata columns, the job's creation time's among them)."""
     key_list = list(key)
     olds: dict[str, tuple[Any, ...]] = {}
     for row in only_old:
@@ -154,7 +156,7 @@ def _by_key(
             differ = sorted(
                 n
                 for n in set(before) | set(after)
-                if n not in METADATA_COLUMNS and before.get(n) != after.get(n)
+                if n not in skip and before.get(n) != after.get(n)
             )  # fmt: skip
             columns = {n: [before.get(n), after.get(n)] for n in differ}
             changed.append({"key": {k: after[k] for k in key}, "columns": columns})

@@ -155,3 +155,25 @@ def test_a_new_job_has_no_old_side_and_every_row_is_its_own() -> None:
     assert found.old is None and found.unavailable is None and found.verdict is None
     assert found.only_new == 2 and found.only_new_sample == (
         {"order_id": 1, "price": 9500.0, "buyer_id": "b1"},)  # fmt: skip
+
+
+def test_a_custom_create_timestamp_column_is_left_out_of_changed_rows() -> None:
+    """Review of issue 54, P12: the job's own name for the creation time's column is metadata
+    like the fixed names, in the rows changed by key too."""
+
+    def made(rows: list[tuple[Any, ...]], version: int) -> dict:
+        names = [{"name": "order_id", "type": "bigint", "nullable": True},
+                 {"name": "price", "type": "double", "nullable": True},
+                 {"name": "ingested_at", "type": "timestamp", "nullable": False},
+                 {"name": "__query_version", "type": "int", "nullable": False}]  # fmt: skip
+        return {
+            "fields": names,
+            "rows": [[*r, f"2026-11-28T0{version}:00:00", version] for r in rows],
+        }
+
+    answer = {"spark": "4.3.0", "inputs": {"orders": 2},
+              "old": made([(1, 10.0), (2, 20.0)], 1),
+              "new": made([(1, 10.0), (2, 40.0)], 2)}  # fmt: skip
+    found = judge_preview(facts(answer, key=("order_id",), created_column="ingested_at"), 5)
+    assert found.changed_sample == ({"key": {"order_id": 2}, "columns": {"price": [20.0, 40.0]}},)
+    assert {c.name for c in found.columns} == {"price"}
