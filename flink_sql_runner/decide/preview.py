@@ -2,7 +2,8 @@
 (runner/preview_probe.py): pure computing, no Spark.
 
 Rows are compared on the columns both queries write, the metadata columns left out (their
-values differ by version, and the creation time by run): as multisets, so a row written twice
+values differ by version, and the creation time by run; so are their copies the runner adds to a
+Kafka sink's `headers`, the query's own headers kept): as multisets, so a row written twice
 by one side and once by the other counts once as only that side's. A column whose type changed
 is compared by its text (a BIGINT 9500 and a STRING "9500" are one value). Where the sink has a
 key (a Kafka sink's `key`, or the columns given with `--key`), a row only one side writes whose
@@ -11,6 +12,7 @@ key the other side writes too is a changed row, not a new or a lost one.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -49,10 +51,11 @@ def judge_preview(facts: PreviewFacts, rows: int) -> Preview:
     sink_format, created_column = facts.sink_format, facts.created_column
     inputs = {str(k): int(v) for k, v in (answer.get("inputs") or {}).items()}
     skip = set(METADATA_COLUMNS) | {created_column}
+    own = functools.partial(own_headers, sink_format=sink_format, runners=skip)
     if facts.old_version is None:
-        return new_job(replace(preview, inputs=inputs), Side.from_dict(answer.get("new")),
+        return new_job(replace(preview, inputs=inputs), own(Side.from_dict(answer.get("new"))),
                        skip, rows, watermarks)  # fmt: skip
-    old, new = Side.from_dict(answer.get("old")), Side.from_dict(answer.get("new"))
+    old, new = own(Side.from_dict(answer.get("old"))), own(Side.from_dict(answer.get("new")))
     preview = replace(preview, inputs=inputs, old=old, new=new)
     notes = stateful_notes(old, new, watermarks)
     if old.error or new.error:
@@ -100,6 +103,23 @@ def new_job(
         only_new_sample=tuple(_shown(new, r, skip) for r in new.rows[:rows]),
         columns=tuple(column_diffs(Side(), new, skip)),
     )
+
+
+def own_headers(side: Side, sink_format: str | None, runners: set[str]) -> Side:
+    """`side` with the headers the runner adds to a Kafka sink's records (a copy of each
+    metadata column, named by it: runner/query.py `_as_headers`) taken out of its `headers`
+    column, the query's own headers kept: they differ by version as the metadata columns do."""
+    if sink_format != "kafka" or "headers" not in side.names or not side.rows:
+        return side
+    at = side.names.index("headers")
+
+    def kept(headers: Any) -> Any:
+        if not isinstance(headers, list):
+            return headers
+        return [h for h in headers if not (isinstance(h, dict) and h.get("key") in runners)]
+
+    rows = tuple((*r[:at], kept(r[at]), *r[at + 1 :]) for r in side.rows)
+    return replace(side, rows=rows)
 
 
 def _identity(side: Side, row: Sequence[Any], shared: list[str], retyped: set[str]) -> str:
