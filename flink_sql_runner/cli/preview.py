@@ -58,7 +58,7 @@ def preview_options(command: Any, prefix: str = "") -> Any:
                      help=said("show rows in --output markdown (meant for a pull request): "
                                "samples and each column's min and max, the columns a secret's "
                                "name names masked; without it that Markdown shows counts "
-                               "only.")),
+                               "only, and a query's error only by its class and SQLSTATE.")),
     ]):  # fmt: skip
         command = option(command)
     return command
