@@ -56,9 +56,10 @@ def preview_options(command: Any, prefix: str = "") -> Any:
                                "more rows.")),
         click.option("--preview-rows", is_flag=True,
                      help=said("show rows in --output markdown (meant for a pull request): "
-                               "samples and each column's min and max, the columns a secret's "
-                               "name names masked; without it that Markdown shows counts "
-                               "only, and a query's error only by its class and SQLSTATE.")),
+                               "samples and each column's min and max, secrets masked (a "
+                               "column or field at any depth a secret's name names); "
+                               "without it that Markdown shows counts only, and a query's "
+                               "error only by its class and SQLSTATE.")),
     ]):  # fmt: skip
         command = option(command)
     return command

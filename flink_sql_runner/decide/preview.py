@@ -8,6 +8,10 @@ by one side and once by the other counts once as only that side's. A column whos
 is compared by its text (a BIGINT 9500 and a STRING "9500" are one value). Where the sink has a
 key (a Kafka sink's `key`, or the columns given with `--key`), a row only one side writes whose
 key the other side writes too is a changed row, not a new or a lost one.
+
+What the preview shows of values (its samples, changed rows, each column's least and greatest
+value) has every secret masked (read/secrets.py `mask`: a secret-named column or field at any
+depth, a value assigning a secret), whatever it is shown as.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 from flink_sql_runner._runner.schema_rules import compare, describe
 from flink_sql_runner.model.preview import ColumnDiff, ColumnStats, Preview, PreviewFacts, Side
+from flink_sql_runner.read.secrets import mask
 
 #: The columns the runner adds after the query's own (runner/query.py), the creation time's
 #: default name among them.
@@ -178,8 +183,8 @@ def _by_key(
                 for n in set(before) | set(after)
                 if n not in skip and before.get(n) != after.get(n)
             )  # fmt: skip
-            columns = {n: [before.get(n), after.get(n)] for n in differ}
-            changed.append({"key": {k: after[k] for k in key}, "columns": columns})
+            columns = {n: [mask(before.get(n), n), mask(after.get(n), n)] for n in differ}
+            changed.append({"key": mask({k: after[k] for k in key}), "columns": columns})
         else:
             kept_new.append(row)
     kept_old = [r for r in only_old if _identity(old, r, key_list, retyped) not in matched]
@@ -187,7 +192,8 @@ def _by_key(
 
 
 def _shown(side: Side, row: Sequence[Any], skip: set[str]) -> dict[str, Any]:
-    return {n: v for n, v in zip(side.names, row, strict=True) if n not in skip}
+    """A row as the preview shows it: by column, metadata left out, secrets masked."""
+    return mask({n: v for n, v in zip(side.names, row, strict=True) if n not in skip})
 
 
 def stats(values: Iterable[Any]) -> ColumnStats:
@@ -221,8 +227,16 @@ def column_diffs(old: Side, new: Side, skip: set[str]) -> list[ColumnDiff]:
         before = stats(_column(old, name)) if name in old.names else None
         after = stats(_column(new, name)) if name in new.names else None
         if before != after:
-            found.append(ColumnDiff(name, before, after))
+            found.append(ColumnDiff(name, _masked(before, name), _masked(after, name)))
     return found
+
+
+def _masked(found: ColumnStats | None, name: str) -> ColumnStats | None:
+    """Figures as shown: the least and greatest value masked where secret (compared before)."""
+    if found is None:
+        return None
+    least, most = (None if v is None else mask(v, name) for v in (found.min, found.max))
+    return replace(found, min=least, max=most)
 
 
 def _column(side: Side, name: str) -> list[Any]:

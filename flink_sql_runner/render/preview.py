@@ -178,7 +178,8 @@ def _without_rows(preview: Preview) -> Preview:
 def preview_markdown(preview: Preview, rows: bool = False) -> list[str]:
     """A collapsed section for one job, its headline as the summary: for a pull request, so
     counts only unless `rows` (`--preview-rows`): then samples of rows and each column's min
-    and max, the columns a secret's name names masked. Without `rows` a query's error is shown
+    and max, secrets masked (decide/preview.py masks them for every format; a secret-named
+    column's figures here are its counts). Without `rows` a query's error is shown
     by its class (`error_class`), the other errors with their quoted literals masked."""
     preview = preview if rows else _without_rows(preview)
     summary = text(f"Preview of {preview.name}: {headline(preview)}")
