@@ -5,7 +5,7 @@ version read in its last batches, shown before anything runs; and the previews `
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +56,10 @@ def preview_options(command: Any, prefix: str = "") -> Any:
                                "more rows.")),
         click.option("--preview-rows", is_flag=True,
                      help=said("show rows in --output markdown (meant for a pull request): "
-                               "samples and each column's min and max, the columns a secret's "
-                               "name names masked; without it that Markdown shows counts "
-                               "only.")),
+                               "samples and each column's min and max, secrets masked (a "
+                               "column or field at any depth a secret's name names); "
+                               "without it that Markdown shows counts only, and a query's "
+                               "error only by its class and SQLSTATE.")),
     ]):  # fmt: skip
         command = option(command)
     return command
@@ -81,7 +82,7 @@ def plan_preview_options(command: Any) -> Any:
     help="Rows to run both queries on instead of the slice (JSON lines, or .csv with a header, "
     ".parquet, .orc), read with the table's schema; TABLE= names the source table when the "
     "job reads several (only a source table's name before the first = is read as TABLE: "
-    "dt=2024-01-01/rows.json is a path). Repeatable.",
+    "dt=2024-01-01/rows.json is a path); a new job needs rows of each. Repeatable.",
 )
 @click.option(
     "--key",
@@ -123,8 +124,9 @@ def preview(
     be had (a new job, a version that committed nothing, a source whose history is gone, Kafka
     offsets its retention dropped) it says which: give rows with --sample-from.
 
-    Exit codes: 0 previewed, 1 not previewed (the line says why), 2 NAME is not under --path
-    or a --sample-from file is missing.
+    Exit codes: 0 previewed, 1 not previewed (the line says why), 2 NAME is not under --path,
+    or --sample-from names a missing file, gives a PATH without TABLE= for a job that reads
+    several tables, or gives a new job rows of only some of its tables (the line names them).
     """
     deployment = Deployment(settings_from(paths, **kw))
     jobs = {job.name: job for job in load(deployment)}
@@ -135,8 +137,9 @@ def preview(
     job = jobs[name]
     version = (stored.meta.query_version if stored is not None else 0) + 1
     desired = StoredManifest(job.spec, job.tables, Meta.new(version))
-    sources = source_tables(desired)
-    given = sample_files(samples, {*sources, *(parse_name(t).view for t in sources)})
+    sources = [*source_tables(desired), *(source_tables(stored) if stored is not None else ())]
+    views = {t: parse_name(t).view for t in sources}
+    given = sample_files(samples, views, new_job=stored is None, name=name)
     ask = PreviewAsk(batches, max_rows, key, given)
     found = preview_of(deployment, stored, desired, ask, rows)
     if output == "json":
@@ -156,19 +159,36 @@ _output.help = "Text for people, JSON for machines, markdown for a pull-request 
 drop_options(preview, "runner_path")
 
 
-def sample_files(samples: tuple[str, ...], tables: Collection[str]) -> dict[str, str]:
-    """`[TABLE=]PATH` each, by table ("" when not named): TABLE= only where what comes before
-    the first `=` is one of `tables` (the job's source tables), else all of it is the path (a
-    Hive-style `dt=2024-01-01/` among them); InvalidInput naming a missing file."""
+def sample_files(
+    samples: tuple[str, ...], views: Mapping[str, str], new_job: bool = False, name: str = ""
+) -> dict[str, str]:
+    """`[TABLE=]PATH` each, by the table's view ("" when not named): TABLE= only where what
+    comes before the first `=` is one of the job's source tables (`views`: each one's view by
+    its declared name; either is taken), else all of it is the path (a Hive-style
+    `dt=2024-01-01/` among them). InvalidInput naming a missing file, a PATH without TABLE=
+    where the job (its stored or its new query) reads more than one table, and, for a new job
+    (`new_job`, `name`), a source table no rows are given for: it has no slice to read them
+    from."""
+    every = sorted(set(views.values()))
     found, problems = {}, []
     for item in samples:
         table, _, path = item.partition("=")
-        if table not in tables:
+        if table not in views and table not in every:
             table, path = "", item
         if not Path(path).is_file():
             problems.append(Problem(path, "--sample-from", "no such file"))
             continue
-        found[table] = str(Path(path).resolve())
+        if not table and len(every) > 1:
+            why = f"the job reads {', '.join(every)}: name one as TABLE=PATH"
+            problems.append(Problem(path, "--sample-from", why))
+            continue
+        found[views.get(table, table)] = str(Path(path).resolve())
+    covered = set(found) | (set(every[:1]) if "" in found else set())
+    lacking = [v for v in every if v not in covered]
+    if new_job and found and lacking and not problems:
+        why = (f"a new job: no rows of {', '.join(lacking)} given; give them with "
+               f"--sample-from {lacking[0]}=PATH")  # fmt: skip
+        problems.append(Problem(name, "--sample-from", why))
     if problems:
         raise InvalidInput(problems)
     return found

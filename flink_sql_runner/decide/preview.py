@@ -2,15 +2,21 @@
 (runner/preview_probe.py): pure computing, no Spark.
 
 Rows are compared on the columns both queries write, the metadata columns left out (their
-values differ by version, and the creation time by run): as multisets, so a row written twice
+values differ by version, and the creation time by run; so are their copies the runner adds to a
+Kafka sink's `headers`, the query's own headers kept): as multisets, so a row written twice
 by one side and once by the other counts once as only that side's. A column whose type changed
 is compared by its text (a BIGINT 9500 and a STRING "9500" are one value). Where the sink has a
 key (a Kafka sink's `key`, or the columns given with `--key`), a row only one side writes whose
 key the other side writes too is a changed row, not a new or a lost one.
+
+What the preview shows of values (its samples, changed rows, each column's least and greatest
+value) has every secret masked (read/secrets.py `mask`: a secret-named column or field at any
+depth, a value assigning a secret), whatever it is shown as.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -19,6 +25,7 @@ from typing import Any
 
 from flink_sql_runner._runner.schema_rules import compare, describe
 from flink_sql_runner.model.preview import ColumnDiff, ColumnStats, Preview, PreviewFacts, Side
+from flink_sql_runner.read.secrets import mask
 
 #: The columns the runner adds after the query's own (runner/query.py), the creation time's
 #: default name among them.
@@ -49,10 +56,11 @@ def judge_preview(facts: PreviewFacts, rows: int) -> Preview:
     sink_format, created_column = facts.sink_format, facts.created_column
     inputs = {str(k): int(v) for k, v in (answer.get("inputs") or {}).items()}
     skip = set(METADATA_COLUMNS) | {created_column}
+    own = functools.partial(own_headers, sink_format=sink_format, runners=skip)
     if facts.old_version is None:
-        return new_job(replace(preview, inputs=inputs), Side.from_dict(answer.get("new")),
+        return new_job(replace(preview, inputs=inputs), own(Side.from_dict(answer.get("new"))),
                        skip, rows, watermarks)  # fmt: skip
-    old, new = Side.from_dict(answer.get("old")), Side.from_dict(answer.get("new"))
+    old, new = own(Side.from_dict(answer.get("old"))), own(Side.from_dict(answer.get("new")))
     preview = replace(preview, inputs=inputs, old=old, new=new)
     notes = stateful_notes(old, new, watermarks)
     if old.error or new.error:
@@ -66,7 +74,7 @@ def judge_preview(facts: PreviewFacts, rows: int) -> Preview:
     only_new, only_old = _only(new, old, shared, retyped), _only(old, new, shared, retyped)
     changed: list[dict[str, Any]] = []
     if key:
-        only_new, only_old, changed = _by_key(only_new, only_old, key, new, old, retyped)
+        only_new, only_old, changed = _by_key(only_new, only_old, key, new, old, retyped, skip)
     return replace(
         preview,
         verdict=change["verdict"],
@@ -100,6 +108,23 @@ def new_job(
         only_new_sample=tuple(_shown(new, r, skip) for r in new.rows[:rows]),
         columns=tuple(column_diffs(Side(), new, skip)),
     )
+
+
+def own_headers(side: Side, sink_format: str | None, runners: set[str]) -> Side:
+    """`side` with the headers the runner adds to a Kafka sink's records (a copy of each
+    metadata column, named by it: runner/query.py `_as_headers`) taken out of its `headers`
+    column, the query's own headers kept: they differ by version as the metadata columns do."""
+    if sink_format != "kafka" or "headers" not in side.names or not side.rows:
+        return side
+    at = side.names.index("headers")
+
+    def kept(headers: Any) -> Any:
+        if not isinstance(headers, list):
+            return headers
+        return [h for h in headers if not (isinstance(h, dict) and h.get("key") in runners)]
+
+    rows = tuple((*r[:at], kept(r[at]), *r[at + 1 :]) for r in side.rows)
+    return replace(side, rows=rows)
 
 
 def _identity(side: Side, row: Sequence[Any], shared: list[str], retyped: set[str]) -> str:
@@ -138,8 +163,10 @@ def _by_key(
     new: Side,
     old: Side,
     retyped: set[str],
+    skip: set[str],
 ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[dict[str, Any]]]:
-    """Rows of one side only whose key the other side's only rows have too: changed."""
+    """Rows of one side only whose key the other side's only rows have too: changed, in the
+    columns other than `skip` (the metadata columns, the job's creation time's among them)."""
     key_list = list(key)
     olds: dict[str, tuple[Any, ...]] = {}
     for row in only_old:
@@ -154,10 +181,10 @@ def _by_key(
             differ = sorted(
                 n
                 for n in set(before) | set(after)
-                if n not in METADATA_COLUMNS and before.get(n) != after.get(n)
+                if n not in skip and before.get(n) != after.get(n)
             )  # fmt: skip
-            columns = {n: [before.get(n), after.get(n)] for n in differ}
-            changed.append({"key": {k: after[k] for k in key}, "columns": columns})
+            columns = {n: [mask(before.get(n), n), mask(after.get(n), n)] for n in differ}
+            changed.append({"key": mask({k: after[k] for k in key}), "columns": columns})
         else:
             kept_new.append(row)
     kept_old = [r for r in only_old if _identity(old, r, key_list, retyped) not in matched]
@@ -165,7 +192,8 @@ def _by_key(
 
 
 def _shown(side: Side, row: Sequence[Any], skip: set[str]) -> dict[str, Any]:
-    return {n: v for n, v in zip(side.names, row, strict=True) if n not in skip}
+    """A row as the preview shows it: by column, metadata left out, secrets masked."""
+    return mask({n: v for n, v in zip(side.names, row, strict=True) if n not in skip})
 
 
 def stats(values: Iterable[Any]) -> ColumnStats:
@@ -199,8 +227,16 @@ def column_diffs(old: Side, new: Side, skip: set[str]) -> list[ColumnDiff]:
         before = stats(_column(old, name)) if name in old.names else None
         after = stats(_column(new, name)) if name in new.names else None
         if before != after:
-            found.append(ColumnDiff(name, before, after))
+            found.append(ColumnDiff(name, _masked(before, name), _masked(after, name)))
     return found
+
+
+def _masked(found: ColumnStats | None, name: str) -> ColumnStats | None:
+    """Figures as shown: the least and greatest value masked where secret (compared before)."""
+    if found is None:
+        return None
+    least, most = (None if v is None else mask(v, name) for v in (found.min, found.max))
+    return replace(found, min=least, max=most)
 
 
 def _column(side: Side, name: str) -> list[Any]:

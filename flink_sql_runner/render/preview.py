@@ -5,14 +5,22 @@ only one side writes and those changed by key, and the columns whose figures dif
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 from typing import Any
 
 from flink_sql_runner.decide.preview import METADATA_COLUMNS
-from flink_sql_runner.model.preview import ColumnStats, Preview
+from flink_sql_runner.model.preview import ColumnStats, Preview, Side
 from flink_sql_runner.read.secrets import MASK, is_secret_key
 from flink_sql_runner.render.markdown import text
 
 VALUE_LIMIT = 60
+#: Spark's error class (`[CAST_INVALID_INPUT]`, `[UNRESOLVED_COLUMN.WITH_SUGGESTION]`) and its
+#: SQLSTATE, all a Markdown without rows says of a query's error: the rest may quote rows.
+ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
+SQLSTATE = re.compile(r"SQLSTATE:\s*([0-9A-Z]{5})")
+#: A quoted literal in an error ('sk-live-1', "x"): masked where rows are not shown.
+QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 
 
 def _value(value: Any) -> str:
@@ -141,10 +149,39 @@ def _counts(found: ColumnStats | None) -> str:
     return "(no such column)" if found is None else f"{found.nulls} null, {found.distinct} distinct"
 
 
+def without_values(error: str) -> str:
+    """An error as a Markdown without rows shows it: the first line, quoted literals masked."""
+    first = error.strip().splitlines()[0] if error.strip() else error
+    return QUOTED.sub(lambda m: m.group(0)[0] + MASK + m.group(0)[0], first)
+
+
+def error_class(error: str, name: str) -> str:
+    """A query's error as a Markdown without rows shows it: Spark's error class and SQLSTATE
+    (or, without a class, its first line with quoted literals masked), and where to read it
+    whole."""
+    found, state = ERROR_CLASS.search(error), SQLSTATE.search(error)
+    said = f"[{found.group(1)}]" if found else without_values(error)
+    said += f" SQLSTATE: {state.group(1)}" if found and state else ""
+    return f"{said} (`flink-sql-runner preview {name}` shows the whole error)"
+
+
+def _without_rows(preview: Preview) -> Preview:
+    """`preview` with what its errors could quote of rows left out (see `error_class`)."""
+
+    def side(s: Side | None) -> Side | None:
+        return replace(s, error=error_class(s.error, preview.name)) if s and s.error else s
+
+    unavailable = without_values(preview.unavailable) if preview.unavailable else None
+    return replace(preview, old=side(preview.old), new=side(preview.new), unavailable=unavailable)
+
+
 def preview_markdown(preview: Preview, rows: bool = False) -> list[str]:
     """A collapsed section for one job, its headline as the summary: for a pull request, so
     counts only unless `rows` (`--preview-rows`): then samples of rows and each column's min
-    and max, the columns a secret's name names masked."""
+    and max, secrets masked (decide/preview.py masks them for every format; a secret-named
+    column's figures here are its counts). Without `rows` a query's error is shown
+    by its class (`error_class`), the other errors with their quoted literals masked."""
+    preview = preview if rows else _without_rows(preview)
     summary = text(f"Preview of {preview.name}: {headline(preview)}")
     lines = ["", f"<details><summary>{summary}</summary>", ""]
     parts = "; ".join(p.describe() for p in preview.slice.parts)

@@ -107,8 +107,9 @@ def test_sample_from_splits_at_a_source_tables_name_only(tmp_path: Path) -> None
     folder.mkdir()
     rows = folder / "rows.json"
     rows.write_text('{"order_id": 1}\n')
-    assert sample_files((str(rows),), {"orders"}) == {"": str(rows.resolve())}
-    assert sample_files((f"orders={rows}",), {"orders"}) == {"orders": str(rows.resolve())}
+    views = {"orders": "orders"}
+    assert sample_files((str(rows),), views) == {"": str(rows.resolve())}
+    assert sample_files((f"orders={rows}",), views) == {"orders": str(rows.resolve())}
 
 
 def test_preview_rows_is_an_explicit_option_its_help_says_so() -> None:
@@ -116,3 +117,36 @@ def test_preview_rows_is_an_explicit_option_its_help_says_so() -> None:
     for command in (("plan",), ("preview",)):
         shown = " ".join(cli(*command, "--help").stdout.split())
         assert "--preview-rows" in shown and "secret" in shown, command
+
+
+def test_sample_from_that_cannot_cover_the_jobs_sources_is_bad_input_naming_them(
+    tmp_path: Path,
+) -> None:
+    """Review of issue 54, P13: a PATH without TABLE= for a job reading two sources, and a new
+    job given rows for only one of its two, are exit 2, one line naming --sample-from and the
+    tables (nothing run)."""
+    args = project(tmp_path)
+    tables = yaml.safe_load((tmp_path / "tables.yaml").read_text())
+    tables["tables"].append({"name": "buyers", "format": "json",
+                             "options": {"path": str(tmp_path / "in")},
+                             "schema": "buyer_id STRING"})  # fmt: skip
+    (tmp_path / "tables.yaml").write_text(yaml.safe_dump(tables))
+    sql = "SELECT o.order_id FROM orders o JOIN buyers b ON o.order_id = b.buyer_id"
+    job = {"name": "expensive", "target-table": "out", "sql": sql}
+    (tmp_path / "jobs" / "expensive.yaml").write_text(yaml.safe_dump(job))
+    rows = tmp_path / "rows.json"
+    rows.write_text('{"order_id": 1}\n')
+    ambiguous = cli("preview", "expensive", *args, "--sample-from", str(rows))
+    assert ambiguous.returncode == 2, ambiguous.stderr
+    assert ambiguous.stderr.splitlines() == [
+        f"error: {rows}: --sample-from: the job reads buyers, orders: name one as TABLE=PATH",
+        "1 problem; nothing was touched.",
+    ]
+    partial = cli("preview", "expensive", *args, "--sample-from", f"orders={rows}")
+    assert partial.returncode == 2, partial.stderr
+    assert partial.stderr.splitlines() == [
+        "error: expensive: --sample-from: a new job: no rows of buyers given; give them with "
+        "--sample-from buyers=PATH",
+        "1 problem; nothing was touched.",
+    ]
+    assert not (tmp_path / "state" / "manifests").exists()

@@ -3,6 +3,7 @@ runner's preview probe gives them: pure, no Spark."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -155,3 +156,62 @@ def test_a_new_job_has_no_old_side_and_every_row_is_its_own() -> None:
     assert found.old is None and found.unavailable is None and found.verdict is None
     assert found.only_new == 2 and found.only_new_sample == (
         {"order_id": 1, "price": 9500.0, "buyer_id": "b1"},)  # fmt: skip
+
+
+def _kafka_side(rows: list[tuple[str, str, list[dict[str, str]]]], version: int) -> dict:
+    """A Kafka sink's output as the runner writes it: the metadata columns, and each of them
+    also as a header after the query's own (runner/query.py `_as_headers`; values base64)."""
+
+    def b64(text: str) -> str:
+        return base64.b64encode(text.encode()).decode()
+
+    created = f"2026-11-28 0{version}:00:00"
+    ours = [{"key": "__create_timestamp", "value": b64(created)},
+            {"key": "__query_id", "value": b64(f"q{version}")},
+            {"key": "__query_version", "value": b64(str(version))}]  # fmt: skip
+    headers = {"name": "headers", "type": "array<struct<key:string,value:binary>>"}
+    return {
+        "fields": [*fields("key string", "value string"), {**headers, "nullable": True}],
+        "rows": [[k, v, created, version, [*own, *ours]] for k, v, own in rows],
+    }
+
+
+def test_a_kafka_sinks_headers_are_compared_without_the_runners_metadata() -> None:
+    """Review of issue 54, P3: the runner copies the metadata columns into a Kafka sink's
+    `headers`; an unchanged query must not show every row changed by them. Headers the query
+    writes itself are still compared."""
+    trace = [{"key": "trace", "value": "dA=="}]
+    rows = [("1", "100.0", trace), ("2", "200.0", [])]
+    answer = {"spark": "4.3.0", "inputs": {"orders": 2},
+              "old": _kafka_side(rows, 1), "new": _kafka_side(rows, 2)}  # fmt: skip
+    same = judge_preview(facts(answer, key=("key",), sink_format="kafka"), rows=5)
+    assert (same.only_new, same.only_old, same.changed) == (0, 0, 0)
+    assert same.columns == ()
+    other = [{"key": "trace", "value": "eA=="}]
+    answer["new"] = _kafka_side([("1", "100.0", other), ("2", "200.0", [])], 2)
+    found = judge_preview(facts(answer, key=("key",), sink_format="kafka"), rows=5)
+    assert (found.only_new, found.only_old, found.changed) == (0, 0, 1)
+    assert found.changed_sample == (
+        {"key": {"key": "1"}, "columns": {"headers": [trace, other]}},)  # fmt: skip
+
+
+def test_a_custom_create_timestamp_column_is_left_out_of_changed_rows() -> None:
+    """Review of issue 54, P12: the job's own name for the creation time's column is metadata
+    like the fixed names, in the rows changed by key too."""
+
+    def made(rows: list[tuple[Any, ...]], version: int) -> dict:
+        names = [{"name": "order_id", "type": "bigint", "nullable": True},
+                 {"name": "price", "type": "double", "nullable": True},
+                 {"name": "ingested_at", "type": "timestamp", "nullable": False},
+                 {"name": "__query_version", "type": "int", "nullable": False}]  # fmt: skip
+        return {
+            "fields": names,
+            "rows": [[*r, f"2026-11-28T0{version}:00:00", version] for r in rows],
+        }
+
+    answer = {"spark": "4.3.0", "inputs": {"orders": 2},
+              "old": made([(1, 10.0), (2, 20.0)], 1),
+              "new": made([(1, 10.0), (2, 40.0)], 2)}  # fmt: skip
+    found = judge_preview(facts(answer, key=("order_id",), created_column="ingested_at"), 5)
+    assert found.changed_sample == ({"key": {"order_id": 2}, "columns": {"price": [20.0, 40.0]}},)
+    assert {c.name for c in found.columns} == {"price"}

@@ -86,3 +86,79 @@ def test_markdown_for_a_pull_request_shows_rows_only_when_asked_secret_columns_m
     rows = "\n".join(preview_markdown(found, rows=True))
     assert "`b`" in rows and "tok-" not in rows and "`*****`" in rows
     assert "tok-" not in "\n".join(previews_markdown([found], rows=True))
+
+
+CAST_ERROR = (
+    "[CAST_INVALID_INPUT] The value 'sk-live-9f8e7d6c5b4a' of the type \"STRING\" cannot be cast "
+    'to "INT" because it is malformed. Correct the value as per the syntax, or change its target '
+    "type. Use `try_cast` to tolerate malformed input and return NULL instead. SQLSTATE: 22018\n"
+    "== SQL (line 1, position 18) ==\nSELECT order_id, CAST(api_token AS INT) AS t FROM orders"
+)
+
+
+def test_markdown_without_rows_shows_a_failed_querys_error_class_not_its_values() -> None:
+    """Review of issue 54, P4: Spark's error text quotes the row it failed on; a pull request
+    gets it only with `--preview-rows`. Without, the error's class and SQLSTATE, and where the
+    whole text is; an error without a class has its quoted literals masked."""
+    part = SlicePart("orders", "files", files=("file:///in/a.json",))
+    old = {"fields": FIELDS, "rows": [[1, "a"]]}
+    answer = {"spark": "4.3.0", "inputs": {"orders": 1}, "old": old, "new": {"error": CAST_ERROR}}
+    found = judge_preview(PreviewFacts("tok", 1, 2, Slice(1, 3, 12, (part,)), answer), 5)
+    counts = "\n".join(preview_markdown(found)).replace("\\", "")
+    assert "sk-live" not in counts and "api_token" not in counts
+    assert (
+        "the new query failed on the slice: [CAST_INVALID_INPUT] SQLSTATE: 22018 "
+        "(`flink-sql-runner preview tok` shows the whole error)" in counts
+    )
+    assert "sk-live" not in "\n".join(previews_markdown([found])), "plan --preview too"
+    assert "sk-live-9f8e7d6c5b4a" in "\n".join(preview_markdown(found, rows=True))
+    assert "sk-live-9f8e7d6c5b4a" in preview_text(found), "the whole error where rows are shown"
+    bare = {**answer, "new": {"error": "ValueError: invalid literal for int(): 'sk-live-2'"}}
+    found = judge_preview(PreviewFacts("tok", 1, 2, Slice(1, 3, 12, (part,)), bare), 5)
+    counts = "\n".join(preview_markdown(found)).replace("\\", "")
+    assert "sk-live" not in counts
+    assert "ValueError: invalid literal for int(): '*****'" in counts
+    broken = {"spark": "4.3.0", "error": 'Malformed records: "{api_token: sk-live-3}"'}
+    found = judge_preview(PreviewFacts("tok", 1, 2, Slice(1, 3, 12, (part,)), broken), 5)
+    assert found.unavailable is not None and "sk-live-3" in found.unavailable
+    assert "sk-live" not in "\n".join(preview_markdown(found))
+
+
+def test_secrets_in_rows_are_masked_at_any_depth_in_every_format() -> None:
+    """Review of issue 54, P7: a secret-named field inside a struct, and a secret-named
+    column's values in samples, changed rows and its min and max, are masked in text, JSON and
+    Markdown alike (read/secrets.py `mask`)."""
+    fields = [{"name": "id", "type": "bigint", "nullable": True},
+              {"name": "creds", "type": "struct<user:string,password:string>", "nullable": True},
+              {"name": "api_token", "type": "string", "nullable": True},
+              {"name": "note", "type": "string", "nullable": True}]  # fmt: skip
+    old = [[1, {"user": "u", "password": "hunter2-OLD"}, "tok-OLD-1", "db password=hunter2-P"]]
+    new = [[1, {"user": "u", "password": "hunter2-NESTED"}, "tok-NEW-1", "x"],
+           [2, {"user": "v", "password": "hunter2-NESTED-2"}, "tok-NEW-2", "y"]]  # fmt: skip
+    sides = {"old": {"fields": fields, "rows": old}, "new": {"fields": fields, "rows": new}}
+    answer = {"spark": "4.3.0", "inputs": {"orders": 2}, **sides}
+    part = SlicePart("orders", "files", files=("file:///in/a.json",))
+    found = judge_preview(
+        PreviewFacts("j", 1, 2, Slice(1, 3, 12, (part,)), answer, key=("id",)), rows=5
+    )
+    assert (found.only_new, found.only_old, found.changed) == (1, 0, 1)
+    assert {c.name for c in found.columns} >= {"api_token", "creds", "note"}
+    shown = {
+        "text": preview_text(found),
+        "json": preview_json([found]),
+        "markdown": "\n".join(preview_markdown(found, rows=True)),
+        "plan markdown": "\n".join(previews_markdown([found], rows=True)),
+    }
+    for form, out in shown.items():
+        for secret in ("hunter2", "tok-"):
+            assert secret not in out, (form, secret)
+    doc = json.loads(shown["json"])["previews"][0]
+    assert doc["only-new"]["sample"] == [
+        {"id": 2, "creds": {"user": "v", "password": "*****"}, "api_token": "*****", "note": "y"}
+    ]
+    (changed,) = doc["changed"]["sample"]
+    assert changed["columns"]["api_token"] == ["*****", "*****"]
+    assert changed["columns"]["note"] == ["*****", "x"], "a value assigning a secret"
+    (token,) = [c for c in doc["columns"] if c["name"] == "api_token"]
+    assert (token["new"]["min"], token["new"]["max"], token["new"]["distinct"]) == (
+        "*****", "*****", 2)  # fmt: skip
