@@ -222,8 +222,9 @@ def slice_of(
     if all(view in given for view in views):
         return Slice(version, parts=tuple(given[v] for v in views))
     if stored is None:
-        return Slice(None, missing="a new job: no version of it has read any input; give rows "
-                     "with --sample-from")  # fmt: skip
+        lacking = ", ".join(v for v in views if v not in given)
+        return Slice(None, missing=f"a new job: no version of it has read any input; give rows "
+                     f"of {lacking} with --sample-from")  # fmt: skip
     root = stored.checkpoint_root
     if root is None:
         return Slice(version, missing="the stored version has no checkpoint yet")

@@ -49,7 +49,7 @@ def test_where_no_slice_can_be_had_it_says_which_and_runs_nothing(tmp_path: Path
     assert fresh.stdout.splitlines() == [
         "preview of expensive: a new job (version 1)",
         "  not previewed: no slice: a new job: no version of it has read any input; give rows "
-        "with --sample-from",
+        "of orders with --sample-from",
     ]
     spec = yaml.safe_load((tmp_path / "jobs" / "expensive.yaml").read_text())
     spec["checkpoint-root"] = str(tmp_path / "ck")
