@@ -47,7 +47,7 @@ from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.read.secrets import PLAN_KEY_VARIABLE
 
 FORMAT = "flink-sql-runner saved plan"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: bound to its review, where jobs run, its paths (issue 54)
 #: How old a saved plan may be by default (`--max-plan-age`): a week of review.
 DEFAULT_MAX_AGE = 7 * 24 * 3600.0
 #: How far in the future a plan's time may be (clocks of two CI runners differ a little); a

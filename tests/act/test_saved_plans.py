@@ -782,3 +782,13 @@ def test_a_local_store_is_named_by_its_absolute_folder(
     monkeypatch.chdir(world.root)
     assert store_where("state/manifests") == str(world.root / "state" / "manifests")
     assert store_where("s3://bucket/jobs/") == "s3://bucket/jobs/"
+
+
+def test_a_plan_of_the_format_before_is_refused_by_its_version(world: PlanWorld) -> None:
+    """Issue 54 changed what a saved plan holds (the binding, where jobs run, its paths): one
+    saved before says so, not which field it lacks."""
+    world.save()
+    rewritten(world, lambda doc: doc.update({"schema-version": 1}), seal=True)
+    with pytest.raises(BadSavedPlan, match=r"schema-version: 1 is not supported .this "
+                       r"flink-sql-runner reads 2.; plan again"):  # fmt: skip
+        world.read()
