@@ -132,11 +132,13 @@ _register(
 )
 _register(
     "--external-job-config-bucket",
+    hidden=True,  # the original tool's: accepted; docs/migrating.md lists it
     envvar=env_var("EXTERNAL_JOB_CONFIG_BUCKET"),
     help="The original tool's store bucket (same as --manifest-store s3://BUCKET/PREFIX/).",
 )
 _register(
     "--external-job-config-prefix",
+    hidden=True,  # the original tool's: accepted; docs/migrating.md lists it
     envvar=env_var("EXTERNAL_JOB_CONFIG_PREFIX"),
     help="The original tool's store prefix.",
 )

@@ -171,9 +171,26 @@ def test_pyexec_path_is_every_jobs_python_unless_the_job_says_otherwise(tmp_path
     assert a.spec["sparkProperties"]["spark.sql.shuffle.partitions"] == "4"
 
 
-def test_help_documents_the_original_flags():
-    result = run_cli("plan", "--help")
-    for flag in ("--deployment-target", "--jobmanager-address", "--pyexec-path"):
-        assert flag in result.stdout
-    assert "--pyflink-runner-dir" in result.stdout
-    assert "--table-definition-path" in result.stdout
+ORIGINAL_FLAGS = ("--deployment-target", "--jobmanager-address", "--pyexec-path",
+                  "--pyflink-runner-dir", "--external-job-config-bucket",
+                  "--external-job-config-prefix")  # fmt: skip
+
+
+def test_the_original_flags_are_accepted_hidden_from_help_and_in_the_migration_guide():
+    """Issue 55: the original tool's flags took 22 of validate's 56 help lines; they are
+    accepted as before, and listed where a user coming from that tool reads (docs/migrating.md),
+    not in every command's --help (migrate's own store flags stay: they are its input)."""
+    from flink_sql_runner.cli import main as cli
+
+    guide = (REPO / "docs" / "migrating.md").read_text()
+    every: set[str] = set()
+    for name, command in cli.all_commands().items():
+        hidden = {p.opts[0] for p in command.params if getattr(p, "hidden", False)}
+        shown = run_cli(name, "--help").stdout if hidden else ""
+        for flag in hidden:
+            assert flag in ORIGINAL_FLAGS, (name, flag)
+            assert flag not in shown and flag in guide, (name, flag)
+        every |= hidden
+    assert every == set(ORIGINAL_FLAGS)
+    assert "--table-definition-path" in run_cli("plan", "--help").stdout
+    assert "--external-job-config-bucket" in run_cli("migrate", "--help").stdout
