@@ -108,7 +108,10 @@ def plan(
     checks what a changed query would write against what its sink holds (Spark's analyser in
     one local session; docs/schema-contracts.md); changes nothing but the --out file. With
     --preview, each changed query is also run beside the running one on the input it read last
-    (`preview`)."""
+    (`preview`).
+
+    Exit codes: 0 planned, 1 a job's decision is an error, 2 invalid input, 4 changes pending
+    (with --detailed-exitcode)."""
     if out is not None:
         plan_key()  # a key too short to be one is refused before anything is read
     deployment = Deployment(settings_from(paths, **kw))
@@ -292,6 +295,10 @@ def deploy(
     saying who holds it. Ctrl-C finishes the jobs in flight, begins no other and prints what
     completed (exit 130); a second Ctrl-C begins nothing more and leaves once the calls in flight
     have returned; a third leaves at once, the lock left to expire.
+
+    Exit codes: 0 every job is as planned, 1 a job failed or is in error, 2 invalid input or a
+    saved plan refused (nothing touched), 3 the store stayed locked past --lock-timeout, 130
+    interrupted (what completed is printed).
     """
     saved = read(plan_file, max_plan_age, expect_digest) if plan_file is not None else None
     if saved is not None:
@@ -337,7 +344,10 @@ def deploy_job(
 ) -> int:
     """Deploy a single job: the one --job-config-path holds, or with --plan FILE NAME, the job
     NAME of a saved plan, exactly as the plan says: checked as `deploy --plan` checks it (its
-    inputs, and the store of the jobs it was decided against), every other job left alone."""
+    inputs, and the store of the jobs it was decided against), every other job left alone.
+
+    Exit codes: as deploy's: 0 ok, 1 failed or in error, 2 invalid input or a saved plan
+    refused, 3 locked, 130 interrupted."""
     if plan_file is None:
         if job_config_path is None or name is not None:
             raise BadFlags("deploy-job needs --job-config-path FILE (or --plan FILE NAME)")

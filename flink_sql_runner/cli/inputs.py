@@ -68,7 +68,10 @@ def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
     """Check every job manifest and table definition, offline: also that a job reading what
     another writes declares no column the writer's declared schema does not give it as
     declared, and that the sources written as relative paths exist. Relative paths resolve
-    against the folder this command runs in (deploy stores them absolute). Touches nothing."""
+    against the folder this command runs in (deploy stores them absolute). Touches nothing.
+
+    Exit codes: 0 every job is valid, 2 a problem (one line each, naming the file and the
+    field)."""
     jobs = load(Deployment(settings_from(paths, **kw)), sources=SourceCheck.RELATIVE)
     conflicts = declared_conflicts(jobs, build_lineage(jobs))
     if conflicts:

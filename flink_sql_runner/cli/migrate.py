@@ -74,6 +74,9 @@ def migrate(
     `migrated-from`, so the next deploy starts it clean as the next version (Spark cannot
     restore Flink's state). Every manifest is checked before anything is written; a manifest
     of this product's format is never overwritten. Run it with --dry-run first.
+
+    Exit codes: 0 converted (with --dry-run: shown), 2 a manifest that cannot be converted or
+    no store given (nothing written), 3 a store stayed locked past --lock-timeout.
     """
     legacy = store_uri_from_legacy(
         kw.get("external_job_config_bucket"), kw.get("external_job_config_prefix")

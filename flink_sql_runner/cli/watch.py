@@ -184,7 +184,10 @@ def resume(name: str, debug: bool, **kw: Any) -> int:
     """Lift job NAME's crash-looping mark: `watch` restarts it at its next look.
 
     It writes under the store's lock, like `stop`: while a deploy holds it, `resume` waits (up
-    to --lock-timeout)."""
+    to --lock-timeout).
+
+    Exit codes: 0 lifted (or nothing to lift), 2 no such job in the store, 3 the store stayed
+    locked past --lock-timeout."""
     deployment = Deployment(settings_from((), **kw))
     with locked(deployment.lock("resume"), deployment.settings.lock_timeout):
         if deployment.store.read(name).manifest is None:

@@ -125,3 +125,12 @@ def test_every_argument_that_takes_job_names_checks_them() -> None:
         for param in command.params:
             if isinstance(param, click.Argument) and param.name in ("name", "names"):
                 assert param.type.name == "job name", (name, param.name)
+
+
+def test_every_commands_help_says_its_exit_codes():
+    """Issue 55: five commands' help said none, and the top level's left out 130."""
+    missing = [
+        name for name in cli.all_commands() if "Exit codes:" not in run_cli(name, "--help").stdout
+    ]
+    assert missing == []
+    assert "130 interrupted" in run_cli("--help").stdout
