@@ -45,6 +45,12 @@ class _Commands(FsrGroup):
             return None
         module, name = COMMANDS[cmd_name]
         command: click.Command = getattr(import_module(f"flink_sql_runner.cli.{module}"), name)
+        for param in command.params:  # each option's variable in its --help line
+            said = f"[env var: {param.envvar}]"
+            if isinstance(param, click.Option) and param.envvar and said not in (param.help or ""):
+                # In the help text, not click's `show_envvar`, which also names the variable in
+                # the error about a value given on the command line.
+                param.help = f"{param.help or ''} {said}".strip()
         return command
 
 

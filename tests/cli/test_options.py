@@ -134,3 +134,13 @@ def test_every_commands_help_says_its_exit_codes():
     ]
     assert missing == []
     assert "130 interrupted" in run_cli("--help").stdout
+
+
+def test_every_option_read_from_the_environment_names_its_variable_in_help():
+    """Issue 55: no help named its environment variable (`--path` showed `[required]` though
+    FLINK_SQL_RUNNER_PATH satisfies it)."""
+    for name, command in cli.all_commands().items():
+        shown = " ".join(run_cli(name, "--help").stdout.split())
+        for param in command.params:
+            if isinstance(param, click.Option) and param.envvar and not param.hidden:
+                assert f"{param.envvar}" in shown.replace("- ", "-"), (name, param.envvar)
