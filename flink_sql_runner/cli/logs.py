@@ -46,7 +46,7 @@ def logs(
     **kw: Any,
 ) -> int:
     """Print the driver log of job NAME: the run up now, else its failed first start, else its
-    last run (or the run --version / --run names).
+    last run (or the run --query-version / --run names).
 
     The local target's logs are files, `<state-dir>/logs/<name>/<UTC start>-<run id>.log`;
     standalone drivers log to `<driver id>/stderr` and `stdout` in their worker's work folder,

@@ -311,8 +311,25 @@ def parallelism_option(help: str) -> Callable[[Callable[..., Any]], Callable[...
 
 
 def version_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """`--version N`: the query version of the job a command looks at."""
-    return click.option("--version", "version", type=click.IntRange(1), help=help)
+    """`--query-version N`: the query version of the job a command looks at. `--version N`, its
+    spelling before (the tool's `--version` is its release), still works, with a note."""
+
+    def old_spelling(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+        if value is not None:
+            click.echo("note: --version N is now --query-version N (the tool's --version is its "
+                       "release)", err=True)  # fmt: skip
+            ctx.meta["old-version"] = value
+
+    def either(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
+        return value if value is not None else ctx.meta.get("old-version")
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        func = click.option("--version", "old_version", type=click.IntRange(1), hidden=True,
+                            expose_value=False, callback=old_spelling)(func)  # fmt: skip
+        return click.option("--query-version", "version", type=click.IntRange(1), help=help,
+                            callback=either)(func)  # fmt: skip
+
+    return decorate
 
 
 def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:

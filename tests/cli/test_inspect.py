@@ -126,7 +126,9 @@ def test_the_json_form(tmp_path: Path) -> None:
 
 def test_another_version_without_a_checkpoint_exits_1(tmp_path: Path) -> None:
     state, root = given(tmp_path)
-    result = cli("inspect", "clicks", "--version", "1", "--state-dir", str(state), cwd=tmp_path)
+    result = cli(
+        "inspect", "clicks", "--query-version", "1", "--state-dir", str(state), cwd=tmp_path
+    )
     assert result.returncode == 1
     assert result.stdout.splitlines() == [
         "clicks v1 (stored: v2)",

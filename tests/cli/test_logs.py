@@ -28,7 +28,9 @@ def test_a_job_with_no_log_yet_says_so_and_exits_1(tmp_path: Path):
     result = cli("logs", "tick-log", "--state-dir", str(state), cwd=tmp_path)
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr.splitlines() == ["tick-log: no log of any run yet"]
-    result = cli("logs", "tick-log", "--version", "3", "--state-dir", str(state), cwd=tmp_path)
+    result = cli(
+        "logs", "tick-log", "--query-version", "3", "--state-dir", str(state), cwd=tmp_path
+    )
     assert result.stderr.splitlines() == ["tick-log: no log of v3 yet"]
 
 
@@ -48,9 +50,23 @@ def test_the_last_run_s_log_whole_or_its_tail(tmp_path: Path):
     assert result.stderr.splitlines() == [f"==> {new} <=="]
     tail = cli("logs", "tick-log", "--tail", "2", "--state-dir", str(state), cwd=tmp_path)
     assert tail.stdout.splitlines() == ["two", "three"]
-    older = cli("logs", "tick-log", "--version", "1", "--state-dir", str(state), cwd=tmp_path)
+    older = cli("logs", "tick-log", "--query-version", "1", "--state-dir", str(state), cwd=tmp_path)
     assert older.stdout.splitlines()[1:] == ["old run"]
     by_run = cli("logs", "tick-log", "--run", "run-a", "-f", "--state-dir", "state",
                  cwd=tmp_path)  # fmt: skip
     assert by_run.returncode == 0, "following a run that is not up prints its log and ends"
     assert by_run.stdout.splitlines()[1:] == ["old run"]
+
+
+def test_the_query_versions_spelling_before_still_works_with_a_note(tmp_path: Path) -> None:
+    """Issue 55: `--version` is the tool's release; a job's query version is `--query-version`,
+    and `--version N`, its spelling before, still works with a note."""
+    before = cli("logs", "tick-log", "--version", "3", "--state-dir", str(tmp_path / "s"),
+                 cwd=tmp_path)  # fmt: skip
+    now = cli("logs", "tick-log", "--query-version", "3", "--state-dir", str(tmp_path / "s"),
+              cwd=tmp_path)  # fmt: skip
+    note = "note: --version N is now --query-version N (the tool's --version is its release)"
+    assert before.stderr.splitlines()[0] == note
+    assert before.stderr.splitlines()[1:] == now.stderr.splitlines()
+    assert before.returncode == now.returncode
+    assert "--version" not in cli("logs", "--help").stdout
