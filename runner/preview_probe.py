@@ -187,7 +187,7 @@ class Reads:
                 frame = batch_source(session, table, self.parts[name])
                 # Counted up to the limit (past it nothing more is read); then queried as read,
                 # from its files (not held in memory, where a row no longer knows its file:
-                # `input_file_name()`, `_metadata`; nor cached: Spark's cache is shared by every
+                # `input_file_name()` answers ''; nor cached: Spark's cache is shared by every
                 # session and would answer a read in another time zone with this one's rows).
                 self.frames[key] = (frame, frame.limit(self.limit + 1).count())
             frames[name], rows = self.frames[key]

@@ -77,7 +77,9 @@ DEPLOYER = "FSR_DEPLOYER"
 
 
 def _start_marker(pid: int) -> str | None:
-    """`pid`'s start as host/processes.py writes it on Linux; None: no such process."""
+    """`pid`'s start as host/processes.py's `start_marker` writes it on Linux (the runner imports
+    nothing of the deployer; tests/gather/test_spark_child.py holds the two the same); None: no
+    such process."""
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as file:
             text = file.read()

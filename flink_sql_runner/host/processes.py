@@ -128,7 +128,7 @@ def _reap(pid: int) -> None:
 
 
 #: What the deployer's environment holds that no child process gets: the plan key (read/secrets.py
-#: names it too; tests/host check that both say the same).
+#: names it too, which host/ may not import; tests/act/test_saved_plans.py holds them the same).
 DEPLOYER_ONLY = ("FLINK_SQL_RUNNER_PLAN_KEY",)
 
 
