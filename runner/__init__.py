@@ -1,7 +1,8 @@
 """The generic runner that `spark-submit` starts for every job (job_runner.py is the entry).
 
 It needs only pyspark and the standard library, and imports nothing from the deployer: it runs
-on cluster nodes. It reads the runtime manifest (docs/runtime-manifest.md), registers each source
+on cluster nodes. It reads the runtime manifest (docs/reference/runtime-manifest.md), registers
+each source
 table as a streaming temporary view, runs the SQL or the PySpark code, appends the `__query_*`
 metadata columns as typed literals, and writes to the target with the job's checkpoint, trigger
 and output mode.

@@ -1,4 +1,5 @@
-"""The runtime manifest the deployer writes for each run (docs/runtime-manifest.md), checked."""
+"""The runtime manifest the deployer writes for each run (docs/reference/runtime-manifest.md),
+checked."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 from .failures import BadManifest
 
 SCHEMA_VERSION = 1
-#: What a run does when its output changes what its sink's readers read (docs/schema-contracts.md):
+#: What a run does when its output changes what its sink's readers read
+#: (docs/concepts/schema-contracts.md):
 #: `additive` refuses breaking changes, `fail` refuses any change, `allow` refuses none.
 ON_SCHEMA_CHANGE = ("additive", "fail", "allow")
 

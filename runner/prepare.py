@@ -1,6 +1,7 @@
 """A prepared run: everything a start needs except starting the query, then a wait for a go.
 
-With a `prepare` section in its runtime manifest (docs/runtime-manifest.md) a run builds its
+With a `prepare` section in its runtime manifest (docs/reference/runtime-manifest.md) a run builds
+its
 SparkSession, registers its tables, analyses its query into a streaming DataFrame, checks its
 sink's schema and reads its checkpoint (without writing a byte of it), and then stops short of
 `writeStream.start()`. It says `ready` in a status file of its own (`prepare.status-file`: the

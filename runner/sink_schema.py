@@ -1,5 +1,5 @@
 """What a sink's readers read today, and a run's own check of its output against it before its
-first write (docs/schema-contracts.md; the rules themselves are runner/schema_rules.py).
+first write (docs/concepts/schema-contracts.md; the rules themselves are runner/schema_rules.py).
 
 A file sink's history is read cheaply, never its rows and never a listing of all its files:
 the runner's claims (`<sink>/_flink-sql-runner/claims/`) record the schema each checkpoint
@@ -28,7 +28,7 @@ SELF_DESCRIBING = ("parquet", "orc", "avro")
 #: (spark.sql.streaming.fileSink.log.compactInterval), and a compact file lists every file
 #: still in the sink: the walk stops there.
 LOG_WALK_BACK = 12
-DOCS = "docs/schema-contracts.md"
+DOCS = "docs/concepts/schema-contracts.md"
 
 
 class SchemaRefused(Exception):

@@ -93,7 +93,7 @@ def probe(spark: Any, checkpoint: str, keys: int) -> dict[str, Any]:
 #: What S3A needs that a Spark does not bring: said when its Hadoop has no file system for s3a.
 S3A_JARS = (
     "S3A needs hadoop-aws and the AWS SDK, which this Spark does not have: --state starts its "
-    "Spark with the job's spark.jars and spark.jars.packages (README: Checkpoints on S3)"
+    "Spark with the job's spark.jars and spark.jars.packages (docs/how-to/s3.md)"
 )
 
 

@@ -62,7 +62,8 @@ MATRIX_TESTS = (
 )
 #: Tests of MATRIX_TESTS that CI runs on some lines only (`--every-test`: on every line): what
 #: Spark does with a changed query on an old checkpoint is measured on 3.5 beside the suite's
-#: 4.3, as the issue asks; 4.0 to 4.2's answers (docs/state.md) were measured once that way.
+#: 4.3, as the issue asks; 4.0 to 4.2's answers (docs/concepts/state.md) were measured once that
+#: way.
 ONLY_ON = {"tests/runner/test_state_restart.py": ("3.5",)}
 
 

@@ -24,7 +24,7 @@ from flink_sql_runner.stores.storage import Storage, StorageError
 
 #: Spark's record that a folder is a checkpoint: copied last, so a copy cut short says so.
 METADATA = "metadata"
-#: Files copied at once (docs/benchmarks.md, "Continuing from a state").
+#: Files copied at once (docs/developers/benchmarks.md, "Continuing from a state").
 COPY_WORKERS = 16
 
 

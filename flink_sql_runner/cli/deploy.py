@@ -106,7 +106,7 @@ def plan(
 ) -> int:
     """Show what deploy would do and why. Reads the store, the target and checkpoints, and
     checks what a changed query would write against what its sink holds (Spark's analyser in
-    one local session; docs/schema-contracts.md); changes nothing but the --out file. With
+    one local session; docs/concepts/schema-contracts.md); changes nothing but the --out file. With
     --preview, each changed query is also run beside the running one on the input it read last
     (`preview`).
 

@@ -74,7 +74,8 @@ def status(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
     crash-looping, stalled, stopped, finished, down, unknown; failed: its first start failed,
     with the error and what the next deploy does), what runs, the last batch with its rates and
     lag, restarts by `watch` and the last failure, checkpoint, drift from git (with --path),
-    its driver log (`logs NAME` prints it). The JSON form is described in docs/status.md.
+    its driver log (`logs NAME` prints it). The JSON form is described in
+    docs/reference/status-json.md.
 
     Exit codes: 0 shown (whatever the jobs' health), 2 invalid input."""
     deployment = Deployment(settings_from(paths, **kw))

@@ -23,7 +23,7 @@ def jvm_archive(state_dir: Path, spark_submit: str | None, debug: bool, **kw: An
     """Make a class-data-sharing archive of Spark's classes, once, for the local target's
     drivers: from then on every local driver of this Spark and Java (a deploy's start or
     restart, a `watch` restart) maps those classes instead of loading them from Spark's jars,
-    and reaches its first batch sooner (measured in docs/benchmarks.md).
+    and reaches its first batch sooner (measured in docs/developers/benchmarks.md).
 
     It runs a small streaming job to its first batches under `-XX:ArchiveClassesAtExit`, about
     a minute, and keeps the archive as `<state-dir>/jvm/spark-<key>.jsa` (some 170 MiB), the

@@ -132,13 +132,13 @@ _register(
 )
 _register(
     "--external-job-config-bucket",
-    hidden=True,  # the original tool's: accepted; docs/migrating.md lists it
+    hidden=True,  # the original tool's: accepted; docs/how-to/migrate.md lists it
     envvar=env_var("EXTERNAL_JOB_CONFIG_BUCKET"),
     help="The original tool's store bucket (same as --manifest-store s3://BUCKET/PREFIX/).",
 )
 _register(
     "--external-job-config-prefix",
-    hidden=True,  # the original tool's: accepted; docs/migrating.md lists it
+    hidden=True,  # the original tool's: accepted; docs/how-to/migrate.md lists it
     envvar=env_var("EXTERNAL_JOB_CONFIG_PREFIX"),
     help="The original tool's store prefix.",
 )
@@ -251,7 +251,7 @@ _register(
     "would be written partial: refuse (the jobs' default) refuses the change before anything "
     "stops; partial accepts those windows partial. continue: also continue from the state where "
     "sources read everything again (a file source), instead of a full recompute. The plan gives "
-    "a verdict per stateful operator (docs/state.md).",
+    "a verdict per stateful operator (docs/concepts/state.md).",
 )
 
 

@@ -123,14 +123,14 @@ class FsrGroup(click.Group):
 
 
 def original_options(offline: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The original tool's own flags, accepted and hidden from --help (docs/migrating.md lists
+    """The original tool's own flags, accepted and hidden from --help (docs/how-to/migrate.md lists
     them). `offline` commands (validate) also take its store flags, and use none of them but
     --pyexec-path."""
     unused = " (validate is offline: not used)" if offline else ""
     options = [
         click.option(
             "--deployment-target",
-            hidden=True,  # accepted; docs/migrating.md lists it
+            hidden=True,  # accepted; docs/how-to/migrate.md lists it
             type=click.Choice(["yarn", "remote"]),
             envvar="FLINK_SQL_RUNNER_DEPLOYMENT_TARGET",
             help="The original tool's flag: yarn is --target yarn, remote is --target standalone "
@@ -138,7 +138,7 @@ def original_options(offline: bool = False) -> Callable[[Callable[..., Any]], Ca
         ),
         click.option(
             "--jobmanager-address",
-            hidden=True,  # accepted; docs/migrating.md lists it
+            hidden=True,  # accepted; docs/how-to/migrate.md lists it
             metavar="HOST:PORT",
             envvar="FLINK_SQL_RUNNER_JOBMANAGER_ADDRESS",
             help="The original tool's flag, with --deployment-target remote: --master "
@@ -146,7 +146,7 @@ def original_options(offline: bool = False) -> Callable[[Callable[..., Any]], Ca
         ),
         click.option(
             "--pyexec-path",
-            hidden=True,  # accepted; docs/migrating.md lists it
+            hidden=True,  # accepted; docs/how-to/migrate.md lists it
             metavar="PATH",
             envvar="FLINK_SQL_RUNNER_PYEXEC_PATH",
             help="The original tool's flag: the Python on the cluster's nodes, set as "
@@ -154,7 +154,7 @@ def original_options(offline: bool = False) -> Callable[[Callable[..., Any]], Ca
         ),
         click.option(
             "--pyflink-runner-dir",
-            hidden=True,  # accepted; docs/migrating.md lists it
+            hidden=True,  # accepted; docs/how-to/migrate.md lists it
             metavar="DIR",
             envvar="FLINK_SQL_RUNNER_PYFLINK_RUNNER_DIR",
             help="The original tool's flag; ignored with a warning: the runner ships with this "
@@ -165,13 +165,13 @@ def original_options(offline: bool = False) -> Callable[[Callable[..., Any]], Ca
         options += [
             click.option(
                 "--external-job-config-bucket",
-                hidden=True,  # accepted; docs/migrating.md lists it
+                hidden=True,  # accepted; docs/how-to/migrate.md lists it
                 envvar="FLINK_SQL_RUNNER_EXTERNAL_JOB_CONFIG_BUCKET",
                 help="The original tool's store bucket (validate is offline: not used).",
             ),
             click.option(
                 "--external-job-config-prefix",
-                hidden=True,  # accepted; docs/migrating.md lists it
+                hidden=True,  # accepted; docs/how-to/migrate.md lists it
                 envvar="FLINK_SQL_RUNNER_EXTERNAL_JOB_CONFIG_PREFIX",
                 help="The original tool's store prefix (validate is offline: not used).",
             ),

@@ -136,7 +136,8 @@ def read(path: Path, max_age: float, expect_digest: str | None = None) -> SavedP
     if not saved.bound:
         click.echo(
             f"warning: {path}: carried out as the file says: neither --expect-digest nor the "
-            f"plan key ({KEY_VARIABLE}) binds it to the plan that was reviewed (docs/ci.md)",
+            f"plan key ({KEY_VARIABLE}) binds it to the plan that was reviewed "
+            "(docs/tutorials/pull-request-gate.md)",
             err=True,
         )
     return saved

@@ -488,5 +488,5 @@ def _ways(start: StartRun) -> str:
     )
     return (
         f"{again}accept partial windows with `on-state-change: partial` (or deploy "
-        "--on-state-change partial; docs/state.md)"
+        "--on-state-change partial; docs/concepts/state.md)"
     )

@@ -1,4 +1,5 @@
-"""The runtime manifest handed to the runner (docs/runtime-manifest.md), built per run, and the
+"""The runtime manifest handed to the runner (docs/reference/runtime-manifest.md), built per run,
+and the
 Spark properties it is submitted with."""
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ class StoredManifest:
             raise StoreError(
                 f"stored manifest {source}: in the original flink-sql-runner's format (no "
                 "schema-version); convert the store first: flink-sql-runner migrate --from "
-                "<store> (docs/migrating.md)"
+                "<store> (docs/how-to/migrate.md)"
             )
         if version != STORED_SCHEMA_VERSION:
             raise StoreError(

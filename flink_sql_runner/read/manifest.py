@@ -264,7 +264,7 @@ class JobLoader:
                     "(document)",
                     "a final manifest of the original tool (`meta`, no `schema-version`): give "
                     "the job's own file, which is merged with the template, or convert stored "
-                    "manifests with `flink-sql-runner migrate` (docs/migrating.md)",
+                    "manifests with `flink-sql-runner migrate` (docs/how-to/migrate.md)",
                 )
             )
             return None

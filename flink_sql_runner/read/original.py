@@ -1,6 +1,6 @@
 """What the original tool's users write (flink-sql-runner for Flink), recognised where it appears:
 its stored format, its fields that have no place here, Flink SQL functions and PyFlink code, each
-with what to write instead (docs/migrating.md). Converting a store is migrate/'s."""
+with what to write instead (docs/how-to/migrate.md). Converting a store is migrate/'s."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from flink_sql_runner.errors import Problem
 ORIGINAL_FIELDS = {
     "flinkProperties": "the original tool's Flink settings: put what Spark needs under "
     "sparkProperties, with Spark's keys (a Flink key there gets a warning saying what it is "
-    "in Spark; docs/migrating.md)",
+    "in Spark; docs/how-to/migrate.md)",
 }
 
 
@@ -79,7 +79,7 @@ def flink_sql_hints(sql: str) -> list[str]:
             where = f"line {line}: " if line else ""
             hints.append(
                 f"{where}{name} is Flink's; Spark writes {FLINK_FUNCTIONS[name]} "
-                "(docs/migrating.md)"
+                "(docs/how-to/migrate.md)"
             )
     return sorted(set(hints))
 
@@ -89,7 +89,7 @@ def parse_failure_hint(sql: str) -> str:
     if _FLINK_WORDS.search(sql):
         return (
             " (Flink's windows, TUMBLE/HOP/SESSION/CUMULATE and window table functions, "
-            "are window(...) and session_window(...) in Spark: docs/migrating.md)"
+            "are window(...) and session_window(...) in Spark: docs/how-to/migrate.md)"
         )
     return ""
 
@@ -114,6 +114,6 @@ def flink_code_hint(code: str) -> str | None:
             return (
                 f"line {node.lineno}: PyFlink (the original's stream_env and table_env): code "
                 "here is PySpark with `spark`, `F` and the source views; assign a streaming "
-                "DataFrame to `execution_output` (docs/migrating.md)"
+                "DataFrame to `execution_output` (docs/how-to/migrate.md)"
             )
     return None

@@ -264,12 +264,12 @@ def plan_text(plan: Plan, color: bool = False) -> str:
     if any(d.state is None or not d.state.refused for d in refused):
         lines.append(
             "Jobs marked `refused` would break their sink's readers: nothing is stopped or "
-            "started for them (docs/schema-contracts.md)."
+            "started for them (docs/concepts/schema-contracts.md)."
         )
     if any(d.state is not None and d.state.refused for d in refused):
         lines.append(
             "Jobs marked `refused` for their state would write windows open at the change "
-            "partial: nothing is stopped or started for them (docs/state.md)."
+            "partial: nothing is stopped or started for them (docs/concepts/state.md)."
         )
     return "\n".join(lines)
 

@@ -1,4 +1,5 @@
-"""`status` for people (a table, with notes under a job) and for machines (JSON, docs/status.md)."""
+"""`status` for people (a table, with notes under a job) and for machines (JSON,
+docs/reference/status-json.md)."""
 
 from __future__ import annotations
 

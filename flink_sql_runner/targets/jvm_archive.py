@@ -1,7 +1,7 @@
 """A class-data-sharing archive of Spark's classes for local drivers (`flink-sql-runner
 jvm-archive`): a driver started with `-XX:SharedArchiveFile` maps the classes a driver loads
 instead of reading and verifying them from Spark's jars, and reaches its first batch sooner
-(docs/benchmarks.md, "Driver start with a class-data-sharing archive").
+(docs/developers/benchmarks.md, "Driver start with a class-data-sharing archive").
 
 The archive is made once, by a run of the runner's `jvm_training.py` under
 `-XX:ArchiveClassesAtExit` (a rate stream into parquet and a windowed count into json, each to its

@@ -2,7 +2,7 @@
 
 Health comes from `health.py`: the target's listing, the runner's status file of the stored
 version (heartbeat, last batch, rates, lag) and what `watch` recorded (failures, restarts,
-backoff, crash-looping). The JSON document is described in docs/status.md.
+backoff, crash-looping). The JSON document is described in docs/reference/status-json.md.
 
 What it reads costs listings per look where nothing changed (`status_reads.py`): the store
 through its index, the watch records and the beacons of each checkpoint root by one listing,

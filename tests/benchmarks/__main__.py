@@ -1,9 +1,9 @@
-"""Run the benchmarks (docs/benchmarks.md says what each measures):
+"""Run the benchmarks (docs/developers/benchmarks.md says what each measures):
 
     python -m tests.benchmarks                      # all seven, print the results
     python -m tests.benchmarks --only handover      # one (plan, runner, redeploy, recovery, kafka,
                                                     # handover, watch)
-    python -m tests.benchmarks --write-docs         # and put them in docs/benchmarks.md
+    python -m tests.benchmarks --write-docs         # and put them in docs/developers/benchmarks.md
 
 Not part of the pytest suite: they take minutes and want a quiet machine. `--max-load` waits
 (up to `--wait`) for the 1-minute load average to drop before each benchmark.
@@ -31,9 +31,9 @@ from tests.benchmarks import (
 from tests.benchmarks.common import REPO, compile_deployer, wait_for_quiet
 
 BENCHMARKS = ("plan", "runner", "redeploy", "recovery", "kafka", "handover", "watch")
-DOCS = REPO / "docs" / "benchmarks.md"
-#: Where each benchmark's results are written besides docs/benchmarks.md.
-MORE_DOCS = {"kafka": REPO / "docs" / "kafka.md"}
+DOCS = REPO / "docs" / "developers" / "benchmarks.md"
+#: Where each benchmark's results are written besides docs/developers/benchmarks.md.
+MORE_DOCS = {"kafka": REPO / "docs" / "how-to" / "kafka.md"}
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

@@ -1,5 +1,6 @@
 """The restart pause with and without `flink-sql-runner jvm-archive`'s class-data-sharing
-archive, side by side in one run (docs/benchmarks.md, "Driver start with a class-data-sharing
+archive, side by side in one run (docs/developers/benchmarks.md, "Driver start with a
+class-data-sharing
 archive"):
 
     python -m tests.benchmarks.jvm_archive_bench [--rounds 6] [--scratch DIR]

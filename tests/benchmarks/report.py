@@ -1,4 +1,5 @@
-"""The benchmark results as Markdown: printed, and written into docs/benchmarks.md between
+"""The benchmark results as Markdown: printed, and written into docs/developers/benchmarks.md
+between
 the results markers (the prose around them is kept)."""
 
 from __future__ import annotations

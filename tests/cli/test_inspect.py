@@ -261,5 +261,5 @@ def test_state_on_s3_without_s3a_says_so_in_one_line(
         "java.lang.RuntimeException: java.lang.ClassNotFoundException: "
         "Class org.apache.hadoop.fs.s3a.S3AFileSystem not found; "
         "S3A needs hadoop-aws and the AWS SDK, which this Spark does not have: --state starts "
-        "its Spark with the job's spark.jars and spark.jars.packages (README: Checkpoints on S3)"
+        "its Spark with the job's spark.jars and spark.jars.packages (docs/how-to/s3.md)"
     ]

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from tests.support.cli import REPO, run_cli
+from tests.support.doctest_md import page_with
 from tests.support.examples import ALL_EXAMPLES
 
 
@@ -168,16 +169,16 @@ def test_help_names_the_outputs_and_exit_codes() -> None:
     assert "lineage" in run_cli("--help").stdout
 
 
-def test_the_readme_shows_the_examples_lineage_as_the_command_prints_it(tmp_path: Path) -> None:
-    """The README's outputs are the command's own, run as the README says: from a checkout
-    (here a copy of the examples, so that the user's own ./.flink-sql-runner/ is never read)
-    with the default state folder."""
-    readme = (REPO / "README.md").read_text()
+def test_the_docs_show_the_examples_lineage_as_the_command_prints_it(tmp_path: Path) -> None:
+    """The docs' outputs are the command's own, run as the docs say: from a checkout (here a
+    copy of the examples, so that the user's own ./.flink-sql-runner/ is never read) with the
+    default state folder."""
+    page, readme = page_with("```dot\n")
     shutil.copytree(REPO / "examples", tmp_path / "examples")
     default = {"FLINK_SQL_RUNNER_STATE_DIR": ".flink-sql-runner"}
     for output, fence in (("text", "```\n"), ("mermaid", "```mermaid\n"), ("dot", "```dot\n")):
         result = run_cli("lineage", *ALL_EXAMPLES, "--output", output, env=default, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         body = result.stdout.rstrip("\n") + "\n```"
-        assert body in readme, f"README's lineage --output {output} is out of date"
+        assert body in readme, f"{page}'s lineage --output {output} is out of date"
         assert fence in readme

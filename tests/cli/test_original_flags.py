@@ -178,11 +178,12 @@ ORIGINAL_FLAGS = ("--deployment-target", "--jobmanager-address", "--pyexec-path"
 
 def test_the_original_flags_are_accepted_hidden_from_help_and_in_the_migration_guide():
     """Issue 55: the original tool's flags took 22 of validate's 56 help lines; they are
-    accepted as before, and listed where a user coming from that tool reads (docs/migrating.md),
+    accepted as before, and listed where a user coming from that tool reads
+    (docs/how-to/migrate.md),
     not in every command's --help (migrate's own store flags stay: they are its input)."""
     from flink_sql_runner.cli import main as cli
 
-    guide = (REPO / "docs" / "migrating.md").read_text()
+    guide = (REPO / "docs" / "how-to" / "migrate.md").read_text()
     every: set[str] = set()
     for name, command in cli.all_commands().items():
         hidden = {p.opts[0] for p in command.params if getattr(p, "hidden", False)}

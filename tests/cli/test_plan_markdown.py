@@ -16,6 +16,7 @@ from flink_sql_runner.read.manifest import load_jobs
 from flink_sql_runner.stores.local import LocalStore
 from tests.support.cli import REPO, run_cli
 from tests.support.diagrams import DRAWN, parse_markdown, parse_mermaid
+from tests.support.doctest_md import page_with
 
 TABLES = ["examples/tables", "examples/pipeline/tables"]
 
@@ -115,10 +116,10 @@ def test_json_and_text_are_as_before(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("draw", DRAWN)
-def test_the_readme_example_comment_reads_as_it_says(tmp_path: Path, draw: bool) -> None:
-    """The README shows a comment from a real deployment of the examples: it must read as
+def test_the_docs_example_comment_reads_as_it_says(tmp_path: Path, draw: bool) -> None:
+    """The docs show a comment from a real deployment of the examples: it must read as
     Markdown, with the diagram highlighting what it says."""
-    readme = (REPO / "README.md").read_text()
+    _, readme = page_with("````markdown\n")
     example = readme.split("````markdown\n", 1)[1].split("\n````", 1)[0]
     command, comment = example.split("\n", 2)[:2], example.split("\n", 2)[2]
     assert command[1].strip().endswith("--output markdown")

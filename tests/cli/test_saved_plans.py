@@ -122,7 +122,8 @@ def test_a_plan_not_bound_to_its_review_says_so(project: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.splitlines()[0] == (
         "warning: plan.json: carried out as the file says: neither --expect-digest nor the plan "
-        "key (FLINK_SQL_RUNNER_PLAN_KEY) binds it to the plan that was reviewed (docs/ci.md)"
+        "key (FLINK_SQL_RUNNER_PLAN_KEY) binds it to the plan that was reviewed "
+        "(docs/tutorials/pull-request-gate.md)"
     )
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -299,14 +298,16 @@ def test_an_unchanged_job_is_not_normalized(monkeypatch: pytest.MonkeyPatch) -> 
     assert [c.field for c in diff(BASE.spec, BASE.tables, edited, BASE.tables)] == ["description"]
 
 
-def test_the_readme_table_of_what_is_safe_to_change_is_the_rules():
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+def test_the_docs_table_of_what_is_safe_to_change_is_the_rules():
+    from tests.support.doctest_md import page_with
+
+    page, text = page_with("<!-- safe-to-change: generated")
     found = re.search(
-        r"<!-- safe-to-change: generated.*?-->\n(.*?)<!-- /safe-to-change -->", readme, re.S
+        r"<!-- safe-to-change: generated.*?-->\n(.*?)<!-- /safe-to-change -->", text, re.S
     )
-    assert found, "README.md lacks the generated table"
+    assert found, f"{page} lacks the end of the generated table"
     assert found.group(1) == changes.safe_to_change_markdown(), (
-        "README.md's table differs from the rules: paste the output of "
+        f"{page}'s table differs from the rules: paste the output of "
         "`python -m flink_sql_runner.decide.changes`"
     )
 

@@ -10,9 +10,9 @@ THAT_COMMAND = "(everything below this line is that command)"
 
 
 def set_up_commands() -> list[str]:
-    """The README's Set-up commands: the first two `bash` blocks of that section."""
+    """The README's two set-up commands: the first two `bash` blocks of its Install section."""
     text = (REPO / "README.md").read_text()
-    section = text.split("## Set-up: two commands", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## Install", 1)[1].split("\n## ", 1)[0]
     blocks = [b for b in read_blocks("README.md", section) if b.lang == "bash"]
     return [blocks[0].text.strip(), blocks[1].text.strip()]
 
@@ -21,7 +21,9 @@ def test_ci_runs_the_readmes_two_commands_in_order_first_the_first() -> None:
     lines = (REPO / ".ci" / "run").read_text().splitlines()
     ran = [lines[i + 1].strip() for i, line in enumerate(lines) if line.endswith(THAT_COMMAND)]
     first, tests = set_up_commands()
-    assert ran == [first, tests], "edit .ci/run with the README's Set-up (or the other way)"
-    assert tests.endswith("pytest -n 3"), "the suite runs in three workers (docs/testing.md)"
+    assert ran == [first, tests], "edit .ci/run with the README's Install (or the other way)"
+    assert tests.endswith("pytest -n 3"), (
+        "the suite runs in three workers (docs/developers/testing.md)"
+    )
     stop = lines.index(next(line for line in lines if line.strip() == ran[0])) + 1
     assert lines[stop] == "flink-sql-runner stop --all", "the first command's jobs stopped"

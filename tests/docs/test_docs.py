@@ -1,7 +1,7 @@
 """Docs that cannot drift: every command line of the README and docs/*.md is checked against
 the real command line, every output sample is compared with what the real CLI prints (or
 marked, with a reason, as needing a cluster or a running Spark). The harness:
-tests/support/doctest_md.py; how to mark a sample: its docstring and the README's Set-up."""
+tests/support/doctest_md.py; how to mark a sample: its docstring and CONTRIBUTING.md."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from tests.support.doctest_md import (
     command_lines,
     inline_command_lines,
     mismatch,
+    page_with,
     read_blocks,
     shape_mismatch,
     split,
@@ -144,9 +145,13 @@ def project(tmp_path: Path) -> Iterator[Project]:
 
 
 def sample(name: str) -> Block:
-    """The block marked `<!-- doc: output NAME -->` (or `shape NAME`), wherever it is."""
+    """The block marked `<!-- doc: output NAME -->` (or `shape NAME`), wherever it is. A sample
+    may be shown on more than one page (the README's quickstart and a tutorial), each copy the
+    same text: the one checked is every one."""
     found = [b for b in all_blocks() if b.marker and b.marker.detail == name]
-    assert len(found) == 1, f"{len(found)} samples marked {name!r} in {DOCS}"
+    assert found, f"no sample marked {name!r} in {DOCS}"
+    differ = [b.where for b in found if b.text != found[0].text or b.marker != found[0].marker]
+    assert not differ, f"the samples marked {name!r} differ: {found[0].where} and {differ}"
     return found[0]
 
 
@@ -232,8 +237,9 @@ def test_every_output_sample_is_checked_or_says_why_not() -> None:
     for name, where in marked.items():
         if name not in CHECKED:
             problems.append(f"{', '.join(where)}: marked {name!r}, which no doc test checks")
-        if len(where) > 1:
-            problems.append(f"{', '.join(where)}: {name!r} marks more than one sample")
+        texts = {b.text for b in all_blocks() if b.marker and b.marker.detail == name}
+        if len(texts) > 1:
+            problems.append(f"{', '.join(where)}: {name!r} marks samples that differ")
     problems += [f"{name}: no sample is marked so" for name in CHECKED if name not in marked]
     assert not problems, "\n".join(problems)
 
@@ -859,7 +865,8 @@ def test_a_refused_schema_change_reads_as_the_samples_show() -> None:
 
 @checks("state-refused")
 def test_a_refused_stateful_change_reads_as_the_sample_shows() -> None:
-    """docs/state.md's plan of a window changed on a Kafka job whose source carries on, from the
+    """docs/concepts/state.md's plan of a window changed on a Kafka job whose source carries on,
+    from the
     facts the plan gathers, Spark's analysis of both queries given (tests/decide/test_state.py;
     the same analysis on real Spark: tests/runner/test_stateful_plan.py)."""
     from flink_sql_runner.decide.decisions import Plan
@@ -873,7 +880,8 @@ def test_a_refused_stateful_change_reads_as_the_sample_shows() -> None:
 
 @checks("state-continued")
 def test_a_continued_stateful_change_reads_as_the_sample_shows() -> None:
-    """docs/state.md's plan of a filter added before a Kafka job's count: every verdict kept,
+    """docs/concepts/state.md's plan of a filter added before a Kafka job's count: every verdict
+    kept,
     so v2 continues from v1's state (tests/decide/test_state.py)."""
     from flink_sql_runner.decide.decisions import Plan
     from flink_sql_runner.render.plan import plan_text
@@ -927,35 +935,48 @@ def emitted_events() -> set[str]:
 
 
 def test_the_events_list_names_every_event_watch_emits() -> None:
-    """README's `Events:` list, against the kinds `watch` emits."""
+    """The docs' `Events:` list, against the kinds `watch` emits."""
     emitted = emitted_events()
-    readme = (REPO / "README.md").read_text()
+    page, readme = page_with("Events: `")
     listed = re.search(r"Events: (.*?)\. ", readme, re.S)
-    assert listed, "README.md: no `Events: ...` list"
+    assert listed, f"{page}: no `Events: ...` list"
     named = set(re.findall(r"`([a-z-]+)`", re.sub(r"\([^)]*\)", "", listed.group(1))))
     assert named == emitted, (
-        f"README.md's Events list: missing {sorted(emitted - named)}, "
+        f"{page}'s Events list: missing {sorted(emitted - named)}, "
         f"not emitted {sorted(named - emitted)}"
     )
 
 
 def test_the_benchmarks_page_names_every_benchmark() -> None:
-    """docs/benchmarks.md has a section for each benchmark `--only` offers."""
+    """docs/developers/benchmarks.md has a section for each benchmark `--only` offers."""
     shown = subprocess.run(
         [sys.executable, "-m", "tests.benchmarks", "--help"],
         capture_output=True, text=True, cwd=REPO, timeout=60, check=True,
     ).stdout  # fmt: skip
     names = re.search(r"--only ONLY\s+([a-z,]+)", shown)
     assert names, shown
-    page = (REPO / "docs" / "benchmarks.md").read_text()
-    commands = " ".join(c.text for b in read_blocks("docs/benchmarks.md") for c in command_lines(b))
+    page = (REPO / "docs" / "developers" / "benchmarks.md").read_text()
+    commands = " ".join(
+        c.text for b in read_blocks("docs/developers/benchmarks.md") for c in command_lines(b)
+    )
     missing = [n for n in names.group(1).split(",") if f"`--only {n}`" not in page
                and n not in commands]  # fmt: skip
-    assert not missing, f"docs/benchmarks.md does not name the benchmarks {missing}"
+    assert not missing, f"docs/developers/benchmarks.md does not name the benchmarks {missing}"
     assert not re.search(r"\b(two|three|five|six) (benchmarks|questions)\b", page, re.I), (
-        "docs/benchmarks.md counts its benchmarks in words: name them instead"
+        "docs/developers/benchmarks.md counts its benchmarks in words: name them instead"
     )
 
 
 def test_split_reads_commands_as_a_shell_does() -> None:
     assert split("a --x 'b c' && d | e > f") == ["a", "--x", "b c", "&&", "d", "|", "e", ">", "f"]
+
+
+@checks("flow-diagram")
+def test_the_flow_diagram_is_one_mermaid_reads(tmp_path: Path) -> None:
+    """The README's diagram of the flow, read by Mermaid's own parser (as GitHub draws it)."""
+    from tests.support.diagrams import parse_mermaid
+
+    block = sample("flow-diagram")
+    (parsed,) = parse_mermaid(block.text, tmp=tmp_path, draw=False)
+    shown = {vertex["text"].replace("<br>", " ") for vertex in parsed["vertices"]}
+    assert "flink-sql-runner deploy" in shown, shown

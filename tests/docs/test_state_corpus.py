@@ -1,4 +1,5 @@
-"""docs/state.md's table of the corpus is the one its data renders (tests/support/state_corpus.py):
+"""docs/concepts/state.md's table of the corpus is the one its data renders
+(tests/support/state_corpus.py):
 the verdicts and what Spark does on the old checkpoint, per line, cannot drift from the page."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 from tests.support.doctest_md import REPO
 from tests.support.state_corpus import ACCEPTED_WRONGLY, ACCEPTS, CORPUS, LINES, outcome, table
 
-PAGE = REPO / "docs" / "state.md"
+PAGE = REPO / "docs" / "concepts" / "state.md"
 
 
 def page_table(text: str, header: str) -> str:

@@ -1,7 +1,8 @@
 """A real local driver starts from `jvm-archive`'s class-data-sharing archive: the JVM spark-submit
 starts maps the archive of its Spark and Java from the state folder, and the job runs as ever
 (the archive's making and its keys: tests/targets/test_jvm_archive.py; what it saves:
-docs/benchmarks.md). The archive here is the suite's own (tests/support/jvm.py makes it with
+docs/developers/benchmarks.md). The archive here is the suite's own (tests/support/jvm.py makes it
+with
 the same `make_archive`, once per machine), linked into the workspace's state folder."""
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def test_a_sinks_readers_are_never_broken(workspace: Workspace, spark) -> None:
     coded = {"target-table": "tick_out", "source-tables": ["ticks"], "code": code}
     ws.write_job("ticks", **coded)
     # whether its code keeps state cannot be read, and a rate source goes on from now: refused
-    # before anything stops unless the job accepts partial windows (docs/state.md)
+    # before anything stops unless the job accepts partial windows (docs/concepts/state.md)
     result = ws.deploy()
     assert result.returncode == 1, result.stdout + result.stderr
     assert "state: unknown, refused" in result.stdout

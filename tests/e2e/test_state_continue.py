@@ -1,5 +1,5 @@
 """A windowed count through a change that keeps its state, on real Spark and real spark-submit
-(docs/state.md).
+(docs/concepts/state.md).
 
 A file source of JSON drops, a count per key in 20-second windows, watermarked, written in
 append mode to parquet. v1 writes the windows it closed; a window is open when the query

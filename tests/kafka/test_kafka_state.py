@@ -1,5 +1,6 @@
 """A windowed count read from Kafka through a change that keeps its state and one that does not,
-on the real broker through the real CLI (docs/state.md): one job, one topic of two partitions.
+on the real broker through the real CLI (docs/concepts/state.md): one job, one topic of two
+partitions.
 
 The count is per record key in 20-second windows of the record's Kafka `timestamp` (produced
 with explicit timestamps, so every window and count is known in advance), watermarked 10 s

@@ -3,7 +3,7 @@ README shows them, and a store of its manifests converted and planned.
 
 - `tests/data/migration/original/`: ten jobs, their Flink SQL table files, the Flink template and
   `store/`, the manifests the original stored for them (versions 1 to 5).
-- `tests/data/migration/edited/`: the same jobs after the edits docs/migrating.md lists.
+- `tests/data/migration/edited/`: the same jobs after the edits docs/how-to/migrate.md lists.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def copy_tree(source: Path, target: Path, replace: dict[str, str] | None = None)
 
 def test_the_original_jobs_unedited_are_told_everything_that_must_change(tmp_path: Path):
     """One pass over the ten jobs as the original's README writes them: every kind of edit
-    docs/migrating.md lists shows up, each naming its file (and line, for SQL)."""
+    docs/how-to/migrate.md lists shows up, each naming its file (and line, for SQL)."""
     jobs = copy_tree(ORIGINAL, tmp_path / "jobs")
     flags = readme_flags(
         path=str(jobs / "queries"),
@@ -139,18 +139,18 @@ def test_the_original_jobs_unedited_are_told_everything_that_must_change(tmp_pat
     assert (
         f"error: {inputs}: line 8: table kafka.orders: Flink's WITH ('connector' = ...) clause: "
         "write USING kafka OPTIONS (key 'value', ...) with the Spark source's or sink's own "
-        "options (docs/migrating.md)" in errors
+        "options (docs/how-to/migrate.md)" in errors
     )
     minute = jobs / "queries" / "orders-per-minute.yaml"
     assert (
         f"error: {minute}: sql: line 9: TUMBLE is Flink's; Spark writes GROUP BY window(time, "
-        "'1 minute') (docs/migrating.md)" in errors
+        "'1 minute') (docs/how-to/migrate.md)" in errors
     )
     sizes = jobs / "queries" / "order-sizes.yaml"
     assert (
         f"error: {sizes}: code: line 1: PyFlink (the original's stream_env and table_env): code "
         "here is PySpark with `spark`, `F` and the source views; assign a streaming DataFrame "
-        "to `execution_output` (docs/migrating.md)" in errors
+        "to `execution_output` (docs/how-to/migrate.md)" in errors
     )
     spenders = jobs / "queries" / "big-spenders.yaml"
     assert any(
@@ -515,7 +515,7 @@ def test_deploy_job_refuses_an_original_final_manifest_with_a_line_saying_what_t
     assert result.stderr.splitlines() == [
         f"error: {manifest}: (document): a final manifest of the original tool (`meta`, no "
         "`schema-version`): give the job's own file, which is merged with the template, or "
-        "convert stored manifests with `flink-sql-runner migrate` (docs/migrating.md)",
+        "convert stored manifests with `flink-sql-runner migrate` (docs/how-to/migrate.md)",
         "1 problem; nothing was touched.",
     ]
     assert not (tmp_path / "state").exists()

@@ -17,7 +17,7 @@ from tests.support.runner_jobs import SCHEMA, manifest, write_input
 
 pytestmark = pytest.mark.spark
 
-DOCS = "see docs/schema-contracts.md"
+DOCS = "see docs/concepts/schema-contracts.md"
 METADATA = [
     {"name": "__create_timestamp", "type": "timestamp", "nullable": False},
     {"name": "__query_name", "type": "string", "nullable": False},

@@ -1,5 +1,5 @@
 """The stateful job: a windowed count per key over event time, its state in its checkpoint, and
-the ledger of the windows it writes (state across a query change, docs/state.md).
+the ledger of the windows it writes (state across a query change, docs/concepts/state.md).
 
 The Kafka job of a stateful seed (scenario.py) counts the topic's records per key in fixed
 windows of event time: a record's key is `(partition + offset) % KEYS`, its event time the

@@ -29,8 +29,22 @@ import click
 
 from tests.support.cli import REPO
 
-#: What the doc tests read: the README and every page of docs/.
-DOCS = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
+#: What the doc tests read: the README, the contributors' and the changelog's pages, and every
+#: page of the docs site (docs/, its folders included).
+TOP = ["README.md", "CONTRIBUTING.md", "CHANGELOG.md"]
+DOCS = [*TOP, *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md"))]
+
+
+def page_with(needle: str) -> tuple[str, str]:
+    """The one page of DOCS whose text holds `needle`, and its text: for the tests that check
+    a part of a page (a generated table, a list), wherever the docs keep it."""
+    found = [(doc, text) for doc in DOCS if needle in (text := (REPO / doc).read_text())]
+    assert len(found) == 1, (
+        f"{len(found)} pages of the docs hold {needle!r}: {[d for d, _ in found]}"
+    )
+    return found[0]
+
+
 #: Blocks in these languages are inputs (manifests, catalogs, code), not samples of output.
 INPUTS = ("yaml", "sql", "python")
 COMMANDS = ("bash", "sh", "shell", "console")

@@ -8,7 +8,7 @@ one JVM, started by `tests/support/java/MiniHadoop.java` with the jars of
   any container process left behind.
 - `python -m tests.support.hadoop_cluster [WORK_DIR]`: the same cluster for a try-out by hand; it
   prints the exports to paste into a shell, writes a job template for it
-  (`WORK_DIR/job-template.yaml`), and Ctrl-C stops it (docs/yarn-hdfs.md).
+  (`WORK_DIR/job-template.yaml`), and Ctrl-C stops it (docs/tutorials/cluster-yarn.md).
 
 Spark on this cluster: `spark_conf()` are the properties a job needs here (Spark's jars from
 pyspark's folder, which every "node" of this one machine has, instead of 300 MB uploaded per

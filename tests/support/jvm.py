@@ -1,4 +1,4 @@
-"""Cheaper Spark JVMs for the suite, as measured (docs/testing.md, `python -m
+"""Cheaper Spark JVMs for the suite, as measured (docs/developers/testing.md, `python -m
 tests.benchmarks.jvm_start`): the client compiler only (`-XX:TieredStopAtLevel=1`) and Spark's
 classes mapped from the class-data-sharing archive `flink-sql-runner jvm-archive` makes
 (flink_sql_runner/targets/jvm_archive.py). On 2 cores a driver reached its first committed batch

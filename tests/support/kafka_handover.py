@@ -1,6 +1,6 @@
 """A Kafka job changed while records keep arriving: the scenario behind the Kafka handover test
 (tests/kafka/test_kafka_handover.py asserts it, then goes on with the same job) and the `kafka`
-benchmark (python -m tests.benchmarks --only kafka prints it, docs/kafka.md shows it).
+benchmark (python -m tests.benchmarks --only kafka prints it, docs/how-to/kafka.md shows it).
 
 One Kafka topic (three partitions), one job copying every record with its partition and offset
 into a parquet sink (`PASS_THROUGH`), its source table with no `startingOffsets` (what Spark

@@ -1,5 +1,6 @@
 """How the suite spreads over worker processes (`pytest -n 3`, pytest-xdist), measured in
-docs/testing.md: whole test files to one worker at a time, the files that share a server started
+docs/developers/testing.md: whole test files to one worker at a time, the files that share a server
+started
 once per run (a Kafka broker, a Hadoop minicluster) all to one worker, and the long files first,
 so that no worker is left alone with a long one at the end.
 

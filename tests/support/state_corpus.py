@@ -1,7 +1,8 @@
 """The corpus of query changes: pairs of an old and a new query, the verdict the plan gives each
 stateful operator of the new one (decide/state.py), and what Spark itself does when the new query
 starts on the old query's checkpoint, per Spark line. tests/runner/test_stateful_plan.py checks
-the verdicts, tests/runner/test_state_restart.py the restarts, and docs/state.md shows the table
+the verdicts, tests/runner/test_state_restart.py the restarts, and docs/concepts/state.md shows the
+table
 `table()` renders (tests/docs/test_state_corpus.py keeps it so)."""
 
 from __future__ import annotations
@@ -230,7 +231,8 @@ def outcome(case: Case, line: str) -> str:
 
 
 def table() -> str:
-    """docs/state.md's table of the corpus: each change, its verdicts, and Spark's answer on the
+    """docs/concepts/state.md's table of the corpus: each change, its verdicts, and Spark's
+    answer on the
     old checkpoint, 3.5's and 4.x's (4.3's, then the 4 lines whose answer differs)."""
     rows = [
         "| change | verdict | Spark 3.5 on the old checkpoint | Spark 4.x on the old checkpoint |",

@@ -1,5 +1,5 @@
 """A stateful job's query change on fakes: its decision, with the stateful operators Spark's
-analysis would give standing in for the probe (decide/state.py's tests and docs/state.md's
+analysis would give standing in for the probe (decide/state.py's tests and docs/concepts/state.md's
 sample)."""
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ class Workspace:
 
 def trace(step: str, began: float) -> None:
     """With `FSR_TEST_TRACE=<file>`, one line per CLI call and wait of a scenario: the test,
-    the step, its seconds (docs/testing.md: where a scenario's time goes)."""
+    the step, its seconds (docs/developers/testing.md: where a scenario's time goes)."""
     path = os.environ.get("FSR_TEST_TRACE")
     if path:
         test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]

@@ -1,6 +1,7 @@
 """What one look of `watch` asks S3, counted on moto's S3 server (real HTTP): the store's
 listings and the checkpoint root's listing of status beacons, and a GET only of what they show
-changed since the last look (docs/status.md). JOBS jobs, few enough to build and look at
+changed since the last look (docs/reference/status-json.md). JOBS jobs, few enough to build and
+look at
 quickly, enough that a count growing with them (a GET a job) cannot pass for the few requests
 a look makes (the store's side is the same 4 requests at 300 jobs as at JOBS); one page of
 each listing either way (S3 gives up to 1,000 keys a page)."""
