@@ -59,7 +59,8 @@ READ_BY_THE_CODE: dict[str, tuple[str, str]] = {
         "`plan --out`, `deploy --plan`, `deploy-job --plan`",
         "The key that signs a saved plan and checks its signature (HMAC-SHA256; at least "
         f"{KEY_MIN} characters). Read from the environment only, never from the command line. "
-        "No child process gets it. See [docs/ci.md](../ci.md).",
+        "No child process gets it. See "
+        "[the pull request as the gate](../tutorials/pull-request-gate.md).",
     ),
     "FLINK_SQL_RUNNER_STATE_DIR": (
         "every command (as `--state-dir`), and settings the code makes itself",
@@ -405,7 +406,7 @@ def environment_page() -> dict[str, str]:
         "## Read by the original tool's options",
         "",
         "The original tool's flags are accepted and hidden from `--help`. See "
-        "[docs/migrating.md](../migrating.md).",
+        "[migrating](../how-to/migrate.md).",
         "",
         *table(header, _variable_rows(hidden=True)),
         "",
