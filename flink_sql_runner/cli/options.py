@@ -380,14 +380,24 @@ def drop_options(command: click.Command, *names: str) -> None:
     command.params = [p for p in command.params if p.name not in names]
 
 
+def _given(ctx: click.Context, param: click.Parameter, value: tuple[Path, ...]) -> Any:
+    """--path is required, but not shown `[required]`: FLINK_SQL_RUNNER_PATH satisfies it too."""
+    if not value:
+        raise click.MissingParameter(
+            f"Give the job manifests with --path or {env_var('PATH')}.", ctx, param
+        )
+    return value
+
+
 path_option = click.option(
     "--path",
     "paths",
     multiple=True,
-    required=True,
     type=EXISTING,
     envvar=env_var("PATH"),
-    help="Job manifests: a folder (searched recursively) or a file; repeatable.",
+    callback=_given,
+    help="Job manifests: a folder (searched recursively) or a file; repeatable. Required (or "
+    f"{env_var('PATH')}).",
 )
 #: `deploy`'s: with --plan FILE, the plan's own paths.
 paths_or_plan_option = click.option(

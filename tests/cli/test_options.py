@@ -144,3 +144,31 @@ def test_every_option_read_from_the_environment_names_its_variable_in_help():
         for param in command.params:
             if isinstance(param, click.Option) and param.envvar and not param.hidden:
                 assert f"{param.envvar}" in shown.replace("- ", "-"), (name, param.envvar)
+
+
+@pytest.mark.parametrize("command", ["plan", "validate", "lineage", "preview"])
+def test_path_says_its_variable_satisfies_it_and_is_not_shown_required(command: str) -> None:
+    """Issue 55, item 4: `--path` showed `[required]` though FLINK_SQL_RUNNER_PATH satisfies it."""
+    shown = " ".join(run_cli(command, "--help").stdout.split())
+    assert "Required (or FLINK_SQL_RUNNER_PATH)." in shown
+    assert "[required]" not in shown
+
+
+@pytest.mark.parametrize("command", ["plan", "validate", "lineage", "preview"])
+def test_a_missing_path_is_still_an_error_with_one_clear_line(command: str, tmp_path: Path) -> None:
+    env = {"FLINK_SQL_RUNNER_PATH": ""}
+    name = ["j"] if command == "preview" else []
+    result = run_cli(command, *name, "--state-dir", str(tmp_path / "state"), env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "Error: Missing option '--path'. Give the job manifests with --path or "
+        "FLINK_SQL_RUNNER_PATH."
+    )
+    assert not (tmp_path / "state").exists()
+
+
+def test_the_path_from_the_environment_satisfies_it(tmp_path: Path) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text("name: j\ntarget-table: t\nsql: SELECT 1\n")
+    result = run_cli("validate", env={"FLINK_SQL_RUNNER_PATH": str(job)}, cwd=tmp_path)
+    assert "Missing option" not in result.stderr
