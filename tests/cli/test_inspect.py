@@ -155,11 +155,30 @@ def test_a_malformed_file_is_named(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [f"error: {root}/clicks/2/commits/5: line 2 is not JSON"]
 
 
-def test_keys_without_state_is_bad_input(tmp_path: Path) -> None:
+def test_sample_keys_without_state_is_bad_input(tmp_path: Path) -> None:
+    state, _ = given(tmp_path)
+    result = cli("inspect", "clicks", "--sample-keys", "3", "--state-dir", str(state),
+                 cwd=tmp_path)  # fmt: skip
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [
+        "error: --sample-keys samples the state: give --state with it"
+    ]
+
+
+def test_the_sample_keys_spelling_before_still_works_with_a_note(tmp_path: Path) -> None:
+    """Issue 55, item 5: `inspect --keys N` (a sample of N state keys) read like `preview --key
+    COLUMN` (rows compared by a column); it is `--sample-keys N`, and `--keys N` still works,
+    hidden, with a note."""
     state, _ = given(tmp_path)
     result = cli("inspect", "clicks", "--keys", "3", "--state-dir", str(state), cwd=tmp_path)
     assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr.splitlines() == ["error: --keys samples the state: give --state with it"]
+    assert result.stderr.splitlines() == [
+        "note: --keys N is now --sample-keys N",
+        "error: --sample-keys samples the state: give --state with it",
+    ]
+    shown = cli("inspect", "--help").stdout
+    assert "--sample-keys N" in shown
+    assert "--keys" not in shown
 
 
 def test_the_run_history_gives_the_runs_on_any_target(tmp_path: Path) -> None:

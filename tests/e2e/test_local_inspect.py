@@ -97,7 +97,7 @@ def test_inspect_a_windowed_count_across_a_restart(workspace: Workspace) -> None
     assert result.returncode == 0, result.stdout + result.stderr
     wait_for(reached(1, "2026-01-01T00:04:53"), timeout=120, what="the second file")
 
-    doc = inspect_json(ws, "--state", "--keys", "5")
+    doc = inspect_json(ws, "--state", "--sample-keys", "5")
     assert (doc["name"], doc["version"], doc["stored-version"]) == ("counts", 1, 1)
     batches = doc["checkpoint"]["batches"]
     assert batches["first"] == 0 and batches["last"] > stopped.last_committed
