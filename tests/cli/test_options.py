@@ -19,7 +19,7 @@ from tests.support.cli import run_cli
 
 #: What each command does, as far as options are concerned.
 DOES = {
-    "validate": {"loads"},
+    "validate": {"loads", "output"},
     # `saves`: a saved plan records where jobs run, the runner's path among them.
     "plan": {"loads", "store", "target", "spark", "output", "saves"},
     "deploy": {"loads", "store", "target", "spark", "output", "submits", "stops", "locks"},
@@ -30,7 +30,7 @@ DOES = {
     "logs": {"store", "target", "spark"},
     "inspect": {"store", "target", "spark", "output"},
     "preview": {"loads", "store", "target", "spark", "output"},
-    "watch": {"store", "target", "spark", "submits", "stops"},
+    "watch": {"store", "target", "spark", "submits", "stops", "output"},
     "resume": {"store", "locks"},
     "migrate": {"locks"},
     "lineage": {"loads", "output"},
@@ -172,3 +172,32 @@ def test_the_path_from_the_environment_satisfies_it(tmp_path: Path) -> None:
     job.write_text("name: j\ntarget-table: t\nsql: SELECT 1\n")
     result = run_cli("validate", env={"FLINK_SQL_RUNNER_PATH": str(job)}, cwd=tmp_path)
     assert "Missing option" not in result.stderr
+
+
+#: The commands that print no result of their own to choose a form of: `logs` prints a log,
+#: `migrate` what it converts (a one-off, read by people before it writes), `resume` and
+#: `jvm-archive` one line.
+WITHOUT_OUTPUT = {"logs", "migrate", "resume", "jvm-archive"}
+#: The forms beyond text and json a command has.
+MORE_FORMS = {
+    "plan": ("markdown",), "deploy": ("markdown",), "deploy-job": ("markdown",),
+    "preview": ("markdown",), "lineage": ("mermaid", "dot"),
+}  # fmt: skip
+
+
+def test_every_command_with_a_result_takes_one_output_option_read_from_one_variable():
+    """Issue 55, item 4: `watch` took `--log-format`, `validate` had no JSON, `lineage` read
+    its own variable: every command with a result takes `--output text|json[|...]`, read from
+    FLINK_SQL_RUNNER_OUTPUT."""
+    for name, command in cli.all_commands().items():
+        (output,) = [p for p in command.params if p.name == "output"] or [None]
+        if name in WITHOUT_OUTPUT:
+            assert output is None, name
+            continue
+        assert isinstance(output, click.Option) and output.opts == ["--output"], name
+        assert tuple(output.type.choices) == ("text", "json", *MORE_FORMS.get(name, ())), name
+        assert output.envvar == "FLINK_SQL_RUNNER_OUTPUT", name
+        assert output.default == "text", name
+        shown = [p.opts[0] for p in command.params if isinstance(p, click.Option) and
+                 not p.hidden]  # fmt: skip
+        assert "--log-format" not in shown, name
