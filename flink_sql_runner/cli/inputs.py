@@ -14,6 +14,7 @@ from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import (
     env_var,
     input_options,
+    options,
     path_option,
     settings_from,
 )
@@ -34,6 +35,7 @@ from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.read.paths import SourceCheck
 from flink_sql_runner.render.lineage import OUTPUTS as LINEAGE_OUTPUTS
 from flink_sql_runner.render.lineage import render_lineage
+from flink_sql_runner.render.validation import validation_json
 
 #: Allocations between two collections of the youngest generation (Python's default: 700), once
 #: the collector runs again (host/collector.py): the commands that load jobs keep what they
@@ -62,22 +64,34 @@ def load(
 @click.command(cls=FsrCommand)
 @path_option
 @input_options
+@options("--output")
 @original_options(offline=True)
 @handle_errors
-def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
+def validate(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
     """Check every job manifest and table definition, offline: also that a job reading what
     another writes declares no column the writer's declared schema does not give it as
     declared, and that the sources written as relative paths exist. Relative paths resolve
     against the folder this command runs in (deploy stores them absolute). Touches nothing.
+    With --output json: one document, `{"ok", "jobs", "problems"}` (docs/json.md).
 
     Exit codes: 0 every job is valid, 2 a problem (one line each, naming the file and the
     field)."""
-    jobs = load(Deployment(settings_from(paths, **kw)), sources=SourceCheck.RELATIVE)
-    conflicts = declared_conflicts(jobs, build_lineage(jobs))
-    if conflicts:
-        raise InvalidInput(
-            [Problem(str(file), field, message) for file, field, message in conflicts]
-        )
+    try:
+        jobs = load(Deployment(settings_from(paths, **kw)), sources=SourceCheck.RELATIVE)
+        conflicts = declared_conflicts(jobs, build_lineage(jobs))
+        if conflicts:
+            raise InvalidInput(
+                [Problem(str(file), field, message) for file, field, message in conflicts]
+            )
+    except InvalidInput as exc:
+        if output != "json":
+            raise
+        problems = [(p.file, p.field, p.message) for p in exc.problems]
+        click.echo(validation_json([], problems, exc.hints))
+        return exc.exit_code
+    if output == "json":
+        click.echo(validation_json(jobs, [], []))
+        return EXIT_OK
     click.echo(
         f"{len(jobs)} job{'s' if len(jobs) != 1 else ''} valid: " + ", ".join(j.name for j in jobs)
     )
@@ -98,8 +112,8 @@ def validate(paths: tuple[Path, ...], debug: bool, **kw: Any) -> int:
     type=click.Choice(LINEAGE_OUTPUTS),
     default="text",
     show_default=True,
-    envvar=env_var("LINEAGE_OUTPUT"),
-    help="text for people, json for machines, mermaid or dot (Graphviz) for a diagram.",
+    envvar=env_var("OUTPUT"),
+    help="Text for people, JSON for machines, Mermaid or DOT (Graphviz) for a diagram.",
 )
 @handle_errors
 def lineage(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:

@@ -14,8 +14,10 @@ from flink_sql_runner.cli.options import (
     JOB_NAME,
     drop_options,
     input_options,
+    or_spelled_before,
     remote_options,
     settings_from,
+    spelled_before,
     version_option,
 )
 from flink_sql_runner.cli.original_flags import BadFlags, FsrCommand
@@ -35,12 +37,14 @@ from flink_sql_runner.render.inspect import inspect_json, inspect_text
     "child process): rows per partition, and bytes on disk.",
 )
 @click.option(
-    "--keys",
+    "--sample-keys",
     type=click.IntRange(0),
     default=0,
     metavar="N",
+    callback=or_spelled_before,
     help="With --state: a sample of N keys and their values per store.",
 )
+@spelled_before("--keys", "sample_keys", "--keys N is now --sample-keys N", type=click.IntRange(0))
 @version_option("This query version's checkpoint [default: the stored version's].")
 @input_options
 @remote_options
@@ -49,7 +53,7 @@ def inspect(
     name: str,
     version: int | None,
     with_state: bool,
-    keys: int,
+    sample_keys: int,
     output: str,
     debug: bool,
     **kw: Any,
@@ -66,8 +70,8 @@ def inspect(
     With --state it also reads each state store through Spark's own `state-metadata` and
     `statestore` sources (Spark 4.0+, in a local Spark it starts as a child process): its rows
     per partition at the last committed batch and the bytes its partitions take, and with
-    --keys N a sample of N keys and values. The Spark 3.5 line has no such sources: it says so.
-    That Spark starts with the job's spark.hadoop.* settings and, for a checkpoint on S3 or
+    --sample-keys N a sample of N keys and values. The Spark 3.5 line has no such sources: it
+    says so. That Spark starts with the job's spark.hadoop.* settings and, for a checkpoint on S3 or
     HDFS, its spark.jars and spark.jars.packages (S3A needs hadoop-aws: without it, one line
     says so), ${ENV} in them resolved from this environment as a deploy resolves them (one not
     set: one line says so).
@@ -77,13 +81,13 @@ def inspect(
     Exit codes: 0 shown, 1 the version has no checkpoint yet or a file of it cannot be read
     (the line names the file and why), 2 NAME is not stored.
     """
-    if keys and not with_state:
-        raise BadFlags("--keys samples the state: give --state with it")
+    if sample_keys and not with_state:
+        raise BadFlags("--sample-keys samples the state: give --state with it")
     deployment = Deployment(settings_from((), **kw))
     found = inspect_job(name, deployment.store, deployment.target, deployment.storage, version)
     if with_state and found.report is not None:
         ask = functools.partial(ask_state_probe, spark_submit=deployment.settings.spark_submit)
-        found = replace(found, state=state_of(deployment.storage, found, keys, ask))
+        found = replace(found, state=state_of(deployment.storage, found, sample_keys, ask))
     click.echo(inspect_json(found) if output == "json" else inspect_text(found))
     return EXIT_OK if found.report is not None else EXIT_FAILED
 

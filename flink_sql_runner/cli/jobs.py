@@ -36,25 +36,35 @@ from flink_sql_runner.render.status import status_json, status_text
 from flink_sql_runner.watch.status import status_rows
 
 
-def echo_result(result: Any, output: str) -> None:
-    """One job's result of `stop` or `forget`: a JSON document, or its line (an error on
-    stderr)."""
-    if output == "json":
-        click.echo(json.dumps(result.to_dict()))
-    elif result.outcome == "failed":
-        click.echo(f"error: {result.message}", err=True)
-    else:
-        click.echo(result.message)
+class Shown:
+    """What `stop` or `forget` shows of each job's result: its line as it comes, or with
+    `--output json` one document at the end, `{"jobs": [...]}`, one object per job."""
 
+    def __init__(self, output: str) -> None:
+        self.json = output == "json"
+        self.jobs: list[dict[str, Any]] = []
 
-def failed_as_json(names: tuple[str, ...], exc: FsrError, debug: bool) -> int:
-    """A command that failed as a whole, for `--output json`: one document per job it concerns,
-    the error in it (a script reads the same shape as a job's own result)."""
-    if debug:
-        traceback.print_exc()
-    for name in names or [None]:
-        click.echo(json.dumps({"name": name, "outcome": "failed", "error": str(exc)}))
-    return exc.exit_code
+    def add(self, result: Any) -> None:
+        if self.json:
+            self.jobs.append(result.to_dict())
+        elif result.outcome == "failed":
+            click.echo(f"error: {result.message}", err=True)
+        else:
+            click.echo(result.message)
+
+    def failed(self, names: tuple[str, ...], exc: FsrError, debug: bool) -> int:
+        """The command failed as a whole: for `--output json`, an object per job it concerns
+        and has not reported, the error in it (a script reads the shape of a job's own result)."""
+        if debug:
+            traceback.print_exc()
+        reported = {job["name"] for job in self.jobs}
+        for name in [n for n in names if n not in reported] or [None]:
+            self.jobs.append({"name": name, "outcome": "failed", "error": str(exc)})
+        return exc.exit_code
+
+    def close(self) -> None:
+        if self.json:
+            click.echo(json.dumps({"jobs": self.jobs}))
 
 
 @click.command(cls=FsrCommand)
@@ -104,23 +114,24 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
 
     The next deploy restarts a stopped job from its checkpoint unless its manifest says
     `desired-state: stopped`. Either way the stored manifest records it as stopped. Each job
-    gets one line (with --output json, one document per line). A job that is not running is
-    left as it is; one a killed deploy may still be submitting a run for is not stopped until
-    that is known (it says so). Exit codes: 0 every job stopped or not running, 1 a job could not
-    be stopped (the others are stopped all the same), 2 a NAME that is neither stored nor
-    running (then nothing is stopped), 3 the store is locked.
+    gets one line (with --output json, an object in one document, `{"jobs": [...]}`). A job
+    that is not running is left as it is; one a killed deploy may still be submitting a run
+    for is not stopped until that is known (it says so). Exit codes: 0 every job stopped or
+    not running, 1 a job could not be stopped (the others are stopped all the same), 2 a NAME
+    that is neither stored nor running (then nothing is stopped), 3 the store is locked.
     """
     if bool(names) == every:
         raise BadFlags("name the jobs to stop, or give --all (not both)")
-    worst = EXIT_OK
+    worst, shown = EXIT_OK, Shown(output)
     try:
         for result in Deployment(settings_from((), **kw)).stop(None if every else list(names)):
-            echo_result(result, output)
+            shown.add(result)
             worst = max(worst, result.exit_code)
     except FsrError as exc:
         if output != "json":
             raise
-        return failed_as_json(names, exc, debug)
+        worst = shown.failed(names, exc, debug)
+    shown.close()
     return worst
 
 
@@ -174,9 +185,11 @@ def forget(
     on a terminal (--yes: does not ask; --dry-run: lists only). A job whose run may be alive
     (the target cannot tell) or that a killed deploy may still be submitting for is not
     forgotten (it says so). One killed or failed halfway is finished by forgetting it again.
-    Exit codes: 0 every job forgotten (or nothing left of it), 1 a job could not be forgotten
-    (the others are all the same) or the answer was no, 2 a NAME of which nothing is anywhere,
-    or no terminal to ask on and no --yes (then nothing is touched), 3 the store is locked.
+    With --output json (which needs --yes or --dry-run) it prints one document,
+    `{"jobs": [...]}`, one object per job. Exit codes: 0 every job forgotten (or nothing left
+    of it), 1 a job could not be forgotten (the others are all the same) or the answer was no,
+    2 a NAME of which nothing is anywhere, or no terminal to ask on and no --yes (then nothing
+    is touched), 3 the store is locked.
     """
     if bool(names) == every:
         raise BadFlags("name the jobs to forget, or give --all (not both)")
@@ -207,19 +220,20 @@ def forget(
         jobs = f"{len(due)} job{'s' if len(due) != 1 else ''}"
         return click.confirm(f"Forget {jobs} ({size} deleted)?", default=False, err=True)
 
-    worst = EXIT_OK
+    worst, shown = EXIT_OK, Shown(output)
     try:
         deployment = Deployment(settings_from((), **kw))
         for result in deployment.forget(
             None if every else list(names), show, confirm if ask else None, dry_run
         ):
             if output == "json" or (result.name in due and result.outcome != "would-forget"):
-                echo_result(result, output)  # else the listing said it
+                shown.add(result)  # else the listing said it
             worst = max(worst, result.exit_code)
     except FsrError as exc:
         if output != "json":
             raise
-        return failed_as_json(names, exc, debug)
+        worst = shown.failed(names, exc, debug)
+    shown.close()
     return worst
 
 

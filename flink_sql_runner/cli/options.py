@@ -64,6 +64,8 @@ class JobName(click.ParamType):
 JOB_NAME = JobName()
 
 
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
 #: Every option of the command line, by its long name; each command takes the ones it uses.
 OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {}
 
@@ -298,7 +300,7 @@ remote_options = options(*REMOTE_OPTIONS)
 timeout_options = options(*TIMEOUT_OPTIONS)
 
 
-def parallelism_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def parallelism_option(help: str) -> Decorator:
     """`--parallelism`, with what it means for the command using it."""
     return click.option(
         "--parallelism",
@@ -310,24 +312,50 @@ def parallelism_option(help: str) -> Callable[[Callable[..., Any]], Callable[...
     )
 
 
-def version_option(help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+#: Where each renamed option's spelling before left its value (`ctx.meta`), by the new one's name.
+_SPELLED_BEFORE = "fsr-spelled-before"
+
+
+def spelled_before(old: str, dest: str, note: str, **attrs: Any) -> Decorator:
+    """`old`, the spelling before of the option whose value is `dest`: hidden, it still works,
+    with `note` on stderr (one line). The new option takes `callback=or_spelled_before`; it wins
+    when both are given."""
+
+    def remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is not None:
+            click.echo(f"note: {note}", err=True)
+            given = ctx.get_parameter_source(param.name or "")
+            ctx.meta.setdefault(_SPELLED_BEFORE, {})[dest] = (value, given)
+
+    return click.option(old, f"old_{dest}", hidden=True, expose_value=False, is_eager=True,
+                        callback=remember, **attrs)  # fmt: skip
+
+
+def or_spelled_before(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A renamed option's value: the spelling before's (`spelled_before`) when this one was not
+    given, or came from the environment while the spelling before came from the command line."""
+    before = ctx.meta.get(_SPELLED_BEFORE, {}).get(param.name)
+    if before is None:
+        return value
+    old_value, old_source = before
+    source = ctx.get_parameter_source(param.name or "")
+    if source in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP) or (
+        source is ParameterSource.ENVIRONMENT and old_source is ParameterSource.COMMANDLINE
+    ):
+        return old_value
+    return value
+
+
+def version_option(help: str) -> Decorator:
     """`--query-version N`: the query version of the job a command looks at. `--version N`, its
     spelling before (the tool's `--version` is its release), still works, with a note."""
 
-    def old_spelling(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
-        if value is not None:
-            click.echo("note: --version N is now --query-version N (the tool's --version is its "
-                       "release)", err=True)  # fmt: skip
-            ctx.meta["old-version"] = value
-
-    def either(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
-        return value if value is not None else ctx.meta.get("old-version")
+    note = "--version N is now --query-version N (the tool's --version is its release)"
 
     def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
-        func = click.option("--version", "old_version", type=click.IntRange(1), hidden=True,
-                            expose_value=False, callback=old_spelling)(func)  # fmt: skip
+        func = spelled_before("--version", "version", note, type=click.IntRange(1))(func)
         return click.option("--query-version", "version", type=click.IntRange(1), help=help,
-                            callback=either)(func)  # fmt: skip
+                            callback=or_spelled_before)(func)  # fmt: skip
 
     return decorate
 
@@ -380,14 +408,24 @@ def drop_options(command: click.Command, *names: str) -> None:
     command.params = [p for p in command.params if p.name not in names]
 
 
+def _given(ctx: click.Context, param: click.Parameter, value: tuple[Path, ...]) -> Any:
+    """--path is required, but not shown `[required]`: FLINK_SQL_RUNNER_PATH satisfies it too."""
+    if not value:
+        raise click.MissingParameter(
+            f"Give the job manifests with --path or {env_var('PATH')}.", ctx, param
+        )
+    return value
+
+
 path_option = click.option(
     "--path",
     "paths",
     multiple=True,
-    required=True,
     type=EXISTING,
     envvar=env_var("PATH"),
-    help="Job manifests: a folder (searched recursively) or a file; repeatable.",
+    callback=_given,
+    help="Job manifests: a folder (searched recursively) or a file; repeatable. Required (or "
+    f"{env_var('PATH')}).",
 )
 #: `deploy`'s: with --plan FILE, the plan's own paths.
 paths_or_plan_option = click.option(

@@ -16,7 +16,9 @@ from flink_sql_runner.cli.options import (
     REMOTE_OPTIONS,
     env_var,
     options,
+    or_spelled_before,
     settings_from,
+    spelled_before,
 )
 from flink_sql_runner.cli.original_flags import FsrCommand
 from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK, UnknownJob
@@ -105,13 +107,17 @@ def watch_options(func: Any) -> Any:
     help="The address the metrics listen on (0.0.0.0 for every interface, e.g. in a pod).",
 )
 @click.option(
-    "--log-format",
+    "--output",
     type=click.Choice(["text", "json"]),
     default="text",
     show_default=True,
-    envvar=env_var("LOG_FORMAT"),
-    help="One line per event: text for people, JSON lines for log collectors.",
+    envvar=env_var("OUTPUT"),
+    callback=or_spelled_before,
+    help="One line per event, as they come: text for people; json: JSON Lines for log "
+    "collectors, one object per event, a stream (not one document).",
 )
+@spelled_before("--log-format", "output", "--log-format is now --output",
+                type=click.Choice(["text", "json"]), envvar=env_var("LOG_FORMAT"))  # fmt: skip
 @click.option("--once", is_flag=True, help="Look and act once, then exit.")
 @options("--debug")
 @handle_errors
@@ -121,7 +127,7 @@ def watch(
     notify_command: str | None,
     metrics_port: int | None,
     metrics_address: str,
-    log_format: str,
+    output: str,
     once: bool,
     max_failures: int,
     **kw: Any,
@@ -150,7 +156,7 @@ def watch(
     # First: a port in use is an error (exit 2) before anything starts.
     port = metrics.serve(metrics_port or 0, metrics_address) if metrics is not None else None
     command = shlex.split(notify_command) if notify_command else None
-    notifier = Notifier(sys.stdout, log_format, notify_url, command)
+    notifier = Notifier(sys.stdout, output, notify_url, command)
     watcher = Watcher(deployment, settings, notifier, metrics, collector=Frozen())
 
     def stop(signum: int, _frame: Any) -> None:

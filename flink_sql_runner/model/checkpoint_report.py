@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from flink_sql_runner.model.json_values import json_time_of_ms, json_time_of_text
 from flink_sql_runner.model.stored import StoredManifest
 
 
@@ -93,11 +94,11 @@ class CheckpointReport:
                 "first": self.first_committed,
                 "last": self.last_committed,
                 "count": len(self.committed),
-                "first-planned-ms": self.first_time_ms,
-                "last-planned-ms": self.last_time_ms,
+                "first-planned": json_time_of_ms(self.first_time_ms),
+                "last-planned": json_time_of_ms(self.last_time_ms),
                 "pending": self.pending,
             },
-            "watermark-ms": self.watermark_ms,
+            "watermark": json_time_of_ms(self.watermark_ms or None),  # 0: none yet
             "sources": [s.to_dict() for s in self.sources],
             "pinned": self.pinned,
             "operators": [o.to_dict() for o in self.operators],
@@ -119,8 +120,8 @@ class RunSeen:
     up: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run-id": self.run_id, "started": self.started, "first-batch": self.first_batch,
-                 "ended": self.ended, "up": self.up}  # fmt: skip
+        return {"run-id": self.run_id, "started": json_time_of_text(self.started),
+                "first-batch": self.first_batch, "ended": self.ended, "up": self.up}  # fmt: skip
 
 
 @dataclass(frozen=True)

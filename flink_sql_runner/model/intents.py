@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from flink_sql_runner.errors import StoreError
 from flink_sql_runner.model.control import HEALTHY_STATES
+from flink_sql_runner.model.json_values import json_time_of_text
 from flink_sql_runner.model.offsets import StartPlan, Starts
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.stored import (
@@ -270,8 +271,8 @@ class FailedStart:
         return f"v{self.version} failed to start at {self.at}: {self.error}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query-version": self.version, "at": self.at, "error": self.error,
-                "run-id": self.run_id}  # fmt: skip
+        return {"query-version": self.version, "at": json_time_of_text(self.at),
+                "error": self.error, "run-id": self.run_id}  # fmt: skip
 
 
 # -- settling ----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from flink_sql_runner.model.checkpoint_report import (
     SourceProgress,
     StateReport,
 )
+from flink_sql_runner.model.json_values import json_status
 from flink_sql_runner.model.sizes import human_size
 
 #: Files of a file source's last entry shown in text (all in JSON).
@@ -49,7 +50,7 @@ def inspect_json(inspection: Inspection) -> str:
         "checkpoint": report.to_dict() if report else {"location": inspection.location},
         "pins": pin_agreement(inspection),
         "runs": [r.to_dict() for r in inspection.runs],
-        "last-status": inspection.status,
+        "last-status": json_status(inspection.status),
         "notes": list(inspection.notes),
     }
     if inspection.state is not None:

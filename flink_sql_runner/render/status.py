@@ -37,8 +37,8 @@ def _batch(r: dict[str, Any]) -> str:
     rates = (batch.get("input-rows-per-second"), batch.get("processed-rows-per-second"))
     if all(isinstance(rate, (int, float)) for rate in rates):
         text += f", {rates[0]:.1f}/{rates[1]:.1f} rows/s"
-    if isinstance(batch.get("duration-ms"), (int, float)):
-        text += f", {batch['duration-ms'] / 1000:.1f} s"
+    if isinstance(batch.get("duration-seconds"), (int, float)):
+        text += f", {batch['duration-seconds']:.1f} s"
     if isinstance(batch.get("offsets-behind-latest"), (int, float)):
         text += f", lag {batch['offsets-behind-latest']:.0f}"
     return text

@@ -22,8 +22,8 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from flink_sql_runner.host import runtime
+from flink_sql_runner.model.json_values import json_time, json_time_of_text
 from flink_sql_runner.read.secrets import redact_text
-from flink_sql_runner.watch.records import utc_text
 
 WEBHOOK_ATTEMPTS = 4
 WEBHOOK_TIMEOUT = 10.0
@@ -42,11 +42,13 @@ class Event:
     message: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
     at: str = field(
-        default_factory=lambda: utc_text(datetime.fromtimestamp(runtime.wall(), timezone.utc))
+        default_factory=lambda: (
+            json_time(datetime.fromtimestamp(runtime.wall(), timezone.utc)) or ""
+        )
     )
 
     def to_dict(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"event": self.kind, "at": self.at}
+        doc: dict[str, Any] = {"event": self.kind, "at": json_time_of_text(self.at)}
         if self.job:
             doc["job"] = self.job
         doc["message"] = _masked(self.message)

@@ -23,6 +23,7 @@ from flink_sql_runner.gather.logs import log_query
 from flink_sql_runner.host import runtime
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.json_values import json_batch, json_time_of_text
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.watch.beacons import Beacons
@@ -167,12 +168,14 @@ def status_rows(
         if stored is not None:
             health, record = health_of(f, read.status if read else None, records, now)
             row["health"], row["health-detail"] = health.state.value, health.detail
-            row["last-batch"] = health.last_batch
+            row["last-batch"] = json_batch(health.last_batch)
             if record is not None:
                 last = record.last_failure
                 row["restarts"] = record.restarts
                 row["restarts-last-hour"] = record.restarts_since(now - timedelta(hours=1))
-                row["last-failure"] = {"at": last.at, "reason": last.reason} if last else None
+                row["last-failure"] = (
+                    {"at": json_time_of_text(last.at), "reason": last.reason} if last else None
+                )
         rows.append(row)
     reads.forget_others({ControlFiles.of(f"{beacon_root(m)}/{m.name}", m.meta.query_version).beacon
                          for m in manifests})  # fmt: skip

@@ -40,6 +40,7 @@ from flink_sql_runner.host import runtime
 from flink_sql_runner.host.collector import Frozen
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
+from flink_sql_runner.model.json_values import json_time
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Stored, StoredManifest
 from flink_sql_runner.stores.base import Reads
@@ -442,7 +443,7 @@ class Watcher:
         self._write(replace(record, backoff_until=utc_text(until), state=State.BACKING_OFF.value))
         self.notifier.emit(Event(
             "backing-off", record.name, f"{reason}; restarting in {delay:.0f} s",
-            {"until": utc_text(until), "delay-seconds": delay,
+            {"until": json_time(until), "delay-seconds": delay,
              "failures-in-a-row": record.consecutive, "reason": reason},
         ))  # fmt: skip
         return True

@@ -18,6 +18,7 @@ from flink_sql_runner.errors import UnknownJob
 from flink_sql_runner.gather.facts import gather
 from flink_sql_runner.gather.logs import find_log
 from flink_sql_runner.model.intents import INTENT_SCHEMA_VERSION, IntentLog, Phase
+from flink_sql_runner.model.json_values import json_time_of_text
 from flink_sql_runner.render.status import status_text
 from flink_sql_runner.watch.status import status_rows
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
@@ -60,7 +61,8 @@ def test_the_next_plan_says_it_failed_beside_the_retry():
     assert isinstance(decision.steps[0], DropIntent) and decision.steps[0].failed_start
     assert isinstance(decision.steps[1], StartRun)
     doc = decision.to_dict()
-    assert doc["failed-start"] == {"query-version": 1, "at": failed.at, "error": ERROR,
+    assert doc["failed-start"] == {"query-version": 1, "at": json_time_of_text(failed.at),
+                                   "error": ERROR,
                                    "run-id": failed.run_id}  # fmt: skip
     assert doc["steps"][0] == {"step": "drop-intent", "why": "started again", "failed-start": True}
 
@@ -129,7 +131,8 @@ def test_status_shows_it_failed_with_its_error_log_and_next_deploy():
     assert row["log"] == f"fake log of orders run {run_id}"
     text = status_text([row])
     assert "orders  -        failed" in text
-    assert f"v1 failed to start at {row['failed-start']['at']}: {ERROR}" in text
+    said = row["failed-start"]["at"].replace(".000Z", "Z")  # the text's UTC seconds
+    assert f"v1 failed to start at {said}: {ERROR}" in text
     assert "next deploy: start-clean v2" in text
     assert f"log: fake log of orders run {run_id}" in text
 

@@ -27,7 +27,7 @@ ROWS_PER_BATCH = 3
 START_TIMEOUT = "240"
 WATCH_ARGS = ("--interval", "1", "--stop-timeout", "20", "--start-timeout", START_TIMEOUT,
               "--stall-timeout", "60", "--max-failures", "1000", "--backoff-first", "1",
-              "--backoff-max", "5", "--log-format", "json")  # fmt: skip
+              "--backoff-max", "5", "--output", "json")  # fmt: skip
 CLI_TIMEOUT = 900
 
 

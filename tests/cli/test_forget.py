@@ -78,7 +78,7 @@ def test_yes_forgets_the_job_and_keeps_its_sink_and_its_archived_manifest(tmp_pa
     kept = tree(sink)
     result = cli("forget", "tick-log", "--yes", "--state-dir", str(tmp_path), "--output", "json")
     assert result.returncode == 0, result.stderr
-    doc = json.loads(result.stdout)
+    (doc,) = json.loads(result.stdout)["jobs"]
     assert doc["outcome"] == "forgotten"
     assert [item["what"] for item in doc["items"]] == [
         "manifest", "logs", "checkpoint v1", "checkpoint v2", "control files"
@@ -193,8 +193,18 @@ def test_a_migrated_job_not_deployed_yet_is_forgotten_one_or_all(tmp_path: Path)
     assert not (manifests / "late-shipments.yaml").exists()
     every = cli("forget", "--all", "--yes", "--state-dir", str(state), "--output", "json")
     assert (every.returncode, every.stderr) == (0, "")
-    docs = [json.loads(line) for line in every.stdout.splitlines()]
+    assert len(every.stdout.splitlines()) == 1, "one document, on one line"
+    docs = json.loads(every.stdout)["jobs"]
     assert [(d["name"], d["outcome"]) for d in docs] == [
         (n, "forgotten") for n in names if n != "late-shipments"
     ]
     assert sorted(p.name for p in manifests.glob("*.yaml")) == []
+
+
+def test_an_error_before_any_job_is_inside_the_one_json_document(tmp_path: Path):
+    """Issue 55, item 4: `forget --output json` printed JSON Lines, one object per job; it
+    prints one document, `{"jobs": [...]}`, an error before any job inside it."""
+    result = cli("forget", "a", "b", "--yes", "--state-dir", str(tmp_path), "--output", "json")
+    assert result.returncode == 2
+    docs = json.loads(result.stdout)["jobs"]
+    assert [(d["name"], d["outcome"]) for d in docs] == [("a", "failed"), ("b", "failed")]

@@ -104,11 +104,12 @@ def test_the_json_form(tmp_path: Path) -> None:
     assert (doc["name"], doc["version"], doc["stored-version"]) == ("clicks", 2, 2)
     checkpoint = doc["checkpoint"]
     assert checkpoint["batches"] == {"first": 4, "last": 5, "count": 2, "pending": 6,
-        "first-planned-ms": 1_795_600_000_000, "last-planned-ms": 1_795_600_060_000}  # fmt: skip
+        "first-planned": "2026-11-25T09:46:40.000Z",
+        "last-planned": "2026-11-25T09:47:40.000Z"}  # fmt: skip
     source = {"index": 0, "kind": "kafka", "committed": {"clicks": {"0": 12, "1": 5}},
               "next": {"clicks": {"1": 9, "0": 15}}}  # fmt: skip
     assert checkpoint["sources"] == [source]
-    assert checkpoint["watermark-ms"] == 1767225600000
+    assert checkpoint["watermark"] == "2026-01-01T00:00:00.000Z"
     assert checkpoint["operators"] == [
         {"id": 0, "name": None, "partitions": 2, "stores": [], "schema-version": None}
     ]
@@ -155,11 +156,30 @@ def test_a_malformed_file_is_named(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [f"error: {root}/clicks/2/commits/5: line 2 is not JSON"]
 
 
-def test_keys_without_state_is_bad_input(tmp_path: Path) -> None:
+def test_sample_keys_without_state_is_bad_input(tmp_path: Path) -> None:
+    state, _ = given(tmp_path)
+    result = cli("inspect", "clicks", "--sample-keys", "3", "--state-dir", str(state),
+                 cwd=tmp_path)  # fmt: skip
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [
+        "error: --sample-keys samples the state: give --state with it"
+    ]
+
+
+def test_the_sample_keys_spelling_before_still_works_with_a_note(tmp_path: Path) -> None:
+    """Issue 55, item 5: `inspect --keys N` (a sample of N state keys) read like `preview --key
+    COLUMN` (rows compared by a column); it is `--sample-keys N`, and `--keys N` still works,
+    hidden, with a note."""
     state, _ = given(tmp_path)
     result = cli("inspect", "clicks", "--keys", "3", "--state-dir", str(state), cwd=tmp_path)
     assert (result.returncode, result.stdout) == (2, "")
-    assert result.stderr.splitlines() == ["error: --keys samples the state: give --state with it"]
+    assert result.stderr.splitlines() == [
+        "note: --keys N is now --sample-keys N",
+        "error: --sample-keys samples the state: give --state with it",
+    ]
+    shown = cli("inspect", "--help").stdout
+    assert "--sample-keys N" in shown
+    assert "--keys" not in shown
 
 
 def test_the_run_history_gives_the_runs_on_any_target(tmp_path: Path) -> None:
@@ -178,9 +198,9 @@ def test_the_run_history_gives_the_runs_on_any_target(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     runs = json.loads(result.stdout)["runs"]
     assert [(r["run-id"], r["started"], r["first-batch"], r["ended"]) for r in runs] == [
-        ("run-a", "2026-11-25T09:00:00Z", 0, "stopped"),
-        ("run-b", "2026-11-25T11:00:01Z", 4, "failed"),
-        ("run-c", "2026-11-25T12:00:00Z", 6, None),
+        ("run-a", "2026-11-25T09:00:00.000Z", 0, "stopped"),
+        ("run-b", "2026-11-25T11:00:01.000Z", 4, "failed"),
+        ("run-c", "2026-11-25T12:00:00.000Z", 6, None),
     ]
     shutil.rmtree(state / "logs")  # a cluster target's: no logs here at all
     result = cli("inspect", "clicks", "--state-dir", str(state), cwd=tmp_path)

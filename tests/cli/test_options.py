@@ -19,7 +19,7 @@ from tests.support.cli import run_cli
 
 #: What each command does, as far as options are concerned.
 DOES = {
-    "validate": {"loads"},
+    "validate": {"loads", "output"},
     # `saves`: a saved plan records where jobs run, the runner's path among them.
     "plan": {"loads", "store", "target", "spark", "output", "saves"},
     "deploy": {"loads", "store", "target", "spark", "output", "submits", "stops", "locks"},
@@ -30,7 +30,7 @@ DOES = {
     "logs": {"store", "target", "spark"},
     "inspect": {"store", "target", "spark", "output"},
     "preview": {"loads", "store", "target", "spark", "output"},
-    "watch": {"store", "target", "spark", "submits", "stops"},
+    "watch": {"store", "target", "spark", "submits", "stops", "output"},
     "resume": {"store", "locks"},
     "migrate": {"locks"},
     "lineage": {"loads", "output"},
@@ -144,3 +144,60 @@ def test_every_option_read_from_the_environment_names_its_variable_in_help():
         for param in command.params:
             if isinstance(param, click.Option) and param.envvar and not param.hidden:
                 assert f"{param.envvar}" in shown.replace("- ", "-"), (name, param.envvar)
+
+
+@pytest.mark.parametrize("command", ["plan", "validate", "lineage", "preview"])
+def test_path_says_its_variable_satisfies_it_and_is_not_shown_required(command: str) -> None:
+    """Issue 55, item 4: `--path` showed `[required]` though FLINK_SQL_RUNNER_PATH satisfies it."""
+    shown = " ".join(run_cli(command, "--help").stdout.split())
+    assert "Required (or FLINK_SQL_RUNNER_PATH)." in shown
+    assert "[required]" not in shown
+
+
+@pytest.mark.parametrize("command", ["plan", "validate", "lineage", "preview"])
+def test_a_missing_path_is_still_an_error_with_one_clear_line(command: str, tmp_path: Path) -> None:
+    env = {"FLINK_SQL_RUNNER_PATH": ""}
+    name = ["j"] if command == "preview" else []
+    result = run_cli(command, *name, "--state-dir", str(tmp_path / "state"), env=env, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "Error: Missing option '--path'. Give the job manifests with --path or "
+        "FLINK_SQL_RUNNER_PATH."
+    )
+    assert not (tmp_path / "state").exists()
+
+
+def test_the_path_from_the_environment_satisfies_it(tmp_path: Path) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text("name: j\ntarget-table: t\nsql: SELECT 1\n")
+    result = run_cli("validate", env={"FLINK_SQL_RUNNER_PATH": str(job)}, cwd=tmp_path)
+    assert "Missing option" not in result.stderr
+
+
+#: The commands that print no result of their own to choose a form of: `logs` prints a log,
+#: `migrate` what it converts (a one-off, read by people before it writes), `resume` and
+#: `jvm-archive` one line.
+WITHOUT_OUTPUT = {"logs", "migrate", "resume", "jvm-archive"}
+#: The forms beyond text and json a command has.
+MORE_FORMS = {
+    "plan": ("markdown",), "deploy": ("markdown",), "deploy-job": ("markdown",),
+    "preview": ("markdown",), "lineage": ("mermaid", "dot"),
+}  # fmt: skip
+
+
+def test_every_command_with_a_result_takes_one_output_option_read_from_one_variable():
+    """Issue 55, item 4: `watch` took `--log-format`, `validate` had no JSON, `lineage` read
+    its own variable: every command with a result takes `--output text|json[|...]`, read from
+    FLINK_SQL_RUNNER_OUTPUT."""
+    for name, command in cli.all_commands().items():
+        (output,) = [p for p in command.params if p.name == "output"] or [None]
+        if name in WITHOUT_OUTPUT:
+            assert output is None, name
+            continue
+        assert isinstance(output, click.Option) and output.opts == ["--output"], name
+        assert tuple(output.type.choices) == ("text", "json", *MORE_FORMS.get(name, ())), name
+        assert output.envvar == "FLINK_SQL_RUNNER_OUTPUT", name
+        assert output.default == "text", name
+        shown = [p.opts[0] for p in command.params if isinstance(p, click.Option) and
+                 not p.hidden]  # fmt: skip
+        assert "--log-format" not in shown, name

@@ -33,12 +33,12 @@ def test_an_error_is_one_json_document_with_output_json(tmp_path: Path):
     result = cli("stop", "no-such-job", "--state-dir", str(state), "--output", "json")
     assert result.returncode == 2
     assert result.stderr == ""
-    assert json.loads(result.stdout) == {
+    assert json.loads(result.stdout) == {"jobs": [{
         "name": "no-such-job",
         "outcome": "failed",
         "error": f"unknown job 'no-such-job': no manifest of it in {state / 'manifests'} and "
         "no run of it on the local target",
-    }
+    }]}  # fmt: skip
 
 
 def test_a_locked_store_is_a_json_error_with_its_exit_code(tmp_path: Path):
@@ -51,7 +51,7 @@ def test_a_locked_store_is_a_json_error_with_its_exit_code(tmp_path: Path):
     args = ["--state-dir", str(state), "--lock-timeout", "0", "--output", "json"]
     result = cli("stop", "tick-log", *args)
     assert result.returncode == 3
-    document = json.loads(result.stdout)
+    (document,) = json.loads(result.stdout)["jobs"]
     assert document["outcome"] == "failed"
     assert document["error"].startswith("the manifest store is locked by deploy by pid 4242")
 
@@ -68,11 +68,11 @@ def test_a_job_that_is_not_running_is_recorded_as_stopped_and_then_already_stopp
     assert stored is not None and stored.job["desired-state"] == "stopped"
     as_json = cli("stop", "tick-log", "--state-dir", str(state), "--output", "json")
     assert as_json.returncode == 0, as_json.stderr
-    assert json.loads(as_json.stdout) == {
+    assert json.loads(as_json.stdout) == {"jobs": [{
         "name": "tick-log",
         "outcome": "not-running",
         "result": "tick-log: already stopped; checkpoint kept",
-    }
+    }]}  # fmt: skip
     assert LocalStore(state / "manifests").list_names() == ["tick-log"]
 
 
@@ -115,7 +115,8 @@ def test_several_names_and_all_each_get_a_line_and_an_unknown_name_stops_none(tm
 
     every = cli("stop", "--all", *args, "--output", "json")
     assert every.returncode == 0, every.stderr
-    assert [json.loads(line) for line in every.stdout.splitlines()] == [
+    assert len(every.stdout.splitlines()) == 1, "one document, on one line"
+    assert json.loads(every.stdout)["jobs"] == [
         {
             "name": "expensive-orders",
             "outcome": "not-running",
@@ -164,5 +165,5 @@ def test_a_migrated_job_not_deployed_yet_has_nothing_to_stop(tmp_path: Path):
     )
     every = cli("stop", "--all", "--state-dir", str(state), "--output", "json", cwd=tmp_path)
     assert (every.returncode, every.stderr) == (0, "")
-    docs = [json.loads(line) for line in every.stdout.splitlines()]
+    docs = json.loads(every.stdout)["jobs"]
     assert [(d["name"], d["outcome"]) for d in docs] == [(n, "not-running") for n in names]

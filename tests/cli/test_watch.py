@@ -37,7 +37,7 @@ def assert_watch_takes(args: list[str], env: dict[str, str], where: str) -> None
     unknown = {k for k in env if k.startswith("FLINK_SQL_RUNNER_")} - envvars(WATCH)
     assert not unknown, f"{where}: watch reads no {sorted(unknown)}"
     context = WATCH.make_context("watch", list(args), default_map=None)
-    assert context.params["log_format"] == "json", where
+    assert context.params["output"] == "json", where
 
 
 def test_the_systemd_unit_runs_watch_with_options_it_has():
@@ -70,11 +70,29 @@ def stopped_job(store: LocalStore, name: str = "quiet") -> StoredManifest:
     return manifest
 
 
+def test_the_log_formats_spelling_before_still_works_with_a_note(tmp_path: Path):
+    """Issue 55, item 4: `watch --log-format json` is `watch --output json` (JSON Lines, one
+    object per event); `--log-format` still works, hidden, with a note."""
+    state = tmp_path / "state"
+    stopped_job(LocalStore(state / "manifests"))
+    before = run_cli("watch", "--once", "--state-dir", str(state), "--log-format", "json")
+    assert before.returncode == 0, before.stderr
+    assert before.stderr.splitlines() == ["note: --log-format is now --output"]
+    assert [json.loads(line)["event"] for line in before.stdout.splitlines()] == ["watching"]
+    env = {"FLINK_SQL_RUNNER_OUTPUT": "json"}
+    now = run_cli("watch", "--once", "--state-dir", str(state), env=env)
+    assert (now.returncode, now.stderr) == (0, "")
+    assert [json.loads(line)["event"] for line in now.stdout.splitlines()] == ["watching"]
+    shown = " ".join(run_cli("watch", "--help").stdout.split())
+    assert "--log-format" not in shown
+    assert "JSON Lines" in shown
+
+
 def test_watch_once_leads_looks_and_exits_and_resume_lifts_a_crash_loop_mark(tmp_path: Path):
     state = tmp_path / "state"
     store = LocalStore(state / "manifests")
     manifest = stopped_job(store)
-    looked = run_cli("watch", "--once", "--state-dir", str(state), "--log-format", "json")
+    looked = run_cli("watch", "--once", "--state-dir", str(state), "--output", "json")
     assert looked.returncode == 0, looked.stderr
     events = [json.loads(line) for line in looked.stdout.splitlines()]
     assert [e["event"] for e in events] == ["watching"]
@@ -126,7 +144,7 @@ def test_watch_once_exits_1_when_a_restart_it_attempted_failed_and_status_shows_
     submit.chmod(0o755)
     common = ("--state-dir", str(state), "--spark-submit", str(submit))
 
-    looked = run_cli("watch", "--once", "--log-format", "json", "--start-timeout", "30", *common)
+    looked = run_cli("watch", "--once", "--output", "json", "--start-timeout", "30", *common)
     assert looked.returncode == 1, looked.stdout + looked.stderr
     kinds = [json.loads(line)["event"] for line in looked.stdout.splitlines()]
     assert kinds == ["watching", "restart-failed", "backing-off"]
@@ -140,7 +158,7 @@ def test_watch_once_exits_1_when_a_restart_it_attempted_failed_and_status_shows_
     assert (record.restarts, record.consecutive) == (1, 2), "the failed restart counted once"
 
     # While it backs off, a look restarts nothing (and, having attempted none, exits 0).
-    again = run_cli("watch", "--once", "--log-format", "json", *common)
+    again = run_cli("watch", "--once", "--output", "json", *common)
     assert again.returncode == 0, again.stderr
     assert [json.loads(line)["event"] for line in again.stdout.splitlines()] == ["watching"]
     record = WatchLog(LocalStore(state / "manifests")).read_all()["ticker"]
@@ -177,7 +195,7 @@ def test_watch_on_a_metrics_port_in_use_exits_2_and_starts_nothing(tmp_path: Pat
         port = taken.getsockname()[1]
         result = run_cli(
             "watch", "--once", "--state-dir", str(state), "--metrics-port", str(port),
-            "--log-format", "json",
+            "--output", "json",
         )  # fmt: skip
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr

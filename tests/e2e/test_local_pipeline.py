@@ -153,7 +153,7 @@ def test_a_consistent_consumer_follows_its_producer_and_sees_each_row_once(
     drop(orders, "more.json", [7, 8])
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    argv = ws.argv("watch", "--once", "--log-format", "json", paths=False)
+    argv = ws.argv("watch", "--once", "--output", "json", paths=False)
     for option in ("--table-definition-path", "--template-file"):  # from the store alone
         at = argv.index(option)
         del argv[at : at + 2]

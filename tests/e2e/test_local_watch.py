@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 #: A short --stop-timeout: the only run a watcher here stops is a SIGSTOPped one, which never
 #: stops gracefully, so its replacement waits the whole timeout before the kill.
 WATCH_ARGS = ("--interval", "1", "--stop-timeout", "3", "--start-timeout", "120",
-              "--log-format", "json")  # fmt: skip
+              "--output", "json")  # fmt: skip
 
 
 class Webhook:
