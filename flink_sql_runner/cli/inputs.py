@@ -72,7 +72,7 @@ def validate(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> in
     another writes declares no column the writer's declared schema does not give it as
     declared, and that the sources written as relative paths exist. Relative paths resolve
     against the folder this command runs in (deploy stores them absolute). Touches nothing.
-    With --output json: one document, `{"ok", "jobs", "problems"}` (docs/json.md).
+    With --output json: one document, `{"ok", "jobs", "problems"}` (docs/reference/json.md).
 
     Exit codes: 0 every job is valid, 2 a problem (one line each, naming the file and the
     field)."""

@@ -1,4 +1,4 @@
-"""`validate --output json`: one document, the valid jobs or every problem (docs/json.md)."""
+"""`validate --output json`: one document, the valid jobs or every problem (docs/reference/json.md)."""
 
 from __future__ import annotations
 
