@@ -1,6 +1,7 @@
-"""Times and durations as every command's JSON output gives them (docs/reference/json.md): a time
-is an RFC 3339 UTC string with milliseconds and a `Z` (`2026-11-29T16:36:17.123Z`), a duration a number
-of seconds under a key ending `-seconds`. Stored files keep their own forms; this is for output."""
+"""Times and durations as every command's JSON output gives them (docs/reference/json.md): a
+time is an RFC 3339 UTC string with milliseconds and a `Z` (`2026-11-29T16:36:17.123Z`), a
+duration a number of seconds under a key ending `-seconds`. Stored files keep their own forms;
+this is for output."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`validate --output json`: one document, the valid jobs or every problem (docs/reference/json.md)."""
+"""`validate --output json`: one document, the valid jobs or every problem
+(docs/reference/json.md)."""
 
 from __future__ import annotations
 
