@@ -496,7 +496,7 @@ def _with_hint(options: dict[str, Any]) -> str:
         instead = _CONNECTORS.get(connector, "USING <format>")
     return (
         f"Flink's WITH ('connector' = ...) clause: write {instead} OPTIONS (key 'value', ...) "
-        "with the Spark source's or sink's own options (docs/how-to/migrate.md)"
+        "with the Spark source's or sink's own options (docs/how-to/flink-sql-to-spark-sql.md)"
     )
 
 

@@ -1,6 +1,7 @@
 """What the original tool's users write (flink-sql-runner for Flink), recognised where it appears:
 its stored format, its fields that have no place here, Flink SQL functions and PyFlink code, each
-with what to write instead (docs/how-to/migrate.md). Converting a store is migrate/'s."""
+with what to write instead (docs/how-to/migrate.md, docs/how-to/flink-sql-to-spark-sql.md).
+Converting a store is migrate/'s."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ def flink_sql_hints(sql: str) -> list[str]:
             where = f"line {line}: " if line else ""
             hints.append(
                 f"{where}{name} is Flink's; Spark writes {FLINK_FUNCTIONS[name]} "
-                "(docs/how-to/migrate.md)"
+                f"(docs/how-to/flink-sql-to-spark-sql.md)"
             )
     return sorted(set(hints))
 
@@ -89,7 +90,8 @@ def parse_failure_hint(sql: str) -> str:
     if _FLINK_WORDS.search(sql):
         return (
             " (Flink's windows, TUMBLE/HOP/SESSION/CUMULATE and window table functions, "
-            "are window(...) and session_window(...) in Spark: docs/how-to/migrate.md)"
+            "are window(...) and session_window(...) in Spark: "
+            "docs/how-to/flink-sql-to-spark-sql.md)"
         )
     return ""
 
@@ -114,6 +116,6 @@ def flink_code_hint(code: str) -> str | None:
             return (
                 f"line {node.lineno}: PyFlink (the original's stream_env and table_env): code "
                 "here is PySpark with `spark`, `F` and the source views; assign a streaming "
-                "DataFrame to `execution_output` (docs/how-to/migrate.md)"
+                "DataFrame to `execution_output` (docs/how-to/flink-sql-to-spark-sql.md)"
             )
     return None

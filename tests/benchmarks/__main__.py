@@ -32,8 +32,6 @@ from tests.benchmarks.common import REPO, compile_deployer, wait_for_quiet
 
 BENCHMARKS = ("plan", "runner", "redeploy", "recovery", "kafka", "handover", "watch")
 DOCS = REPO / "docs" / "developers" / "benchmarks.md"
-#: Where each benchmark's results are written besides docs/developers/benchmarks.md.
-MORE_DOCS = {"kafka": REPO / "docs" / "how-to" / "kafka.md"}
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -123,9 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                 body = "\n\n".join([report.measured_with(command), *sections])
                 print(body + "\n", flush=True)
                 if args.write_docs:
-                    for docs in (DOCS, *([MORE_DOCS[name]] if name in MORE_DOCS else [])):
-                        report.write_docs(docs, block, body)
-                        say(f"written to {docs}")
+                    report.write_docs(DOCS, block, body)
+                    say(f"written to {DOCS}")
     return 0
 
 

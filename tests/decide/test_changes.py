@@ -5,7 +5,6 @@ job's own fields and the README's table of what is safe to change."""
 from __future__ import annotations
 
 import copy
-import re
 from typing import Any
 
 import pytest
@@ -296,20 +295,6 @@ def test_an_unchanged_job_is_not_normalized(monkeypatch: pytest.MonkeyPatch) -> 
     assert diff(BASE.spec, BASE.tables, BASE.spec, BASE.tables) == []
     edited = {**BASE.spec, "description": "other"}
     assert [c.field for c in diff(BASE.spec, BASE.tables, edited, BASE.tables)] == ["description"]
-
-
-def test_the_docs_table_of_what_is_safe_to_change_is_the_rules():
-    from tests.support.doctest_md import page_with
-
-    page, text = page_with("<!-- safe-to-change: generated")
-    found = re.search(
-        r"<!-- safe-to-change: generated.*?-->\n(.*?)<!-- /safe-to-change -->", text, re.S
-    )
-    assert found, f"{page} lacks the end of the generated table"
-    assert found.group(1) == changes.safe_to_change_markdown(), (
-        f"{page}'s table differs from the rules: paste the output of "
-        "`python -m flink_sql_runner.decide.changes`"
-    )
 
 
 def test_every_kind_has_a_label():

@@ -61,6 +61,15 @@ def test_every_link_reaches_its_page_and_section(doc: str) -> None:
 
 
 @pytest.mark.fast
+@pytest.mark.parametrize("doc", DOCS)
+def test_no_link_is_empty(doc: str) -> None:
+    """`[text]()` goes nowhere on GitHub and nowhere on the site, and MkDocs does not say so."""
+    text = FENCE.sub("", (REPO / doc).read_text())
+    empty = re.findall(r"\[([^\]]*)\]\(\s*\)", text)
+    assert not empty, f"{doc}: links to nothing: {empty}"
+
+
+@pytest.mark.fast
 def test_the_slug_is_githubs() -> None:
     assert slug("Driver start with a class-data-sharing archive") == (
         "driver-start-with-a-class-data-sharing-archive"

@@ -34,6 +34,12 @@ def test_the_readme_is_at_most_300_lines() -> None:
     )
 
 
+def test_every_users_page_is_at_most_about_300_lines() -> None:
+    long = {doc: lines(doc) for doc in DOCS if doc.startswith("docs/")}
+    long = {d: n for d, n in long.items() if n > MOST_LINES and not d.startswith(DEVELOPERS)}
+    assert not long, f"pages of more than {MOST_LINES} lines (split them by purpose): {long}"
+
+
 def nav_pages(nav: list) -> list[str]:
     found = []
     for item in nav:

@@ -139,18 +139,18 @@ def test_the_original_jobs_unedited_are_told_everything_that_must_change(tmp_pat
     assert (
         f"error: {inputs}: line 8: table kafka.orders: Flink's WITH ('connector' = ...) clause: "
         "write USING kafka OPTIONS (key 'value', ...) with the Spark source's or sink's own "
-        "options (docs/how-to/migrate.md)" in errors
+        "options (docs/how-to/flink-sql-to-spark-sql.md)" in errors
     )
     minute = jobs / "queries" / "orders-per-minute.yaml"
     assert (
         f"error: {minute}: sql: line 9: TUMBLE is Flink's; Spark writes GROUP BY window(time, "
-        "'1 minute') (docs/how-to/migrate.md)" in errors
+        "'1 minute') (docs/how-to/flink-sql-to-spark-sql.md)" in errors
     )
     sizes = jobs / "queries" / "order-sizes.yaml"
     assert (
         f"error: {sizes}: code: line 1: PyFlink (the original's stream_env and table_env): code "
         "here is PySpark with `spark`, `F` and the source views; assign a streaming DataFrame "
-        "to `execution_output` (docs/how-to/migrate.md)" in errors
+        "to `execution_output` (docs/how-to/flink-sql-to-spark-sql.md)" in errors
     )
     spenders = jobs / "queries" / "big-spenders.yaml"
     assert any(
