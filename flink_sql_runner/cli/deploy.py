@@ -297,7 +297,8 @@ def deploy(
     have returned; a third leaves at once, the lock left to expire.
 
     Exit codes: 0 every job is as planned, 1 a job failed or is in error, 2 invalid input or a
-    saved plan refused (nothing touched), 3 the store stayed locked past --lock-timeout, 130
+    saved plan refused (nothing touched), 3 the store stayed locked past --lock-timeout, or its
+    lock was lost mid-deploy (it stopped acting; the next deploy settles what it left), 130
     interrupted (what completed is printed).
     """
     saved = read(plan_file, max_plan_age, expect_digest) if plan_file is not None else None
@@ -347,7 +348,7 @@ def deploy_job(
     inputs, and the store of the jobs it was decided against), every other job left alone.
 
     Exit codes: as deploy's: 0 ok, 1 failed or in error, 2 invalid input or a saved plan
-    refused, 3 locked, 130 interrupted."""
+    refused, 3 locked or the lock lost mid-deploy, 130 interrupted."""
     if plan_file is None:
         if job_config_path is None or name is not None:
             raise BadFlags("deploy-job needs --job-config-path FILE (or --plan FILE NAME)")

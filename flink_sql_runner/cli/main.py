@@ -73,6 +73,7 @@ def main() -> None:
 
     \b
     Exit codes: 0 ok / nothing to do, 1 a job failed or is in error,
-    2 invalid input (nothing touched), 3 the store is locked by another deploy,
+    2 invalid input (nothing touched), 3 the store is locked by another deploy (or its lock
+    was lost mid-deploy),
     4 changes pending (plan --detailed-exitcode), 130 interrupted (Ctrl-C).
     """
