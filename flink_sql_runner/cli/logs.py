@@ -24,7 +24,13 @@ from flink_sql_runner.gather.logs import find_log, follow, last_lines, still_up
 @click.command(cls=FsrCommand)
 @click.argument("name", type=JOB_NAME)
 @version_option("The last run of this query version [default: the run up now, else the last one].")
-@click.option("--run", "run_id", metavar="RUN_ID", help="This run (its id, as `status` shows).")
+@click.option(
+    "--run",
+    "run_id",
+    metavar="RUN_ID",
+    help="This run, by its whole id: as `inspect` and `status --output json` show it, and the "
+    "end of its log file's name.",
+)
 @click.option("--tail", type=click.IntRange(0), metavar="N", help="Only the last N lines.")
 @click.option(
     "-f",

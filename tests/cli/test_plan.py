@@ -35,8 +35,11 @@ def test_validate_the_examples() -> None:
     ]
 
 
-def test_the_examples_validate_with_the_example_template() -> None:
-    result = cli("validate", *EXAMPLES, "--template-file", "examples/job-template.yaml")
+@pytest.mark.parametrize(
+    "template", ["examples/job-template.yaml", "examples/cluster/standalone-template.yaml"]
+)
+def test_the_examples_validate_with_the_example_templates(template: str) -> None:
+    result = cli("validate", *EXAMPLES, "--template-file", template)
     assert result.returncode == 0, result.stderr
 
 
