@@ -1,0 +1,236 @@
+"""A hostile review of issue 55, item 4 (one --output, one JSON document, one time format, the
+renamed options' spellings before, --path's own check, the generated reference). Each test here
+shows one defect and is expected to FAIL until it is fixed; none starts Spark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from flink_sql_runner.act.stop import StopResult
+from flink_sql_runner.cli.main import all_commands, main
+from flink_sql_runner.model.json_values import json_time_of_ms
+from flink_sql_runner.watch.events import Notifier
+from tests.cli.test_json_times import TIME, a_stored_job_with_a_checkpoint
+from tests.support.cli import REPO, run_cli
+
+COMMANDS = all_commands()
+
+
+# -- F1: `--path ""` is the folder the command runs in ------------------------------------------
+
+
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path: Path) -> None:
+    """`--path "$JOBS"` with JOBS unset or empty (a CI typo) gives click `Path("")`, which is
+    `.`: every job under the working folder is read (and planned, deployed, pruned against)
+    with exit 0. FLINK_SQL_RUNNER_PATH="" is refused ("An empty variable counts as not set");
+    the same empty value on the command line should be too (exit 2, one line)."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "tick-log.yaml").write_text(
+        (REPO / "examples" / "queries" / "tick-log.yaml").read_text()
+    )
+    tables = str(REPO / "examples" / "tables")
+    result = run_cli(
+        "validate", "--path", "", "--table-definition-path", tables, "--output", "json", cwd=jobs
+    )
+    assert result.returncode == 2, (
+        f"--path '' was read as the working folder: exit {result.returncode}, {result.stdout}"
+    )
+
+
+# -- F2: both spellings of a renamed option at once: one silently wins -------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "dest"),
+    [
+        ("inspect", ["j", "--state", "--keys", "2", "--sample-keys", "3"], "sample_keys"),
+        ("inspect", ["j", "--version", "1", "--query-version", "2"], "version"),
+        ("logs", ["j", "--version", "1", "--query-version", "2"], "version"),
+        ("watch", ["--log-format", "json", "--output", "text"], "output"),
+    ],
+)
+def test_both_spellings_with_different_values_are_refused(
+    command: str, args: list[str], dest: str
+) -> None:
+    """The note only says the option was renamed; the value given with the old spelling is
+    dropped without a word (`--keys 2 --sample-keys 3` samples 3; `--log-format json --output
+    text` logs text). Two different values for one setting should be a usage error (exit 2)."""
+    cmd = COMMANDS[command]
+    with pytest.raises(click.UsageError):
+        ctx = cmd.make_context(command, list(args))
+        pytest.fail(f"{command} {' '.join(args)}: silently took {dest}={ctx.params[dest]!r}")
+
+
+def test_the_two_output_variables_of_watch_disagreeing_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """FLINK_SQL_RUNNER_LOG_FORMAT=json (a service file not yet changed) with
+    FLINK_SQL_RUNNER_OUTPUT=text (set for the other commands): watch logs text, and the note
+    speaks of `--log-format`, a flag nobody gave."""
+    monkeypatch.setenv("FLINK_SQL_RUNNER_LOG_FORMAT", "json")
+    monkeypatch.setenv("FLINK_SQL_RUNNER_OUTPUT", "text")
+    with pytest.raises(click.UsageError):
+        ctx = COMMANDS["watch"].make_context("watch", [])
+        pytest.fail(f"silently took output={ctx.params['output']!r}")
+
+
+# -- F3: Ctrl-C / SIGTERM in stop (or forget) --output json: no document at all ----------------
+
+
+class _Interrupted:
+    """A deployment whose stop reports a first job stopped, then gets Ctrl-C (or the SIGTERM
+    handle_errors turns into KeyboardInterrupt) before the second."""
+
+    def __init__(self, settings: Any) -> None:
+        pass
+
+    def stop(self, names: Any) -> Any:
+        yield StopResult("a", "stopped", "a: stopped (checkpoint kept)")
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_stop_still_prints_one_json_document(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Job `a` was stopped (its manifest recorded stopped) when Ctrl-C came: stdout is empty,
+    exit 130, so a script reading `.jobs[]` learns nothing of what was done (json.md: "One
+    document ... one object per job")."""
+    monkeypatch.setattr("flink_sql_runner.cli.jobs.Deployment", _Interrupted)
+    result = CliRunner().invoke(main, ["stop", "a", "b", "--output", "json"])
+    assert result.exit_code == 130
+    doc = json.loads(result.stdout or "null")
+    assert doc is not None and doc["jobs"][0]["outcome"] == "stopped", repr(result.stdout)
+
+
+# -- F4: stop/forget --output json: a usage error leaves stdout empty ---------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["stop", "--output", "json"],
+        ["stop", "a", "--all", "--output", "json"],
+        ["forget", "a", "--output", "json"],
+    ],
+)
+def test_an_exit_2_of_stop_or_forget_with_output_json_is_a_json_document(
+    args: list[str], tmp_path: Path
+) -> None:
+    """An unknown NAME (exit 2) is `{"jobs": [{"outcome": "failed", ...}]}`, but the other
+    exit 2s of the same commands (no NAME and no --all, both, json without --yes) print
+    nothing on stdout: `jq .jobs` in CI fails on empty input for one exit 2 and not the
+    other."""
+    result = run_cli(*args, "--state-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stdout.strip(), f"stdout empty; stderr: {result.stderr!r}"
+    json.loads(result.stdout)
+
+
+# -- F5: watch --output json: a warning is not an event of the documented shape ----------------
+
+
+def test_a_watch_warning_in_json_has_a_time_like_every_event() -> None:
+    """json.md: watch's JSON Lines are `{"event", "at", "job"?, "message", ...}`. Warnings
+    (store unreachable, lock taken, webhook failed, notifications dropped) have no `at`."""
+
+    class Stream:
+        def __init__(self) -> None:
+            self.text = ""
+
+        def write(self, text: str) -> None:
+            self.text += text
+
+        def flush(self) -> None:
+            pass
+
+    stream = Stream()
+    Notifier(stream, "json").warn("cannot take the store's lock: boom")  # type: ignore[arg-type]
+    doc = json.loads(stream.text)
+    assert "at" in doc and TIME.match(doc["at"]), doc
+
+
+# -- F6: a watermark far from 1970: inspect crashes, or gives a time that is not RFC 3339 -------
+
+
+def _with_watermark(tmp_path: Path, watermark_ms: int) -> Path:
+    state = a_stored_job_with_a_checkpoint(tmp_path)
+    commit = tmp_path / "ck" / "clicks" / "1" / "commits" / "0"
+    commit.write_text("v1\n" + json.dumps({"nextBatchWatermarkMs": watermark_ms}))
+    return state
+
+
+@pytest.mark.parametrize("output", ["json", "text"])
+def test_inspect_shows_a_watermark_past_year_9999(tmp_path: Path, output: str) -> None:
+    """Spark's timestamps go to year 294247; an event-time column of epoch microseconds read
+    as seconds puts the watermark near year 58000. `inspect` then ends in a traceback
+    (ValueError: year 57971 is out of range) with exit 1, which its help says means "no
+    checkpoint yet or a file cannot be read"."""
+    state = _with_watermark(tmp_path, 1_767_225_600_000_000)
+    result = run_cli("inspect", "clicks", "--state-dir", str(state), "--output", output)
+    assert "Traceback" not in result.stderr, result.stderr[-300:]
+    assert result.returncode == 0, result.stderr[-300:]
+
+
+def test_a_time_before_year_1000_has_four_digits_of_year() -> None:
+    """RFC 3339 wants `date-fullyear = 4DIGIT`; strftime's %Y gives `1` for year 1 on Linux.
+    Spark's watermark for an event time of 0001-01-01 is -62135596800000."""
+    assert json_time_of_ms(-62_135_596_800_000) == "0001-01-01T00:00:00.000Z"
+
+
+# -- F7: inspect --output json: a rate-micro-batch offset keeps an epoch-ms time ----------------
+
+
+def test_inspect_json_gives_no_epoch_milliseconds_time(tmp_path: Path) -> None:
+    """json.md: "Times ... are given one way in every command's JSON output ... No key ends in
+    -ms". A `rate-micro-batch` source's offset `{"offset", "timestamp"}` (the reader knows it:
+    checkpoint_reader._kind) is shown as Spark wrote it: `timestamp` an epoch-ms integer."""
+    state = a_stored_job_with_a_checkpoint(tmp_path)
+    offsets = tmp_path / "ck" / "clicks" / "1" / "offsets" / "0"
+    lines = offsets.read_text().splitlines()
+    lines[2] = json.dumps({"offset": 100, "timestamp": 1_795_600_000_123})
+    offsets.write_text("\n".join(lines))
+    result = run_cli("inspect", "clicks", "--state-dir", str(state), "--output", "json")
+    assert result.returncode == 0, result.stderr
+    (source,) = json.loads(result.stdout)["checkpoint"]["sources"]
+    assert source["kind"] == "rate"
+    stamp = source["committed"]["timestamp"]
+    assert isinstance(stamp, str) and TIME.match(stamp), f"a time as {stamp!r}"
+
+
+# -- F8: the generated environment page files --log-format's variable under the original tool --
+
+
+def test_the_log_format_variable_is_not_listed_as_the_original_tools_and_says_what_it_does():
+    """docs/reference/environment.md lists FLINK_SQL_RUNNER_LOG_FORMAT under "Read by the
+    original tool's options" (the original tool has no --log-format: it is watch's own spelling
+    before), with an empty meaning: nothing says it is now FLINK_SQL_RUNNER_OUTPUT."""
+    page = (REPO / "docs" / "reference" / "environment.md").read_text()
+    original = page.split("## Read by the original tool's options", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in page.splitlines() if "`FLINK_SQL_RUNNER_LOG_FORMAT`" in line)
+    meaning = row.strip().strip("|").split("|")[-1].strip()
+    assert "FLINK_SQL_RUNNER_LOG_FORMAT" not in original and meaning, row
+
+
+# -- F9: stop --all against a store that is not there: created, and "all fine" ------------------
+
+
+def test_stop_all_of_a_store_that_does_not_exist_neither_creates_it_nor_exits_0(
+    tmp_path: Path,
+) -> None:
+    """`stop --all --manifest-store <a typo>` creates the folder and answers `{"jobs": []}`,
+    exit 0: the jobs of the real store go on running while CI reads "every job stopped"."""
+    typo = tmp_path / "manifsets"
+    result = run_cli(
+        "stop", "--all", "--manifest-store", str(typo), "--state-dir", str(tmp_path / "s"),
+        "--output", "json",
+    )  # fmt: skip
+    created = typo.exists()
+    assert (result.returncode, created) != (0, True), f"exit 0, {result.stdout.strip()}, created"
+
