@@ -34,11 +34,36 @@ from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.stores import store_uri_from_legacy
 
 ENV = "FLINK_SQL_RUNNER_"
-EXISTING = click.Path(exists=False, path_type=Path)
 
 
 def env_var(name: str) -> str:
     return ENV + name
+
+
+class EmptyPath(click.BadParameter):
+    """An empty path on the command line (`--path "$JOBS"` with JOBS unset): one line, exit 2."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}; nothing was touched", err=True)
+
+
+class GivenPath(click.Path):
+    """A path the user gives. An empty value is refused, not read as `.` (the folder the
+    command runs in), as an empty variable counts as not set."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            name = param.opts[0] if param is not None and param.opts else "a path"
+            raise EmptyPath(
+                f"{name} is empty, which would be the folder the command runs in: give a path, or "
+                f"leave {name} out",
+                ctx,
+                param,
+            )
+        return super().convert(value, param, ctx)
+
+
+EXISTING = GivenPath(exists=False, path_type=Path)
 
 
 class NotAJobName(click.BadParameter):
@@ -103,7 +128,7 @@ _register(
 )
 _register(
     "--state-dir",
-    type=click.Path(path_type=Path),
+    type=GivenPath(path_type=Path),
     envvar=env_var("STATE_DIR"),
     default=DEFAULT_STATE_DIR,
     show_default=True,
@@ -188,7 +213,7 @@ _register(
 )
 _register(
     "--connector-jars",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=GivenPath(path_type=Path, file_okay=False),
     envvar=env_var("CONNECTOR_JARS"),
     help="A folder of connector jars (Spark's Kafka connector, its token provider, "
     "kafka-clients, commons-pool2) for clusters without internet [default: Maven coordinates "

@@ -15,7 +15,7 @@ from flink_sql_runner.cli import main as cli
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import settings_from
 from flink_sql_runner.model.stored import Meta, StoredManifest
-from tests.support.cli import run_cli
+from tests.support.cli import REPO, run_cli
 
 #: What each command does, as far as options are concerned.
 DOES = {
@@ -172,6 +172,38 @@ def test_the_path_from_the_environment_satisfies_it(tmp_path: Path) -> None:
     job.write_text("name: j\ntarget-table: t\nsql: SELECT 1\n")
     result = run_cli("validate", env={"FLINK_SQL_RUNNER_PATH": str(job)}, cwd=tmp_path)
     assert "Missing option" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        ("validate", "--path"), ("lineage", "--path"), ("plan", "--path"), ("deploy", "--path"),
+        ("status", "--path"), ("preview", "--path"), ("deploy-job", "--job-config-path"),
+        ("validate", "--table-definition-path"), ("status", "--state-dir"),
+    ],
+)  # fmt: skip
+def test_an_empty_path_on_the_command_line_is_refused_not_read_as_the_current_folder(
+    command: str, option: str, tmp_path: Path
+) -> None:
+    """`--path "$JOBS"` with JOBS unset gives an empty value, which as a path is `.`: every
+    job under the folder the command runs in would be read, planned and deployed. An empty
+    value on the command line is refused as an empty variable is: exit 2, one line naming the
+    option, nothing touched."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "tick-log.yaml").write_text(
+        (REPO / "examples" / "queries" / "tick-log.yaml").read_text()
+    )
+    name = ["tick-log"] if command == "preview" else []
+    state = tmp_path / "state"
+    given = [] if option == "--state-dir" else ["--state-dir", str(state)]
+    result = run_cli(command, *name, option, "", *given, cwd=jobs)
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.splitlines() == [
+        f"error: {option} is empty, which would be the folder the command runs in: give a path, "
+        f"or leave {option} out; nothing was touched"
+    ]
+    assert not state.exists() and sorted(p.name for p in jobs.iterdir()) == ["tick-log.yaml"]
 
 
 #: The commands that print no result of their own to choose a form of: `logs` prints a log,

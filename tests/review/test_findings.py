@@ -22,28 +22,6 @@ from tests.support.cli import REPO, run_cli
 COMMANDS = all_commands()
 
 
-# -- F1: `--path ""` is the folder the command runs in ------------------------------------------
-
-
-def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path: Path) -> None:
-    """`--path "$JOBS"` with JOBS unset or empty (a CI typo) gives click `Path("")`, which is
-    `.`: every job under the working folder is read (and planned, deployed, pruned against)
-    with exit 0. FLINK_SQL_RUNNER_PATH="" is refused ("An empty variable counts as not set");
-    the same empty value on the command line should be too (exit 2, one line)."""
-    jobs = tmp_path / "jobs"
-    jobs.mkdir()
-    (jobs / "tick-log.yaml").write_text(
-        (REPO / "examples" / "queries" / "tick-log.yaml").read_text()
-    )
-    tables = str(REPO / "examples" / "tables")
-    result = run_cli(
-        "validate", "--path", "", "--table-definition-path", tables, "--output", "json", cwd=jobs
-    )
-    assert result.returncode == 2, (
-        f"--path '' was read as the working folder: exit {result.returncode}, {result.stdout}"
-    )
-
-
 # -- F2: both spellings of a renamed option at once: one silently wins -------------------------
 
 
@@ -233,4 +211,3 @@ def test_stop_all_of_a_store_that_does_not_exist_neither_creates_it_nor_exits_0(
     )  # fmt: skip
     created = typo.exists()
     assert (result.returncode, created) != (0, True), f"exit 0, {result.stdout.strip()}, created"
-
