@@ -13,6 +13,7 @@ import click
 
 from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.forget import Survey
+from flink_sql_runner.act.interrupts import EXIT_INTERRUPTED
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
@@ -61,6 +62,16 @@ class Shown:
         for name in [n for n in names if n not in reported] or [None]:
             self.jobs.append({"name": name, "outcome": "failed", "error": str(exc)})
         return exc.exit_code
+
+    def interrupted(self, names: tuple[str, ...]) -> int:
+        """Ctrl-C or SIGTERM: the jobs reported so far (the command reports the ones it did not
+        begin), and for `--output json` each NAME with no result `left-in-flight`."""
+        click.echo("interrupted", err=True)
+        reported = {job["name"] for job in self.jobs}
+        for name in [n for n in names if n not in reported]:
+            error = f"{name}: interrupted before its result was known: give the command again"
+            self.jobs.append({"name": name, "outcome": "left-in-flight", "error": error})
+        return EXIT_INTERRUPTED
 
     def close(self) -> None:
         if self.json:
@@ -131,6 +142,10 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
         if output != "json":
             raise
         worst = shown.failed(names, exc, debug)
+    except KeyboardInterrupt:
+        if output != "json":
+            raise
+        worst = shown.interrupted(names)
     shown.close()
     return worst
 
@@ -233,6 +248,10 @@ def forget(
         if output != "json":
             raise
         worst = shown.failed(names, exc, debug)
+    except KeyboardInterrupt:
+        if output != "json":
+            raise
+        worst = shown.interrupted(names)
     shown.close()
     return worst
 

@@ -4,8 +4,14 @@ JSON on every outcome, and a --help of what it uses."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from flink_sql_runner.act.stop import StopResult
+from flink_sql_runner.cli.main import main
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
 from tests.support.cli import migrated_store
@@ -167,3 +173,29 @@ def test_a_migrated_job_not_deployed_yet_has_nothing_to_stop(tmp_path: Path):
     assert (every.returncode, every.stderr) == (0, "")
     docs = json.loads(every.stdout)["jobs"]
     assert [(d["name"], d["outcome"]) for d in docs] == [(n, "not-running") for n in names]
+
+
+class Interrupted:
+    """A deployment whose stop reports `a` stopped, then gets Ctrl-C (or the SIGTERM the
+    command line turns into one) with `b` not reported."""
+
+    def __init__(self, settings: object) -> None:
+        pass
+
+    def stop(self, names: object) -> Iterator[StopResult]:
+        yield StopResult("a", "stopped", "a: stopped (checkpoint kept)")
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_stop_still_prints_one_json_document(monkeypatch: pytest.MonkeyPatch):
+    """Ctrl-C or SIGTERM during `stop --output json`: the one document still comes, with what
+    was done and each NAME with no result `left-in-flight`; exit 130."""
+    monkeypatch.setattr("flink_sql_runner.cli.jobs.Deployment", Interrupted)
+    result = CliRunner().invoke(main, ["stop", "a", "b", "--output", "json"])
+    assert result.exit_code == 130
+    assert result.stderr == "interrupted\n"
+    assert json.loads(result.stdout) == {"jobs": [
+        {"name": "a", "outcome": "stopped", "result": "a: stopped (checkpoint kept)"},
+        {"name": "b", "outcome": "left-in-flight",
+         "error": "b: interrupted before its result was known: give the command again"},
+    ]}  # fmt: skip

@@ -6,47 +6,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from flink_sql_runner.act.stop import StopResult
-from flink_sql_runner.cli.main import all_commands, main
+from flink_sql_runner.cli.main import all_commands
 from flink_sql_runner.model.json_values import json_time_of_ms
 from flink_sql_runner.watch.events import Notifier
 from tests.cli.test_json_times import TIME, a_stored_job_with_a_checkpoint
 from tests.support.cli import REPO, run_cli
 
 COMMANDS = all_commands()
-
-
-# -- F3: Ctrl-C / SIGTERM in stop (or forget) --output json: no document at all ----------------
-
-
-class _Interrupted:
-    """A deployment whose stop reports a first job stopped, then gets Ctrl-C (or the SIGTERM
-    handle_errors turns into KeyboardInterrupt) before the second."""
-
-    def __init__(self, settings: Any) -> None:
-        pass
-
-    def stop(self, names: Any) -> Any:
-        yield StopResult("a", "stopped", "a: stopped (checkpoint kept)")
-        raise KeyboardInterrupt
-
-
-def test_an_interrupted_stop_still_prints_one_json_document(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Job `a` was stopped (its manifest recorded stopped) when Ctrl-C came: stdout is empty,
-    exit 130, so a script reading `.jobs[]` learns nothing of what was done (json.md: "One
-    document ... one object per job")."""
-    monkeypatch.setattr("flink_sql_runner.cli.jobs.Deployment", _Interrupted)
-    result = CliRunner().invoke(main, ["stop", "a", "b", "--output", "json"])
-    assert result.exit_code == 130
-    doc = json.loads(result.stdout or "null")
-    assert doc is not None and doc["jobs"][0]["outcome"] == "stopped", repr(result.stdout)
 
 
 # -- F4: stop/forget --output json: a usage error leaves stdout empty ---------------------------
