@@ -38,7 +38,8 @@ def test_an_error_is_one_json_document_with_output_json(tmp_path: Path):
     state = tmp_path / "state"
     result = cli("stop", "no-such-job", "--state-dir", str(state), "--output", "json")
     assert result.returncode == 2
-    assert result.stderr == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: unknown job 'no-such-job'")
     assert json.loads(result.stdout) == {"jobs": [{
         "name": "no-such-job",
         "outcome": "failed",
@@ -199,3 +200,23 @@ def test_an_interrupted_stop_still_prints_one_json_document(monkeypatch: pytest.
         {"name": "b", "outcome": "left-in-flight",
          "error": "b: interrupted before its result was known: give the command again"},
     ]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "names"), [([], [None]), (["a", "--all"], ["a"]), (["a", "b", "--all"], ["a", "b"])]
+)
+def test_a_usage_error_with_output_json_is_one_document_too(
+    args: list[str], names: list[str | None], tmp_path: Path
+):
+    """No NAME and no --all, or both, with `--output json`: the same document as an unknown
+    NAME's, an object per NAME given (`"name": null` when none is), exit 2, the line on stderr
+    as well; nothing is touched."""
+    state = tmp_path / "state"
+    result = cli("stop", *args, "--state-dir", str(state), "--output", "json")
+    assert result.returncode == 2
+    error = "name the jobs to stop, or give --all (not both)"
+    assert result.stderr.splitlines() == [f"error: {error}"]
+    assert json.loads(result.stdout) == {
+        "jobs": [{"name": name, "outcome": "failed", "error": error} for name in names]
+    }
+    assert not state.exists()
