@@ -11,34 +11,10 @@ import pytest
 
 from flink_sql_runner.cli.main import all_commands
 from flink_sql_runner.model.json_values import json_time_of_ms
-from flink_sql_runner.watch.events import Notifier
 from tests.cli.test_json_times import TIME, a_stored_job_with_a_checkpoint
 from tests.support.cli import REPO, run_cli
 
 COMMANDS = all_commands()
-
-
-# -- F5: watch --output json: a warning is not an event of the documented shape ----------------
-
-
-def test_a_watch_warning_in_json_has_a_time_like_every_event() -> None:
-    """json.md: watch's JSON Lines are `{"event", "at", "job"?, "message", ...}`. Warnings
-    (store unreachable, lock taken, webhook failed, notifications dropped) have no `at`."""
-
-    class Stream:
-        def __init__(self) -> None:
-            self.text = ""
-
-        def write(self, text: str) -> None:
-            self.text += text
-
-        def flush(self) -> None:
-            pass
-
-    stream = Stream()
-    Notifier(stream, "json").warn("cannot take the store's lock: boom")  # type: ignore[arg-type]
-    doc = json.loads(stream.text)
-    assert "at" in doc and TIME.match(doc["at"]), doc
 
 
 # -- F6: a watermark far from 1970: inspect crashes, or gives a time that is not RFC 3339 -------
