@@ -27,12 +27,20 @@ class SourceProgress:
     last_files: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        doc = {"index": self.index, "kind": self.kind, "committed": self.committed,
-               "next": self.next}  # fmt: skip
+        doc = {"index": self.index, "kind": self.kind, "committed": self.shown(self.committed),
+               "next": self.shown(self.next)}  # fmt: skip
         if self.kind == "file":
             doc["files-read"] = self.files_read
             doc["last-files"] = list(self.last_files)
         return doc
+
+    def shown(self, offset: Any) -> Any:
+        """An offset as output gives it: the times inside the offsets the reader knows as
+        times (a rate-micro-batch source's `timestamp`, epoch ms in Spark's file); the rest, a
+        Kafka source's offsets among it, as Spark wrote it (they are positions, not times)."""
+        if self.kind == "rate" and isinstance(offset, dict) and "timestamp" in offset:
+            return {**offset, **json_time_field("timestamp", offset["timestamp"])}
+        return offset
 
 
 @dataclass(frozen=True)

@@ -4,34 +4,12 @@ shows one defect and is expected to FAIL until it is fixed; none starts Spark.""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from flink_sql_runner.cli.main import all_commands
-from tests.cli.test_json_times import TIME, a_stored_job_with_a_checkpoint
 from tests.support.cli import REPO, run_cli
 
 COMMANDS = all_commands()
-
-
-# -- F7: inspect --output json: a rate-micro-batch offset keeps an epoch-ms time ----------------
-
-
-def test_inspect_json_gives_no_epoch_milliseconds_time(tmp_path: Path) -> None:
-    """json.md: "Times ... are given one way in every command's JSON output ... No key ends in
-    -ms". A `rate-micro-batch` source's offset `{"offset", "timestamp"}` (the reader knows it:
-    checkpoint_reader._kind) is shown as Spark wrote it: `timestamp` an epoch-ms integer."""
-    state = a_stored_job_with_a_checkpoint(tmp_path)
-    offsets = tmp_path / "ck" / "clicks" / "1" / "offsets" / "0"
-    lines = offsets.read_text().splitlines()
-    lines[2] = json.dumps({"offset": 100, "timestamp": 1_795_600_000_123})
-    offsets.write_text("\n".join(lines))
-    result = run_cli("inspect", "clicks", "--state-dir", str(state), "--output", "json")
-    assert result.returncode == 0, result.stderr
-    (source,) = json.loads(result.stdout)["checkpoint"]["sources"]
-    assert source["kind"] == "rate"
-    stamp = source["committed"]["timestamp"]
-    assert isinstance(stamp, str) and TIME.match(stamp), f"a time as {stamp!r}"
 
 
 # -- F8: the generated environment page files --log-format's variable under the original tool --
