@@ -343,6 +343,15 @@ _SPELLED_BEFORE = "fsr-spelled-before"
 _SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 
 
+class SpelledBefore(click.Option):
+    """The old spelling of one of this tool's own options (`renamed`: the new one's name),
+    hidden from --help and still read; not one of the original tool's flags."""
+
+    def __init__(self, *args: Any, renamed: str, **attrs: Any) -> None:
+        super().__init__(*args, **attrs)
+        self.renamed = renamed
+
+
 def spelled_before(old: str, dest: str, note: str, **attrs: Any) -> Decorator:
     """`old`, the spelling before of the option whose value is `dest`: hidden, it still works,
     with `note` on stderr (one line; given through its variable, the note names the variable
@@ -353,8 +362,9 @@ def spelled_before(old: str, dest: str, note: str, **attrs: Any) -> Decorator:
             given = ctx.get_parameter_source(param.name or "")
             ctx.meta.setdefault(_SPELLED_BEFORE, {})[dest] = (value, given, param, note)
 
-    return click.option(old, f"old_{dest}", hidden=True, expose_value=False, is_eager=True,
-                        callback=remember, **attrs)  # fmt: skip
+    return click.option(old, f"old_{dest}", cls=SpelledBefore, renamed=dest, hidden=True,
+                        expose_value=False, is_eager=True, callback=remember,
+                        **attrs)  # fmt: skip
 
 
 class TwoSpellings(click.UsageError):

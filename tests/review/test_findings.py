@@ -7,23 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from flink_sql_runner.cli.main import all_commands
-from tests.support.cli import REPO, run_cli
+from tests.support.cli import run_cli
 
 COMMANDS = all_commands()
-
-
-# -- F8: the generated environment page files --log-format's variable under the original tool --
-
-
-def test_the_log_format_variable_is_not_listed_as_the_original_tools_and_says_what_it_does():
-    """docs/reference/environment.md lists FLINK_SQL_RUNNER_LOG_FORMAT under "Read by the
-    original tool's options" (the original tool has no --log-format: it is watch's own spelling
-    before), with an empty meaning: nothing says it is now FLINK_SQL_RUNNER_OUTPUT."""
-    page = (REPO / "docs" / "reference" / "environment.md").read_text()
-    original = page.split("## Read by the original tool's options", 1)[1].split("\n## ", 1)[0]
-    row = next(line for line in page.splitlines() if "`FLINK_SQL_RUNNER_LOG_FORMAT`" in line)
-    meaning = row.strip().strip("|").split("|")[-1].strip()
-    assert "FLINK_SQL_RUNNER_LOG_FORMAT" not in original and meaning, row
 
 
 # -- F9: stop --all against a store that is not there: created, and "all fine" ------------------
