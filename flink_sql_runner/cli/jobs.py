@@ -102,6 +102,7 @@ def status(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
 
     Exit codes: 0 shown (whatever the jobs' health), 2 invalid input."""
     deployment = Deployment(settings_from(paths, **kw))
+    deployment.existing_store()
     jobs = load(deployment) if paths else []
     rows = status_rows(deployment, jobs)
     click.echo(status_json(rows) if output == "json" else status_text(rows))

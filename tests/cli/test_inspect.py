@@ -141,6 +141,7 @@ def test_another_version_without_a_checkpoint_exits_1(tmp_path: Path) -> None:
 
 def test_a_job_not_stored_is_bad_input(tmp_path: Path) -> None:
     state = tmp_path / "state"
+    (state / "manifests").mkdir(parents=True)
     result = cli("inspect", "nothing", "--state-dir", str(state), cwd=tmp_path)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.splitlines() == [
