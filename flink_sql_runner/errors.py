@@ -70,5 +70,12 @@ class StoreError(FsrError):
     """The manifest store could not be read or written."""
 
 
+class StoreMissing(FsrError):
+    """A command that only reads or stops was given a store folder that does not exist: a
+    typo, not a store without jobs. Nothing is created."""
+
+    exit_code = EXIT_INVALID
+
+
 class LockTimeout(FsrError):
     exit_code = EXIT_LOCKED

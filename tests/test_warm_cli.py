@@ -55,6 +55,7 @@ def test_the_console_script_and_python_m_answer() -> None:
 
 
 def test_a_warm_run_past_its_timeout_is_killed_and_the_next_one_runs(tmp_path: Path) -> None:
+    (tmp_path / "manifests").mkdir()  # watch looks at a store that is there
     began = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
         warm_cli.run(

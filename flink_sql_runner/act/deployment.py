@@ -34,7 +34,7 @@ from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.plan import build_plan, checkpoint_unused
 from flink_sql_runner.decide.preflight import without_starts_that_cannot_begin
 from flink_sql_runner.decide.state import POLICIES, state_base
-from flink_sql_runner.errors import FsrError, InvalidInput, Problem
+from flink_sql_runner.errors import FsrError, InvalidInput, Problem, StoreMissing
 from flink_sql_runner.gather.facts import GATHER_WORKERS, gather
 from flink_sql_runner.gather.schemas import Ask, run_probe, with_contracts
 from flink_sql_runner.gather.store_ahead import StoreAhead
@@ -51,6 +51,7 @@ from flink_sql_runner.read.paths import SourceCheck
 from flink_sql_runner.read.template import load_template, packaged_template
 from flink_sql_runner.stores import open_store
 from flink_sql_runner.stores.base import ManifestStore, Reads, Snapshot
+from flink_sql_runner.stores.local import LocalStore
 from flink_sql_runner.stores.lock import StoreLock, locked, telling_lock
 from flink_sql_runner.stores.storage import FileStorage, Storage
 from flink_sql_runner.targets.base import Target
@@ -107,6 +108,19 @@ class Deployment:
         if self._store is None:
             self._store = open_store(self.settings.manifest_store, self.settings.state_dir)
         return self._store
+
+    def existing_store(self) -> ManifestStore:
+        """The store, for a command that only reads or stops (`stop`, `forget`, `status`,
+        `inspect`, `logs`, `watch`, `resume`): a store folder that does not exist is
+        StoreMissing (exit 2), never created, not read as a store without jobs. A bucket that
+        does not exist is an error of the store's first call (stores/s3_client.py)."""
+        store = self.store
+        if isinstance(store, LocalStore) and not store.folder.is_dir():
+            raise StoreMissing(
+                f"the manifest store {store.location} does not exist (nothing was deployed "
+                "there): check --manifest-store and --state-dir; nothing was touched"
+            )
+        return store
 
     def read_store_ahead(self) -> None:
         """Begin reading the store now, beside loading the files, for a `plan(read_only=True)`
@@ -469,6 +483,7 @@ class Deployment:
 
     def stop(self, names: list[str] | None) -> Iterator[StopResult]:
         """Under the store's lock: stop the jobs `names` (None: all), each result as it comes."""
+        self.existing_store()
         with locked(self.lock("stop"), self.settings.lock_timeout) as lease:
             yield from stop_jobs(
                 self.store,
@@ -492,7 +507,8 @@ class Deployment:
         `dry_run` (read only, without the lock) forget them under the store's lock once
         `confirm` says yes (None: no question); each result as it comes. NotConfirmed when
         the answer is no: nothing was touched."""
-        places = Places(self.store, self.target, self.storage, Path(self.settings.state_dir))
+        places = Places(self.existing_store(), self.target, self.storage,
+                        Path(self.settings.state_dir))  # fmt: skip
         if dry_run:
             surveys = survey_jobs(places, names)
             show(surveys)

@@ -110,8 +110,9 @@ class Survey:
 @dataclass(frozen=True)
 class ForgetResult:
     """What forgetting one job did: `forgotten`, `nothing-left` (a name forgotten before: only
-    its archived manifest is left), `would-forget` (--dry-run) or `failed` (`message` says why
-    and how far it got; `exit_code` is its error's)."""
+    its archived manifest is left), `would-forget` (--dry-run), `failed` (`message` says why
+    and how far it got; `exit_code` is its error's), or after Ctrl-C `left-in-flight` (stopped
+    halfway: forgetting it again finishes it) and `not-begun`."""
 
     name: str
     outcome: str
@@ -406,9 +407,19 @@ def forget_jobs(
     stop_timeout: float,
     lease: StoreLock | None = None,
 ) -> Iterator[ForgetResult]:
-    """Each job of `surveys` forgotten in turn, its result as soon as it is known."""
-    for survey in surveys:
-        yield forget_job(places, survey, stop_timeout, lease)
+    """Each job of `surveys` forgotten in turn, its result as soon as it is known. Ctrl-C or
+    SIGTERM: the job in progress is `left-in-flight` (forgetting it again finishes it), the
+    others `not-begun`, each reported before the interrupt goes on."""
+    for index, survey in enumerate(surveys):
+        try:
+            result = forget_job(places, survey, stop_timeout, lease)
+        except KeyboardInterrupt:
+            yield ForgetResult(survey.name, "left-in-flight", f"{survey.name}: interrupted "
+                               "halfway: forget it again to finish", survey.items)  # fmt: skip
+            for rest in surveys[index + 1 :]:
+                yield ForgetResult(rest.name, "not-begun", f"{rest.name}: not begun (interrupted)")
+            raise
+        yield result
 
 
 def would_forget(surveys: list[Survey]) -> list[ForgetResult]:

@@ -8,7 +8,7 @@ the others from stopping; each has its own result."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from flink_sql_runner.act.tracker import Tracker
@@ -96,11 +96,23 @@ def stop_jobs(
             return StopResult(name, "failed", str(exc), exc.exit_code)
 
     with runtime.pool(max(1, parallelism), "stop") as pool:
-        futures: list[Callable[[], StopResult]] = []
-        for name in chosen:
-            futures.append(pool.submit(one, name).result)
-        for result in futures:
-            yield result()
+        futures = [(name, pool.submit(one, name)) for name in chosen]
+        reported = 0
+        try:
+            for _, future in futures:
+                yield future.result()
+                reported += 1
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM: no stop not begun begins, the ones in flight end first, and
+            # every job is reported before the interrupt goes on.
+            rest = futures[reported:]
+            cancelled = [future.cancel() for _, future in rest]  # all, before a worker is free
+            for (name, future), not_begun in zip(rest, cancelled, strict=True):
+                if not_begun:
+                    yield StopResult(name, "not-begun", f"{name}: not begun (interrupted)")
+                else:
+                    yield future.result()
+            raise
 
 
 def stop_job(

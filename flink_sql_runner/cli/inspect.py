@@ -84,6 +84,7 @@ def inspect(
     if sample_keys and not with_state:
         raise BadFlags("--sample-keys samples the state: give --state with it")
     deployment = Deployment(settings_from((), **kw))
+    deployment.existing_store()
     found = inspect_job(name, deployment.store, deployment.target, deployment.storage, version)
     if with_state and found.report is not None:
         ask = functools.partial(ask_state_probe, spark_submit=deployment.settings.spark_submit)

@@ -13,6 +13,7 @@ import click
 
 from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.act.forget import Survey
+from flink_sql_runner.act.interrupts import EXIT_INTERRUPTED
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
@@ -53,14 +54,26 @@ class Shown:
             click.echo(result.message)
 
     def failed(self, names: tuple[str, ...], exc: FsrError, debug: bool) -> int:
-        """The command failed as a whole: for `--output json`, an object per job it concerns
-        and has not reported, the error in it (a script reads the shape of a job's own result)."""
+        """The command failed as a whole: its line on stderr, and for `--output json` an object
+        per NAME it has not reported (`"name": null` when none was given), the error in it (a
+        script reads the shape of a job's own result)."""
         if debug:
             traceback.print_exc()
+        click.echo(f"error: {exc}", err=True)
         reported = {job["name"] for job in self.jobs}
         for name in [n for n in names if n not in reported] or [None]:
             self.jobs.append({"name": name, "outcome": "failed", "error": str(exc)})
         return exc.exit_code
+
+    def interrupted(self, names: tuple[str, ...]) -> int:
+        """Ctrl-C or SIGTERM: the jobs reported so far (the command reports the ones it did not
+        begin), and for `--output json` each NAME with no result `left-in-flight`."""
+        click.echo("interrupted", err=True)
+        reported = {job["name"] for job in self.jobs}
+        for name in [n for n in names if n not in reported]:
+            error = f"{name}: interrupted before its result was known: give the command again"
+            self.jobs.append({"name": name, "outcome": "left-in-flight", "error": error})
+        return EXIT_INTERRUPTED
 
     def close(self) -> None:
         if self.json:
@@ -89,6 +102,7 @@ def status(paths: tuple[Path, ...], output: str, debug: bool, **kw: Any) -> int:
 
     Exit codes: 0 shown (whatever the jobs' health), 2 invalid input."""
     deployment = Deployment(settings_from(paths, **kw))
+    deployment.existing_store()
     jobs = load(deployment) if paths else []
     rows = status_rows(deployment, jobs)
     click.echo(status_json(rows) if output == "json" else status_text(rows))
@@ -120,10 +134,10 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
     not running, 1 a job could not be stopped (the others are stopped all the same), 2 a NAME
     that is neither stored nor running (then nothing is stopped), 3 the store is locked.
     """
-    if bool(names) == every:
-        raise BadFlags("name the jobs to stop, or give --all (not both)")
     worst, shown = EXIT_OK, Shown(output)
     try:
+        if bool(names) == every:
+            raise BadFlags("name the jobs to stop, or give --all (not both)")
         for result in Deployment(settings_from((), **kw)).stop(None if every else list(names)):
             shown.add(result)
             worst = max(worst, result.exit_code)
@@ -131,6 +145,10 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
         if output != "json":
             raise
         worst = shown.failed(names, exc, debug)
+    except KeyboardInterrupt:
+        if output != "json":
+            raise
+        worst = shown.interrupted(names)
     shown.close()
     return worst
 
@@ -191,17 +209,7 @@ def forget(
     2 a NAME of which nothing is anywhere, or no terminal to ask on and no --yes (then nothing
     is touched), 3 the store is locked.
     """
-    if bool(names) == every:
-        raise BadFlags("name the jobs to forget, or give --all (not both)")
     ask = not (yes or dry_run)
-    if ask and output == "json":
-        raise BadFlags("--output json does not ask: pass --yes (or --dry-run to list only)")
-    if ask and not sys.stdin.isatty():
-        raise BadFlags(
-            "forget asks before it deletes, and there is no terminal to ask on: pass --yes "
-            "(--dry-run lists what it would delete)"
-        )
-
     due: set[str] = set()
 
     def show(surveys: list[Survey]) -> None:
@@ -222,6 +230,15 @@ def forget(
 
     worst, shown = EXIT_OK, Shown(output)
     try:
+        if bool(names) == every:
+            raise BadFlags("name the jobs to forget, or give --all (not both)")
+        if ask and output == "json":
+            raise BadFlags("--output json does not ask: pass --yes (or --dry-run to list only)")
+        if ask and not sys.stdin.isatty():
+            raise BadFlags(
+                "forget asks before it deletes, and there is no terminal to ask on: pass --yes "
+                "(--dry-run lists what it would delete)"
+            )
         deployment = Deployment(settings_from((), **kw))
         for result in deployment.forget(
             None if every else list(names), show, confirm if ask else None, dry_run
@@ -233,6 +250,10 @@ def forget(
         if output != "json":
             raise
         worst = shown.failed(names, exc, debug)
+    except KeyboardInterrupt:
+        if output != "json":
+            raise
+        worst = shown.interrupted(names)
     shown.close()
     return worst
 

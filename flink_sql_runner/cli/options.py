@@ -34,11 +34,36 @@ from flink_sql_runner.read.properties import PropertyRules
 from flink_sql_runner.stores import store_uri_from_legacy
 
 ENV = "FLINK_SQL_RUNNER_"
-EXISTING = click.Path(exists=False, path_type=Path)
 
 
 def env_var(name: str) -> str:
     return ENV + name
+
+
+class EmptyPath(click.BadParameter):
+    """An empty path on the command line (`--path "$JOBS"` with JOBS unset): one line, exit 2."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}; nothing was touched", err=True)
+
+
+class GivenPath(click.Path):
+    """A path the user gives. An empty value is refused, not read as `.` (the folder the
+    command runs in), as an empty variable counts as not set."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and not value.strip():
+            name = param.opts[0] if param is not None and param.opts else "a path"
+            raise EmptyPath(
+                f"{name} is empty, which would be the folder the command runs in: give a path, or "
+                f"leave {name} out",
+                ctx,
+                param,
+            )
+        return super().convert(value, param, ctx)
+
+
+EXISTING = GivenPath(exists=False, path_type=Path)
 
 
 class NotAJobName(click.BadParameter):
@@ -103,7 +128,7 @@ _register(
 )
 _register(
     "--state-dir",
-    type=click.Path(path_type=Path),
+    type=GivenPath(path_type=Path),
     envvar=env_var("STATE_DIR"),
     default=DEFAULT_STATE_DIR,
     show_default=True,
@@ -188,7 +213,7 @@ _register(
 )
 _register(
     "--connector-jars",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=GivenPath(path_type=Path, file_okay=False),
     envvar=env_var("CONNECTOR_JARS"),
     help="A folder of connector jars (Spark's Kafka connector, its token provider, "
     "kafka-clients, commons-pool2) for clusters without internet [default: Maven coordinates "
@@ -314,31 +339,67 @@ def parallelism_option(help: str) -> Decorator:
 
 #: Where each renamed option's spelling before left its value (`ctx.meta`), by the new one's name.
 _SPELLED_BEFORE = "fsr-spelled-before"
+#: Where a value came from, as the note and the error name it.
+_SOURCES = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+class SpelledBefore(click.Option):
+    """The old spelling of one of this tool's own options (`renamed`: the new one's name),
+    hidden from --help and still read; not one of the original tool's flags."""
+
+    def __init__(self, *args: Any, renamed: str, **attrs: Any) -> None:
+        super().__init__(*args, **attrs)
+        self.renamed = renamed
 
 
 def spelled_before(old: str, dest: str, note: str, **attrs: Any) -> Decorator:
     """`old`, the spelling before of the option whose value is `dest`: hidden, it still works,
-    with `note` on stderr (one line). The new option takes `callback=or_spelled_before`; it wins
-    when both are given."""
+    with `note` on stderr (one line; given through its variable, the note names the variable
+    and the new one's). The new option takes `callback=or_spelled_before`."""
 
     def remember(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         if value is not None:
-            click.echo(f"note: {note}", err=True)
             given = ctx.get_parameter_source(param.name or "")
-            ctx.meta.setdefault(_SPELLED_BEFORE, {})[dest] = (value, given)
+            ctx.meta.setdefault(_SPELLED_BEFORE, {})[dest] = (value, given, param, note)
 
-    return click.option(old, f"old_{dest}", hidden=True, expose_value=False, is_eager=True,
-                        callback=remember, **attrs)  # fmt: skip
+    return click.option(old, f"old_{dest}", cls=SpelledBefore, renamed=dest, hidden=True,
+                        expose_value=False, is_eager=True, callback=remember,
+                        **attrs)  # fmt: skip
+
+
+class TwoSpellings(click.UsageError):
+    """A renamed option given two different values, by both its spellings: one line, exit 2."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}; nothing was touched", err=True)
+
+
+def _spelling(param: click.Parameter, source: ParameterSource | None) -> str:
+    """How a value of `param` was given: its option, or its variable."""
+    if source is ParameterSource.ENVIRONMENT and isinstance(param, click.Option) and param.envvar:
+        return str(param.envvar)
+    return param.opts[0]
 
 
 def or_spelled_before(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """A renamed option's value: the spelling before's (`spelled_before`) when this one was not
-    given, or came from the environment while the spelling before came from the command line."""
+    """A renamed option's value, given by it or by its spelling before (`spelled_before`). The
+    command line wins over the environment; two different values from the same place (both
+    options, or both variables) are a usage error, the same value twice is fine."""
     before = ctx.meta.get(_SPELLED_BEFORE, {}).get(param.name)
     if before is None:
         return value
-    old_value, old_source = before
+    old_value, old_source, old_param, note = before
     source = ctx.get_parameter_source(param.name or "")
+    if source == old_source and source in _SOURCES and old_value != value:
+        old, new = _spelling(old_param, old_source), _spelling(param, source)
+        raise TwoSpellings(
+            f"{old} {old_value} and {new} {value} disagree ({old} is the spelling before of "
+            f"{new}): give one",
+            ctx,
+        )
+    if old_source is ParameterSource.ENVIRONMENT:
+        note = f"{_spelling(old_param, old_source)} is now {param.envvar}"
+    click.echo(f"note: {note}", err=True)
     if source in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP) or (
         source is ParameterSource.ENVIRONMENT and old_source is ParameterSource.COMMANDLINE
     ):

@@ -152,6 +152,7 @@ def watch(
     )  # fmt: skip
     deployment = Deployment(settings_from((), **kw))
     deployment.debug = debug
+    deployment.existing_store()
     metrics = Metrics() if metrics_port is not None else None
     # First: a port in use is an error (exit 2) before anything starts.
     port = metrics.serve(metrics_port or 0, metrics_address) if metrics is not None else None
@@ -195,6 +196,7 @@ def resume(name: str, debug: bool, **kw: Any) -> int:
     Exit codes: 0 lifted (or nothing to lift), 2 no such job in the store, 3 the store stayed
     locked past --lock-timeout."""
     deployment = Deployment(settings_from((), **kw))
+    deployment.existing_store()
     with locked(deployment.lock("resume"), deployment.settings.lock_timeout):
         if deployment.store.read(name).manifest is None:
             raise UnknownJob(f"unknown job {name!r}: the store has no manifest of that name")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from flink_sql_runner.model.json_values import json_time_of_ms, json_time_of_text
+from flink_sql_runner.model.json_values import json_time_field, json_time_of_text
 from flink_sql_runner.model.stored import StoredManifest
 
 
@@ -27,12 +27,20 @@ class SourceProgress:
     last_files: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        doc = {"index": self.index, "kind": self.kind, "committed": self.committed,
-               "next": self.next}  # fmt: skip
+        doc = {"index": self.index, "kind": self.kind, "committed": self.shown(self.committed),
+               "next": self.shown(self.next)}  # fmt: skip
         if self.kind == "file":
             doc["files-read"] = self.files_read
             doc["last-files"] = list(self.last_files)
         return doc
+
+    def shown(self, offset: Any) -> Any:
+        """An offset as output gives it: the times inside the offsets the reader knows as
+        times (a rate-micro-batch source's `timestamp`, epoch ms in Spark's file); the rest, a
+        Kafka source's offsets among it, as Spark wrote it (they are positions, not times)."""
+        if self.kind == "rate" and isinstance(offset, dict) and "timestamp" in offset:
+            return {**offset, **json_time_field("timestamp", offset["timestamp"])}
+        return offset
 
 
 @dataclass(frozen=True)
@@ -94,11 +102,11 @@ class CheckpointReport:
                 "first": self.first_committed,
                 "last": self.last_committed,
                 "count": len(self.committed),
-                "first-planned": json_time_of_ms(self.first_time_ms),
-                "last-planned": json_time_of_ms(self.last_time_ms),
+                **json_time_field("first-planned", self.first_time_ms),
+                **json_time_field("last-planned", self.last_time_ms),
                 "pending": self.pending,
             },
-            "watermark": json_time_of_ms(self.watermark_ms or None),  # 0: none yet
+            **json_time_field("watermark", self.watermark_ms or None),  # 0: none yet
             "sources": [s.to_dict() for s in self.sources],
             "pinned": self.pinned,
             "operators": [o.to_dict() for o in self.operators],

@@ -5,23 +5,47 @@ this is for output."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
+
+#: The first instant of 1970, UTC: what Spark's milliseconds count from.
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+#: The key beside a time that RFC 3339 cannot write (a year past 9999 or before 1), which holds
+#: the number as the file has it (`"watermark": null, "watermark-as-written": 1767225600000000`).
+AS_WRITTEN = "-as-written"
 
 
 def json_time(at: datetime | None) -> str | None:
-    """`at` (naive: UTC) as output gives a time."""
+    """`at` (naive: UTC) as output gives a time: always four digits of year."""
     if at is None:
         return None
     if at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)
     at = at.astimezone(timezone.utc)
-    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+    return f"{at.year:04d}-{at:%m-%dT%H:%M:%S}.{at.microsecond // 1000:03d}Z"
+
+
+def datetime_of_ms(ms: float) -> datetime | None:
+    """Milliseconds since 1970 as a UTC time; None outside years 1 to 9999 (Spark's times go
+    to year 294247, and an event time in microseconds read as seconds lands near 58000)."""
+    try:
+        return EPOCH + timedelta(milliseconds=ms)
+    except OverflowError:
+        return None
 
 
 def json_time_of_ms(ms: float | None) -> str | None:
-    """Milliseconds since the epoch (Spark's `batchTimestampMs`) as output gives a time."""
-    return None if ms is None else json_time(datetime.fromtimestamp(ms / 1000, timezone.utc))
+    """Milliseconds since the epoch (Spark's `batchTimestampMs`) as output gives a time; None
+    when RFC 3339 cannot write it (outside years 1 to 9999): `json_time_field` says why."""
+    return None if ms is None else json_time(datetime_of_ms(ms))
+
+
+def json_time_field(key: str, ms: float | None) -> dict[str, Any]:
+    """`{key: the time}`; for a time RFC 3339 cannot write, `{key: null, key-as-written: ms}`."""
+    shown = json_time_of_ms(ms)
+    if ms is not None and shown is None:
+        return {key: None, key + AS_WRITTEN: ms}
+    return {key: shown}
 
 
 def json_time_of_text(text: Any) -> Any:

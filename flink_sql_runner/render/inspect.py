@@ -4,7 +4,6 @@ job, its checkpoint, the settings it pins against the stored manifest's, its run
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from typing import Any
 
 from flink_sql_runner.decide.changes import CHECKPOINT_VALUE_RULE, property_rule
@@ -14,7 +13,7 @@ from flink_sql_runner.model.checkpoint_report import (
     SourceProgress,
     StateReport,
 )
-from flink_sql_runner.model.json_values import json_status
+from flink_sql_runner.model.json_values import datetime_of_ms, json_status
 from flink_sql_runner.model.sizes import human_size
 
 #: Files of a file source's last entry shown in text (all in JSON).
@@ -61,9 +60,14 @@ def inspect_json(inspection: Inspection) -> str:
 
 
 def utc(ms: int | None) -> str:
+    """A time of Spark's (milliseconds since 1970) for people; one no date can show (outside
+    years 1 to 9999) as the number, with a note."""
     if ms is None:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    at = datetime_of_ms(ms)
+    if at is None:
+        return f"{ms} (milliseconds since 1970: outside years 1 to 9999)"
+    return f"{at.year:04d}-{at:%m-%dT%H:%M:%S}Z"
 
 
 def inspect_text(inspection: Inspection) -> str:

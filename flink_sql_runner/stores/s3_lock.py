@@ -31,6 +31,10 @@ class S3LockBackend:
                 Bucket=self.bucket, Key=self.key, Body=holder.to_json(), **condition
             )
         except Exception as exc:  # botocore ClientError and friends
+            if self._code(exc) == "NoSuchBucket":
+                raise StoreError(
+                    f"cannot {action} lock {self.location}: bucket {self.bucket} does not exist"
+                ) from None
             if self._code(exc) not in (*CONDITION_FAILED_CODES, *MISSING_KEY_CODES):
                 raise StoreError(
                     f"cannot {action} lock {self.location}: {self._code(exc) or exc}"

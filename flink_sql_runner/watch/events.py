@@ -91,8 +91,10 @@ class Notifier:
             self.warn(f"notifications are {QUEUE_SIZE} behind; dropped {event.kind}")
 
     def warn(self, message: str) -> None:
+        """A warning to the log only (never to the webhook or the command): in JSON, a line of
+        the events' shape, `{"event": "warning", "at", "message"}`."""
         if self.log_format == "json":
-            self.stream.write(json.dumps({"event": "warning", "message": message}) + "\n")
+            self.stream.write(json.dumps(Event("warning", message=message).to_dict()) + "\n")
         else:
             self.stream.write(f"warning: {message}\n")
         self.stream.flush()

@@ -302,3 +302,30 @@ def test_a_job_whose_first_start_failed_is_forgotten_and_comes_back_as_v1():
     assert not [path for path in storage.files if path.startswith(f"{ROOT}/orders/")]
     decision = next_deploy(store, target, storage)
     assert (decision.version, decision.failed_start) == (1, None)
+
+
+def test_ctrl_c_leaves_the_job_in_progress_in_flight_and_reports_the_others_not_begun():
+    """Ctrl-C (or SIGTERM) while `b` is being forgotten: `a` was forgotten, `b` is reported
+    `left-in-flight` (forgetting it again finishes it), `c` `not-begun`; then the interrupt goes
+    on."""
+    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
+    for name in ("a", "b", "c"):
+        store.put(stored_of(make_job(name=name)))
+        target.add_run(Run(name, 1, f"run-{name}", f"pid of {name}"))
+
+    def interrupt(run: Run) -> None:
+        if run.name == "b":
+            raise KeyboardInterrupt
+
+    target.before_stop = interrupt
+    places = Places(store, target, storage, STATE)
+    results: list[ForgetResult] = []
+    with pytest.raises(KeyboardInterrupt):
+        for result in forget_jobs(places, survey_jobs(places, None), stop_timeout=5):
+            results.append(result)
+    assert [(r.name, r.outcome) for r in results] == [
+        ("a", "forgotten"),
+        ("b", "left-in-flight"),
+        ("c", "not-begun"),
+    ]
+    assert store.read("c").manifest is not None and target.list_runs().of("c")

@@ -9,6 +9,8 @@ import pty
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
 from tests.support.cli import migrated_store, run_cli
@@ -208,3 +210,26 @@ def test_an_error_before_any_job_is_inside_the_one_json_document(tmp_path: Path)
     assert result.returncode == 2
     docs = json.loads(result.stdout)["jobs"]
     assert [(d["name"], d["outcome"]) for d in docs] == [("a", "failed"), ("b", "failed")]
+
+
+@pytest.mark.parametrize(
+    ("args", "names", "error"),
+    [
+        (["--yes"], [None], "name the jobs to forget, or give --all (not both)"),
+        (["a", "--all", "--yes"], ["a"], "name the jobs to forget, or give --all (not both)"),
+        (["a"], ["a"], "--output json does not ask: pass --yes (or --dry-run to list only)"),
+    ],
+)
+def test_a_usage_error_with_output_json_is_one_document_too(
+    args: list[str], names: list[str | None], error: str, tmp_path: Path
+):
+    """Every error of `forget --output json` is the one document, an object per NAME given
+    (`"name": null` when none is), exit 2, the line on stderr as well; nothing is touched."""
+    before = tree(tmp_path)
+    result = cli("forget", *args, "--state-dir", str(tmp_path), "--output", "json")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [f"error: {error}"]
+    assert json.loads(result.stdout) == {
+        "jobs": [{"name": name, "outcome": "failed", "error": error} for name in names]
+    }
+    assert tree(tmp_path) == before

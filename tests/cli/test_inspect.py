@@ -141,6 +141,7 @@ def test_another_version_without_a_checkpoint_exits_1(tmp_path: Path) -> None:
 
 def test_a_job_not_stored_is_bad_input(tmp_path: Path) -> None:
     state = tmp_path / "state"
+    (state / "manifests").mkdir(parents=True)
     result = cli("inspect", "nothing", "--state-dir", str(state), cwd=tmp_path)
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr.splitlines() == [
@@ -283,3 +284,24 @@ def test_state_on_s3_without_s3a_says_so_in_one_line(
         "S3A needs hadoop-aws and the AWS SDK, which this Spark does not have: --state starts "
         "its Spark with the job's spark.jars and spark.jars.packages (docs/how-to/s3.md)"
     ]
+
+
+#: Epoch microseconds of 2026-01-01 read as milliseconds: a watermark near year 58000.
+FAR = 1_767_225_600_000_000
+
+
+def test_a_watermark_past_year_9999_is_shown_as_the_number_with_a_note(tmp_path: Path) -> None:
+    """Spark's times go to year 294247 (an event-time column of epoch microseconds read as
+    seconds puts the watermark near year 58000): `inspect` shows it, exit 0, never a
+    traceback; text: the number with a note; JSON: `null`, the number beside it under
+    `watermark-as-written`."""
+    state, root = given(tmp_path)
+    (root / "clicks" / "2" / "commits" / "5").write_text(f'v1\n{{"nextBatchWatermarkMs":{FAR}}}')
+    text = cli("inspect", "clicks", "--state-dir", str(state), cwd=tmp_path)
+    assert (text.returncode, text.stderr) == (0, "")
+    (line,) = [line for line in text.stdout.splitlines() if line.strip().startswith("watermark")]
+    assert f"{FAR} (milliseconds since 1970: outside years 1 to 9999)" in line
+    doc = cli("inspect", "clicks", "--state-dir", str(state), "--output", "json", cwd=tmp_path)
+    assert (doc.returncode, doc.stderr) == (0, "")
+    checkpoint = json.loads(doc.stdout)["checkpoint"]
+    assert (checkpoint["watermark"], checkpoint["watermark-as-written"]) == (None, FAR)

@@ -37,12 +37,21 @@ def walk(value: Any, path: str = "") -> list[tuple[str, Any]]:
     return found
 
 
+def named_like_a_time(key: str) -> bool:
+    """`timestamp`, `at`, `*-time`, `*-at`, `*-timestamp` (`started`, `updated`, ... are times
+    too, but a number there is looked at by the assertions on them)."""
+    return key in ("timestamp", "at", "time") or key.endswith(("-time", "-at", "-timestamp"))
+
+
 def problems_of(doc: Any) -> list[str]:
     problems = []
     for path, value in walk(doc):
         key = path.rsplit(".", 1)[-1]
         if key.endswith(("-ms", "_ms")):
             problems.append(f"{path}: milliseconds")
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and named_like_a_time(key):
+            problems.append(f"{path}: {value!r}, a number where a time is named")
         if isinstance(value, str) and TIME_LIKE.match(value) and not TIME.match(value):
             problems.append(f"{path}: {value!r} is not RFC 3339 UTC with milliseconds")
     return problems
@@ -72,14 +81,51 @@ def a_stored_job_with_a_checkpoint(tmp_path: Path) -> Path:
     return state
 
 
+def test_a_number_under_a_key_named_like_a_time_is_a_problem() -> None:
+    """The walk below would let an epoch-ms time through under `timestamp`, `at` or `*-time`."""
+    doc = {"committed": {"offset": 100, "timestamp": 1_795_600_000_123}, "at": 1, "x": [
+        {"end-time": 2.5}], "offsets": {"clicks": {"0": 1}}, "ok": True}  # fmt: skip
+    assert problems_of(doc) == [
+        ".committed.timestamp: 1795600000123, a number where a time is named",
+        ".at: 1, a number where a time is named",
+        ".x[0].end-time: 2.5, a number where a time is named",
+    ]
+
+
+def a_rate_micro_batch_source(tmp_path: Path) -> Path:
+    """The stored job of `a_stored_job_with_a_checkpoint`, its one source a `rate-micro-batch`
+    one, whose offset Spark writes `{"offset": N, "timestamp": epoch ms}`."""
+    state = a_stored_job_with_a_checkpoint(tmp_path)
+    offsets = tmp_path / "ck" / "clicks" / "1" / "offsets" / "0"
+    lines = offsets.read_text().splitlines()
+    lines[2] = json.dumps({"offset": 100, "timestamp": 1_795_600_000_123})
+    offsets.write_text("\n".join(lines))
+    return state
+
+
+def test_inspect_gives_a_rate_micro_batch_sources_time_as_a_time(tmp_path: Path) -> None:
+    """The reader knows a `rate-micro-batch` source's offset: its `timestamp` is a time
+    (RFC 3339), its `offset` a position; a Kafka source's offsets stay numbers."""
+    state = a_rate_micro_batch_source(tmp_path)
+    result = run_cli("inspect", "clicks", "--state-dir", str(state), "--output", "json")
+    assert result.returncode == 0, result.stderr
+    (source,) = json.loads(result.stdout)["checkpoint"]["sources"]
+    assert source["kind"] == "rate"
+    assert source["committed"] == {"offset": 100, "timestamp": "2026-11-25T09:46:40.123Z"}
+
+
 def test_no_json_output_gives_milliseconds_or_another_time_format(tmp_path: Path) -> None:
     state = a_stored_job_with_a_checkpoint(tmp_path)
+    rate = a_rate_micro_batch_source(tmp_path / "rate")
     on = ["--state-dir", str(state), "--output", "json"]
     outputs = {
         "plan": run_cli("plan", *EXAMPLES, *on),
         "deploy --dry-run": run_cli("deploy", *EXAMPLES, *on, "--dry-run"),
         "status": run_cli("status", *on),
         "inspect": run_cli("inspect", "clicks", *on),
+        "inspect of a rate-micro-batch source": run_cli(
+            "inspect", "clicks", "--state-dir", str(rate), "--output", "json"
+        ),
         "stop": run_cli("stop", "no-such-job", *on),
         "forget --dry-run": run_cli("forget", "clicks", "--dry-run", *on),
         "lineage": run_cli("lineage", *EXAMPLES, "--output", "json"),

@@ -15,7 +15,7 @@ from flink_sql_runner.cli import main as cli
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import settings_from
 from flink_sql_runner.model.stored import Meta, StoredManifest
-from tests.support.cli import run_cli
+from tests.support.cli import REPO, run_cli
 
 #: What each command does, as far as options are concerned.
 DOES = {
@@ -172,6 +172,92 @@ def test_the_path_from_the_environment_satisfies_it(tmp_path: Path) -> None:
     job.write_text("name: j\ntarget-table: t\nsql: SELECT 1\n")
     result = run_cli("validate", env={"FLINK_SQL_RUNNER_PATH": str(job)}, cwd=tmp_path)
     assert "Missing option" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [
+        ("validate", "--path"), ("lineage", "--path"), ("plan", "--path"), ("deploy", "--path"),
+        ("status", "--path"), ("preview", "--path"), ("deploy-job", "--job-config-path"),
+        ("validate", "--table-definition-path"), ("status", "--state-dir"),
+    ],
+)  # fmt: skip
+def test_an_empty_path_on_the_command_line_is_refused_not_read_as_the_current_folder(
+    command: str, option: str, tmp_path: Path
+) -> None:
+    """`--path "$JOBS"` with JOBS unset gives an empty value, which as a path is `.`: every
+    job under the folder the command runs in would be read, planned and deployed. An empty
+    value on the command line is refused as an empty variable is: exit 2, one line naming the
+    option, nothing touched."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "tick-log.yaml").write_text(
+        (REPO / "examples" / "queries" / "tick-log.yaml").read_text()
+    )
+    name = ["tick-log"] if command == "preview" else []
+    state = tmp_path / "state"
+    given = [] if option == "--state-dir" else ["--state-dir", str(state)]
+    result = run_cli(command, *name, option, "", *given, cwd=jobs)
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.splitlines() == [
+        f"error: {option} is empty, which would be the folder the command runs in: give a path, "
+        f"or leave {option} out; nothing was touched"
+    ]
+    assert not state.exists() and sorted(p.name for p in jobs.iterdir()) == ["tick-log.yaml"]
+
+
+def top() -> click.Context:
+    """The group's context, as a command's is made under it (without it, click caches a help
+    option of `--help` alone on the command, and its reference page changes)."""
+    return click.Context(cli.main, info_name="flink-sql-runner", **cli.main.context_settings)
+
+
+#: Renamed options given by both spellings: (command, arguments, the setting, both spellings).
+BOTH_SPELLINGS = [
+    ("inspect", ["j", "--state", "--keys", "2", "--sample-keys", "3"], "sample_keys",
+     ("--keys 2", "--sample-keys 3")),
+    ("inspect", ["j", "--version", "1", "--query-version", "2"], "version",
+     ("--version 1", "--query-version 2")),
+    ("logs", ["j", "--version", "1", "--query-version", "2"], "version",
+     ("--version 1", "--query-version 2")),
+    ("watch", ["--log-format", "json", "--output", "text"], "output",
+     ("--log-format json", "--output text")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("command", "args", "dest", "spellings"), BOTH_SPELLINGS)
+def test_both_spellings_of_a_renamed_option_with_different_values_are_a_usage_error(
+    command: str, args: list[str], dest: str, spellings: tuple[str, str]
+) -> None:
+    """A renamed option given by its spelling before and its own with two different values
+    (`inspect --keys 2 --sample-keys 3`) is a usage error naming both: neither value is
+    dropped without a word."""
+    with pytest.raises(click.UsageError) as raised:
+        ctx = cli.all_commands()[command].make_context(command, list(args), parent=top())
+        pytest.fail(f"{command} {' '.join(args)}: took {dest}={ctx.params[dest]!r}")
+    assert all(spelling in raised.value.message for spelling in spellings), raised.value.message
+
+
+@pytest.mark.parametrize(("command", "args", "dest", "spellings"), BOTH_SPELLINGS)
+def test_both_spellings_of_a_renamed_option_with_the_same_value_are_fine(
+    command: str, args: list[str], dest: str, spellings: tuple[str, str]
+) -> None:
+    """The same value given by both spellings of a renamed option is that value."""
+    same = [*args[:-1], args[-3]]
+    ctx = cli.all_commands()[command].make_context(command, same, parent=top())
+    assert str(ctx.params[dest]) == args[-3]
+
+
+def test_two_spellings_disagreeing_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    result = run_cli("inspect", "j", "--version", "1", "--query-version", "2",
+                     "--state-dir", str(state))  # fmt: skip
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [
+        "error: --version 1 and --query-version 2 disagree (--version is the spelling before "
+        "of --query-version): give one; nothing was touched"
+    ]
+    assert not state.exists()
 
 
 #: The commands that print no result of their own to choose a form of: `logs` prints a log,

@@ -4,8 +4,14 @@ JSON on every outcome, and a --help of what it uses."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from flink_sql_runner.act.stop import StopResult
+from flink_sql_runner.cli.main import main
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.stores.local import LocalStore
 from tests.support.cli import migrated_store
@@ -19,6 +25,7 @@ def stored_job(state: Path, name: str = "tick-log") -> None:
 
 def test_a_name_neither_stored_nor_running_is_an_unknown_job(tmp_path: Path):
     state = tmp_path / "state"
+    (state / "manifests").mkdir(parents=True)
     result = cli("stop", "no-such-job", "--state-dir", str(state), cwd=tmp_path)
     assert result.returncode == 2, "a name that is nowhere is bad input"
     assert result.stdout == ""
@@ -30,9 +37,11 @@ def test_a_name_neither_stored_nor_running_is_an_unknown_job(tmp_path: Path):
 
 def test_an_error_is_one_json_document_with_output_json(tmp_path: Path):
     state = tmp_path / "state"
+    (state / "manifests").mkdir(parents=True)
     result = cli("stop", "no-such-job", "--state-dir", str(state), "--output", "json")
     assert result.returncode == 2
-    assert result.stderr == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: unknown job 'no-such-job'")
     assert json.loads(result.stdout) == {"jobs": [{
         "name": "no-such-job",
         "outcome": "failed",
@@ -167,3 +176,105 @@ def test_a_migrated_job_not_deployed_yet_has_nothing_to_stop(tmp_path: Path):
     assert (every.returncode, every.stderr) == (0, "")
     docs = json.loads(every.stdout)["jobs"]
     assert [(d["name"], d["outcome"]) for d in docs] == [(n, "not-running") for n in names]
+
+
+class Interrupted:
+    """A deployment whose stop reports `a` stopped, then gets Ctrl-C (or the SIGTERM the
+    command line turns into one) with `b` not reported."""
+
+    def __init__(self, settings: object) -> None:
+        pass
+
+    def stop(self, names: object) -> Iterator[StopResult]:
+        yield StopResult("a", "stopped", "a: stopped (checkpoint kept)")
+        raise KeyboardInterrupt
+
+
+def test_an_interrupted_stop_still_prints_one_json_document(monkeypatch: pytest.MonkeyPatch):
+    """Ctrl-C or SIGTERM during `stop --output json`: the one document still comes, with what
+    was done and each NAME with no result `left-in-flight`; exit 130."""
+    monkeypatch.setattr("flink_sql_runner.cli.jobs.Deployment", Interrupted)
+    result = CliRunner().invoke(main, ["stop", "a", "b", "--output", "json"])
+    assert result.exit_code == 130
+    assert result.stderr == "interrupted\n"
+    assert json.loads(result.stdout) == {"jobs": [
+        {"name": "a", "outcome": "stopped", "result": "a: stopped (checkpoint kept)"},
+        {"name": "b", "outcome": "left-in-flight",
+         "error": "b: interrupted before its result was known: give the command again"},
+    ]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "names"), [([], [None]), (["a", "--all"], ["a"]), (["a", "b", "--all"], ["a", "b"])]
+)
+def test_a_usage_error_with_output_json_is_one_document_too(
+    args: list[str], names: list[str | None], tmp_path: Path
+):
+    """No NAME and no --all, or both, with `--output json`: the same document as an unknown
+    NAME's, an object per NAME given (`"name": null` when none is), exit 2, the line on stderr
+    as well; nothing is touched."""
+    state = tmp_path / "state"
+    result = cli("stop", *args, "--state-dir", str(state), "--output", "json")
+    assert result.returncode == 2
+    error = "name the jobs to stop, or give --all (not both)"
+    assert result.stderr.splitlines() == [f"error: {error}"]
+    assert json.loads(result.stdout) == {
+        "jobs": [{"name": name, "outcome": "failed", "error": error} for name in names]
+    }
+    assert not state.exists()
+
+
+def test_stop_all_of_a_store_folder_that_does_not_exist_says_so_and_creates_nothing(
+    tmp_path: Path,
+):
+    """`stop --all --manifest-store <a typo>` created the folder and answered `{"jobs": []}`,
+    exit 0, while the real store's jobs went on running. A store folder that does not exist is
+    one line, exit 2 (with `--output json`, in the one document), and nothing is created."""
+    typo = tmp_path / "manifsets"
+    args = ["--manifest-store", str(typo), "--state-dir", str(tmp_path / "s")]
+    error = (
+        f"the manifest store {typo} does not exist (nothing was deployed there): check "
+        "--manifest-store and --state-dir; nothing was touched"
+    )
+    text = cli("stop", "--all", *args)
+    assert (text.returncode, text.stdout, text.stderr) == (2, "", f"error: {error}\n")
+    as_json = cli("stop", "--all", *args, "--output", "json")
+    assert as_json.returncode == 2
+    assert json.loads(as_json.stdout) == {
+        "jobs": [{"name": None, "outcome": "failed", "error": error}]
+    }
+    assert not typo.exists() and not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["status"], ["inspect", "j"], ["forget", "j", "--yes"], ["watch", "--once"], ["resume", "j"]],
+)
+def test_a_command_that_only_reads_or_stops_refuses_a_store_folder_that_is_not_there(
+    args: list[str], tmp_path: Path
+):
+    """`status`, `inspect`, `forget`, `watch` and `resume` of a store folder that does not
+    exist: one line, exit 2, the folder not created (not "no jobs")."""
+    typo = tmp_path / "manifsets"
+    result = cli(*args, "--manifest-store", str(typo), "--state-dir", str(tmp_path / "s"))
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.splitlines() == [
+        f"error: the manifest store {typo} does not exist (nothing was deployed there): check "
+        "--manifest-store and --state-dir; nothing was touched"
+    ]
+    assert not typo.exists()
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("args", [["stop", "--all"], ["status"], ["inspect", "j"]])
+def test_a_bucket_that_does_not_exist_is_an_error_not_a_store_without_jobs(
+    args: list[str], s3_env: dict[str, str], tmp_path: Path
+):
+    """On S3 the store's first call says a bucket that does not exist (stores/s3_client.py):
+    `stop --all` and `status` never read it as a store without jobs, and exit non-zero."""
+    store = "s3://no-such-bucket-here/jobs/"
+    result = cli(*args, "--manifest-store", store, "--state-dir", str(tmp_path / "s"),
+                 env=s3_env)  # fmt: skip
+    assert result.returncode not in (0, 130), result.stdout
+    assert "bucket no-such-bucket-here does not exist" in result.stderr, result.stderr
+    assert "No jobs" not in result.stdout and '"jobs": []' not in result.stdout

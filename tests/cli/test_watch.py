@@ -88,6 +88,35 @@ def test_the_log_formats_spelling_before_still_works_with_a_note(tmp_path: Path)
     assert "JSON Lines" in shown
 
 
+def test_the_two_output_variables_disagreeing_are_refused_in_one_line(tmp_path: Path):
+    """FLINK_SQL_RUNNER_LOG_FORMAT=json (a service file not yet changed) and
+    FLINK_SQL_RUNNER_OUTPUT=text (set for the other commands): a usage error naming both
+    variables, exit 2, not a watcher logging text."""
+    env = {"FLINK_SQL_RUNNER_LOG_FORMAT": "json", "FLINK_SQL_RUNNER_OUTPUT": "text"}
+    result = run_cli("watch", "--once", "--state-dir", str(tmp_path / "state"), env=env)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.splitlines() == [
+        "error: FLINK_SQL_RUNNER_LOG_FORMAT json and FLINK_SQL_RUNNER_OUTPUT text disagree "
+        "(FLINK_SQL_RUNNER_LOG_FORMAT is the spelling before of FLINK_SQL_RUNNER_OUTPUT): "
+        "give one; nothing was touched"
+    ]
+    assert not (tmp_path / "state").exists()
+
+
+def test_the_note_about_the_old_variable_names_the_variable(tmp_path: Path):
+    """FLINK_SQL_RUNNER_LOG_FORMAT alone still works; its note names the variable that was set
+    and the one it is now, not a flag nobody gave."""
+    state = tmp_path / "state"
+    stopped_job(LocalStore(state / "manifests"))
+    env = {"FLINK_SQL_RUNNER_LOG_FORMAT": "json"}
+    result = run_cli("watch", "--once", "--state-dir", str(state), env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "note: FLINK_SQL_RUNNER_LOG_FORMAT is now FLINK_SQL_RUNNER_OUTPUT"
+    ]
+    assert [json.loads(line)["event"] for line in result.stdout.splitlines()] == ["watching"]
+
+
 def test_watch_once_leads_looks_and_exits_and_resume_lifts_a_crash_loop_mark(tmp_path: Path):
     state = tmp_path / "state"
     store = LocalStore(state / "manifests")

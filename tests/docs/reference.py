@@ -27,6 +27,7 @@ import click
 import yaml
 
 from flink_sql_runner.act.saved_plan import KEY_MIN
+from flink_sql_runner.cli.options import SpelledBefore
 
 REPO = Path(__file__).resolve().parents[2]
 #: Where the pages go, relative to the repository.
@@ -362,30 +363,51 @@ def exit_codes_page() -> dict[str, str]:
 # -- environment variables -------------------------------------------------------------------
 
 
-def option_variables(hidden: bool) -> dict[tuple[str, str, str], list[str]]:
-    """(variable, option, help) -> the commands whose option reads it: the options --help shows,
-    or with `hidden` the hidden ones."""
+#: The options' kinds, as the environment page files their variables: the options --help
+#: shows, the old spellings of this tool's own renamed options, the original tool's flags.
+SHOWN, RENAMED, ORIGINAL = "shown", "renamed", "original"
+
+
+def _kind(param: click.Option, ctx: click.Context) -> str:
+    if isinstance(param, SpelledBefore):
+        return RENAMED
+    return SHOWN if param.get_help_record(ctx) is not None else ORIGINAL
+
+
+def _renamed_meaning(param: SpelledBefore, command: click.Command) -> str:
+    """What an old spelling is: the old spelling of which option (and variable), still read."""
+    (new,) = [p for p in command.params if p.name == param.renamed and p is not param]
+    variable = f" / `{new.envvar}`" if isinstance(new, click.Option) and new.envvar else ""
+    return f"The old spelling of `{new.opts[0]}`{variable}, still read (with a note)."
+
+
+def option_variables(kind: str) -> dict[tuple[str, str, str], list[str]]:
+    """(variable, option, help) -> the commands whose option reads it: the options of `kind`
+    (SHOWN, RENAMED or ORIGINAL)."""
     found: dict[tuple[str, str, str], list[str]] = {}
     everything = [(PROG, _main(), root_context())]
     everything += [(n, c, context(n, c)) for n, c in commands().items()]
     for name, command, ctx in everything:
         for param in command.get_params(ctx):
-            is_hidden = param.get_help_record(ctx) is None
-            if not isinstance(param, click.Option) or is_hidden != hidden:
+            if not isinstance(param, click.Option) or _kind(param, ctx) != kind:
                 continue
+            if isinstance(param, SpelledBefore):
+                text = _renamed_meaning(param, command)
+            else:
+                text = option_help(param)
             for variable in envvars(param):
-                key = (variable, param.opts[-1], option_help(param))
+                key = (variable, param.opts[-1], text)
                 found.setdefault(key, []).append(name)
     return dict(sorted(found.items()))
 
 
 def every_option_variable() -> set[str]:
-    return {key[0] for hidden in (False, True) for key in option_variables(hidden)}
+    return {key[0] for kind in (SHOWN, RENAMED, ORIGINAL) for key in option_variables(kind)}
 
 
-def _variable_rows(hidden: bool) -> list[list[str]]:
+def _variable_rows(kind: str) -> list[list[str]]:
     rows = []
-    for (variable, option, text), names in option_variables(hidden).items():
+    for (variable, option, text), names in option_variables(kind).items():
         where = ", ".join(f"[`{n}`](cli/{n}.md)" for n in names)
         rows.append([code(variable), code(option), where, inline(text)])
     return rows
@@ -401,14 +423,22 @@ def environment_page() -> dict[str, str]:
         "or `on`, and off with `0`, `false`, `no` or `off`. Where one option means different "
         "things in different commands, each meaning has its row.",
         "",
-        *table(header, _variable_rows(hidden=False)),
+        *table(header, _variable_rows(SHOWN)),
+        "",
+        "## Read by renamed options' old spellings",
+        "",
+        "An option of this tool that was renamed keeps its old spelling, and its variable, "
+        "hidden from `--help`: still read, with a note on stderr. The old and the new spelling "
+        "given different values is a usage error (exit 2).",
+        "",
+        *table(header, _variable_rows(RENAMED)),
         "",
         "## Read by the original tool's options",
         "",
         "The original tool's flags are accepted and hidden from `--help`. See "
         "[migrating](../how-to/migrate.md).",
         "",
-        *table(header, _variable_rows(hidden=True)),
+        *table(header, _variable_rows(ORIGINAL)),
         "",
         "## Read by the code",
         "",

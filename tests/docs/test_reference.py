@@ -124,3 +124,24 @@ def test_completion_names_the_commands_a_word_begins() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["plain,deploy", "plain,deploy-job"]
+
+
+def test_a_renamed_options_variable_is_filed_as_its_old_spelling_and_says_what_it_is_now() -> None:
+    """FLINK_SQL_RUNNER_LOG_FORMAT (watch's --log-format, renamed --output) is not one of the
+    original tool's: it is under the renamed options' section, and its meaning names the
+    option and variable it is the old spelling of. Every row of the page has a meaning."""
+    page = (REPO / "docs" / "reference" / "environment.md").read_text()
+    sections = {
+        head: body for head, _, body in
+        (part.partition("\n") for part in page.split("\n## ")[1:])
+    }  # fmt: skip
+    renamed = sections["Read by renamed options' old spellings"]
+    original = sections["Read by the original tool's options"]
+    assert "`FLINK_SQL_RUNNER_LOG_FORMAT`" in renamed
+    assert "FLINK_SQL_RUNNER_LOG_FORMAT" not in original
+    (row,) = [line for line in renamed.splitlines() if "`FLINK_SQL_RUNNER_LOG_FORMAT`" in line]
+    assert row.endswith(
+        "| The old spelling of `--output` / `FLINK_SQL_RUNNER_OUTPUT`, still read (with a note). |"
+    )
+    rows = [line for line in page.splitlines() if line.startswith("| `FLINK_SQL_RUNNER_")]
+    assert [row for row in rows if not row.strip().strip("|").split("|")[-1].strip()] == []
