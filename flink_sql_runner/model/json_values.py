@@ -70,8 +70,10 @@ def json_batch(batch: dict[str, Any] | None) -> dict[str, Any] | None:
     if batch is None:
         return None
     shown = {k: v for k, v in batch.items() if k != "duration-ms"}
-    shown["timestamp"] = json_time_of_text(batch.get("timestamp"))
-    shown["duration-seconds"] = seconds_of_ms(batch.get("duration-ms"))
+    if "timestamp" in batch:  # what the runner wrote, no more: an older runner's has fewer keys
+        shown["timestamp"] = json_time_of_text(batch["timestamp"])
+    if "duration-ms" in batch:
+        shown["duration-seconds"] = seconds_of_ms(batch["duration-ms"])
     return shown
 
 
