@@ -44,8 +44,10 @@ class Shown:
     def __init__(self, output: str) -> None:
         self.json = output == "json"
         self.jobs: list[dict[str, Any]] = []
+        self.count = 0  # results shown, either way
 
     def add(self, result: Any) -> None:
+        self.count += 1
         if self.json:
             self.jobs.append(result.to_dict())
         elif result.outcome == "failed":
@@ -141,6 +143,8 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
         for result in Deployment(settings_from((), **kw)).stop(None if every else list(names)):
             shown.add(result)
             worst = max(worst, result.exit_code)
+        if every and not shown.count and output != "json":
+            click.echo("No jobs to stop.")
     except FsrError as exc:
         if output != "json":
             raise

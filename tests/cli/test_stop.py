@@ -278,3 +278,17 @@ def test_a_bucket_that_does_not_exist_is_an_error_not_a_store_without_jobs(
     assert result.returncode not in (0, 130), result.stdout
     assert "bucket no-such-bucket-here does not exist" in result.stderr, result.stderr
     assert "No jobs" not in result.stdout and '"jobs": []' not in result.stdout
+
+
+def test_stop_all_with_no_job_says_so(tmp_path: Path):
+    """`stop --all` of a store without jobs says it found none, as `forget --all` does, rather
+    than printing nothing; JSON stays one document with no job."""
+    (tmp_path / "state" / "manifests").mkdir(parents=True)
+    text = cli("stop", "--all", "--state-dir", str(tmp_path / "state"), cwd=tmp_path)
+    assert (text.returncode, text.stdout) == (0, "No jobs to stop.\n"), text.stderr
+    shown = cli("stop", "--all", "--output", "json", "--state-dir", str(tmp_path / "state"))
+    assert (shown.returncode, json.loads(shown.stdout)) == (0, {"jobs": []}), shown.stderr
+    stored_job(tmp_path / "state")
+    one = cli("stop", "--all", "--state-dir", str(tmp_path / "state"), cwd=tmp_path)
+    assert one.returncode == 0 and "No jobs" not in one.stdout, one.stdout + one.stderr
+    assert one.stdout.startswith("tick-log: "), one.stdout
