@@ -250,7 +250,14 @@ def option_help(param: click.Parameter) -> str:
 def shown_params(command: click.Command, ctx: click.Context) -> Iterator[click.Parameter]:
     """The parameters --help shows: every argument, every option with a help line (a hidden one
     has none)."""
+    cached = command.get_help_option(ctx)
     for param in command.get_params(ctx):
+        if param is cached and cached is not None:
+            # click caches a command's help option as the first context that asked made it: a
+            # test's bare context makes it `--help` alone. The program's is made from its
+            # context settings, as `ctx` has them.
+            names = command.get_help_option_names(ctx)
+            param = click.Option(names, is_flag=True, help=cached.help)
         if isinstance(param, click.Argument) or param.get_help_record(ctx) is not None:
             yield param
 

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 
+import click
 import pytest
 
 from tests.docs import reference
@@ -145,3 +146,22 @@ def test_a_renamed_options_variable_is_filed_as_its_old_spelling_and_says_what_i
     )
     rows = [line for line in page.splitlines() if line.startswith("| `FLINK_SQL_RUNNER_")]
     assert [row for row in rows if not row.strip().strip("|").split("|")[-1].strip()] == []
+
+
+def test_the_pages_do_not_depend_on_who_read_the_commands_before() -> None:
+    """A context made without the program's settings (as a test may make one) caches each
+    command's help option as `--help` alone; the pages are the same after it."""
+    from flink_sql_runner.cli.main import main
+
+    commands = [
+        main.get_command(click.Context(main), n) for n in main.list_commands(click.Context(main))
+    ]
+    kept = {command: command._help_option for command in commands}
+    try:
+        for command in commands:
+            command._help_option = None
+            command.get_help_option(click.Context(command))  # cached as `--help` alone
+        assert reference.differences(reference.KINDS["cli"]()) == []
+    finally:
+        for command, option in kept.items():  # as it was, for the tests after this one
+            command._help_option = option

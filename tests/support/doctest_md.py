@@ -256,7 +256,10 @@ def check_cli(args: list[str]) -> list[str]:
         return [f"flink-sql-runner has no command {args[0]!r} (it has: {known})"]
     from flink_sql_runner.cli.original_flags import expand_greedy
 
-    parent = click.Context(main, info_name="flink-sql-runner")
+    # As the program makes it (its context settings: -h and --help): a context without them
+    # would leave each command's help option cached as `--help` alone, for every later reader of
+    # the command in this process (click caches it; tests/docs/reference.py reads it).
+    parent = click.Context(main, info_name="flink-sql-runner", **main.context_settings)
     rest = args[1:]
     if not any(isinstance(p, click.Argument) for p in command.params):
         rest = expand_greedy(rest)
