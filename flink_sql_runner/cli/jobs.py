@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,23 @@ class Shown:
         if self.json:
             click.echo(json.dumps({"jobs": self.jobs}))
 
+    def run(self, names: tuple[str, ...], debug: bool, act: Callable[[], int]) -> int:
+        """`act()`, the command's work (its worst exit code so far), then the document closed:
+        with --output json its failure or interrupt is reported in the document (without, it
+        goes on to the command's boundary)."""
+        try:
+            worst = act()
+        except FsrError as exc:
+            if not self.json:
+                raise
+            worst = self.failed(names, exc, debug)
+        except KeyboardInterrupt:
+            if not self.json:
+                raise
+            worst = self.interrupted(names)
+        self.close()
+        return worst
+
 
 @click.command(cls=FsrCommand)
 @click.option(
@@ -136,8 +154,10 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
     not running, 1 a job could not be stopped (the others are stopped all the same), 2 a NAME
     that is neither stored nor running (then nothing is stopped), 3 the store is locked.
     """
-    worst, shown = EXIT_OK, Shown(output)
-    try:
+    shown = Shown(output)
+
+    def act() -> int:
+        worst = EXIT_OK
         if bool(names) == every:
             raise BadFlags("name the jobs to stop, or give --all (not both)")
         for result in Deployment(settings_from((), **kw)).stop(None if every else list(names)):
@@ -145,16 +165,9 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
             worst = max(worst, result.exit_code)
         if every and not shown.count and output != "json":
             click.echo("No jobs to stop.")
-    except FsrError as exc:
-        if output != "json":
-            raise
-        worst = shown.failed(names, exc, debug)
-    except KeyboardInterrupt:
-        if output != "json":
-            raise
-        worst = shown.interrupted(names)
-    shown.close()
-    return worst
+        return worst
+
+    return shown.run(names, debug, act)
 
 
 #: Options of the shared groups that `stop` has no use for: it reads no manifests, tables or
@@ -232,8 +245,10 @@ def forget(
         jobs = f"{len(due)} job{'s' if len(due) != 1 else ''}"
         return click.confirm(f"Forget {jobs} ({size} deleted)?", default=False, err=True)
 
-    worst, shown = EXIT_OK, Shown(output)
-    try:
+    shown = Shown(output)
+
+    def act() -> int:
+        worst = EXIT_OK
         if bool(names) == every:
             raise BadFlags("name the jobs to forget, or give --all (not both)")
         if ask and output == "json":
@@ -250,16 +265,9 @@ def forget(
             if output == "json" or (result.name in due and result.outcome != "would-forget"):
                 shown.add(result)  # else the listing said it
             worst = max(worst, result.exit_code)
-    except FsrError as exc:
-        if output != "json":
-            raise
-        worst = shown.failed(names, exc, debug)
-    except KeyboardInterrupt:
-        if output != "json":
-            raise
-        worst = shown.interrupted(names)
-    shown.close()
-    return worst
+        return worst
+
+    return shown.run(names, debug, act)
 
 
 #: `forget` reads no manifests, tables or template, and submits nothing.
