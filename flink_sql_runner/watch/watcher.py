@@ -187,6 +187,9 @@ class Watcher:
             except LeaseLost as exc:
                 self.leading = False
                 self.notifier.emit(Event("standing-by", message=str(exc)))
+                if self.metrics is not None:  # it no longer looks: nor says what it last saw
+                    self.metrics.leader.set(0)
+                    self.metrics.forget(set())
         try:
             holder = self.leader.try_acquire()
         except FsrError as exc:

@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 
 from flink_sql_runner.render.status import status_text
 from flink_sql_runner.stores.lock import Holder
@@ -257,6 +258,27 @@ def test_two_watchers_one_acts_and_the_other_takes_over_when_it_stops_renewing()
     assert world.record().consecutive == 2
     world.look(second)
     assert len(world.target.submissions) == 2
+
+
+def test_a_watcher_that_stands_by_says_so_in_its_metrics():
+    """Its leader gauge is 0 and its jobs' series are gone: what it saw when it led would be
+    read beside what the leader sees (examples/monitoring reads the leader's only)."""
+    world = World()
+    world.deployed()
+    first, second = world.watcher(), world.watcher()
+    first.metrics = Metrics()
+    world.look(first, 0)
+    world.look(second)
+    for _ in range(4):  # the first stops renewing: the second takes over
+        world.look(second)
+    assert world.kinds()[-1] == "watcher-took-over"
+    text = generate_latest(first.metrics.registry).decode()
+    assert "flink_sql_runner_watch_leader 1.0" in text and 'job="orders"' in text
+    world.look(first)
+    assert world.kinds()[-1] == "standing-by"
+    text = generate_latest(first.metrics.registry).decode()
+    assert "flink_sql_runner_watch_leader 0.0" in text
+    assert 'job="orders"' not in text
 
 
 class Hook(BaseHTTPRequestHandler):
