@@ -22,9 +22,9 @@ pytest_plugins = ["tests.support.fixtures_s3", "tests.support.hadoop_cluster"]
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
 REPO = Path(__file__).resolve().parents[1]
-#: Markers of tests that start Spark, a server or a browser, or run the simulation's many seeds:
-#: any other test is in the fast lane.
-HEAVY = ("spark", "e2e", "cluster", "s3", "kafka", "yarn", "diagrams", "simulation")
+#: Markers of tests that start Spark, a server or a browser, run the simulation's many seeds, or
+#: need a tool of their own (promtool): any other test is in the fast lane.
+HEAVY = ("spark", "e2e", "cluster", "s3", "kafka", "yarn", "diagrams", "promtool", "simulation")
 #: The state folders a test could reach by the CLI's default: the repository's, the working
 #: folder's (where pytest was started).
 USER_STATE = sorted({REPO / ".flink-sql-runner", Path.cwd().resolve() / ".flink-sql-runner"})
