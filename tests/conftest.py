@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import netguard, scratch, warm_cli
+from tests.support import browser, netguard, scratch, warm_cli
 from tests.support.diagrams import stop_reader
 from tests.support.isolation import changes, fingerprint
 from tests.support.jvm import quicken
@@ -24,7 +24,10 @@ os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 REPO = Path(__file__).resolve().parents[1]
 #: Markers of tests that start Spark, a server or a browser, run the simulation's many seeds, or
 #: need a tool of their own (promtool): any other test is in the fast lane.
-HEAVY = ("spark", "e2e", "cluster", "s3", "kafka", "yarn", "diagrams", "promtool", "simulation")
+HEAVY = (
+    "spark", "e2e", "cluster", "s3", "kafka", "yarn", "diagrams", "browser", "promtool",
+    "simulation",
+)  # fmt: skip
 #: The state folders a test could reach by the CLI's default: the repository's, the working
 #: folder's (where pytest was started).
 USER_STATE = sorted({REPO / ".flink-sql-runner", Path.cwd().resolve() / ".flink-sql-runner"})
@@ -66,6 +69,18 @@ def only_this_machine() -> Iterator[None]:
             + ", ".join(outside),
             pytrace=False,
         )
+
+
+@pytest.fixture(autouse=True)
+def pages_looked_at(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked `browser` opens its pages in a fresh browser context, closed after it
+    (tests/support/browser.py); a script error, a console error or a failed request of its
+    pages that the test did not take with `page_problems` fails it, naming them."""
+    browser.begin_test(request.node.get_closest_marker("browser") is not None)
+    yield
+    left = browser.end_test()
+    if left:
+        pytest.fail("a page of this test had problems:\n" + "\n".join(left), pytrace=False)
 
 
 #: A `java` that only says it was asked for: the fast lane's JAVA_HOME.
@@ -114,9 +129,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_sessionfinish() -> None:
-    """The worker's CLI launcher and Mermaid reader, if it started them, stopped."""
+    """The worker's CLI launcher, Mermaid reader and browser, if it started them, stopped."""
     warm_cli.stop()
     stop_reader()
+    browser.stop()
 
 
 @pytest.fixture(scope="session")
