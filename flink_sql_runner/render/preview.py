@@ -98,7 +98,7 @@ def preview_text(preview: Preview) -> str:
         if side.error:
             lines.append(f"  {label}: failed: {side.error}")
         else:
-            lines.append(f"  {label}: {len(side.rows)} row(s) out; {_schema(side.fields)}")
+            lines.append(f"  {label}: {side.rows_out} row(s) out; {_schema(side.fields)}")
     if preview.verdict is not None:
         lines.append(f"  schema: {verdict_line(preview)}")
     lines.append(f"  {headline(preview)}")
@@ -188,7 +188,7 @@ def preview_markdown(preview: Preview, rows: bool = False) -> list[str]:
     lines.append(f"Input: {text(preview.slice.describe() + (f' ({parts})' if parts else ''))}")
     if preview.unavailable is None:
         ins = ", ".join(f"{view} {rows}" for view, rows in preview.inputs.items())
-        outs = [f"{label} {len(s.rows)}" for s, label in ((preview.old, "old"),
+        outs = [f"{label} {s.rows_out}" for s, label in ((preview.old, "old"),
                 (preview.new, "new")) if s is not None and not s.error]  # fmt: skip
         lines += ["", f"Rows in: {text(ins or 'none')}; rows out: {text(', '.join(outs))}"]
         if preview.verdict is not None:
