@@ -16,6 +16,7 @@ on: nothing here checks them against a key (`deploy --plan` does); `ShownPlanDoc
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
@@ -112,7 +113,8 @@ class ShownPlanDoc:
     """A plan's document as the page shows it: its Markdown, and what the document says of
     itself. Nothing of it is verified: a saved plan's `digest` and `signature` are as written
     (`digest_matches`: whether the digest is its content's, which anyone can work out again,
-    so it proves nothing of a review)."""
+    so it proves nothing of a review). Its texts, and the `note` made with them (`deployer`,
+    `created`), come from the document: escape them where they are shown."""
 
     markdown: str
     #: A saved plan (`plan --out`), not a plan's JSON output.
@@ -144,6 +146,18 @@ def markdown_of_plan_doc(doc: Any) -> str:
     """The pull request's Markdown of the plan in `doc`, a plan's JSON document (`plan --output
     json`) or a saved plan's (`plan --out`); BadPlanDocument when it is neither."""
     return read_plan_doc(doc).markdown
+
+
+def read_plan_json(raw: str | bytes) -> ShownPlanDoc:
+    """`read_plan_doc` of a file's text (a saved plan, what `plan --output json` printed), what
+    is not JSON said as BadPlanDocument too. How large a file to read is the caller's limit."""
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise BadPlanDocument(f"(the document): not JSON ({exc})") from None
+    except RecursionError:
+        raise BadPlanDocument("(the document): nested too deep") from None
+    return read_plan_doc(doc)
 
 
 def read_plan_doc(doc: Any) -> ShownPlanDoc:

@@ -24,6 +24,7 @@ from flink_sql_runner.render.plan_doc import (
     BadPlanDocument,
     markdown_of_plan_doc,
     read_plan_doc,
+    read_plan_json,
 )
 from flink_sql_runner.render.preview import previews_markdown
 from tests.support.diagrams import parse_markdown
@@ -261,6 +262,27 @@ def test_a_forged_saved_plan_is_refused_naming_the_field(forge: Any, said: str) 
     with pytest.raises(BadPlanDocument) as refused:
         markdown_of_plan_doc(forge(saved_doc()))
     assert str(refused.value).startswith(said), str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        (b"", "(the document): not JSON (Expecting value: line 1 column 1 (char 0))"),
+        (b"\xff\xfe{", "(the document): not JSON ("),
+        ("[" * 100_000 + "]" * 100_000, "(the document): nested too deep"),
+        ("{}", "jobs: is required"),
+    ],
+    ids=["empty", "not-text", "deep", "no-jobs"],
+)
+def test_a_file_that_is_not_a_plan_s_json_is_said(raw: Any, said: str) -> None:
+    with pytest.raises(BadPlanDocument) as refused:
+        read_plan_json(raw)
+    assert str(refused.value).startswith(said), str(refused.value)
+
+
+def test_a_file_of_a_plan_s_json_shows_as_the_document() -> None:
+    markdown, doc = shown(CASES["sink-swap"]())
+    assert read_plan_json(json.dumps(doc, indent=2).encode()).markdown == markdown
 
 
 def test_a_value_nested_too_deep_is_said_not_a_crash() -> None:
