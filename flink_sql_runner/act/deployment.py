@@ -408,9 +408,11 @@ class Deployment:
         *,
         prune: bool = False,
         key: bytes | None = None,
+        saved_as: str | None = None,
     ) -> dict[str, Any]:
         """The saved plan of `plan`, the last this deployment decided (`shown`: as `--output
-        json` has it, secrets masked), signed with the plan `key` when there is one."""
+        json` has it, secrets masked), signed with the plan `key` when there is one;
+        `saved_as`: its file's name."""
         return make_saved_plan(
             plan,
             shown,
@@ -427,6 +429,7 @@ class Deployment:
             template_file=self.settings.template,
             prune=prune,
             key=key,
+            saved_as=saved_as,
             handover=self.settings.handover,
             kafka_start=self.settings.kafka_start.text if self.settings.kafka_start else None,
             on_state_change=self.settings.on_state_change,

@@ -1,11 +1,13 @@
 """A saved plan (`plan --out FILE`): the plan's decisions as `plan --output json` shows them
-(secrets masked), what each was decided from (act/plan_inputs.py), the release of the deployer,
-the target it was made for and the Spark it was judged for, the job paths and catalog it read,
-when it was made, and a digest of all of it. `deploy --plan FILE` reads it back here: a file that
-is not one, is damaged or was edited (its digest), is not the one approved (`--expect-digest`) or
-not signed with the plan key, was made by another release, is older than its limit or dated in
-the future is refused before anything is read from the world; act/stale.py then says whether the
-world is still the one it was made in.
+(secrets masked), with what its Markdown shows beside them (the lineage, the previews, the name
+it was saved as: render/plan_doc.py shows it as the pull request did), what each was decided
+from (act/plan_inputs.py), the release of the deployer, the target it was made for and the Spark
+it was judged for, the job paths and catalog it read, when it was made, and a digest of all of
+it. `deploy --plan FILE` reads it back here: a file that is not one, is damaged or was edited
+(its digest), is not the one approved (`--expect-digest`) or not signed with the plan key, was
+made by another release, is older than its limit or dated in the future is refused before
+anything is read from the world; act/stale.py then says whether the world is still the one it
+was made in.
 
 The file is JSON, one document; its `digest` is the SHA-256 of the document without `digest` and
 `signature`, written canonically (keys sorted, no spaces): the saved plan's identity, shown in the
@@ -124,9 +126,12 @@ def make_saved_plan(
     template_file: Path | None = None,
     prune: bool = False,
     key: bytes | None = None,
+    saved_as: str | None = None,
 ) -> dict[str, Any]:
-    """The saved plan of `plan` (`shown`: its decisions as `--output json` has them, secrets
-    masked), sealed with its digest and, with the plan `key`, signed. What was decided from is
+    """The saved plan of `plan` (`shown`: its document as `--output json` has it, secrets
+    masked: its decisions, and the lineage and previews its Markdown shows), sealed with its
+    digest and, with the plan `key`, signed; `saved_as`: the name of its file, as the Markdown
+    names it. What was decided from is
     recorded for the jobs it acts on; what the store held, for those and the jobs each was
     decided against (`against`); `target`: every setting that says where jobs run;
     `store_now_ms`, the store's clock its "now minus" starts were made a time of (None: none)."""
@@ -164,6 +169,9 @@ def make_saved_plan(
         "keyed": key is not None,
         "template": template_entry(template, digests) if names & set(desired) else None,
         "jobs": shown["jobs"],
+        "saved-as": saved_as,
+        "lineage": shown.get("lineage"),
+        **{k: shown[k] for k in ("previews", "preview-rows") if k in shown},
         "inputs": {
             n: job_entry(desired[n], catalog, digests) for n in sorted(names & set(desired))
         },
@@ -206,7 +214,9 @@ def plan_key(environ: dict[str, str] | None = None) -> bytes | None:
 
 def write_saved_plan(path: Path, doc: dict[str, Any]) -> None:
     try:
-        replace_file(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        # In the order the plan's document has (the digest's canonical form is sorted): the
+        # Markdown it shows again has a preview's columns in the query's order.
+        replace_file(path, json.dumps(doc, indent=2) + "\n")
     except OSError as exc:
         raise FsrError(f"{path}: cannot write the saved plan: {exc.strerror or exc}") from None
 
@@ -461,9 +471,18 @@ SHAPE: dict[str, Any] = {
             "additionalProperties": {"type": "array", "items": _TEXT},
         },
         "store-read": {"type": "object", "additionalProperties": {"$ref": "#/$defs/store"}},
+        # What the Markdown shows beside the jobs (render/plan_doc.py checks them whole).
+        "saved-as": _TEXT_OR_NONE,
+        "lineage": {"type": ["object", "null"]},
+        "previews": {"type": "array", "items": {"type": "object"}},
+        "preview-rows": {"type": "boolean"},
     },
     "$defs": {
-        "step": {"type": "object", "required": ["step"], "properties": {"step": _TEXT}},
+        "step": {
+            "type": "object",
+            "required": ["step"],
+            "properties": {"step": _TEXT, "text": _TEXT},
+        },
         "inputs": {
             "type": "object",
             "required": ["file", "file-sha256", "table-files", "env", "base", "manifest-sha256"],

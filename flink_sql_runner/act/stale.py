@@ -29,8 +29,9 @@ from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.read.secrets import redact_text
 
 #: What a step's record says that is not what it does: the run a stop names (its pid, its
-#: application id) changes with every restart of the same version.
-RUN_KEYS = ("run",)
+#: application id) changes with every restart of the same version, and so does the step's
+#: `text`, which names it too.
+RUN_KEYS = ("run", "text")
 
 
 def input_lines(

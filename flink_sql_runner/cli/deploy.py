@@ -54,11 +54,11 @@ from flink_sql_runner.errors import (
 )
 from flink_sql_runner.gather.preview import PreviewAsk
 from flink_sql_runner.host import collector
-from flink_sql_runner.model.lineage import build_lineage
+from flink_sql_runner.model.lineage import Lineage, build_lineage
 from flink_sql_runner.model.preview import Preview
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.render.markdown import plan_markdown
-from flink_sql_runner.render.plan import plan_json, plan_text, results_text
+from flink_sql_runner.render.plan import plan_json, plan_text, results_text, shown_keys
 from flink_sql_runner.render.preview import preview_text, previews_markdown
 
 
@@ -119,10 +119,19 @@ def plan(
     jobs = load(deployment, sources=deployment.sources_checked())
     kept: list[dict[str, Any]] = []
 
+    lineages: list[Lineage] = []
+
     def show(p: Plan, previews: list[Preview] | None = None) -> str:
-        saved = saved_shown(deployment, p, jobs, out, kept, prune) if out is not None else None
+        if not lineages:  # the jobs' alone: the same for every plan shown
+            lineages.append(build_lineage(jobs, catalog=deployment.catalog()))
+        saved = None
+        if out is not None:
+            keys = shown_keys(lineages[0], previews, preview_rows)
+            saved = saved_shown(deployment, p, jobs, out, kept, prune, keys)
         extra = {"saved-plan": {"file": str(out), "digest": saved[1]}} if saved else {}
-        return _shown_plan(p, output, deployment, jobs, saved, previews, preview_rows, **extra)
+        return _shown_plan(
+            p, output, deployment, jobs, saved, previews, preview_rows, lineages[0], **extra
+        )
 
     if with_preview:
         result = deployment.plan(jobs, prune=prune, read_only=True)
@@ -144,16 +153,19 @@ def _shown_plan(
     saved: tuple[str, str] | None = None,
     previews: list[Preview] | None = None,
     preview_rows: bool = False,
+    lineage: Lineage | None = None,
     **extra: Any,
 ) -> str:
-    if output == "markdown":
+    """The plan in `output`; its Markdown and its JSON with the `lineage` of `jobs` (made
+    here when not given) and the `previews`, so that its JSON shows as its Markdown
+    (render/plan_doc.py)."""
+    if output in ("markdown", "json") and lineage is None:
         lineage = build_lineage(jobs, catalog=deployment.catalog())
+    if output == "markdown":
         shown = previews_markdown(previews or [], preview_rows)
         return plan_markdown(plan, lineage, saved=saved, previews=shown)
     if output == "json":
-        if previews is not None:
-            extra["previews"] = [p.to_dict() for p in previews]
-        return plan_json(plan, **extra)
+        return plan_json(plan, **extra, **shown_keys(lineage, previews, preview_rows))
     shown = plan_text(plan, colour())
     if previews:
         shown += "\n\n" + "\n\n".join(preview_text(p) for p in previews)

@@ -96,11 +96,14 @@ def saved_shown(
     out: Path,
     kept: list[dict[str, Any]],
     prune: bool = False,
+    keys: dict[str, Any] | None = None,
 ) -> tuple[str, str]:
     """The saved plan of `plan` (kept in `kept` until written) and what the Markdown plan says
-    of it: its file name and digest."""
+    of it: its file name and digest. `keys`: what its document holds beside its jobs for its
+    Markdown (render/plan.py's `shown_keys`)."""
+    shown = {**plan_dict(plan), **(keys or {})}
     doc = deployment.saved_plan(
-        plan, plan_dict(plan), jobs, __version__, prune=prune, key=plan_key()
+        plan, shown, jobs, __version__, prune=prune, key=plan_key(), saved_as=out.name
     )
     kept[:] = [doc]
     return out.name, str(doc["digest"])

@@ -136,6 +136,11 @@ class StateReport:
         }
 
 
+def step_dict(step: Step) -> dict[str, Any]:
+    """A step for JSON: what it does, then `text`, as the text and Markdown plans say it."""
+    return {**step.to_dict(), "text": step.describe()}
+
+
 @dataclass(frozen=True)
 class Decision:
     name: str
@@ -181,8 +186,8 @@ class Decision:
             "query-version": self.version,
             "reason": self.reason,
             "changes": [change(c) for c in self.changes],
-            "steps": [s.to_dict() for s in self.steps],
-            "rollback": [s.to_dict() for s in self.rollback],
+            "steps": [step_dict(s) for s in self.steps],
+            "rollback": [step_dict(s) for s in self.rollback],
         }
         if self.after:
             doc["after"] = list(self.after)

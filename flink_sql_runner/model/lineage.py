@@ -32,6 +32,7 @@ from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.catalog import Catalog
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.read.names import BadName, parse_name
+from flink_sql_runner.read.schemas import field_path, shape_problem, shape_validator
 from flink_sql_runner.read.sinks import SinkId, catalog_name, normalise_path, sink_of
 
 #: How the table a consumer reads holds what a producer writes (JSON's `via`, the diagrams'
@@ -435,9 +436,23 @@ def build_lineage(
         for table, definition in sorted(reader.reads.items()):
             for writer, via in writers.of(reader.name, table, definition):
                 links.append(Link(writer.name, reader.name, writer.target, table, via))
-    links.sort(key=lambda link: (link.producer, link.consumer, link.table, link.read_as))
+    nodes = {
+        use.name: JobNode(use.name, tuple(use.reads), use.target, use.stored_only)
+        for use in ordered
+    }
+    return _assembled(nodes, _tables(ordered, writers, catalog), links, _unused(ordered, catalog))
 
-    names = [use.name for use in ordered]
+
+def _assembled(
+    nodes: dict[str, JobNode],
+    tables: dict[str, TableNode],
+    links: list[Link],
+    unused: tuple[str, ...],
+) -> Lineage:
+    """The lineage of jobs `nodes` (by name, sorted) and their `links`: their order, cycles and
+    indexes worked out."""
+    links.sort(key=lambda link: (link.producer, link.consumer, link.table, link.read_as))
+    names = list(nodes)
     succ: dict[str, set[str]] = {}
     pred: dict[str, set[str]] = {}
     for link in links:
@@ -455,14 +470,11 @@ def build_lineage(
         out.setdefault(link.producer, []).append(link)
 
     return Lineage(
-        jobs={
-            name: JobNode(name, tuple(uses[name].reads), uses[name].target, uses[name].stored_only)
-            for name in order
-        },
-        tables=_tables(ordered, writers, catalog),
+        jobs={name: nodes[name] for name in order},
+        tables=tables,
         links=tuple(links),
         cycles=cycles,
-        unused_tables=_unused(ordered, catalog),
+        unused_tables=unused,
         _order=tuple(order),
         _succ=succ_t,
         _pred=pred_t,
@@ -472,6 +484,91 @@ def build_lineage(
         _into={name: tuple(found) for name, found in into.items()},
         _from={name: tuple(found) for name, found in out.items()},
     )
+
+
+_TEXT = {"type": "string"}
+_NAMES = {"type": "array", "items": _TEXT}
+
+
+def _record(required: list[str], **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": properties}
+
+
+#: The shape of `Lineage.to_dict()`'s document as `lineage_from_dict` reads it: what it works
+#: out again (`upstream`, `downstream`, `order`, `cycles`) is not read.
+SHAPE: dict[str, Any] = _record(
+    ["jobs", "tables", "links", "unused-tables"],
+    jobs={"type": "array", "items": _record(
+        ["name", "reads", "writes", "stored-only"],
+        name=_TEXT, reads=_NAMES, writes=_TEXT, **{"stored-only": {"type": "boolean"}})},
+    tables={"type": "array", "items": _record(
+        ["name", "format", "location"],
+        name=_TEXT, format={"type": ["string", "null"]},
+        location={"type": "array", "items": _record(["kind", "where"], kind=_TEXT, where=_TEXT)},
+        **{"written-by": _NAMES, "read-by": _NAMES})},
+    links={"type": "array", "items": _record(
+        ["producer", "consumer", "table", "read-as", "via"], producer=_TEXT, consumer=_TEXT,
+        table=_TEXT, via=_TEXT, **{"read-as": _TEXT})},
+    **{"unused-tables": _NAMES},
+)  # fmt: skip
+
+
+def lineage_from_dict(doc: Any) -> Lineage:
+    """The lineage `Lineage.to_dict()` wrote, read back (a plan's document carries the one its
+    Markdown draws); ValueError naming the field when `doc` is not one: not of its shape, or
+    naming a job or table it does not hold."""
+    found = shape_problem(doc, _shape_checker())
+    if found is not None:
+        raise ValueError(f"{found[0]}: {found[1]}")
+
+    def wrong(path: list[Any], said: str) -> ValueError:
+        return ValueError(f"{field_path(path)}: {said}")
+
+    nodes: dict[str, JobNode] = {}
+    for i, job in enumerate(doc["jobs"]):
+        if job["name"] in nodes:
+            raise wrong(["jobs", i, "name"], "a job listed twice")
+        nodes[job["name"]] = JobNode(
+            job["name"], tuple(job["reads"]), job["writes"], job["stored-only"]
+        )
+    tables: dict[str, TableNode] = {}
+    for i, table in enumerate(doc["tables"]):
+        if table["name"] in tables:
+            raise wrong(["tables", i, "name"], "a table listed twice")
+        places = tuple(SinkId(p["kind"], p["where"]) for p in table["location"])
+        tables[table["name"]] = TableNode(
+            table["name"], table["format"], places,
+            tuple(table.get("written-by", ())), tuple(table.get("read-by", ())),
+        )  # fmt: skip
+    for i, job in enumerate(doc["jobs"]):
+        for j, name in enumerate(job["reads"]):
+            if name not in tables:
+                raise wrong(["jobs", i, "reads", j], "not a table of the lineage")
+        if job["writes"] not in tables:
+            raise wrong(["jobs", i, "writes"], "not a table of the lineage")
+    links = []
+    for i, link in enumerate(doc["links"]):
+        for key in ("producer", "consumer"):
+            if link[key] not in nodes:
+                raise wrong(["links", i, key], "not a job of the lineage")
+        if link["table"] != nodes[link["producer"]].writes:
+            raise wrong(["links", i, "table"], "not the table its producer writes")
+        if link["read-as"] not in nodes[link["consumer"]].reads:
+            raise wrong(["links", i, "read-as"], "not a table its consumer reads")
+        links.append(
+            Link(link["producer"], link["consumer"], link["table"], link["read-as"], link["via"])
+        )
+    for i, name in enumerate(doc["unused-tables"]):
+        if name not in tables:
+            raise wrong(["unused-tables", i], "not a table of the lineage")
+    nodes = {name: nodes[name] for name in sorted(nodes)}
+    tables = {name: tables[name] for name in sorted(tables)}
+    return _assembled(nodes, tables, links, tuple(doc["unused-tables"]))
+
+
+@functools.cache
+def _shape_checker() -> Any:
+    return shape_validator(SHAPE)
 
 
 def plan_lineage(facts: list[JobFacts]) -> Lineage:

@@ -4,8 +4,11 @@ the runner's preview probe; render/preview.py shows it)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
+
+from flink_sql_runner.read.schemas import shape_problem, shape_validator
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,13 @@ class Side:
     rows: tuple[tuple[Any, ...], ...] = ()
     stateful: tuple[str, ...] = ()
     error: str | None = None
+    #: How many rows it wrote, where the rows themselves are not kept (a preview read back from
+    #: its JSON, `Preview.from_dict`); None: `len(rows)`.
+    counted: int | None = None
+
+    @property
+    def rows_out(self) -> int:
+        return len(self.rows) if self.counted is None else self.counted
 
     @classmethod
     def from_dict(cls, doc: Any) -> Side:
@@ -174,7 +184,7 @@ class Preview:
                 return None
             if s.error:
                 return {"error": s.error}
-            return {"fields": list(s.fields), "rows-out": len(s.rows),
+            return {"fields": list(s.fields), "rows-out": s.rows_out,
                     "stateful": list(s.stateful)}  # fmt: skip
 
         return {
@@ -191,6 +201,7 @@ class Preview:
                 "verdict": self.verdict,
                 "policy": self.policy,
                 "refused": self.refused,
+                "summary": self.schema_summary,
                 **{k: v for k, v in self.schema_change.items() if k != "verdict"},
             },  # fmt: skip
             "key": list(self.key),
@@ -201,6 +212,180 @@ class Preview:
             "notes": list(self.notes),
             "probe-seconds": dict(self.seconds),
         }
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> Preview:
+        """The preview `to_dict` wrote, read back (a plan's document carries its previews):
+        ValueError naming the field when `doc` is not of its shape. Its sides keep their row
+        counts, not their rows (`to_dict` holds only samples)."""
+        found = shape_problem(doc, _shape_checker())
+        if found is not None:
+            raise ValueError(f"{found[0]}: {found[1]}")
+        got = doc["slice"]
+        parts = tuple(
+            SlicePart(p["view"], p["kind"], tuple(p.get("files") or ()), p.get("start"),
+                      p.get("end"), p.get("sample"))
+            for p in got["parts"]
+        )  # fmt: skip
+        schema = doc["schema"]
+        change = {k: v for k, v in schema.items() if k not in ("policy", "refused", "summary")}
+        return cls(
+            name=doc["name"],
+            old_version=doc["old-version"],
+            new_version=doc["new-version"],
+            slice=Slice(
+                got["version"], got["first-batch"], got["last-batch"], parts, got["missing"]
+            ),  # fmt: skip
+            inputs=dict(doc["rows-in"]),
+            old=_side_of(doc["old"]),
+            new=_side_of(doc["new"]),
+            verdict=schema["verdict"],
+            schema_change=change if schema["verdict"] is not None else {},
+            schema_summary=schema["summary"],
+            refused=schema["refused"],
+            policy=schema["policy"],
+            key=tuple(doc["key"]),
+            only_new=doc["only-new"]["rows"],
+            only_old=doc["only-old"]["rows"],
+            changed=doc["changed"]["rows"],
+            only_new_sample=tuple(doc["only-new"]["sample"]),
+            only_old_sample=tuple(doc["only-old"]["sample"]),
+            changed_sample=tuple(doc["changed"]["sample"]),
+            columns=tuple(
+                ColumnDiff(c["name"], _stats_of(c["old"]), _stats_of(c["new"]))
+                for c in doc["columns"]
+            ),
+            notes=tuple(doc["notes"]),
+            unavailable=doc["unavailable"],
+            spark=doc["spark"],
+            seconds=dict(doc["probe-seconds"]),
+        )
+
+
+def _side_of(doc: dict[str, Any] | None) -> Side | None:
+    if doc is None:
+        return None
+    if "error" in doc:
+        return Side(error=doc["error"])
+    return Side(tuple(doc["fields"]), (), tuple(doc["stateful"]), counted=doc["rows-out"])
+
+
+def _stats_of(doc: dict[str, Any] | None) -> ColumnStats | None:
+    if doc is None:
+        return None
+    return ColumnStats(doc["nulls"], doc["distinct"], doc["min"], doc["max"])
+
+
+_TEXT = {"type": "string"}
+_TEXT_OR_NONE = {"type": ["string", "null"]}
+_INT_OR_NONE = {"type": ["integer", "null"]}
+_COUNT = {"type": "integer", "minimum": 0}
+_TEXTS = {"type": "array", "items": _TEXT}
+#: Kafka offsets by topic and partition (`{"t": {"0": 12}}`).
+_OFFSETS = {
+    "type": ["object", "null"],
+    "additionalProperties": {
+        "type": "object",
+        "propertyNames": {"pattern": "^-?[0-9]{1,10}$"},
+        "additionalProperties": {"type": "integer"},
+    },
+}
+_STATS = {
+    "oneOf": [
+        {"type": "null"},
+        {"type": "object", "required": ["nulls", "distinct", "min", "max"],
+         "properties": {"nulls": _COUNT, "distinct": _COUNT}},
+    ]
+}  # fmt: skip
+_SIDE = {
+    "oneOf": [
+        {"type": "null"},
+        {"type": "object", "required": ["error"], "properties": {"error": _TEXT}},
+        {"type": "object", "required": ["fields", "rows-out", "stateful"],
+         "not": {"required": ["error"]},
+         "properties": {"fields": {"type": "array", "items": {"type": "object"}},
+                        "rows-out": _COUNT, "stateful": _TEXTS}},
+    ]
+}  # fmt: skip
+_ROWS = {"type": "array", "items": {"type": "object"}}
+
+
+def _found(sample: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": ["rows", "sample"],
+            "properties": {"rows": _COUNT, "sample": sample}}  # fmt: skip
+
+
+#: The shape of `Preview.to_dict()`'s document, as `Preview.from_dict` reads it.
+SHAPE: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "name", "old-version", "new-version", "slice", "unavailable", "spark", "rows-in", "old",
+        "new", "schema", "key", "only-new", "only-old", "changed", "columns", "notes",
+        "probe-seconds",
+    ],
+    "properties": {
+        "name": _TEXT,
+        "old-version": _INT_OR_NONE,
+        "new-version": {"type": "integer"},
+        "slice": {
+            "type": "object",
+            "required": ["version", "first-batch", "last-batch", "parts", "missing"],
+            "properties": {
+                "version": _INT_OR_NONE,
+                "first-batch": _INT_OR_NONE,
+                "last-batch": _INT_OR_NONE,
+                "missing": _TEXT_OR_NONE,
+                "parts": {"type": "array", "items": {
+                    "type": "object",
+                    "required": ["view", "kind"],
+                    "properties": {
+                        "view": _TEXT,
+                        "kind": {"enum": ["files", "kafka", "sample"]},
+                        "files": _TEXTS,
+                        "start": _OFFSETS,
+                        "end": _OFFSETS,
+                        "sample": _TEXT_OR_NONE,
+                    },
+                }},
+            },
+        },
+        "unavailable": _TEXT_OR_NONE,
+        "spark": _TEXT_OR_NONE,
+        "rows-in": {"type": "object", "additionalProperties": _COUNT},
+        "old": _SIDE,
+        "new": _SIDE,
+        "schema": {
+            "type": "object",
+            "required": ["verdict", "policy", "refused", "summary"],
+            "properties": {"verdict": _TEXT_OR_NONE, "policy": _TEXT,
+                           "refused": {"type": "boolean"}, "summary": _TEXT},
+        },
+        "key": _TEXTS,
+        "only-new": _found(_ROWS),
+        "only-old": _found(_ROWS),
+        "changed": _found({"type": "array", "items": {
+            "type": "object",
+            "required": ["key", "columns"],
+            "properties": {
+                "key": {"type": "object"},
+                "columns": {"type": "object", "additionalProperties": {
+                    "type": "array", "minItems": 2, "maxItems": 2}},
+            },
+        }}),
+        "columns": {"type": "array", "items": {
+            "type": "object",
+            "required": ["name", "old", "new"],
+            "properties": {"name": _TEXT, "old": _STATS, "new": _STATS},
+        }},
+        "notes": _TEXTS,
+        "probe-seconds": {"type": "object", "additionalProperties": {"type": "number"}},
+    },
+}  # fmt: skip
+
+
+@functools.cache
+def _shape_checker() -> Any:
+    return shape_validator(SHAPE)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,11 @@ jobs with nothing to do folded away, then per job its changes as old -> new (sec
 SQL and code as a diff), its steps and what happens if the new run is not healthy; last, a
 Mermaid lineage diagram with the changed jobs and everything downstream of them highlighted.
 
-Whatever comes from manifests is escaped: values go in code spans (longer fences for values
-holding backticks, `|` escaped in tables), other text has Markdown's and HTML's signs escaped.
+It is rendered from the plan's jobs as `plan --output json` has them (`plan_markdown` makes
+them of a `Plan`), so that a plan's JSON document or a saved plan shows as the same Markdown
+(render/plan_doc.py, for the page). Whatever comes from manifests, or from such a document, is
+escaped: values go in code spans (longer fences for values holding backticks, `|` escaped in
+tables), other text has Markdown's and HTML's signs escaped.
 """
 
 from __future__ import annotations
@@ -18,11 +21,14 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from flink_sql_runner.decide.changes import Change
-from flink_sql_runner.decide.decisions import Action, Decision, Plan, SchemaReport, StateReport
+from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.model.lineage import Lineage
 from flink_sql_runner.read.secrets import MASK, mask
 from flink_sql_runner.render.lineage import mermaid_diagram
+from flink_sql_runner.render.plan import plan_dict
+
+#: A job of a plan's document (`plan --output json`'s `jobs`): what the Markdown reads of it.
+Job = dict[str, Any]
 
 #: The comment's first line: CI finds its own comment by it to update it.
 MARKER = "<!-- flink-sql-runner plan -->"
@@ -76,125 +82,130 @@ def _diff(field: str, old: Any, new: Any) -> list[str]:
     return [f"{code(field, in_table=False)}:", "", f"{fence}diff", body, fence]
 
 
-def _change_row(change: Change) -> tuple[str, list[str]]:
+def _change_row(change: dict[str, Any]) -> tuple[str, list[str]]:
     """The change's table row, and the diff block shown below the table (if any)."""
-    old, new = mask(change.old, change.field), mask(change.new, change.field)
+    field = change["field"]
+    old, new = mask(change["old"], field), mask(change["new"], field)
     masked = MASK in (old, new)
     if not masked and (_multiline(old) or _multiline(new)):
         shown = "see the diff below"
-        block = _diff(change.field, old, new)
+        block = _diff(field, old, new)
     else:
         shown = f"{code(_shown(old))} -> {code(_shown(new))}"
         block = []
-    row = f"| {code(change.field)} | {shown} | {change.kind.label} | {text(change.why)} |"
+    row = f"| {code(field)} | {shown} | {text(change['kind'])} | {text(change['why'])} |"
     return row, block
 
 
-def _version(decision: Decision) -> str:
-    return f"v{decision.version}" if decision.version is not None else "-"
+def _version(job: Job) -> str:
+    version = job["query-version"]
+    return f"v{version}" if version is not None else "-"
 
 
-def _action(decision: Decision) -> str:
-    acting = decision.steps or decision.action in (Action.ERROR, Action.REFUSED)
-    return f"**{decision.action.value}**" if acting else decision.action.value
+def _action(job: Job) -> str:
+    acting = job["steps"] or job["action"] in ("error", "refused")
+    return f"**{job['action']}**" if acting else job["action"]
 
 
-def _summary(plan: Plan) -> str:
+def _summary(jobs: list[Job]) -> str:
     counts: dict[str, int] = {}
-    for d in plan.decisions:
-        counts[d.action.value] = counts.get(d.action.value, 0) + 1
-    jobs = f"{len(plan.decisions)} job{'s' if len(plan.decisions) != 1 else ''}"
+    for job in jobs:
+        counts[job["action"]] = counts.get(job["action"], 0) + 1
+    said = f"{len(jobs)} job{'s' if len(jobs) != 1 else ''}"
     summary = ", ".join(f"{n} {a}" for a, n in sorted(counts.items()))
-    verdict = "changes pending" if plan.pending else "nothing to do"
-    return f"{jobs} ({summary}); {verdict}"
+    verdict = "changes pending" if any(job["steps"] for job in jobs) else "nothing to do"
+    return f"{said} ({summary}); {verdict}"
 
 
-def _job_table(decisions: list[Decision]) -> list[str]:
+def _job_table(jobs: list[Job]) -> list[str]:
     lines = ["| job | action | version | reason |", "|---|---|---|---|"]
-    for d in decisions:
-        lines.append(f"| {code(d.name)} | {_action(d)} | {_version(d)} | {text(d.reason)} |")
+    for d in jobs:
+        lines.append(f"| {code(d['name'])} | {_action(d)} | {_version(d)} | {text(d['reason'])} |")
     return lines
 
 
-def _job_section(decision: Decision, lineage: Lineage | None, diffs: bool) -> list[str]:
-    lines = ["", f"#### {code(decision.name, in_table=False)}: {decision.action.value}"]
-    if decision.changes:
+def _job_section(job: Job, lineage: Lineage | None, diffs: bool) -> list[str]:
+    name = job["name"]
+    lines = ["", f"#### {code(name, in_table=False)}: {job['action']}"]
+    if job["changes"]:
         rows, blocks = [], []
-        for change in decision.changes:
+        for change in job["changes"]:
             row, block = _change_row(change)
             rows.append(row)
             if diffs and block:
                 blocks += ["", *block]
             elif block:
-                blocks += ["", f"{code(change.field, in_table=False)}: its diff is left out."]
+                blocks += ["", f"{code(change['field'], in_table=False)}: its diff is left out."]
         lines += ["", "| field | old -> new | kind | why |", "|---|---|---|---|", *rows]
         lines += blocks
-    if decision.schema is not None and (
-        decision.schema.verdict != "same" or decision.schema.conflicts
-    ):
-        lines += _schema_section(decision.schema)
-    if decision.state is not None:
-        lines += _state_section(decision.state)
-    if decision.steps:
+    schema = job.get("schema")
+    if schema is not None and (schema["verdict"] != "same" or schema["conflicts"]):
+        lines += _schema_section(schema)
+    if job.get("state") is not None:
+        lines += _state_section(job["state"])
+    if job["steps"]:
         order = []
-        if decision.after:
-            order.append(f"after {', '.join(code(a, in_table=False) for a in decision.after)}")
-        if decision.after_stops:
-            names = ", ".join(code(a, in_table=False) for a in decision.after_stops)
-            have = "has" if len(decision.after_stops) == 1 else "have"
+        after, after_stops = job.get("after", []), job.get("after-stops", [])
+        if after:
+            order.append(f"after {', '.join(code(a, in_table=False) for a in after)}")
+        if after_stops:
+            names = ", ".join(code(a, in_table=False) for a in after_stops)
+            have = "has" if len(after_stops) == 1 else "have"
             order.append(f"starts once {names} {have} stopped")
         intro = "; ".join(order)
         intro = f"{intro[:1].upper()}{intro[1:]}: steps, in order:" if intro else "Steps, in order:"
         lines += ["", intro, ""]
-        lines += [f"{i}. {text(step.describe())}" for i, step in enumerate(decision.steps, 1)]
-    if decision.rollback:
-        back = ", then ".join(step.describe() for step in decision.rollback)
+        lines += [f"{i}. {text(step['text'])}" for i, step in enumerate(job["steps"], 1)]
+    if job["rollback"]:
+        back = ", then ".join(step["text"] for step in job["rollback"])
         lines += [
             "",
             text(
                 f"If the new run is not healthy: stop it, then {back}; the store is left as it was."
             ),
         ]
-    if decision.downstream:
+    downstream = job.get("downstream", [])
+    if downstream:
         lines += ["", "Downstream, as it starts clean and writes its results again:", ""]
         lines += [
-            f"- {code(i.job, in_table=False)} **{i.effect}**: {text(i.detail)}"
-            for i in decision.downstream
+            f"- {code(i['job'], in_table=False)} **{text(i['effect'])}**: {text(i['detail'])}"
+            for i in downstream
         ]
-    below = lineage.downstream(decision.name) if lineage is not None and changed(decision) else []
-    if below and not decision.downstream:
+    below = lineage.downstream(name) if lineage is not None and changed(job) else []
+    if below and not downstream:
         names = ", ".join(code(n, in_table=False) for n in below)
         lines += ["", f"Downstream of it (they read what it writes): {names}."]
     return lines
 
 
 def _verdict(word: str, refused: bool) -> str:
-    return f"**{word}, refused**" if refused else f"**{word}**"
+    return f"**{text(word)}, refused**" if refused else f"**{text(word)}**"
 
 
-def _state_section(report: StateReport) -> list[str]:
+def _state_section(report: dict[str, Any]) -> list[str]:
     lines = [
         "",
-        f"State: {_verdict(report.how, report.refused)} (on-state-change: "
-        f"{code(report.policy, in_table=False)}): {text(report.summary)}",
+        f"State: {_verdict(report['how'], report['refused'])} (on-state-change: "
+        f"{code(report['on-state-change'], in_table=False)}): {text(report['summary'])}",
     ]
-    if report.operators:
+    if report["operators"]:
         lines += ["", "| stateful operator | verdict | why |", "|---|---|---|"]
         lines += [
-            f"| {code(o.operator)} | {o.verdict} | {text('; '.join([*o.reasons, *o.mixes]))} |"
-            for o in report.operators
+            f"| {code(o['operator'])} | {text(o['verdict'])} | "
+            f"{text('; '.join([*o['reasons'], *o['mixes']]))} |"
+            for o in report["operators"]
         ]
     return lines
 
 
-def _schema_section(report: SchemaReport) -> list[str]:
+def _schema_section(report: dict[str, Any]) -> list[str]:
     lines = [
         "",
-        f"Schema of {code(report.sink, in_table=False)}: "
-        f"{_verdict(report.verdict, report.refused)} "
-        f"(on-schema-change: {code(report.policy, in_table=False)})",
+        f"Schema of {code(report['sink'], in_table=False)}: "
+        f"{_verdict(report['verdict'], report['refused'])} "
+        f"(on-schema-change: {code(report['policy'], in_table=False)})",
     ]
-    change = report.change
+    change = report
     required = set(change.get("required", []))
     rows = [
         (f["name"], f"added, {f['type']}" + (" NOT NULL: older files lack it" if f["name"] in
@@ -208,24 +219,24 @@ def _schema_section(report: SchemaReport) -> list[str]:
     if rows:
         lines += ["", "| column | change |", "|---|---|"]
         lines += [f"| {code(name)} | {text(what)} |" for name, what in rows]
-    said = [*report.conflicts, *report.notes]
-    if report.readers:
-        said.append("read by " + ", ".join(report.readers))
+    said = [*report["conflicts"], *report["notes"]]
+    if report["readers"]:
+        said.append("read by " + ", ".join(report["readers"]))
     if said:
         lines += ["", *[f"- {text(line)}" for line in said]]
     return lines
 
 
-def changed(decision: Decision) -> bool:
-    """Whether the pull request changes the job: its manifest (or a table it uses) differs
-    from the deployed one, it is new, or it left git and is pruned. (A restart of a job that
-    stopped, say, acts on it without a change.)"""
-    new = decision.action is Action.START_CLEAN and not decision.changes
-    return bool(decision.changes) or new or decision.action is Action.PRUNE
+def changed(job: Job) -> bool:
+    """Whether the pull request changes the job (as the plan's document has it): its manifest
+    (or a table it uses) differs from the deployed one, it is new, or it left git and is
+    pruned. (A restart of a job that stopped, say, acts on it without a change.)"""
+    new = job["action"] == "start-clean" and not job["changes"]
+    return bool(job["changes"]) or new or job["action"] == "prune"
 
 
-def _lineage_section(plan: Plan, lineage: Lineage) -> list[str]:
-    changed_jobs = [d.name for d in plan.decisions if changed(d) and d.name in lineage.jobs]
+def _lineage_section(jobs: list[Job], lineage: Lineage) -> list[str]:
+    changed_jobs = [d["name"] for d in jobs if changed(d) and d["name"] in lineage.jobs]
     downstream = sorted(
         {n for c in changed_jobs for n in lineage.downstream(c)} - set(changed_jobs)
     )
@@ -265,7 +276,36 @@ def plan_markdown(
     job's downstream jobs; with `saved` (its file and digest, `plan --out`), the saved plan a
     merge carries out; `previews`: the lines of its changed queries' previews
     (render/preview.py), after the jobs' sections. Past GitHub's size limit: shorter forms,
-    saying what they leave out (the previews first)."""
+    saying what they leave out (the previews first). Rendered from the plan's jobs as its JSON
+    document has them (`jobs_markdown`)."""
+    return jobs_markdown(plan_jobs(plan), lineage, saved=saved, previews=previews)
+
+
+def plan_jobs(plan: Plan) -> list[Job]:
+    """The plan's jobs as `plan --output json` has them, its values as JSON reads them back
+    (a value JSON has no form for, as its text)."""
+    jobs: list[Job] = plan_dict(plan)["jobs"]
+    for job in jobs:
+        for change in job["changes"]:
+            change["old"], change["new"] = _as_json(change["old"]), _as_json(change["new"])
+    return jobs
+
+
+def _as_json(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    return json.loads(json.dumps(value, default=str))
+
+
+def jobs_markdown(
+    jobs: list[Job],
+    lineage: Lineage | None = None,
+    *,
+    saved: tuple[str, str] | None = None,
+    previews: list[str] | None = None,
+) -> str:
+    """`plan_markdown` of a plan whose jobs are `jobs`, as its JSON document has them (checked
+    first when it comes from elsewhere: render/plan_doc.py)."""
     shown = previews or []
     left_out = [
         "",
@@ -273,11 +313,11 @@ def plan_markdown(
         "(`flink-sql-runner preview NAME` shows each).",
     ] if shown else []  # fmt: skip
     forms: list[Callable[[], list[str]]] = [
-        lambda: _markdown(plan, lineage, sections=True, diffs=True, previews=shown),
-        lambda: _markdown(plan, lineage, sections=True, diffs=True, previews=left_out),
-        lambda: _markdown(plan, lineage, sections=True, diffs=False, previews=left_out),
-        lambda: _markdown(plan, lineage, sections=False, diffs=False),
-        lambda: _markdown(plan, lineage, sections=False, diffs=False, diagram=False),
+        lambda: _markdown(jobs, lineage, sections=True, diffs=True, previews=shown),
+        lambda: _markdown(jobs, lineage, sections=True, diffs=True, previews=left_out),
+        lambda: _markdown(jobs, lineage, sections=True, diffs=False, previews=left_out),
+        lambda: _markdown(jobs, lineage, sections=False, diffs=False),
+        lambda: _markdown(jobs, lineage, sections=False, diffs=False, diagram=False),
     ]
     said = _saved_lines(saved)
     for form in forms:
@@ -302,27 +342,31 @@ def _saved_lines(saved: tuple[str, str] | None) -> list[str]:
     ]
 
 
+def _refused_for_state(job: Job) -> bool:
+    return job.get("state") is not None and bool(job["state"]["refused"])
+
+
 def _markdown(
-    plan: Plan,
+    jobs: list[Job],
     lineage: Lineage | None,
     sections: bool,
     diffs: bool,
     diagram: bool = True,
     previews: list[str] | None = None,
 ) -> list[str]:
-    lines = [MARKER, f"### flink-sql-runner plan: {_summary(plan)}"]
-    if not plan.decisions:
+    lines = [MARKER, f"### flink-sql-runner plan: {_summary(jobs)}"]
+    if not jobs:
         return [*lines, "", "No jobs."]
-    acting = [d for d in plan.decisions if d.action is not Action.NOOP]
-    idle = [d for d in plan.decisions if d.action is Action.NOOP]
+    acting = [d for d in jobs if d["action"] != "noop"]
+    idle = [d for d in jobs if d["action"] == "noop"]
     if acting:
         lines += ["", *_job_table(acting)]
-    if any(d.action is Action.ERROR for d in plan.decisions):
+    if any(d["action"] == "error" for d in jobs):
         lines += ["", "Jobs marked `error` will not be touched; see their reasons above."]
-    refused = [d for d in plan.decisions if d.action is Action.REFUSED]
-    if any(d.state is None or not d.state.refused for d in refused):
+    refused = [d for d in jobs if d["action"] == "refused"]
+    if any(not _refused_for_state(d) for d in refused):
         lines += ["", "Jobs marked `refused` would break their sink's readers: not touched."]
-    if any(d.state is not None and d.state.refused for d in refused):
+    if any(_refused_for_state(d) for d in refused):
         lines += ["", "Jobs marked `refused` for their state would write windows partial: not "
                   "touched."]  # fmt: skip
     if idle:
@@ -338,8 +382,8 @@ def _markdown(
     if sections:
         if not diffs:
             lines += ["", "The diffs of SQL and code are left out: the comment would be too long."]
-        for d in plan.decisions:
-            if d.steps or d.changes or d.schema is not None:
+        for d in jobs:
+            if d["steps"] or d["changes"] or d.get("schema") is not None:
                 lines += _job_section(d, lineage, diffs)
     else:
         lines += [
@@ -350,7 +394,7 @@ def _markdown(
     lines += previews or []
     if lineage is not None and lineage.jobs:
         if diagram:
-            lines += _lineage_section(plan, lineage)
+            lines += _lineage_section(jobs, lineage)
         else:
             lines += [
                 "",

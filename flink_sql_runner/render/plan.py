@@ -13,6 +13,8 @@ import click
 from flink_sql_runner.act.results import JobResult
 from flink_sql_runner.decide.changes import MISSING, Change
 from flink_sql_runner.decide.decisions import Action, Decision, Plan, SchemaReport, StateReport
+from flink_sql_runner.model.lineage import Lineage
+from flink_sql_runner.model.preview import Preview
 from flink_sql_runner.read.secrets import mask
 
 TEXT_VALUE_LIMIT = 60
@@ -77,6 +79,48 @@ def plan_dict(plan: Plan, results: dict[str, dict[str, Any]] | None = None) -> d
             entry["result"] = results[decision.name]
         jobs.append(entry)
     return {"jobs": jobs}
+
+
+def lineage_dict(lineage: Lineage) -> dict[str, Any]:
+    """The lineage as a plan's document carries it, what its Markdown draws: the keys of
+    `lineage --output json` but what follows from them (each job's `upstream` and `downstream`,
+    each table's `written-by` and `read-by`, `order`, `cycles`: `lineage_from_dict` works them
+    out again), each table's location masked as a plan's values are."""
+    return {
+        "jobs": [
+            {"name": job.name, "reads": list(job.reads), "writes": job.writes,
+             "stored-only": job.stored_only}
+            for job in lineage.jobs.values()
+        ],
+        "tables": [
+            {"name": table.name, "format": table.format,
+             "location": [{"kind": p.kind, "where": mask(p.where)} for p in table.places]}
+            for table in lineage.tables.values()
+        ],
+        "links": [
+            {"producer": link.producer, "consumer": link.consumer, "table": link.table,
+             "read-as": link.read_as, "via": link.via}
+            for link in lineage.links
+        ],
+        "unused-tables": list(lineage.unused_tables),
+    }  # fmt: skip
+
+
+def shown_keys(
+    lineage: Lineage | None = None,
+    previews: list[Preview] | None = None,
+    preview_rows: bool = False,
+) -> dict[str, Any]:
+    """What a plan's document (`plan --output json`, a saved plan) holds beside its jobs for
+    its Markdown to be made of it alone (render/plan_doc.py): the `lineage` it draws and, with
+    `--preview`, the `previews` and whether the Markdown shows their rows (`preview-rows`)."""
+    keys: dict[str, Any] = {}
+    if previews is not None:
+        keys["previews"] = [p.to_dict() for p in previews]
+        keys["preview-rows"] = preview_rows
+    if lineage is not None:
+        keys["lineage"] = lineage_dict(lineage)
+    return keys
 
 
 def plan_json(plan: Plan, results: dict[str, dict[str, Any]] | None = None, **extra: Any) -> str:

@@ -4,6 +4,7 @@ only one side writes and those changed by key, and the columns whose figures dif
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import replace
@@ -98,7 +99,7 @@ def preview_text(preview: Preview) -> str:
         if side.error:
             lines.append(f"  {label}: failed: {side.error}")
         else:
-            lines.append(f"  {label}: {len(side.rows)} row(s) out; {_schema(side.fields)}")
+            lines.append(f"  {label}: {side.rows_out} row(s) out; {_schema(side.fields)}")
     if preview.verdict is not None:
         lines.append(f"  schema: {verdict_line(preview)}")
     lines.append(f"  {headline(preview)}")
@@ -176,19 +177,23 @@ def _without_rows(preview: Preview) -> Preview:
 
 
 def preview_markdown(preview: Preview, rows: bool = False) -> list[str]:
-    """A collapsed section for one job, its headline as the summary: for a pull request, so
+    """A collapsed section for one job, its headline as the summary (escaped as HTML: it is
+    in a block of HTML, where Markdown's escapes are not read): for a pull request, so
     counts only unless `rows` (`--preview-rows`): then samples of rows and each column's min
     and max, secrets masked (decide/preview.py masks them for every format; a secret-named
     column's figures here are its counts). Without `rows` a query's error is shown
     by its class (`error_class`), the other errors with their quoted literals masked."""
     preview = preview if rows else _without_rows(preview)
-    summary = text(f"Preview of {preview.name}: {headline(preview)}")
+    # Inside a block of HTML Markdown's escapes are not read: the summary is escaped as HTML.
+    summary = html.escape(
+        " ".join(f"Preview of {preview.name}: {headline(preview)}".split()), False
+    )
     lines = ["", f"<details><summary>{summary}</summary>", ""]
     parts = "; ".join(p.describe() for p in preview.slice.parts)
     lines.append(f"Input: {text(preview.slice.describe() + (f' ({parts})' if parts else ''))}")
     if preview.unavailable is None:
         ins = ", ".join(f"{view} {rows}" for view, rows in preview.inputs.items())
-        outs = [f"{label} {len(s.rows)}" for s, label in ((preview.old, "old"),
+        outs = [f"{label} {s.rows_out}" for s, label in ((preview.old, "old"),
                 (preview.new, "new")) if s is not None and not s.error]  # fmt: skip
         lines += ["", f"Rows in: {text(ins or 'none')}; rows out: {text(', '.join(outs))}"]
         if preview.verdict is not None:

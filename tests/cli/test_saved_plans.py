@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from flink_sql_runner.render.plan_doc import markdown_of_plan_doc
 from tests.support.cli import REPO
 from tests.support.cli import run_cli as cli
 
@@ -196,3 +197,28 @@ def test_deploy_plan_takes_its_template_from_the_plan(project: Path) -> None:
         "examples/job-template.yaml" in other.stderr
     )
     assert untouched(project)
+
+
+def test_a_saved_plan_and_a_plan_s_json_show_as_its_markdown(project: Path) -> None:
+    """What the page shows of a saved plan, or of what `plan --output json` printed, is the
+    pull request's comment (render/plan_doc.py): the same Markdown, byte for byte."""
+    args = ["plan", "--path", "examples/queries", *TABLES, "--state-dir", "state"]
+    markdown = cli(*args, "--output", "markdown", "--out", "again.json", cwd=project)
+    assert markdown.returncode == 0, markdown.stderr
+    saved = json.loads((project / "again.json").read_text())
+    assert markdown.stdout == markdown_of_plan_doc(saved) + "\n"
+    assert f"Saved plan `again.json`, digest `{saved['digest']}`" in markdown.stdout
+    assert "```mermaid" in markdown.stdout and "**start-clean**" in markdown.stdout
+    printed = cli(*args, "--output", "json", "--out", "third.json", cwd=project)
+    assert printed.returncode == 0, printed.stderr
+    doc = json.loads(printed.stdout)
+    assert doc["lineage"]["jobs"] and all(s["text"] for j in doc["jobs"] for s in j["steps"])
+    third = json.loads((project / "third.json").read_text())
+    assert markdown_of_plan_doc(doc) == markdown_of_plan_doc(third)
+    assert markdown_of_plan_doc(doc) == markdown.stdout[:-1].replace(
+        f"`again.json`, digest `{saved['digest']}`", f"`third.json`, digest `{third['digest']}`"
+    )
+    plain = cli(*args, "--output", "json", cwd=project)
+    assert markdown_of_plan_doc(json.loads(plain.stdout)) + "\n" == (
+        cli(*args, "--output", "markdown", cwd=project).stdout
+    )

@@ -10,8 +10,9 @@
 //             limits on edges and text, with which it refuses to draw)
 //   markdown: {"ok": true, "blocks": [{"type": "heading" | "table" | "code" | "html" |
 //              "paragraph" | "list", ...}]}: tables' "rows" and lists' "items" as written,
-//              "read" as rendered (code spans' text, escapes undone); each `code` block with
-//              lang "mermaid" checked as above under "diagram".
+//              "read" as rendered (code spans' text, escapes undone), "inline" the kinds of
+//              inline token in it (`text`, `codespan`, `link`, `html`, ...); each `code` block
+//              with lang "mermaid" checked as above under "diagram".
 // Exit code 0 once every document was read (a parse error is a result, not a failure).
 // With --serve: one such list a line, its results a line each, until stdin ends.
 import { JSDOM } from "jsdom";
@@ -75,17 +76,28 @@ function plain(tokens) {
     .join("");
 }
 
+// Every kind of inline token in `tokens` and inside them (`link`, `html`, `codespan`, ...): what
+// a document's text became (a test finds a link or HTML where only text should be).
+function kinds(tokens, found = new Set()) {
+  for (const t of tokens ?? []) {
+    found.add(t.type);
+    kinds(t.tokens, found);
+  }
+  return [...found].sort();
+}
+
 async function checkMarkdown(text) {
   const blocks = [];
   for (const token of marked.lexer(text, { gfm: true })) {
     if (token.type === "heading") {
-      blocks.push({ type: "heading", depth: token.depth, text: token.text });
+      blocks.push({ type: "heading", depth: token.depth, text: token.text, inline: kinds(token.tokens) });
     } else if (token.type === "table") {
       blocks.push({
         type: "table",
         header: token.header.map((cell) => cell.text),
         rows: token.rows.map((row) => row.map((cell) => cell.text)),
         read: token.rows.map((row) => row.map((cell) => plain(cell.tokens))),
+        inline: kinds([...token.header, ...token.rows.flat()].flatMap((cell) => cell.tokens)),
       });
     } else if (token.type === "code") {
       const block = { type: "code", lang: token.lang ?? "", text: token.text };
@@ -96,13 +108,14 @@ async function checkMarkdown(text) {
     } else if (token.type === "html") {
       blocks.push({ type: "html", text: token.raw });
     } else if (token.type === "paragraph") {
-      blocks.push({ type: "paragraph", text: token.text, read: plain(token.tokens) });
+      blocks.push({ type: "paragraph", text: token.text, read: plain(token.tokens), inline: kinds(token.tokens) });
     } else if (token.type === "list") {
       blocks.push({
         type: "list",
         ordered: token.ordered,
         items: token.items.map((i) => i.text),
         read: token.items.map((i) => plain(i.tokens)),
+        inline: kinds(token.items.flatMap((i) => i.tokens)),
       });
     }
   }

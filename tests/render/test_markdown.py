@@ -15,51 +15,14 @@ import pytest
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.gather.facts import gather
-from flink_sql_runner.model.lineage import Lineage, build_lineage
+from flink_sql_runner.model.lineage import build_lineage
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.render.markdown import MARKER, MAX_LENGTH, code, plan_markdown, text
 from tests.support.diagrams import DRAWN, parse_markdown, parse_mermaid
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
 from tests.support.graphs import pipeline_job
-
-SECRET = "s3cr3t-Value"
-
-
-def scenario() -> tuple[Plan, Lineage]:
-    """producer's query changes (running); its consumer, and the consumer's consumer, do not;
-    `tuned` changes a secret and its description; `lost` is stopped without a checkpoint;
-    `fresh` is new."""
-    before = {
-        "producer": pipeline_job("producer", "/in", "/out/p"),
-        "consumer": pipeline_job("consumer", "/out/p", "/out/c"),
-        "last": pipeline_job("last", "/out/c", "/out/l"),
-        "tuned": pipeline_job(
-            "tuned", "/in", "/out/t", sparkProperties={"spark.x.password": SECRET}
-        ),
-        "lost": pipeline_job("lost", "/in", "/out/lost"),
-    }
-    after = dict(before)
-    after["producer"] = pipeline_job(
-        "producer", "/in", "/out/p", sql="SELECT id, ts\nFROM producer_in\nWHERE id > 100\n"
-    )
-    after["tuned"] = pipeline_job(
-        "tuned",
-        "/in",
-        "/out/t",
-        description="pipes | and `ticks` and <b>tags</b>",
-        sparkProperties={"spark.x.password": SECRET + "-new"},
-    )
-    after["fresh"] = pipeline_job("fresh", "/in", "/out/f")
-    store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
-    for name, job in before.items():
-        store.put(StoredManifest(copy.deepcopy(job.spec), copy.deepcopy(job.tables), Meta.new(1)))
-        if name != "lost":
-            target.add_run(Run(name, 1, f"run-{name}", f"pid {len(name)}"))
-            storage.add_checkpoint(f"/ckpt/{name}/1", 5)
-    jobs = sorted(after.values(), key=lambda j: j.name)
-    plan = build_plan(gather(jobs, store, target, storage, workers=1))
-    return plan, build_lineage(jobs)
+from tests.support.plans import SECRET, scenario
 
 
 def blocks_of(markdown: str) -> list[dict[str, Any]]:

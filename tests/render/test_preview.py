@@ -88,6 +88,29 @@ def test_markdown_for_a_pull_request_shows_rows_only_when_asked_secret_columns_m
     assert "tok-" not in "\n".join(previews_markdown([found], rows=True))
 
 
+def test_the_summary_reads_as_written_and_holds_no_html() -> None:
+    """The summary is in a block of HTML, where Markdown's escapes are not read: GitHub showed
+    `order\\_id` for a key column `order_id`. Escaped as HTML, it reads as written, and text
+    that would be a tag is text."""
+    key = ("order_id",)
+    answer = {"spark": "4.3.0", "inputs": {"orders": 1},
+              "old": {"fields": FIELDS, "rows": [[1, "a"]]},
+              "new": {"fields": FIELDS, "rows": [[1, "<b>b</b>"]]}}  # fmt: skip
+    part = SlicePart("orders", "files", files=("file:///in/a.json",))
+    found = judge_preview(PreviewFacts("x_y", 1, 2, Slice(1, 3, 12, (part,)), answer, key=key), 5)
+    summary = preview_markdown(found)[1]
+    assert summary == (
+        "<details><summary>Preview of x_y: 0 row(s) only the new query writes; 0 only the old "
+        "one wrote; 1 changed by order_id</summary>"
+    )
+    failed = {**answer, "new": {"error": "no <img src=x onerror=alert(1)> & co"}}
+    found = judge_preview(PreviewFacts("x_y", 1, 2, Slice(1, 3, 12, (part,)), failed), 5)
+    assert preview_markdown(found, rows=True)[1] == (
+        "<details><summary>Preview of x_y: the new query failed on the slice: no &lt;img "
+        "src=x onerror=alert(1)&gt; &amp; co</summary>"
+    )
+
+
 CAST_ERROR = (
     "[CAST_INVALID_INPUT] The value 'sk-live-9f8e7d6c5b4a' of the type \"STRING\" cannot be cast "
     'to "INT" because it is malformed. Correct the value as per the syntax, or change its target '

@@ -21,7 +21,10 @@ from flink_sql_runner.act.saved_plan import (
 )
 from flink_sql_runner.act.settings import Settings
 from flink_sql_runner.decide.decisions import Plan
-from flink_sql_runner.render.plan import plan_dict
+from flink_sql_runner.model.lineage import build_lineage
+from flink_sql_runner.model.preview import Preview
+from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.render.plan import plan_dict, shown_keys
 from flink_sql_runner.stores.base import ManifestStore
 from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
 from tests.support.jobs import FakeRunner, probe
@@ -141,9 +144,27 @@ class PlanWorld:
         deployment = self.deployment()
         jobs = deployment.load()
         plan = deployment.plan(jobs, prune=prune, read_only=True)
-        doc = deployment.saved_plan(plan, plan_dict(plan), jobs, RELEASE, prune=prune, key=key)
+        doc = self.saved_doc(deployment, plan, jobs, prune=prune, key=key)
         write_saved_plan(self.plan_file, doc)
         return self.read(key=key)
+
+    def saved_doc(
+        self,
+        deployment: Deployment,
+        plan: Plan,
+        jobs: list[Job],
+        previews: list[Preview] | None = None,
+        rows: bool = False,
+        prune: bool = False,
+        key: bytes | None = None,
+    ) -> dict[str, Any]:
+        """The saved plan's document of `plan`, as `plan --out plan.json` makes it: with the
+        lineage of `jobs` and the `previews` (with `--preview`) its Markdown shows."""
+        keys = shown_keys(build_lineage(jobs, catalog=deployment.catalog()), previews, rows)
+        return deployment.saved_plan(
+            plan, {**plan_dict(plan), **keys}, jobs, RELEASE, prune=prune, key=key,
+            saved_as=self.plan_file.name,
+        )  # fmt: skip
 
     def read(
         self,

@@ -197,3 +197,31 @@ def schema_problems(
                 field = field_path(at) + ("" if not field or field[0] == "[" else ".") + field
             problems.append(Problem(source, field or "(document)", message))
     return problems
+
+
+def shape_validator(schema: dict[str, Any]) -> Any:
+    """A validator of `schema`, a JSON schema given as a value (the shape of a document the
+    tool wrote: a plan's, a lineage's), read as this module reads its files."""
+    return _validator_class()(schema)
+
+
+def shape_problem(doc: Any, checker: Any) -> tuple[str, str] | None:
+    """The first violation of `doc` found by `checker` (`shape_validator`), as a field and a
+    message (never the value itself at length); None when `doc` has the shape."""
+    for error in checker.iter_errors(doc):
+        said = _SHAPE_WORDS.get(error.validator)
+        if said is not None:  # said without the value, which may be long
+            return field_path(error.absolute_path) or "(the document)", said(error.validator_value)
+        for field, message in _message(error):
+            return field or "(the document)", message
+    return None
+
+
+_SHAPE_WORDS = {
+    "oneOf": lambda _: "is none of the forms it may take",
+    "anyOf": lambda _: "is none of the forms it may take",
+    "minimum": lambda n: f"must be at least {n}",
+    "maximum": lambda n: f"must be at most {n}",
+    "minItems": lambda n: f"must hold at least {n} items",
+    "maxItems": lambda n: f"must hold at most {n} items",
+}
