@@ -342,7 +342,8 @@ class Deployment:
         submit = find_spark_submit(self.settings.spark_submit)
         return self._connectors_for(spark_release(submit), spark_home(submit))
 
-    def executor(self, lease: StoreLock | None = None) -> Executor:
+    def executor(self, lease: StoreLock | None = None, command: str = "deploy") -> Executor:
+        """`command`: the one that carries plans out (deploy, watch), for the history."""
         return Executor(
             self.store,
             self.target,
@@ -352,6 +353,7 @@ class Deployment:
             lease=lease,
             debug=self.debug,
             connectors=self.connectors,
+            command=command,
         )
 
     def deploy(

@@ -55,7 +55,9 @@ class Executor:
         lease: StoreLock | None = None,
         debug: bool = False,
         connectors: Connectors | None = None,
+        command: str = "deploy",
     ):
+        """`command`: the one carrying plans out (deploy, watch), as the history tells it."""
         self.parallelism = max(1, parallelism)
         self.lease = lease
         self.runs = RunControl(
@@ -67,7 +69,7 @@ class Executor:
             lease.check if lease else lambda: None,
             connectors,
         )
-        self.job = JobSteps(store, self.runs, lease, self._doing_now, debug)
+        self.job = JobSteps(store, self.runs, lease, self._doing_now, debug, command)
         #: Set by interrupt(): no job is begun from then on.
         self.stopping = runtime.event()
         #: The jobs in flight: what each is doing now and what it will still do.

@@ -1,7 +1,7 @@
 """`forget NAME...`: a job removed for good. It is stopped with its checkpoint (as `stop` stops
 it), its manifest archived, and what the deployer kept for it deleted: its checkpoints (every
-version, on whatever storage they are), the control files beside them, its intent and watch
-records, its run records and logs in the state folder. Never its sink: the data, Spark's
+version, on whatever storage they are), the control files beside them, its intent, watch and
+history records, its run records and logs in the state folder. Never its sink: the data, Spark's
 `_spark_metadata` and the runner's claims (`_flink-sql-runner/claims/`) stay, so a job added again
 under the name appends after what is there, as v1 (nothing that counts versions is left).
 
@@ -14,9 +14,12 @@ line, either still known to the store or one clean start away:
    refuses the job at the survey: unknown is never "not running");
 3. its manifest archived: from here on no deploy resumes it from a checkpoint and `watch` leaves
    it be; a deploy of the name starts clean, at a version above every checkpoint folder left;
-4. its watch record, run records and logs deleted, then its checkpoint folders, version by
-   version, the control files, then its status beacons (`<root>/_status/<name>.v<N>.json`)
-   and their beat files (`<name>.v<N>.beat`).
+4. its watch record, its history records (`_history/<name>/`: only once the manifest is
+   archived, so that a job still stored never loses its history to a killed `forget`; listed
+   again there, so that the record of the stop in step 1 goes too), run records and logs
+   deleted, then its checkpoint folders, version by version, the control files, then its
+   status beacons (`<root>/_status/<name>.v<N>.json`) and their beat files
+   (`<name>.v<N>.beat`).
 
 Running `forget` again on a job left halfway finds the rest (its archived manifest names the
 checkpoint root) and finishes.
@@ -25,19 +28,21 @@ checkpoint root) and finishes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from flink_sql_runner.act.history import NOT_WRITTEN
 from flink_sql_runner.act.stop import stop_job
 from flink_sql_runner.errors import EXIT_FAILED, FsrError, UnknownJob
 from flink_sql_runner.gather.facts import intent_evidence
 from flink_sql_runner.model.control import beacons_folder, parse_beacon_name
+from flink_sql_runner.model.history import history_folder
 from flink_sql_runner.model.intents import INTENTS_FOLDER, Intent, IntentLog, Outcome
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.sizes import human_size
-from flink_sql_runner.model.stored import WATCH_FOLDER, StoredManifest
+from flink_sql_runner.model.stored import WATCH_FOLDER, SideDoc, StoredManifest
 from flink_sql_runner.read.names import is_job_name, job_name_problem
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock
@@ -89,6 +94,9 @@ class Survey:
     roots: tuple[str, ...] = ()
     #: The sink it wrote, kept (for the listing).
     sink: str | None = None
+    #: Its history records as surveyed (`{file name: document}`), handed back when they are
+    #: listed again to be deleted: only those written since are read again.
+    history: dict[str, SideDoc] = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -202,12 +210,15 @@ def survey_job(
     try:
         stored = store.read(name).manifest
         archived = store.read_archived(name)
+        history = store.read_side_docs(history_folder(name))
         state = [(what, where, storage.tree(where)) for what, where in places.state_folders(name)]
     except FsrError as exc:
         return Survey(name, refused=f"{exc}; nothing was touched", runs=runs)
     state_items = [_folder_item(what, where, files, storage) for what, where, files in state]
     state_items = [item for item in state_items if item is not None]
-    known = stored or runs or intent or intent_problem or archived or watched or state_items
+    known = (
+        stored or runs or intent or intent_problem or archived or watched or history or state_items
+    )
     if not known:
         return None
     refused = _refusal(name, stored, runs, intent, intent_problem, storage)
@@ -224,6 +235,10 @@ def survey_job(
         items.append(Item("archive", "manifest", places.side(f"{name}.yaml")))
     if watched:
         items.append(Item("delete", "watch record", places.side(f"{WATCH_FOLDER}/{name}.json")))
+    if history:
+        size = sum(len(doc.text.encode("utf-8")) for doc in history.values())
+        items.append(Item("delete", "history", places.side(history_folder(name)), len(history),
+                          size))  # fmt: skip
     items += state_items
     try:
         for root in roots:
@@ -233,7 +248,7 @@ def survey_job(
     except FsrError as exc:
         return Survey(name, refused=f"{exc}; nothing was touched", runs=runs)
     sink = _sink(manifests[0]) if manifests else None
-    return Survey(name, tuple(items), None, stored, runs, intent, roots, sink)
+    return Survey(name, tuple(items), None, stored, runs, intent, roots, sink, history)
 
 
 def _sink(manifest: StoredManifest) -> str | None:
@@ -359,6 +374,7 @@ def forget_job(
                                survey.runs, survey.intent)  # fmt: skip
             if survey.runs:
                 said = stopped.message.removeprefix(f"{name}: ")
+                said = said.partition(f"; {NOT_WRITTEN}")[0]  # its history goes below anyway
                 done.append(said.removesuffix("; checkpoint kept, recorded as stopped"))
         left = store.read_side_docs(INTENTS_FOLDER).get(f"{name}.json")
         if left is not None:
@@ -370,9 +386,10 @@ def forget_job(
             done.append(f"manifest archived to {store.archive(name, read.token)}")
         check()
         store.delete_side(f"{WATCH_FOLDER}/{name}.json")
-        deleted = 0
+        _delete_history(store, name, survey.history, check)
+        deleted = sum(1 for item in survey.items if item.what == "history")
         for item in survey.items:
-            if item.action != "delete" or item.what in ("intent record", "watch record"):
+            if item.action != "delete" or item.what in ("intent record", "watch record", "history"):
                 continue
             check()
             if item.what in ("file", "run record") or item.what.startswith("beacon v"):
@@ -420,6 +437,18 @@ def forget_jobs(
                 yield ForgetResult(rest.name, "not-begun", f"{rest.name}: not begun (interrupted)")
             raise
         yield result
+
+
+def _delete_history(
+    store: ManifestStore, name: str, surveyed: dict[str, SideDoc], check: Callable[[], None]
+) -> None:
+    """Delete every history record of `name`, listed again: a record written since the survey
+    (the stop's, step 1) goes too, even where the survey found none; those surveyed are not
+    read again. Each after a lease check."""
+    folder = history_folder(name)
+    for file_name in store.read_side_docs(folder, surveyed):
+        check()
+        store.delete_side(f"{folder}/{file_name}")
 
 
 def would_forget(surveys: list[Survey]) -> list[ForgetResult]:

@@ -19,6 +19,9 @@ more than one step.
 - The steps pause once, after the stops and before the first start, so that the scheduler
   (executor.py) can wait for the jobs this one must follow; held back there, what the stops
   stopped is started again from its checkpoint.
+- Each manifest recorded (a Record step, a start that wrote and then failed) is followed by its
+  history record (act/history.py): one that cannot be written is a warning line in the job's
+  result, never its failure.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from flink_sql_runner.act.history import NOT_WRITTEN, HistoryWriter
 from flink_sql_runner.act.results import JobResult, first_line
 from flink_sql_runner.act.runs import (
     GoNotGiven,
@@ -82,13 +86,18 @@ class JobSteps:
         lease: StoreLock | None,
         doing: Callable[[str, tuple[Step, ...], int], None],
         debug: bool = False,
+        command: str = "deploy",
     ):
+        """`command`: the one carrying the decisions out (deploy, watch), for the history."""
         self.store = store
         self.intents = IntentLog(store)
         self.runs = runs
         self.lease = lease
         self.doing = doing
         self.debug = debug
+        self.history = HistoryWriter(store, command, lambda seconds: self.runs.sleep(seconds))
+        #: Per job being carried out: its decision (what its history record tells).
+        self._decisions: dict[str, Decision] = {}
         #: Per job being carried out: the token of its stored manifest, from its decision
         #: (what the plan was made on), moved on by each of its own writes.
         self._tokens: dict[str, Token] = {}
@@ -154,6 +163,7 @@ class JobSteps:
         started again from its checkpoint (its rollback) and the job is `skipped`."""
         name = decision.name
         self._tokens[name] = decision.token
+        self._decisions[name] = decision
         record = [s.manifest for s in decision.steps if isinstance(s, Record)]
         first = next((s for s in decision.steps if isinstance(s, (StopRun, StartRun))), None)
         manifest = record[-1] if record else (first.manifest if first else None)
@@ -230,7 +240,8 @@ class JobSteps:
         if tracker.written and not self._forget_intent(tracker):
             result.steps.append("its intent record could not be deleted: the next deploy drops it")
         if not result.summary:
-            result.summary = "; ".join(result.steps[-1:]) or "done"
+            said = [s for s in result.steps if not s.startswith(NOT_WRITTEN)]
+            result.summary = "; ".join(said[-1:]) or "done"
 
     def _after_failed_start(
         self,
@@ -265,7 +276,7 @@ class JobSteps:
                     "once its checkpoint can be read"
                 ) from None
             if wrote_since(before, now):
-                self._keep_what_wrote(decision, tracker, started, before, now, failure)
+                self._keep_what_wrote(decision, result, tracker, started, before, now, failure)
         if intent is None and not decision.rollback:
             raise failure
         if not decision.rollback:
@@ -282,6 +293,7 @@ class JobSteps:
     def _keep_what_wrote(
         self,
         decision: Decision,
+        result: JobResult,
         tracker: Tracker,
         started: StoredManifest,
         before: int,
@@ -319,6 +331,11 @@ class JobSteps:
             ) from None
         self._tokens[name] = token
         self.recorded[name] = Stored(started, token)
+        unwritten = self._write_history(
+            decision, started, f"{done}, then failed: recorded, the job down"
+        )
+        if unwritten:
+            result.steps.append(unwritten)
         if tracker.written:
             self._forget_intent(tracker)
         else:  # the interrupted command's record: what it started is recorded now
@@ -517,6 +534,9 @@ class JobSteps:
                 mark("recorded", job=result.name)
                 version = step.manifest.meta.query_version
                 result.steps.append(f"recorded v{version}")
+                unwritten = self._write_history(self._decisions[result.name], manifest)
+                if unwritten:
+                    result.steps.append(unwritten)
                 for old, old_version in self._stopped.pop(result.name, []):
                     if old_version != version:  # replaced for good: its beacon only costs listings
                         self.runs.drop_beacon(old, old_version)
@@ -529,6 +549,15 @@ class JobSteps:
                 for old, old_version in self._stopped.pop(result.name, []):
                     self.runs.drop_beacon(old, old_version)  # no watcher looks at it again
                 result.summary = f"pruned: checkpoint kept, manifest archived to {where}"
+
+    def _write_history(
+        self, decision: Decision, manifest: StoredManifest, note: str | None = None
+    ) -> str | None:
+        """The history record of `manifest`, just recorded by `decision`; None when written,
+        else the warning line (it never fails the job)."""
+        changes = [change.to_dict() for change in decision.changes]
+        return self.history.write(manifest, decision.action.value, decision.reason,
+                                  self._check, changes, note)  # fmt: skip
 
     # -- starts ----------------------------------------------------------------------------------
     def _starts(self, tracker: Tracker, result: JobResult) -> Starts:

@@ -4,14 +4,17 @@ recorded as stopped (desired-state: stopped), as a deploy that stops it records 
 Every name is checked before anything is stopped: a name that is neither stored nor running is
 bad input, and then no job is stopped. A job whose first start failed (the record it kept) is
 known: it is not running, and there is nothing to stop. One job failing to stop does not keep
-the others from stopping; each has its own result."""
+the others from stopping; each has its own result. A job recorded as stopped gets its history
+record (act/history.py): one that cannot be written is said in its result, never its failure."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from flink_sql_runner.act.history import HistoryWriter
 from flink_sql_runner.act.tracker import Tracker
+from flink_sql_runner.decide.changes import CONFIG, MISSING, Change
 from flink_sql_runner.decide.tree import as_stopped
 from flink_sql_runner.errors import FsrError, UnknownJob
 from flink_sql_runner.gather.facts import intent_evidence
@@ -26,7 +29,7 @@ from flink_sql_runner.model.intents import (
     Phase,
 )
 from flink_sql_runner.model.runs import Listing, Liveness, Run
-from flink_sql_runner.model.stored import ANY
+from flink_sql_runner.model.stored import ANY, StoredManifest
 from flink_sql_runner.stores.base import ManifestStore
 from flink_sql_runner.stores.lock import StoreLock
 from flink_sql_runner.stores.storage import Storage
@@ -189,17 +192,44 @@ def stop_job(
         said.append(stopped.how if len(runs) == 1 else f"v{run.version}: {stopped.how}")
     if runs:
         tracker.to(Phase.OLD_STOPPED)
+    unwritten = None
     if not recorded:
         check()
         store.write(as_stopped(stored), read.token)  # only over what was read here
+        unwritten = _write_history(store, stored, read.manifest, bool(runs), check)
     if tracker.written:
         tracker.forget()
+    said_too = f"; {unwritten}" if unwritten else ""
     if not runs and root is None:
         message = (f"{name}: not deployed by this tool yet (converted by `migrate`: no "
                    "checkpoint); nothing to stop; recorded as stopped")  # fmt: skip
-        return StopResult(name, "not-running", message)
+        return StopResult(name, "not-running", message + said_too)
     if not runs:
         message = f"{name}: was not running; recorded as stopped (checkpoint kept)"
-        return StopResult(name, "not-running", message)
+        return StopResult(name, "not-running", message + said_too)
     message = f"{name}: {'; '.join(said)}; checkpoint kept, recorded as stopped"
-    return StopResult(name, "stopped", message)
+    return StopResult(name, "stopped", message + said_too)
+
+
+def _write_history(
+    store: ManifestStore,
+    stored: StoredManifest,
+    was: StoredManifest | None,
+    ran: bool,
+    check: Callable[[bool], None],
+) -> str | None:
+    """The history record of `stored`, just recorded as stopped (`was`: what the store held
+    before, when it was another version: an interrupted start's manifest recorded instead);
+    None when written, else the line that says it was not."""
+    how = "every run stopped with its checkpoint" if ran else "it was not running"
+    reason = f"`stop {stored.name}`: {how}; recorded as stopped"
+    if was is not None and was.meta.query_version != stored.meta.query_version:
+        reason += (
+            f" (an interrupted start of v{stored.meta.query_version} took effect: its manifest "
+            f"recorded, not v{was.meta.query_version}'s)"
+        )
+    old = stored.job.get("desired-state", MISSING)
+    change = Change("desired-state", CONFIG, old, "stopped", "running or stopped")
+    return HistoryWriter(store, "stop").write(
+        as_stopped(stored), "stop", reason, check, [change.to_dict()]
+    )

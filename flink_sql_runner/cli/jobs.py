@@ -212,9 +212,9 @@ def forget(
     **kw: Any,
 ) -> int:
     """Remove jobs for good (each NAME, or --all): stop each with its checkpoint, archive its
-    manifest, delete its checkpoints (every version), control files, intent and watch records,
-    run records and logs. Never the sink's data: its files, _spark_metadata and the runner's
-    claims stay. A job deployed again under the name starts clean as v1.
+    manifest, delete its checkpoints (every version), control files, intent, watch and history
+    records, run records and logs. Never the sink's data: its files, _spark_metadata and the
+    runner's claims stay. A job deployed again under the name starts clean as v1.
 
     It lists what it will stop, archive and delete, one line each with files and size, then asks
     on a terminal (--yes: does not ask; --dry-run: lists only). A job whose run may be alive

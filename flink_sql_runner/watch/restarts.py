@@ -73,7 +73,7 @@ class Actions:
         if holder is not None:
             return holder
         lock.start_heartbeat()
-        self._lock, self._executor = lock, self.deployment.executor(lock)
+        self._lock, self._executor = lock, self.deployment.executor(lock, "watch")
         self._held_since = self.clock()
         return None
 

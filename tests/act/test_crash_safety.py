@@ -140,7 +140,7 @@ def test_a_killed_deploy_converges_on_the_next(before, desired, version, point, 
     assert stored.meta.query_version == version
     assert world.running_version(desired.name) == version, "it runs, at the right version"
     assert world.target.double_starts == [], "never started while a run was still up"
-    assert world.store.side == {}, "no intent record left behind"
+    assert world.store.side_but_history == {}, "no intent record left behind"
     if original is not None:
         same_query = stored.meta.query_id == original.query_id
         assert same_query == (version == original.query_version), "query id kept iff same version"
@@ -164,7 +164,9 @@ def test_a_start_that_took_effect_is_recorded_without_a_second_start():
     )
     assert results["orders"].steps[0] == "recorded v2"
     assert len(world.target.submissions) == submissions, "no second start"
-    assert world.store.side == {}
+    assert world.store.side_but_history == {}
+    [key] = world.store.history  # the killed deploy recorded nothing: only this deploy's
+    assert key.startswith("_history/orders/v000002-")
 
 
 def test_a_start_that_never_happened_is_dropped_and_done_again():
@@ -238,7 +240,7 @@ def test_a_stop_that_failed_over_a_start_left_up_does_not_block_the_next_deploy(
     assert steps[0].startswith("v2 (") and steps[0].endswith("became healthy")
     assert steps[1] == "recorded v2"
     assert world.target.double_starts == [], "never two runs"
-    assert world.store.side == {}, "no intent record left behind"
+    assert world.store.side_but_history == {}, "no intent record left behind"
     stored = world.store.manifests["orders"]
     assert stored.job == desired.spec, "the store records what git says, running"
     if desired is QUERY:

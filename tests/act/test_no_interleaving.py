@@ -192,8 +192,12 @@ def test_a_stop_done_but_not_recorded_is_recorded_by_the_next_command(how):
     else:
         results = executor(store, target, storage).apply(plan_of(store, target, storage, []))
         assert store.manifests["orders"].job["desired-state"] == "stopped"
+        # Recorded by the deploy that settled it: its history says so, with the reason.
+        [record] = [json.loads(text) for text in store.history.values()]
+        assert (record["query-version"], record["command"]) == (1, "deploy")
+        assert "interrupted stop of v1" in record["reason"], record
     assert target.submissions == [], "nothing started again"
-    assert store.side == {}
+    assert store.side_but_history == {}
 
 
 # -- finding 5: a rollback never resumes the old manifest after the new one's batches ----------

@@ -131,7 +131,7 @@ def test_a_lost_submission_answer_with_the_run_unknown_keeps_the_intent_and_star
     (decision,) = plan.decisions
     assert decision.action is Action.ADOPT, decision.reason
     assert executor.apply(plan)["orders"].ok
-    assert store.manifests["orders"].meta.query_version == 2 and store.side == {}
+    assert store.manifests["orders"].meta.query_version == 2 and store.side_but_history == {}
     assert len(target.submissions) == 1
 
 

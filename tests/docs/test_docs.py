@@ -93,6 +93,7 @@ class Project:
         """The jobs of `folders` as deployed and `running`: v1 stored (its last run on `spark`),
         `batch` committed in each checkpoint, a run record naming a live process (this test's
         own: nothing is stopped)."""
+        from flink_sql_runner.act.history import HistoryWriter
         from flink_sql_runner.host import processes as procs
         from flink_sql_runner.model.stored import Meta, StoredManifest
         from flink_sql_runner.read.catalog import load_catalog
@@ -108,10 +109,13 @@ class Project:
         finally:
             os.chdir(cwd)
         me, started = os.getpid(), procs.start_marker(os.getpid())
+        store = LocalStore(state / "manifests")
         for job in jobs:
-            LocalStore(state / "manifests").write(
-                StoredManifest(job.spec, job.tables, replace(Meta.new(1), spark_version=spark)),
-                None,
+            stored = StoredManifest(job.spec, job.tables, replace(Meta.new(1), spark_version=spark))
+            store.write(stored, None)
+            # Its history record, as the deploy that recorded it writes one (act/history.py).
+            assert (
+                HistoryWriter(store).write(stored, "start-clean", "new job", lambda e: None) is None
             )
             checkpoint = self.root / job.checkpoint_location(1)
             for folder in ("offsets", "commits"):
@@ -338,12 +342,19 @@ def test_a_saved_plan_is_written_and_refused_once_stale(project: Project) -> Non
     digest = json.loads((project.root / "plan.json").read_text())["digest"]
     same(saved, planned.stdout + planned.stderr, {digest: SAMPLE_DIGEST})
     manifests = project.root / STATE / "manifests"
-    before = {p.name: p.read_bytes() for p in manifests.iterdir()}
+
+    def stored() -> dict[str, bytes]:
+        """Every file of the store, its history records (in a folder per job) among them."""
+        return {str(p.relative_to(manifests)): p.read_bytes()
+                for p in manifests.rglob("*") if p.is_file()}  # fmt: skip
+
+    before = stored()
+    assert any(name.startswith("_history/tick-log/") for name in before)
     project.edit("examples/queries/tick-log.yaml", lambda job: job.update(description="Again"))
     refused = project.run(sample_command(stale))
     assert refused.returncode == 2, refused.stdout + refused.stderr
     same(stale, refused.stderr + refused.stdout)
-    assert {p.name: p.read_bytes() for p in manifests.iterdir()} == before, "nothing touched"
+    assert stored() == before, "nothing touched"
 
 
 #: spark-submit's stand-in: it behaves as the runner does on the local target (a prepared run

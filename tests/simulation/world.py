@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 from flink_sql_runner.decide.decisions import Plan
 from flink_sql_runner.decide.steps import PrepareRun, StartRun
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.model.history import HistoryEntry, parse_history_key
 from flink_sql_runner.model.runs import Listing, Liveness, Run
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import StorageError
@@ -178,6 +179,9 @@ class Tracking:
     deploy_wrote: set[tuple[str, int, str, str]] = field(default_factory=set)
     #: Every sink the store ever recorded for a job's version.
     recorded_sinks: dict[tuple[str, int], set[str]] = field(default_factory=dict)
+    #: (name, version, SQL) of every manifest the store ever recorded: what a history record
+    #: may tell of.
+    recorded_queries: set[tuple[str, int, str | None]] = field(default_factory=set)
     #: Jobs stopped on purpose (stop returned ok, or a stop step of a deploy that wants it
     #: stopped confirmed its run gone): step and by whom; cleared when a deploy asks for it.
     stopped: dict[str, tuple[int, str]] = field(default_factory=dict)
@@ -368,9 +372,14 @@ class World:
             except (ValueError, KeyError, TypeError, AttributeError, FsrError):
                 self.violate("unreadable-intent", f"{proc} wrote an intent that is not JSON")
             return
+        if rest.startswith("_history/"):
+            self.history_written(proc, rest, body)
+            return
         if "/" in rest or not rest.endswith(".yaml"):
             return
         manifest = self.manifest_of(body, key)
+        sql = manifest.job.get("sql")
+        self.track.recorded_queries.add((manifest.name, manifest.meta.query_version, sql))
         key_ = key_of_manifest(manifest.job, manifest.tables, manifest.meta.query_version)
         self.track.recorded_sinks.setdefault((manifest.name, key_[1]), set()).add(key_[3])
         if kind == "watch":
@@ -383,6 +392,26 @@ class World:
                 )
         else:
             self.track.deploy_wrote.add(key_)
+
+    def history_written(self, proc: str, key: str, body: bytes) -> None:
+        """A history record (model/history.py) is written only after the manifest it tells of:
+        it names a version of the job, with its SQL, that the store recorded before it."""
+        parsed = parse_history_key(key)
+        try:
+            entry = HistoryEntry.from_json(body.decode(), key)
+        except (UnicodeDecodeError, FsrError) as exc:
+            self.violate("unreadable-history", f"{proc} wrote {key}: {exc}")
+            return
+        if parsed is None or parsed[:2] != (entry.name, entry.version):
+            self.violate("unreadable-history", f"{proc} wrote {key}, which holds "
+                         f"{entry.name} v{entry.version}")  # fmt: skip
+            return
+        if (entry.name, entry.version, entry.query) not in self.track.recorded_queries:
+            self.violate(
+                "history-without-record",
+                f"{proc} wrote the history of {entry.name} v{entry.version} ({entry.action}), "
+                "a version with that query the store never recorded before it",
+            )
 
     def manifest_of(self, body: bytes, key: str) -> StoredManifest:
         """A stored manifest's bytes as the product reads them; the checks read each version

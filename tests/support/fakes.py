@@ -75,7 +75,8 @@ class FakeStore:
     Switches: `fail_reads` / `fail_writes` (a 503 / 500), `unreadable` (names whose manifest is
     not a mapping), `lose_answers` (that many writes store their object, then raise as if the
     answer was lost on the way back), `before_write` (called before each manifest write),
-    `before_side_write` (before each side document's), `fail_clock` (the store's clock)."""
+    `before_side_write` (before each side document's), `failing_side` (key prefixes whose side
+    documents' writes answer 503, e.g. `_history/`), `fail_clock` (the store's clock)."""
 
     location = "memory://store/"
 
@@ -90,6 +91,8 @@ class FakeStore:
         self.fail_reads = False
         self.fail_writes = False
         self.fail_clock = False
+        #: Side documents under these key prefixes cannot be written (a 503 each time).
+        self.failing_side: set[str] = set()
         self.lose_answers = 0
         self.unreadable: set[str] = set()
         self.writes: list[str] = []
@@ -112,6 +115,17 @@ class FakeStore:
     @property
     def archived(self) -> dict[str, StoredManifest]:
         return self.data.archived
+
+    @property
+    def history(self) -> dict[str, str]:
+        """The history records (`_history/<name>/<file>`: model/history.py), by key."""
+        return {k: v for k, v in self.data.side.items() if k.startswith("_history/")}
+
+    @property
+    def side_but_history(self) -> dict[str, str]:
+        """The side documents but the history records: the intent and watch records a
+        command leaves for the next one."""
+        return {k: v for k, v in self.data.side.items() if not k.startswith("_history/")}
 
     @property
     def lock(self) -> MemoryLockBackend:
@@ -234,6 +248,8 @@ class FakeStore:
         if self.before_side_write is not None:
             self.before_side_write(key, text)
         self._fail_write()
+        if any(key.startswith(prefix) for prefix in self.failing_side):
+            raise StoreError(f"cannot write memory://store/{key}: SlowDown (HTTP 503) (switch)")
         if expected is not ANY and self.data.side.get(key) == text:
             # A retried write whose first attempt landed (its answer lost) finds its own
             # document there: success, as S3Store's conditional put finds it (stores/s3.py).
@@ -251,14 +267,16 @@ class FakeStore:
     def read_side_docs(
         self, folder: str, known: dict[str, SideDoc] | None = None
     ) -> dict[str, SideDoc]:
-        """Each document with its token and its age on the store's clock (`data.clock`); one
-        `known` holds under its token now is given back unread, as S3 does by ETag."""
+        """Each document directly in `folder` (not in a folder of it, as S3's listing with its
+        delimiter and a folder's show them) with its token and its age on the store's clock
+        (`data.clock`); one `known` holds under its token now is given back unread, as S3 does
+        by ETag."""
         self._fail()
         prefix = folder + "/"
         now = self.data.clock()
         found = {}
         for key, text in sorted(self.data.side.items()):
-            if not key.startswith(prefix):
+            if not key.startswith(prefix) or "/" in key[len(prefix) :]:
                 continue
             token = _token(self.data.side_versions, key)
             age = max(0.0, now - self.data.side_written.get(key, now))

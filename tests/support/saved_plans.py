@@ -122,8 +122,8 @@ class PlanWorld:
         )
         original = deployment.executor
 
-        def executor(lease=None):
-            made = original(lease)
+        def executor(lease=None, command="deploy"):
+            made = original(lease, command)
             made.clock, made.sleep = self.clock, self.clock.sleep
             made.runs.clock, made.runs.sleep = self.clock, self.clock.sleep
             return made

@@ -84,8 +84,8 @@ class World:
         # The executor waits on the same clock.
         original = deployment.executor
 
-        def executor(lease=None):
-            made = original(lease)
+        def executor(lease=None, command="deploy"):
+            made = original(lease, command)
             made.clock, made.sleep = self.clock, self.clock.sleep
             return made
 

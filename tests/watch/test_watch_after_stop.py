@@ -73,8 +73,8 @@ class World:
         watcher = Watcher(deployment, settings, Notifier(self.stream, "json"), clock=self.clock)
         original = deployment.executor
 
-        def executor(lease=None):
-            made = original(lease)
+        def executor(lease=None, command="deploy"):
+            made = original(lease, command)
             made.clock, made.sleep = self.clock, self.clock.sleep
             return made
 
