@@ -31,6 +31,7 @@ COMMANDS = {
     "watch": ("watch", "watch"),
     "resume": ("watch", "resume"),
     "jvm-archive": ("jvm", "jvm_archive"),
+    "ui": ("ui", "ui"),
 }
 
 

@@ -25,6 +25,8 @@ from flink_sql_runner.errors import EXIT_FAILED, EXIT_OK, UnknownJob
 from flink_sql_runner.host.collector import Frozen
 from flink_sql_runner.model.control import HEARTBEAT_SECONDS, MIN_STALL_TIMEOUT
 from flink_sql_runner.stores.lock import locked
+from flink_sql_runner.ui.pages import Pages, Response
+from flink_sql_runner.ui.server import PageServer
 from flink_sql_runner.watch.events import Event, Notifier
 from flink_sql_runner.watch.metrics import Metrics
 from flink_sql_runner.watch.records import WatchLog
@@ -97,7 +99,8 @@ def watch_options(func: Any) -> Any:
     "--metrics-port",
     type=click.IntRange(min=0, max=65535),
     envvar=env_var("METRICS_PORT"),
-    help="Serve Prometheus metrics on this port (0: any free one).",
+    help="Serve Prometheus metrics (/metrics) on this port (0: any free one), and beside them "
+    "the pages `ui` serves.",
 )
 @click.option(
     "--metrics-address",
@@ -155,7 +158,8 @@ def watch(
     deployment.existing_store()
     metrics = Metrics() if metrics_port is not None else None
     # First: a port in use is an error (exit 2) before anything starts.
-    port = metrics.serve(metrics_port or 0, metrics_address) if metrics is not None else None
+    server = _serve(deployment, metrics, metrics_address, metrics_port or 0) if metrics else None
+    port = server.port if server is not None else None
     command = shlex.split(notify_command) if notify_command else None
     notifier = Notifier(sys.stdout, output, notify_url, command)
     watcher = Watcher(deployment, settings, notifier, metrics, collector=Frozen())
@@ -175,11 +179,21 @@ def watch(
         watcher.run(once=once)
     finally:
         notifier.close()
-        if metrics is not None:
-            metrics.close()
+        if server is not None:
+            server.close()
     for name, cause in sorted(watcher.failed_restarts.items()):
         click.echo(f"error: {name}: its restart failed: {cause}", err=True)
     return EXIT_FAILED if watcher.failed_restarts else EXIT_OK
+
+
+def _serve(deployment: Deployment, metrics: Metrics, address: str, port: int) -> PageServer:
+    """`/metrics`, and beside it the pages `ui` serves (read only, of the same store)."""
+
+    def exposition() -> Response:
+        return Response(200, metrics.content_type, metrics.exposition())
+
+    pages = Pages(deployment, extra={"/metrics": exposition})
+    return PageServer(pages, address, port, option="--metrics-port", what="metrics")
 
 
 @click.command(cls=FsrCommand)

@@ -1,4 +1,5 @@
-"""`watch`'s Prometheus metrics (prometheus-client), one series per job, on `--metrics-port`.
+"""`watch`'s Prometheus metrics (prometheus-client), one series per job, served at `/metrics` on
+`--metrics-port` beside the pages (cli/watch.py).
 
 flink_sql_runner_job_up{job}                         1 when its one run is up
 flink_sql_runner_job_state{job,state}                1 for the job's current state
@@ -17,18 +18,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Gauge, start_http_server
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest
 
-from flink_sql_runner.errors import EXIT_INVALID, FsrError
 from flink_sql_runner.watch.health import Health, State
 
 PREFIX = "flink_sql_runner"
-
-
-class MetricsPortUnusable(FsrError):
-    """--metrics-port / --metrics-address cannot be listened on (in use, not this machine's)."""
-
-    exit_code = EXIT_INVALID
 
 
 class Metrics:
@@ -54,24 +48,14 @@ class Metrics:
             f"{PREFIX}_watch_leader", "1 while this watcher acts", registry=self.registry
         )
         self._jobs: set[str] = set()
-        self._server: Any = None
 
-    def serve(self, port: int, address: str) -> int:
-        """Serve /metrics; the port actually bound (port 0: any free one). MetricsPortUnusable
-        when the port is in use or the address is not this machine's."""
-        try:
-            self._server, _ = start_http_server(port, addr=address, registry=self.registry)
-        except OSError as exc:
-            raise MetricsPortUnusable(
-                f"--metrics-port {port}: cannot serve metrics on {address}:{port}: "
-                f"{exc.strerror or exc}"
-            ) from None
-        return int(self._server.server_port)
+    #: The exposition's content type (Prometheus' text format).
+    content_type = CONTENT_TYPE_LATEST
 
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+    def exposition(self) -> bytes:
+        """Every series in Prometheus' text format: what `/metrics` answers (`watch` serves it
+        beside the pages, cli/watch.py)."""
+        return bytes(generate_latest(self.registry))
 
     def observe(self, name: str, health: Health, restarts: int) -> None:
         self._jobs.add(name)

@@ -91,12 +91,17 @@ def status_rows(
     jobs: list[Job],
     now: datetime | None = None,
     reads: StatusReads | None = None,
+    seen: list[JobFacts] | None = None,
 ) -> list[dict[str, Any]]:
-    """`reads`: what the last `status` read (kept in the state folder; saved back here)."""
+    """`reads`: what the last `status` read (kept in the state folder; saved back here).
+    `seen`: given, the facts the rows were made from are added to it (the page draws the
+    lineage from the same look's manifests)."""
     facts = gather(
         jobs, deployment.store, deployment.target, deployment.storage,
         workers=deployment.settings.parallelism, checkpoints=False,
     )  # fmt: skip
+    if seen is not None:
+        seen.extend(facts)
     if reads is None:
         reads = StatusReads.load(deployment.status_cache, deployment.store.location)
     try:

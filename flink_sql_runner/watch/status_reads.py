@@ -27,6 +27,7 @@ from typing import Any
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.checkpoint_reader import last_committed
 from flink_sql_runner.gather.inspection import read_status_file
+from flink_sql_runner.host import runtime
 from flink_sql_runner.host.atomic import replace_file
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.runs import Liveness
@@ -57,6 +58,14 @@ class StatusReads:
     #: By beacon location: the listing's tokens and checkpoint they were read under, and what.
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     watch: dict[str, SideDoc] = field(default_factory=dict)
+    #: Seconds a read of a job whose run is (or may be) alive is given back unread (None: read
+    #: every time, as `status` does). The page (`ui`) looks again and again: a running job's
+    #: status file changes every heartbeat (runner/status.py, 10 s), and its reads cost a GET
+    #: and a listing per job each look.
+    fresh_for: float | None = None
+    #: By beacon location: when (runtime.monotonic) a running job's reads were made, from
+    #: which checkpoint, and what they were; only with `fresh_for`, kept in memory.
+    recent: dict[str, tuple[float, str, JobReads]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path | None, store: str) -> StatusReads:
@@ -120,15 +129,27 @@ class StatusReads:
             if kept is not None and all(kept.get(k) == v for k, v in tokens.items()):
                 return JobReads(kept.get("status"), kept.get("committed"))
         self.jobs.pop(key, None)
+        if self.fresh_for is not None and not idle:
+            made = self.recent.get(key)
+            if made is not None and made[1] == checkpoint:
+                if runtime.monotonic() - made[0] < self.fresh_for:
+                    return made[2]
         status = read_status_file(storage, control.status_file)
         try:
             committed = last_committed(storage, checkpoint)
         except FsrError as exc:
+            self.recent.pop(key, None)
             return JobReads(status, None, str(exc).splitlines()[0])
         if tokens is not None and status is not None:
             self.jobs[key] = {**tokens, "status": status, "committed": committed}
-        return JobReads(status, committed)
+        read = JobReads(status, committed)
+        if self.fresh_for is not None and not idle:
+            self.recent[key] = (runtime.monotonic(), checkpoint, read)
+        else:
+            self.recent.pop(key, None)
+        return read
 
     def forget_others(self, keep: set[str]) -> None:
         """Drop what is kept of beacons no job of this look has."""
         self.jobs = {k: v for k, v in self.jobs.items() if k in keep}
+        self.recent = {k: v for k, v in self.recent.items() if k in keep}

@@ -64,8 +64,10 @@ def test_the_next_plan_says_it_failed_beside_the_retry():
     assert doc["failed-start"] == {"query-version": 1, "at": json_time_of_text(failed.at),
                                    "error": ERROR,
                                    "run-id": failed.run_id}  # fmt: skip
-    assert doc["steps"][0] == {"step": "drop-intent", "why": "started again", "failed-start": True,
-                               "text": "drop the failed start's record (started again)"}  # fmt: skip
+    assert doc["steps"][0] == {
+        "step": "drop-intent", "why": "started again", "failed-start": True,
+        "text": "drop the failed start's record (started again)",
+    }  # fmt: skip
 
 
 def test_a_start_that_succeeds_afterwards_clears_the_failure():

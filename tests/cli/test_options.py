@@ -35,6 +35,8 @@ DOES = {
     "migrate": {"locks"},
     "lineage": {"loads", "output"},
     "jvm-archive": {"spark"},
+    # `ui` reads the store and what runs, and serves pages: no document of its own.
+    "ui": {"store", "target", "spark"},
 }
 #: The options of the shared groups, by what they are for.
 FOR = {
@@ -263,7 +265,7 @@ def test_two_spellings_disagreeing_is_one_line_and_exit_2(tmp_path: Path) -> Non
 #: The commands that print no result of their own to choose a form of: `logs` prints a log,
 #: `migrate` what it converts (a one-off, read by people before it writes), `resume` and
 #: `jvm-archive` one line.
-WITHOUT_OUTPUT = {"logs", "migrate", "resume", "jvm-archive"}
+WITHOUT_OUTPUT = {"logs", "migrate", "resume", "jvm-archive", "ui"}
 #: The forms beyond text and json a command has.
 MORE_FORMS = {
     "plan": ("markdown",), "deploy": ("markdown",), "deploy-job": ("markdown",),

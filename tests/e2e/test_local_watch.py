@@ -178,6 +178,17 @@ def test_watch_restarts_replaces_yields_to_deploy_and_hands_over(
     assert 'flink_sql_runner_job_state{job="ticker",state="healthy"} 1.0' in text
     assert 'flink_sql_runner_job_input_rows_per_second{job="ticker"}' in text
     assert "flink_sql_runner_watch_leader 1.0" in text
+    # Beside /metrics, the pages `ui` serves, of the same store: the job, running, and its page
+    # with its version, checkpoint and log (real Spark wrote them).
+    base = url.removesuffix("metrics")
+    with urllib.request.urlopen(base, timeout=30) as answer:
+        fleet = answer.read().decode()
+    assert '<tr data-job="ticker">' in fleet and "healthy" in fleet
+    with urllib.request.urlopen(f"{base}jobs/ticker", timeout=60) as answer:
+        page = answer.read().decode()
+    assert "Stored version</dt><dd>v1" in page
+    assert f"{ws.state}/checkpoints/ticker/1" in page and '"batches"' in page
+    assert "[flink-sql-runner] job ticker v1 run" in page  # the driver log's tail
 
     # 1. SIGKILL the driver: restarted from its checkpoint, at once.
     kill_driver(int(first["pid"]))

@@ -83,9 +83,9 @@ def scenario() -> tuple[Plan, Lineage]:
 
 def _lifecycle(prune: bool = True) -> PlanCase:
     """A job told to stop, one restarted from its checkpoint (its run is gone), one pruned
-    (its file left --path; without `prune`, orphaned), one left alone unchanged, one whose text from its manifest would be
-    HTML, one whose new field is a date (YAML's), in a lineage with a catalog table no job
-    uses."""
+    (its file left --path; without `prune`, orphaned), one left alone unchanged, one whose
+    text from its manifest would be HTML, one whose new field is a date (YAML's), in a lineage
+    with a catalog table no job uses."""
     store, target, storage = FakeStore(), FakeTarget(), FakeStorage()
     jobs = {
         "halted": pipeline_job("halted", "/in", "/out/h"),

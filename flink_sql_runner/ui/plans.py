@@ -1,0 +1,41 @@
+"""A plan given to the page (`ui --plan FILE`): a saved plan (`plan --out`) or a plan's JSON
+(`plan --output json`), shown as the pull request's Markdown shows it (render/plan_doc.py).
+
+The file is read again each time its page is asked for, and is taken as hostile: one that is
+not a plan says why in one line naming the field, and nothing of it reaches the page unescaped
+(render/markdown_html.py lets no tag of the document's own through). A saved plan's signature
+or approval is not checked here (`deploy --plan` checks them): the page says so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from flink_sql_runner.read.secrets import redact_text
+from flink_sql_runner.render.markdown_html import markdown_html
+from flink_sql_runner.render.plan_doc import BadPlanDocument, read_plan_json
+
+#: A plan file larger than this is not read (a plan of 10,000 jobs is about 20 MB).
+MAX_BYTES = 64 * 1024 * 1024
+
+
+def plan_page(path: Path) -> dict[str, Any]:
+    shown: dict[str, Any] = {"path": str(path), "html": None, "error": None, "note": None}
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        shown["error"] = f"{path}: cannot be read: {exc.strerror or exc}"
+        return shown
+    if len(data) > MAX_BYTES:
+        shown["error"] = f"{path}: larger than {MAX_BYTES // 1024 // 1024} MiB: not read"
+        return shown
+    try:
+        plan = read_plan_json(data)
+    except BadPlanDocument as exc:
+        shown["error"] = f"{path}: {redact_text(str(exc).splitlines()[0])}"
+        return shown
+    shown["html"] = markdown_html(plan.markdown)
+    shown["note"] = redact_text(plan.note)
+    return shown
