@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
 from flink_sql_runner.act.saved_plan import FORMAT, SCHEMA_VERSION, body_digest
 from flink_sql_runner.decide.changes import ChangeKind
 from flink_sql_runner.decide.decisions import Action
-from flink_sql_runner.model.lineage import lineage_from_dict
+from flink_sql_runner.model.lineage import Lineage, lineage_from_dict
 from flink_sql_runner.model.preview import Preview
 from flink_sql_runner.read.schemas import shape_problem, shape_validator
 from flink_sql_runner.render.markdown import jobs_markdown
@@ -124,6 +124,10 @@ class ShownPlanDoc:
     digest_matches: bool | None = None
     deployer: str | None = None
     created: str | None = None
+    #: The plan's lineage, as the Markdown's diagram draws it (None: the document has none).
+    lineage: Lineage | None = field(default=None, compare=False, repr=False)
+    #: Each job's action, by name, as the document says it.
+    actions: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def note(self) -> str:
@@ -201,8 +205,11 @@ def _read(doc: Any) -> ShownPlanDoc:
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         # Not reached by a document of the shape checked above; said, never a traceback.
         raise BadPlanDocument(f"(the document): not a plan's document ({exc!r:.80})") from None
+    actions = {str(job["name"]): str(job["action"]) for job in doc["jobs"]}
     if not saved:
-        return ShownPlanDoc(markdown, False, digest=named[1] if named else None)
+        return ShownPlanDoc(
+            markdown, False, digest=named[1] if named else None, lineage=lineage, actions=actions
+        )
     body = {k: v for k, v in doc.items() if k not in ("digest", "signature")}
     return ShownPlanDoc(
         markdown,
@@ -212,6 +219,8 @@ def _read(doc: Any) -> ShownPlanDoc:
         digest_matches=body_digest(body) == doc["digest"],
         deployer=doc.get("deployer"),
         created=doc.get("created"),
+        lineage=lineage,
+        actions=actions,
     )
 
 

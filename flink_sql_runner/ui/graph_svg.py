@@ -50,10 +50,11 @@ def lineage_drawing(
     href_job: str,
     href_table: str,
     focus: str | None = None,
+    changed: frozenset[str] | set[str] = frozenset(),
 ) -> Drawing:
     """The jobs and tables to draw (with `focus`, a job: it, what feeds it and what it feeds,
     all the way, with the tables between); `href_job`/`href_table` are formats with `{}` for
-    the URL-quoted name."""
+    the URL-quoted name; `changed`: jobs outlined (a plan's, that act)."""
     names = set(lineage.jobs)
     if focus is not None:
         names = {focus, *lineage.upstream(focus), *lineage.downstream(focus)} & names
@@ -71,9 +72,12 @@ def lineage_drawing(
     for name in sorted(names):
         job = lineage.jobs[name]
         state = health.get(name)
-        classes = tuple(
-            c for c in (f"health-{state}" if state else "", "focus" if name == focus else "") if c
+        marks = (
+            f"health-{state}" if state else "",
+            "focus" if name == focus else "",
+            "changed" if name in changed else "",
         )
+        classes = tuple(c for c in marks if c)
         key = f"j:{name}"
         nodes[key] = Node(
             key, "job", name, href_job.format(quote(name, safe="")), state or "not seen", classes

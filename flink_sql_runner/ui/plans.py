@@ -9,12 +9,14 @@ or approval is not checked here (`deploy --plan` checks them): the page says so.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.read.secrets import redact_text
-from flink_sql_runner.render.markdown_html import markdown_html
-from flink_sql_runner.render.plan_doc import BadPlanDocument, read_plan_json
+from flink_sql_runner.render.markdown_html import MERMAID_CLASS, markdown_html
+from flink_sql_runner.render.plan_doc import BadPlanDocument, ShownPlanDoc, read_plan_json
+from flink_sql_runner.ui.graph_svg import lineage_drawing, lineage_svg
 
 #: A plan file larger than this is not read (a plan of 10,000 jobs is about 20 MB).
 MAX_BYTES = 64 * 1024 * 1024
@@ -36,6 +38,21 @@ def plan_page(path: Path) -> dict[str, Any]:
     except BadPlanDocument as exc:
         shown["error"] = f"{path}: {redact_text(str(exc).splitlines()[0])}"
         return shown
-    shown["html"] = markdown_html(plan.markdown)
+    shown["html"] = _drawn(markdown_html(plan.markdown), plan)
     shown["note"] = redact_text(plan.note)
     return shown
+
+
+def _drawn(html: str, plan: ShownPlanDoc) -> str:
+    """The Markdown's Mermaid lineage drawn as the lineage page draws it (GitHub draws the
+    Mermaid block; the page has no script to): each job's note its action in the plan, the jobs
+    that act outlined."""
+    block = re.compile(rf'<pre><code class="{MERMAID_CLASS}">.*?</code></pre>', re.S)
+    if plan.lineage is None or not block.search(html):
+        return html
+    acting = {name for name, action in plan.actions.items() if action != "noop"}
+    drawing = lineage_drawing(plan.lineage, plan.actions, "/jobs/{}", "/tables/{}", changed=acting)
+    svg = lineage_svg(drawing, "The plan's lineage")
+    label = 'class="graph" tabindex="0" role="region" aria-label="The plan&#39;s lineage"'
+    figure = f"<div {label}>{svg}</div>"
+    return block.sub(lambda _: figure, html, count=1)

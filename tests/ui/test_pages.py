@@ -127,3 +127,37 @@ def test_the_lineage_links_each_job_and_table(world: PageWorld) -> None:
     assert world.pages().answer("/lineage?job=nobody").status == 404
     table = text_of(world.pages().answer("/tables/src").body)
     assert "Read by" in table and "beta" in table
+
+
+def test_a_plan_is_shown_as_the_pull_request_shows_it_its_lineage_drawn(
+    world: PageWorld, tmp_path: Path
+) -> None:
+    from tests.render.test_plan_doc import shown  # the plans the Markdown's own tests render
+    from tests.support.plans import CASES
+
+    cases = [shown(make())[1] for make in CASES.values()]
+    doc = next(d for d in cases if d.get("lineage") and d["lineage"]["jobs"])
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(doc))
+    page = world.pages(plans=(path,)).answer("/plans/1").body.decode()
+    assert '<svg xmlns="http://www.w3.org/2000/svg" class="lineage"' in page
+    assert "language-mermaid" not in page  # drawn, not left as code
+    for job in doc["lineage"]["jobs"]:
+        assert f'<a href="/jobs/{job["name"]}"' in page
+
+
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        ("{not json", "not JSON"),
+        ('{"jobs": [{"name": "<script>x</script>"}]}', "jobs[0]"),
+        ("[]", "not a plan's document"),
+    ],
+)
+def test_a_file_that_is_not_a_plan_says_why_in_one_line(
+    world: PageWorld, tmp_path: Path, content: str, said: str
+) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(content)
+    page = world.pages(plans=(path,)).answer("/plans/1").body.decode()
+    assert said in unescape(page) and "<script>x" not in page
