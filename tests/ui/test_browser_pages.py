@@ -105,8 +105,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         ws.write_tables(
             [
                 {"name": "ticks", "format": "rate-micro-batch", "options": {"rowsPerBatch": 1}},
-                {"name": "raw", "format": "parquet", "schema": "value BIGINT",
-                 "options": {"path": str(ws.root / "raw")}},  # fmt: skip
+                {
+                    "name": "raw",
+                    "format": "parquet",
+                    "schema": "value BIGINT",
+                    "options": {"path": str(ws.root / "raw")},
+                },  # fmt: skip
                 {
                     "name": "clean",
                     "format": "parquet",
