@@ -449,6 +449,8 @@ def _delete_history(
     for file_name in store.read_side_docs(folder, surveyed):
         check()
         store.delete_side(f"{folder}/{file_name}")
+    check()
+    store.clear_side_folder(folder)  # a killed record write's temporary file (the SQL in it)
 
 
 def would_forget(surveys: list[Survey]) -> list[ForgetResult]:

@@ -26,7 +26,7 @@ from flink_sql_runner.host.collector import Frozen
 from flink_sql_runner.model.control import HEARTBEAT_SECONDS, MIN_STALL_TIMEOUT
 from flink_sql_runner.stores.lock import locked
 from flink_sql_runner.ui.pages import Pages, Response
-from flink_sql_runner.ui.server import PageServer
+from flink_sql_runner.ui.server import PageServer, is_loopback
 from flink_sql_runner.watch.events import Event, Notifier
 from flink_sql_runner.watch.metrics import Metrics
 from flink_sql_runner.watch.records import WatchLog
@@ -100,7 +100,7 @@ def watch_options(func: Any) -> Any:
     type=click.IntRange(min=0, max=65535),
     envvar=env_var("METRICS_PORT"),
     help="Serve Prometheus metrics (/metrics) on this port (0: any free one), and beside them "
-    "the pages `ui` serves.",
+    "the pages `ui` serves (on a loopback address, or with --pages).",
 )
 @click.option(
     "--metrics-address",
@@ -108,6 +108,14 @@ def watch_options(func: Any) -> Any:
     show_default=True,
     envvar=env_var("METRICS_ADDRESS"),
     help="The address the metrics listen on (0.0.0.0 for every interface, e.g. in a pod).",
+)
+@click.option(
+    "--pages/--no-pages",
+    "pages",
+    default=None,
+    help="Serve the pages `ui` serves beside /metrics [default: only when --metrics-address "
+    "is a loopback address: elsewhere whoever reaches the port would read every job's SQL, "
+    "log and history].",
 )
 @click.option(
     "--output",
@@ -130,6 +138,7 @@ def watch(
     notify_command: str | None,
     metrics_port: int | None,
     metrics_address: str,
+    pages: bool | None,
     output: str,
     once: bool,
     max_failures: int,
@@ -158,7 +167,10 @@ def watch(
     deployment.existing_store()
     metrics = Metrics() if metrics_port is not None else None
     # First: a port in use is an error (exit 2) before anything starts.
-    server = _serve(deployment, metrics, metrics_address, metrics_port or 0) if metrics else None
+    served = pages_beside_metrics(metrics_address, pages)
+    server = (
+        _serve(deployment, metrics, metrics_address, metrics_port or 0, served) if metrics else None
+    )
     port = server.port if server is not None else None
     command = shlex.split(notify_command) if notify_command else None
     notifier = Notifier(sys.stdout, output, notify_url, command)
@@ -175,7 +187,10 @@ def watch(
     try:
         if metrics is not None:
             notifier.emit(Event("metrics", message=f"http://{metrics_address}:{port}/metrics",
-                                fields={"port": port}))  # fmt: skip
+                                fields={"port": port, "pages": served}))  # fmt: skip
+            if served and not is_loopback(metrics_address):
+                said = "every machine that reaches it can read them (read only, secrets masked)"
+                click.echo(f"warning: the pages are served on {metrics_address}: {said}", err=True)
         watcher.run(once=once)
     finally:
         notifier.close()
@@ -186,14 +201,23 @@ def watch(
     return EXIT_FAILED if watcher.failed_restarts else EXIT_OK
 
 
-def _serve(deployment: Deployment, metrics: Metrics, address: str, port: int) -> PageServer:
-    """`/metrics`, and beside it the pages `ui` serves (read only, of the same store)."""
+def pages_beside_metrics(address: str, asked: bool | None) -> bool:
+    """Whether the pages are served beside `/metrics`: as asked (--pages, --no-pages), else
+    only on a loopback address (a pod's 0.0.0.0 serves Prometheus, not every job's SQL, log
+    and history to whoever reaches the port)."""
+    return asked if asked is not None else is_loopback(address)
+
+
+def _serve(
+    deployment: Deployment, metrics: Metrics, address: str, port: int, pages: bool = True
+) -> PageServer:
+    """`/metrics`, and beside it (`pages`) the pages `ui` serves (read only, of the store)."""
 
     def exposition() -> Response:
         return Response(200, metrics.content_type, metrics.exposition())
 
-    pages = Pages(deployment, extra={"/metrics": exposition})
-    return PageServer(pages, address, port, option="--metrics-port", what="metrics")
+    served = Pages(deployment, extra={"/metrics": exposition}, pages=pages)
+    return PageServer(served, address, port, option="--metrics-port", what="metrics")
 
 
 @click.command(cls=FsrCommand)

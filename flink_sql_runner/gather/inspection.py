@@ -63,7 +63,7 @@ def read_status_file(storage: Storage, location: str) -> dict[str, Any] | None:
     try:
         text = storage.read_text(location)
         doc = json.loads(text) if text else None
-    except (FsrError, ValueError):
+    except (FsrError, ValueError, RecursionError):  # a forged one nested too deep, too
         return None
     return doc if isinstance(doc, dict) else None
 

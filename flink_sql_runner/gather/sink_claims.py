@@ -38,24 +38,40 @@ class SinkClaims:
     claims: tuple[Claim, ...] = ()
     #: Why they could not be read (None: read).
     problem: str | None = None
+    #: Older claims listed and not read (`newest`).
+    older: int = 0
 
 
-def read_sink_claims(storage: Storage, path: str) -> SinkClaims:
+def _number(text: str) -> bool:
+    """ASCII digits only (`str.isdigit` also takes `²`, which `int` refuses)."""
+    return text.isascii() and text.isdecimal()
+
+
+def read_sink_claims(storage: Storage, path: str, newest: int | None = None) -> SinkClaims:
+    """The claims of the sink at `path`, oldest first; with `newest`, only the newest that
+    many are read (their count beyond is `older`)."""
     folder = f"{path.rstrip('/')}/{CLAIMS_FOLDER}"
     try:
         names = storage.file_names(folder)
     except FsrError as exc:
         return SinkClaims(path, problem=str(exc).splitlines()[0])
-    found = []
+    named = []
     for name in names:
         order, _, rest = name.partition("-")
         first = rest.removesuffix(".json")
-        if not (order.isdigit() and first.isdigit() and name.endswith(".json")):
-            continue
+        if _number(order) and _number(first) and name.endswith(".json"):
+            named.append((int(order), int(first), name))
+    named.sort()
+    older = max(0, len(named) - newest) if newest is not None else 0
+    found = []
+    for order_number, first_batch, name in named[older:]:
+        order, first = str(order_number), str(first_batch)
         try:
             body = json.loads(storage.read_text(f"{folder}/{name}") or "{}")
         except (FsrError, ValueError) as exc:
             return SinkClaims(path, tuple(found), f"{folder}/{name}: {str(exc).splitlines()[0]}")
+        except RecursionError:
+            return SinkClaims(path, tuple(found), f"{folder}/{name}: nested too deep")
         if not isinstance(body, dict):
             continue
         schema = body.get("schema")
@@ -74,4 +90,4 @@ def read_sink_claims(storage: Storage, path: str) -> SinkClaims:
                 fields,
             )
         )
-    return SinkClaims(path, tuple(sorted(found, key=lambda c: (c.order, c.first_batch))))
+    return SinkClaims(path, tuple(found), older=older)

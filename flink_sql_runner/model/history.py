@@ -129,7 +129,7 @@ class HistoryEntry:
                 note=note,
                 stamp=stamp or at,
             )
-        except (KeyError, ValueError, TypeError) as exc:
+        except (KeyError, ValueError, TypeError, OverflowError) as exc:
             what = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
             raise StoreError(f"history record {source} is unreadable ({what})") from None
 
@@ -139,6 +139,8 @@ class HistoryEntry:
             doc = json.loads(text)
         except ValueError as exc:
             raise StoreError(f"history record {source} is unreadable (not JSON: {exc})") from None
+        except RecursionError:
+            raise StoreError(f"history record {source} is unreadable (nested too deep)") from None
         return cls.from_dict(doc, source, stamp)
 
 

@@ -55,7 +55,7 @@ def json_time_of_text(text: Any) -> Any:
         return text
     try:
         return json_time(datetime.fromisoformat(text.replace("Z", "+00:00")))
-    except ValueError:
+    except (ValueError, OverflowError):  # OverflowError: out of range once made UTC
         return text
 
 

@@ -27,9 +27,12 @@ CREDENTIAL_KEYS = re.compile(
 PRIVATE_KEY = re.compile(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S
 )
-#: A value that assigns a secret, e.g. a JAAS line or a JDBC URL with a password in it.
+#: A value that assigns a secret, e.g. a JAAS line or a JDBC URL with a password in it; or that
+#: gives one as an option's value in code (`.option("password", "x")`) or SQL (`password 'x'`).
 SECRET_IN_VALUE = re.compile(
     r"(?i)(secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]"
+    r"|[\"'](secret|password|passwd|token|access[.]?key)[^\"']{0,20}[\"']\s*,\s*[\"']"
+    r"|\b(password|passwd|secret)\s+'"
 )
 MASK = "*****"
 #: A URL's user and password (`mongodb://user:secret@host`, or a token as the user): masked
@@ -42,6 +45,15 @@ _ASSIGNED_SECRET = re.compile(
     r"(?i)((?:secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]\s*)"
     r"(\"[^\"]*\"|'[^']*'|[^\s;&,]+)"
 )
+#: A secret given as an option's value in code or SQL: `.option("password", "x")`,
+#: `OPTIONS (password 'x')`.
+_GIVEN_SECRET = re.compile(
+    r"(?i)([\"'](?:secret|password|passwd|token|access[.]?key)[^\"']{0,20}[\"']\s*,\s*"
+    r"|\b(?:password|passwd|secret)\s+)(\"[^\"]*\"|'[^']*')"
+)
+#: A user and password before a host without a scheme (`"key:secret@bucket"`, as an error
+#: message quotes a bucket of `s3a://key:secret@bucket/`).
+BARE_CREDENTIALS = re.compile(r"(?<![\w/@:.-])[^\s/@:\"'<>]+:[^\s/@\"'<>]+@(?=[\w.-])")
 
 
 def is_secret_key(key: str) -> bool:
@@ -74,10 +86,14 @@ def mask(value: Any, key: str = "") -> Any:
 
 
 def redact_text(text: str) -> str:
-    """Free text (an error message, an event) with every assigned secret's value masked:
-    `password="x"` -> `password=*****`; private key material -> `*****`."""
+    """Free text (an error message, an event, SQL, code, a log) with every assigned secret's
+    value masked: `password="x"` -> `password=*****`, `.option("password", "x")` ->
+    `.option("password", *****)`; private key material -> `*****`; a URL's user and password,
+    with or without its scheme -> `*****@`."""
     text = _ASSIGNED_SECRET.sub(lambda m: m.group(1) + MASK, text)
-    return URL_CREDENTIALS.sub(MASK + "@", PRIVATE_KEY.sub(MASK, text))
+    text = _GIVEN_SECRET.sub(lambda m: m.group(1) + MASK, text)
+    text = URL_CREDENTIALS.sub(MASK + "@", PRIVATE_KEY.sub(MASK, text))
+    return BARE_CREDENTIALS.sub(MASK + "@", text)
 
 
 def masked_conf_args(args: list[str]) -> list[str]:

@@ -156,6 +156,12 @@ class ManifestStore(Protocol):
         (StoreConflict otherwise). A document already gone is deleted."""
         ...
 
+    def clear_side_folder(self, folder: str) -> None:
+        """What is left in `folder` once its documents were deleted: the temporary files of
+        writes killed before their rename, and the folder itself. A store without folders
+        or temporary files (S3) has nothing to do."""
+        ...
+
     def lock_backend(self, name: str | None = None) -> LockBackend:
         """Where this store's lock lives (see lock.py); `name` another lock beside it (the
         watcher's leadership, `_watch/_leader.json`)."""

@@ -14,6 +14,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -275,7 +276,9 @@ class LocalStore:
             if data is None:
                 continue
             try:
-                found[entry.name] = SideDoc(data.decode("utf-8"), token_of(data), age, stamp)
+                found[entry.name] = SideDoc(
+                    data.decode("utf-8", errors="replace"), token_of(data), age, stamp
+                )
             except UnicodeDecodeError as exc:
                 raise StoreError(f"cannot read {entry.path}: {exc}") from None
         return found
@@ -294,6 +297,16 @@ class LocalStore:
                 raise conflict(str(path), "deleting")
             try:
                 path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot delete {path}: {exc.strerror}") from None
+
+    def clear_side_folder(self, folder: str) -> None:
+        path = self.folder / folder
+        if not path.is_dir() or path.resolve().parent == self.folder.resolve():
+            return  # nothing left; a top side folder (`_history`, `_watch`) is kept
+        with self._guard():
+            try:
+                shutil.rmtree(path)
             except OSError as exc:
                 raise StoreError(f"cannot delete {path}: {exc.strerror}") from None
 

@@ -342,6 +342,9 @@ class S3Store:
             return
         self._delete(full, expected, changed)
 
+    def clear_side_folder(self, folder: str) -> None:
+        """Nothing: a PUT S3 did not take leaves nothing, and S3 has no folders."""
+
     def clock(self) -> float:
         """S3's clock: the `Date` of an answer to a listing of at most one intent record."""
         prefix = f"{self.prefix}_intents/"

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from flink_sql_runner.act.deployment import Deployment
     from flink_sql_runner.model.facts import JobFacts
 
-#: Health of a job that should run and has no run up.
-DOWN = ("down", "backing-off", "crash-looping", "failed", "restarting")
+#: Health of a job that should run and has no run up (`restarting` has one: watch restarted it
+#: and waits for it to be healthy).
+DOWN = ("down", "backing-off", "crash-looping", "failed")
 #: Health of a job that failed, or that cannot be judged now.
 FAILING = ("crash-looping", "backing-off", "failed", "unknown")
 #: Kafka offsets behind the latest past which a running job is shown lagging.
@@ -64,8 +65,7 @@ FILTERS = (
     Filter(
         "down",
         "Down",
-        "should run, and no run is up: down, restarting, backing off, crash-looping, or its "
-        "first start failed",
+        "should run, and no run is up: down, backing off, crash-looping, or its first start failed",
         lambda r, _: r["health"] in DOWN,
     ),
     Filter(
@@ -138,8 +138,11 @@ class Fleet:
         facts: list[JobFacts] = []
         try:
             rows = status_rows(self.deployment, [], reads=self._reads, seen=facts)
-        except FsrError as exc:
-            self._failed = (redact_text(str(exc).splitlines()[0]), _utc_now())
+        except Exception as exc:  # noqa: BLE001 (whatever it was, the look failed: said, not shown as no jobs)
+            said = str(exc).splitlines()[0] if str(exc) else ""
+            if not isinstance(exc, FsrError):
+                said = f"{type(exc).__name__}: {said}".rstrip(": ")
+            self._failed = (redact_text(said), _utc_now())
             self._last_tried = runtime.monotonic()
             return
         finally:

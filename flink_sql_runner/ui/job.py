@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.gather.history import read_history
 from flink_sql_runner.gather.inspection import inspect_job
-from flink_sql_runner.gather.logs import find_log, last_lines
+from flink_sql_runner.gather.logs import find_log
 from flink_sql_runner.gather.sink_claims import read_sink_claims
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
@@ -27,8 +29,12 @@ from flink_sql_runner.ui.fleet import Seen
 if TYPE_CHECKING:
     from flink_sql_runner.act.deployment import Deployment
 
-#: Lines of the driver log shown.
+#: Lines of the driver log shown, read from its last TAIL_BYTES, each cut at LINE_LIMIT.
 LOG_LINES = 200
+TAIL_BYTES = 256 * 1024
+LINE_LIMIT = 2000
+#: The newest claims of a sink read and shown (anyone who can write the sink can add more).
+CLAIMS_SHOWN = 50
 #: A value longer than this is cut in the change tables (the diff shows SQL and code whole).
 VALUE_LIMIT = 200
 
@@ -44,11 +50,33 @@ def job_page(deployment: Deployment, seen: Seen, name: str) -> dict[str, Any] | 
         "name": name,
         "row": row,
         "manifest": _manifest(manifest) if manifest is not None else None,
-        "history": _history(deployment, name, manifest),
-        "checkpoint": _checkpoint(deployment, name) if manifest is not None else None,
-        "log": _log(deployment, name),
-        "sinks": _sinks(deployment, manifest) if manifest is not None else [],
+        "history": _part(_history, deployment, name, manifest),
+        "checkpoint": _part(_checkpoint, deployment, name) if manifest is not None else None,
+        "log": _part(_log, deployment, name),
+        "sinks": _part(_sinks, deployment, manifest) if manifest is not None else [],
     }
+
+
+def _part(read: Callable[..., Any], *args: Any) -> Any:
+    """One part of the page, or, when reading it failed whatever the way (a forged file, a
+    storage that did not answer), its error in its place: the other parts are shown."""
+    try:
+        return read(*args)
+    except Exception as exc:  # noqa: BLE001 (one part's failure is that part's)
+        said = (
+            _problem(exc)
+            if isinstance(exc, FsrError)
+            else redact_text(
+                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+            )
+        )
+        failed = {"error": f"could not be read: {said}", "entries": [], "diffs": [],
+                  "missing": [], "problems": [], "lines": [], "where": None}  # fmt: skip
+        return (
+            [{"table": "", "path": None, "claims": [], "problem": failed["error"]}]
+            if (read is _sinks)
+            else failed
+        )
 
 
 def shown_value(value: Any, key: str = "") -> str:
@@ -115,6 +143,8 @@ def _history(deployment: Deployment, name: str, manifest: StoredManifest | None)
                 "reason": redact_text(entry.reason),
                 "at": entry.at,
                 "release": entry.release,
+                "command": entry.command,
+                "note": redact_text(entry.note) if entry.note else None,
                 "changes": changes,
             }
         )
@@ -153,9 +183,20 @@ def _checkpoint(deployment: Deployment, name: str) -> dict[str, Any]:
         found = inspect_job(name, deployment.store, deployment.target, deployment.storage, None)
     except FsrError as exc:
         return {"error": _problem(exc)}
-    doc: dict[str, Any] = json.loads(inspect_json(found))
+    doc: dict[str, Any] = _redacted(json.loads(inspect_json(found)))
     doc["error"] = None
     return doc
+
+
+def _redacted(value: Any) -> Any:
+    """Every text of a document with its secrets masked (an error a run reported, a path)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    return value
 
 
 def _log(deployment: Deployment, name: str) -> dict[str, Any]:
@@ -172,11 +213,34 @@ def _log(deployment: Deployment, name: str) -> dict[str, Any]:
     lines: list[str] = []
     for path in found.log.files:
         try:
-            tail, _ = last_lines(path, LOG_LINES)
+            lines += _tail(path)
         except OSError as exc:
-            return {"error": f"{path}: {exc.strerror or exc}", "where": path, "lines": lines}
-        lines += [redact_text(line.rstrip("\n")) for line in tail]
-    return {"error": None, "where": ", ".join(found.log.files), "lines": lines[-LOG_LINES:]}
+            where = redact_text(path)
+            return {"error": f"{where}: {exc.strerror or exc}", "where": where, "lines": []}
+    # Masked as one text: a private key logged over several lines is masked whole.
+    shown = redact_text("\n".join(lines[-LOG_LINES:])).split("\n")
+    return {"error": None, "where": redact_text(", ".join(found.log.files)), "lines": shown}
+
+
+def _tail(path: str) -> list[str]:
+    """The last LOG_LINES lines of a log, read from its last TAIL_BYTES only, each cut at
+    LINE_LIMIT characters: a driver that logs one line of a gigabyte makes no page of one."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, size - TAIL_BYTES))
+        data = handle.read(TAIL_BYTES)
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if size > TAIL_BYTES:
+        lines[0] = "[...]"  # the line the read began in the middle of
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [
+        line
+        if len(line) <= LINE_LIMIT
+        else f"{line[:LINE_LIMIT]} [... {len(line) - LINE_LIMIT} more characters]"
+        for line in lines[-LOG_LINES:]
+    ]
 
 
 def _sinks(deployment: Deployment, manifest: StoredManifest) -> list[dict[str, Any]]:
@@ -199,7 +263,7 @@ def _sinks(deployment: Deployment, manifest: StoredManifest) -> list[dict[str, A
     if "${" in where:
         return [{"table": target, "path": redact_text(where), "claims": [],
                  "note": "its path takes environment values the page does not read"}]  # fmt: skip
-    found = read_sink_claims(deployment.storage, where)
+    found = read_sink_claims(deployment.storage, where, newest=CLAIMS_SHOWN)
     claims = [
         {
             "order": c.order,
@@ -216,5 +280,5 @@ def _sinks(deployment: Deployment, manifest: StoredManifest) -> list[dict[str, A
         }
         for c in found.claims
     ]
-    return [{"table": target, "path": redact_text(where), "claims": claims,
+    return [{"table": target, "path": redact_text(where), "claims": claims, "older": found.older,
              "problem": redact_text(found.problem) if found.problem else None}]  # fmt: skip

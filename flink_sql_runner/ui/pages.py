@@ -15,6 +15,7 @@ render/plan_html.py, which lets no tag of the document's own through).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,6 +27,7 @@ from urllib.parse import parse_qs, quote, unquote
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from flink_sql_runner import __version__
+from flink_sql_runner.host import runtime
 from flink_sql_runner.model.lineage import build_lineage
 from flink_sql_runner.read.names import job_name_problem
 from flink_sql_runner.read.secrets import redact_text
@@ -58,6 +60,7 @@ def _environment() -> Environment:
     )
     env.filters["quote"] = lambda text: quote(str(text), safe="")
     env.filters["ago"] = _ago
+    env.filters["masked"] = redact_text
     return env
 
 
@@ -86,6 +89,7 @@ class Pages:
         lag: int = DEFAULT_LAG,
         fleet: Fleet | None = None,
         extra: dict[str, Callable[[], Response]] | None = None,
+        pages: bool = True,
     ) -> None:
         self.deployment = deployment
         self.fleet = fleet or Fleet(deployment)
@@ -93,6 +97,12 @@ class Pages:
         self.lag = lag
         #: More paths, e.g. `/metrics` when `watch` serves the pages.
         self.extra = extra or {}
+        #: False: only the `extra` paths are answered (watch's metrics off loopback, unasked).
+        self.pages = pages
+        #: Each job's page as last made, by name, with when (runtime.monotonic): given again
+        #: for as long as the fleet's look is (`Fleet.reuse_for`).
+        self._jobs: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._jobs_lock = runtime.lock()
         self.env = _environment()
         self.static = {
             name: resources.files("flink_sql_runner.ui").joinpath("static", name).read_bytes()
@@ -106,12 +116,15 @@ class Pages:
         path = unquote(path)
         if path in self.extra:
             return self.extra[path]()
+        if not self.pages:
+            return Response(404, "text/plain; charset=utf-8", b"only /metrics is served here\n")
         if path == "/":
             return self._fleet(args)
         if path == "/status.json":
             seen = self.fleet.seen()
-            if seen.look is None:
-                return self._error(503, f"the fleet could not be read: {seen.failed}")
+            if seen.failed is not None or seen.look is None:  # never the last look as now
+                said = json.dumps({"error": f"the fleet could not be read now: {seen.failed}"})
+                return Response(503, "application/json", said.encode())
             return Response(200, "application/json", status_json(seen.look.rows).encode())
         if path.startswith("/jobs/"):
             return self._job(path.removeprefix("/jobs/"))
@@ -165,10 +178,23 @@ class Pages:
         if job_name_problem(name) is not None:
             return self._error(404, "no such job: not a job name")
         seen = self.fleet.seen()
-        page = job_page(self.deployment, seen, name)
+        page = self._job_page(seen, name)
         if page is None:
             return self._error(404, f"no job {name} in {self.deployment.store.location}")
         return self._page("job.html", title=name, seen=seen, job=page, lag=self.lag)
+
+    def _job_page(self, seen: Any, name: str) -> dict[str, Any] | None:
+        """The job's page, made again at most once per `Fleet.reuse_for` seconds: a page left
+        reloading, or ten tabs, read its history, checkpoint, log and claims once."""
+        with self._jobs_lock:
+            kept = self._jobs.get(name)
+            now = runtime.monotonic()
+            if kept is not None and now - kept[0] < self.fleet.reuse_for:
+                return kept[1]
+            page = job_page(self.deployment, seen, name)
+            if page is not None:
+                self._jobs[name] = (now, page)
+            return page
 
     def _lineage(self, focus: str | None) -> Response:
         seen = self.fleet.seen()

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from flink_sql_runner.host import runtime
 from flink_sql_runner.read.secrets import redact_text
 from flink_sql_runner.render.markdown_html import MERMAID_CLASS, markdown_html
 from flink_sql_runner.render.plan_doc import BadPlanDocument, ShownPlanDoc, read_plan_json
@@ -22,7 +23,31 @@ from flink_sql_runner.ui.graph_svg import lineage_drawing, lineage_svg
 MAX_BYTES = 64 * 1024 * 1024
 
 
+#: Each plan file's page as last made, by path, under the file's size and modification time: a
+#: file that did not change is not read, checked and rendered again (a plan of 10,000 jobs
+#: costs seconds of CPU).
+_made: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+_made_lock = runtime.lock()
+
+
 def plan_page(path: Path) -> dict[str, Any]:
+    """The page of the plan file at `path`: made again only when the file changed."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        return {"path": str(path), "html": None, "note": None,
+                "error": f"{path}: cannot be read: {exc.strerror or exc}"}  # fmt: skip
+    key = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    with _made_lock:
+        kept = _made.get(str(path))
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        page = _page(path)
+        _made[str(path)] = (key, page)
+        return page
+
+
+def _page(path: Path) -> dict[str, Any]:
     shown: dict[str, Any] = {"path": str(path), "html": None, "error": None, "note": None}
     try:
         with path.open("rb") as handle:

@@ -59,6 +59,16 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     server_version = "flink-sql-runner"
     sys_version = ""
+    #: Seconds a connection may stay silent: each holds a thread meanwhile.
+    timeout = 30
+
+    def end_headers(self) -> None:
+        """Every answer carries the policy, the standard library's own (501, 414, 400) too."""
+        if not getattr(self, "_policy_sent", False):
+            for name, value in HEADERS.items():
+                self.send_header(name, value)
+        self._policy_sent = False
+        super().end_headers()
 
     def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
         self._answer(body=True)
@@ -94,6 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(response.body)))
         for name, value in {**HEADERS, "Cache-Control": "no-store", **response.headers}.items():
             self.send_header(name, value)
+        self._policy_sent = True
         self.end_headers()
         if body:
             self.wfile.write(response.body)

@@ -26,6 +26,7 @@ from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.json_values import json_batch, json_time_of_text
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.read.secrets import redact_text
 from flink_sql_runner.watch.beacons import Beacons
 from flink_sql_runner.watch.beacons import checkpoint_root as beacon_root
 from flink_sql_runner.watch.health import Health, State, assess
@@ -59,6 +60,24 @@ def _quiet(health: Health, now: datetime) -> str | None:
         return None
     quiet = (now - updated).total_seconds()
     return f"no heartbeat for {quiet:.0f} s" if quiet > QUIET_SECONDS else None
+
+
+#: A status file stamped further than this ahead of this machine's clock is said to be: a
+#: heartbeat that stopped would not be seen by time while the clocks differ so.
+AHEAD_SECONDS = 60.0
+
+
+def _ahead(health: Health, now: datetime) -> str | None:
+    updated = parse_utc((health.status or {}).get("updated"))
+    if updated is None or health.state is not State.HEALTHY:
+        return None
+    ahead = (updated - now).total_seconds()
+    if ahead <= AHEAD_SECONDS:
+        return None
+    return (
+        f"its status file is stamped {ahead:.0f} s ahead of this machine's clock: the clocks "
+        "differ, and a heartbeat that stopped is not seen by time"
+    )
 
 
 def health_of(
@@ -104,10 +123,15 @@ def status_rows(
         seen.extend(facts)
     if reads is None:
         reads = StatusReads.load(deployment.status_cache, deployment.store.location)
+    unwatched = None  # why watch's records could not be read: said on every row
     try:
         records = reads.watch_records(deployment.store)
-    except FsrError:
+    except FsrError as exc:
         records = {}
+        unwatched = (
+            f"watch's records could not be read ({str(exc).splitlines()[0]}): its restarts "
+            "and failures are not known now"
+        )
     beacons = Beacons(deployment.storage, runtime.monotonic)
     manifests = [
         f.stored for f in facts if f.stored is not None and not f.problem and beacon_root(f.stored)
@@ -151,7 +175,7 @@ def status_rows(
             "runs": runs,
             "running-version": f.alive[0].version if len(f.alive) == 1 else None,
             "where": ", ".join(r.detail for r in f.runs),
-            "problem": f.problem or (read.problem if read else None),
+            "problem": f.problem or (read.problem if read else None) or unwatched,
             "last-committed-batch": read.committed if read else None,
             "last-batch": None,
             "restarts": 0,
@@ -173,6 +197,9 @@ def status_rows(
         if stored is not None:
             health, record = health_of(f, read.status if read else None, records, now)
             row["health"], row["health-detail"] = health.state.value, health.detail
+            ahead = _ahead(health, now)
+            if ahead and not row["health-detail"]:
+                row["health-detail"] = ahead
             row["last-batch"] = json_batch(health.last_batch)
             if record is not None:
                 last = record.last_failure
@@ -181,11 +208,28 @@ def status_rows(
                 row["last-failure"] = (
                     {"at": json_time_of_text(last.at), "reason": last.reason} if last else None
                 )
-        rows.append(row)
+        rows.append(_masked(row))
     reads.forget_others({ControlFiles.of(f"{beacon_root(m)}/{m.name}", m.meta.query_version).beacon
                          for m in manifests})  # fmt: skip
     reads.save()
     return rows
+
+
+def _masked(row: dict[str, Any]) -> dict[str, Any]:
+    """The row with every secret its texts may quote masked (read/secrets.py): a runner's or a
+    storage's error quoting a URL with its password, a checkpoint root with credentials in it.
+    `status` and the pages show rows only so."""
+
+    def masked(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact_text(value)
+        if isinstance(value, dict):
+            return {k: masked(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [masked(v) for v in value]
+        return value
+
+    return {k: v if k in ("name", "last-batch") else masked(v) for k, v in row.items()}
 
 
 def _checkpoint(stored: StoredManifest) -> str | None:

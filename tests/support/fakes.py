@@ -288,6 +288,9 @@ class FakeStore:
             found[key[len(prefix) :]] = SideDoc(text, token, age, str(token))
         return found
 
+    def clear_side_folder(self, folder: str) -> None:
+        """Nothing: the fake keeps no temporary files or folders (as S3)."""
+
     def delete_side(self, key: str, *, expected: Token | Unconditional = ANY) -> None:
         if expected is not ANY and key in self.data.side:
             self._expect_side(key, expected)

@@ -61,12 +61,19 @@ def test_watch_metrics_on_every_interface_do_not_serve_the_pages_unasked(tmp_pat
     pages moved beside /metrics, whoever reaches the metrics port reads every job's SQL,
     driver log, checkpoint and history, and any Host is answered (no DNS-rebinding guard off
     loopback). `ui` warns when it listens off loopback; `watch` says nothing, and there is no
-    way to serve the metrics alone."""
+    way to serve the metrics alone. (Tests listen on 127.0.0.1 only: what 0.0.0.0 decides is
+    asked of `pages_beside_metrics`, and the server it makes is listened to on 127.0.0.1.)"""
+    from flink_sql_runner.cli.watch import pages_beside_metrics
+
+    assert pages_beside_metrics("0.0.0.0", None) is False
+    assert pages_beside_metrics("0.0.0.0", True) is True
+    assert pages_beside_metrics("127.0.0.1", None) is True
+    assert pages_beside_metrics("127.0.0.1", False) is False
     world = PageWorld(tmp_path)
     world.job("alpha")
-    server = _serve(world.deployment, Metrics(), "0.0.0.0", 0)
+    server = _serve(world.deployment, Metrics(), "127.0.0.1", 0, pages=False)
     try:
-        host = f"Host: 10.1.2.3:{server.port}\r\nConnection: close\r\n\r\n".encode()
+        host = f"Host: 127.0.0.1:{server.port}\r\nConnection: close\r\n\r\n".encode()
         metrics = raw(server.port, b"GET /metrics HTTP/1.1\r\n" + host)
         assert metrics.startswith(b"HTTP/1.0 200")
         page = raw(server.port, b"GET /jobs/alpha HTTP/1.1\r\n" + host)

@@ -4,6 +4,7 @@ target a fake whose runs the test sets."""
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ class PageWorld:
         self.store.write(stored_of(job), ABSENT)
         state = "active" if alive else "stopped"
         status = {"run-id": f"run-{name}", "state": state, "heartbeat": 1,
-                  "updated": "2999-01-01T00:00:00Z",
+                  "updated": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                   "last-batch": {"id": 7, "timestamp": "2026-11-29T10:00:00.000Z",
                                  "input-rows-per-second": 12.5, "processed-rows-per-second": 20.0,
                                  "offsets-behind-latest": 5000}}  # fmt: skip
