@@ -218,6 +218,11 @@ def test_the_fleet_page_benchmark_at_toy_size() -> None:
     assert within.storage_requests == {"ListObjectsV2": 1}, "the beacons only"
     (status,) = alive.of("status")
     assert status.storage_requests == {"GetObject": 4, "ListObjectsV2": 5}, "reads every time"
+    (after,) = alive.of("after")
+    assert after.storage_requests == {"ListObjectsV2": 1}, "the running jobs: read behind it"
+    (behind,) = alive.of("behind")
+    assert behind.storage_requests == {"GetObject": 4, "ListObjectsV2": 4}
+    assert not gone.of("behind"), "runs gone: nothing to read again"
     assert any("Ordered by: cumulative time" in line for line in said), "the profile"
     text = ui_bench.section(results)
     assert "| 4 | alive | a look within fresh_for | 1 |" in text

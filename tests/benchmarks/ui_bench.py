@@ -11,16 +11,19 @@ shared by the requests of `reuse_for`, 2 s; a running job's status file and comm
 read again once `fresh_for`, 10 s, has passed), and each measured request is a GET of / from a
 new connection, its whole body read:
 
+- `status`'s first look and the runners' heartbeats (the beacons' same bytes again) come
+  before the page's, so that nothing between the page's looks ages what it read;
 - *first look*: the server's first request (a fresh server reads everything);
 - *within reuse_for*: a request right after it, answered from that look;
 - then `reuse_for` is set to 0, so that every request makes a look of its own, as one past
   `reuse_for` does, in rounds: once `fresh_for` has passed since the running jobs were last
   read, *a look after fresh_for*; where the page reads them again behind its looks, *a look
-  during those reads* and *the reads behind* themselves (until they end); then *looks within
-  fresh_for*, with `fresh_for` raised for them (on moto, reading 1,000 running jobs takes longer
-  than 10 s, so that with 10 s the first of them would have expired again) and, beside them
-  in turn, `status`'s own look (`status_rows` as `flink-sql-runner status` makes its rows: the
-  state folder's cache of what it read, every running job read every time).
+  while the reads behind run*, and *the reads behind* themselves, until they end;
+- then side by side, in turn: *looks within fresh_for* (`fresh_for` raised for them: on moto,
+  reading 1,000 running jobs takes longer than 10 s, so that with 10 s the first of them
+  would have expired again) and `status`'s own look (`status_rows` as `flink-sql-runner
+  status` makes its rows: the state folder's cache of what it read, every running job read
+  every time).
 
 Per request: wall time (request sent to last byte read), the look's own time (the `Fleet`'s)
 and the answer's (`Pages.answer`: the look and the template), CPU of this process (the
@@ -33,6 +36,7 @@ this thread: the look and the template; HTTP is not in it).
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import statistics
 import tempfile
@@ -153,17 +157,17 @@ class _Page:
         return Request(kind, seconds, cpu, store, storage, len(body), made,
                        seen.seconds if made else 0.0, self.answered, moto)  # fmt: skip
 
-    def settle(self) -> Request | None:
-        """Wait for the reads behind the last look to end: what they cost (None: none ran)."""
-        if not self.behind():
-            return None
-        moto = self.moto.cpu_seconds()
-        cpu, begun = time.process_time(), time.perf_counter()
+    def settle(self, since: tuple[float, float]) -> Request | None:
+        """Wait for the reads behind the last look to end: what they cost since `since` (this
+        process's CPU, moto's), None when none ran."""
+        if getattr(self.fleet, "settle", None) is None:
+            return None  # a page that reads running jobs in its looks
         self.fleet.settle()
-        cpu, seconds = time.process_time() - cpu, time.perf_counter() - begun
         store, storage = self.sent.take(apart=True)
-        moto = self.moto.cpu_seconds() - moto
-        took = getattr(self.fleet, "behind_seconds", seconds)
+        if not store and not storage:
+            return None
+        cpu, moto = time.process_time() - since[0], self.moto.cpu_seconds() - since[1]
+        took = self.fleet.behind_seconds
         return Request("behind", took, cpu, store, storage, moto_cpu_seconds=moto)
 
     def status(self) -> Request:
@@ -219,6 +223,12 @@ def measure(
         page.reads.fresh_for = fresh_for
     add = result.requests.append
     try:
+        # `status`'s first (it reads everything and keeps what it read of runs that are gone)
+        # and the runners' heartbeats (the beacons' same bytes again), before the page's first
+        # look, so that nothing between the page's looks ages what it read.
+        page.status()
+        if world.alive:
+            world.heartbeats()
         add(page.get("first"))
         add(page.get("reused"))
         if result.requests[-1].looks:
@@ -226,42 +236,46 @@ def measure(
         say(f"  first look {result.requests[0].seconds:.2f} s, within reuse_for "
             f"{result.requests[1].seconds * 1000:.1f} ms")  # fmt: skip
         page.fleet_settle()
-        page.status()  # `status`'s first: it reads everything and keeps what it read
-        if world.alive:
-            world.heartbeats()  # as in the status benchmark: the beacons' same bytes again
         page.fleet.reuse_for = 0.0  # from now on every request makes a look
         fresh_for = float(page.reads.fresh_for)
         read_at = time.monotonic()  # when the running jobs were last read
         for index in range(rounds):
             time.sleep(max(0.0, read_at + fresh_for + 0.2 - time.monotonic()))
+            since = (time.process_time(), server.cpu_seconds())
             add(page.get("after"))
             said = [f"after fresh_for {result.requests[-1].seconds:.2f} s"]
             if page.behind():
                 add(page.get("during"))
                 said.append(f"during the reads behind {result.requests[-1].seconds:.2f} s")
-                behind = page.settle()
-                if behind is not None:
-                    add(behind)
-                    said.append(f"the reads behind {behind.seconds:.2f} s")
+            behind = page.settle(since)
+            if behind is not None:  # its CPU, this process's and moto's: less the looks'
+                looks = [r for r in result.requests[-2:] if r.kind in ("after", "during")]
+                behind = dataclasses.replace(
+                    behind,
+                    cpu_seconds=behind.cpu_seconds - sum(r.cpu_seconds for r in looks),
+                    moto_cpu_seconds=behind.moto_cpu_seconds
+                    - sum(r.moto_cpu_seconds for r in looks),
+                )
+                add(behind)
+                said.append(f"the reads behind {behind.seconds:.2f} s")
             read_at = time.monotonic()
-            page.reads.fresh_for = WITHIN_FOR
+            say(f"  round {index + 1}: " + "; ".join(said))
+        # Side by side: looks within fresh_for and `status`'s, in turn.
+        page.reads.fresh_for = WITHIN_FOR
+        for index in range(rounds):
             steps = ["status", *["within"] * within]
-            if index % 2:
-                steps.reverse()
-            for step in steps:
+            for step in reversed(steps) if index % 2 else steps:
                 if step == "status":
                     add(page.status())
                     continue
                 add(page.get("within"))
                 _check_within(result.requests[-1], page)
-            page.reads.fresh_for = fresh_for
-            withins = [r.seconds for r in result.requests[-within - 1 :] if r.kind == "within"]
-            said.append("within " + ", ".join(f"{s:.2f}" for s in withins) + " s")
-            say(f"  round {index + 1}: " + "; ".join(said))
+            done = result.requests[-within - 1 :]
+            say(f"  side by side {index + 1}: " + ", ".join(f"{r.kind} {r.seconds:.2f} s"
+                                                           for r in done))  # fmt: skip
         if profile:
-            page.reads.fresh_for = WITHIN_FOR
             say(profile_answer(page.pages))
-            page.reads.fresh_for = fresh_for
+        page.reads.fresh_for = fresh_for
     finally:
         page.close()
     result.load = (load, load_average())
