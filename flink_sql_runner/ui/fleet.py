@@ -177,7 +177,7 @@ class Fleet:
     def _read_behind(self) -> None:
         """Read again, on a thread of its own, the running jobs whose reads this look showed
         past `fresh_for`; not while such reads still run (the next look starts the next)."""
-        if not self._reads.due or not self._behind_done.is_set():
+        if not self._behind_done.is_set() or not self._reads.any_due():
             return
         self._behind_done.clear()
 

@@ -189,6 +189,17 @@ class StatusReads:
             self.recent.pop(key, None)
         return read
 
+    def any_due(self) -> bool:
+        """Whether a look gave back reads past `fresh_for` that no read behind it made fresh
+        since (those are forgotten)."""
+        now = runtime.monotonic()
+        with self._lock:
+            for key in list(self.due):
+                made = self.recent.get(key)
+                if made is not None and now - made.at < (self.fresh_for or 0.0):
+                    del self.due[key]
+            return bool(self.due)
+
     def read_due(self, storage: Storage, workers: int) -> int:
         """Read again, as a look would, the running jobs whose reads the looks gave back past
         `fresh_for` (but not those read since), and keep what they read for the next looks;
@@ -207,6 +218,7 @@ class StatusReads:
                     self.recent[key] = Recent(runtime.monotonic(), job.checkpoint, job.beacon, read)
                 else:  # the next look reads it, and shows why
                     self.recent.pop(key, None)
+                self.due.pop(key, None)  # given back by a look meanwhile, now read
 
         if workers <= 1 or len(due) <= 1:
             for item in due.items():

@@ -148,3 +148,22 @@ def test_without_keep_for_the_look_reads_them_as_before(
     fleet.seen()
     assert per_job(counted.take()) == reads_of(*(f"job{i:04d}" for i in range(5)))
     assert not fleet.reading_behind()
+
+
+def test_what_a_look_gives_back_while_the_reads_behind_run_is_read_once(
+    s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    deployment, _ = status_world(s3_client, s3_bucket, tmp_path, JOBS, alive=True)
+    fleet = Fleet(deployment, reuse_for=0.0, fresh_for=1.0)
+    fleet.seen()
+    time.sleep(1.1)
+    counted = Requests(s3_client, s3_bucket, apart="behind")
+    fleet.seen()  # past fresh_for: it starts the reads behind
+    fleet.seen()  # while they run, or just after: what it gives back is read by them, once
+    assert fleet.settle(30)
+    fleet._reads.fresh_for = 600.0
+    fleet.seen()
+    assert not fleet.reading_behind(), "nothing left to read behind"
+    behind = per_job(counted.take(apart=True))
+    assert behind == reads_of(*(f"job{i:04d}" for i in range(JOBS))), "each job once"
+    assert per_job(counted.take()) == [], "none in the looks"
