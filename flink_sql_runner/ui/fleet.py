@@ -11,9 +11,10 @@ behind it, on a thread of their own (one such pass at a time), for the looks aft
 are read in the look again when they are older than `keep_for` (half the quiet time after
 which `status` shows a running job stalled, so that what is shown never makes one look
 stalled) or the job's beacon lists another content (a new run, another state). So a look at
-1,000 running jobs costs its listings, not 2,000 requests (docs/developers/benchmarks.md, "The
-fleet page"). Requests within `reuse_for` seconds of a look are answered from it; one look runs
-at a time, and a request that comes during one waits for it rather than beginning another.
+1,000 running jobs costs its listings, not 2,000 requests (docs/developers/benchmarks.md,
+"What the fleet page costs"). Requests within `reuse_for` seconds of a look are answered from
+it; one look runs at a time, and a request that comes during one waits for it rather than
+beginning another.
 
 A look that fails (the store does not answer, a listing fails) is never shown as a fleet with
 no jobs, nor are the rows before it shown as now: the page shows the last look's rows with its
