@@ -74,8 +74,9 @@ def ui(
     job-table graph, each box a link) and the plans given with --plan.
 
     It reads what `status` reads, at most once every 2 seconds however many pages are open,
-    and a running job's status file at most once per heartbeat (10 s). Nothing can be
-    changed from the pages; secrets are masked as plans mask them. Ctrl-C stops it.
+    and a running job's status file at most once per heartbeat (10 s), after the first look
+    behind the looks: a look shows what was read last (at most a minute before). Nothing can
+    be changed from the pages; secrets are masked as plans mask them. Ctrl-C stops it.
 
     Exit codes: 0 stopped, 2 invalid options, the port in use or the store missing (nothing
     served).

@@ -5,9 +5,16 @@ A look costs what a `status` on this machine costs (watch/status_reads.py), kept
 from one look to the next: the store's listing and index, one listing each of the intent and
 watch records and of each checkpoint root's beacons, and per job whose run is alive its status
 file and its checkpoint's last commit, read again at most every `fresh_for` seconds (a runner
-rewrites its status file every heartbeat, 10 s). Requests within `reuse_for` seconds of a look
-are answered from it; one look runs at a time, and a request that comes during one waits for
-it rather than beginning another.
+rewrites its status file every heartbeat, 10 s). Those are read in the look the first time
+only: once `fresh_for` has passed, a look shows what was read last and they are read again
+behind it, on a thread of their own (one such pass at a time), for the looks after it; they
+are read in the look again when they are older than `keep_for` (half the quiet time after
+which `status` shows a running job stalled, so that what is shown never makes one look
+stalled) or the job's beacon lists another content (a new run, another state). So a look at
+1,000 running jobs costs its listings, not 2,000 requests (docs/developers/benchmarks.md,
+"What the fleet page costs"). Requests within `reuse_for` seconds of a look are answered from
+it; one look runs at a time, and a request that comes during one waits for it rather than
+beginning another.
 
 A look that fails (the store does not answer, a listing fails) is never shown as a fleet with
 no jobs, nor are the rows before it shown as now: the page shows the last look's rows with its
@@ -25,7 +32,7 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host import runtime
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.secrets import redact_text
-from flink_sql_runner.watch.status import status_rows
+from flink_sql_runner.watch.status import QUIET_SECONDS, status_rows
 from flink_sql_runner.watch.status_reads import StatusReads
 
 if TYPE_CHECKING:
@@ -39,6 +46,10 @@ DOWN = ("down", "backing-off", "crash-looping", "failed")
 FAILING = ("crash-looping", "backing-off", "failed", "unknown")
 #: Kafka offsets behind the latest past which a running job is shown lagging.
 DEFAULT_LAG = 1000
+#: Seconds after they were made that a running job's reads may still be shown while they are
+#: read again behind the looks: a status file that old, and a heartbeat (10 s) older than it,
+#: are still well within the quiet time after which a running job is shown stalled.
+KEEP_FOR = QUIET_SECONDS / 2
 
 
 @dataclass(frozen=True)
@@ -111,17 +122,30 @@ class Fleet:
     """The looks of one page server (or one `watch`)."""
 
     def __init__(
-        self, deployment: Deployment, reuse_for: float = 2.0, fresh_for: float = 10.0
+        self,
+        deployment: Deployment,
+        reuse_for: float = 2.0,
+        fresh_for: float = 10.0,
+        keep_for: float | None = KEEP_FOR,
     ) -> None:
+        """`keep_for` None: running jobs are read again in the look once `fresh_for` passed."""
         self.deployment = deployment
         self.reuse_for = reuse_for
-        self._reads = StatusReads(None, deployment.store.location, fresh_for=fresh_for)
+        self._reads = StatusReads(
+            None, deployment.store.location, fresh_for=fresh_for, keep_for=keep_for
+        )
         self._lock = runtime.lock()
         self._last: Look | None = None
         self._last_tried: float | None = None
         self._failed: tuple[str, datetime] | None = None
+        #: Set while no reads run behind the looks.
+        self._behind_done = runtime.event()
+        self._behind_done.set()
         #: Looks made so far (the benchmark and the tests count them).
         self.looks = 0
+        #: How long the last reads behind a look took, and how many jobs they read.
+        self.behind_seconds = 0.0
+        self.behind_jobs = 0
 
     def seen(self) -> Seen:
         """The fleet now: a look made for this request, or one made less than `reuse_for`
@@ -152,6 +176,33 @@ class Fleet:
         self._last = Look(rows, manifests, _utc_now(), ended - began, {r["name"]: r for r in rows})
         self._last_tried = ended
         self._failed = None
+        self._read_behind()
+
+    def _read_behind(self) -> None:
+        """Read again, on a thread of its own, the running jobs whose reads this look showed
+        past `fresh_for`; not while such reads still run (the next look starts the next)."""
+        if not self._behind_done.is_set() or not self._reads.any_due():
+            return
+        self._behind_done.clear()
+
+        def read() -> None:
+            began = runtime.monotonic()
+            try:
+                storage, workers = self.deployment.storage, self.deployment.settings.parallelism
+                self.behind_jobs = self._reads.read_due(storage, workers)
+            finally:
+                self.behind_seconds = runtime.monotonic() - began
+                self._behind_done.set()
+
+        runtime.thread(read, "behind").start()
+
+    def reading_behind(self) -> bool:
+        """Whether running jobs are being read again behind the last look now."""
+        return not self._behind_done.is_set()
+
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait until no reads run behind the looks (False: still running after `timeout`)."""
+        return self._behind_done.wait(timeout)
 
 
 def shown_rows(

@@ -15,6 +15,14 @@ kept by their stamps, as a watcher remembers them (`records.py`).
 
 The file is only ever a shortcut: one that is missing, unreadable, of another store or of
 another schema is ignored, and one that cannot be written costs only the reads it would save.
+
+The page (`ui`, ui/fleet.py) keeps its reads in memory and looks again and again: it gives a
+running job's reads back for `fresh_for` seconds (a runner rewrites its status file every
+heartbeat), then, up to `keep_for` seconds after they were made, gives them back still and
+reads them again behind the look (`read_due`, on a thread of the page's), so that a look at a
+fleet of running jobs costs its listings, not a GET and a listing per job; past `keep_for`, or
+once the job's beacon lists another content (a new run, another state), it reads them in the
+look, as `status` does.
 """
 
 from __future__ import annotations
@@ -51,6 +59,26 @@ class JobReads:
     problem: str | None = None
 
 
+@dataclass(frozen=True)
+class Recent:
+    """A running job's reads as the page keeps them: when (runtime.monotonic) they were made,
+    from which checkpoint, under which content of its beacon's listing (None: not listed)."""
+
+    at: float
+    checkpoint: str
+    beacon: str | None
+    read: JobReads
+
+
+@dataclass(frozen=True)
+class Due:
+    """A running job whose reads a look gave back past `fresh_for`: what to read again."""
+
+    status_file: str
+    checkpoint: str
+    beacon: str | None
+
+
 @dataclass
 class StatusReads:
     path: Path | None
@@ -63,9 +91,15 @@ class StatusReads:
     #: status file changes every heartbeat (runner/status.py, 10 s), and its reads cost a GET
     #: and a listing per job each look.
     fresh_for: float | None = None
-    #: By beacon location: when (runtime.monotonic) a running job's reads were made, from
-    #: which checkpoint, and what they were; only with `fresh_for`, kept in memory.
-    recent: dict[str, tuple[float, str, JobReads]] = field(default_factory=dict)
+    #: With `fresh_for`: seconds after they were made that a running job's reads are still
+    #: given back past `fresh_for`, while they are read again behind the look (`due`,
+    #: `read_due`); past it they are read in the look. None: past `fresh_for`, read in the look.
+    keep_for: float | None = None
+    #: By beacon location: a running job's reads; only with `fresh_for`, kept in memory.
+    recent: dict[str, Recent] = field(default_factory=dict)
+    #: By beacon location: the reads the looks gave back past `fresh_for`, to be read again.
+    due: dict[str, Due] = field(default_factory=dict)
+    _lock: Any = field(default_factory=runtime.lock, repr=False, compare=False)
 
     @classmethod
     def load(cls, path: Path | None, store: str) -> StatusReads:
@@ -129,27 +163,84 @@ class StatusReads:
             if kept is not None and all(kept.get(k) == v for k, v in tokens.items()):
                 return JobReads(kept.get("status"), kept.get("committed"))
         self.jobs.pop(key, None)
+        unreadable = isinstance(entry, Unreadable)
+        beacon = entry.content if entry is not None and not isinstance(entry, Unreadable) else None
         if self.fresh_for is not None and not idle:
             made = self.recent.get(key)
-            if made is not None and made[1] == checkpoint:
-                if runtime.monotonic() - made[0] < self.fresh_for:
-                    return made[2]
-        status = read_status_file(storage, control.status_file)
-        try:
-            committed = last_committed(storage, checkpoint)
-        except FsrError as exc:
+            # Kept while the beacon lists the same content: a new run, or another state, is
+            # read now (a listing that failed says nothing: kept only within fresh_for).
+            if made is not None and made.checkpoint == checkpoint:
+                age = runtime.monotonic() - made.at
+                if age < self.fresh_for and (unreadable or made.beacon == beacon):
+                    return made.read
+                if not unreadable and made.beacon == beacon and age < (self.keep_for or 0.0):
+                    with self._lock:
+                        self.due[key] = Due(control.status_file, checkpoint, beacon)
+                    return made.read
+        read = _read(storage, control.status_file, checkpoint)
+        if read.problem is not None:
             self.recent.pop(key, None)
-            return JobReads(status, None, str(exc).splitlines()[0])
-        if tokens is not None and status is not None:
-            self.jobs[key] = {**tokens, "status": status, "committed": committed}
-        read = JobReads(status, committed)
+            return read
+        if tokens is not None and read.status is not None:
+            self.jobs[key] = {**tokens, "status": read.status, "committed": read.committed}
         if self.fresh_for is not None and not idle:
-            self.recent[key] = (runtime.monotonic(), checkpoint, read)
+            self.recent[key] = Recent(runtime.monotonic(), checkpoint, beacon, read)
         else:
             self.recent.pop(key, None)
         return read
 
+    def any_due(self) -> bool:
+        """Whether a look gave back reads past `fresh_for` that no read behind it made fresh
+        since (those are forgotten)."""
+        now = runtime.monotonic()
+        with self._lock:
+            for key in list(self.due):
+                made = self.recent.get(key)
+                if made is not None and now - made.at < (self.fresh_for or 0.0):
+                    del self.due[key]
+            return bool(self.due)
+
+    def read_due(self, storage: Storage, workers: int) -> int:
+        """Read again, as a look would, the running jobs whose reads the looks gave back past
+        `fresh_for` (but not those read since), and keep what they read for the next looks;
+        how many were read. The page runs it on a thread of its own, behind its looks."""
+        with self._lock:
+            due, self.due = self.due, {}
+
+        def one(item: tuple[str, Due]) -> None:
+            key, job = item
+            made = self.recent.get(key)
+            if made is not None and runtime.monotonic() - made.at < (self.fresh_for or 0.0):
+                return  # read by a look meanwhile
+            read = _read(storage, job.status_file, job.checkpoint)
+            with self._lock:
+                if read.problem is None:
+                    self.recent[key] = Recent(runtime.monotonic(), job.checkpoint, job.beacon, read)
+                else:  # the next look reads it, and shows why
+                    self.recent.pop(key, None)
+                self.due.pop(key, None)  # given back by a look meanwhile, now read
+
+        if workers <= 1 or len(due) <= 1:
+            for item in due.items():
+                one(item)
+        else:
+            with runtime.pool(workers, "behind") as pool:
+                list(pool.map(one, due.items()))
+        return len(due)
+
     def forget_others(self, keep: set[str]) -> None:
         """Drop what is kept of beacons no job of this look has."""
         self.jobs = {k: v for k, v in self.jobs.items() if k in keep}
-        self.recent = {k: v for k, v in self.recent.items() if k in keep}
+        with self._lock:
+            self.recent = {k: v for k, v in self.recent.items() if k in keep}
+            self.due = {k: v for k, v in self.due.items() if k in keep}
+
+
+def _read(storage: Storage, status_file: str, checkpoint: str) -> JobReads:
+    """A job's status file and its checkpoint's last committed batch, read now."""
+    status = read_status_file(storage, status_file)
+    try:
+        committed = last_committed(storage, checkpoint)
+    except FsrError as exc:
+        return JobReads(status, None, str(exc).splitlines()[0])
+    return JobReads(status, committed)

@@ -1,8 +1,8 @@
 """Run the benchmarks (docs/developers/benchmarks.md says what each measures):
 
-    python -m tests.benchmarks                      # all seven, print the results
+    python -m tests.benchmarks                      # every one, print the results
     python -m tests.benchmarks --only handover      # one (plan, runner, redeploy, recovery, kafka,
-                                                    # handover, watch)
+                                                    # handover, watch, ui)
     python -m tests.benchmarks --write-docs         # and put them in docs/developers/benchmarks.md
 
 Not part of the pytest suite: they take minutes and want a quiet machine. `--max-load` waits
@@ -26,11 +26,12 @@ from tests.benchmarks import (
     redeploy_bench,
     report,
     runner_bench,
+    ui_bench,
     watch_bench,
 )
 from tests.benchmarks.common import REPO, compile_deployer, wait_for_quiet
 
-BENCHMARKS = ("plan", "runner", "redeploy", "recovery", "kafka", "handover", "watch")
+BENCHMARKS = ("plan", "runner", "redeploy", "recovery", "kafka", "handover", "watch", "ui")
 DOCS = REPO / "docs" / "developers" / "benchmarks.md"
 
 
@@ -83,6 +84,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--watch-jobs",
         default="100,1000,10000",
         help="watch: jobs per measured look, one per value",
+    )
+    parser.add_argument(
+        "--ui-jobs", default="100,1000", help="ui: jobs of the fleet page, one world per value"
+    )
+    parser.add_argument(
+        "--ui-rounds", type=int, default=3, help="ui: rounds of looks after and within fresh_for"
+    )
+    parser.add_argument("--ui-runs", default="gone,alive", help="ui: every run gone, alive")
+    parser.add_argument(
+        "--ui-profile",
+        type=int,
+        default=None,
+        help="ui: the jobs whose worlds get a cProfile of one look within fresh_for, printed "
+        "(default: the largest of --ui-jobs; 0: none)",
     )
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "fsr-bench")
     parser.add_argument("--max-load", type=float, default=1.5)
@@ -167,6 +182,12 @@ def run_one(
             watch_bench.section(watch_bench.run(sizes, say=say)),
             watch_bench.status_section(watch_bench.run_status(sizes, say=say)),
         ]
+    if name == "ui":
+        sizes = [int(v) for v in args.ui_jobs.split(",") if v.strip()]
+        runs = tuple(v.strip() for v in args.ui_runs.split(",") if v.strip())
+        profile = max(sizes) if args.ui_profile is None else args.ui_profile
+        results = ui_bench.run(sizes, args.ui_rounds, say=say, profile_at=profile, runs=runs)
+        return [ui_bench.section(results)]
     if name == "recovery":
         result = recovery_bench.run(scratch, args.recovery_rounds, args.watch_interval, say=say)
         return [report.recovery_section(result)]

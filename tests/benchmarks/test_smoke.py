@@ -191,3 +191,39 @@ def test_watch_report_splits_the_store_from_the_checkpoint_storage() -> None:
         "| 1,000 | S3 | status files only | 5 (4 ListObjectsV2, 1 PutObject) "
         "| 1001 (1000 GetObject, 1 ListObjectsV2) | 0.50 s | 2.00 s | 14.0 s, 6.5 s |"
     )
+
+
+def test_the_fleet_page_benchmark_at_toy_size() -> None:
+    """Both worlds end to end over HTTP on moto's server (4 jobs, one round, `fresh_for` 0.3 s
+    instead of 10 s); the looks' requests are counted as the page and `status` send them, and
+    the profile prints."""
+    from tests.benchmarks import ui_bench
+
+    said: list[str] = []
+    results = ui_bench.run([4], rounds=1, within=1, say=said.append, profile_at=4,
+                           fresh_for=0.3)  # fmt: skip
+    assert [(r.jobs, r.alive) for r in results] == [(4, False), (4, True)]
+    gone, alive = results
+    for result in results:
+        (first,) = result.of("first")
+        assert first.looks == 1 and first.page_bytes > 0
+        assert first.storage_requests == {"GetObject": 4, "ListObjectsV2": 5}
+        (reused,) = result.of("reused")
+        assert reused.looks == 0 and not reused.store_requests and not reused.storage_requests
+        assert len(result.of("within")) == 1 and len(result.of("status")) == 1
+    listings = {"GetObject": 1, "ListObjectsV2": 3}  # the index; the store, intents, records
+    for look in gone.of("after") + gone.of("within") + gone.of("status"):
+        assert look.store_requests == listings and look.storage_requests == {"ListObjectsV2": 1}
+    (within,) = alive.of("within")
+    assert within.storage_requests == {"ListObjectsV2": 1}, "the beacons only"
+    (status,) = alive.of("status")
+    assert status.storage_requests == {"GetObject": 4, "ListObjectsV2": 5}, "reads every time"
+    (after,) = alive.of("after")
+    assert after.storage_requests == {"ListObjectsV2": 1}, "the running jobs: read behind it"
+    (behind,) = alive.of("behind")
+    assert behind.storage_requests == {"GetObject": 4, "ListObjectsV2": 4}
+    assert not gone.of("behind"), "runs gone: nothing to read again"
+    assert any("Ordered by: cumulative time" in line for line in said), "the profile"
+    text = ui_bench.section(results)
+    assert "| 4 | alive | a look within fresh_for | 1 |" in text
+    assert "`status`'s look / the page's look within fresh_for" in text

@@ -42,6 +42,7 @@ from __future__ import annotations
 import io
 import json
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -163,12 +164,6 @@ def _look(
     # As the `watch` command has it: what a look left frozen until the next (host/collector.py).
     frozen = Frozen()
     watcher = Watcher(deployment, settings, Notifier(events, "json"), clock=clock, collector=frozen)
-    sent: Counter[str] = Counter()
-
-    def count(event_name: str, request: Any, **_: Any) -> None:
-        url = unquote(request.url)  # a listing names its prefix in the query
-        side = "storage" if f"/{bucket}/ckpt/" in url or "prefix=ckpt/" in url else "store"
-        sent[f"{side} {event_name.rsplit('.', 1)[-1]}"] += 1
 
     def timed_look() -> float:
         clock.advance(settings.interval)
@@ -184,15 +179,16 @@ def _look(
         if beacons:
             heartbeats()  # the same bytes again: the modification tokens move, the ETags stay
         said = events.tell()
-        client.meta.events.register("before-send.s3", count)
+        sent = Sent(client, bucket)
         say("  look 3, measured")
         clock.advance(settings.interval)
         cpu, begun = time.process_time(), time.perf_counter()
         watcher.step()
         watcher.between_looks()
         cpu, seconds = time.process_time() - cpu, time.perf_counter() - begun
-        client.meta.events.unregister("before-send.s3", count)
-        _unchanged(events.getvalue()[said:], sent, beacons and on_s3)
+        store_side, storage_side = sent.take()
+        sent.close()
+        _unchanged(events.getvalue()[said:], store_side, storage_side, beacons and on_s3)
         if profile:  # one more unchanged look, under cProfile (not the one measured)
             import cProfile
             import pstats
@@ -211,22 +207,20 @@ def _look(
         watcher.actions.close()
         watcher.leader.release()
         frozen.end()
-    store_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("store ")})
-    storage_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("storage ")})
     where = "S3" if on_s3 else "local folder"
     return Look(jobs, where, beacons, store_side, storage_side, cpu, seconds, first_looks)
 
 
-def _unchanged(said: str, sent: Counter[str], beacons_on_s3: bool) -> None:
+def _unchanged(said: str, store: Counter[str], storage: Counter[str], beacons_on_s3: bool) -> None:
     """Raise unless the measured look was one at unchanged jobs: no event said, nothing written
     but the lease's renewal, no beacon read."""
     problems = []
     if said.strip():
         problems.append(f"it said {said.strip().splitlines()[:3]}")
-    if sent["store PutObject"] > 1:
-        problems.append(f"it wrote {sent['store PutObject']} objects to the store")
-    if beacons_on_s3 and sent["storage GetObject"]:
-        problems.append(f"it read {sent['storage GetObject']} objects of checkpoint storage")
+    if store["PutObject"] > 1:
+        problems.append(f"it wrote {store['PutObject']} objects to the store")
+    if beacons_on_s3 and storage["GetObject"]:
+        problems.append(f"it read {storage['GetObject']} objects of checkpoint storage")
     if problems:
         raise RuntimeError(
             "the measured look was not one at unchanged jobs: " + "; ".join(problems)
@@ -243,9 +237,79 @@ class StatusLook:
     seconds: float
 
 
-def _status_look(
-    jobs: int, alive: bool, url: str, scratch: Path, say: Callable[[str], None]
-) -> StatusLook:
+class Sent:
+    """Every HTTP request an S3 client sends from now on (retries too: botocore's `before-send`
+    event), by operation, split into the manifest store's and the checkpoint storage's (keys
+    under `<bucket>/ckpt/`, where the benchmarks put the checkpoint root). Requests sent by
+    threads whose names begin with `apart` are counted apart (`take(apart=True)`)."""
+
+    def __init__(self, client: Any, bucket: str, apart: str | None = None) -> None:
+        self.client, self.bucket, self.apart = client, bucket, apart
+        self.sent: Counter[tuple[bool, str, str]] = Counter()
+        self.lock = threading.Lock()  # requests are sent from several threads at once
+        client.meta.events.register("before-send.s3", self._count)
+
+    def _count(self, event_name: str, request: Any, **_: Any) -> None:
+        url = unquote(request.url)  # a listing names its prefix in the query
+        ckpt = f"/{self.bucket}/ckpt/" in url or "prefix=ckpt/" in url
+        apart = bool(self.apart) and threading.current_thread().name.startswith(self.apart)
+        with self.lock:
+            self.sent[apart, "storage" if ckpt else "store", event_name.rsplit(".", 1)[-1]] += 1
+
+    def take(self, apart: bool = False) -> tuple[Counter[str], Counter[str]]:
+        """The store's and the checkpoint storage's requests since the last take (`apart`:
+        those of the threads counted apart)."""
+        with self.lock:
+            taken = {k: n for k, n in self.sent.items() if k[0] == apart}
+            for key in taken:
+                del self.sent[key]
+        return tuple(  # type: ignore[return-value]
+            Counter({op: n for (_, s, op), n in taken.items() if s == side})
+            for side in ("store", "storage")
+        )
+
+    def close(self) -> None:
+        self.client.meta.events.unregister("before-send.s3", self._count)
+
+
+@dataclass
+class StatusWorld:
+    """N jobs as `status` and the page read them: an S3 store on moto with each job's manifest
+    and the store's index, its watch record, and on S3 under `<bucket>/ckpt` its checkpoint
+    (a committed batch), status file and beacon; the fake target lists each job's run, alive
+    or gone (stopped)."""
+
+    jobs: int
+    alive: bool
+    client: Any
+    bucket: str
+    root: str
+    deployment: Any
+
+    @property
+    def state(self) -> str:
+        return "active" if self.alive else "stopped"
+
+    def heartbeats(self) -> None:
+        """Every beacon written again with the same bytes, as runners' heartbeats do on S3."""
+        from tests.support.fakes import write_beacon
+
+        storage = self.deployment.storage
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda i: write_beacon(storage, self.root, f"job{i:05d}", 1, "run-0",
+                                                 state=self.state), range(self.jobs)))  # fmt: skip
+
+
+def status_world(
+    jobs: int,
+    alive: bool,
+    url: str,
+    scratch: Path,
+    say: Callable[[str], None],
+    bucket: str | None = None,
+) -> StatusWorld:
+    """Seed a `StatusWorld` of `jobs` jobs on moto's server at `url` (a state folder in
+    `scratch`, for `status`'s own cache of what it read)."""
     from flink_sql_runner.act.deployment import Deployment
     from flink_sql_runner.act.settings import Settings
     from flink_sql_runner.model.runs import Liveness, Run
@@ -253,12 +317,11 @@ def _status_look(
     from flink_sql_runner.stores.s3 import S3Store
     from flink_sql_runner.stores.storage import FileStorage
     from flink_sql_runner.watch.records import WatchLog, WatchRecord, manifest_digest
-    from flink_sql_runner.watch.status import status_rows
     from tests.support.fakes import FakeTarget, write_beacon
     from tests.support.jobs import make_job, stored_of
 
     client = s3_client(url, scratch)
-    bucket = f"status-{jobs}-{'alive' if alive else 'gone'}"
+    bucket = bucket or f"status-{jobs}-{'alive' if alive else 'gone'}"
     client.create_bucket(Bucket=bucket)
     root = f"s3://{bucket}/ckpt"
     store, storage, target = S3Store(bucket, "store/", client), FileStorage(client), FakeTarget()
@@ -276,7 +339,7 @@ def _status_look(
         write_beacon(storage, root, name, 1, "run-0", state=state)
         WatchLog(store).write(WatchRecord(name, manifest_digest(stored)))
 
-    say(f"  status, {jobs} jobs, runs {'alive' if alive else 'gone'}: seeding")
+    say(f"  {jobs} jobs, runs {'alive' if alive else 'gone'}: seeding")
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(seed, range(jobs)))
     liveness = Liveness.ALIVE if alive else Liveness.GONE
@@ -286,26 +349,25 @@ def _status_look(
     (scratch / "state").mkdir(exist_ok=True)
     deployment = Deployment(Settings(state_dir=scratch / "state"), store=store, target=target)
     deployment.storage = storage
-    status_rows(deployment, [])  # reads everything, keeps what it read of runs that are gone
-    if alive:  # the same bytes again, as heartbeats write them
-        with ThreadPoolExecutor(16) as pool:
-            list(pool.map(lambda i: write_beacon(storage, root, f"job{i:05d}", 1, "run-0",
-                                                 state=state), range(jobs)))  # fmt: skip
-    sent: Counter[str] = Counter()
+    return StatusWorld(jobs, alive, client, bucket, root, deployment)
 
-    def count(event_name: str, request: Any, **_: Any) -> None:
-        url = unquote(request.url)
-        side = "storage" if f"/{bucket}/ckpt/" in url or "prefix=ckpt/" in url else "store"
-        sent[f"{side} {event_name.rsplit('.', 1)[-1]}"] += 1
 
-    client.meta.events.register("before-send.s3", count)
+def _status_look(
+    jobs: int, alive: bool, url: str, scratch: Path, say: Callable[[str], None]
+) -> StatusLook:
+    from flink_sql_runner.watch.status import status_rows
+
+    world = status_world(jobs, alive, url, scratch, say)
+    status_rows(world.deployment, [])  # reads everything, keeps what it read of runs gone
+    if alive:
+        world.heartbeats()
+    sent = Sent(world.client, world.bucket)
     say("  status again, measured")
     cpu, begun = time.process_time(), time.perf_counter()
-    status_rows(deployment, [])
+    status_rows(world.deployment, [])
     cpu, seconds = time.process_time() - cpu, time.perf_counter() - begun
-    client.meta.events.unregister("before-send.s3", count)
-    store_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("store ")})
-    storage_side = Counter({k.split()[1]: v for k, v in sent.items() if k.startswith("storage ")})
+    store_side, storage_side = sent.take()
+    sent.close()
     return StatusLook(jobs, alive, store_side, storage_side, cpu, seconds)
 
 

@@ -12,46 +12,13 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.act.deployment import Deployment
-from flink_sql_runner.act.settings import Settings
-from flink_sql_runner.model.runs import Liveness, Run
-from flink_sql_runner.model.stored import ABSENT
-from flink_sql_runner.stores.s3 import S3Store
-from flink_sql_runner.stores.storage import FileStorage
-from flink_sql_runner.watch.records import WatchLog, WatchRecord, manifest_digest
+from flink_sql_runner.watch.records import WatchLog, WatchRecord
 from flink_sql_runner.watch.status import status_rows
-from tests.support.fakes import FakeTarget, write_beacon
-from tests.support.jobs import make_job, stored_of
+from tests.support.fakes import write_beacon
 from tests.support.s3_requests import Requests
+from tests.support.status_world import status_world
 
 pytestmark = pytest.mark.s3
-
-
-def world(
-    client: Any, bucket: str, tmp_path: Path, jobs: int, alive: bool
-) -> tuple[Deployment, FakeTarget]:
-    """`jobs` jobs on an S3 store, their checkpoints on S3, each with a status file, a beacon,
-    a checkpoint that committed batch 3 and a watch record; their runs alive, or gone."""
-    store, storage, target = S3Store(bucket, "store/", client), FileStorage(client), FakeTarget()
-    root = f"s3://{bucket}/ckpt"
-    for i in range(jobs):
-        name = f"job{i:04d}"
-        sink = {"format": "parquet", "options": {"path": f"/out/{name}"}}  # one writer each
-        stored = stored_of(make_job(name=name, tables={"out": sink}, **{"checkpoint-root": root}))
-        store.write(stored, ABSENT)
-        state = "active" if alive else "stopped"
-        status = {"run-id": "run-0", "state": state, "heartbeat": 1,
-                  "last-batch": {"id": 3, "num-input-rows": 10}}  # fmt: skip
-        storage.write_text(f"{root}/{name}/_control/v1.status.json", json.dumps(status))
-        write_beacon(storage, root, name, 1, "run-0", state=state)
-        storage.write_text(f"{root}/{name}/1/commits/3", "v1\n{}")
-        WatchLog(store).write(WatchRecord(name, manifest_digest(stored), restarts=1))
-        liveness = Liveness.ALIVE if alive else Liveness.GONE
-        target.add_run(Run(name, 1, "run-0", "pid 1", liveness=liveness))
-    store.refresh_index()  # as deploys keep it
-    (tmp_path / "state").mkdir()
-    deployment = Deployment(Settings(state_dir=tmp_path / "state"), store=store, target=target)
-    deployment.storage = storage
-    return deployment, target
 
 
 def status_again(client: Any, bucket: str, deployment: Deployment) -> tuple[list, list]:
@@ -67,7 +34,7 @@ def status_again(client: Any, bucket: str, deployment: Deployment) -> tuple[list
 def test_a_status_of_unchanged_jobs_whose_runs_are_gone_lists_only(
     s3_client: Any, s3_bucket: str, tmp_path: Path, jobs: int
 ) -> None:
-    deployment, _ = world(s3_client, s3_bucket, tmp_path, jobs, alive=False)
+    deployment, _ = status_world(s3_client, s3_bucket, tmp_path, jobs, alive=False)
     rows, sent = status_again(s3_client, s3_bucket, deployment)
     assert sorted(sent) == [
         ("GetObject", "store/_index.json"),  # the manifests, under the ETags listed
@@ -86,7 +53,7 @@ def test_a_status_of_unchanged_jobs_whose_runs_are_gone_lists_only(
 def test_a_job_whose_run_wrote_since_is_read_again(
     s3_client: Any, s3_bucket: str, tmp_path: Path
 ) -> None:
-    deployment, target = world(s3_client, s3_bucket, tmp_path, 20, alive=False)
+    deployment, target = status_world(s3_client, s3_bucket, tmp_path, 20, alive=False)
     status_rows(deployment, [])
     storage, root = deployment.storage, f"s3://{s3_bucket}/ckpt"
     # A run of job0004 ran two more batches and stopped: its beacon says a new run id.
@@ -112,7 +79,7 @@ def test_a_job_whose_run_wrote_since_is_read_again(
 def test_a_job_whose_run_is_alive_is_read_every_time(
     s3_client: Any, s3_bucket: str, tmp_path: Path
 ) -> None:
-    deployment, _ = world(s3_client, s3_bucket, tmp_path, 20, alive=True)
+    deployment, _ = status_world(s3_client, s3_bucket, tmp_path, 20, alive=True)
     rows, sent = status_again(s3_client, s3_bucket, deployment)
     per_job = [(op, key) for op, key in sent if key.startswith("ckpt/job")]
     assert len(per_job) == 2 * 20
@@ -124,7 +91,7 @@ def test_a_job_whose_run_is_alive_is_read_every_time(
 def test_a_status_that_keeps_nothing_reads_every_job(
     s3_client: Any, s3_bucket: str, tmp_path: Path
 ) -> None:
-    deployment, _ = world(s3_client, s3_bucket, tmp_path, 10, alive=False)
+    deployment, _ = status_world(s3_client, s3_bucket, tmp_path, 10, alive=False)
     deployment.status_cache = None  # --no-cache
     first = status_rows(deployment, [])
     counted = Requests(s3_client, s3_bucket)
