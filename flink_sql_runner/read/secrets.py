@@ -96,6 +96,18 @@ def redact_text(text: str) -> str:
     return BARE_CREDENTIALS.sub(MASK + "@", text)
 
 
+def redact_all(value: Any) -> Any:
+    """Every text of a document (dicts and lists, any depth) through `redact_text`: a status
+    row, what `inspect` read, as the page and `status` show them."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_all(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_all(v) for v in value]
+    return value
+
+
 def masked_conf_args(args: list[str]) -> list[str]:
     """A spark-submit argument list fit for printing: `--conf k=v` with secret k masked."""
     out = []

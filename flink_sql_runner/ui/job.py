@@ -22,7 +22,7 @@ from flink_sql_runner.gather.logs import find_log
 from flink_sql_runner.gather.sink_claims import read_sink_claims
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
-from flink_sql_runner.read.secrets import mask, redact_text
+from flink_sql_runner.read.secrets import mask, redact_all, redact_text
 from flink_sql_runner.render.inspect import inspect_json
 from flink_sql_runner.ui.fleet import Seen
 
@@ -183,20 +183,9 @@ def _checkpoint(deployment: Deployment, name: str) -> dict[str, Any]:
         found = inspect_job(name, deployment.store, deployment.target, deployment.storage, None)
     except FsrError as exc:
         return {"error": _problem(exc)}
-    doc: dict[str, Any] = _redacted(json.loads(inspect_json(found)))
+    doc: dict[str, Any] = redact_all(json.loads(inspect_json(found)))
     doc["error"] = None
     return doc
-
-
-def _redacted(value: Any) -> Any:
-    """Every text of a document with its secrets masked (an error a run reported, a path)."""
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redacted(v) for v in value]
-    return value
 
 
 def _log(deployment: Deployment, name: str) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.json_values import json_batch, json_time_of_text
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.manifest import Job
-from flink_sql_runner.read.secrets import redact_text
+from flink_sql_runner.read.secrets import redact_all
 from flink_sql_runner.watch.beacons import Beacons
 from flink_sql_runner.watch.beacons import checkpoint_root as beacon_root
 from flink_sql_runner.watch.health import Health, State, assess
@@ -219,17 +219,7 @@ def _masked(row: dict[str, Any]) -> dict[str, Any]:
     """The row with every secret its texts may quote masked (read/secrets.py): a runner's or a
     storage's error quoting a URL with its password, a checkpoint root with credentials in it.
     `status` and the pages show rows only so."""
-
-    def masked(value: Any) -> Any:
-        if isinstance(value, str):
-            return redact_text(value)
-        if isinstance(value, dict):
-            return {k: masked(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [masked(v) for v in value]
-        return value
-
-    return {k: v if k in ("name", "last-batch") else masked(v) for k, v in row.items()}
+    return {k: v if k in ("name", "last-batch") else redact_all(v) for k, v in row.items()}
 
 
 def _checkpoint(stored: StoredManifest) -> str | None:
