@@ -180,7 +180,10 @@ def test_two_deploys_at_once_on_one_s3_store(
     record = ws.record("ticks-job")
     ws.remember(record)
     keys = sorted(o["Key"] for o in s3_client.list_objects_v2(Bucket="deploys")["Contents"])
-    assert keys == ["jobs/_index.json", "jobs/ticks-job.yaml"], "no lock or intent left behind"
+    history = [k for k in keys if k.startswith("jobs/_history/ticks-job/v000001-")]
+    assert len(history) == 1, "the one start that recorded v1 wrote its history record"
+    others = [k for k in keys if k not in history]
+    assert others == ["jobs/_index.json", "jobs/ticks-job.yaml"], "no lock or intent left behind"
     assert (
         subprocess.run(
             ws.argv("plan", *store, "--detailed-exitcode"),
