@@ -20,7 +20,6 @@ import pytest
 from flink_sql_runner.errors import StoreError
 from flink_sql_runner.ui.fleet import Fleet
 from flink_sql_runner.ui.pages import Pages
-from flink_sql_runner.watch.records import Failure, WatchLog, WatchRecord, manifest_digest
 from tests.ui.world import PageWorld
 
 
@@ -62,22 +61,7 @@ def test_watch_records_that_cannot_be_read_are_said_and_do_not_hide_a_crash_loop
     crash-looping job becomes `down` with 0 restarts, leaves the Failing filter, and the page
     says nothing of it."""
     world.job("alpha", alive=False)
-    stored = world.store.read("alpha").manifest
-    assert stored is not None
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    WatchLog(world.store).write(
-        WatchRecord(
-            "alpha",
-            manifest_digest(stored),
-            failures=(Failure(now, "boom"),),
-            restarts=5,
-            restarted=(now,),
-            consecutive=5,
-            crash_looping=True,
-            state="crash-looping",
-            updated=now,
-        )  # fmt: skip
-    )
+    world.watched("alpha", restarts=5, state="crash-looping", failure="boom", looping=True)
     pages = world.pages()
     assert 'data-job="alpha"' in pages.answer("/?show=failing").body.decode()
     listed = world.store.read_side_docs
@@ -187,19 +171,7 @@ def test_the_down_filter_does_not_list_a_job_whose_run_is_up(world: PageWorld) -
     status_file = Path(world.root) / "alpha" / "_control" / "v1.status.json"
     status = json.loads(status_file.read_text())
     status_file.write_text(json.dumps({**status, "state": "starting"}))
-    stored = world.store.read("alpha").manifest
-    assert stored is not None
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    WatchLog(world.store).write(
-        WatchRecord(
-            "alpha",
-            manifest_digest(stored),
-            restarts=1,
-            restarted=(now,),
-            state="restarting",
-            updated=now,
-        )  # fmt: skip
-    )
+    world.watched("alpha", restarts=1, state="restarting")
     pages = world.pages()
     row = json.loads(pages.answer("/status.json").body)["jobs"][0]
     assert row["running"] and row["health"] == "restarting", row

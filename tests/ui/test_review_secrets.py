@@ -5,14 +5,12 @@ The promise (ui/job.py, cli/ui.py): "no secret on any page, masked as plans mask
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from flink_sql_runner.model.stored import ABSENT
 from flink_sql_runner.targets.base import DriverLog
-from flink_sql_runner.watch.records import Failure, WatchLog, WatchRecord, manifest_digest
 from tests.support.jobs import make_job, stored_of
 from tests.ui.world import PageWorld
 
@@ -52,22 +50,7 @@ def test_a_runner_error_holding_a_password_is_masked_on_the_fleet_job_page_and_s
     status_file = Path(world.root) / "alpha" / "_control" / "v1.status.json"
     status = json.loads(status_file.read_text())
     status_file.write_text(json.dumps({**status, "state": "failed", "error": error}))
-    stored = world.store.read("alpha").manifest
-    assert stored is not None
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    WatchLog(world.store).write(
-        WatchRecord(
-            "alpha",
-            manifest_digest(stored),
-            failures=(Failure(now, error),),
-            restarts=5,
-            restarted=(now,),
-            consecutive=5,
-            crash_looping=True,
-            state="crash-looping",
-            updated=now,
-        )  # fmt: skip
-    )
+    world.watched("alpha", restarts=5, state="crash-looping", failure=error, looping=True)
     assert leaks(world, ["/", "/?show=failing", "/jobs/alpha", "/status.json"]) == {}
 
 

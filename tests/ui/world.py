@@ -15,6 +15,7 @@ from flink_sql_runner.model.stored import ABSENT
 from flink_sql_runner.stores.local import LocalStore
 from flink_sql_runner.ui.fleet import Fleet
 from flink_sql_runner.ui.pages import Pages
+from flink_sql_runner.watch.records import Failure, WatchLog, WatchRecord, manifest_digest
 from tests.support.fakes import FakeTarget, write_beacon
 from tests.support.jobs import make_job, stored_of
 
@@ -50,6 +51,32 @@ class PageWorld:
         write_beacon(self.deployment.storage, self.root, name, 1, f"run-{name}", state=state)
         live = Liveness.ALIVE if alive else Liveness.GONE
         self.target.add_run(Run(name, 1, f"run-{name}", "pid 1", liveness=live))
+
+    def watched(
+        self,
+        name: str,
+        restarts: int,
+        state: str,
+        failure: str | None = None,
+        looping: bool = False,
+    ) -> None:
+        """`watch`'s record of the stored job: `restarts` just now, its `state`, the last
+        failure's reason, crash-looping or not."""
+        stored = self.store.read(name).manifest
+        assert stored is not None
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        record = WatchRecord(
+            name,
+            manifest_digest(stored),
+            failures=(Failure(now, failure),) if failure else (),
+            restarts=restarts,
+            restarted=(now,),
+            consecutive=restarts if looping else 0,
+            crash_looping=looping,
+            state=state,
+            updated=now,
+        )
+        WatchLog(self.store).write(record)
 
     def pages(self, **kw: Any) -> Pages:
         return Pages(self.deployment, fleet=Fleet(self.deployment, reuse_for=0.0), **kw)
