@@ -43,6 +43,8 @@ from flink_sql_runner.read.sinks import kafka_servers, same_cluster, target_sink
 
 #: Who declared a start, as the plan says it.
 BY_JOB, BY_DEPLOY = "the job's kafka-start", "deploy --kafka-start"
+#: How a refused carry begins its words (`Refused.describe`).
+CANNOT_CARRY = "where its Kafka sources start cannot be carried exactly"
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Refused:
 
     def describe(self) -> str:
         return (
-            f"where its Kafka sources start cannot be carried exactly: {'; '.join(self.why)}; "
+            f"{CANNOT_CARRY}: {'; '.join(self.why)}; "
             f"say where they start: the job's kafka-start ({KAFKA_START_FORMS}; or one per "
             "table) or deploy --kafka-start"
         )

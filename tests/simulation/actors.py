@@ -14,6 +14,7 @@ from flink_sql_runner.act.results import Abandoned
 from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.act.settings import Settings
 from flink_sql_runner.decide.decisions import Plan
+from flink_sql_runner.decide.offsets import CANNOT_CARRY
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.stores.s3 import S3Store
@@ -32,6 +33,8 @@ from tests.simulation.world import (
     World,
 )
 
+#: Why `deploy` names a job refused for its state.
+STATE = "its state"
 TIMEOUTS = Timeouts(start=60.0, stop=20.0, poll=2.0)
 
 
@@ -71,9 +74,10 @@ def deploy(
     on_interrupts: Callable[[Callable[[], None]], None],
     exit_now: Callable[[str], None],
     handover: str = "cold",
-) -> tuple[bool, str, list[str], list[str]]:
+) -> tuple[bool, str, dict[str, str], list[str]]:
     """`deploy` as the CLI runs it (cli/deploy.py): (whether it exits 0, a summary, the jobs
-    whose change it refused for their state, the jobs that failed otherwise, with
+    whose change it refused as SPEC says it must be (for their state: `STATE`; for where their
+    Kafka sources start: the refusal's words), the jobs that failed otherwise, with
     `(interrupted)` or `(error)` for a deploy that failed as a whole). `on_interrupts` is given
     what a SIGINT runs (the CLI's own handler); `exit_now` ends the process at once (the CLI's
     os._exit after a second Ctrl-C)."""
@@ -90,13 +94,15 @@ def deploy(
         exit_now("abandoned: " + "; ".join(f"{n}: {r.summary}" for n, r in exc.results.items()))
         raise AssertionError("unreachable") from None
     except KeyboardInterrupt:
-        return False, "interrupted before acting", [], ["(interrupted)"]
+        return False, "interrupted before acting", {}, ["(interrupted)"]
     except FsrError as exc:
-        return False, f"error: {str(exc).splitlines()[0]}", [], ["(error)"]
+        return False, f"error: {str(exc).splitlines()[0]}", {}, ["(error)"]
     ok = all(r.ok for r in results.values()) and not plan.errors and interrupts.count == 0
     said = [f"{d.name}: error {d.reason}" for d in plan.errors]
     said += [f"{n}: {r.outcome} {r.summary}" for n, r in results.items()]
-    refused = sorted(d.name for d in plan.errors if d.state is not None and d.state.refused)
+    refused = {d.name: STATE for d in plan.errors if d.state is not None and d.state.refused}
+    refused |= {d.name: d.reason for d in plan.errors
+                if CANNOT_CARRY in d.reason and d.name not in refused}  # fmt: skip
     failing = {d.name for d in plan.errors} | {n for n, r in results.items() if not r.ok}
     failing = sorted(failing - set(refused)) + (["(interrupted)"] if interrupts.count else [])
     return ok, "; ".join(said), refused, failing

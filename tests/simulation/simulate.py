@@ -121,7 +121,8 @@ class Director:
         self.count = 0
         self.last_variant = 0
         #: The jobs the last deploy in the quiet world rightly left as they were: a change
-        #: refused for its state, and the starts it keeps from its sink.
+        #: refused for its state or for where its Kafka source starts, and the starts it keeps
+        #: from its sink.
         self.held_back: set[str] = set()
 
     # -- processes -----------------------------------------------------------------------------
@@ -190,8 +191,8 @@ class Director:
             excused = bool(refused) and set(failing) <= blocked
             if ok or excused:
                 self.after_ok_deploy(name, jobs, prune, set(refused) | blocked)
-            wrong = [f"{job} refused, but {why}" for job in refused
-                     if (why := self.wrongly_refused(job, jobs)) is not None]  # fmt: skip
+            wrong = [f"{job} refused, but {why}" for job, said in refused.items()
+                     if (why := self.wrongly_refused(job, jobs, said)) is not None]  # fmt: skip
             if quiet and not ok and (wrong or not excused):
                 said = "; ".join(wrong) if wrong else summary
                 self.world.violate("quiet-deploy-failed", f"{name} in a quiet world: {said}")
@@ -244,12 +245,15 @@ class Director:
                 found[rest[:-5]] = self.world.manifest_of(body, key)
         return found
 
-    def wrongly_refused(self, name: str, jobs: tuple) -> str | None:
-        """Why refusing the stateful job's change for its state is wrong (None: it is right):
-        a change whose windows would be partial is refused unless the job accepts them; one
-        that keeps its state (the same windows, the same sink) continues from it, and one that
-        declares where its Kafka source starts rebuilds it."""
+    def wrongly_refused(self, name: str, jobs: tuple, said: str) -> str | None:
+        """Why refusing a job's change is wrong (None: it is right). For its state (`said` is
+        `actors.STATE`): a change whose windows would be partial is refused unless the job
+        accepts them; one that keeps its state (the same windows, the same sink) continues from
+        it, and one that declares where its Kafka source starts rebuilds it. For where its
+        Kafka source starts (`said`, the refusal's words): `wrongly_refused_carry`."""
         job = next(j for j in jobs if j.name == name)
+        if said != actors.STATE:
+            return self.wrongly_refused_carry(job, said)
         if job.spec.get("on-state-change") == "partial":
             return "the job says on-state-change: partial"
         if job.spec.get("kafka-start"):
@@ -274,6 +278,25 @@ class Director:
                     "same sink: it continues from it")  # fmt: skip
         return None
 
+    def wrongly_refused_carry(self, job: Any, said: str) -> str | None:
+        """Why refusing to carry where the job's Kafka source starts is wrong (None: it is
+        right). The one such refusal the world can cause is SPEC's "a previous version that
+        committed nothing": right only when the job declares no start and the stored version
+        committed no batch on its checkpoint, as the world's runs left it."""
+        if job.spec.get("kafka-start"):
+            return f"the job declares kafka-start {job.spec['kafka-start']}"
+        stored = self.stored().get(job.name)
+        if stored is None:
+            return "no version of it is stored to carry from"
+        version = stored.meta.query_version
+        if f"v{version} committed no batch" not in said:
+            return f"the world makes no such refusal of a carry from v{version}: {said}"
+        w = self.world
+        found = w.checkpoints.get(stored.checkpoint) or w.read_checkpoint(stored.checkpoint)
+        if found is not None and found.committed is not None:
+            return f"v{version} committed batch {found.committed} on {stored.checkpoint}"
+        return None
+
     def recorded(self, name: str) -> list[StoredManifest]:
         """What the store records of a job: its stored manifest, and its open intent's
         (an interrupted start the next deploy may find took effect)."""
@@ -285,7 +308,7 @@ class Director:
                 found.append(StoredManifest.from_dict(doc["manifest"], name))
         return found
 
-    def blocked_by(self, refused: list[str], jobs: tuple) -> set[str]:
+    def blocked_by(self, refused: dict[str, str], jobs: tuple) -> set[str]:
         """The jobs that would write the sink one of `refused` still writes (their start is
         rightly refused while it does)."""
         held = {sink_of_tables(str(m.job["target-table"]), m.tables)

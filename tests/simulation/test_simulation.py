@@ -87,3 +87,43 @@ def test_the_stateful_job_continues_writes_partial_as_declared_and_rebuilds(seed
     outcome = run_seed(seed)
     assert not outcome.violations, [v.line() for v in outcome.violations]
     assert any(said in line for line in outcome.history)
+
+
+@pytest.mark.simulation
+def test_a_carry_refused_as_spec_says_is_held_back_not_a_failure() -> None:
+    """Seed 577 (CI's, at d26acbe): b v2 is started at v1's end and stopped before its first
+    batch commits; the quiet world's deploy changes b's query and is refused, as SPEC says a
+    carry from a version that committed nothing is (a, which wants b's sink, is held back
+    with it). That is the product keeping its promise, not a deploy that fails to converge."""
+    outcome = run_seed(577)
+    assert not outcome.violations, [v.line() for v in outcome.violations]
+    assert any(
+        "b: error not running; query changed" in line and "v2 committed no batch" in line
+        for line in outcome.history
+    )
+
+
+@pytest.mark.simulation
+def test_a_carry_refusal_is_excused_only_where_the_version_committed_nothing() -> None:
+    """The excuse has teeth: a refusal is wrong when the job declares a start, when the world
+    cannot cause it, or when the stored version did commit a batch."""
+    from types import SimpleNamespace
+
+    from tests.simulation.simulate import Director
+
+    said = "src: v2 committed no batch: there is nothing to carry"
+    stored = SimpleNamespace(meta=SimpleNamespace(query_version=2), checkpoint="ck/b/2")
+
+    def director(committed: int | None) -> SimpleNamespace:
+        checkpoint = SimpleNamespace(committed=committed)
+        world = SimpleNamespace(checkpoints={"ck/b/2": checkpoint}, read_checkpoint=None)
+        return SimpleNamespace(world=world, stored=lambda: {"b": stored})
+
+    job = SimpleNamespace(name="b", spec={})
+    excuse = Director.wrongly_refused_carry
+    assert excuse(director(None), job, said) is None
+    assert excuse(director(4), job, said) == "v2 committed batch 4 on ck/b/2"
+    assert "declares kafka-start" in excuse(
+        director(None), SimpleNamespace(name="b", spec={"kafka-start": "latest"}), said
+    )
+    assert "no such refusal" in excuse(director(None), job, "src: v1 committed no batch")
