@@ -73,20 +73,20 @@ class Deployment:
         self._target = target
         self._connectors: Connectors | None = None
         self.storage: Storage = FileStorage()
+        #: The folder of the caches below (`--cache-dir`), and the folder that must exist for
+        #: them to be kept: the state folder for the default, none for a folder given (created).
+        caches = Path(settings.cache_dir or Path(settings.state_dir) / "cache")
+        self.cache_home: Path | None = None if settings.cache_dir else Path(settings.state_dir)
         #: Asks Spark what a changed query writes and what its sink holds (gather/schemas.py),
         #: its answers cached in this folder (None: not cached).
         self.ask_spark: Ask = functools.partial(run_probe, spark_submit=settings.spark_submit)
-        self.schema_cache: Path | None = Path(settings.state_dir) / "cache" / "schemas"
+        self.schema_cache: Path | None = caches / "schemas"
         #: What unchanged job and table files read as before (read/load_cache.py); None: the
         #: files are read every time (--no-cache).
-        self.load_cache: Path | None = (
-            Path(settings.state_dir) / "cache" / "load.json" if settings.cache else None
-        )
+        self.load_cache: Path | None = caches / "load.json" if settings.cache else None
         #: What the last `status` read of runs that are gone (watch/status_reads.py); None:
         #: read every time (--no-cache).
-        self.status_cache: Path | None = (
-            Path(settings.state_dir) / "cache" / "status.json" if settings.cache else None
-        )
+        self.status_cache: Path | None = caches / "status.json" if settings.cache else None
         self.debug = False
         #: Where lines for people go while a command runs (waiting for the lock).
         self.say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
@@ -102,6 +102,8 @@ class Deployment:
         #: followed saved plan's own (None: none).
         self.plan_now_ms: int | None = None
         self.followed_now_ms: int | None = None
+        #: The table catalog once read without problems (`catalog`).
+        self._catalog: Catalog | None = None
 
     @property
     def store(self) -> ManifestStore:
@@ -135,12 +137,16 @@ class Deployment:
 
     # -- inputs -----------------------------------------------------------------------------
     def catalog(self) -> Catalog:
-        with self._cache() as cache:
-            return load_catalog(self.settings.table_paths, cache)
+        """The table catalog: as `load` read it, once in a command (the lineage a plan shows
+        is drawn from the tables its jobs were checked against), else read now."""
+        if self._catalog is None:
+            with self._cache() as cache:
+                self._catalog = load_catalog(self.settings.table_paths, cache)
+        return self._catalog
 
     def _cache(self) -> AbstractContextManager[LoadCache | None]:
         """The load cache while files are read (act/input_caches.py)."""
-        return load_cache_at(self.load_cache, Path(self.settings.state_dir))
+        return load_cache_at(self.load_cache, self.cache_home)
 
     def sources_checked(self) -> SourceCheck:
         """Which source paths a command that starts jobs makes sure exist: every local one on
@@ -169,6 +175,7 @@ class Deployment:
                 raise InvalidInput(catalog_problems + exc.problems, exc.hints) from None
             if catalog_problems:
                 raise InvalidInput(catalog_problems)
+        self._catalog = catalog
         reuse = {"reused": cache.hits, "read": cache.misses} if cache is not None else {}
         mark("loaded", jobs=len(jobs), **reuse)
         return jobs
@@ -189,13 +196,14 @@ class Deployment:
                 problems += loader.source_problems([job])
             if problems or job is None:
                 raise InvalidInput(problems, loader.hints())
+        self._catalog = catalog
         return job
 
     # -- commands ---------------------------------------------------------------------------
     def _fingerprints(self) -> AbstractContextManager[None]:
         """SQL fingerprints kept beside the load cache (act/input_caches.py)."""
         path = self.load_cache.parent / "fingerprints.json" if self.load_cache else None
-        return fingerprints_at(path, Path(self.settings.state_dir))
+        return fingerprints_at(path, self.cache_home)
 
     def plan(
         self,

@@ -1,8 +1,10 @@
 """The files a command keeps beside the state folder so that the next one reads its inputs
 faster: the load cache (what unchanged job and table files read as, read/load_cache.py) and the
 SQL fingerprints (read/sqlinfo.py). Each is read as a command begins and written back once it
-is done, only once there is a state folder, never with --no-cache; a file that cannot be read
-or written costs only the time it saves."""
+is done, never with --no-cache: in `--cache-dir` (created), or by default in the state folder's
+`cache/`, only once the state folder exists (without one, nothing is gathered to be kept: a CI
+runner's fresh checkout pays nothing for a cache it would throw away). A file that cannot be
+read or written costs only the time it saves."""
 
 from __future__ import annotations
 
@@ -18,12 +20,24 @@ from flink_sql_runner.read.load_cache import LoadCache, code_digest
 from flink_sql_runner.read.sqlinfo import use_fingerprints
 
 
+def _kept(path: Path | None, home: Path | None) -> bool:
+    """Whether a cache file at `path` is kept: a folder given for it (`home` None), or the
+    default one inside `home`, the state folder, which exists."""
+    return path is not None and (home is None or home.is_dir())
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    replace_file(path, data, mode=0o600)
+
+
 @contextmanager
-def load_cache_at(path: Path | None, state_dir: Path) -> Iterator[LoadCache | None]:
-    """The load cache kept at `path` (None: none, --no-cache) while files are read, written
+def load_cache_at(path: Path | None, home: Path | None) -> Iterator[LoadCache | None]:
+    """The load cache kept at `path` (None: none, --no-cache; `home`: the state folder that
+    must exist for the default place, None for a folder given) while files are read, written
     back if it changed and they were valid: a command whose inputs are invalid touches nothing,
     so it leaves the block with its error and nothing is written."""
-    if path is None:
+    if path is None or not _kept(path, home):
         yield None
         return
     try:
@@ -33,20 +47,21 @@ def load_cache_at(path: Path | None, state_dir: Path) -> Iterator[LoadCache | No
     cache = LoadCache.from_bytes(raw)
     yield cache
     cache.prune(os.path.exists)
-    if cache.changed and state_dir.is_dir():
+    if cache.changed and _kept(path, home):
         try:
             appendix = cache.appendix()
             # Appended only to a file of this code: another's may have replaced it since.
             if appendix is None or not append_to(path, appendix, cache.head()):
-                replace_file(path, cache.to_bytes(), mode=0o600)
+                _write(path, cache.to_bytes())
         except OSError as exc:
             print(f"warning: cannot write {path}: {exc.strerror}", file=sys.stderr)
 
 
 @contextmanager
-def fingerprints_at(path: Path | None, state_dir: Path) -> Iterator[None]:
-    """SQL fingerprints the commands before computed, kept at `path` (None: none), reused
-    while the block runs; the ones it asked for kept there after, when it computed any."""
+def fingerprints_at(path: Path | None, home: Path | None) -> Iterator[None]:
+    """SQL fingerprints the commands before computed, kept at `path` (None: none; `home` as
+    for `load_cache_at`), reused while the block runs; the ones it asked for kept there after,
+    when it computed any."""
     known: dict[str, str] = {}
     if path is not None:
         try:
@@ -57,10 +72,10 @@ def fingerprints_at(path: Path | None, state_dir: Path) -> Iterator[None]:
             known = {}
     fingerprints = use_fingerprints(known)
     yield
-    if path is None or not fingerprints.computed or not state_dir.is_dir():
+    if path is None or not fingerprints.computed or not _kept(path, home):
         return
     doc = {"code": code_digest(), "sql": fingerprints.kept()}
     try:
-        replace_file(path, json.dumps(doc, separators=(",", ":")).encode(), mode=0o600)
+        _write(path, json.dumps(doc, separators=(",", ":")).encode())
     except OSError as exc:
         print(f"warning: cannot write {path}: {exc.strerror}", file=sys.stderr)

@@ -67,6 +67,9 @@ class Settings:
     properties: PropertyRules = field(default_factory=PropertyRules)  # checks, and warnings
     #: Reuse what unchanged job and table files read as last time (read/load_cache.py).
     cache: bool = True
+    #: Where those caches are kept (`--cache-dir`; created when given); None:
+    #: `<state_dir>/cache`, kept only once the state folder exists.
+    cache_dir: Path | None = None
 
 
 def where_jobs_run(settings: Settings) -> dict[str, str | None]:

@@ -95,5 +95,11 @@ def inspect(
 
 #: `inspect` reads no job files, tables or template, and submits nothing.
 drop_options(
-    inspect, "table_paths", "template_file", "strict_properties", "no_cache", "runner_path"
+    inspect,
+    "table_paths",
+    "template_file",
+    "strict_properties",
+    "no_cache",
+    "cache_dir",
+    "runner_path",
 )

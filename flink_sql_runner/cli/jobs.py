@@ -178,6 +178,7 @@ drop_options(
     "template_file",
     "strict_properties",
     "no_cache",
+    "cache_dir",
     "runner_path",
     "start_timeout",
 )
@@ -277,6 +278,7 @@ drop_options(
     "template_file",
     "strict_properties",
     "no_cache",
+    "cache_dir",
     "runner_path",
     "start_timeout",
 )

@@ -99,5 +99,12 @@ def logs(
 
 #: `logs` reads no manifests, tables or template, submits nothing, and prints the log itself.
 drop_options(
-    logs, "table_paths", "template_file", "strict_properties", "no_cache", "runner_path", "output"
+    logs,
+    "table_paths",
+    "template_file",
+    "strict_properties",
+    "no_cache",
+    "cache_dir",
+    "runner_path",
+    "output",
 )

@@ -147,8 +147,18 @@ _register(
     is_flag=True,
     envvar=env_var("NO_CACHE"),
     help="Read every job and table file again, without reusing what unchanged files read as "
-    "last time (<state-dir>/cache/load.json; for status, what it read of runs that are gone, "
-    "cache/status.json), and keep nothing.",
+    "last time (load.json in --cache-dir; for status, what it read of runs that are gone, "
+    "status.json), and keep nothing.",
+)
+_register(
+    "--cache-dir",
+    type=GivenPath(path_type=Path),
+    envvar=env_var("CACHE_DIR"),
+    help="Where a command keeps what unchanged job and table files read as, and the SQL "
+    "fingerprints it computed, to read them faster next time [default: <state-dir>/cache, "
+    "kept only once the state folder exists]. Created when given: a CI cache step saves and "
+    "restores it between runs (a cache written by another release of flink-sql-runner is not "
+    "used).",
 )
 _register("--debug", is_flag=True, help="Show tracebacks.")
 _register(
@@ -312,7 +322,7 @@ _register(
 
 INPUT_OPTIONS = (
     "--table-definition-path", "--template-file", "--state-dir", "--strict-properties",
-    "--no-cache", "--debug",
+    "--no-cache", "--cache-dir", "--debug",
 )  # fmt: skip
 REMOTE_OPTIONS = (
     "--manifest-store", "--external-job-config-bucket", "--external-job-config-prefix",
@@ -459,6 +469,7 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
             strict=bool(kw.get("strict_properties")), defaults=original["defaults"]
         ),
         cache=not kw.get("no_cache"),
+        cache_dir=kw.get("cache_dir"),
     )
 
 

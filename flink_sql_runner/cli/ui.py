@@ -109,5 +109,12 @@ def ui(
 
 #: `ui` reads no job files, tables or template, and submits nothing; it prints no document.
 drop_options(
-    ui, "table_paths", "template_file", "strict_properties", "no_cache", "runner_path", "output"
+    ui,
+    "table_paths",
+    "template_file",
+    "strict_properties",
+    "no_cache",
+    "cache_dir",
+    "runner_path",
+    "output",
 )

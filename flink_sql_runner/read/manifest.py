@@ -51,13 +51,12 @@ from flink_sql_runner.read.sinks import (
     shared_sink_problems,
     target_sink,
 )
-from flink_sql_runner.read.sqlinfo import SqlProblem, code_problem, read_tables
+from flink_sql_runner.read.sqlinfo import SqlProblem, code_problem, query_tables
 from flink_sql_runner.read.template import (
     FINAL_MANIFEST_KEYS,
     final_only_problems,
     load_template,
     merge,
-    missing_field,
     property_text,
     resolve_placeholders,
 )
@@ -279,9 +278,7 @@ class JobLoader:
             found = final_only_problems(doc, source)
             doc = {k: v for k, v in doc.items() if k not in FINAL_MANIFEST_KEYS}
             spec = merge(self.template, doc)
-            found += with_original_hints(
-                [p for p in schema_problems(doc, "job", source) if not missing_field(p)]
-            )
+            found += with_original_hints(schema_problems(doc, "job", source, partial=True))
             found += table_name_problems(spec, source)
             found += trigger_problems(doc.get("trigger"), source)
             self.rules.check(doc.get("sparkProperties"), source, found)
@@ -339,8 +336,7 @@ class JobLoader:
         in the same text (load_cache.py), else parsed now; SqlProblem if it is not one query."""
         known = self.cache.query(source, sql) if self.cache is not None else None
         if known is None:
-            references, ctes = read_tables(sql)
-            known = [r.parts for r in references], ctes
+            known = query_tables(sql)
         lookups.query = sql, known
         return known
 

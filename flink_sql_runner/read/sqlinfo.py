@@ -96,6 +96,54 @@ def read_tables(sql: str) -> tuple[list[Reference], frozenset[str]]:
     return sorted(found, key=lambda r: (r.start is None, r.start or 0)), ctes
 
 
+#: A query's text as lexemes its shape is made of: a string the parser reads the inside of
+#: (an interval's, `INTERVAL '1' MINUTE`; one with a prefix, `X'1F'`) or a name between
+#: backticks, both kept; a plain string literal (no quote, backslash or line break in it), a
+#: plain integer or decimal (no letter, digit or dot around it); any one other character.
+_LEXEME = re.compile(
+    r"((?i:\binterval\s+)'[^'\\\n]*'|\w'[^'\\\n]*'|`(?:[^`]|``)*`)|('[^'\\\n]*')"
+    r"|(?<![\w.])([0-9]+)(?![\w.])|(?<![\w.])([0-9]+\.[0-9]+)(?![\w.])|(.)",
+    re.DOTALL,
+)
+#: Texts whose lexing by `_LEXEME` could differ from the parser's: double quotes (Spark's
+#: strings), backslashes (escapes), comments (`--`, `/* */`, and `#`, which no Spark SQL needs),
+#: and NUL, which the shapes' kinds are written with.
+_NOT_PLAIN = re.compile(r'["\\#\x00]|--|/\*')
+#: What the queries of this process read, by shape (`query_tables`).
+_by_shape: dict[str, tuple[list[tuple[str, ...]], frozenset[str]]] = {}
+
+
+def query_shape(sql: str) -> str | None:
+    """`sql` with each plain literal replaced by its kind: two queries of one shape differ only
+    in the values of such literals, which name no table and change no grammar (an integer and
+    a decimal are kinds apart), so they read the same tables, parse alike, or fail alike. None
+    where the text holds what `_LEXEME` might read otherwise than the parser (a double quote, a
+    backslash, a comment, a quote or backtick left open)."""
+    if _NOT_PLAIN.search(sql):
+        return None
+    parts = []
+    for name, string, integer, _decimal, other in _LEXEME.findall(sql):
+        if other in ("'", "`"):
+            return None
+        parts.append(name or other or ("\x00s" if string else "\x00i" if integer else "\x00d"))
+    return "".join(parts)
+
+
+def query_tables(sql: str) -> tuple[list[tuple[str, ...]], frozenset[str]]:
+    """The parts of each table a query reads, in order, and its CTEs in lower case
+    (`read_tables`): parsed once per shape (`query_shape`), so jobs made from one template cost
+    one parse. SqlProblem if the SQL is not one query (each such text parsed, its own
+    positions in its message)."""
+    shape = query_shape(sql)
+    known = _by_shape.get(shape) if shape is not None else None
+    if known is None:
+        references, ctes = read_tables(sql)
+        known = [r.parts for r in references], ctes
+        if shape is not None:
+            _by_shape[shape] = known
+    return list(known[0]), known[1]
+
+
 def tables_read(sql: str) -> list[str]:
     """Names of the tables a query reads (CTE names excluded), sorted; SqlProblem if invalid."""
     return sorted({".".join(r.parts) for r in table_references(sql)})

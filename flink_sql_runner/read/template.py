@@ -52,7 +52,7 @@ def load_template(
     template = {}
     for key, value in doc.items():
         found = final_only_problems({key: value}, str(path)) or with_original_hints(
-            [p for p in schema_problems({key: value}, "job", str(path)) if not missing_field(p)]
+            schema_problems({key: value}, "job", str(path), partial=True)
         )
         if not found and key == "trigger":
             found = trigger_problems(value, str(path))

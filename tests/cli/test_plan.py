@@ -186,6 +186,35 @@ def test_plan_writes_its_steps_to_the_timing_log_when_asked(tmp_path: Path) -> N
     assert events == ["command", "loaded", "gathered", "decided", "exit"]
 
 
+def _loaded(log: Path) -> dict[str, Any]:
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    log.unlink()
+    return next(e for e in events if e["event"] == "loaded")
+
+
+def test_a_cache_folder_given_is_kept_without_a_state_folder(tmp_path: Path) -> None:
+    """CI's fresh checkout has no state folder: `--cache-dir` (or FLINK_SQL_RUNNER_CACHE_DIR)
+    is where a cache step restores what the last run read; without it, nothing is gathered to
+    be kept, and nothing is written."""
+    log, state, kept = tmp_path / "timing.jsonl", tmp_path / "no-state", tmp_path / "ci" / "fsr"
+    env = {"FLINK_SQL_RUNNER_TIMING_LOG": str(log)}
+    plain = cli("plan", *EXAMPLES, "--state-dir", str(state), env=env)
+    assert plain.returncode == 0, plain.stderr
+    assert "reused" not in _loaded(log) and not state.exists()
+    counts = []
+    for _ in range(2):
+        env["FLINK_SQL_RUNNER_CACHE_DIR"] = str(kept)
+        result = cli("plan", *EXAMPLES, "--state-dir", str(state), env=env)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == plain.stdout
+        loaded = _loaded(log)
+        counts.append((loaded["reused"], loaded["read"]))
+    files = counts[0][1]  # the 4 jobs and the 2 table files
+    assert counts == [(0, files), (files, 0)] and files == 6
+    assert sorted(p.name for p in kept.iterdir()) == ["load.json"]
+    assert not state.exists()
+
+
 def test_a_plan_of_one_job_says_job(tmp_path: Path) -> None:
     one = ["--path", "examples/queries/tick-log.yaml", "--table-definition-path", "examples/tables"]
     result = cli("plan", *one, "--state-dir", str(tmp_path / "state"))

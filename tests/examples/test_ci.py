@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +319,31 @@ def test_gitlab_plan_uses_variables_merge_request_pipelines_receive() -> None:
     assert gitlab["plan"]["variables"]["AWS_ACCESS_KEY_ID"] == "$PLAN_AWS_ACCESS_KEY_ID"
     assert gitlab["deploy"]["variables"]["AWS_ACCESS_KEY_ID"] == "$DEPLOY_AWS_ACCESS_KEY_ID"
     assert "AWS_ACCESS_KEY_ID" not in gitlab.get("variables", {})
+
+
+def test_both_keep_the_cache_folder_the_cli_is_told_of(tmp_path: Path) -> None:
+    """The load cache survives a fresh runner: each example restores and saves the folder it
+    names in FLINK_SQL_RUNNER_CACHE_DIR, GitHub's keyed by the release the step names."""
+    github, gitlab = load(GITHUB), load(GITLAB)
+    folder = github["env"]["FLINK_SQL_RUNNER_CACHE_DIR"]
+    assert gitlab["variables"]["FLINK_SQL_RUNNER_CACHE_DIR"] == folder
+    assert gitlab["default"]["cache"]["paths"] == [folder]
+    for job in github["jobs"].values():
+        steps = job["steps"]
+        release = next(s for s in steps if s.get("id") == "release")
+        cache = next(s for s in steps if str(s.get("uses", "")).startswith("actions/cache@"))
+        assert steps.index(release) < steps.index(cache)
+        assert cache["with"]["path"] == folder
+        assert cache["with"]["key"].startswith(cache["with"]["restore-keys"])
+        out = tmp_path / "output"
+        done = subprocess.run(
+            ["bash", "-c", release["run"]],
+            env={**os.environ, "GITHUB_OUTPUT": str(out),
+                 "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},  # fmt: skip
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        name = out.read_text().strip().removeprefix("name=")
+        assert name.startswith("flink-sql-runner--version-") and "," not in name, name
+        out.unlink()

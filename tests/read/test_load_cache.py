@@ -219,8 +219,10 @@ def test_a_job_edited_elsewhere_than_in_its_query_is_not_parsed_again(
     monkeypatch.chdir(tmp_path)
     load(state, paths, tables)
     parsed: list[str] = []
-    real = manifest_module.read_tables
-    monkeypatch.setattr(manifest_module, "read_tables", lambda sql: parsed.append(sql) or real(sql))
+    real = manifest_module.query_tables
+    monkeypatch.setattr(
+        manifest_module, "query_tables", lambda sql: parsed.append(sql) or real(sql)
+    )
     job = tmp_path / "jobs" / "queries" / "expensive-orders.yaml"
     job.write_text(job.read_text().replace("description:", "description: edited,"))
     jobs, _ = load(state, paths, tables)
