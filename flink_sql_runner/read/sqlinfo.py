@@ -96,21 +96,33 @@ def read_tables(sql: str) -> tuple[list[Reference], frozenset[str]]:
     return sorted(found, key=lambda r: (r.start is None, r.start or 0)), ctes
 
 
-#: A query's text as lexemes its shape is made of: a string the parser reads the inside of
-#: (an interval's, `INTERVAL '1' MINUTE`; one with a prefix, `X'1F'`) or a name between
-#: backticks, both kept; a plain string literal (no quote, backslash or line break in it), a
-#: plain integer or decimal (no letter, digit or dot around it); any one other character.
+#: What a query's shape reads in its text; every other character is kept as it is. A string the
+#: parser reads the inside of (an interval's, `INTERVAL '1' MINUTE`; one with a prefix, `X'1F'`)
+#: or a name between backticks, kept; a plain string literal (no quote, backslash or line break
+#: in it), a plain integer or decimal (no letter, digit or dot around it), each made its kind;
+#: a quote or backtick left open, which makes the text shapeless.
 _LEXEME = re.compile(
     r"((?i:\binterval\s+)'[^'\\\n]*'|\w'[^'\\\n]*'|`(?:[^`]|``)*`)|('[^'\\\n]*')"
-    r"|(?<![\w.])([0-9]+)(?![\w.])|(?<![\w.])([0-9]+\.[0-9]+)(?![\w.])|(.)",
+    r"|(?<![\w.])([0-9]+)(?![\w.])|(?<![\w.])([0-9]+\.[0-9]+)(?![\w.])|(['`])",
     re.DOTALL,
 )
 #: Texts whose lexing by `_LEXEME` could differ from the parser's: double quotes (Spark's
 #: strings), backslashes (escapes), comments (`--`, `/* */`, and `#`, which no Spark SQL needs),
 #: and NUL, which the shapes' kinds are written with.
 _NOT_PLAIN = re.compile(r'["\\#\x00]|--|/\*')
+_KINDS = {2: "\x00s", 3: "\x00i", 4: "\x00d"}
 #: What the queries of this process read, by shape (`query_tables`).
 _by_shape: dict[str, tuple[list[tuple[str, ...]], frozenset[str]]] = {}
+
+
+class _Shapeless(Exception):
+    pass
+
+
+def _kind(match: re.Match[str]) -> str:
+    if match.lastindex == 5:
+        raise _Shapeless
+    return _KINDS.get(match.lastindex or 0) or match.group()
 
 
 def query_shape(sql: str) -> str | None:
@@ -121,12 +133,10 @@ def query_shape(sql: str) -> str | None:
     backslash, a comment, a quote or backtick left open)."""
     if _NOT_PLAIN.search(sql):
         return None
-    parts = []
-    for name, string, integer, _decimal, other in _LEXEME.findall(sql):
-        if other in ("'", "`"):
-            return None
-        parts.append(name or other or ("\x00s" if string else "\x00i" if integer else "\x00d"))
-    return "".join(parts)
+    try:
+        return _LEXEME.sub(_kind, sql)
+    except _Shapeless:
+        return None
 
 
 def query_tables(sql: str) -> tuple[list[tuple[str, ...]], frozenset[str]]:

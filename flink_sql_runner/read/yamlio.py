@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from flink_sql_runner.errors import Problem
 from flink_sql_runner.read.schemas import shown
@@ -55,7 +57,39 @@ def _kind(value: Any) -> str:
     return "null" if value is None else f"a {type(value).__name__}"
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictConstruction:
+    """The checks made as values are constructed: keys are text and not repeated, and a value
+    that cannot be read is a YAML error with a line."""
+
+    def construct_object(self, node, deep=False):  # type: ignore[no-untyped-def]
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, TypeError, AttributeError, OverflowError):
+            # e.g. 2024-13-45 (not a date) or a 5,000-digit number. Never quote the value.
+            what = "date" if node.tag.endswith(":timestamp") else "value"
+            message = f"cannot read this {what}; quote it to keep it text"
+            raise _refuse(message, node.start_mark) from None
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG:
+                continue  # `<<: *base`; merged keys may be overridden, so not duplicates
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _refuse("a mapping key must be a plain value", key_node.start_mark)
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                raise _refuse(
+                    f"key {shown(key_node.value)} is read as {_kind(key)}, not text; quote it",
+                    key_node.start_mark,
+                )
+            if key in seen:
+                raise _refuse(f"duplicate key {shown(key)}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+class _StrictLoader(_StrictConstruction, yaml.SafeLoader):
     """SafeLoader with the limits above; every refusal is a YAML error with a line."""
 
     def __init__(self, stream: str):
@@ -112,33 +146,6 @@ class _StrictLoader(yaml.SafeLoader):
         self._sizes[id(node)] = size
         return size
 
-    def construct_object(self, node, deep=False):  # type: ignore[no-untyped-def]
-        try:
-            return super().construct_object(node, deep=deep)
-        except (ValueError, TypeError, AttributeError, OverflowError):
-            # e.g. 2024-13-45 (not a date) or a 5,000-digit number. Never quote the value.
-            what = "date" if node.tag.endswith(":timestamp") else "value"
-            message = f"cannot read this {what}; quote it to keep it text"
-            raise _refuse(message, node.start_mark) from None
-
-    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
-        seen: set[str] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == _MERGE_TAG:
-                continue  # `<<: *base`; merged keys may be overridden, so not duplicates
-            if not isinstance(key_node, yaml.ScalarNode):
-                raise _refuse("a mapping key must be a plain value", key_node.start_mark)
-            key = self.construct_object(key_node, deep=True)
-            if not isinstance(key, str):
-                raise _refuse(
-                    f"key {shown(key_node.value)} is read as {_kind(key)}, not text; quote it",
-                    key_node.start_mark,
-                )
-            if key in seen:
-                raise _refuse(f"duplicate key {shown(key)}", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
 
 try:
     from yaml.cyaml import CParser, CSafeDumper
@@ -179,10 +186,54 @@ class _FastStrictLoader(_StrictLoader):
         super().dispose()
 
 
-_LOADERS = (_FastStrictLoader, _StrictLoader) if CParser is not None else (_StrictLoader,)
+class _Aliased(Exception):
+    """A text whose nodes libyaml composed with aliases: read through its events, where the
+    composer's checks count them."""
 
 
-def _read(loader_class: type[_StrictLoader], text: str) -> Any:
+def _check_nodes(root: yaml.Node) -> None:
+    """What `_StrictLoader.compose_node` checks, on nodes libyaml composed from a text with no
+    tag (`_LIBYAML_DIFFERS`): no node nested `MAX_DEPTH` levels deep (counting its ancestors),
+    and none reached twice (an alias; `_Aliased`)."""
+    stack, seen = [(root, 0)], set()
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            raise _Aliased
+        seen.add(id(node))
+        if depth >= MAX_DEPTH:
+            raise _refuse(f"nested more than {MAX_DEPTH} levels deep", node.start_mark)
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((item, depth + 1) for item in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack += [(key, depth + 1), (value, depth + 1)]
+
+
+if CParser is not None:
+
+    class _ComposedStrictLoader(_StrictConstruction, CParser, SafeConstructor, Resolver):  # type: ignore[misc]
+        """libyaml composes the nodes too, twice as fast again; the composer's checks are made
+        on the nodes (`_check_nodes`). What it refuses is read again by `_StrictLoader`."""
+
+        def __init__(self, stream: str):
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+
+        def get_single_data(self) -> Any:
+            node = self.get_single_node()
+            if node is None:
+                return None
+            _check_nodes(node)
+            return self.construct_document(node)
+
+    _LOADERS: tuple[type, ...] = (_ComposedStrictLoader, _FastStrictLoader, _StrictLoader)
+else:  # pragma: no cover - PyPI's PyYAML bundles libyaml
+    _LOADERS = (_StrictLoader,)
+
+
+def _read(loader_class: type, text: str) -> Any:
     loader = loader_class(text)
     try:
         return loader.get_single_data()
@@ -195,8 +246,10 @@ def _load(text: str) -> Any:
     for loader_class in fast if not _LIBYAML_DIFFERS.search(text) else ():
         try:
             return _read(loader_class, text)
+        except _Aliased:
+            continue  # aliases: libyaml's events, with the composer's checks
         except (yaml.YAMLError, RecursionError):
-            pass  # read again below: the pure loader words the problem
+            break  # read again below: the pure loader words the problem
     return _read(pure, text)
 
 

@@ -39,6 +39,17 @@ SNIPPETS = {
     "line-separator": "a: b\u2028c: d\n",
     "implicit-types": "a: 0x1F\nb: 1_000\nc: .inf\nd: 2024-01-01\ne: yes\nf: ~\n",
     "deep": "a: " + "[" * 60 + "]" * 60 + "\n",
+    "deep-31": "a: " + "[" * 31 + "]" * 31 + "\n",
+    "deep-32": "a: " + "[" * 32 + "]" * 32 + "\n",
+    "deep-33": "a: " + "[" * 33 + "]" * 33 + "\n",
+    "deep-block": "".join("  " * i + f"k{i}:\n" for i in range(33)) + "  " * 33 + "v: 1\n",
+    **{
+        f"deep-block-{n}": "".join("  " * i + f"k{i}:\n" for i in range(n)) + "  " * n + "v: 1\n"
+        for n in (14, 15, 16, 30, 31)
+    },
+    "nested-duplicate": "a:\n  b: 1\n  c:\n    d: 1\n    d: 2\n",
+    "merge-flow": "base:\n  x: 1\nother:\n  <<: {x: 2}\n  y: 3\n",
+    "number-key": "a:\n  1: x\n",
     "empty": "",
     "list": "- 1\n- 2\n",
 }
@@ -52,10 +63,14 @@ def outcome(text: str) -> tuple[str, Any]:
 
 
 def both_ways(text: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    """What the text reads as the way it is read, and by the pure loader; the way through
+    libyaml's events alone must read it as the pure loader does too."""
     fast = outcome(text)
     with monkeypatch.context() as patched:
         patched.setattr(yamlio, "_LOADERS", (yamlio._StrictLoader,))
         pure = outcome(text)
+        patched.setattr(yamlio, "_LOADERS", (yamlio._FastStrictLoader, yamlio._StrictLoader))
+        assert outcome(text) == pure
     return fast, pure
 
 
@@ -63,7 +78,11 @@ def test_pyyaml_comes_with_libyaml() -> None:
     """PyPI's PyYAML wheels bundle libyaml; without it the comparisons below would compare the
     pure loader with itself and prove nothing."""
     assert yamlio.CParser is not None
-    assert yamlio._LOADERS == (yamlio._FastStrictLoader, yamlio._StrictLoader)
+    assert yamlio._LOADERS == (
+        yamlio._ComposedStrictLoader,
+        yamlio._FastStrictLoader,
+        yamlio._StrictLoader,
+    )
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(REPO)) for p in FILES])
@@ -90,14 +109,20 @@ def test_plain_block_yaml_goes_through_libyaml_and_keeps_the_checks(
 
     monkeypatch.setattr(yamlio, "_read", spy)
     assert parse_yaml(SNIPPETS["block"], "f")["x"] == []
-    assert used == ["_FastStrictLoader"]
+    assert used == ["_ComposedStrictLoader"]  # no alias or tag: libyaml composes the nodes
     used.clear()
     with pytest.raises(YamlProblem, match="duplicate key 'a'"):
         parse_yaml(SNIPPETS["duplicate-key"], "f")
-    assert used == ["_FastStrictLoader", "_StrictLoader"]  # refused, then worded by the pure one
+    assert used == ["_ComposedStrictLoader", "_StrictLoader"]  # refused, then worded
+    used.clear()
+    with pytest.raises(YamlProblem, match="nested more than 32 levels deep"):
+        parse_yaml(SNIPPETS["deep-block"], "f")
+    assert used == ["_ComposedStrictLoader", "_StrictLoader"]
     used.clear()
     with pytest.raises(YamlProblem, match="more than 100 YAML aliases"):
         parse_yaml(SNIPPETS["too-many-aliases"], "f")
+    # Aliases: composed, then read through libyaml's events, with the composer's checks.
+    assert used == ["_ComposedStrictLoader", "_FastStrictLoader", "_StrictLoader"]
     used.clear()
     with pytest.raises(YamlProblem, match="tab character"):
         parse_yaml(SNIPPETS["tab-after-colon"], "f")  # libyaml would accept it
