@@ -279,10 +279,26 @@ _MAY_KEEP_STATE = ("AggFunc", "Group", "Distinct", "Join", "Limit", "Window", "I
                    "Pivot", "Any", "All", "TableSample")  # fmt: skip
 
 
+#: `keeps_no_state`'s answers, by shape: what keeps state is in the query's grammar, never in
+#: a literal's value.
+_stateless_by_shape: dict[str, bool] = {}
+
+
 def keeps_no_state(sql: str) -> bool:
     """Whether a query certainly keeps no state when streaming: read without Spark, nothing in it
     could (`_MAY_KEEP_STATE`; `UNION` without `ALL` deduplicates). False where it may, or where
-    the text does not parse: Spark's analysis decides those (runner/stateful_plan.py)."""
+    the text does not parse: Spark's analysis decides those (runner/stateful_plan.py). Parsed
+    once per shape (`query_shape`)."""
+    shape = query_shape(sql)
+    known = _stateless_by_shape.get(shape) if shape is not None else None
+    if known is None:
+        known = _keeps_no_state(sql)
+        if shape is not None:
+            _stateless_by_shape[shape] = known
+    return known
+
+
+def _keeps_no_state(sql: str) -> bool:
     from sqlglot import exp
 
     try:

@@ -227,3 +227,19 @@ def test_the_fleet_page_benchmark_at_toy_size() -> None:
     text = ui_bench.section(results)
     assert "| 4 | alive | a look within fresh_for | 1 |" in text
     assert "`status`'s look / the page's look within fresh_for" in text
+
+
+def test_ci_plan_benchmark_at_toy_size(tmp_path: Path) -> None:
+    """Both codes, this checkout's with its cache restored too; each run checked to decide
+    what the workspace was built for (no query changes: no Spark)."""
+    from tests.benchmarks import ci_plan
+
+    mix = plan_bench.Mix(config_changed=0.2, query_changed=0.0)
+    results = ci_plan.measure([10], "HEAD", 1, 0, tmp_path, mix)
+    assert set(results) == {
+        (10, "now", ci_plan.COLD),
+        (10, "now", ci_plan.CACHED),
+        (10, "at HEAD", ci_plan.COLD),
+    }
+    assert "| 10 | " in ci_plan.table(results, "HEAD")
+    assert (tmp_path / "cache-10" / "load.json").is_file()

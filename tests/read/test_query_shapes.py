@@ -1,5 +1,6 @@
-"""A query's tables read once per shape (read/sqlinfo.py `query_tables`): two texts of one shape
-differ only in plain literals, so they must read the same tables, parse alike or fail alike.
+"""A query's tables, and whether it keeps no state, read once per shape (read/sqlinfo.py
+`query_tables`, `keeps_no_state`): two texts of one shape differ only in plain literals, so they
+must read the same tables, keep state alike, parse alike or fail alike.
 Held to sqlglot's full parse over every query the repository's tests and examples hold, each
 with its literals given other values (a table's name among them, quotes, comment marks)."""
 
@@ -66,11 +67,12 @@ def _queries() -> list[str]:
 
 
 def _outcome(sql: str) -> object:
+    """What is read of a query by shape: its tables and CTEs, and whether it keeps no state."""
     try:
         references, ctes = read_tables(sql)
     except SqlProblem:
         return "does not parse"
-    return [r.parts for r in references], ctes
+    return [r.parts for r in references], ctes, sqlinfo._keeps_no_state(sql)
 
 
 def _other_literals(sql: str, rng: random.Random) -> str:
@@ -130,6 +132,19 @@ def test_what_is_not_a_plain_literal_keeps_shapes_apart(one: str, other: str) ->
 )
 def test_a_text_that_could_be_lexed_otherwise_has_no_shape(sql: str) -> None:
     assert query_shape(sql) is None
+
+
+def test_whether_a_query_keeps_state_is_read_once_per_shape(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed: list[str] = []
+    real = sqlinfo._keeps_no_state
+    monkeypatch.setattr(sqlinfo, "_stateless_by_shape", {})
+    monkeypatch.setattr(sqlinfo, "_keeps_no_state", lambda sql: parsed.append(sql) or real(sql))
+    for n in range(20):
+        assert sqlinfo.keeps_no_state(f"SELECT id FROM src WHERE amount > {n}")
+        assert not sqlinfo.keeps_no_state(f"SELECT k, count(*) FROM src GROUP BY k LIMIT {n}")
+    assert len(parsed) == 2
 
 
 def test_one_parse_per_shape(monkeypatch: pytest.MonkeyPatch) -> None:
