@@ -46,12 +46,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from flink_sql_runner.errors import Problem
-from flink_sql_runner.read.secrets import SECRET_IN_VALUE, is_secret_key
+from flink_sql_runner.read.secrets import assigns_secret, is_secret_key
 
 #: The schema version of the cache file; another one is ignored.
 FORMAT = 2
 #: Libraries whose behaviour shapes what a file reads as.
-LIBRARIES = ("pyyaml", "jsonschema", "sqlglot", "flink-sql-runner")
+LIBRARIES = ("pyyaml", "jsonschema", "jsonschema-rs", "sqlglot", "flink-sql-runner")
 SECTIONS = ("tables", "jobs")
 #: The file is written again whole once its lines outnumber the live entries by this share
 #: (plus a few, for small projects): each command that changed something appends otherwise.
@@ -121,7 +121,7 @@ def storable(value: Any, key: str = "") -> bool:
     if key and is_secret_key(key):
         return False
     if isinstance(value, str):
-        return not SECRET_IN_VALUE.search(value)
+        return not assigns_secret(value)
     if value is None or isinstance(value, (bool, int, float)):
         return True
     if isinstance(value, list):

@@ -86,3 +86,19 @@ def test_a_urls_credentials_are_masked_anywhere(value: str, shown: str) -> None:
     saved plans and the pull request's comment."""
     assert mask({"uri": value}) == {"uri": shown}
     assert redact_text(f"cannot reach {value}: refused") == f"cannot reach {shown}: refused"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "password=x", "PASSWORD: x", "a.Passwd=1", "x;token=abc", "access.key=k", "AccessKey:k",
+        "'password', 'x'", "password 'x'", "secret", "tokens", "path/to/data", "SELECT 1",
+        "ſecret=x", "paſſword=x", "ACCESS\u212aEY=x", "tök=1", "",  # Unicode folds as re does
+    ],
+)  # fmt: skip
+def test_a_value_assigns_a_secret_exactly_as_the_expression_says(value: str) -> None:
+    """`assigns_secret`'s shortcut (no word of the expression in an ASCII text) never says
+    otherwise than the expression itself, which the masking and the load cache follow."""
+    from flink_sql_runner.read.secrets import SECRET_IN_VALUE, assigns_secret
+
+    assert assigns_secret(value) == bool(SECRET_IN_VALUE.search(value))
