@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from flink_sql_runner.errors import Problem
-from flink_sql_runner.read.secrets import assigns_secret, is_secret_key
+from flink_sql_runner.read.secrets import holds_secret, is_secret_key
 
 #: The schema version of the cache file; another one is ignored.
 FORMAT = 2
@@ -117,11 +117,11 @@ def text_digest(text: str) -> str:
 def storable(value: Any, key: str = "") -> bool:
     """Whether `value` may be kept: made only of what JSON gives back as it was (dicts with
     text keys, lists, text, numbers, true/false, null; not a tuple or a date), and holding
-    nothing `secrets.mask` would hide (under key `key`)."""
+    nothing `secrets.mask` or `redact_text` would hide (under key `key`)."""
     if key and is_secret_key(key):
         return False
     if isinstance(value, str):
-        return not assigns_secret(value)
+        return not holds_secret(value)
     if value is None or isinstance(value, (bool, int, float)):
         return True
     if isinstance(value, list):
@@ -129,6 +129,32 @@ def storable(value: Any, key: str = "") -> bool:
     if isinstance(value, dict):
         return all(isinstance(k, str) and storable(v, k) for k, v in value.items())
     return False
+
+
+def _is_table_entry(entry: Any, at: str, lines: Any) -> bool:
+    """Whether a kept table has the shape a read gives (a cache file is anyone's to write)."""
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("name"), str)
+        and (lines is None or (isinstance(lines, dict) and all(
+            isinstance(k, str) and type(v) is int for k, v in lines.items())))
+    )  # fmt: skip
+
+
+def _is_job_fields(job: Any) -> bool:
+    """Whether a kept job has the shape `manifest.JobLoader` keeps (`Job`'s fields)."""
+    return (
+        isinstance(job, dict)
+        and isinstance(job.get("spec"), dict)
+        and isinstance(job.get("tables"), dict)
+        and isinstance(job.get("file"), str)
+        and isinstance(job.get("base"), str)
+        and isinstance(job.get("source_tables"), list)
+        and all(isinstance(t, str) for t in job["source_tables"])
+        and isinstance(job.get("relative"), list)
+        and all(isinstance(r, list) and len(r) == 2 and all(isinstance(p, str) for p in r)
+                for r in job["relative"])
+    )  # fmt: skip
 
 
 class Answers(Protocol):
@@ -285,8 +311,9 @@ class LoadCache:
                 and entry["digest"] == text_digest(text)
             ):
                 found = [(dict(t["entry"]), str(t["at"]), t["lines"]) for t in entry["tables"]]
-                self.hits += 1
-                return found
+                if all(_is_table_entry(*table) for table in found):
+                    self.hits += 1
+                    return found
         except (KeyError, TypeError, ValueError):
             pass
         self.misses += 1
@@ -315,6 +342,7 @@ class LoadCache:
                 and entry["context"] == context
                 and entry["digest"] == text_digest(text)
                 and self._same_answers(entry, catalog)
+                and _is_job_fields(entry["job"])
             ):
                 found = Cached(
                     entry["job"],

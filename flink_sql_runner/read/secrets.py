@@ -66,6 +66,16 @@ def is_secret_key(key: str) -> bool:
     return bool(SPARK_REDACTION.search(key) or CREDENTIAL_KEYS.search(key))
 
 
+def holds_secret(value: str) -> bool:
+    """Whether `mask` or `redact_text` would hide anything of `value`: a secret it assigns, a
+    private key, a URL's (or a bare host's) user and password."""
+    if assigns_secret(value):
+        return True
+    if "@" in value and (URL_CREDENTIALS.search(value) or BARE_CREDENTIALS.search(value)):
+        return True
+    return "PRIVATE KEY" in value and bool(PRIVATE_KEY.search(value))
+
+
 def assigns_secret(value: str) -> bool:
     """Whether `value` assigns a secret (`SECRET_IN_VALUE`): an ASCII text without one of its
     words is answered without the expression, five times faster (Unicode's case folding, which

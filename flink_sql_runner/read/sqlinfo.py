@@ -96,21 +96,24 @@ def read_tables(sql: str) -> tuple[list[Reference], frozenset[str]]:
     return sorted(found, key=lambda r: (r.start is None, r.start or 0)), ctes
 
 
-#: What a query's shape reads in its text; every other character is kept as it is. A string the
-#: parser reads the inside of (an interval's, `INTERVAL '1' MINUTE`; one with a prefix, `X'1F'`)
-#: or a name between backticks, kept; a plain string literal (no quote, backslash or line break
-#: in it), a plain integer or decimal (no letter, digit or dot around it), each made its kind;
-#: a quote or backtick left open, which makes the text shapeless.
+#: What a query's shape reads in its text; every other character is kept as it is. A string
+#: between quotes or a name between backticks, kept whole (sqlglot reads a string as a table's
+#: name after FROM or JOIN, and the inside of an interval's); a plain integer or decimal between
+#: characters that end a token (spaces, brackets, commas, operators), made its kind; a quote or
+#: backtick left open, which makes the text shapeless. A digit after any other character (a
+#: letter, `·`, a dot) is a name's, or a typed literal's (`1L`), and kept.
+_EDGE = r"\s(),;=<>+\-*/%\[\]|&^~!"
 _LEXEME = re.compile(
-    r"((?i:\binterval\s+)'[^'\\\n]*'|\w'[^'\\\n]*'|`(?:[^`]|``)*`)|('[^'\\\n]*')"
-    r"|(?<![\w.])([0-9]+)(?![\w.])|(?<![\w.])([0-9]+\.[0-9]+)(?![\w.])|(['`])",
+    r"('[^'\\\n]*'|`(?:[^`]|``)*`)"
+    rf"|(?<![^{_EDGE}])([0-9]+)(?![^{_EDGE}])|(?<![^{_EDGE}])([0-9]+\.[0-9]+)(?![^{_EDGE}])"
+    r"|(['`])",
     re.DOTALL,
 )
 #: Texts whose lexing by `_LEXEME` could differ from the parser's: double quotes (Spark's
 #: strings), backslashes (escapes), comments (`--`, `/* */`, and `#`, which no Spark SQL needs),
 #: and NUL, which the shapes' kinds are written with.
 _NOT_PLAIN = re.compile(r'["\\#\x00]|--|/\*')
-_KINDS = {2: "\x00s", 3: "\x00i", 4: "\x00d"}
+_KINDS = {2: "\x00i", 3: "\x00d"}
 #: What the queries of this process read, by shape (`query_tables`).
 _by_shape: dict[str, tuple[list[tuple[str, ...]], frozenset[str]]] = {}
 
@@ -120,15 +123,15 @@ class _Shapeless(Exception):
 
 
 def _kind(match: re.Match[str]) -> str:
-    if match.lastindex == 5:
+    if match.lastindex == 4:
         raise _Shapeless
     return _KINDS.get(match.lastindex or 0) or match.group()
 
 
 def query_shape(sql: str) -> str | None:
-    """`sql` with each plain literal replaced by its kind: two queries of one shape differ only
-    in the values of such literals, which name no table and change no grammar (an integer and
-    a decimal are kinds apart), so they read the same tables, parse alike, or fail alike. None
+    """`sql` with each plain number replaced by its kind: two queries of one shape differ only
+    in the values of such numbers, which name no table and change no grammar (an integer and a
+    decimal are kinds apart), so they read the same tables, parse alike, or fail alike. None
     where the text holds what `_LEXEME` might read otherwise than the parser (a double quote, a
     backslash, a comment, a quote or backtick left open)."""
     if _NOT_PLAIN.search(sql):

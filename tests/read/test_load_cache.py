@@ -560,13 +560,19 @@ def test_no_cache_on_the_command_line(tmp_path: Path) -> None:
         {"options": {"kafka.sasl.jaas.config": "org... required;"}},
         {"sql": "SELECT 1 -- token: abc"},
         {"a": [{"b": {"AccessKey": 1}}]},
+        # Review of issue 57, 4: a URL's user and password, and a PEM private key, which mask
+        # hides wherever they are; a user and password before a host without its scheme, which
+        # an error's text shows masked.
+        {"sparkProperties": {"spark.mongodb.read.connection.uri": "mongodb://u:Hunter2@db/x"}},
+        {"options": {"pem": "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----"}},
+        {"options": {"path": "key:Hunter2@bucket/x"}},
     ],
 )
 def test_what_mask_would_hide_is_not_kept(value: dict[str, Any]) -> None:
     from flink_sql_runner.read.load_cache import storable
-    from flink_sql_runner.read.secrets import mask
+    from flink_sql_runner.read.secrets import mask, redact_all
 
-    assert mask(value) != value
+    assert mask(value) != value or redact_all(value) != value
     assert not storable(value)
     assert storable({"options": {"path": "/p", "user": "me"}, "n": [1, 2.5, True, None]})
 
@@ -609,21 +615,21 @@ def test_a_line_cut_short_is_skipped_and_the_lines_after_it_read() -> None:
     their own, and only the entry of the cut line is lost (its file is read again)."""
     cache = LoadCache()
     for n in range(3):
-        cache.keep_table_file(f"/t/{n}.yaml", f"text {n}", [({"n": n}, "x", None)])
+        cache.keep_table_file(f"/t/{n}.yaml", f"text {n}", [({"name": "t", "n": n}, "x", None)])
     raw = cache.to_bytes()
     cut = LoadCache.from_bytes(raw)
-    cut.keep_table_file("/t/1.yaml", "text 1 edited", [({"n": 11}, "x", None)])
+    cut.keep_table_file("/t/1.yaml", "text 1 edited", [({"name": "t", "n": 11}, "x", None)])
     appendix = cut.appendix()
     assert appendix is not None
     later = LoadCache.from_bytes(raw)
-    later.keep_table_file("/t/3.yaml", "text 3", [({"n": 3}, "x", None)])
+    later.keep_table_file("/t/3.yaml", "text 3", [({"name": "t", "n": 3}, "x", None)])
     later_lines = later.appendix()
     assert later_lines is not None
     read = LoadCache.from_bytes(raw + appendix[:-9] + later_lines)
     assert sorted(read._tables) == ["/t/0.yaml", "/t/1.yaml", "/t/2.yaml", "/t/3.yaml"]
     assert read._tables["/t/1.yaml"] == cache._tables["/t/1.yaml"], "the line before the cut"
     assert read.table_file("/t/1.yaml", "text 1 edited") is None
-    assert read.table_file("/t/3.yaml", "text 3") == [({"n": 3}, "x", None)]
+    assert read.table_file("/t/3.yaml", "text 3") == [({"name": "t", "n": 3}, "x", None)]
 
 
 def test_the_file_is_written_whole_once_its_lines_outnumber_its_entries(
@@ -697,3 +703,41 @@ def test_an_entry_is_never_appended_to_the_file_of_another_code(
     monkeypatch.setattr(load_cache, "code_digest", lambda: "Y")
     read_by_y = LoadCache.from_bytes(cache_file(state).read_bytes())
     assert read_by_y.table_file(str(made_by_x), "text") is None
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "value"),
+    [
+        ("jobs", "job", ["not", "a", "mapping"]),
+        ("jobs", "job", {"spec": [], "tables": {}, "source_tables": [], "file": "f", "base": "b",
+                         "relative": []}),
+        ("jobs", "job", {"spec": {}, "tables": {}, "source_tables": [1], "file": "f", "base": "b",
+                         "relative": [["a"]]}),
+        ("jobs", "warnings", [["a", "b"]]),
+        ("jobs", "embedded", 5),
+        ("tables", "tables", [{"entry": ["not", "a", "mapping"], "at": "x", "lines": None}]),
+        ("tables", "tables", [{"entry": {"name": 5}, "at": "x", "lines": None}]),
+    ],
+)  # fmt: skip
+def test_a_cache_entry_of_another_shape_is_read_again_not_a_traceback(
+    tmp_path: Path,
+    state: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    section: str,
+    field: str,
+    value: Any,
+) -> None:
+    """A cache a CI step restored is a file anyone with the same release could have written:
+    an entry whose fields have another shape is a miss, its file read again (review of issue
+    57, 5: a job entry that was a list ended `validate` with a traceback)."""
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    first, _ = load(state, paths, tables)
+    header, *lines = cache_file(state).read_text().splitlines()
+    rows = [json.loads(line) for line in lines if line]
+    for row in rows:
+        if row[0] == section:
+            row[2][field] = value
+    cache_file(state).write_text("\n".join([header, *map(json.dumps, rows)]) + "\n")
+    again, _ = load(state, paths, tables)
+    assert shape(again) == shape(first)

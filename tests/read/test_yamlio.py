@@ -23,6 +23,7 @@ FILES = sorted(
 )
 SNIPPETS = {
     "block": "name: a\nsql: |\n  SELECT a FROM b WHERE c != 1 AND d[0] > 2\nx: []\ny: {}\n",
+    "block-plain": "name: a\nsql: |\n  SELECT a FROM b WHERE c <> 1 AND d[0] > 2\nx: []\ny: {}\n",
     "quoted-placeholder": 'path: "{state_dir}/out/{job_name}"\n',
     "anchor-and-alias": "a: &x\n  k: 1\nb: *x\n",
     "merge-key": "base: &b\n  x: 1\nc:\n  <<: *b\n  y: 2\n",
@@ -50,6 +51,11 @@ SNIPPETS = {
     "nested-duplicate": "a:\n  b: 1\n  c:\n    d: 1\n    d: 2\n",
     "merge-flow": "base:\n  x: 1\nother:\n  <<: {x: 2}\n  y: 3\n",
     "number-key": "a:\n  1: x\n",
+    # A tag under a merge key, whose mapping is only copied, never constructed (review 57, 3).
+    "merge-tag": "name: orders\n<<: !=python/object\n  query: SELECT 1\n",
+    "merge-list-tag": "name: orders\n<<:\n  - !=Ref\n    owner: team-a\n",
+    "tag-directive": "%TAG != tag:yaml.org,2002:\n---\na: !=int 5\n",
+    "sql-not-equal": "sql: SELECT a FROM b WHERE c!=1 AND d != 2\n",
     "empty": "",
     "list": "- 1\n- 2\n",
 }
@@ -109,7 +115,14 @@ def test_plain_block_yaml_goes_through_libyaml_and_keeps_the_checks(
 
     monkeypatch.setattr(yamlio, "_read", spy)
     assert parse_yaml(SNIPPETS["block"], "f")["x"] == []
+    assert used == ["_FastStrictLoader"]  # `!=`: a tag's mark, seen by the composer's checks
+    used.clear()
+    assert parse_yaml(SNIPPETS["block-plain"], "f")["x"] == []
     assert used == ["_ComposedStrictLoader"]  # no alias or tag: libyaml composes the nodes
+    used.clear()
+    # A line that begins past column 100 could nest deeper than libyaml's composer may recurse.
+    assert parse_yaml("a:\n" + " " * 120 + "b: 1\n", "f") == {"a": {"b": 1}}
+    assert used == ["_FastStrictLoader"]
     used.clear()
     with pytest.raises(YamlProblem, match="duplicate key 'a'"):
         parse_yaml(SNIPPETS["duplicate-key"], "f")
@@ -250,3 +263,27 @@ def test_other_documents_are_written_by_pyyaml_itself(
         patched.setattr(yamlio.yaml, "dump", lambda data, Dumper, **kw: used.append(Dumper))
         yamlio.dump_yaml(doc)
     assert used == [yamlio.yaml.SafeDumper]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["- " * 100_000 + "x\n", "a:\n  b:\n    " + "- " * 60_000 + "y\n"],
+    ids=["one-line", "after-a-mapping"],
+)  # fmt: skip
+def test_a_file_nested_a_hundred_thousand_levels_deep_is_refused_not_a_crash(text: str) -> None:
+    """libyaml's own composer recurses once per level: a 200 KB file of `- - - ...` overflowed
+    its stack (a segmentation fault: no line, no exit code 2). Read in a child, which a crash
+    would kill (review of issue 57, 1)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom flink_sql_runner.read.yamlio import YamlProblem, parse_yaml\n"
+        "try:\n    parse_yaml(sys.stdin.read(), 'deep.yaml')\nexcept YamlProblem as exc:\n"
+        "    print(exc.problem)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=text, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert "nested more than 32 levels deep" in done.stdout, done.stdout
