@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flink_sql_runner.host.timing import ENV as TIMING_ENV
 from tests.benchmarks.common import run_measured
 from tests.support.workspace import Workspace
 
@@ -52,6 +53,9 @@ class Round:
     rss_before: float  # MiB, every process of the job's runs, before the deploy
     rss_peak: float  # MiB, the same, at its highest during the deploy
     same_driver: bool | None = None  # cannot-start: the old driver survived
+    #: Where the pause went, step by step (`pause_steps`): seconds from the old run's last
+    #: commit to each step, in order, up to the new run's first commit.
+    steps: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,6 +122,53 @@ def commit_times(ws: Workspace) -> list[float]:
     return sorted(found)
 
 
+def commits_and_plans(ws: Workspace) -> tuple[list[tuple[float, str]], dict[str, float]]:
+    """Every committed batch's time with its (version, batch), and when each batch was planned
+    (its `offsets/<n>` file's mtime), by the same key."""
+    root = ws.state / "checkpoints" / JOB
+    commits, planned = [], {}
+    for version in root.iterdir() if root.exists() else ():
+        if not version.name.isdigit():
+            continue
+        for kind in ("commits", "offsets"):
+            folder = version / kind
+            for f in folder.iterdir() if folder.is_dir() else ():
+                if f.name.isdigit():
+                    key = f"v{version.name}/{f.name}"
+                    if kind == "commits":
+                        commits.append((f.stat().st_mtime, key))
+                    else:
+                        planned[key] = f.stat().st_mtime
+    return sorted(commits), planned
+
+
+#: The deployer's steps of a handover, as its timing log marks them (host/timing.py).
+DEPLOYER_MARKS = ("stopping", "stopped", "go", "healthy")
+
+
+def pause_steps(ws: Workspace, log: Path, begun: float, ended: float) -> dict[str, float]:
+    """The largest pause around the deploy, step by step: from the old run's last commit, when
+    the deployer wrote the stop marker (`stopping`), saw the old run's processes gone
+    (`stopped`), gave the go (`go`, warm) or submitted (cold), when the new run planned its
+    first batch and committed it, and when the deployer saw it healthy."""
+    commits, planned = commits_and_plans(ws)
+    pairs = [(a, b) for a, b in zip(commits, commits[1:], strict=False)
+             if b[0] >= begun and a[0] <= ended]  # fmt: skip
+    if not pairs:
+        return {}
+    (last, _), (first, key) = max(pairs, key=lambda p: p[1][0] - p[0][0])
+    events = {}
+    for line in log.read_text().splitlines() if log.exists() else ():
+        doc = json.loads(line)
+        if doc.get("event") in DEPLOYER_MARKS and doc.get("job") == JOB:
+            events[doc["event"]] = float(doc["at"])
+    steps = {name: at - last for name, at in events.items()}
+    if key in planned:
+        steps["new run planned its first batch"] = planned[key] - last
+    steps["new run committed it"] = first - last
+    return dict(sorted(steps.items(), key=lambda item: item[1]))
+
+
 def largest_gap(times: list[float], begun: float, ended: float) -> float:
     """The largest gap between consecutive commits that spans any part of [begun, ended]."""
     gaps = [b - a for a, b in zip(times, times[1:], strict=False) if b >= begun and a <= ended]
@@ -156,9 +207,10 @@ def one_round(ws: Workspace, kind: str, way: str, index: int, state: dict) -> Ro
     with MemorySampler(needle) as memory:
         begun = time.time()
         printed = ws.root / f"deploy-{kind}-{way}-{index}.txt"
+        log = ws.root / f"timing-{kind}-{way}-{index}.jsonl"
         measured = run_measured(
             ws.argv("deploy", "--handover", way, "--start-timeout", "300"),
-            env=dict(os.environ),
+            env={**os.environ, TIMING_ENV: str(log)},
             cwd=ws.root,
             stdout=printed,
             timeout=600,
@@ -185,6 +237,7 @@ def one_round(ws: Workspace, kind: str, way: str, index: int, state: dict) -> Ro
         rss_before,
         memory.peak,
         same,
+        pause_steps(ws, log, begun, ended),
     )
 
 
@@ -259,6 +312,8 @@ def _run(
                     f"{done.rss_peak:.0f} MiB"
                     + (f", same driver: {done.same_driver}" if done.same_driver is not None else "")
                 )
+                if done.steps:
+                    say("    " + ", ".join(f"{k} +{v:.2f}" for k, v in done.steps.items()))
         return result
     finally:
         ws.kill_all()

@@ -405,8 +405,34 @@ def handover_section(result: handover_bench.HandoverResult) -> str:
             table,
             "",
             "; ".join(ratios) + f" (trigger {result.trigger:.0f} s).",
+            *_pause_steps(result),
         ]
     )
+
+
+def _pause_steps(result: handover_bench.HandoverResult) -> list[str]:
+    """Where each change's pause went, step by step: the median seconds from the old run's
+    last commit to each step (the deployer's marks, the new run's first plan and commit)."""
+    rows = []
+    for kind in ("config", "query"):
+        for way in handover_bench.WAYS:
+            done = [r.steps for r in result.of(kind, way) if r.steps]
+            names = [n for n in done[0] if all(n in d for d in done)] if done else []
+            if names:
+                said = ", ".join(
+                    f"{n} +{statistics.median([d[n] for d in done]):.2f}" for n in names
+                )
+                rows.append([kind, way, said])
+    if not rows:
+        return []
+    return [
+        "",
+        "Where the pause went: seconds from the old run's last commit (median of the rounds) to "
+        "the deployer's stop marker (`stopping`), the old run's processes gone (`stopped`), the "
+        "go (warm), the new run's first batch planned and committed, the deployer's `healthy`.",
+        "",
+        markdown_table(["change", "handover", "steps"], rows),
+    ]
 
 
 def measured_with(command: str) -> str:
