@@ -12,6 +12,7 @@ from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import (
     JOB_NAME,
+    NO_FILES_NOR_SUBMITS,
     drop_options,
     input_options,
     or_spelled_before,
@@ -96,10 +97,5 @@ def inspect(
 #: `inspect` reads no job files, tables or template, and submits nothing.
 drop_options(
     inspect,
-    "table_paths",
-    "template_file",
-    "strict_properties",
-    "no_cache",
-    "cache_dir",
-    "runner_path",
+    *NO_FILES_NOR_SUBMITS,
 )

@@ -20,6 +20,7 @@ from flink_sql_runner.cli.inputs import load
 from flink_sql_runner.cli.options import (
     EXISTING,
     JOB_NAME,
+    NO_FILES_NOR_SUBMITS,
     drop_options,
     env_var,
     input_options,
@@ -174,12 +175,7 @@ def stop(names: tuple[str, ...], every: bool, output: str, debug: bool, **kw: An
 #: template, and submits nothing.
 drop_options(
     stop,
-    "table_paths",
-    "template_file",
-    "strict_properties",
-    "no_cache",
-    "cache_dir",
-    "runner_path",
+    *NO_FILES_NOR_SUBMITS,
     "start_timeout",
 )
 
@@ -274,11 +270,6 @@ def forget(
 #: `forget` reads no manifests, tables or template, and submits nothing.
 drop_options(
     forget,
-    "table_paths",
-    "template_file",
-    "strict_properties",
-    "no_cache",
-    "cache_dir",
-    "runner_path",
+    *NO_FILES_NOR_SUBMITS,
     "start_timeout",
 )

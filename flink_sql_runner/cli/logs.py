@@ -10,6 +10,7 @@ from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import (
     JOB_NAME,
+    NO_FILES_NOR_SUBMITS,
     drop_options,
     input_options,
     remote_options,
@@ -100,11 +101,6 @@ def logs(
 #: `logs` reads no manifests, tables or template, submits nothing, and prints the log itself.
 drop_options(
     logs,
-    "table_paths",
-    "template_file",
-    "strict_properties",
-    "no_cache",
-    "cache_dir",
-    "runner_path",
+    *NO_FILES_NOR_SUBMITS,
     "output",
 )

@@ -473,6 +473,13 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
     )
 
 
+#: The shared options of reading job and table files, and of submitting the runner: what a
+#: command that reads no job file and submits nothing drops (`drop_options`).
+NO_FILES_NOR_SUBMITS = (
+    "table_paths", "template_file", "strict_properties", "no_cache", "cache_dir", "runner_path",
+)  # fmt: skip
+
+
 def drop_options(command: click.Command, *names: str) -> None:
     """Take options of the shared groups that `command` does not use off it (and its --help)."""
     unknown = set(names) - {p.name for p in command.params}

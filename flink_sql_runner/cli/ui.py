@@ -12,6 +12,7 @@ from flink_sql_runner.act.deployment import Deployment
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import (
     EXISTING,
+    NO_FILES_NOR_SUBMITS,
     drop_options,
     env_var,
     input_options,
@@ -110,11 +111,6 @@ def ui(
 #: `ui` reads no job files, tables or template, and submits nothing; it prints no document.
 drop_options(
     ui,
-    "table_paths",
-    "template_file",
-    "strict_properties",
-    "no_cache",
-    "cache_dir",
-    "runner_path",
+    *NO_FILES_NOR_SUBMITS,
     "output",
 )
