@@ -11,7 +11,7 @@ import pytest
 
 import flink_sql_runner.ui.plans as plans_module
 from flink_sql_runner.cli.watch import _serve
-from flink_sql_runner.ui.server import PageServer, _Handler
+from flink_sql_runner.ui.server import _Handler
 from flink_sql_runner.watch.metrics import Metrics
 from tests.ui.world import PageWorld
 
@@ -23,17 +23,6 @@ def raw(port: int, request: bytes) -> bytes:
         while chunk := connection.recv(65536):
             answer += chunk
     return answer
-
-
-@pytest.fixture
-def server(tmp_path: Path):
-    world = PageWorld(tmp_path)
-    world.job("alpha")
-    running = PageServer(world.pages(), "127.0.0.1", 0)
-    try:
-        yield running
-    finally:
-        running.close()
 
 
 @pytest.mark.parametrize("request_line", [b"TRACE / HTTP/1.1", b"PROPFIND / HTTP/1.1",

@@ -12,17 +12,6 @@ from flink_sql_runner.ui.server import PageServer, PortUnusable, is_loopback
 from tests.ui.world import PageWorld
 
 
-@pytest.fixture
-def server(tmp_path: Path):
-    world = PageWorld(tmp_path)
-    world.job("alpha")
-    running = PageServer(world.pages(), "127.0.0.1", 0)
-    try:
-        yield running
-    finally:
-        running.close()
-
-
 def ask(server: PageServer, method: str, path: str, host: str | None = None):
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     try:
