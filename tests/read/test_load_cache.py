@@ -741,3 +741,45 @@ def test_a_cache_entry_of_another_shape_is_read_again_not_a_traceback(
     cache_file(state).write_text("\n".join([header, *map(json.dumps, rows)]) + "\n")
     again, _ = load(state, paths, tables)
     assert shape(again) == shape(first)
+
+
+def test_storable_answers_as_the_walk_of_every_value_does() -> None:
+    """`storable` answers from the value's JSON text where that is safe; on values made of
+    every word the secret rules hold (in other cases, Unicode's case folds among them), keys
+    that JSON would turn to text, tuples, dates and NaN, it answers as walking the value does."""
+    import datetime
+    import random
+
+    from flink_sql_runner.read import load_cache
+
+    words = [
+        "secret", "PassWord", "passwd", "tOken", "access.key", "accesskey", "credential",
+        "jaas.config", "account.key", "private_key", "sas-token", "fs.azure.sas.x",
+        "keystore.key", "ſecret", "\u212aeystore.key", "-----BEGIN RSA PRIVATE KEY-----", "@",
+        "u:p@host", "mongodb://", "=", ":", " '", '"', ",", "é", "path", "user", "kansas", "\n",
+    ]  # fmt: skip
+    rng = random.Random(57)
+
+    def text() -> str:
+        return "".join(rng.choice(words) for _ in range(rng.randint(0, 3)))
+
+    def value(depth: int = 0) -> Any:
+        kind = rng.randint(0, 9 if depth < 3 else 4)
+        if kind <= 2:
+            return text()
+        if kind == 3:
+            return rng.choice([None, True, False, 0, 7, 2.5, float("nan"), 10**30])
+        if kind == 4:
+            return rng.choice([(1, 2), datetime.date(2026, 1, 1), b"x", [], {}])
+        if kind <= 6:
+            return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        keys = [text(), text(), rng.choice([1, 2.5, None, True, "k"])]
+        return {k: value(depth + 1) for k in keys[: rng.randint(0, 3)]}
+
+    fast = 0
+    for _ in range(20_000):
+        v, key = value(), rng.choice(["", "", "path", "password", "x.sas.token"])
+        expected = load_cache._storable_walked(v, key)
+        assert load_cache.storable(v, key) is expected, (v, key)
+        fast += expected
+    assert fast > 2_000, "the values the fast answer takes are among those drawn"
