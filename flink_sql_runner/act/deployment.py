@@ -41,7 +41,12 @@ from flink_sql_runner.gather.store_ahead import StoreAhead
 from flink_sql_runner.host import runtime
 from flink_sql_runner.host.timing import mark
 from flink_sql_runner.model.facts import JobFacts
-from flink_sql_runner.model.lineage import Lineage, plan_lineage
+from flink_sql_runner.model.lineage import (
+    Lineage,
+    build_lineage,
+    plan_lineage,
+    with_unused_tables,
+)
 from flink_sql_runner.model.stored import Stored, StoredManifest
 from flink_sql_runner.read.catalog import Catalog, load_catalog, read_catalog
 from flink_sql_runner.read.kafka_start import AGO, declares_ago, parse_kafka_start
@@ -98,6 +103,8 @@ class Deployment:
         self._ahead: StoreAhead | None = None
         #: The facts the last plan was decided from (what a saved plan records of the store).
         self.decided_from: list[JobFacts] = []
+        #: The lineage the last plan followed (`plan_lineage` of `decided_from`).
+        self.decided_lineage: Lineage | None = None
         #: Now on the store's clock that the last plan made "now minus" starts a time of; a
         #: followed saved plan's own (None: none).
         self.plan_now_ms: int | None = None
@@ -262,7 +269,7 @@ class Deployment:
         plan decided once, and its starts that cannot begin held back."""
         facts, lineage = self._gather(jobs, include_orphans, snapshot)
         mark("gathered")
-        self.decided_from = facts
+        self.decided_from, self.decided_lineage = facts, lineage
         plan = build_plan(
             facts,
             prune=prune,
@@ -322,6 +329,17 @@ class Deployment:
             facts, lineage, self.storage, self.schema_cache, self.ask_spark, base
         )
         return facts, lineage
+
+    def jobs_lineage(self, jobs: list[Job]) -> Lineage:
+        """The lineage of `jobs` with the catalog's tables none of them uses (what a plan
+        shows): the last plan's own when it followed these very jobs and no stored one (its
+        unused tables added), else built."""
+        lineage, facts = self.decided_lineage, self.decided_from
+        if lineage is not None and len(lineage.jobs) == len(jobs) == len(facts):
+            ours = {id(job) for job in jobs}
+            if all(f.desired is not None and id(f.desired) in ours for f in facts):
+                return with_unused_tables(lineage, self.catalog())
+        return build_lineage(jobs, catalog=self.catalog())
 
     @property
     def connectors(self) -> Connectors:

@@ -54,7 +54,7 @@ from flink_sql_runner.errors import (
 )
 from flink_sql_runner.gather.preview import PreviewAsk
 from flink_sql_runner.host import collector
-from flink_sql_runner.model.lineage import Lineage, build_lineage
+from flink_sql_runner.model.lineage import Lineage
 from flink_sql_runner.model.preview import Preview
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.render.markdown import plan_markdown
@@ -123,7 +123,7 @@ def plan(
 
     def show(p: Plan, previews: list[Preview] | None = None) -> str:
         if not lineages:  # the jobs' alone: the same for every plan shown
-            lineages.append(build_lineage(jobs, catalog=deployment.catalog()))
+            lineages.append(deployment.jobs_lineage(jobs))
         saved = None
         if out is not None:
             keys = shown_keys(lineages[0], previews, preview_rows)
@@ -160,7 +160,7 @@ def _shown_plan(
     here when not given) and the `previews`, so that its JSON shows as its Markdown
     (render/plan_doc.py)."""
     if output in ("markdown", "json") and lineage is None:
-        lineage = build_lineage(jobs, catalog=deployment.catalog())
+        lineage = deployment.jobs_lineage(jobs)
     if output == "markdown":
         shown = previews_markdown(previews or [], preview_rows)
         return plan_markdown(plan, lineage, saved=saved, previews=shown)

@@ -220,6 +220,24 @@ def test_unused_tables_are_the_catalogs_tables_no_job_reads_or_writes() -> None:
     assert build_lineage(jobs).unused_tables == ()  # no catalog, nothing to tell
 
 
+@pytest.mark.parametrize(
+    "names",
+    [("src", "a_out", "b_out", "spare", "archive"), ("SRC", "A_Out", "b_out"), (), ("x",)],
+)
+def test_the_plans_lineage_with_the_unused_tables_is_the_one_built_with_the_catalog(
+    names: tuple[str, ...],
+) -> None:
+    """`plan` shows the lineage of its jobs with the catalog's unused tables: made from the
+    lineage the plan followed, it is the one `build_lineage` makes given the catalog, in
+    every field and in its document's order."""
+    jobs = chain("a", "b") + [job("c", {"src": folder("/in")}, "spare_too", folder("/o/c"))]
+    tables = catalog(*names)
+    built = build_lineage(jobs, catalog=tables)
+    made = lineage_module.with_unused_tables(build_lineage(jobs), tables)
+    assert made == built and made.to_dict() == built.to_dict()
+    assert list(made.to_dict()["tables"]) == list(built.to_dict()["tables"])
+
+
 def test_a_table_a_stored_manifest_names_in_another_case_is_used() -> None:
     orphan = job("old", {"SRC": folder("/in")}, "Old_Out", folder("/out/old"))
     lineage = build_lineage([], stored=[stored(orphan)], catalog=catalog("src", "old_out", "x"))
