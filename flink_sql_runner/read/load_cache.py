@@ -232,6 +232,7 @@ class LoadCache:
         self._tables: dict[str, Any] = {}
         self._jobs: dict[str, Any] = {}
         self._seen: set[str] = set()
+        self._keys: dict[str, str] = {}  # `_key`'s, by the name given
         #: Whether an entry was added, replaced or dropped (the file needs writing).
         self.changed = False
         #: Files given back from the cache, and files read (for tests and the timing log).
@@ -317,6 +318,36 @@ class LoadCache:
         for section, entries in (("tables", self._tables), ("jobs", self._jobs)):
             for key in [k for k in entries if k not in self._seen and not present(k)]:
                 self._set(section, key, None)
+
+    def has_job(self, source: str) -> bool:
+        """Whether file `source` has an entry (of whatever text)."""
+        return os.path.abspath(source) in self._jobs
+
+    def changed_lines(self) -> bytes:
+        """The entries added or replaced since the file was read, as its lines."""
+        return "\n".join(
+            _compact([s, k, entry]) for (s, k), entry in self._changes.items() if entry is not None
+        ).encode()
+
+    def take_lines(self, raw: bytes, sources: frozenset[str]) -> int:
+        """The job entries `raw` holds (`changed_lines` of another copy: read/forked_read.py)
+        put here, of the files `sources` only: each is checked when asked for as any entry
+        is. The number taken; they count as files read, not reused."""
+        keys = {os.path.abspath(source) for source in sources}
+        try:
+            lines = raw.decode().split("\n")
+        except ValueError:
+            return 0
+        taken = 0
+        for _, row in _rows([line for line in lines if line]):
+            if isinstance(row, list) and len(row) == 3 and row[0] == "jobs":
+                section, key, entry = row
+                if isinstance(key, str) and key in keys and isinstance(entry, dict):
+                    self._set(section, key, entry)
+                    taken += 1
+        self.misses += taken
+        self.hits -= taken
+        return taken
 
     def _set(self, section: str, key: str, entry: Any) -> None:
         entries = self._tables if section == "tables" else self._jobs
@@ -450,6 +481,8 @@ class LoadCache:
         return known[1]
 
     def _key(self, source: str) -> str:
-        key = os.path.abspath(source)
+        key = self._keys.get(source)
+        if key is None:  # a job's file is asked for three times: abspath once
+            key = self._keys[source] = os.path.abspath(source)
         self._seen.add(key)
         return key
