@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.read.ddl import SQL_SUFFIXES, parse_sql_tables
 from flink_sql_runner.read.ddl_parser import JAVA_LONG
 from flink_sql_runner.read.files import YAML_SUFFIXES, yaml_files
+from flink_sql_runner.read.forked_read import take, with_reader
 from flink_sql_runner.read.formats import (  # noqa: F401 (used by other modules)
     FILE_FORMATS,
     KNOWN_BY_LOWER,
@@ -157,25 +159,39 @@ def read_catalog(
     `cache`: what unchanged files declared before, reused (load_cache.py)."""
     problems: list[Problem] = []
     declared = _Declarations()
-    for path in table_files(paths, problems):
-        source, sql = str(path), path.suffix.lower() in SQL_SUFFIXES
-        try:
-            text = read_text_file(path, "SQL" if sql else "YAML")
-        except YamlProblem as exc:
-            problems.append(exc.problem)
-            continue
-        known = cache.table_file(source, text) if cache is not None else None
-        if known is not None:
-            problems.extend(filter(None, (declared.again(e, source, a, ls) for e, a, ls in known)))
-            continue
-        before, first = len(problems), len(declared.declared)
-        if sql:
-            _read_sql_text(text, source, declared, problems)
-        else:
-            _read_yaml_text(text, source, declared, problems)
-        if cache is not None and len(problems) == before:
-            cache.keep_table_file(source, text, declared.declared[first:])
+    files = table_files(paths, problems)
+    cache, start = with_reader(files, cache, "tables")
+    # Both cores: a child reads the tail (read/forked_read.py).
+    beside = start(lambda path: _read_file(path, cache, _Declarations(), [])) if start else None
+    began = time.monotonic()
+    for at, path in enumerate(files):
+        if beside is not None and at == beside.first:
+            assert cache is not None
+            take(beside, cache, deadline=2 * (time.monotonic() - began) + 2)
+        _read_file(path, cache, declared, problems)
     return declared.catalog(), problems
+
+
+def _read_file(
+    path: Path, cache: LoadCache | None, declared: _Declarations, problems: list[Problem]
+) -> None:
+    source, sql = str(path), path.suffix.lower() in SQL_SUFFIXES
+    try:
+        text = read_text_file(path, "SQL" if sql else "YAML")
+    except YamlProblem as exc:
+        problems.append(exc.problem)
+        return
+    known = cache.table_file(source, text) if cache is not None else None
+    if known is not None:
+        problems.extend(filter(None, (declared.again(e, source, a, ls) for e, a, ls in known)))
+        return
+    before, first = len(problems), len(declared.declared)
+    if sql:
+        _read_sql_text(text, source, declared, problems)
+    else:
+        _read_yaml_text(text, source, declared, problems)
+    if cache is not None and len(problems) == before:
+        cache.keep_table_file(source, text, declared.declared[first:])
 
 
 def _read_yaml_text(

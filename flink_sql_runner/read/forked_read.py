@@ -1,21 +1,23 @@
 """Both cores for a cold read: a forked child reads the last files beside the command.
 
-Reading a job file costs about 0.7 ms of one core (YAML, the template's merge, the schema, the
-query's tables, the checks); 10,000 files the load cache does not know are seven seconds of one
-core on a CI runner that has two. Before reading, the command forks: the child reads the files
-of the list's tail that the cache does not know (half of them) into its copy of the cache and
-sends back the entries it kept; the command reads the head meanwhile, then takes the entries
-and reads the tail, each of its files now known: given back as the cache gives back any
-unchanged file, its warnings and source checks included. The files are read in their order,
+Reading a job file costs about 0.5 ms of one core (YAML, the template's merge, the schema, the
+query's tables, the checks), a table file of 1,000 tables about 0.1 s: 10,000 jobs the load
+cache does not know are seconds of one core on a CI runner that has two. Before reading the
+job files, and before reading the table files, the command forks: the child reads the files of
+the list's tail that the cache does not know (half of their bytes) into its copy of the cache
+and sends back the entries it kept; the command reads the head meanwhile, then takes the
+entries and reads the tail, each of its files now known: given back as the cache gives back
+any unchanged file, with its warnings, its tables declared again (a name declared twice is
+found as in one process) and its sources looked at again. The files are read in their order,
 so problems and warnings come in the order one process gives them; a file the child could not
 keep (a problem, a secret) is read by the command as before.
 
 The child is only a help: whatever it does, the command reads every file itself. It is not
-started on one CPU, off Linux, or for fewer than `MIN_FILES` files the cache does not know.
-It sends nothing but cache lines (the cache checks each entry as it checks its file's); if it
-fails, sends something broken, or has not ended `deadline` after the command read its own
-share (a lock another thread held when it was forked, say), it is killed by its pid and its
-share read by the command.
+started on one CPU, off Linux, or for less than `MIN_BYTES` of files the cache does not know.
+It sends nothing but cache lines of its share's files (the cache checks each entry as it
+checks any); if it fails, sends something broken, or has not ended `deadline` after the
+command read its own share (a lock another thread held when it was forked, say), it is killed
+by its pid and its share read by the command.
 """
 
 from __future__ import annotations
@@ -32,37 +34,79 @@ from pathlib import Path
 
 from flink_sql_runner.read.load_cache import LoadCache
 
-#: Fewer unknown files than this are read in one process: forking and taking the entries back
-#: cost about 50 ms.
-MIN_FILES = 400
+#: Fewer bytes of unknown files than this are read in one process (about 0.2 s of one core):
+#: forking and taking the entries back cost tens of milliseconds.
+MIN_BYTES = 200_000
 
 
 @dataclass
 class Beside:
-    """A child reading `share`, the tail of the files from `first` on."""
+    """A child reading `share`, the tail of the files from `first` on, into `section`."""
 
     pid: int
     fd: int
     first: int
     share: frozenset[str]
+    section: str
 
 
-def unknown_files(files: list[Path], cache: LoadCache | None) -> list[int]:
-    """The positions of the files the cache holds no entry for (edited files are not told
-    from unchanged ones here: that takes reading them)."""
-    if cache is None:
-        return list(range(len(files)))
-    return [i for i, path in enumerate(files) if not cache.has_job(str(path))]
+#: Starts the child once the reader it calls on each file is made.
+Start = Callable[[Callable[[Path], object]], Beside]
 
 
-def fork_reader(files: list[Path], cache: LoadCache, read: Callable[[Path], None]) -> Beside | None:
-    """A child that calls `read` on the tail of `files` holding half of the unknown ones, its
-    entries in its copy of `cache` then sent back; None where it would not pay (see above)."""
-    unknown = unknown_files(files, cache)
-    if len(unknown) < MIN_FILES or not _can_fork():
+def with_reader(
+    files: list[Path], cache: LoadCache | None, section: str
+) -> tuple[LoadCache | None, Start | None]:
+    """The cache to read `files` with (one in memory when the command keeps none, for what
+    the child sends), and what starts the child; (cache, None) where no child would pay."""
+    if not _can_fork():
+        return cache, None
+    within = cache if cache is not None else LoadCache()
+    first = split_at(files, lambda source: within.has(section, source))
+    if first is None:
+        return cache, None
+    return within, lambda read: _fork(files[first:], first, within, section, read)
+
+
+def split_at(files: list[Path], known: Callable[[str], bool]) -> int | None:
+    """Where the tail holding half of the bytes of the files not `known` begins; None when
+    they are fewer than MIN_BYTES (edited files are not told from unchanged ones here: that
+    takes reading them)."""
+    sizes = []
+    for at, path in enumerate(files):
+        if not known(str(path)):
+            try:
+                sizes.append((at, os.stat(path).st_size))
+            except OSError:
+                continue
+    total = sum(size for _, size in sizes)
+    if total < MIN_BYTES:
         return None
-    first = unknown[len(unknown) // 2]
-    tail = files[first:]
+    head = 0
+    for at, size in sizes:
+        head += size
+        if head * 2 >= total:
+            return at + 1 if at + 1 < len(files) else None
+    return None
+
+
+def take(beside: Beside, cache: LoadCache, deadline: float) -> int:
+    """The child's entries put in `cache` (the entries of its share's files only), waiting
+    for it at most `deadline` seconds; the child has ended when this returns (killed if it had
+    not). The number of entries taken."""
+    received = _received(beside.fd, deadline)
+    if received is None:
+        os.kill(beside.pid, signal.SIGKILL)
+    os.close(beside.fd)
+    os.waitpid(beside.pid, 0)
+    if not received:
+        return 0
+    return cache.take_lines(received, beside.section, beside.share)
+
+
+def _fork(
+    tail: list[Path], first: int, cache: LoadCache, section: str, read: Callable[[Path], object]
+) -> Beside:
     took, given = os.pipe()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: forked beside a thread
@@ -80,21 +124,7 @@ def fork_reader(files: list[Path], cache: LoadCache, read: Callable[[Path], None
         finally:
             os._exit(code)
     os.close(given)
-    return Beside(pid, took, first, frozenset(str(p) for p in tail))
-
-
-def take(beside: Beside, cache: LoadCache, deadline: float) -> int:
-    """The child's entries put in `cache` (the entries of its share's files only), waiting
-    for it at most `deadline` seconds; the child has ended when this returns (killed if it had
-    not). The number of entries taken."""
-    received = _received(beside.fd, deadline)
-    if received is None:
-        os.kill(beside.pid, signal.SIGKILL)
-    os.close(beside.fd)
-    os.waitpid(beside.pid, 0)
-    if not received:
-        return 0
-    return cache.take_lines(received, beside.share)
+    return Beside(pid, took, first, frozenset(str(p) for p in tail), section)
 
 
 def _received(fd: int, deadline: float) -> bytes | None:

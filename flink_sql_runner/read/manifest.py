@@ -19,7 +19,7 @@ from flink_sql_runner.read.catalog import (
     file_format,
 )
 from flink_sql_runner.read.files import yaml_files
-from flink_sql_runner.read.forked_read import MIN_FILES, fork_reader, take
+from flink_sql_runner.read.forked_read import take, with_reader
 from flink_sql_runner.read.intervals import trigger_problems
 from flink_sql_runner.read.kafka_start import checked_kafka_start
 from flink_sql_runner.read.load_cache import Cached, LoadCache, Lookups, QueryRead, digest
@@ -693,19 +693,15 @@ def load_jobs(
     files = yaml_files(paths, problems)
     if require_jobs and not files and not problems:
         problems.append(Problem(", ".join(map(str, paths)), "", "no *.yaml or *.yml job files"))
-    beside = None
-    if len(files) >= MIN_FILES:  # both cores: a child reads the tail (read/forked_read.py)
-        cache = cache if cache is not None else LoadCache()
-        loader = JobLoader(template, catalog, state_dir, rules, sources, cache=cache)
-        beside = fork_reader(files, cache, lambda path: loader.load_file(path, []))
-    else:
-        loader = JobLoader(template, catalog, state_dir, rules, sources, cache=cache)
+    cache, beside = with_reader(files, cache, "jobs")
+    loader = JobLoader(template, catalog, state_dir, rules, sources, cache=cache)
+    if beside is not None:  # both cores: a child reads the tail (read/forked_read.py)
+        beside = beside(lambda path: loader.load_file(path, []))
     jobs: list[Job] = []
     seen: dict[str, str] = {}
     began = time.monotonic()
     for at, path in enumerate(files):
         if beside is not None and at == beside.first:
-            assert cache is not None
             take(beside, cache, deadline=2 * (time.monotonic() - began) + 2)
         job = loader.load_file(path, problems)
         if job is None:

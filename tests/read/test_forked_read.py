@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from flink_sql_runner.errors import InvalidInput
+from flink_sql_runner.read import catalog as catalog_module
 from flink_sql_runner.read import forked_read
 from flink_sql_runner.read import manifest as manifest_module
 from flink_sql_runner.read.load_cache import LoadCache
@@ -49,28 +50,28 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Pat
 
 
 class Forks:
-    """Lets the read fork from 4 unknown files on, and notes each child and what was taken."""
+    """Lets the read fork from one unknown byte on, and notes each child and what the command
+    took of it, by section."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch):
         self.children: list[int] = []
-        self.taken: list[int] = []
+        self.taken: dict[str, list[int]] = {"jobs": [], "tables": []}
         self.parent = os.getpid()
-        monkeypatch.setattr(manifest_module, "MIN_FILES", 4)
-        monkeypatch.setattr(forked_read, "MIN_FILES", 4)
-        real_fork, real_take = forked_read.fork_reader, forked_read.take
+        monkeypatch.setattr(forked_read, "MIN_BYTES", 1)
+        real_fork, real_take = forked_read._fork, forked_read.take
 
-        def fork_reader(*args: Any) -> Any:
+        def fork(*args: Any) -> Any:
             beside = real_fork(*args)
-            if beside is not None:
-                self.children.append(beside.pid)
+            self.children.append(beside.pid)
             return beside
 
-        def take(*args: Any, **kw: Any) -> int:
-            self.taken.append(real_take(*args, **kw))
-            return self.taken[-1]
+        def take(beside: Any, *args: Any, **kw: Any) -> int:
+            self.taken[beside.section].append(real_take(beside, *args, **kw))
+            return self.taken[beside.section][-1]
 
-        monkeypatch.setattr(manifest_module, "fork_reader", fork_reader)
+        monkeypatch.setattr(forked_read, "_fork", fork)
         monkeypatch.setattr(manifest_module, "take", take)
+        monkeypatch.setattr(catalog_module, "take", take)
 
     def in_child(self) -> bool:
         return os.getpid() != self.parent
@@ -100,8 +101,9 @@ def test_the_child_reads_the_tail_and_the_command_gives_what_one_process_gives(
     jobs, warnings = load(tmp_path / "state", paths, tables, cache=cache)
     assert (shape(jobs), warnings) == expected
     assert len(warnings) == 2 and len(jobs) == JOBS + 5
-    assert len(forks.children) == 1 and forks.all_ended()
-    assert forks.taken[0] >= JOBS // 2 - 2, "the child read its share, the command took it"
+    assert len(forks.children) == 2 and forks.all_ended()
+    assert forks.taken["jobs"][0] >= JOBS // 2 - 2, "the child read its share, the command took it"
+    assert forks.taken["tables"][0] >= 1, "and the tail of the table files"
     if cache:  # what the child read is kept as what the command read
         again = load(tmp_path / "state", paths, tables)
         assert (shape(again[0]), again[1]) == expected
@@ -125,7 +127,7 @@ def test_problems_come_in_the_order_of_the_files_whoever_read_them(
         load(tmp_path / "state", paths, tables, cache=False)
     assert forked.value.problems == alone.value.problems
     assert [p.file.rsplit("/", 1)[-1] for p in forked.value.problems][:1] == ["tick-copy-01.yaml"]
-    assert len(forks.children) == 1 and forks.all_ended()
+    assert len(forks.children) == 2 and forks.all_ended()
 
 
 def test_a_child_that_hangs_is_killed_and_its_share_read_by_the_command(
@@ -145,7 +147,7 @@ def test_a_child_that_hangs_is_killed_and_its_share_read_by_the_command(
     began = time.monotonic()
     jobs, warnings = load(tmp_path / "state", paths, tables, cache=False)
     assert (shape(jobs), warnings) == expected
-    assert forks.taken[-1] == 0 and forks.all_ended(), "killed by its pid and reaped"
+    assert forks.taken["jobs"] == [0] and forks.all_ended(), "killed by its pid and reaped"
     assert time.monotonic() - began < 30, "the command did not wait for the child's sleep"
 
 
@@ -175,23 +177,58 @@ def test_a_child_that_fails_or_sends_what_it_should_not_changes_nothing(
     assert (shape(jobs), warnings) == expected
     assert forks.all_ended()
     if how == "fails":
-        assert forks.taken == [0]
+        assert forks.taken == {"jobs": [0], "tables": [0]}
     else:
-        assert forks.taken[0] > 0
+        assert forks.taken["jobs"][0] > 0
         again = load(tmp_path / "state", paths, tables)
         assert (shape(again[0]), again[1]) == expected
 
 
-def test_no_child_for_a_few_files_or_on_one_cpu(
+def test_no_child_for_a_few_bytes_or_on_one_cpu(
     workspace: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paths, tables = workspace
     forks = Forks(monkeypatch)
-    monkeypatch.setattr(forked_read, "MIN_FILES", JOBS + 6)
+    monkeypatch.setattr(forked_read, "MIN_BYTES", 10**9)
     load(tmp_path / "a", paths, tables, cache=False)
     assert forks.children == []
-    monkeypatch.setattr(forked_read, "MIN_FILES", 4)
+    monkeypatch.setattr(forked_read, "MIN_BYTES", 1)
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     load(tmp_path / "b", paths, tables, cache=False)
     assert forks.children == []
-    assert forked_read.unknown_files([Path("a"), Path("b")], None) == [0, 1]
+
+
+def test_the_tail_holds_half_of_the_bytes_not_known(tmp_path: Path) -> None:
+    files = []
+    for n, size in enumerate([100, 100, 300, 100, 100, 100]):
+        files.append(tmp_path / f"{n}.yaml")
+        files[-1].write_text("x" * size)
+    assert forked_read.split_at(files, lambda source: False) is None  # 800 bytes
+    forked_read.MIN_BYTES, kept = 1, forked_read.MIN_BYTES
+    try:
+        assert forked_read.split_at(files, lambda source: False) == 3
+        assert forked_read.split_at(files, lambda source: source.endswith("2.yaml")) == 4
+        assert forked_read.split_at(files[:1], lambda source: False) is None
+    finally:
+        forked_read.MIN_BYTES = kept
+
+
+def test_tables_declared_twice_across_the_shares_and_a_broken_table_file_are_found_as_one_process_finds_them(
+    workspace: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = workspace
+    folder = tables[0] / "copies-more"
+    folder.mkdir()
+    (folder / "a.yaml").write_text(
+        yaml.safe_dump({"tables": [{"name": "tick_copy_03", "format": "parquet",
+                                    "options": {"path": "/elsewhere"}}]})
+    )  # fmt: skip
+    (folder / "b.yaml").write_text("tables: [{name: broken, format: 3}]\n")
+    with pytest.raises(InvalidInput) as alone:
+        load(tmp_path / "state", paths, tables, cache=False)
+    forks = Forks(monkeypatch)
+    with pytest.raises(InvalidInput) as forked:
+        load(tmp_path / "state", paths, tables, cache=False)
+    assert forked.value.problems == alone.value.problems
+    assert any("tick_copy_03" in p.message for p in forked.value.problems)
+    assert forks.taken["tables"] and forks.all_ended()
