@@ -213,7 +213,7 @@ def test_a_kafka_job_reads_every_record_once_across_handovers_a_stop_and_a_kill(
         """The sink's rows once the checkpoint (of `version`, else the current one) committed
         every record produced (a file sink writes a batch before its checkpoint commits it),
         each read once."""
-        wait_for(committed(end_offsets(), version), timeout=180, what=what)
+        wait_for(committed(end_offsets(), version), timeout=180, interval=0.25, what=what)
         rows = scenario.rows()
         assert exactly_once(rows, produced, topic) == {
             "produced": produced,
@@ -252,7 +252,7 @@ def test_a_kafka_job_reads_every_record_once_across_handovers_a_stop_and_a_kill(
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
     assert "restart-from-checkpoint" in deployed.stdout
     ends = held()
-    wait_for(committed(ends), timeout=120, what="the new records committed")
+    wait_for(committed(ends), timeout=120, interval=0.25, what="the new records committed")
 
     shutil.rmtree(ws.state / "logs")  # the runs come from the run history, as on any target
     doc = json.loads(inspect(ws, "--output", "json"))
@@ -283,6 +283,8 @@ def test_a_kafka_job_reads_every_record_once_across_handovers_a_stop_and_a_kill(
     # 3. SIGKILL mid-stream -> watch restarts it from the checkpoint (`deploy` does the same
     # in test_kafka_to_kafka.py)
     kill_driver(ws.record(JOB)["pid"])
+    # gone before `watch` looks: a JVM that is still exiting is up (and healthy) for it
+    wait_for(lambda: ws.record(JOB) is None, timeout=30, interval=0.1, what="the killed run gone")
     produce(30)
     watched = watch_once(ws)
     assert watched.returncode == 0, watched.stdout + watched.stderr
@@ -298,9 +300,16 @@ def test_a_kafka_job_reads_every_record_once_across_handovers_a_stop_and_a_kill(
     with paused_deploy(ws, "--handover", "cold") as deploy_v3:
         # the deployer is paused from when it submitted v3: it cannot see v3 healthy
         produce(30)
-        wait_for(committed(end_offsets(), 3), timeout=180, what="v3 to commit every record")
+        wait_for(
+            committed(end_offsets(), 3),
+            timeout=180,
+            interval=0.25,
+            what="v3 to commit every record",
+        )
         produce(1, value=POISON)  # v3's next batch fails on it
-        wait_for(lambda: failed_and_gone(ws, 3), timeout=180, what="v3 to fail and exit")
+        wait_for(
+            lambda: failed_and_gone(ws, 3), timeout=180, interval=0.25, what="v3 to fail and exit"
+        )
     failed = deploy_v3.result
     print(f"the v3 deploy, paused {deploy_v3.paused:.1f} s:\n{failed.stdout}{failed.stderr}")
     said, words = failed.stdout, failed.stdout.lower()

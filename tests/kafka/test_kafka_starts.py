@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from tests.support.kafka_jobs import kafka_source, sink_rows, use_connector
-from tests.support.workspace import wait_for
+from tests.support.workspace import planned_by, wait_for
 
 pytestmark = [
     pytest.mark.kafka,
@@ -109,11 +109,11 @@ def test_new_partitions_two_tables_on_one_topic_and_a_declared_start(
     broker.add_partitions(TOPIC, 4)
     produce(range(4), 5)
     write(TWO_TABLES, ("a", "b"))
-    planned: dict[str, Any] = ws.plan_json()[JOB]
-    assert planned["action"] == "start-clean" and planned["query-version"] == 2, planned
-    assert planned["reason"].endswith("a, b at v1's committed offsets"), planned["reason"]
     output = deploy()
     print(output)
+    planned = planned_by(output, JOB)  # the plan the deploy printed, then carried out
+    assert planned["action"] == "start-clean" and planned["query-version"] == 2, planned
+    assert planned["reason"].endswith("a, b at v1's committed offsets"), planned["reason"]
     for table in ("a", "b"):
         assert f"{table} starts at v1's batch" in output, output
     all_of(2, ("a", "b"), set(produced) - set(v1))
@@ -131,8 +131,8 @@ def test_new_partitions_two_tables_on_one_topic_and_a_declared_start(
     all_of(2, ("a", "b"), set(produced) - set(v1))
     running = ws.record(JOB)["pid"]
     write(TWO_TABLES + " WHERE `offset` >= 0", ("a", "b"))
-    assert ws.plan_json()[JOB]["action"] == "error"
     refused = deploy(expect=1)
+    assert planned_by(refused, JOB)["action"] == "error", refused
     assert "a: v2 read its topics through 2 tables (a, b)" in refused, refused
     assert "kafka-start" in refused, refused
     assert ws.record(JOB)["pid"] == running and ws.stored(JOB)["meta"]["query-version"] == 2

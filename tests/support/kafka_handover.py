@@ -31,7 +31,7 @@ from typing import Any
 
 from tests.support.kafka_broker import Broker
 from tests.support.kafka_jobs import PASS_THROUGH, Producer, exactly_once, per_version
-from tests.support.workspace import Workspace, wait_for
+from tests.support.workspace import Workspace, planned_by, wait_for
 
 JOB, TOPIC, PARTITIONS = "orders", "handover", 3
 #: A record every 20 ms: 50 a second, across the topic's partitions.
@@ -162,13 +162,14 @@ class Scenario:
         return sorted((self.ws.state / "checkpoints" / JOB).glob("[0-9]*"))
 
     def deploy(self, producer: Producer, decision: str, before: str, after: str) -> Handover:
-        planned = self.ws.plan_json()[JOB]
         produced_before, began = producer.next, time.time()
-        self.say(f"  deploy: {decision} ({planned['reason']})")
+        self.say(f"  deploy: {decision}")
         done = self.ws.deploy()
         ended, produced_after = time.time(), producer.next
         if done.returncode != 0:
             raise RuntimeError(f"deploy failed: {done.stdout}{done.stderr}")
+        planned = planned_by(done.stdout, JOB)
+        self.say(f"    planned: {planned['action']} ({planned['reason']})")
         self.wait_rows(after, self.steady)
         times = sorted(t for c in self.checkpoints() for t in commit_times(c))
         counts = handover_counts(self.rows(), before, after)

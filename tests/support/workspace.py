@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -173,6 +174,19 @@ class Workspace:
             procs.kill_group(pid, started)
         for pid, started in self.seen_pids:
             procs.wait_gone(pid, started, 10)
+
+
+def planned_by(output: str, name: str) -> dict[str, Any]:
+    """The decision for `name` in the plan a deploy printed (text) before it acted: its
+    "action", "query-version" (None for `-`) and "reason", as `plan --output json` says them.
+    The plan the deploy carried out: a `plan` run just before it would say the same, and start
+    a schema probe's JVM again where the job's output changed (its sink's holdings are never
+    cached: gather/schemas.py)."""
+    line = re.search(rf"^{re.escape(name)} +(\S+) +(v\d+|-) +(.+)$", output, re.MULTILINE)
+    if line is None:
+        raise AssertionError(f"no plan line of {name} in the deploy's output:\n{output}")
+    version = None if line[2] == "-" else int(line[2][1:])
+    return {"action": line[1], "query-version": version, "reason": line[3]}
 
 
 def trace(step: str, began: float) -> None:
