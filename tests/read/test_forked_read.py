@@ -213,7 +213,7 @@ def test_the_tail_holds_half_of_the_bytes_not_known(tmp_path: Path) -> None:
         forked_read.MIN_BYTES = kept
 
 
-def test_tables_declared_twice_across_the_shares_and_a_broken_table_file_are_found_as_one_process_finds_them(
+def test_tables_declared_twice_across_the_shares_and_broken_table_files_as_in_one_process(
     workspace: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paths, tables = workspace
