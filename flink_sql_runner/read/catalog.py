@@ -15,7 +15,7 @@ from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.read.ddl import SQL_SUFFIXES, parse_sql_tables
 from flink_sql_runner.read.ddl_parser import JAVA_LONG
 from flink_sql_runner.read.files import YAML_SUFFIXES, yaml_files
-from flink_sql_runner.read.forked_read import take, with_reader
+from flink_sql_runner.read.forked_read import ended, take, with_reader
 from flink_sql_runner.read.formats import (  # noqa: F401 (used by other modules)
     FILE_FORMATS,
     KNOWN_BY_LOWER,
@@ -164,11 +164,12 @@ def read_catalog(
     # Both cores: a child reads the tail (read/forked_read.py).
     beside = start(lambda path: _read_file(path, cache, _Declarations(), [])) if start else None
     began = time.monotonic()
-    for at, path in enumerate(files):
-        if beside is not None and at == beside.first:
-            assert cache is not None
-            take(beside, cache, deadline=2 * (time.monotonic() - began) + 2)
-        _read_file(path, cache, declared, problems)
+    with ended(beside):
+        for at, path in enumerate(files):
+            if beside is not None and at == beside.first:
+                assert cache is not None
+                take(beside, cache, deadline=2 * (time.monotonic() - began) + 2)
+            _read_file(path, cache, declared, problems)
     return declared.catalog(), problems
 
 

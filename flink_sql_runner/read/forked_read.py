@@ -22,15 +22,18 @@ by its pid and its share read by the command.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from flink_sql_runner.read.load_cache import LoadCache
 
@@ -51,7 +54,7 @@ class Beside:
 
 
 #: Starts the child once the reader it calls on each file is made.
-Start = Callable[[Callable[[Path], object]], Beside]
+Start = Callable[[Callable[[Path], object]], Beside | None]
 
 
 def with_reader(
@@ -95,45 +98,98 @@ def take(beside: Beside, cache: LoadCache, deadline: float) -> int:
     for it at most `deadline` seconds; the child has ended when this returns (killed if it had
     not). The number of entries taken."""
     received = _received(beside.fd, deadline)
-    if received is None:
-        os.kill(beside.pid, signal.SIGKILL)
-    os.close(beside.fd)
-    os.waitpid(beside.pid, 0)
+    end(beside, killed=received is None)
     if not received:
         return 0
     return cache.take_lines(received, beside.section, beside.share)
 
 
+def end(beside: Beside, killed: bool = True) -> None:
+    """The child ended (`killed` by its pid first) and reaped, its pipe closed: also when the
+    command fails or is interrupted before it took the child's entries."""
+    if beside.fd < 0:
+        return
+    if killed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(beside.pid, signal.SIGKILL)
+    os.close(beside.fd)
+    beside.fd = -1
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(beside.pid, 0)
+
+
+@contextmanager
+def ended(beside: Beside | None) -> Iterator[None]:
+    """Around the command's read: whatever it raises, the child is not left behind."""
+    try:
+        yield
+    finally:
+        if beside is not None:
+            end(beside)
+
+
 def _fork(
     tail: list[Path], first: int, cache: LoadCache, section: str, read: Callable[[Path], object]
-) -> Beside:
-    took, given = os.pipe()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: forked beside a thread
-        pid = os.fork()
-    if pid == 0:  # the child: read, send, leave without running anything of the parent's
-        code = 1
-        try:
-            os.close(took)
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            for path in tail:
-                read(path)
-            _send(given, cache.changed_lines())
-            code = 0
-        finally:
-            os._exit(code)
+) -> Beside | None:
+    """The child started; None when the system refuses a pipe or a process (the command then
+    reads alone). Ctrl-C and SIGTERM are held from before the fork until the child has its
+    own handlers (their default: the child ends), so that no signal makes the child run on
+    in the command's code."""
+    try:
+        took, given = os.pipe()
+    except OSError:
+        return None
+    held = {signal.SIGINT, signal.SIGTERM}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: forked beside a thread
+            pid = os.fork()
+            if pid == 0:  # before anything else runs in the child
+                _child(took, given, before, tail, cache, read)  # never returns
+    except OSError:
+        os.close(took)
+        os.close(given)
+        return None
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
     os.close(given)
     return Beside(pid, took, first, frozenset(str(p) for p in tail), section)
+
+
+def _child(
+    took: int,
+    given: int,
+    mask: set[signal.Signals],
+    tail: list[Path],
+    cache: LoadCache,
+    read: Callable[[Path], object],
+) -> NoReturn:
+    """Read, send, leave: never returns, runs nothing of the command's (no atexit handler, no
+    buffered output flushed)."""
+    code = 1
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        os.close(took)
+        for path in tail:
+            read(path)
+        _send(given, cache.changed_lines())
+        code = 0
+    finally:
+        os._exit(code)
 
 
 def _received(fd: int, deadline: float) -> bytes | None:
     """Everything read from `fd` until its end, or None when the end did not come in time."""
     chunks: list[bytes] = []
     ends = time.monotonic() + deadline
+    waiting = select.poll()  # not select(): it refuses a descriptor above 1023
+    waiting.register(fd, select.POLLIN)
     while True:
         left = ends - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if left <= 0 or not waiting.poll(left * 1000):
             return None
         chunk = os.read(fd, 1 << 20)
         if not chunk:

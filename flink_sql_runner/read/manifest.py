@@ -19,7 +19,7 @@ from flink_sql_runner.read.catalog import (
     file_format,
 )
 from flink_sql_runner.read.files import yaml_files
-from flink_sql_runner.read.forked_read import take, with_reader
+from flink_sql_runner.read.forked_read import ended, take, with_reader
 from flink_sql_runner.read.intervals import trigger_problems
 from flink_sql_runner.read.kafka_start import checked_kafka_start
 from flink_sql_runner.read.load_cache import Cached, LoadCache, Lookups, QueryRead, digest
@@ -693,28 +693,31 @@ def load_jobs(
     files = yaml_files(paths, problems)
     if require_jobs and not files and not problems:
         problems.append(Problem(", ".join(map(str, paths)), "", "no *.yaml or *.yml job files"))
-    cache, beside = with_reader(files, cache, "jobs")
+    cache, start = with_reader(files, cache, "jobs")
     loader = JobLoader(template, catalog, state_dir, rules, sources, cache=cache)
-    if beside is not None:  # both cores: a child reads the tail (read/forked_read.py)
-        beside = beside(lambda path: loader.load_file(path, []))
+    # Both cores: a child reads the tail (read/forked_read.py).
+    beside = start(lambda path: loader.load_file(path, [])) if start else None
     jobs: list[Job] = []
     seen: dict[str, str] = {}
     began = time.monotonic()
-    for at, path in enumerate(files):
-        if beside is not None and at == beside.first:
-            take(beside, cache, deadline=2 * (time.monotonic() - began) + 2)
-        job = loader.load_file(path, problems)
-        if job is None:
-            continue
-        if job.name in seen:
-            problems.append(
-                Problem(
-                    job.file, "name", f"job {job.name!r} is already defined in {seen[job.name]}"
+    with ended(beside):
+        for at, path in enumerate(files):
+            if beside is not None and at == beside.first:
+                take(beside, cache, deadline=2 * (time.monotonic() - began) + 2)
+            job = loader.load_file(path, problems)
+            if job is None:
+                continue
+            if job.name in seen:
+                problems.append(
+                    Problem(
+                        job.file,
+                        "name",
+                        f"job {job.name!r} is already defined in {seen[job.name]}",
+                    )
                 )
-            )
-            continue
-        seen[job.name] = job.file
-        jobs.append(job)
+                continue
+            seen[job.name] = job.file
+            jobs.append(job)
     problems += shared_sink_problems(jobs)
     problems += loader.source_problems(jobs)
     if problems:

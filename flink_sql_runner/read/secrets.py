@@ -33,7 +33,7 @@ PRIVATE_KEY = re.compile(
 SECRET_IN_VALUE = re.compile(
     r"(?i)(secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]"
     r"|[\"'](secret|password|passwd|token|access[.]?key)[^\"']{0,20}[\"']\s*,\s*[\"']"
-    r"|\b(password|passwd|secret)\s+'"
+    r"|\b(password|passwd|secret)\s+[\"']"
 )
 MASK = "*****"
 #: A URL's user and password (`mongodb://user:secret@host`, or a token as the user): masked

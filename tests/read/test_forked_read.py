@@ -62,7 +62,8 @@ class Forks:
 
         def fork(*args: Any) -> Any:
             beside = real_fork(*args)
-            self.children.append(beside.pid)
+            if beside is not None:
+                self.children.append(beside.pid)
             return beside
 
         def take(beside: Any, *args: Any, **kw: Any) -> int:
