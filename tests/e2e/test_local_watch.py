@@ -280,9 +280,9 @@ def test_a_job_failing_on_every_start_backs_off_then_is_left_crash_looping(
     workspace: Workspace, webhook: Webhook, watchers: list[WatchProcess]
 ):
     ws = workspace
-    # A poison record: from value 6 on, every batch fails; a restart from the checkpoint
-    # replays the failing batch.
-    poison = "CAST(CASE WHEN value < 6 THEN CAST(value AS STRING) ELSE 'x' END AS INT)"
+    # A poison record: from value 3 on (the fourth batch, 9 s after the first, which the deploy
+    # waits for), every batch fails; a restart from the checkpoint replays the failing batch.
+    poison = "CAST(CASE WHEN value < 3 THEN CAST(value AS STRING) ELSE 'x' END AS INT)"
     ws.write_one_job(
         "poison",
         str(ws.root / "out"),
