@@ -265,8 +265,11 @@ def test_watch_restarts_replaces_yields_to_deploy_and_hands_over(
     kinds = [k for k in webhook.kinds() if k not in ("metrics", "backing-off")]
     assert kinds[0] == "watching" and kinds[-2:] == ["watcher-took-over", "restarted"], kinds
     assert kinds.index("stalled") < kinds.index("watcher-took-over")
+    # The last run was healthy when `restarted` came: its first batch is in. One batch more
+    # (a row: one a batch) past what is in now: every restart's seam is behind it.
+    count = len(rows_by_version(spark, out)[0].get(1, []))
     values = wait_for(
-        lambda: (v := rows_by_version(spark, out)[0]) and len(v.get(1, [])) > 20 and v,
+        lambda: (v := rows_by_version(spark, out)[0]) and len(v.get(1, [])) > count and v,
         what="rows after the last restart",
     )
     assert set(values) == {1}
@@ -277,9 +280,9 @@ def test_a_job_failing_on_every_start_backs_off_then_is_left_crash_looping(
     workspace: Workspace, webhook: Webhook, watchers: list[WatchProcess]
 ):
     ws = workspace
-    # A poison record: from value 6 on, every batch fails; a restart from the checkpoint
-    # replays the failing batch.
-    poison = "CAST(CASE WHEN value < 6 THEN CAST(value AS STRING) ELSE 'x' END AS INT)"
+    # A poison record: from value 3 on (the fourth batch, 9 s after the first, which the deploy
+    # waits for), every batch fails; a restart from the checkpoint replays the failing batch.
+    poison = "CAST(CASE WHEN value < 3 THEN CAST(value AS STRING) ELSE 'x' END AS INT)"
     ws.write_one_job(
         "poison",
         str(ws.root / "out"),

@@ -225,8 +225,9 @@ def _kill(pids: list[int], sig: int) -> None:
 
 
 def _stop(process: subprocess.Popen, work_dir: Path, timeout: float = STOP_TIMEOUT) -> None:
-    """SIGTERM (the launcher's hook stops YARN, which ends its containers, then HDFS), SIGKILL
-    after `timeout`; then any process still working in the cluster's folder, by pid."""
+    """SIGTERM (the launcher's hook stops YARN, which signals its containers, then HDFS, for 3 s
+    at most: MiniHadoop.java), SIGKILL after `timeout`; then any process still working in the
+    cluster's folder, by pid."""
     if process.poll() is None:
         process.terminate()
         try:

@@ -84,7 +84,10 @@ class YarnWorkspace(Workspace):
                 for app in self.apps("RUNNING"):
                     if app["id"] not in before and app["id"] not in running_after:
                         running_after[app["id"]] = time.monotonic() - begun
-                time.sleep(1.0)
+                try:  # a second between two looks, cut short when the command ends
+                    process.wait(1.0)
+                except subprocess.TimeoutExpired:
+                    pass
         seconds = time.monotonic() - begun
         trace(f"cli {command} {' '.join(args)}".strip(), begun)
         self._kill(process)  # anything it left in its session

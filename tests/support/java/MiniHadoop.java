@@ -27,6 +27,8 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
 
 public class MiniHadoop {
     private static final String HOST = "127.0.0.1";
+    // How long the stop on SIGTERM may take before the JVM exits anyway (see the shutdown hook).
+    private static final long STOP_GRACE_MS = 3_000;
     // Ports chosen and not yet given to the clusters: held open, so that no two are the same.
     private static final List<ServerSocket> HELD = new ArrayList<>();
 
@@ -138,11 +140,27 @@ public class MiniHadoop {
         }
         write(new File(conf, "yarn-site.xml"), site);
 
+        // SIGTERM: YARN stopped (its NodeManager signals the containers still running first),
+        // then HDFS, for STOP_GRACE_MS at most; then the JVM exits, and the fixture ends any
+        // container process left, by pid (tests/support/hadoop_cluster.py). Hadoop's stop
+        // otherwise waits out fixed timers for applications that have ended, whose state the
+        // NodeManager keeps for their logs: 6 s to clean them up, 10 s for its log handler's
+        // pending deletions, 5 s for the application masters that never unregistered (a killed
+        // one), about 21 s of the yarn tests' teardown.
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            Thread stopping = new Thread(() -> {
+                try {
+                    yarn.stop();
+                } finally {
+                    dfs.shutdown();
+                }
+            }, "minihadoop-stop");
+            stopping.setDaemon(true);
+            stopping.start();
             try {
-                yarn.stop();
-            } finally {
-                dfs.shutdown();
+                stopping.join(STOP_GRACE_MS);
+            } catch (InterruptedException interrupted) {
+                Thread.currentThread().interrupt();
             }
         }));
         System.out.println("READY {\"conf_dir\": \"" + conf.getPath()
