@@ -243,3 +243,14 @@ def test_ci_plan_benchmark_at_toy_size(tmp_path: Path) -> None:
     }
     assert "| 10 | " in ci_plan.table(results, "HEAD")
     assert (tmp_path / "cache-10" / "load.json").is_file()
+
+
+def test_forked_read_benchmark_at_toy_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from flink_sql_runner.read import forked_read
+    from tests.benchmarks import forked_read_bench
+
+    monkeypatch.setattr(forked_read, "MIN_BYTES", 1)
+    results = forked_read_bench.measure(30, 2, tmp_path)
+    assert set(results[forked_read_bench.TWO]) == {"catalog", "jobs", "head", "wait", "tail"}
+    assert set(results[forked_read_bench.ONE]) == {"catalog", "jobs"}
+    assert "| with the child | " in forked_read_bench.table(results)
