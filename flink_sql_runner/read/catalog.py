@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import math
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,7 @@ from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.read.ddl import SQL_SUFFIXES, parse_sql_tables
 from flink_sql_runner.read.ddl_parser import JAVA_LONG
 from flink_sql_runner.read.files import YAML_SUFFIXES, yaml_files
-from flink_sql_runner.read.forked_read import ended, take, with_reader
+from flink_sql_runner.read.forked_read import read_in_order, with_reader
 from flink_sql_runner.read.formats import (  # noqa: F401 (used by other modules)
     FILE_FORMATS,
     KNOWN_BY_LOWER,
@@ -163,13 +162,7 @@ def read_catalog(
     cache, start = with_reader(files, cache, "tables")
     # Both cores: a child reads the tail (read/forked_read.py).
     beside = start(lambda path: _read_file(path, cache, _Declarations(), [])) if start else None
-    began = time.monotonic()
-    with ended(beside):
-        for at, path in enumerate(files):
-            if beside is not None and at == beside.first:
-                assert cache is not None
-                take(beside, cache, deadline=2 * (time.monotonic() - began) + 2)
-            _read_file(path, cache, declared, problems)
+    read_in_order(files, cache, beside, lambda path: _read_file(path, cache, declared, problems))
     return declared.catalog(), problems
 
 

@@ -33,13 +33,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
 from flink_sql_runner.read.load_cache import LoadCache
 
 #: Fewer bytes of unknown files than this are read in one process (about 0.2 s of one core):
 #: forking and taking the entries back cost tens of milliseconds.
 MIN_BYTES = 200_000
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -126,6 +128,22 @@ def ended(beside: Beside | None) -> Iterator[None]:
     finally:
         if beside is not None:
             end(beside)
+
+
+def read_in_order(
+    files: list[Path], cache: LoadCache | None, beside: Beside | None, read: Callable[[Path], T]
+) -> list[T]:
+    """`read` of each file, in their order; the child's entries taken into `cache` before the
+    first file of its share (waiting for them at most twice the time the command's own share
+    took, plus 2 s), and the child ended whatever `read` raises."""
+    found = []
+    began = time.monotonic()
+    with ended(beside):
+        for at, path in enumerate(files):
+            if beside is not None and cache is not None and at == beside.first:
+                take(beside, cache, deadline=2 * (time.monotonic() - began) + 2)
+            found.append(read(path))
+    return found
 
 
 def _fork(

@@ -4,7 +4,6 @@ at once."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from flink_sql_runner.read.catalog import (
     file_format,
 )
 from flink_sql_runner.read.files import yaml_files
-from flink_sql_runner.read.forked_read import ended, take, with_reader
+from flink_sql_runner.read.forked_read import read_in_order, with_reader
 from flink_sql_runner.read.intervals import trigger_problems
 from flink_sql_runner.read.kafka_start import checked_kafka_start
 from flink_sql_runner.read.load_cache import Cached, LoadCache, Lookups, QueryRead, digest
@@ -699,25 +698,19 @@ def load_jobs(
     beside = start(lambda path: loader.load_file(path, [])) if start else None
     jobs: list[Job] = []
     seen: dict[str, str] = {}
-    began = time.monotonic()
-    with ended(beside):
-        for at, path in enumerate(files):
-            if beside is not None and at == beside.first:
-                take(beside, cache, deadline=2 * (time.monotonic() - began) + 2)
-            job = loader.load_file(path, problems)
-            if job is None:
-                continue
-            if job.name in seen:
-                problems.append(
-                    Problem(
-                        job.file,
-                        "name",
-                        f"job {job.name!r} is already defined in {seen[job.name]}",
-                    )
+    loaded = read_in_order(files, cache, beside, lambda path: loader.load_file(path, problems))
+    for job in loaded:
+        if job is None:
+            continue
+        if job.name in seen:
+            problems.append(
+                Problem(
+                    job.file, "name", f"job {job.name!r} is already defined in {seen[job.name]}"
                 )
-                continue
-            seen[job.name] = job.file
-            jobs.append(job)
+            )
+            continue
+        seen[job.name] = job.file
+        jobs.append(job)
     problems += shared_sink_problems(jobs)
     problems += loader.source_problems(jobs)
     if problems:

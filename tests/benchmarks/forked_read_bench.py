@@ -32,7 +32,7 @@ def read_once(root: Path, forked: bool) -> dict[str, float]:
     kept = forked_read.MIN_BYTES
     forked_read.MIN_BYTES = kept if forked else 10**15
     marks: dict[str, float] = {}
-    real_take = manifest.take
+    real_take = forked_read.take
 
     def take(beside: Any, cache: Any, deadline: float) -> int:
         marks["head"] = time.perf_counter()
@@ -40,7 +40,7 @@ def read_once(root: Path, forked: bool) -> dict[str, float]:
         marks["taken"] = time.perf_counter()
         return taken
 
-    manifest.take = take
+    forked_read.take = take  # the jobs' take is the last
     try:
         cache = LoadCache()
         began = time.perf_counter()
@@ -51,7 +51,7 @@ def read_once(root: Path, forked: bool) -> dict[str, float]:
         )
         done = time.perf_counter()
     finally:
-        manifest.take = real_take
+        forked_read.take = real_take
         forked_read.MIN_BYTES = kept
     found = {"catalog": read - began, "jobs": done - read}
     if "head" in marks:

@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from flink_sql_runner.errors import InvalidInput
-from flink_sql_runner.read import catalog as catalog_module
 from flink_sql_runner.read import forked_read
 from flink_sql_runner.read import manifest as manifest_module
 from flink_sql_runner.read.load_cache import LoadCache
@@ -71,8 +70,7 @@ class Forks:
             return self.taken[beside.section][-1]
 
         monkeypatch.setattr(forked_read, "_fork", fork)
-        monkeypatch.setattr(manifest_module, "take", take)
-        monkeypatch.setattr(catalog_module, "take", take)
+        monkeypatch.setattr(forked_read, "take", take)
 
     def in_child(self) -> bool:
         return os.getpid() != self.parent
