@@ -21,6 +21,7 @@ from typing import Any
 from .failures import FAILURES, BadManifest, error_text
 from .log import log, utc_now
 from .schema_rules import fields_of
+from .sink_walk import claim_bodies, claims_folder
 from .spark_internals import catalog_file_table, is_file_format, new_file_sink
 from .storage import Storage
 
@@ -33,10 +34,6 @@ SINK_OFFSET_FILE = "flink-sql-runner-sink.json"
 #: (the deployer's act/state_copy.py keeps the same name): its first run claims the sink, and
 #: its output is checked as a new version's.
 CONTINUED_FILE = "flink-sql-runner-continued.json"
-
-#: In a file sink's folder: which checkpoint writes from which sink batch id (Spark's readers
-#: skip names starting with "_").
-CLAIMS_FOLDER = "_flink-sql-runner/claims"
 
 
 def last_sink_batch(storage: Storage, path: str) -> int:
@@ -124,23 +121,6 @@ def continued_unclaimed(storage: Storage, checkpoint: str, path: str) -> bool:
 
 def numbers(names: list[str]) -> list[int]:
     return [int(name) for name in names if name.isdigit()]
-
-
-def claims_folder(path: str) -> str:
-    return f"{path.rstrip('/')}/{CLAIMS_FOLDER}"
-
-
-def claim_bodies(storage: Storage, path: str) -> list[tuple[int, int, dict[str, Any]]]:
-    """(order, first sink batch id, body) of every claim in the sink, in order. Claims written
-    before schemas were recorded have no `schema` in their body."""
-    found = []
-    for name in storage.names(claims_folder(path)):
-        order, _, rest = name.partition("-")
-        if not (order.isdigit() and rest.removesuffix(".json").isdigit()):
-            continue
-        body = json.loads(storage.read(f"{claims_folder(path)}/{name}") or "{}")
-        found.append((int(order), int(rest.removesuffix(".json")), body))
-    return sorted(found, key=lambda c: c[:2])
 
 
 def read_claims(storage: Storage, path: str) -> list[tuple[int, int, str]]:

@@ -1,12 +1,8 @@
 """What a sink's readers read today, and a run's own check of its output against it before its
 first write (docs/concepts/schema-contracts.md; the rules themselves are runner/schema_rules.py).
 
-A file sink's history is read cheaply, never its rows and never a listing of all its files:
-the runner's claims (`<sink>/_flink-sql-runner/claims/`) record the schema each checkpoint
-writes; for parquet, orc and avro, the footer of the newest file Spark's file-sink log
-(`_spark_metadata`) committed tells what was written last, by whoever wrote it. json, csv and
-text files carry no schema: without a claim recording one, what they hold is unknown (never
-"empty").
+A file sink's history is read cheaply, never its rows and never a listing of all its files
+(the walk is runner/sink_walk.py's; here Spark reads the newest file's schema).
 """
 
 from __future__ import annotations
@@ -14,63 +10,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .file_sink import claim_bodies, continued_unclaimed, file_sink_of, numbers, read_claims
+from .file_sink import continued_unclaimed, file_sink_of, numbers, read_claims
 from .log import log
 from .manifest import options_of
 from .schema_rules import Field, compare, fields_of, kafka_conflicts, reader_conflicts
+from .sink_walk import history_of
 from .spark_internals import catalog_table_schema_json, ddl_schema_json, file_format_name
 from .storage import Storage
 
-#: File formats whose files carry their schema (a parquet or orc footer, an avro header).
-SELF_DESCRIBING = ("parquet", "orc", "avro")
-#: How many of the newest `_spark_metadata` log files are read for the last file added (a batch
-#: may have added none). Spark compacts its log every 10 batches by default
-#: (spark.sql.streaming.fileSink.log.compactInterval), and a compact file lists every file
-#: still in the sink: the walk stops there.
-LOG_WALK_BACK = 12
 DOCS = "docs/concepts/schema-contracts.md"
 
 
 class SchemaRefused(Exception):
     """The run's output would break its sink's readers under its policy; one line."""
-
-
-def claim_words(body: dict[str, Any]) -> str:
-    return f"v{body.get('query-version')} of job {body.get('job')}, claimed {body.get('claimed')}"
-
-
-def metadata_log(storage: Storage, path: str) -> list[tuple[int, str]]:
-    """(batch id, file name) of Spark's file-sink log files, oldest first."""
-    found = []
-    for name in storage.names(f"{path.rstrip('/')}/_spark_metadata"):
-        stem = name.removesuffix(".compact")
-        if stem.isdigit():
-            found.append((int(stem), name))
-    return sorted(found)
-
-
-def newest_file(storage: Storage, path: str, logs: list[tuple[int, str]]) -> tuple[int, str] | None:
-    """(batch id of the log file that lists it, path) of the last file the sink's log added
-    and did not delete since; None if the newest log files add none."""
-    deleted: set[str] = set()
-    for batch, name in reversed(logs[-LOG_WALK_BACK:]):
-        text = storage.read(f"{path.rstrip('/')}/_spark_metadata/{name}") or ""
-        entries = [json.loads(line) for line in text.splitlines()[1:] if line.strip()]
-        for entry in reversed(entries):  # the first line is the log's version, "v1"
-            where = str(entry.get("path") or "")
-            if entry.get("action") == "delete":
-                deleted.add(where)
-            elif entry.get("action") == "add" and where and where not in deleted:
-                return batch, where
-        if name.endswith(".compact"):
-            return None
-    return None
-
-
-def has_data(storage: Storage, path: str) -> bool:
-    """Whether the folder holds anything Spark's readers read (names not starting with `_` or
-    `.`), from one listing of its top level."""
-    return any(not name.startswith(("_", ".")) for name in storage.names(path))
 
 
 def read_schema(spark: Any, fmt: str, location: str, base: str) -> list[Field]:
@@ -86,48 +38,7 @@ def sink_history(spark: Any, storage: Storage, fmt: str, path: str) -> dict[str,
     """What a file sink's readers read today: `{"history": [{"fields", "from"}, ...] oldest
     first, "unknown": why or None}`. An empty or missing sink has no history."""
     kind = file_format_name(spark, fmt)
-    claims = claim_bodies(storage, path)
-    history = [
-        {"fields": body["schema"], "from": claim_words(body)}
-        for _, _, body in claims
-        if isinstance(body.get("schema"), list)
-    ]
-    logs = metadata_log(storage, path)
-    if kind in SELF_DESCRIBING:
-        if logs:
-            newest = newest_file(storage, path, logs)
-            # A file committed before the newest claim's first batch is an earlier writer's,
-            # which the claims already tell (a rolled-back version restarted, not written yet).
-            if newest is None or (claims and newest[0] < claims[-1][1]):
-                return {"history": history, "unknown": None}
-            location, words = newest[1], f"footer of {newest[1]}"
-        elif has_data(storage, path):
-            location, words = path, f"the {kind} files in {path}"
-        else:
-            return {"history": history, "unknown": None}
-        try:
-            fields = read_schema(spark, kind, location, path)
-        except Exception as exc:  # noqa: BLE001 - Spark's reason, told as unknown
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            why = f"the {kind} sink {path}: the schema of {location} cannot be read: {reason}"
-            return {"history": history, "unknown": why}
-        if not history or compare([history[-1]["fields"]], fields, kind)["verdict"] != "same":
-            history.append({"fields": fields, "from": words})
-        return {"history": history, "unknown": None}
-    committed = newest_file(storage, path, logs) is not None if logs else has_data(storage, path)
-    if not committed:
-        return {"history": history, "unknown": None}
-    if not history:
-        why = f"the {kind} sink {path} holds files written without a recorded schema"
-        return {"history": history, "unknown": why}
-    first = next(first for _, first, body in claims if isinstance(body.get("schema"), list))
-    if logs and first > 0:
-        why = (
-            f"the {kind} sink {path} holds files written without a recorded schema "
-            f"(its batches before {first})"
-        )
-        return {"history": history, "unknown": why}
-    return {"history": history, "unknown": None}
+    return history_of(storage, kind, path, lambda at: read_schema(spark, kind, at, path))
 
 
 def declared_fields(spark: Any, ddl: str) -> list[Field]:

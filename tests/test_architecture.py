@@ -200,9 +200,14 @@ def test_the_folder_table_is_read_as_written() -> None:
     assert "act/" in table["watch/"] and "watch/" not in table["act/"]
 
 
-def test_the_deployer_imports_only_the_shared_schema_rules_of_the_runner() -> None:
-    """The runner's rules for a sink's schema are the one module both sides run; nothing else of
-    the runner (Spark, its run) leaks into the deployer."""
+#: The runner's modules both sides run: pure Python, importing only one another.
+SHARED_RUNNER = ("schema_rules", "sink_walk", "parquet_footer")
+
+
+def test_the_deployer_imports_only_the_shared_modules_of_the_runner() -> None:
+    """The runner's rules for a sink's schema, its walk of what a file sink holds and its
+    parquet footer reader are the modules both sides run; nothing else of the runner (Spark,
+    its run) leaks into the deployer, not even through them."""
     deployer = modules(REPO, PACKAGE)
     known = set(deployer) | set(modules(REPO, "runner"))
     used = {
@@ -211,4 +216,9 @@ def test_the_deployer_imports_only_the_shared_schema_rules_of_the_runner() -> No
         for found in imports_of(name, path, known)
         if found.imported.startswith(f"{PACKAGE}._runner")
     }
-    assert used == {f"{PACKAGE}._runner.schema_rules"}
+    assert used <= {f"{PACKAGE}._runner.{name}" for name in SHARED_RUNNER}
+    runner = modules(REPO, "runner")
+    for name in SHARED_RUNNER:
+        for found in imports_of(f"runner.{name}", runner[f"runner.{name}"], known):
+            if found.imported in runner:
+                assert found.imported in {f"runner.{n}" for n in SHARED_RUNNER}, (name, found)

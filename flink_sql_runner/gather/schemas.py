@@ -29,6 +29,7 @@ from typing import Any
 
 from flink_sql_runner._runner.schema_rules import kafka_headers
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.gather.sink_footer import sink_history_here
 from flink_sql_runner.gather.spark_child import run_child
 from flink_sql_runner.host.atomic import write_atomically
 from flink_sql_runner.host.timing import mark
@@ -286,7 +287,11 @@ def gather_contracts(
             if ddl:
                 probe.want_ddl(ddl)
         if holds_files:
-            probe.want_sink(fmt, sink)
+            found = sink_history_here(storage, fmt, sink)
+            if found is None:
+                probe.want_sink(fmt, sink)
+            else:
+                probe.known_sink(fmt, sink, found)
     found: list[ContractFacts | None] = [None] * len(checks)
     if not staged and not changed:
         return found
@@ -460,6 +465,10 @@ class _Probe:
     def want_sink(self, fmt: str, path: str) -> None:
         # What a sink holds changes with every batch: never cached.
         self._asked["sinks"][f"{fmt}:{path}"] = {"format": fmt, "path": path}
+
+    def known_sink(self, fmt: str, path: str, answer: dict[str, Any]) -> None:
+        """What a sink holds, read without Spark (gather/sink_footer.py)."""
+        self._answers["sinks"][f"{fmt}:{path}"] = answer
 
     def _want(self, kind: str, key: str, body: dict[str, Any]) -> None:
         cached = self._cached(key)

@@ -13,11 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from flink_sql_runner._runner.sink_walk import CLAIMS_FOLDER
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.stores.storage import Storage
-
-#: runner/file_sink.py's CLAIMS_FOLDER (tests/gather/test_sink_claims.py holds them equal).
-CLAIMS_FOLDER = "_flink-sql-runner/claims"
 
 
 @dataclass(frozen=True)

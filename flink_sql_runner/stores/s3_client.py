@@ -167,8 +167,11 @@ def age_of(answer: dict[str, Any]) -> float:
     return max(0.0, (now - modified).total_seconds())
 
 
-def get_answer(client: Any, bucket: str, key: str) -> tuple[bytes, dict[str, Any]] | None:
-    """The object's bytes and the GET's answer (headers), or None when there is no such key.
+def get_answer(
+    client: Any, bucket: str, key: str, **extra: str
+) -> tuple[bytes, dict[str, Any]] | None:
+    """The object's bytes and the GET's answer (headers), or None when there is no such key;
+    `extra`: the GET's other parameters (`Range`).
 
     botocore retries a request until its response headers arrive; a body cut off after that
     is not retried by it, so the whole GET is, as often as the client retries requests.
@@ -177,7 +180,7 @@ def get_answer(client: Any, bucket: str, key: str) -> tuple[bytes, dict[str, Any
     attempt = 1
     while True:
         try:
-            answer = client.get_object(Bucket=bucket, Key=key)
+            answer = client.get_object(Bucket=bucket, Key=key, **extra)
         except ClientError as exc:
             if error_code(exc) in MISSING_KEY_CODES:
                 return None

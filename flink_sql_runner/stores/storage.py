@@ -74,6 +74,11 @@ class Storage(Protocol):
 
     def read_text(self, location: str) -> str | None: ...
 
+    def read_tail(self, location: str, size: int) -> bytes | None:
+        """The file's last `size` bytes (all of it when it is shorter); None when there is no
+        such file, or when this storage reads no part of a file (HDFS here)."""
+        ...
+
     def write_text(self, location: str, text: str, *, private: bool = False) -> None:
         """Replace the file atomically; `private` files are readable by their owner only."""
         ...
@@ -194,6 +199,24 @@ class FileStorage:
         try:
             with open(path, "rb") as file:
                 return file.read()
+        except IsADirectoryError:
+            raise IsAFolder(f"cannot read {Path(path)}: it is a folder") from None
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            raise StorageError(f"cannot read {Path(path)}: {exc.strerror}") from None
+
+    def read_tail(self, location: str, size: int) -> bytes | None:
+        location = self.located(location)
+        if is_s3_uri(location):
+            return self._s3(location).read_tail(size)
+        if is_hdfs_uri(location):
+            return None
+        path = _local_text(location)
+        try:
+            with open(path, "rb") as file:
+                file.seek(max(0, os.fstat(file.fileno()).st_size - size))
+                return file.read(size)
         except IsADirectoryError:
             raise IsAFolder(f"cannot read {Path(path)}: it is a folder") from None
         except (FileNotFoundError, NotADirectoryError):
@@ -436,6 +459,13 @@ class _S3:
 
         with self._errors(self.key, "read"):
             return get_bytes(self.client, self.bucket, self.key)
+
+    def read_tail(self, size: int) -> bytes | None:
+        from flink_sql_runner.stores.s3_client import get_answer
+
+        with self._errors(self.key, "read"):
+            found = get_answer(self.client, self.bucket, self.key, Range=f"bytes=-{size}")
+        return found[0] if found is not None else None
 
     def put(self, data: bytes, content_type: str) -> None:
         with self._errors(self.key, "write"):

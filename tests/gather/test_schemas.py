@@ -3,6 +3,7 @@ the cache answers, and what a probe that fails leaves (unknown, never empty)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.stores.storage import FileStorage
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
 from tests.support.jobs import BASE, make_job, stored_of
+from tests.support.parquet_tail import struct_of, tail
 
 V1 = [{"name": "id", "type": "bigint", "nullable": True}]
 
@@ -55,13 +57,22 @@ def test_a_new_job_into_an_empty_sink_starts_no_spark(tmp_path: Path, probe: Pro
     assert found == [None] and probe.requests == []
 
 
+def _committed(sink: Path, file: str, data: bytes) -> None:
+    """A file Spark's file-sink log committed in batch 0."""
+    (sink / "_spark_metadata").mkdir(parents=True)
+    (sink / file).parent.mkdir(parents=True, exist_ok=True)
+    (sink / file).write_bytes(data)
+    entry = {"path": f"file:{sink / file}", "size": len(data), "action": "add"}
+    (sink / "_spark_metadata" / "0").write_text("v1\n" + json.dumps(entry) + "\n")
+
+
 def test_queries_are_analysed_once_and_sinks_read_every_time(tmp_path: Path, probe: Probe) -> None:
     sink = tmp_path / "out"
-    (sink / "_spark_metadata").mkdir(parents=True)
-    (sink / "_spark_metadata" / "0").write_text("v1\n")
+    _committed(sink, "day=1/part-0.parquet", tail(struct_of(("id", "long", True))))
     cache = tmp_path / "cache"
     (first,) = gather_contracts([check_into(sink)], FileStorage(), cache, probe)
     assert first.output.fields == tuple(V1) and first.holds.history == (tuple(V1),)
+    # In a partition's folder: its path gives a column, which Spark's read tells.
     assert [len(probe.requests[0][k]) for k in ("jobs", "sinks")] == [1, 1]
     # The deploy after the plan: its new version is made a moment later, the same query.
     later = check_into(sink, created="2026-11-26T07:00:09Z")
@@ -71,6 +82,29 @@ def test_queries_are_analysed_once_and_sinks_read_every_time(tmp_path: Path, pro
     other = check_into(sink, sql="SELECT id FROM src")
     gather_contracts([other], FileStorage(), cache, probe)
     assert len(probe.requests[2]["jobs"]) == 1  # another query: analysed
+
+
+def test_a_parquet_sink_spark_wrote_is_read_from_its_footer_without_spark(
+    tmp_path: Path, probe: Probe
+) -> None:
+    sink = tmp_path / "out"
+    _committed(
+        sink, "part-0.parquet", tail(struct_of(("id", "long", False), ("n", "string", True)))
+    )
+    cache = tmp_path / "cache"
+    (first,) = gather_contracts([check_into(sink)], FileStorage(), cache, probe)
+    assert [len(probe.requests[0][k]) for k in ("jobs", "sinks")] == [1, 0]
+    fields = ({"name": "id", "type": "bigint", "nullable": True},
+              {"name": "n", "type": "string", "nullable": True})  # fmt: skip
+    assert first.holds.history == (fields,) and first.holds.unknown is None
+    # The deploy after the plan: its query analysed, its sink read here: no Spark at all.
+    later = check_into(sink, created="2026-11-26T07:00:09Z")
+    assert gather_contracts([later], FileStorage(), cache, probe) == [first]
+    assert len(probe.requests) == 1
+    # Bytes that are no footer Spark wrote: Spark reads them, and says what it finds.
+    (sink / "part-0.parquet").write_bytes(tail(None))
+    gather_contracts([later], FileStorage(), cache, probe)
+    assert [len(probe.requests[1][k]) for k in ("jobs", "sinks")] == [0, 1]
 
 
 def test_a_probe_that_fails_leaves_unknowns_and_caches_nothing(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runner.sink_schema import metadata_log, newest_file
+from runner.sink_walk import metadata_log, newest_file
 from runner.storage import Storage
 
 

@@ -9,9 +9,12 @@ from typing import Any
 
 import pytest
 
+from flink_sql_runner.gather.sink_footer import sink_history_here
+from flink_sql_runner.stores.storage import FileStorage
 from runner import file_sink, lifecycle
 from runner.query import query_frame, register_sources, with_metadata
-from runner.sink_schema import SchemaRefused, check_before_first_write, sink_history
+from runner.sink_schema import SchemaRefused, check_before_first_write
+from runner.sink_schema import sink_history as spark_sink_history
 from runner.storage import Storage
 from tests.support.runner_jobs import SCHEMA, manifest, write_input
 
@@ -52,6 +55,16 @@ def versions(spark: Any, sink: Path, *columns: str) -> dict[int, list[tuple[Any,
     for row in spark.read.option("mergeSchema", "true").parquet(str(sink)).collect():
         found.setdefault(row["__query_version"], []).append(tuple(row[c] for c in columns))
     return {version: sorted(rows) for version, rows in found.items()}
+
+
+def sink_history(
+    spark: Any, storage: Storage, fmt: str, path: str, here: bool = True
+) -> dict[str, Any]:
+    """What the runner reads of the sink with Spark; the plan's reader without Spark
+    (gather/sink_footer.py) gives the same (`here`) or leaves it to Spark."""
+    found = spark_sink_history(spark, storage, fmt, path)
+    assert sink_history_here(FileStorage(), fmt, path) == (found if here else None)
+    return found
 
 
 def output(spark: Any, doc: dict[str, Any]) -> Any:
@@ -217,12 +230,15 @@ def test_sinks_written_without_the_runner_are_read_from_their_files(spark, tmp_p
 
     parted = tmp_path / "parted"
     stream(spark, tmp_path, "parquet", parted, partition="id")
-    (entry,) = sink_history(spark, storage, "org.apache.spark.sql.parquet", str(parted))["history"]
+    (entry,) = sink_history(spark, storage, "org.apache.spark.sql.parquet", str(parted), False)[
+        "history"
+    ]
+    assert sink_history(spark, storage, "parquet", str(parted), here=False)["history"] == [entry]
     assert entry["fields"] == [col("name", "string"), col("id", "int")], "as readers see it"
 
     batch = tmp_path / "batch"
     spark.createDataFrame([(1, "a")], SCHEMA).write.orc(str(batch))
-    assert sink_history(spark, storage, "orc", str(batch)) == {
+    assert sink_history(spark, storage, "orc", str(batch), here=False) == {
         "history": [
             {
                 "fields": [col("id", "bigint"), col("name", "string")],

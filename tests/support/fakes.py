@@ -518,6 +518,14 @@ class FakeStorage:
         found = self.files.get(location)
         return found.encode() if isinstance(found, str) else found
 
+    def read_tail(self, location: str, size: int) -> bytes | None:
+        self._check()
+        if location in self.read_fails:
+            raise StorageError(f"cannot read {location}: SlowDown (HTTP 503) (switch)")
+        found = self.files.get(location)
+        data = found.encode() if isinstance(found, str) else found
+        return None if data is None else data[-size:]
+
     def read_text(self, location: str) -> str | None:
         self._check()
         if location in self.read_fails:
