@@ -45,6 +45,12 @@ class Timeouts:
     start: float = 180.0  # until the first trigger completed
     stop: float = 60.0  # from the stop marker to a kill
     poll: float = 0.5
+    prepare: float | None = None  # until a warm handover's new run is ready (None: `start`)
+
+    @property
+    def ready(self) -> float:
+        """How long a prepared run has to say it is ready."""
+        return self.start if self.prepare is None else self.prepare
 
 
 DEFAULT_TIMEOUTS = Timeouts()
@@ -337,7 +343,7 @@ class RunControl:
                 raise
             raise PrepareFailed(str(exc), True) from None
         run = started.run
-        deadline = self.clock() + self.timeouts.start
+        deadline = self.clock() + self.timeouts.ready
         said = None
         while True:
             status = self._status_at(files.status_file, run_id)
@@ -365,7 +371,7 @@ class RunControl:
                 raise self._not_prepared(
                     run,
                     files,
-                    f"{why} within {self.timeouts.start:.0f} s",
+                    f"{why} within {self.timeouts.ready:.0f} s",
                     cold=True,
                     at_once=said is None,
                 )
@@ -376,7 +382,7 @@ class RunControl:
     def go_timeout(self) -> float:
         """How long a prepared run waits for its go before it ends by itself: the old run's
         stop (and kill), and a start of another job the scheduler may make it wait for."""
-        return self.timeouts.start + 2 * self.timeouts.stop + 60.0
+        return max(self.timeouts.start, self.timeouts.ready) + 2 * self.timeouts.stop + 60.0
 
     def _not_prepared(
         self,

@@ -246,6 +246,16 @@ _register(
     help="Seconds a started job has to complete its first trigger.",
 )
 _register(
+    "--prepare-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    envvar=env_var("PREPARE_TIMEOUT"),
+    help="Seconds a warm handover's new run has to say it is ready (placed, session, query "
+    "prepared) before the change goes the cold way (stop, then start). Shorter than the start "
+    "timeout where a cluster without room for a second driver keeps it waiting "
+    "[default: the start timeout]",
+)
+_register(
     "--stop-timeout",
     type=float,
     default=60,
@@ -459,7 +469,11 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
         runner_path=kw.get("runner_path"),
         rest_gateway=kw.get("rest_gateway"),
         connector_jars=kw.get("connector_jars"),
-        timeouts=Timeouts(start=kw.get("start_timeout", 180), stop=kw.get("stop_timeout", 60)),
+        timeouts=Timeouts(
+            start=kw.get("start_timeout", 180),
+            stop=kw.get("stop_timeout", 60),
+            prepare=kw.get("prepare_timeout"),
+        ),
         parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),
         handover=kw.get("handover") or DEFAULT_HANDOVER,

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from flink_sql_runner.act.runs import Timeouts
 from flink_sql_runner.act.stop import stop_jobs
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
@@ -18,7 +19,7 @@ from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.intents import Phase
 from flink_sql_runner.stores.storage import StorageError
 from tests.support.handover_world import KAFKA_V1, KAFKA_V2, Crash, World, kafka_checkpoint
-from tests.support.jobs import BASE, CONFIG, QUERY, ROOT
+from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, fake_executor
 
 
 def kinds(plan) -> list[str]:
@@ -107,6 +108,28 @@ def test_a_new_run_not_ready_in_time_is_stopped_and_the_change_goes_the_cold_way
     prepared, cold = world.target.submissions
     assert prepared.prepared and not cold.prepared
     assert cold.run_id != prepared.run_id, "the cold start is judged by a run id of its own"
+
+
+def test_the_prepare_timeout_ends_the_wait_for_a_run_never_placed_before_the_start_timeout():
+    world = World(prepared=None)
+    clock_at: list[float] = []
+    submit = world.target.on_submit
+
+    def at(submission):
+        clock_at.append(executor_clock())
+        submit(submission)
+
+    world.target.on_submit = at
+    executor = fake_executor(world.store, world.target, world.state,
+                             Timeouts(start=30, stop=5, poll=1, prepare=3))  # fmt: skip
+    executor_clock = executor.runs.clock
+    result = executor.apply(world.plan([CONFIG]))["orders"]
+    assert result.ok, result
+    assert any("did not report (no room for a second driver?) within 3 s" in line
+               for line in result.steps), result.steps  # fmt: skip
+    assert clock_at[1] - clock_at[0] < 5, "the cold start began 3 s after, not 30"
+    prepared = json.loads(world.state.files[world.target.submissions[0].runtime_manifest])
+    assert prepared["prepare"]["timeout-seconds"] == 30 + 2 * 5 + 60, "its go waits as long"
 
 
 def test_a_deployer_killed_after_a_cold_fallback_s_submit_leaves_a_record_of_the_cold_run():

@@ -138,3 +138,14 @@ def test_desired_state_stopped_is_recorded_the_same_whichever_way_the_job_stoppe
         stores[way] = LocalStore(store).read("tick-log").manifest
     assert stores["stop-then-deploy"].job == stores["deploy-only"].job
     assert stores["stop-then-deploy"].meta.query_version == stores["deploy-only"].meta.query_version
+
+
+def test_a_prepare_timeout_that_is_no_positive_number_is_refused_before_anything(tmp_path: Path):
+    state = tmp_path / "state"
+    jobs = stopped_examples(tmp_path / "jobs")
+    for value in ("0", "-5", "soon"):
+        refused = cli("deploy", "--path", str(jobs), *TABLES, "--state-dir", str(state),
+                      "--prepare-timeout", value)  # fmt: skip
+        assert refused.returncode == 2, refused.stderr
+        assert "--prepare-timeout" in refused.stderr
+    assert not state.exists(), "nothing touched"

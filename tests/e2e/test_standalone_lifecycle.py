@@ -209,7 +209,8 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     # 6. a new driver that needs the room v2's holds: never placed, so the cold way
     wide = {**CLUSTER_JOB_PROPERTIES, "spark.driver.cores": "3"}
     ws.write_job("ticks-job", **{**job, "description": "wide", "sparkProperties": wide})
-    result = ws.cli("deploy", "--handover", "warm", "--start-timeout", "60", timeout=600)
+    warm = ("--handover", "warm", "--prepare-timeout", "10", "--start-timeout", "60")
+    result = ws.cli("deploy", *warm, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "handing over the cold way (stop, then start)" in result.stdout, result.stdout
     assert cluster.active_apps() == ["flink-sql-runner-ticks-job-v2"]

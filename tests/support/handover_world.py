@@ -37,8 +37,8 @@ class World:
         facts = gather(jobs, self.store, self.target, self.state, workers=1)
         return build_plan(facts, handover=handover, **asked)
 
-    def deploy(self, jobs, handover="warm", **asked):
-        executor = fake_executor(self.store, self.target, self.state)
+    def deploy(self, jobs, handover="warm", timeouts=None, **asked):
+        executor = fake_executor(self.store, self.target, self.state, timeouts)
         plan = self.plan(jobs, handover, **asked)
         return plan, executor.apply(plan)["orders"]
 

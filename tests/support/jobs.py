@@ -180,14 +180,17 @@ def fake_world(on_submit="active", **target_switches):
     return store, target, state, fake_executor(store, target, state)
 
 
-def fake_executor(store: FakeStore, target: FakeTarget, state: FakeStorage) -> Executor:
-    """An executor on fakes whose waits pass on a fake clock (30 s to start, 5 s to stop)."""
+def fake_executor(
+    store: FakeStore, target: FakeTarget, state: FakeStorage, timeouts: Timeouts | None = None
+) -> Executor:
+    """An executor on fakes whose waits pass on a fake clock (30 s to start, 5 s to stop,
+    unless `timeouts` says)."""
     clock = FakeClock()
     return Executor(
         store,
         target,
         state,
-        timeouts=Timeouts(start=30, stop=5, poll=1),
+        timeouts=timeouts or Timeouts(start=30, stop=5, poll=1),
         clock=clock,
         sleep=clock.sleep,
     )

@@ -294,7 +294,8 @@ def test_a_job_lives_its_whole_life_on_yarn_with_hdfs(
         ws.write_job(JOB, **job)
         with FaultProxy(cluster.resource_manager) as rm_proxy:
             rm_proxy.rewrite("/ws/v1/cluster/apps", oldest_first)
-            warm = ("--handover", "warm", "--start-timeout", "60", "--cluster-api", rm_proxy.url)
+            warm = ("--handover", "warm", "--prepare-timeout", "10", "--start-timeout", "60",
+                    "--cluster-api", rm_proxy.url)  # fmt: skip
             ran = ok(ws.run("deploy", *DEPLOY, *warm))
         assert "stop-and-restart-from-checkpoint" in ran.stdout
         assert "could not prepare v2: it did not report" in ran.stdout, ran.stdout
