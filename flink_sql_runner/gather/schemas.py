@@ -437,6 +437,23 @@ class _Probe:
         shape["meta"] = {"query-version": 1, "query-id": "-", "query-create-timestamp": _ANY_TIME}
         return shape
 
+    def _query_key(self, kind: str, doc: dict[str, Any]) -> str:
+        """The cache key of a query's analysis: its shape, but for the options of the table it
+        writes (a path, a topic), which shape no column of it (runner/schema_probe.py analyses
+        the query and its metadata columns, never the writer): a job moved to a new topic or
+        path is not analysed again. Kept when the job also reads that table."""
+        shape = self._shape(doc)
+        target = doc.get("target-table")
+        tables = shape.get("tables")
+        if (
+            isinstance(tables, dict)
+            and isinstance(tables.get(target), dict)
+            and target not in (doc.get("source-tables") or [])
+        ):
+            written = {k: v for k, v in tables[target].items() if k != "options"}
+            shape["tables"] = {**tables, target: written}
+        return self._key(kind, shape)
+
     def want_job(self, doc: dict[str, Any]) -> None:
         self._want_query("jobs", "job", doc)
 
@@ -450,14 +467,14 @@ class _Probe:
             return
         shape = self._shape(doc)
         body = {"manifest": {**doc, **shape}, "conf": shape["conf"]}
-        self._want(kind, self._key(key, shape), body)
+        self._want(kind, self._query_key(key, doc), body)
 
     def state(self, doc: dict[str, Any] | str) -> Analysed:
         if isinstance(doc, str):
             return Analysed(unknown=doc)
         if doc.get("code") is not None:
             return Analysed(unknown="a code job's query is known only when it runs")
-        return Analysed.from_dict(self._answers["state"].get(self._key("state", self._shape(doc))))
+        return Analysed.from_dict(self._answers["state"].get(self._query_key("state", doc)))
 
     def want_ddl(self, ddl: str) -> None:
         self._want("ddl", self._key("ddl", ddl), {"ddl": ddl})
@@ -515,7 +532,7 @@ class _Probe:
                 unknown="a code job's output is known only when it runs; its run checks the "
                 "sink before its first write"
             )
-        return Known.from_dict(self._answers["jobs"][self._key("job", self._shape(doc))])
+        return Known.from_dict(self._answers["jobs"][self._query_key("job", doc)])
 
     def ddl(self, ddl: str) -> Known:
         return Known.from_dict(self._answers["ddl"][self._key("ddl", ddl)])

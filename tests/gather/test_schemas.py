@@ -219,3 +219,24 @@ def test_a_start_may_take_the_stored_version_or_the_next_after_every_folder() ->
     storage.add_checkpoint("/ckpt/orders/2", 3)
     (stored,) = gather([BASE], store, FakeTarget(), storage, workers=1)
     assert start_versions(stored) == (2, 4)
+
+
+def test_a_job_moved_to_another_path_or_topic_is_not_analysed_again(
+    tmp_path: Path, probe: Probe
+) -> None:
+    cache = tmp_path / "cache"
+    for sink in ("a", "b"):
+        _committed(tmp_path / sink, "day=1/part-0.parquet", tail(struct_of(("id", "long", True))))
+    gather_contracts([check_into(tmp_path / "a")], FileStorage(), cache, probe)
+    gather_contracts([check_into(tmp_path / "b")], FileStorage(), cache, probe)
+    assert [len(r["jobs"]) for r in probe.requests] == [1, 0], "the path shapes no column"
+    topic = {"format": "kafka", "options": {"kafka.bootstrap.servers": "b:9092", "topic": "t"}}
+    kafka = make_job(tables={"out": topic})
+    check = Check(StoredManifest(kafka.spec, kafka.tables, Meta(2, "q", "x")), stored_of(kafka))
+    gather_contracts([check], FileStorage(), cache, probe)
+    assert len(probe.requests[2]["jobs"]) == 1, "Kafka's sink gives headers: analysed"
+    other = {**topic, "options": {**topic["options"], "topic": "u"}}
+    moved = make_job(tables={"out": other})
+    check = Check(StoredManifest(moved.spec, moved.tables, Meta(3, "q", "x")), stored_of(moved))
+    gather_contracts([check], FileStorage(), cache, probe)
+    assert len(probe.requests) == 3 or len(probe.requests[3]["jobs"]) == 0
