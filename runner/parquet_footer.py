@@ -16,6 +16,7 @@ it then (tests/runner/test_parquet_footer.py holds the two readers equal on file
 from __future__ import annotations
 
 import json
+import re
 import struct
 from typing import Any
 
@@ -49,58 +50,71 @@ def footer_length(tail: bytes) -> int | None:
 
 def spark_schema_json(tail: bytes) -> str | None:
     """Spark's schema JSON kept in the footer, from bytes that end the file and hold the whole
-    footer; None when the footer keeps none or is not understood."""
+    footer; None when the footer keeps none or is not understood. A key written twice is read
+    as parquet-mr reads it: its last value."""
     length = footer_length(tail)
     if length is None or length > MAX_FOOTER or length + 8 > len(tail):
         return None
     footer = tail[len(tail) - 8 - length : len(tail) - 8]
     try:
-        for key, value in _key_values(_Reader(footer)):
-            if key == SPARK_SCHEMA_KEY:
-                return value
+        return dict(_key_values(_Reader(footer))).get(SPARK_SCHEMA_KEY)
     except (NotUnderstood, IndexError, UnicodeDecodeError, struct.error):
         return None
-    return None
 
 
 def spark_read_fields(tail: bytes) -> list[Field] | None:
     """The fields Spark's reader gives for the file these bytes end (a file directly in the
-    folder it is read from: no partition columns), or None: Spark must read it."""
+    folder it is read from: no partition columns), or None: Spark must read it. Only a schema
+    Spark reads as it is written: types by the names Spark's JSON gives them, and no two
+    columns of one struct whose names are equal but for case (Spark's file source refuses
+    them)."""
     text = spark_schema_json(tail)
     if text is None:
         return None
     try:
         schema = json.loads(text)
-    except ValueError:
+        if not _is_struct(schema, 0):
+            return None
+        return [{**field, "nullable": True} for field in fields_of(schema)]
+    except (ValueError, RecursionError):
         return None  # Spark would parse an old string form, or fall back to the parquet schema
-    if not _is_struct(schema):
-        return None
-    return [{**field, "nullable": True} for field in fields_of(schema)]
 
 
-def _is_struct(value: Any) -> bool:
-    """A schema JSON this module reads as Spark does: a struct of named fields with types."""
-    if not isinstance(value, dict) or value.get("type") != "struct":
+#: Type names as Spark's schema JSON writes them (DataType.json), each read back as itself.
+_SIMPLE = frozenset(
+    ("boolean", "byte", "short", "integer", "long", "float", "double", "string", "binary")
+    + ("date", "timestamp", "timestamp_ntz", "variant")
+)
+_DECIMAL = re.compile(r"decimal\(\d{1,2},\d{1,2}\)")
+_INTERVAL = re.compile(r"interval (day|hour|minute|second)( to (hour|minute|second))?"
+                       r"|interval (year|month)( to month)?")  # fmt: skip
+_COLLATED = re.compile(r"string collate [A-Za-z0-9_]+")
+
+
+def _is_struct(value: Any, depth: int) -> bool:
+    """A schema JSON this module reads as Spark does: a struct of named fields with types,
+    their names distinct but for case."""
+    if depth > _MAX_DEPTH or not isinstance(value, dict) or value.get("type") != "struct":
         return False
     fields = value.get("fields")
-    if not isinstance(fields, list):
+    if not isinstance(fields, list) or not all(isinstance(f, dict) for f in fields):
         return False
-    return all(
-        isinstance(f, dict) and isinstance(f.get("name"), str) and _is_type(f.get("type"))
-        for f in fields
-    )
+    names = [f.get("name") for f in fields]
+    if not all(isinstance(n, str) for n in names) or len({n.lower() for n in names}) < len(names):
+        return False
+    return all(_is_type(f.get("type"), depth + 1) for f in fields)
 
 
-def _is_type(value: Any, depth: int = 0) -> bool:
+def _is_type(value: Any, depth: int) -> bool:
     if depth > _MAX_DEPTH:
         return False
     if isinstance(value, str):
-        return bool(value)
+        return value in _SIMPLE or any(p.fullmatch(value) for p in (_DECIMAL, _INTERVAL, _COLLATED))
     if not isinstance(value, dict):
         return False
     kind = value.get("type")
     if kind == "struct":
-        return _is_struct(value)
+        return _is_struct(value, depth)
     if kind == "array":
         return _is_type(value.get("elementType"), depth + 1)
     if kind == "map":

@@ -15,7 +15,12 @@ from .log import log
 from .manifest import options_of
 from .schema_rules import Field, compare, fields_of, kafka_conflicts, reader_conflicts
 from .sink_walk import history_of
-from .spark_internals import catalog_table_schema_json, ddl_schema_json, file_format_name
+from .spark_internals import (
+    EXACT_PATHS,
+    catalog_table_schema_json,
+    ddl_schema_json,
+    file_format_name,
+)
 from .storage import Storage
 
 DOCS = "docs/concepts/schema-contracts.md"
@@ -28,7 +33,7 @@ class SchemaRefused(Exception):
 def read_schema(spark: Any, fmt: str, location: str, base: str) -> list[Field]:
     """The schema Spark reads at `location` (a file: its footer only, with the partition
     columns its path under `base` gives)."""
-    reader = spark.read.format(fmt)
+    reader = spark.read.format(fmt).options(**EXACT_PATHS)  # a path, not a pattern
     if location != base:
         reader = reader.option("basePath", base)
     return fields_of(json.loads(reader.load(location).schema.json()))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 from .schema_rules import Field, compare
 
@@ -74,17 +75,21 @@ def metadata_log(storage: Storage, path: str) -> list[tuple[int, str]]:
 
 def newest_file(storage: Storage, path: str, logs: list[tuple[int, str]]) -> tuple[int, str] | None:
     """(batch id of the log file that lists it, path) of the last file the sink's log added
-    and did not delete since; None if the newest log files add none."""
+    and did not delete since; None if the newest log files add none. The log names a file by
+    its URI (`file:///a/sp%20ace/part-0.parquet`): the path given is decoded (`sp ace`), as
+    Hadoop reads it. Lines are read from the end, up to the one that answers."""
     deleted: set[str] = set()
     for batch, name in reversed(logs[-LOG_WALK_BACK:]):
         text = storage.read(f"{path.rstrip('/')}/_spark_metadata/{name}") or ""
-        entries = [json.loads(line) for line in text.splitlines()[1:] if line.strip()]
-        for entry in reversed(entries):  # the first line is the log's version, "v1"
+        for line in reversed(text.splitlines()[1:]):  # the first line is the log's version
+            if not line.strip():
+                continue
+            entry = json.loads(line)
             where = str(entry.get("path") or "")
             if entry.get("action") == "delete":
                 deleted.add(where)
             elif entry.get("action") == "add" and where and where not in deleted:
-                return batch, where
+                return batch, unquote(where)
         if name.endswith(".compact"):
             return None
     return None

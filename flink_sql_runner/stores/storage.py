@@ -76,7 +76,8 @@ class Storage(Protocol):
 
     def read_tail(self, location: str, size: int) -> bytes | None:
         """The file's last `size` bytes (all of it when it is shorter); None when there is no
-        such file, or when this storage reads no part of a file (HDFS here)."""
+        such file. StorageError for what is no regular file, and on HDFS, where no part of a
+        file is read here."""
         ...
 
     def write_text(self, location: str, text: str, *, private: bool = False) -> None:
@@ -208,21 +209,31 @@ class FileStorage:
 
     def read_tail(self, location: str, size: int) -> bytes | None:
         location = self.located(location)
+        if size <= 0:
+            return b"" if self.read_tail(location, 1) is not None else None
         if is_s3_uri(location):
             return self._s3(location).read_tail(size)
         if is_hdfs_uri(location):
-            return None
+            raise StorageError(f"cannot read a part of {location}: not on HDFS, here")
         path = _local_text(location)
         try:
-            with open(path, "rb") as file:
-                file.seek(max(0, os.fstat(file.fileno()).st_size - size))
-                return file.read(size)
-        except IsADirectoryError:
-            raise IsAFolder(f"cannot read {Path(path)}: it is a folder") from None
+            # Not blocking: a FIFO planted where a file was is refused, not waited on.
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
             raise StorageError(f"cannot read {Path(path)}: {exc.strerror}") from None
+        with os.fdopen(descriptor, "rb") as file:
+            found = os.fstat(descriptor)
+            if stat.S_ISDIR(found.st_mode):
+                raise IsAFolder(f"cannot read {Path(path)}: it is a folder")
+            if not stat.S_ISREG(found.st_mode):
+                raise StorageError(f"cannot read {Path(path)}: not a regular file")
+            try:
+                file.seek(max(0, found.st_size - size))
+                return file.read(size)
+            except OSError as exc:
+                raise StorageError(f"cannot read {Path(path)}: {exc.strerror}") from None
 
     def read_text(self, location: str) -> str | None:
         data = self.read_bytes(location)

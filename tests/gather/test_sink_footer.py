@@ -5,6 +5,8 @@ the newest file's footer read from its end, and None, never a guess, where Spark
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 
 from flink_sql_runner.gather import sink_footer
 from flink_sql_runner.gather.sink_footer import sink_history_here
-from flink_sql_runner.stores.storage import FileStorage
+from flink_sql_runner.stores.storage import FileStorage, StorageError
 from tests.support.fakes import FakeStorage
 from tests.support.parquet_tail import struct_of, tail
 
@@ -95,3 +97,85 @@ def test_an_s3_sink_is_read_with_a_ranged_get(
     assert storage.read_tail(f"{sink}/part-0.parquet", 8)[-4:] == b"PAR1"
     assert storage.read_tail(f"{sink}/_spark_metadata/0", 100) == b"v1\n"
     assert storage.read_tail(f"{sink}/missing", 100) is None
+
+
+# From the hostile review of issue 57's third part: what the plan's own read must never do.
+DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize("where", ["log", "claim"])
+def test_a_line_too_deep_for_python_leaves_the_sink_to_spark_and_the_plan_goes_on(
+    tmp_path: Path, where: str
+) -> None:
+    from flink_sql_runner.gather.schemas import Check, gather_contracts
+    from flink_sql_runner.model.stored import Meta, StoredManifest
+    from tests.support.jobs import make_job, stored_of
+
+    out = tmp_path / "out"
+    (out / "_spark_metadata").mkdir(parents=True)
+    (out / "part-0.parquet").write_bytes(tail(struct_of(("id", "long", True))))
+    entry = json.dumps({"path": f"file:{out}/part-0.parquet", "action": "add"})
+    (out / "_spark_metadata" / "0").write_text("v1\n" + (DEEP if where == "log" else entry) + "\n")
+    if where == "claim":
+        (out / "_flink-sql-runner" / "claims").mkdir(parents=True)
+        (out / "_flink-sql-runner" / "claims" / "1-0.json").write_text(DEEP)
+    assert sink_history_here(FileStorage(), "parquet", str(out)) is None
+    asked: list[dict] = []
+
+    def probe(request: dict) -> tuple[dict, None]:
+        asked.append(request)
+        return {"sinks": {s["key"]: {"history": []} for s in request["sinks"]}}, None
+
+    job = make_job(tables={"out": {"format": "parquet", "options": {"path": str(out)}}})
+    check = Check(StoredManifest(job.spec, job.tables, Meta(2, "q", "x")), stored_of(job))
+    (found,) = gather_contracts([check], FileStorage(), None, probe)
+    assert found is not None and [len(r["sinks"]) for r in asked] == [1]
+
+
+def test_a_fifo_or_a_device_in_a_sink_is_refused_not_waited_on_or_read_whole(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "out"
+    (out / "_spark_metadata").mkdir(parents=True)
+    entry = json.dumps({"path": f"file:{out}/part-0.parquet", "action": "add"})
+    (out / "_spark_metadata" / "0").write_text("v1\n" + entry + "\n")
+    os.mkfifo(out / "part-0.parquet")
+    found: list[Any] = []
+    reader = threading.Thread(
+        target=lambda: found.append(sink_history_here(FileStorage(), "parquet", str(out))),
+        daemon=True,
+    )
+    reader.start()
+    reader.join(20)
+    if reader.is_alive():  # let the blocked open() go, so that the thread ends
+        with open(out / "part-0.parquet", "wb"):
+            pass
+    assert found == [None], "a FIFO is no file the plan waits on"
+    (out / "_spark_metadata" / "0").unlink()
+    (out / "_spark_metadata" / "0").symlink_to("/dev/zero")
+    assert sink_history_here(FileStorage(), "parquet", str(out)) is None
+    with pytest.raises(StorageError, match="not a regular file"):
+        FileStorage().read_tail("/dev/zero", 10)
+
+
+def test_a_log_larger_than_the_plan_reads_is_left_to_spark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sink = _sink(FileStorage(), str(tmp_path))
+    assert sink_history_here(FileStorage(), "parquet", sink) == _expected(sink)
+    size = Path(sink, "_spark_metadata", "1").stat().st_size
+    monkeypatch.setattr(sink_footer, "MAX_TEXT", size - 1)
+    assert sink_history_here(FileStorage(), "parquet", sink) is None
+
+
+def test_the_fake_storage_reads_a_tail_as_the_real_one(tmp_path: Path) -> None:
+    real, fake = FileStorage(), FakeStorage()
+    real.write_bytes(f"{tmp_path}/f", b"abcdef")
+    fake.write_bytes("s3://b/f", b"abcdef")
+    for size in (0, 2, 100):
+        assert real.read_tail(f"{tmp_path}/f", size) == fake.read_tail("s3://b/f", size)
+    assert real.read_tail(f"{tmp_path}/none", 2) is fake.read_tail("s3://b/none", 2) is None
+    fake.write_bytes("hdfs://nn/d/f", b"x")
+    for storage in (real, fake):
+        with pytest.raises(StorageError, match="not on HDFS"):
+            storage.read_tail("hdfs://nn:1/d/f", 10)

@@ -522,9 +522,11 @@ class FakeStorage:
         self._check()
         if location in self.read_fails:
             raise StorageError(f"cannot read {location}: SlowDown (HTTP 503) (switch)")
+        if location.startswith("hdfs://"):
+            raise StorageError(f"cannot read a part of {location}: not on HDFS, here")
         found = self.files.get(location)
         data = found.encode() if isinstance(found, str) else found
-        return None if data is None else data[-size:]
+        return None if data is None else data[len(data) - min(size, len(data)) :]
 
     def read_text(self, location: str) -> str | None:
         self._check()
