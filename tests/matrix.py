@@ -46,7 +46,8 @@ CONSTRAINTS = ROOT / "constraints"
 LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
 DEFAULT_LINE = "4.3"  # the whole suite runs on it (.ci/run); the matrix adds the others
 #: What runs on every line: everything that touches Spark's internals or spark-submit's
-#: options (the analysed plan the state verdicts read among them), what each line does when a
+#: options (the analysed plan the state verdicts read among them), the footers its parquet
+#: writer leaves, which the plan reads without Spark, what each line does when a
 #: changed query starts on the old checkpoint, and one lifecycle (deploy,
 #: config change, query change into a used file sink,
 #: SIGKILL and restart, stop) that checks every row lands exactly once.
@@ -56,6 +57,8 @@ MATRIX_TESTS = (
     "tests/runner/test_stateful_params.py",
     "tests/runner/test_state_restart.py",
     "tests/runner/test_lifecycle.py",
+    "tests/runner/test_parquet_footer.py",
+    "tests/runner/test_sink_read_attacks.py",
     "tests/targets/test_sparksubmit.py",
     "tests/read/test_intervals.py",
     "tests/e2e/test_local_lifecycle.py",
@@ -64,7 +67,10 @@ MATRIX_TESTS = (
 #: Spark does with a changed query on an old checkpoint is measured on 3.5 beside the suite's
 #: 4.3, as the issue asks; 4.0 to 4.2's answers (docs/concepts/state.md) were measured once that
 #: way.
-ONLY_ON = {"tests/runner/test_state_restart.py": ("3.5",)}
+ONLY_ON = {
+    "tests/runner/test_state_restart.py": ("3.5",),
+    "tests/runner/test_sink_read_attacks.py": ("3.5",),
+}
 
 
 def tests_of(line: str, every: bool = False) -> tuple[str, ...]:
