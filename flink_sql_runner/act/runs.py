@@ -312,7 +312,7 @@ class RunControl:
     ) -> PreparedRun:
         """Submit a run of `manifest` that prepares everything but its query, beside the run it
         replaces, and wait until it says it is ready. PrepareFailed otherwise, once it is
-        stopped: `cold` when it was not ready within the start timeout (a cluster without room
+        stopped: `cold` when it was not ready within the prepare timeout (a cluster without room
         for a second driver or its executors), not when it failed or ended; StartFailed (not
         gone) when it cannot be confirmed gone."""
         control = self.control(manifest, manifest.meta.query_version)
@@ -371,7 +371,7 @@ class RunControl:
                 raise self._not_prepared(
                     run,
                     files,
-                    f"{why} within {self.timeouts.ready:.0f} s",
+                    f"{why} within {round(self.timeouts.ready, 1):g} s",
                     cold=True,
                     at_once=said is None,
                 )

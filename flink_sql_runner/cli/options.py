@@ -3,6 +3,7 @@ environment variable CI can set), and the deployment settings they make."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,22 @@ class GivenPath(click.Path):
 
 
 EXISTING = GivenPath(exists=False, path_type=Path)
+
+
+class Seconds(click.FloatRange):
+    """A number of seconds: a finite number (`nan` and `inf` would make a wait never end), in
+    the range given."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return number
+
+    def _describe_range(self) -> str:
+        return "" if self.min is None and self.max is None else super()._describe_range()
 
 
 class NotAJobName(click.BadParameter):
@@ -239,7 +256,7 @@ _register(
 )
 _register(
     "--start-timeout",
-    type=float,
+    type=Seconds(),
     default=180,
     show_default=True,
     envvar=env_var("START_TIMEOUT"),
@@ -247,7 +264,7 @@ _register(
 )
 _register(
     "--prepare-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(min=0, min_open=True),
     default=None,
     envvar=env_var("PREPARE_TIMEOUT"),
     help="Seconds a warm handover's new run has to say it is ready (placed, session, query "
@@ -257,7 +274,7 @@ _register(
 )
 _register(
     "--stop-timeout",
-    type=float,
+    type=Seconds(),
     default=60,
     show_default=True,
     envvar=env_var("STOP_TIMEOUT"),
@@ -265,7 +282,7 @@ _register(
 )
 _register(
     "--lock-timeout",
-    type=float,
+    type=Seconds(),
     default=DEFAULT_LOCK_TIMEOUT,
     show_default=True,
     envvar=env_var("LOCK_TIMEOUT"),

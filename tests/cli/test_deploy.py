@@ -140,12 +140,16 @@ def test_desired_state_stopped_is_recorded_the_same_whichever_way_the_job_stoppe
     assert stores["stop-then-deploy"].meta.query_version == stores["deploy-only"].meta.query_version
 
 
-def test_a_prepare_timeout_that_is_no_positive_number_is_refused_before_anything(tmp_path: Path):
+def test_a_timeout_that_is_no_finite_number_is_refused_before_anything(tmp_path: Path):
     state = tmp_path / "state"
     jobs = stopped_examples(tmp_path / "jobs")
-    for value in ("0", "-5", "soon"):
+    for value in ("0", "-5", "soon", "nan", "inf", "1e999"):
         refused = cli("deploy", "--path", str(jobs), *TABLES, "--state-dir", str(state),
                       "--prepare-timeout", value)  # fmt: skip
         assert refused.returncode == 2, refused.stderr
         assert "--prepare-timeout" in refused.stderr
+    for option in ("--start-timeout", "--stop-timeout", "--lock-timeout"):
+        refused = cli("deploy", "--path", str(jobs), *TABLES, "--state-dir", str(state),
+                      option, "nan")  # fmt: skip
+        assert refused.returncode == 2 and option in refused.stderr, refused.stderr
     assert not state.exists(), "nothing touched"
