@@ -452,6 +452,14 @@ class JobLoader:
                     "target-table",
                     f"the job also reads {target!r}; a job cannot write the table it reads",
                 )
+            for canonical in sources:
+                view = parse_name(canonical).view
+                if canonical != target and view.lower() == target.lower():
+                    problem(
+                        "target-table",
+                        f"table {canonical!r} is read as view {view!r}, the name of the table "
+                        "the job writes; rename one",
+                    )
             if fmt in SOURCE_ONLY_FORMATS:
                 problem(
                     "target-table", f"table {target!r} has format {fmt!r}, which cannot be written"

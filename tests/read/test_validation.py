@@ -332,3 +332,32 @@ def test_a_kafka_topic_named_after_its_job_is_one_topic_per_job(tmp_path: Path) 
         )
     loaded = load_jobs([jobs], None, load_catalog([tables]), tmp_path / "state")
     assert sorted(job.name for job in loaded) == ["orders", "payments"]
+
+
+@pytest.mark.parametrize(
+    ("read_as", "declared", "target"),
+    [
+        ("kafka.orders", "kafka.orders", "kafka__orders"),
+        ("`orders-raw`", "`orders-raw`", "orders_raw"),
+    ],
+)
+def test_a_source_read_as_a_view_named_like_the_target_is_refused(
+    tmp_path: Path, read_as: str, declared: str, target: str
+):
+    """Found by the hostile review of issue 57's third part: the runtime manifest keys the
+    source's view and the target by name, and the target's definition replaced the source's, so
+    the run read its own sink instead of its input."""
+    tables = tmp_path / "tables.sql"
+    tables.write_text(
+        f"CREATE TABLE {declared} (id BIGINT) USING json LOCATION '{tmp_path}/in';\n"
+        f"CREATE TABLE {target} USING parquet LOCATION '{tmp_path}/out';\n"
+    )
+    job = tmp_path / "copy.yaml"
+    job.write_text(f"name: copy\ntarget-table: {target}\nsql: SELECT id FROM {read_as}\n")
+    with pytest.raises(InvalidInput) as raised:
+        load_jobs([job], None, load_catalog([tables]), tmp_path / "state")
+    (problem,) = [str(p) for p in raised.value.problems]
+    assert (
+        problem.startswith(f"{job}: target-table: table ")
+        and "the name of the table the job writes" in problem
+    )
