@@ -78,9 +78,38 @@ def _stop(processes: list[subprocess.Popen]) -> None:
                 pass
 
 
+#: How often a cluster is started again on new ports when another process took one of them
+#: between `free_port` and the master's bind (seen in CI: the master's UI moved to the next port,
+#: where this module never looked).
+PORT_ATTEMPTS = 3
+
+
+class PortTaken(RuntimeError):
+    """The master could not bind a port it was given."""
+
+
 @contextmanager
 def standalone_cluster(root: Path, cores: int = 4, memory: str = "3g") -> Iterator[Cluster]:
-    """Start a master and a worker; always stop both process groups afterwards."""
+    """Start a master and a worker; always stop both process groups afterwards. The master
+    binds exactly the ports it is given (`spark.port.maxRetries=0`) or exits; then the cluster
+    is started again on other ports."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        processes: list[subprocess.Popen] = []
+        try:
+            try:
+                cluster = _start(root / f"attempt-{attempt}" if attempt > 1 else root, cores,
+                                 memory, processes)  # fmt: skip
+            except PortTaken:
+                if attempt == PORT_ATTEMPTS:
+                    raise
+                continue
+            yield cluster
+            return
+        finally:
+            _stop(processes)
+
+
+def _start(root: Path, cores: int, memory: str, processes: list[subprocess.Popen]) -> Cluster:
     root.mkdir(parents=True, exist_ok=True)
     master_port, rest_port, ui_port = free_port(), free_port(), free_port()
     env = {
@@ -89,7 +118,8 @@ def standalone_cluster(root: Path, cores: int = 4, memory: str = "3g") -> Iterat
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_LOG_DIR": str(root / "logs"),
         "SPARK_MASTER_OPTS": (
-            f"-Dspark.master.rest.enabled=true -Dspark.master.rest.port={rest_port}"
+            f"-Dspark.master.rest.enabled=true -Dspark.master.rest.port={rest_port} "
+            "-Dspark.port.maxRetries=0"
         ),
         # The drivers and executors the worker starts run Python: this one, with pyspark.
         "PYSPARK_PYTHON": sys.executable,
@@ -101,43 +131,41 @@ def standalone_cluster(root: Path, cores: int = 4, memory: str = "3g") -> Iterat
         root / "work",
         f"spark://127.0.0.1:{master_port}",
     )
-    processes: list[subprocess.Popen] = []
     begun = time.monotonic()
-    try:
-        master = "org.apache.spark.deploy.master.Master"
-        processes.append(
-            _spark_class(
-                [master, "--host", "127.0.0.1", "--port", str(master_port)]
-                + ["--webui-port", str(ui_port)],
-                env,
-                root / "master.log",
-            )
+    master = "org.apache.spark.deploy.master.Master"
+    processes.append(
+        _spark_class(
+            [master, "--host", "127.0.0.1", "--port", str(master_port)]
+            + ["--webui-port", str(ui_port)],
+            env,
+            root / "master.log",
         )
-        worker = "org.apache.spark.deploy.worker.Worker"
-        processes.append(
-            _spark_class(
-                [worker, "--host", "127.0.0.1", "--port", str(free_port())]
-                + ["--webui-port", str(free_port()), "--cores", str(cores), "--memory", memory]
-                + ["--work-dir", str(cluster.work_dir), f"spark://127.0.0.1:{master_port}"],
-                env,
-                root / "worker.log",
-            )
+    )
+    worker = "org.apache.spark.deploy.worker.Worker"
+    processes.append(
+        _spark_class(
+            [worker, "--host", "127.0.0.1"]
+            + ["--webui-port", str(free_port()), "--cores", str(cores), "--memory", memory]
+            + ["--work-dir", str(cluster.work_dir), f"spark://127.0.0.1:{master_port}"],
+            env,
+            root / "worker.log",
         )
-        cluster.pids = [p.pid for p in processes]
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            try:
-                if cluster.state().get("aliveworkers") == 1:
-                    break
-            except (OSError, ValueError):
-                # Refused before the UI binds; HTML while it binds (the master page answers
-                # every path until /json/ is attached: seen under load).
-                pass
-            if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
-                logs = "".join((root / f).read_text() for f in ("master.log", "worker.log"))
-                raise RuntimeError(f"the standalone cluster did not come up:\n{logs[-3000:]}")
-            time.sleep(0.25)
-        cluster.started_in = time.monotonic() - begun
-        yield cluster
-    finally:
-        _stop(processes)
+    )
+    cluster.pids = [p.pid for p in processes]
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        try:
+            if cluster.state().get("aliveworkers") == 1:
+                break
+        except (OSError, ValueError):
+            # Refused before the UI binds; HTML while it binds (the master page answers
+            # every path until /json/ is attached: seen under load).
+            pass
+        if time.monotonic() > deadline or any(p.poll() is not None for p in processes):
+            logs = "".join((root / f).read_text() for f in ("master.log", "worker.log"))
+            if any(said in logs for said in ("BindException", "Failed to bind", "already in use")):
+                raise PortTaken(logs[-3000:])
+            raise RuntimeError(f"the standalone cluster did not come up:\n{logs[-3000:]}")
+        time.sleep(0.25)
+    cluster.started_in = time.monotonic() - begun
+    return cluster
