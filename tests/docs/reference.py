@@ -201,7 +201,8 @@ def type_text(param: click.Parameter) -> str:
         text = "one of " + ", ".join(code(getattr(c, "value", c)) for c in kind.choices)
     elif isinstance(kind, (click.IntRange, click.FloatRange)):
         number = "integer" if isinstance(kind, click.IntRange) else "number"
-        text = f"{number}, {_range(kind)}"
+        bounds = _range(kind) if (kind.min, kind.max) != (None, None) else ""
+        text = f"{number}, {bounds}" if bounds else number
     elif isinstance(kind, click.types.FloatParamType):
         text = "number"
     elif isinstance(kind, click.types.IntParamType):
