@@ -10,6 +10,7 @@ import click
 from flink_sql_runner.act.settings import DEFAULT_LOCK_TIMEOUT
 from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import (
+    Seconds,
     env_var,
 )
 from flink_sql_runner.cli.original_flags import (
@@ -52,7 +53,7 @@ from flink_sql_runner.stores import open_store, store_uri_from_legacy
 @click.option("--dry-run", is_flag=True, help="Print what would be converted; write nothing.")
 @click.option(
     "--lock-timeout",
-    type=float,
+    type=Seconds(),
     default=DEFAULT_LOCK_TIMEOUT,
     show_default=True,
     envvar=env_var("LOCK_TIMEOUT"),

@@ -14,6 +14,7 @@ from flink_sql_runner.cli.boundary import handle_errors
 from flink_sql_runner.cli.options import (
     JOB_NAME,
     REMOTE_OPTIONS,
+    Seconds,
     env_var,
     options,
     or_spelled_before,
@@ -70,7 +71,7 @@ def watch_options(func: Any) -> Any:
         envvar = env_var(name[2:].upper().replace("-", "_"))
         stall = name == "--stall-timeout"  # its own message: why the minimum
         func = click.option(
-            name, type=float if stall else click.FloatRange(min=lowest), default=default,
+            name, type=Seconds() if stall else Seconds(min=lowest), default=default,
             show_default=True, envvar=envvar, help=text, callback=_honoured if stall else None,
         )(func)  # fmt: skip
     return func

@@ -212,6 +212,14 @@ def test_bad_watch_settings_exit_2_naming_the_option(tmp_path: Path):
     assert result.returncode == 2
     assert "Invalid value for '--interval': 0.0 is not in the range x>=0.5" in result.stderr
     assert not (tmp_path / "manifests").exists(), "nothing touched"
+    for option in ("--interval", "--stall-timeout", "--backoff-max", "--leader-ttl"):
+        for value in ("nan", "inf"):  # a wait of nan never ends; inf is no wait either
+            result = run_cli("watch", option, value, "--once", "--state-dir", str(tmp_path))
+            assert result.returncode == 2, (option, value, result.stderr)
+            assert f"'{option}': '{value}' is not a finite number of seconds" in result.stderr
+    migrated = run_cli("migrate", "--from", str(tmp_path), "--lock-timeout", "nan")
+    assert migrated.returncode == 2 and "'--lock-timeout'" in migrated.stderr, migrated.stderr
+    assert not (tmp_path / "manifests").exists(), "nothing touched"
 
 
 def test_watch_on_a_metrics_port_in_use_exits_2_and_starts_nothing(tmp_path: Path):
