@@ -33,6 +33,7 @@ from .sink_schema import SchemaRefused, check_before_first_write
 from .spark_internals import UnsupportedSpark
 from .status import Status
 from .storage import Storage
+from .warm_up import warm_up
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_MANIFEST = 0, 1, 2
 POLL_SECONDS = 0.5
@@ -170,6 +171,7 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
         frame = with_metadata(query_frame(spark, doc), doc)
         check_before_first_write(spark, storage, doc, frame)
         if prepared is not None:
+            log(warm_up(spark, doc, prepared.warm_up_seconds, lambda: stop.reason))
             word = prepared.await_go(
                 lambda: stop.reason,
                 checkpoint=checkpoint_summary(storage, doc["checkpoint-location"]),

@@ -53,6 +53,10 @@ def check_prepare(section: Any) -> None:
     timeout = section.get("timeout-seconds", 300)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise BadManifest("prepare.timeout-seconds must be a positive number")
+    warm_up = section.get("warm-up-seconds", 0)
+    number = isinstance(warm_up, (int, float)) and not isinstance(warm_up, bool)
+    if not number or not 0 <= warm_up <= 3600:
+        raise BadManifest("prepare.warm-up-seconds must be a number of seconds, 0 to 3600")
     pinned = section.get("pinned-settings", [])
     if not isinstance(pinned, list) or not all(isinstance(k, str) for k in pinned):
         raise BadManifest("prepare.pinned-settings must be a list of setting names")

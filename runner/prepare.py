@@ -70,6 +70,7 @@ class Prepared:
         self.go_file = section["go-file"]
         self.stop_marker = section.get("stop-marker")
         self.timeout = float(section.get("timeout-seconds", 300))
+        self.warm_up_seconds = float(section.get("warm-up-seconds", 0))
         self.spark_version = spark_version
 
     def report(self, state: str, **fields: Any) -> None:

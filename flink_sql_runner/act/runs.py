@@ -40,17 +40,32 @@ from flink_sql_runner.targets.connectors import Connectors
 T = TypeVar("T")
 
 
+#: The longest a prepared run warms up by default: its first micro-batch, and on a cluster its
+#: executors' start, done while the old run still writes rather than in the pause after it.
+WARM_UP_SECONDS = 20.0
+
+
 @dataclass(frozen=True)
 class Timeouts:
     start: float = 180.0  # until the first trigger completed
     stop: float = 60.0  # from the stop marker to a kill
     poll: float = 0.5
     prepare: float | None = None  # until a warm handover's new run is ready (None: `start`)
+    warm: float | None = None  # a prepared run's warm-up, at most (None: `warm_up`'s default)
 
     @property
     def ready(self) -> float:
         """How long a prepared run has to say it is ready."""
         return self.start if self.prepare is None else self.prepare
+
+    @property
+    def warm_up(self) -> float:
+        """How long a prepared run may spend on its warm-up before it says it is ready
+        (runner/warm_up.py): as given, never past the time it has to be ready; by default a
+        quarter of that, at most WARM_UP_SECONDS."""
+        if self.warm is not None:
+            return min(self.warm, self.ready)
+        return min(WARM_UP_SECONDS, self.ready / 4)
 
 
 DEFAULT_TIMEOUTS = Timeouts()
@@ -327,6 +342,7 @@ class RunControl:
             "go-file": files.go_file,
             "stop-marker": files.stop_marker,
             "timeout-seconds": self.go_timeout,
+            "warm-up-seconds": round(self.timeouts.warm_up, 3),
             "pinned-settings": sorted(PINNED_SPARK_SETTINGS),
         }
         for stale in (files.stop_marker, files.status_file, files.go_file):

@@ -277,7 +277,7 @@ def _deploy_report(plan: Plan, results: dict[str, JobResult], output: str) -> No
 @remote_options
 @original_options()
 @timeout_options
-@options("--handover", "--prepare-timeout", "--kafka-start", "--on-state-change")
+@options("--handover", "--prepare-timeout", "--warm-up", "--kafka-start", "--on-state-change")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @click.option(
     "--prune",
@@ -340,7 +340,7 @@ def deploy(
 @remote_options
 @original_options()
 @timeout_options
-@options("--handover", "--prepare-timeout", "--kafka-start", "--on-state-change")
+@options("--handover", "--prepare-timeout", "--warm-up", "--kafka-start", "--on-state-change")
 @click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")
 @plan_file_options
 @handle_errors

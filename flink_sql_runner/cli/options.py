@@ -273,6 +273,16 @@ _register(
     "[default: the start timeout]",
 )
 _register(
+    "--warm-up",
+    type=Seconds(min=0, max=600),
+    default=None,
+    envvar=env_var("WARM_UP"),
+    help="Seconds a warm handover's new run may spend, before it says it is ready, on one "
+    "micro-batch of made-up rows (nothing of the job's read or written), so that its first "
+    "micro-batch's slowness is paid while the old run still writes, not in the pause. 0: none "
+    "[default: a quarter of the prepare timeout, at most 20]",
+)
+_register(
     "--stop-timeout",
     type=Seconds(),
     default=60,
@@ -490,6 +500,7 @@ def settings_from(paths: tuple[Path, ...] = (), **kw: Any) -> Settings:
             start=kw.get("start_timeout", 180),
             stop=kw.get("stop_timeout", 60),
             prepare=kw.get("prepare_timeout"),
+            warm=kw.get("warm_up"),
         ),
         parallelism=kw.get("parallelism") or DEFAULT_PARALLELISM,
         lock_timeout=kw.get("lock_timeout", DEFAULT_LOCK_TIMEOUT),

@@ -61,6 +61,7 @@ def test_a_change_prepares_the_new_run_stops_the_old_then_gives_the_go(job, acti
     assert submission.runtime_manifest == f"{control}.manifest.json"
     assert runtime["status-file"] == f"{ROOT}/orders/_control/v{version}.status.json"
     assert "spark.sql.shuffle.partitions" in runtime["prepare"]["pinned-settings"]
+    assert runtime["prepare"]["warm-up-seconds"] == 7.5, "a quarter of the 30 s it has"
 
 
 def test_cold_is_the_default_and_a_job_may_choose_either_way():
@@ -130,6 +131,13 @@ def test_the_prepare_timeout_ends_the_wait_for_a_run_never_placed_before_the_sta
     assert clock_at[1] - clock_at[0] < 5, "the cold start began 3 s after, not 30"
     prepared = json.loads(world.state.files[world.target.submissions[0].runtime_manifest])
     assert prepared["prepare"]["timeout-seconds"] == 30 + 2 * 5 + 60, "its go waits as long"
+    assert prepared["prepare"]["warm-up-seconds"] == 0.75, "a quarter of the 3 s it has"
+
+
+@pytest.mark.parametrize(("given", "sent"), [(None, 20.0), (0, 0), (7.5, 7.5), (400, 180)])
+def test_the_warm_up_is_as_given_never_past_the_time_to_be_ready(given, sent):
+    assert Timeouts(warm=given).warm_up == sent
+    assert Timeouts(prepare=40, warm=given).warm_up == (10 if given is None else min(given, 40))
 
 
 def test_a_deployer_killed_after_a_cold_fallback_s_submit_leaves_a_record_of_the_cold_run():

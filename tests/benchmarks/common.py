@@ -17,7 +17,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.support.s3server import CLEARED_ENV, TEST_ENV
+from tests.support.workspace import TEST_TEMPLATE, Workspace
+
+#: The benchmarks' jobs run a micro-batch every second, as their pages say (the suite's
+#: scenarios run one every 3 s, cheaper on 2 cores: tests/support/workspace.py).
+BENCH_TRIGGER = {"processingTime": "1 second"}
+
+
+def bench_workspace(root: Path, **options: Any) -> Workspace:
+    """A scenario workspace whose template gives every job `BENCH_TRIGGER`."""
+    ws = Workspace(root, **options)
+    ws.template.write_text(yaml.safe_dump({**TEST_TEMPLATE, "trigger": BENCH_TRIGGER}))
+    return ws
+
 
 REPO = Path(__file__).resolve().parents[2]
 GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None

@@ -5,15 +5,22 @@ A rate-micro-batch job (1 s trigger, parquet sink) runs; each round deploys one 
 `--handover cold` or `--handover warm`, the two ways alternating in order (cold first in one
 round, warm first in the next) so that neither always runs on a warmer machine:
 
+Warm is measured twice: as `deploy` does it, and with `--warm-up 0` (the new run's first
+micro-batch not warmed up before its go), side by side.
+
 - a config change (its description): a restart from the checkpoint, the same version;
 - a query change (another projection): a clean start of a new version;
 - warm only, a change whose new run cannot start (`spark.driver.memory: banana`): the pre-flight
   fails; the old driver must be the same process before and after, committing on.
 
-The pause in commits is the largest gap between two consecutive committed micro-batches of the
-job (the mtimes of its checkpoints' `commits/<n>` files, old and new version alike) around the
-deploy. Memory: the resident set of every process of the job's runs (JVMs and their Python),
-sampled every 100 ms during the deploy: its peak against the same sum just before.
+The handover's pause is the gap from the old run's last committed micro-batch to the new run's
+first (the mtimes of its checkpoints' `commits/<n>` files, old and new version alike: the two
+commits around the moment the deployer saw the old run gone). The largest gap is the largest
+between two consecutive commits around the deploy: on 2 cores, the new driver's JVM start beside
+the old run can slow the old run's batches more than the handover pauses them. Memory: the
+resident set of every process of the job's runs (JVMs and their Python), sampled every 100 ms
+during the deploy: its peak against the same sum just before. Every job runs a micro-batch every
+second (`BENCH_TRIGGER`).
 """
 
 from __future__ import annotations
@@ -27,11 +34,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from flink_sql_runner.host.timing import ENV as TIMING_ENV
-from tests.benchmarks.common import run_measured
+from tests.benchmarks.common import bench_workspace, run_measured
 from tests.support.workspace import Workspace
 
 JOB = "ticker"
-WAYS = ("cold", "warm")
+#: The ways a change is deployed, side by side: cold, warm, and warm without the new run's
+#: warm-up (runner/warm_up.py), each way's `deploy` options.
+WAYS = ("cold", "warm", "warm, no warm-up")
+WAY_OPTIONS = {
+    "cold": ("--handover", "cold"),
+    "warm": ("--handover", "warm"),
+    "warm, no warm-up": ("--handover", "warm", "--warm-up", "0"),
+}
 FIRST_QUERY = "SELECT value, timestamp AS tick_time FROM ticks"
 
 
@@ -56,12 +70,15 @@ class Round:
     #: Where the pause went, step by step (`pause_steps`): seconds from the old run's last
     #: commit to each step, in order, up to the new run's first commit.
     steps: dict[str, float] = field(default_factory=dict)
+    #: The handover's own pause: from the old run's last commit to the new run's first (the
+    #: gap between two commits that spans the deployer's `stopped`); nan without a handover.
+    handover: float = float("nan")
 
 
 @dataclass
 class HandoverResult:
     rounds: list[Round] = field(default_factory=list)
-    trigger: float = 1.0
+    trigger: float = 1.0  # seconds, BENCH_TRIGGER's
     target: str = "local"
 
     def of(self, kind: str, way: str) -> list[Round]:
@@ -146,27 +163,53 @@ def commits_and_plans(ws: Workspace) -> tuple[list[tuple[float, str]], dict[str,
 DEPLOYER_MARKS = ("stopping", "stopped", "go", "healthy")
 
 
-def pause_steps(ws: Workspace, log: Path, begun: float, ended: float) -> dict[str, float]:
-    """The largest pause around the deploy, step by step: from the old run's last commit, when
-    the deployer wrote the stop marker (`stopping`), saw the old run's processes gone
-    (`stopped`), gave the go (`go`, warm) or submitted (cold), when the new run planned its
-    first batch and committed it, and when the deployer saw it healthy."""
-    commits, planned = commits_and_plans(ws)
-    pairs = [(a, b) for a, b in zip(commits, commits[1:], strict=False)
-             if b[0] >= begun and a[0] <= ended]  # fmt: skip
-    if not pairs:
-        return {}
-    (last, _), (first, key) = max(pairs, key=lambda p: p[1][0] - p[0][0])
+def deployer_marks(log: Path) -> dict[str, float]:
+    """When the deployer marked each step of the job's handover (its timing log's times)."""
     events = {}
     for line in log.read_text().splitlines() if log.exists() else ():
         doc = json.loads(line)
         if doc.get("event") in DEPLOYER_MARKS and doc.get("job") == JOB:
             events[doc["event"]] = float(doc["at"])
-    steps = {name: at - last for name, at in events.items()}
+    return events
+
+
+def handover_gap(
+    commits: list[tuple[float, str]], marks: dict[str, float]
+) -> tuple[tuple[float, str], tuple[float, str]] | None:
+    """The old run's last commit and the new run's first: the two commits around the moment
+    the deployer saw the old run gone (`stopped`); None without a handover."""
+    stopped = marks.get("stopped")
+    if stopped is None:
+        return None
+    before = [c for c in commits if c[0] <= stopped]
+    after = [c for c in commits if c[0] > stopped]
+    return (before[-1], after[0]) if before and after else None
+
+
+def pause_steps(ws: Workspace, log: Path, begun: float, ended: float) -> tuple[dict, float]:
+    """The handover's pause (or, without one, the largest pause around the deploy) step by
+    step: from the old run's last commit, when the deployer wrote the stop marker
+    (`stopping`), saw the old run's processes gone (`stopped`), gave the go (`go`, warm) or
+    submitted (cold), when the new run planned its first batch and committed it, and when the
+    deployer saw it healthy; with the handover's pause (nan without a handover)."""
+    commits, planned = commits_and_plans(ws)
+    marks = deployer_marks(log)
+    pair = handover_gap(commits, marks)
+    if pair is None:
+        pairs = [(a, b) for a, b in zip(commits, commits[1:], strict=False)
+                 if b[0] >= begun and a[0] <= ended]  # fmt: skip
+        if not pairs:
+            return {}, float("nan")
+        pair = max(pairs, key=lambda p: p[1][0] - p[0][0])
+        handover = float("nan")
+    else:
+        handover = pair[1][0] - pair[0][0]
+    (last, _), (first, key) = pair
+    steps = {name: at - last for name, at in marks.items()}
     if key in planned:
         steps["new run planned its first batch"] = planned[key] - last
     steps["new run committed it"] = first - last
-    return dict(sorted(steps.items(), key=lambda item: item[1]))
+    return dict(sorted(steps.items(), key=lambda item: item[1])), handover
 
 
 def largest_gap(times: list[float], begun: float, ended: float) -> float:
@@ -209,7 +252,7 @@ def one_round(ws: Workspace, kind: str, way: str, index: int, state: dict) -> Ro
         printed = ws.root / f"deploy-{kind}-{way}-{index}.txt"
         log = ws.root / f"timing-{kind}-{way}-{index}.jsonl"
         measured = run_measured(
-            ws.argv("deploy", "--handover", way, "--start-timeout", "300"),
+            ws.argv("deploy", *WAY_OPTIONS[way], "--start-timeout", "300"),
             env={**os.environ, TIMING_ENV: str(log)},
             cwd=ws.root,
             stdout=printed,
@@ -229,6 +272,7 @@ def one_round(ws: Workspace, kind: str, way: str, index: int, state: dict) -> Ro
         same = before is not None and before == new
         # What git holds again: the running job.
         write_job(ws, f"back {index}", state["query"], **state.get("properties", {}))
+    steps, handover = pause_steps(ws, log, begun, ended)
     return Round(
         kind,
         way,
@@ -237,7 +281,8 @@ def one_round(ws: Workspace, kind: str, way: str, index: int, state: dict) -> Ro
         rss_before,
         memory.peak,
         same,
-        pause_steps(ws, log, begun, ended),
+        steps,
+        handover,
     )
 
 
@@ -251,7 +296,7 @@ def run(
     """The rounds on `target`: local, or a standalone cluster started here (a master and a
     4-core worker on 127.0.0.1, drivers in cluster mode through the REST gateway)."""
     if target == "local":
-        return _run(Workspace(scratch / "handover"), "local", rounds, settle, say)
+        return _run(bench_workspace(scratch / "handover"), "local", rounds, settle, say)
     from tests.support.standalone_cluster import standalone_cluster
 
     with standalone_cluster(scratch / "standalone") as cluster:
@@ -261,7 +306,7 @@ def run(
             "--cluster-api",
             cluster.web_ui,
         )
-        ws = Workspace(scratch / "handover-standalone", cluster.master, "standalone", options)
+        ws = bench_workspace(scratch / "handover-standalone", cluster.master, "standalone", options)
         try:
             return _run(ws, "standalone", rounds, settle, say)
         finally:
@@ -299,7 +344,7 @@ def _run(
         if first.returncode != 0:
             raise RuntimeError(f"the first deploy failed: {first.stdout}{first.stderr}")
         for index in range(rounds):
-            order = WAYS if index % 2 == 0 else tuple(reversed(WAYS))
+            order = WAYS[index % len(WAYS) :] + WAYS[: index % len(WAYS)]  # each first in turn
             plan = [(kind, way) for kind in ("config", "query") for way in order]
             plan.append(("cannot-start", "warm"))
             for kind, way in plan:
@@ -307,7 +352,8 @@ def _run(
                 done = one_round(ws, kind, way, index, state)
                 result.rounds.append(done)
                 say(
-                    f"  round {index + 1}/{rounds} {kind:<12} {way}: pause {done.pause:5.1f} s, "
+                    f"  round {index + 1}/{rounds} {kind:<12} {way}: handover "
+                    f"{done.handover:5.1f} s, largest gap {done.pause:5.1f} s, "
                     f"deploy {done.deploy:5.1f} s, memory {done.rss_before:.0f} -> "
                     f"{done.rss_peak:.0f} MiB"
                     + (f", same driver: {done.same_driver}" if done.same_driver is not None else "")

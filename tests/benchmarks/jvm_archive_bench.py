@@ -29,16 +29,15 @@ from pathlib import Path
 
 from flink_sql_runner.targets.jvm_archive import make_archive
 from flink_sql_runner.targets.sparksubmit import find_spark_submit
-from tests.benchmarks.common import compile_deployer
+from tests.benchmarks.common import bench_workspace, compile_deployer
 from tests.benchmarks.recovery_bench import one_round, start_watcher
 from tests.benchmarks.redeploy_bench import setup
-from tests.support.workspace import Workspace
 
 VARIANTS = ("without archive", "with archive")
 
 
 def run(scratch: Path, rounds: int) -> dict[str, list[tuple[float, float]]]:
-    ws = Workspace(scratch / "jvm")
+    ws = bench_workspace(scratch / "jvm")
     setup(ws)
     on, off = ws.state / "jvm", ws.state / "jvm-aside"
     made = make_archive(on, find_spark_submit())

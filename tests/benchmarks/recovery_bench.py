@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flink_sql_runner.host.timing import ENV as TIMING_ENV
-from tests.benchmarks.common import Stats, Timeline
+from tests.benchmarks.common import Stats, Timeline, bench_workspace
 from tests.benchmarks.redeploy_bench import first_commit_after, setup
 from tests.support.workspace import Workspace, kill_driver
 
@@ -125,7 +125,7 @@ def run(
     settle: float = 5.0,
     say: Callable[[str], None] = print,
 ) -> RecoveryResult:
-    ws = Workspace(scratch / "recovery")
+    ws = bench_workspace(scratch / "recovery")
     setup(ws)
     log = scratch / "recovery-timing.jsonl"
     watcher = None

@@ -20,7 +20,14 @@ from pathlib import Path
 
 from flink_sql_runner.host import processes as procs
 from flink_sql_runner.host.timing import ENV as TIMING_ENV
-from tests.benchmarks.common import Measured, Stats, Timeline, run_measured, timing_events
+from tests.benchmarks.common import (
+    Measured,
+    Stats,
+    Timeline,
+    bench_workspace,
+    run_measured,
+    timing_events,
+)
 from tests.support.workspace import Workspace
 
 JOB = "ticker"
@@ -139,7 +146,7 @@ def one_round(ws: Workspace, index: int, log: Path) -> Round:
 def run(
     scratch: Path, rounds: int = 5, settle: float = 3.0, say: Callable[[str], None] = print
 ) -> RedeployResult:
-    ws = Workspace(scratch / "redeploy")
+    ws = bench_workspace(scratch / "redeploy")
     setup(ws)
     log = scratch / "redeploy-timing.jsonl"
     try:

@@ -357,6 +357,7 @@ def handover_section(result: handover_bench.HandoverResult) -> str:
                     kind,
                     way,
                     len(done),
+                    med([r.handover for r in done if r.handover == r.handover]),
                     med([r.pause for r in done]),
                     med([r.deploy for r in done]),
                     f"{statistics.median([r.rss_before for r in done]):.0f}",
@@ -369,7 +370,8 @@ def handover_section(result: handover_bench.HandoverResult) -> str:
             "change",
             "handover",
             "rounds",
-            "pause in commits, s: median (min-max)",
+            "handover's pause, s: median (min-max)",
+            "largest gap in commits, s",
             "deploy, s",
             "memory before, MiB",
             "peak during, MiB",
@@ -380,11 +382,17 @@ def handover_section(result: handover_bench.HandoverResult) -> str:
     ratios = []
     for kind in ("config", "query"):
         cold, warm = result.of(kind, "cold"), result.of(kind, "warm")
+        unwarmed = result.of(kind, "warm, no warm-up")
         if cold and warm:
-            ratio = statistics.median([r.pause for r in warm]) / statistics.median(
-                [r.pause for r in cold]
+            ratio = statistics.median([r.handover for r in warm]) / statistics.median(
+                [r.handover for r in cold]
             )
             ratios.append(f"{kind} change: warm pause / cold pause = {ratio:.2f}")
+        if unwarmed and warm:
+            ratio = statistics.median([r.handover for r in warm]) / statistics.median(
+                [r.handover for r in unwarmed]
+            )
+            ratios.append(f"{kind} change: warm pause / without the warm-up = {ratio:.2f}")
     where = (
         "local Spark"
         if result.target == "local"
@@ -396,11 +404,14 @@ def handover_section(result: handover_bench.HandoverResult) -> str:
             f"#### Warm and cold handovers, side by side, on {result.target}",
             "",
             f"A rate-micro-batch job (1 s trigger, parquet sink, {where}); each round deploys "
-            "a config change and a query change once cold and once warm (the order alternating "
-            "by round), and a warm change whose new run cannot start "
-            "(`spark.driver.memory: banana`). Pause: the largest gap between two committed "
-            "micro-batches around the deploy. Memory: the resident set of the job's drivers "
-            "(JVMs and Python), before the deploy and at its peak during it.",
+            "a config change and a query change each way (cold, warm, warm without the warm-up; "
+            "each way first in turn), and a warm change whose new run cannot start "
+            "(`spark.driver.memory: banana`). Warm is measured as `deploy` does it and with "
+            "`--warm-up 0`. The handover's pause: from the old run's last committed micro-batch "
+            "to the new run's first. The largest gap: the largest between two commits around "
+            "the deploy (on 2 cores the new driver's JVM start slows the old run's batches "
+            "too). Memory: the resident set of the job's drivers (JVMs and Python), before the "
+            "deploy and at its peak during it.",
             "",
             table,
             "",
@@ -427,7 +438,8 @@ def _pause_steps(result: handover_bench.HandoverResult) -> list[str]:
         return []
     return [
         "",
-        "Where the pause went: seconds from the old run's last commit (median of the rounds) to "
+        "Where the handover's pause went (or, without a handover, the largest gap's): seconds "
+        "from the old run's last commit (median of the rounds) to "
         "the deployer's stop marker (`stopping`), the old run's processes gone (`stopped`), the "
         "go (warm), the new run's first batch planned and committed, the deployer's `healthy`.",
         "",

@@ -165,17 +165,27 @@ def test_handover_report_compares_the_ways_and_measures_the_largest_gap() -> Non
     times = [0.0, 1.0, 2.0, 9.5, 10.5]  # the deploy ran from 1.5 to 9.0: the gap 2.0 -> 9.5
     assert h.largest_gap(times, 1.5, 9.0) == 7.5
     assert h.largest_gap(times, 10.0, 10.2) == 1.0
+    # The handover's own gap: the commits around the deployer's `stopped`, not the largest.
+    commits = [(0.0, "v1/0"), (1.0, "v1/1"), (4.5, "v1/2"), (5.0, "v1/3"), (6.2, "v1/4")]
+    assert h.handover_gap(commits, {"stopping": 4.8, "stopped": 5.4}) == (
+        (5.0, "v1/3"),
+        (6.2, "v1/4"),
+    )
+    assert h.handover_gap(commits, {}) is None, "no handover: a pre-flight that failed"
     result = h.HandoverResult(
         [
-            h.Round("config", "cold", 12.0, 15.0, 500, 520),
-            h.Round("config", "warm", 2.0, 30.0, 500, 1010),
+            h.Round("config", "cold", 12.0, 15.0, 500, 520, handover=11.0),
+            h.Round("config", "warm", 3.0, 30.0, 500, 1010, handover=1.2),
+            h.Round("config", "warm, no warm-up", 3.1, 28.0, 500, 1000, handover=2.4),
             h.Round("cannot-start", "warm", 1.0, 25.0, 500, 900, same_driver=True),
         ]
     )
     text = report.handover_section(result)
-    assert "| config | warm | 1 | 2.0 (2.0-2.0) | 30.0 (30.0-30.0) | 500 | 1010 | - |" in text
-    assert "| cannot-start | warm | 1 | 1.0 (1.0-1.0) |" in text and "| True |" in text
-    assert "config change: warm pause / cold pause = 0.17" in text
+    row = "| config | warm | 1 | 1.2 (1.2-1.2) | 3.0 (3.0-3.0) | 30.0 (30.0-30.0) | 500 | 1010 |"
+    assert row + " - |" in text
+    assert "| cannot-start | warm | 1 | - | 1.0 (1.0-1.0) |" in text and "| True |" in text
+    assert "config change: warm pause / cold pause = 0.11" in text
+    assert "config change: warm pause / without the warm-up = 0.50" in text
 
 
 def test_watch_report_splits_the_store_from_the_checkpoint_storage() -> None:

@@ -152,4 +152,8 @@ def test_a_timeout_that_is_no_finite_number_is_refused_before_anything(tmp_path:
         refused = cli("deploy", "--path", str(jobs), *TABLES, "--state-dir", str(state),
                       option, "nan")  # fmt: skip
         assert refused.returncode == 2 and option in refused.stderr, refused.stderr
+    for value in ("-1", "601", "nan", "inf"):  # 0 is none; the runner takes at most 3600
+        refused = cli("deploy", "--path", str(jobs), *TABLES, "--state-dir", str(state),
+                      "--warm-up", value)  # fmt: skip
+        assert refused.returncode == 2 and "--warm-up" in refused.stderr, refused.stderr
     assert not state.exists(), "nothing touched"

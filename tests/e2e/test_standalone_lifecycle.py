@@ -172,6 +172,11 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     assert cluster.active_apps() == ["flink-sql-runner-ticks-job-v1"], "one driver at a time"
     second = record(ws, 1)
     assert second["submission_id"] != first["submission_id"]
+    # before it said ready, the new driver warmed up on its executors: into the noop sink, for
+    # a folder of the driver is not theirs (runner/warm_up.py)
+    driver_logs = [cluster.work_dir / second["submission_id"] / n for n in ("stdout", "stderr")]
+    said = "".join(p.read_text(errors="replace") for p in driver_logs if p.exists())
+    assert "(one micro-batch into noop)" in said, said[-3000:]
     stored = ws.stored("ticks-job")
     assert stored["meta"]["query-version"] == 1
     # the new run's first batch is in (it was healthy); one more of its batches (7 rows)

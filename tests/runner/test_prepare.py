@@ -33,6 +33,7 @@ def prepared_manifest(tmp_path: Path, timeout: float = 60, **overrides: Any) -> 
                 "status-file": str(control / "v1.prepared.status.json"),
                 "go-file": str(control / "v1.go.json"),
                 "timeout-seconds": timeout,
+                "warm-up-seconds": 30,
                 "pinned-settings": ["spark.sql.shuffle.partitions", "spark.not.set.here"],
             },
         },
@@ -77,7 +78,7 @@ def version_status(tmp_path: Path) -> dict[str, Any]:
 
 
 @pytest.mark.spark
-def test_a_prepared_run_writes_nothing_until_its_go_then_runs_as_any_other(spark, tmp_path):
+def test_a_prepared_run_writes_nothing_until_its_go_then_runs_as_any_other(spark, tmp_path, capfd):
     write_input(tmp_path, "a", range(5))
     run = Run(spark, tmp_path, prepared_manifest(tmp_path))
     wait_for(lambda: run.state() == "ready", timeout=120, what="the run to be ready")
@@ -86,6 +87,7 @@ def test_a_prepared_run_writes_nothing_until_its_go_then_runs_as_any_other(spark
     assert ready["run-id"] == "run-1" and ready["spark-version"] == spark.version
     assert ready["checkpoint"] == {"last-committed": None, "last-offsets": None}
     assert set(ready["conf"]) <= {"spark.sql.shuffle.partitions"}  # only what it sets itself
+    assert "warmed up in " in capfd.readouterr().err, "one micro-batch before it said ready"
     # nothing of the job's is written: no checkpoint, no sink, the old run's status untouched
     assert not (tmp_path / "ckpt").exists() and not (tmp_path / "out").exists()
     assert version_status(tmp_path) == OLD_STATUS
@@ -154,6 +156,11 @@ def test_a_prepared_run_that_cannot_start_fails_on_its_own_status_file(spark, tm
         ({"status-file": "/s", "go-file": "/g", "timeout-seconds": 0}, "timeout-seconds"),
         ({"status-file": "/s", "go-file": "/g", "timeout-seconds": True}, "timeout-seconds"),
         ({"status-file": "/s", "go-file": "/g", "pinned-settings": "x"}, "pinned-settings"),
+        ({"status-file": "/s", "go-file": "/g", "warm-up-seconds": -1}, "warm-up-seconds"),
+        ({"status-file": "/s", "go-file": "/g", "warm-up-seconds": "5"}, "warm-up-seconds"),
+        ({"status-file": "/s", "go-file": "/g", "warm-up-seconds": False}, "warm-up-seconds"),
+        ({"status-file": "/s", "go-file": "/g", "warm-up-seconds": float("nan")}, "warm-up"),
+        ({"status-file": "/s", "go-file": "/g", "warm-up-seconds": float("inf")}, "warm-up"),
     ],
 )
 def test_a_bad_prepare_section_is_refused(tmp_path, prepare, message):
