@@ -30,13 +30,16 @@ from .manifest import load_manifest
 from .prepare import NoGo, Prepared, checkpoint_summary, pinned_conf
 from .query import query_frame, register_sources, start_query, with_metadata
 from .sink_schema import SchemaRefused, check_before_first_write
-from .spark_internals import UnsupportedSpark
+from .spark_internals import UnsupportedSpark, stop_session
 from .status import Status
 from .storage import Storage
 from .warm_up import warm_up
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_MANIFEST = 0, 1, 2
 POLL_SECONDS = 0.5
+#: The same where the stop marker is on a local folder: a look costs a `stat`, and a warm
+#: handover's pause waits for it (on S3 each look is a request, paid for).
+LOCAL_POLL_SECONDS = 0.2
 #: How long a stop waits for the running micro-batch to finish before it interrupts it.
 BATCH_DRAIN_SECONDS = 30.0
 #: How often a stop looks whether the running micro-batch has committed.
@@ -83,10 +86,18 @@ def _last_batch(query: Any) -> int | None:
     return (query.lastProgress or {}).get("batchId")
 
 
+def poll_seconds(marker: str | None) -> float:
+    """How often a running query's loop looks at its stop marker: LOCAL_POLL_SECONDS for a
+    marker on a local folder (a path, or a `file:` URI), POLL_SECONDS on any other storage."""
+    local = bool(marker) and (marker.startswith("/") or marker.startswith("file:"))
+    return LOCAL_POLL_SECONDS if local else POLL_SECONDS
+
+
 def watch(
     query: Any, storage: Storage, doc: dict[str, Any], status: Status, stop: StopRequest
 ) -> int:
     marker = doc.get("stop-marker")
+    poll = poll_seconds(marker)
     while True:
         if stop.reason is None and marker and storage.exists(marker):
             stop.reason = f"stop marker {marker}"
@@ -112,17 +123,17 @@ def watch(
             status.set("active", progress.get("batchId"))
             log(f"active: first trigger done (batch {progress.get('batchId')})")
         status.beat(query)
-        wait_a_little(query)
+        wait_a_little(query, poll)
 
 
-def wait_a_little(query: Any) -> None:
-    """Up to POLL_SECONDS, less when the query ends (an availableNow or once trigger runs out of
+def wait_a_little(query: Any, seconds: float = POLL_SECONDS) -> None:
+    """Up to `seconds`, less when the query ends (an availableNow or once trigger runs out of
     data): the runner exits as soon as the query does."""
     try:
-        query.awaitTermination(POLL_SECONDS)
+        query.awaitTermination(seconds)
     except Exception:  # noqa: BLE001 - the query failed; watch() reports query.exception()
         if query.isActive:  # something else failed: do not spin
-            time.sleep(POLL_SECONDS)
+            time.sleep(seconds)
 
 
 def run(manifest_location: str) -> int:
@@ -137,7 +148,7 @@ def run(manifest_location: str) -> int:
         return run_on(spark, manifest_location, stop)
     finally:
         try:
-            spark.stop()
+            stop_session(spark)
         except Exception:  # noqa: BLE001 - exiting anyway
             pass
 
@@ -167,11 +178,13 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
             + (" (prepared: it waits for a go)" if prepared else "")
         )
         status.set("preparing" if prepared else "starting")
+        if prepared is not None:  # before the job's code: a listener it adds never hears of it
+            seconds = prepared.warm_up_seconds
+            log(warm_up(spark, doc, seconds, lambda: stop.reason or prepared.ending()))
         register_sources(spark, doc)
         frame = with_metadata(query_frame(spark, doc), doc)
         check_before_first_write(spark, storage, doc, frame)
         if prepared is not None:
-            log(warm_up(spark, doc, prepared.warm_up_seconds, lambda: stop.reason))
             word = prepared.await_go(
                 lambda: stop.reason,
                 checkpoint=checkpoint_summary(storage, doc["checkpoint-location"]),

@@ -29,7 +29,9 @@ from typing import Any
 from .log import log, utc_now
 from .storage import Storage
 
-POLL_SECONDS = 0.25
+#: How often a prepared run looks for its word: the go is in the handover's pause, and the
+#: wait lasts seconds (a read of one small file each time, on S3 a GET).
+POLL_SECONDS = 0.1
 EXIT_ABORTED, EXIT_EXPIRED = 0, 1
 
 
@@ -109,6 +111,14 @@ class Prepared:
         except Exception as exc:  # noqa: BLE001 - not readable now: asked again
             log(f"cannot read {self.stop_marker}: {exc}")
             return False
+
+    def ending(self) -> str | None:
+        """Why the deployer wants this run to end before its go (its abort word, or its own
+        stop marker), None while it does not."""
+        word = self.word()
+        if word is not None and "abort" in word:
+            return str(word.get("abort") or "aborted")
+        return f"stop marker {self.stop_marker}" if self.aborted_by_marker() else None
 
     def await_go(self, stopping: Any, **ready: Any) -> dict[str, Any]:
         """Say `ready`, then wait: the go word once given; NoGo on an abort, the timeout or a

@@ -342,3 +342,16 @@ def _fill_tree(tree: list[dict[str, Any]], expr: Any) -> None:
                     doc[key] = f"<{getattr(one, key)()}>"
                 except Exception:  # noqa: BLE001 - left null: canon marks it unknown
                     continue
+
+
+def stop_session(spark: Any) -> None:
+    """`spark.stop()`, less PySpark's wait for its accumulator server to see it asked to stop
+    (`socketserver` looks every 0.5 s): the process ends right after, and that server's thread
+    is a daemon. A stopped run's processes are gone that much sooner, which a warm handover's go
+    waits for. On a PySpark without that server (`_accumulatorServer`), `spark.stop()` as is."""
+    context = spark.sparkContext
+    server = getattr(context, "_accumulatorServer", None)
+    if server is not None and hasattr(server, "server_shutdown"):
+        server.server_shutdown = True  # what its own shutdown() sets first: no update is taken
+        context._accumulatorServer = None  # so that SparkContext.stop() does not wait for it
+    spark.stop()

@@ -15,8 +15,10 @@ of sink:
   anywhere but the warm-up's checkpoint, which only the driver writes: into its temporary
   folder);
 - it waits at most `prepare.warm-up-seconds` (a cluster may have no room yet for the new run's
-  executors: then it stops the warm-up and says `ready` without it) and ends at once on a stop
-  request;
+  executors: then it stops the warm-up and says `ready` without it; the deployer waits that much
+  longer for `ready`) and ends at once on a stop request or the deployer's abort;
+- it runs before the job's own code, so a listener that code adds is never told of it; a
+  listener named in the job's Spark settings sees one query named `warm-up <run id>`;
 - any failure is logged and the run goes on as it would have without it: the warm-up only ever
   saves time.
 """
@@ -34,9 +36,11 @@ from .failures import error_text
 from .file_sink import file_sink_of
 from .log import log
 from .manifest import options_of
+from .spark_internals import file_format_name
 
-#: How often the warm-up looks whether its micro-batch has committed.
-POLL_SECONDS = 0.05
+#: How often the warm-up looks whether its micro-batch has committed, and for a stop request
+#: or the deployer's abort (`stopping`: on S3 a request or two each time).
+POLL_SECONDS = 0.1
 ROWS = 20
 #: One task per core the run has (each executor's used once), at most this many.
 MAX_TASKS = 64
@@ -44,7 +48,8 @@ MAX_TASKS = 64
 
 def warm_up(spark: Any, doc: dict[str, Any], seconds: float, stopping: Callable[[], Any]) -> str:
     """Run the warm-up micro-batch of `doc`'s run, for at most `seconds`; say how it went (for
-    the log). `stopping()` is the run's stop request (None while there is none)."""
+    the log). `stopping()` says why the run is to end (a signal, the deployer's abort), None
+    while it is not."""
     if seconds <= 0:
         return "no warm-up (prepare.warm-up-seconds is 0)"
     folder = Path(tempfile.mkdtemp(prefix="flink-sql-runner-warm-up-"))
@@ -58,7 +63,7 @@ def warm_up(spark: Any, doc: dict[str, Any], seconds: float, stopping: Callable[
             .option("numPartitions", min(MAX_TASKS, max(1, spark.sparkContext.defaultParallelism)))
             .load()
         )
-        if fmt is not None and fmt.lower() == "text":  # one text column, the only one it takes
+        if fmt is not None and file_format_name(spark, fmt) == "text":  # one text column only
             rows = rows.selectExpr("CAST(value AS STRING) AS text")
         else:
             rows = rows.selectExpr("value", "timestamp", "CAST(value AS STRING) AS text")
@@ -74,7 +79,7 @@ def warm_up(spark: Any, doc: dict[str, Any], seconds: float, stopping: Callable[
         deadline = began + seconds
         while query.isActive and query.lastProgress is None:
             if stopping() is not None:
-                return "warm-up cut short by a stop request"
+                return "warm-up cut short: the run is to end"
             if time.monotonic() >= deadline:
                 return f"warm-up not done within {seconds:g} s (no room for executors yet?)"
             query.awaitTermination(POLL_SECONDS)

@@ -59,6 +59,7 @@ MATRIX_TESTS = (
     "tests/runner/test_lifecycle.py",
     "tests/runner/test_parquet_footer.py",
     "tests/runner/test_sink_read_attacks.py",
+    "tests/runner/test_warm_up.py",
     "tests/targets/test_sparksubmit.py",
     "tests/read/test_intervals.py",
     "tests/e2e/test_local_lifecycle.py",
@@ -70,6 +71,7 @@ MATRIX_TESTS = (
 ONLY_ON = {
     "tests/runner/test_state_restart.py": ("3.5",),
     "tests/runner/test_sink_read_attacks.py": ("3.5",),
+    "tests/runner/test_warm_up.py": ("3.5",),
 }
 
 

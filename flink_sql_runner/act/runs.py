@@ -61,11 +61,9 @@ class Timeouts:
     @property
     def warm_up(self) -> float:
         """How long a prepared run may spend on its warm-up before it says it is ready
-        (runner/warm_up.py): as given, never past the time it has to be ready; by default a
-        quarter of that, at most WARM_UP_SECONDS."""
-        if self.warm is not None:
-            return min(self.warm, self.ready)
-        return min(WARM_UP_SECONDS, self.ready / 4)
+        (runner/warm_up.py), on top of the time it has to be ready: as given; by default a
+        quarter of that time, at most WARM_UP_SECONDS."""
+        return min(WARM_UP_SECONDS, self.ready / 4) if self.warm is None else self.warm
 
 
 DEFAULT_TIMEOUTS = Timeouts()
@@ -359,7 +357,8 @@ class RunControl:
                 raise
             raise PrepareFailed(str(exc), True) from None
         run = started.run
-        deadline = self.clock() + self.timeouts.ready
+        waits = self.timeouts.ready + self.timeouts.warm_up  # its warm-up on top
+        deadline = self.clock() + waits
         said = None
         while True:
             status = self._status_at(files.status_file, run_id)
@@ -387,7 +386,7 @@ class RunControl:
                 raise self._not_prepared(
                     run,
                     files,
-                    f"{why} within {round(self.timeouts.ready, 1):g} s",
+                    f"{why} within {round(waits, 1):g} s",
                     cold=True,
                     at_once=said is None,
                 )

@@ -279,7 +279,8 @@ _register(
     envvar=env_var("WARM_UP"),
     help="Seconds a warm handover's new run may spend, before it says it is ready, on one "
     "micro-batch of made-up rows (nothing of the job's read or written), so that its first "
-    "micro-batch's slowness is paid while the old run still writes, not in the pause. 0: none "
+    "micro-batch's slowness is paid while the old run still writes, not in the pause; the "
+    "deployer waits that much longer than the prepare timeout for it. 0: none "
     "[default: a quarter of the prepare timeout, at most 20]",
 )
 _register(

@@ -1,13 +1,18 @@
 """The runner's watch loop on fake queries: it returns as soon as the query ends, not at its
-next poll, and reports a failed query."""
+next poll, and reports a failed query; the session stopped without waiting out PySpark's
+accumulator server."""
 
 from __future__ import annotations
 
 import json
 import time
+from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from runner import lifecycle
+from runner.spark_internals import stop_session
 from runner.status import HEARTBEAT_SECONDS, KEEP_RUNS, Status
 from runner.storage import Storage
 
@@ -45,6 +50,38 @@ def test_an_ended_query_is_seen_at_once_not_at_the_next_poll() -> None:
     assert (code, status.state) == (lifecycle.EXIT_OK, "finished")
     assert query.waits == [lifecycle.POLL_SECONDS]
     assert time.monotonic() - begun < lifecycle.POLL_SECONDS / 2
+
+
+def test_a_stop_marker_on_a_local_folder_is_looked_at_more_often_than_one_on_s3() -> None:
+    assert lifecycle.poll_seconds("/state/checkpoints/j/_control/v1.stop") == 0.2
+    assert lifecycle.poll_seconds("file:///state/checkpoints/j/_control/v1.stop") == 0.2
+    for elsewhere in ("s3a://bucket/j/_control/v1.stop", "hdfs://nn:8020/j/v1.stop", None, ""):
+        assert lifecycle.poll_seconds(elsewhere) == lifecycle.POLL_SECONDS == 0.5
+    query = ThreeLooks()
+    status = Status(storage=None, location=None, run_id="run-1")  # type: ignore[arg-type]
+    doc = {"stop-marker": "/nowhere/v1.stop"}
+    lifecycle.watch(query, NoMarker(), doc, status, lifecycle.StopRequest())  # type: ignore[arg-type]
+    assert query.waits == [0.2, 0.2, 0.2]
+
+
+class ThreeLooks:
+    """A query that runs for three of the loop's looks, then ends."""
+
+    def __init__(self) -> None:
+        self.isActive, self.status, self.lastProgress = True, {"isTriggerActive": False}, None
+        self.waits: list[float] = []
+
+    def awaitTermination(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.isActive = len(self.waits) < 3
+
+    def exception(self) -> None:
+        return None
+
+
+class NoMarker:
+    def exists(self, location: str) -> bool:
+        return False
 
 
 def test_a_failed_query_is_reported_with_its_error() -> None:
@@ -303,3 +340,33 @@ def test_a_query_between_batches_is_stopped_at_once() -> None:
     query.status["isTriggerActive"] = False
     assert stop(query) == "between micro-batches"
     assert query.stopped_at == 0.0
+
+
+class AccumulatorServer:
+    """PySpark's: its shutdown() waits up to 0.5 s for its loop to look."""
+
+    server_shutdown = False
+
+    def shutdown(self) -> None:
+        raise AssertionError("waited for the accumulator server's loop")
+
+
+def test_a_run_stops_its_session_without_waiting_for_the_accumulator_servers_loop() -> None:
+    server = AccumulatorServer()
+    stopped: list[bool] = []
+    context = SimpleNamespace(_accumulatorServer=server)
+
+    def stop() -> None:  # SparkContext.stop() shuts down what is left in _accumulatorServer
+        if context._accumulatorServer is not None:
+            context._accumulatorServer.shutdown()
+        stopped.append(True)
+
+    stop_session(SimpleNamespace(sparkContext=context, stop=stop))
+    assert stopped == [True] and server.server_shutdown is True
+
+
+@pytest.mark.spark
+def test_pyspark_has_the_accumulator_server_the_stop_skips_waiting_for(spark) -> None:
+    """On every Spark line of the matrix: the attribute stop_session relies on is there."""
+    server = spark.sparkContext._accumulatorServer
+    assert server is not None and server.server_shutdown is False

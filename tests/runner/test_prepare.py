@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +225,43 @@ def test_starts_given_with_the_go_reach_only_the_tables_named() -> None:
     assert starts_from_word(doc, {"starting-offsets": {"orders": '{"o": {"0": 9}}'}})
     assert doc["tables"]["orders"]["options"]["startingOffsets"] == '{"o": {"0": 9}}'
     assert "new-partitions" not in doc["tables"]["orders"]
+
+
+LISTENING_CODE = """
+import builtins
+from pyspark.sql.streaming import StreamingQueryListener
+
+class Heard(StreamingQueryListener):
+    def onQueryStarted(self, event): builtins.HEARD.append(("started", event.name))
+    def onQueryProgress(self, event): builtins.HEARD.append(("rows", event.progress.numInputRows))
+    def onQueryIdle(self, event): pass
+    def onQueryTerminated(self, event): builtins.HEARD.append(("terminated", None))
+
+builtins.LISTENER = Heard()
+spark.streams.addListener(builtins.LISTENER)
+execution_output = spark.readStream.format("rate").load()
+"""
+
+
+@pytest.mark.spark
+def test_a_listener_the_jobs_code_adds_never_hears_of_the_warm_up(spark, tmp_path, capfd):
+    """The warm-up runs before the job's code: a listener that code adds (to count or export
+    the job's rows) is told nothing before the go (review of issue 57: it heard the warm-up's
+    query start, its 20 made-up rows and its end as the job's)."""
+    import builtins
+
+    builtins.HEARD = []  # type: ignore[attr-defined]
+    write_input(tmp_path, "a", range(3))
+    doc = prepared_manifest(tmp_path, sql=None, code=LISTENING_CODE)
+    run = Run(spark, tmp_path, doc)
+    try:
+        wait_for(lambda: run.state() == "ready", timeout=120, what="the run to be ready")
+        assert "warmed up in " in capfd.readouterr().err
+        time.sleep(1.5)  # Spark's listener bus is asynchronous
+        assert builtins.HEARD == [], builtins.HEARD  # type: ignore[attr-defined]
+        run.word(**{"run-id": "run-1", "abort": "not this time"})
+        assert run.ended() == EXIT_ABORTED
+    finally:
+        if hasattr(builtins, "LISTENER"):
+            spark.streams.removeListener(builtins.LISTENER)
+            del builtins.LISTENER
