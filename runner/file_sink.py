@@ -61,9 +61,9 @@ def sink_batch_segments(
     """
     checkpoint = doc["checkpoint-location"].rstrip("/")
     record_location = f"{checkpoint}/{SINK_OFFSET_FILE}"
-    text = storage.read(record_location)
+    recorded = recorded_segments(storage, checkpoint)
     offsets = numbers(storage.names(f"{checkpoint}/offsets"))
-    if not text:
+    if recorded is None:
         first = 0 if offsets else last_sink_batch(storage, path) + 1
         segments = [[0, first]]
         storage.write(record_location, json.dumps({"segments": segments, "sink-path": path}))
@@ -75,8 +75,7 @@ def sink_batch_segments(
                 f"batches are written as {first}, {first + 1}, ..."
             )
         return segments
-    record = json.loads(text)
-    segments = record.get("segments") or [[0, int(record["sink-batch-offset"])]]
+    segments = recorded
     if continued_unclaimed(storage, checkpoint, path):
         # A copy of another version's checkpoint goes on with its batch ids; it claims them
         # from its next batch, so that the version it was copied from, restarted later, moves
@@ -109,6 +108,29 @@ def sink_batch_segments(
         f"batches from {move_from} are written as {start}, {start + 1}, ..."
     )
     return segments
+
+
+def recorded_segments(storage: Storage, checkpoint: str) -> list[list[int]] | None:
+    """The segments kept in the checkpoint (`sink_batch_segments`), None before the first."""
+    text = storage.read(f"{checkpoint.rstrip('/')}/{SINK_OFFSET_FILE}")
+    if not text:
+        return None
+    record = json.loads(text)
+    return record.get("segments") or [[0, int(record["sink-batch-offset"])]]
+
+
+def writes_shifted(storage: Storage, doc: dict[str, Any], path: str) -> bool:
+    """Whether the run's start will write the file sink at `path` through foreachBatch
+    (`shifted_file_sink`), read without writing: its checkpoint's segments say so, or, before
+    its first, whether it is new and the sink already holds batches. A guess where claims of
+    other checkpoints move it (only the warm-up asks)."""
+    checkpoint = doc["checkpoint-location"].rstrip("/")
+    recorded = recorded_segments(storage, checkpoint)
+    if recorded is not None:
+        return recorded != [[0, 0]]
+    if numbers(storage.names(f"{checkpoint}/offsets")):
+        return False
+    return last_sink_batch(storage, path) >= 0
 
 
 def continued_unclaimed(storage: Storage, checkpoint: str, path: str) -> bool:

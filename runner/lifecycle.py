@@ -86,18 +86,18 @@ def _last_batch(query: Any) -> int | None:
     return (query.lastProgress or {}).get("batchId")
 
 
-def poll_seconds(marker: str | None) -> float:
+def poll_seconds(storage: Storage, marker: str | None) -> float:
     """How often a running query's loop looks at its stop marker: LOCAL_POLL_SECONDS for a
-    marker on a local folder (a path, or a `file:` URI), POLL_SECONDS on any other storage."""
-    local = bool(marker) and (marker.startswith("/") or marker.startswith("file:"))
-    return LOCAL_POLL_SECONDS if local else POLL_SECONDS
+    marker on this machine's disk (as the storage reads it: a path without a scheme is on the
+    default file system), POLL_SECONDS on any other storage."""
+    return LOCAL_POLL_SECONDS if marker and storage.is_local(marker) else POLL_SECONDS
 
 
 def watch(
     query: Any, storage: Storage, doc: dict[str, Any], status: Status, stop: StopRequest
 ) -> int:
     marker = doc.get("stop-marker")
-    poll = poll_seconds(marker)
+    poll = poll_seconds(storage, marker)
     while True:
         if stop.reason is None and marker and storage.exists(marker):
             stop.reason = f"stop marker {marker}"
@@ -179,8 +179,9 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
         )
         status.set("preparing" if prepared else "starting")
         if prepared is not None:  # before the job's code: a listener it adds never hears of it
-            seconds = prepared.warm_up_seconds
-            log(warm_up(spark, doc, seconds, lambda: stop.reason or prepared.ending()))
+            seconds, poll = prepared.warm_up_seconds, prepared.poll
+            log(warm_up(spark, doc, seconds, lambda: stop.reason or prepared.ending(), poll))
+            prepared.end_if_told(lambda: stop.reason)  # an abort meanwhile: nothing prepared
         register_sources(spark, doc)
         frame = with_metadata(query_frame(spark, doc), doc)
         check_before_first_write(spark, storage, doc, frame)

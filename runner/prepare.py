@@ -29,9 +29,11 @@ from typing import Any
 from .log import log, utc_now
 from .storage import Storage
 
-#: How often a prepared run looks for its word: the go is in the handover's pause, and the
-#: wait lasts seconds (a read of one small file each time, on S3 a GET).
-POLL_SECONDS = 0.1
+#: How often a prepared run looks for its word: the go is in the handover's pause. Where its
+#: files are on a local folder a look costs a read of a small file; elsewhere (S3, HDFS) a look
+#: is a request or two, paid for, in a wait that may last minutes.
+LOCAL_POLL_SECONDS = 0.1
+POLL_SECONDS = 0.25
 EXIT_ABORTED, EXIT_EXPIRED = 0, 1
 
 
@@ -73,6 +75,7 @@ class Prepared:
         self.stop_marker = section.get("stop-marker")
         self.timeout = float(section.get("timeout-seconds", 300))
         self.warm_up_seconds = float(section.get("warm-up-seconds", 0))
+        self.poll = LOCAL_POLL_SECONDS if storage.is_local(self.go_file) else POLL_SECONDS
         self.spark_version = spark_version
 
     def report(self, state: str, **fields: Any) -> None:
@@ -112,35 +115,42 @@ class Prepared:
             log(f"cannot read {self.stop_marker}: {exc}")
             return False
 
-    def ending(self) -> str | None:
+    def ending(self, word: dict[str, Any] | None = None) -> str | None:
         """Why the deployer wants this run to end before its go (its abort word, or its own
-        stop marker), None while it does not."""
-        word = self.word()
+        stop marker), None while it does not. `word`: the word just read, else read here."""
+        word = self.word() if word is None else word
         if word is not None and "abort" in word:
             return str(word.get("abort") or "aborted")
         return f"stop marker {self.stop_marker}" if self.aborted_by_marker() else None
 
+    def end_if_told(self, stopping: Any, word: dict[str, Any] | None = None) -> None:
+        """NoGo when the deployer aborted this run or the run was asked to stop (`stopping()`
+        returns the reason, or None): looked at before it prepares the job, before it says
+        ready, and before it takes a go (a run told to end never starts its query)."""
+        why = self.ending(word)
+        if why is not None:
+            self.report("aborted", error=why)
+            raise NoGo(f"aborted by the deployer: {why}", EXIT_ABORTED)
+        reason = stopping()
+        if reason is not None:
+            self.report("aborted", error=reason)
+            raise NoGo(f"stopped before its go ({reason})", EXIT_EXPIRED)
+
     def await_go(self, stopping: Any, **ready: Any) -> dict[str, Any]:
         """Say `ready`, then wait: the go word once given; NoGo on an abort, the timeout or a
-        stop request (`stopping()` returns its reason, or None)."""
+        stop request (`stopping()` returns its reason, or None), which win over a go."""
+        self.end_if_told(stopping)
         self.report("ready", **ready)
         log(f"ready: waiting up to {self.timeout:.0f} s for the go in {self.go_file}")
         deadline = time.monotonic() + self.timeout
         while True:
             word = self.word()
+            self.end_if_told(stopping, word)
             if word is not None and word.get("go") is True:
                 log("go: starting the query")
                 return word
-            if (word is not None and "abort" in word) or self.aborted_by_marker():
-                why = str((word or {}).get("abort") or f"stop marker {self.stop_marker}")
-                self.report("aborted", error=why)
-                raise NoGo(f"aborted by the deployer: {why}", EXIT_ABORTED)
-            reason = stopping()
-            if reason is not None:
-                self.report("aborted", error=reason)
-                raise NoGo(f"stopped before its go ({reason})", EXIT_EXPIRED)
             if time.monotonic() >= deadline:
                 why = f"no go within {self.timeout:.0f} s"
                 self.report("expired", error=why)
                 raise NoGo(why, EXIT_EXPIRED)
-            time.sleep(POLL_SECONDS)
+            time.sleep(self.poll)

@@ -345,13 +345,21 @@ def _fill_tree(tree: list[dict[str, Any]], expr: Any) -> None:
 
 
 def stop_session(spark: Any) -> None:
-    """`spark.stop()`, less PySpark's wait for its accumulator server to see it asked to stop
-    (`socketserver` looks every 0.5 s): the process ends right after, and that server's thread
-    is a daemon. A stopped run's processes are gone that much sooner, which a warm handover's go
-    waits for. On a PySpark without that server (`_accumulatorServer`), `spark.stop()` as is."""
-    context = spark.sparkContext
-    server = getattr(context, "_accumulatorServer", None)
-    if server is not None and hasattr(server, "server_shutdown"):
-        server.server_shutdown = True  # what its own shutdown() sets first: no update is taken
+    """`spark.stop()`, less PySpark's wait for its accumulator server's loop to see it asked to
+    stop (`socketserver` looks every 0.5 s): the process ends right after, and that server's
+    thread is a daemon. A stopped run's processes are gone that much sooner, which a warm
+    handover's go waits for. The server is told to stop after Spark's context, as PySpark does
+    it (an update sent meanwhile is still taken). Its Unix-socket form (PySpark 4, when asked
+    for) is stopped as PySpark does it, which removes its socket file; a session without that
+    server (`_accumulatorServer`), as is."""
+    try:
+        context = spark.sparkContext
+        server = getattr(context, "_accumulatorServer", None)
+    except Exception:  # noqa: BLE001 - no context of its own (Spark Connect): stopped as is
+        server = None
+    quick = server is not None and isinstance(getattr(server, "server_address", None), tuple)
+    if quick:
         context._accumulatorServer = None  # so that SparkContext.stop() does not wait for it
     spark.stop()
+    if quick:
+        server.server_shutdown = True  # what its own shutdown() sets once the context stopped

@@ -15,6 +15,7 @@ from runner import lifecycle
 from runner.spark_internals import stop_session
 from runner.status import HEARTBEAT_SECONDS, KEEP_RUNS, Status
 from runner.storage import Storage
+from tests.runner.test_storage_default_fs import FakeHadoopFs, spark_on
 
 
 class FakeQuery:
@@ -53,15 +54,31 @@ def test_an_ended_query_is_seen_at_once_not_at_the_next_poll() -> None:
 
 
 def test_a_stop_marker_on_a_local_folder_is_looked_at_more_often_than_one_on_s3() -> None:
-    assert lifecycle.poll_seconds("/state/checkpoints/j/_control/v1.stop") == 0.2
-    assert lifecycle.poll_seconds("file:///state/checkpoints/j/_control/v1.stop") == 0.2
+    local = Storage(None)
+    assert lifecycle.poll_seconds(local, "/state/checkpoints/j/_control/v1.stop") == 0.2
+    assert lifecycle.poll_seconds(local, "file:///state/checkpoints/j/_control/v1.stop") == 0.2
     for elsewhere in ("s3a://bucket/j/_control/v1.stop", "hdfs://nn:8020/j/v1.stop", None, ""):
-        assert lifecycle.poll_seconds(elsewhere) == lifecycle.POLL_SECONDS == 0.5
+        assert lifecycle.poll_seconds(local, elsewhere) == lifecycle.POLL_SECONDS == 0.5
     query = ThreeLooks()
     status = Status(storage=None, location=None, run_id="run-1")  # type: ignore[arg-type]
     doc = {"stop-marker": "/nowhere/v1.stop"}
     lifecycle.watch(query, NoMarker(), doc, status, lifecycle.StopRequest())  # type: ignore[arg-type]
     assert query.waits == [0.2, 0.2, 0.2]
+
+
+def test_local_is_where_the_storage_says_a_path_is() -> None:
+    """A path without a scheme is on the default file system: on HDFS (YARN) it is a NameNode
+    request, looked at as any other (second review of issue 57: by its spelling, every
+    0.2 s); a relative path on a local default is local."""
+    fs = FakeHadoopFs()
+    on_hdfs = Storage(spark_on("hdfs://nn:8020", fs))
+    query = ThreeLooks()
+    status = Status(storage=None, location=None, run_id="run-1")  # type: ignore[arg-type]
+    marker = "/user/etl/checkpoints/j/_control/v1.stop"
+    lifecycle.watch(query, on_hdfs, {"stop-marker": marker}, status, lifecycle.StopRequest())
+    assert fs.asked and query.waits == [lifecycle.POLL_SECONDS] * 3
+    local = Storage(spark_on("file:///", FakeHadoopFs()))
+    assert lifecycle.poll_seconds(local, "state/j/_control/v1.stop") == 0.2
 
 
 class ThreeLooks:
@@ -82,6 +99,9 @@ class ThreeLooks:
 class NoMarker:
     def exists(self, location: str) -> bool:
         return False
+
+    def is_local(self, location: str) -> bool:
+        return True
 
 
 def test_a_failed_query_is_reported_with_its_error() -> None:
@@ -343,26 +363,55 @@ def test_a_query_between_batches_is_stopped_at_once() -> None:
 
 
 class AccumulatorServer:
-    """PySpark's: its shutdown() waits up to 0.5 s for its loop to look."""
+    """PySpark's: its shutdown() waits up to 0.5 s for its loop to look; TCP unless a path."""
 
-    server_shutdown = False
+    def __init__(self, address: Any = ("127.0.0.1", 40000)) -> None:
+        self.server_address, self.server_shutdown, self.shut_down = address, False, False
 
-    def shutdown(self) -> None:
-        raise AssertionError("waited for the accumulator server's loop")
+    def shutdown(self) -> None:  # PySpark's own: waits for the loop, removes a socket file
+        self.server_shutdown = self.shut_down = True
+
+
+def a_session(server: AccumulatorServer, seen: list[str]) -> Any:
+    context = SimpleNamespace(_accumulatorServer=server)
+
+    def stop() -> None:  # SparkContext.stop(): the JVM's first, then what is left of the server
+        seen.append(f"context stopped, server told: {server.server_shutdown}")
+        if context._accumulatorServer is not None:
+            context._accumulatorServer.shutdown()
+
+    return SimpleNamespace(sparkContext=context, stop=stop)
 
 
 def test_a_run_stops_its_session_without_waiting_for_the_accumulator_servers_loop() -> None:
-    server = AccumulatorServer()
+    """And tells the server to stop only once the context has, as PySpark does (second review
+    of issue 57: told before, an update sent meanwhile went unacknowledged)."""
+    server, seen = AccumulatorServer(), []
+    stop_session(a_session(server, seen))
+    assert seen == ["context stopped, server told: False"]
+    assert server.server_shutdown and not server.shut_down, "not waited for"
+
+
+def test_a_unix_socket_accumulator_server_is_stopped_as_pyspark_does_it() -> None:
+    """Its shutdown removes its socket file (second review of issue 57: one left per run)."""
+    server, seen = AccumulatorServer("/tmp/spark-uds/accumulator.sock"), []
+    stop_session(a_session(server, seen))
+    assert server.shut_down
+
+
+def test_a_session_without_a_context_of_its_own_is_stopped_as_is() -> None:
     stopped: list[bool] = []
-    context = SimpleNamespace(_accumulatorServer=server)
 
-    def stop() -> None:  # SparkContext.stop() shuts down what is left in _accumulatorServer
-        if context._accumulatorServer is not None:
-            context._accumulatorServer.shutdown()
-        stopped.append(True)
+    class Connect:
+        @property
+        def sparkContext(self) -> Any:  # noqa: N802 - PySpark's name
+            raise RuntimeError("not supported in Spark Connect")
 
-    stop_session(SimpleNamespace(sparkContext=context, stop=stop))
-    assert stopped == [True] and server.server_shutdown is True
+        def stop(self) -> None:
+            stopped.append(True)
+
+    stop_session(Connect())
+    assert stopped == [True]
 
 
 @pytest.mark.spark

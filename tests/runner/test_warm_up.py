@@ -14,10 +14,13 @@ from typing import Any
 import pytest
 
 from runner import lifecycle
+from runner import prepare as prepare_module
 from runner import warm_up as warm_up_module
+from runner.file_sink import SINK_OFFSET_FILE, writes_shifted
 from runner.prepare import EXIT_ABORTED
+from runner.storage import Storage
 from runner.warm_up import warm_up
-from tests.support.runner_jobs import manifest
+from tests.support.runner_jobs import manifest, run_to_end, write_input
 
 
 @pytest.fixture
@@ -101,7 +104,7 @@ def test_it_ends_after_its_seconds_whether_or_not_its_batch_ran(spark, tmp_path,
 
 @pytest.mark.spark
 def test_a_failing_warm_up_is_said_and_the_run_goes_on(spark, tmp_path, scratch, monkeypatch):
-    monkeypatch.setattr(warm_up_module, "_sink_format", lambda spark, doc: "no.such.Format")
+    monkeypatch.setattr(warm_up_module, "_sink", lambda spark, doc: ("no.such.Format", False))
     said = warm_up(spark, job(tmp_path, "parquet"), 60, lambda: None)
     assert said.startswith("warm-up failed, going on without it: "), said
     assert "no.such.Format" in said
@@ -122,7 +125,7 @@ def test_zero_seconds_is_no_warm_up(tmp_path) -> None:
 def test_on_a_cluster_it_writes_to_the_noop_sink(tmp_path, master) -> None:
     """Its executors are on other machines: a folder of the driver is not theirs."""
     spark = SimpleNamespace(sparkContext=SimpleNamespace(master=master))
-    assert warm_up_module._sink_format(spark, job(tmp_path, "parquet")) is None
+    assert warm_up_module._sink(spark, job(tmp_path, "parquet")) == (None, False)
 
 
 class NeverCommits:
@@ -188,3 +191,118 @@ def test_the_deployers_abort_ends_the_warm_up_at_once(tmp_path, monkeypatch, how
     assert code == EXIT_ABORTED
     assert time.monotonic() - begun < 2, "it warmed up its 6 s first"
     assert "warm-up cut short: the run is to end" in capfd.readouterr().err
+
+
+@pytest.mark.spark
+def test_a_new_version_into_a_used_file_sink_warms_up_through_foreach_batch(
+    spark, tmp_path, scratch
+):
+    """Its start will write through foreachBatch (file_sink.py's shifted sink): so does its
+    warm-up, into its own folder; the sink and the new checkpoint are left as they were."""
+    write_input(tmp_path, "a", range(3))
+    run_to_end(spark, manifest(tmp_path))  # v1 wrote the sink
+    out = tmp_path / "out"
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in out.rglob("*"))
+    said = warm_up(spark, manifest(tmp_path, version=2), 60, lambda: None)
+    assert said.endswith("(one micro-batch into parquet through foreachBatch)"), said
+    assert "rows/_spark_metadata/0" in scratch["files"], "Spark's own file sink wrote it"
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
+    assert not (tmp_path / "ckpt" / "2").exists() and no_warm_up_query(spark)
+
+
+@pytest.mark.parametrize(
+    ("recorded", "offsets", "sink_log", "shifted"),
+    [
+        ([[0, 0]], True, [0, 1], False),  # a restart of a checkpoint that began on a new sink
+        ([[0, 4], [7, 9]], True, [0, 1], True),  # one that began past earlier versions' ids
+        (None, True, [0, 1], False),  # one from before segments were kept
+        (None, False, [0, 1], True),  # a new checkpoint, a sink holding batches 0 and 1
+        (None, False, [], False),  # a new checkpoint, a new sink
+    ],
+)
+def test_whether_a_start_writes_through_foreach_batch_is_read_without_writing(
+    tmp_path, recorded, offsets, sink_log, shifted
+) -> None:
+    doc = manifest(tmp_path)
+    checkpoint = tmp_path / "ckpt" / "1"
+    (checkpoint / "offsets").mkdir(parents=True)
+    if recorded is not None:
+        (checkpoint / SINK_OFFSET_FILE).write_text(json.dumps({"segments": recorded}))
+    if offsets:
+        (checkpoint / "offsets" / "0").write_text("v1")
+    log = tmp_path / "out" / "_spark_metadata"
+    log.mkdir(parents=True)
+    for batch in sink_log:
+        (log / str(batch)).write_text("v1")
+    files = sorted(tmp_path.rglob("*"))
+    assert writes_shifted(Storage(None), doc, str(tmp_path / "out")) is shifted
+    assert sorted(tmp_path.rglob("*")) == files, "nothing written"
+
+
+def prepared_on_fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str]]:
+    """A prepared run's manifest (a 6 s warm-up) whose job's own steps are fakes, and the steps
+    and prepared states it went through."""
+    done: list[str] = []
+    for step in ("register_sources", "query_frame", "check_before_first_write", "start_query"):
+        monkeypatch.setattr(lifecycle, step, lambda *a, _s=step: done.append(_s) or object())
+    monkeypatch.setattr(lifecycle, "with_metadata", lambda frame, doc: frame)
+    monkeypatch.setattr(lifecycle, "checkpoint_summary", lambda *a: {})
+    monkeypatch.setattr(lifecycle, "pinned_conf", lambda *a: {})
+    monkeypatch.setattr(lifecycle, "watch", lambda *a: lifecycle.EXIT_OK)
+    report = prepare_module.Prepared.report
+    monkeypatch.setattr(
+        prepare_module.Prepared,
+        "report",
+        lambda self, state, **f: done.append(state) or report(self, state, **f),
+    )
+    control = tmp_path / "_control"
+    control.mkdir()
+    prepare = {
+        "status-file": str(control / "p.status.json"),
+        "go-file": str(control / "p.go.json"),
+        "stop-marker": str(control / "p.stop"),
+        "warm-up-seconds": 6,
+    }
+    location = tmp_path / "m.json"
+    location.write_text(json.dumps(manifest(tmp_path, prepare=prepare)))
+    return location, done
+
+
+@pytest.mark.parametrize("how", ["stop-marker", "abort-word"])
+def test_a_run_aborted_during_its_warm_up_prepares_nothing_and_never_says_ready(
+    tmp_path, monkeypatch, how
+):
+    """Second review of issue 57: it went on to the job's code and said `ready` first."""
+    location, done = prepared_on_fakes(tmp_path, monkeypatch)
+    control = tmp_path / "_control"
+    if how == "stop-marker":
+        (control / "p.stop").write_text("")
+    else:
+        (control / "p.go.json").write_text(json.dumps({"run-id": "run-1", "abort": "late"}))
+    assert lifecycle.run_on(cluster_spark(), str(location), lifecycle.StopRequest()) == 0
+    assert done == ["aborted"], done
+
+
+@pytest.mark.parametrize("how", ["sigterm", "stop-marker"])
+def test_a_run_told_to_stop_never_starts_its_query_on_a_go(tmp_path, monkeypatch, how):
+    """A stop request wins over a go already in the go file (second review of issue 57: the go
+    was looked at first, and the query started after the run was asked to stop)."""
+    location, done = prepared_on_fakes(tmp_path, monkeypatch)
+    control = tmp_path / "_control"
+    (control / "p.go.json").write_text(json.dumps({"run-id": "run-1", "go": True}))
+    stop = lifecycle.StopRequest()
+    if how == "sigterm":
+        stop.reason = "signal SIGTERM"  # arrived while the session was being built
+    else:
+        (control / "p.stop").write_text("")
+    lifecycle.run_on(cluster_spark(), str(location), stop)
+    assert "start_query" not in done and "ready" not in done and done[-1] == "aborted", done
+
+
+def test_the_go_is_looked_for_often_on_a_local_folder_only(tmp_path) -> None:
+    """Elsewhere a look is a request or two, paid for (second review of issue 57: 0.1 s on S3
+    was 20 requests a second)."""
+    doc = manifest(tmp_path, prepare={"status-file": "/s", "go-file": str(tmp_path / "go")})
+    assert prepare_module.Prepared(Storage(None), doc, "4.3.0").poll == 0.1
+    doc["prepare"]["go-file"] = "s3a://bucket/j/_control/v1.prepared-1.go.json"
+    assert prepare_module.Prepared(Storage(None), doc, "4.3.0").poll == 0.25
