@@ -27,9 +27,10 @@ from tests.support.workspace import TEST_TEMPLATE, Workspace
 BENCH_TRIGGER = {"processingTime": "1 second"}
 
 
-def bench_workspace(root: Path, **options: Any) -> Workspace:
-    """A scenario workspace whose template gives every job `BENCH_TRIGGER`."""
-    ws = Workspace(root, **options)
+def bench_workspace(root: Path, *args: Any, **options: Any) -> Workspace:
+    """A scenario workspace (Workspace's arguments) whose template gives every job
+    `BENCH_TRIGGER`."""
+    ws = Workspace(root, *args, **options)
     ws.template.write_text(yaml.safe_dump({**TEST_TEMPLATE, "trigger": BENCH_TRIGGER}))
     return ws
 

@@ -17,7 +17,6 @@ from runner import lifecycle
 from runner import prepare as prepare_module
 from runner import warm_up as warm_up_module
 from runner.file_sink import SINK_OFFSET_FILE, writes_shifted
-from runner.prepare import EXIT_ABORTED
 from runner.storage import Storage
 from runner.warm_up import warm_up
 from tests.support.runner_jobs import manifest, run_to_end, write_input
@@ -132,8 +131,10 @@ class NeverCommits:
     """The warm-up's query on a cluster with no room for executors: active, no progress."""
 
     isActive, lastProgress = True, None
+    waited: list[float] = []  # every wait of every such query
 
-    def awaitTermination(self, seconds: float) -> bool:
+    def awaitTermination(self, seconds: float) -> bool:  # noqa: N802 - PySpark's name
+        self.waited.append(seconds)
         time.sleep(seconds)
         return False
 
@@ -163,15 +164,22 @@ def cluster_spark() -> Any:
     )
 
 
-@pytest.mark.parametrize("how", ["stop-marker", "abort-word"])
-def test_the_deployers_abort_ends_the_warm_up_at_once(tmp_path, monkeypatch, how, capfd):
-    """The deployer aborts a prepared run that is late, the case a warm-up waiting for
-    executors is in: the abort ends it at once, not after its warm-up (review of issue 57)."""
-    for step in ("register_sources", "query_frame", "check_before_first_write"):
-        monkeypatch.setattr(lifecycle, step, lambda *a: object())
+def prepared_on_fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str]]:
+    """A prepared run's manifest (a 6 s warm-up) whose job's own steps are fakes, and the steps
+    and prepared states it went through."""
+    done: list[str] = []
+    for step in ("register_sources", "query_frame", "check_before_first_write", "start_query"):
+        monkeypatch.setattr(lifecycle, step, lambda *a, _s=step: done.append(_s) or object())
     monkeypatch.setattr(lifecycle, "with_metadata", lambda frame, doc: frame)
     monkeypatch.setattr(lifecycle, "checkpoint_summary", lambda *a: {})
     monkeypatch.setattr(lifecycle, "pinned_conf", lambda *a: {})
+    monkeypatch.setattr(lifecycle, "watch", lambda *a: lifecycle.EXIT_OK)
+    report = prepare_module.Prepared.report
+    monkeypatch.setattr(
+        prepare_module.Prepared,
+        "report",
+        lambda self, state, **f: done.append(state) or report(self, state, **f),
+    )
     control = tmp_path / "_control"
     control.mkdir()
     prepare = {
@@ -182,15 +190,7 @@ def test_the_deployers_abort_ends_the_warm_up_at_once(tmp_path, monkeypatch, how
     }
     location = tmp_path / "m.json"
     location.write_text(json.dumps(manifest(tmp_path, prepare=prepare)))
-    if how == "stop-marker":
-        (control / "p.stop").write_text("")
-    else:
-        (control / "p.go.json").write_text(json.dumps({"run-id": "run-1", "abort": "late"}))
-    begun = time.monotonic()
-    code = lifecycle.run_on(cluster_spark(), str(location), lifecycle.StopRequest())
-    assert code == EXIT_ABORTED
-    assert time.monotonic() - begun < 2, "it warmed up its 6 s first"
-    assert "warm-up cut short: the run is to end" in capfd.readouterr().err
+    return location, done
 
 
 @pytest.mark.spark
@@ -239,47 +239,25 @@ def test_whether_a_start_writes_through_foreach_batch_is_read_without_writing(
     assert sorted(tmp_path.rglob("*")) == files, "nothing written"
 
 
-def prepared_on_fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[str]]:
-    """A prepared run's manifest (a 6 s warm-up) whose job's own steps are fakes, and the steps
-    and prepared states it went through."""
-    done: list[str] = []
-    for step in ("register_sources", "query_frame", "check_before_first_write", "start_query"):
-        monkeypatch.setattr(lifecycle, step, lambda *a, _s=step: done.append(_s) or object())
-    monkeypatch.setattr(lifecycle, "with_metadata", lambda frame, doc: frame)
-    monkeypatch.setattr(lifecycle, "checkpoint_summary", lambda *a: {})
-    monkeypatch.setattr(lifecycle, "pinned_conf", lambda *a: {})
-    monkeypatch.setattr(lifecycle, "watch", lambda *a: lifecycle.EXIT_OK)
-    report = prepare_module.Prepared.report
-    monkeypatch.setattr(
-        prepare_module.Prepared,
-        "report",
-        lambda self, state, **f: done.append(state) or report(self, state, **f),
-    )
-    control = tmp_path / "_control"
-    control.mkdir()
-    prepare = {
-        "status-file": str(control / "p.status.json"),
-        "go-file": str(control / "p.go.json"),
-        "stop-marker": str(control / "p.stop"),
-        "warm-up-seconds": 6,
-    }
-    location = tmp_path / "m.json"
-    location.write_text(json.dumps(manifest(tmp_path, prepare=prepare)))
-    return location, done
-
-
 @pytest.mark.parametrize("how", ["stop-marker", "abort-word"])
-def test_a_run_aborted_during_its_warm_up_prepares_nothing_and_never_says_ready(
-    tmp_path, monkeypatch, how
+def test_the_deployers_abort_ends_the_warm_up_at_once_and_nothing_is_prepared(
+    tmp_path, monkeypatch, how, capfd
 ):
-    """Second review of issue 57: it went on to the job's code and said `ready` first."""
+    """The deployer aborts a prepared run that is late, the case a warm-up waiting for
+    executors is in: the abort ends it at its first look, not after its 6 s (review of issue
+    57), and the run prepares nothing and never says `ready` (second review: it went on to the
+    job's code and said `ready` first)."""
     location, done = prepared_on_fakes(tmp_path, monkeypatch)
     control = tmp_path / "_control"
     if how == "stop-marker":
         (control / "p.stop").write_text("")
     else:
         (control / "p.go.json").write_text(json.dumps({"run-id": "run-1", "abort": "late"}))
-    assert lifecycle.run_on(cluster_spark(), str(location), lifecycle.StopRequest()) == 0
+    NeverCommits.waited.clear()
+    code = lifecycle.run_on(cluster_spark(), str(location), lifecycle.StopRequest())
+    assert code == prepare_module.EXIT_ABORTED
+    assert NeverCommits.waited == [], "it waited for its warm-up's batch after the abort"
+    assert "warm-up cut short: the run is to end" in capfd.readouterr().err
     assert done == ["aborted"], done
 
 
