@@ -8,10 +8,10 @@ Before its first write a run compares its output schema with what its sink holds
 (runner/sink_schema.py): a change its `on-schema-change` policy refuses fails the run, exit 1,
 with one line, before anything is claimed or written.
 
-A prepared run (a `prepare` section in its manifest, runner/prepare.py) does all of that and then
-waits for the deployer's go before it starts its query: a warm handover, where the run it replaces
-keeps running until this one is known to start. Its failures before the go are written to its own
-status file, never to the version's.
+A prepared run (a `prepare` section in its manifest, runner/prepare.py) warms up first
+(runner/warm_up.py), does all of that and then waits for the deployer's go before it starts its
+query: a warm handover, where the run it replaces keeps running until this one is known to
+start. Its failures before the go are written to its own status file, never to the version's.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """A prepared run: everything a start needs except starting the query, then a wait for a go.
 
 With a `prepare` section in its runtime manifest (docs/reference/runtime-manifest.md) a run builds
-its
-SparkSession, registers its tables, analyses its query into a streaming DataFrame, checks its
-sink's schema and reads its checkpoint (without writing a byte of it), and then stops short of
-`writeStream.start()`. It says `ready` in a status file of its own (`prepare.status-file`: the
-version's status file may still be written by the run this one replaces, for a config change
-keeps the version) and waits for the deployer's word in `prepare.go-file`:
+its SparkSession, warms it up (`prepare.warm-up-seconds`, runner/warm_up.py), registers its
+tables, analyses its query into a streaming DataFrame, checks its sink's schema and reads its
+checkpoint (without writing a byte of it), and then stops short of `writeStream.start()`. It
+says `ready` in a status file of its own (`prepare.status-file`: the version's status file may
+still be written by the run this one replaces, for a config change keeps the version) and waits
+for the deployer's word in `prepare.go-file`:
 
 - `{"run-id": "<this run>", "go": true}`: start the query now (the old run is confirmed gone);
   `"starting": {table: start}` with it: those Kafka sources start there (runner/kafka_start.py;
@@ -15,6 +15,8 @@ keeps the version) and waits for the deployer's word in `prepare.go-file`:
 - `{"run-id": "<this run>", "abort": "<why>"}`, or its own stop marker (`prepare.stop-marker`,
   which a target's stop writes): exit 0 without having written anything;
 - no word naming this run within `prepare.timeout-seconds`, or SIGTERM: exit 1, nothing written.
+
+An abort, its stop marker or SIGTERM win over a go: a run told to end never starts its query.
 
 A word for another run id is not this run's and is ignored: a deployer killed mid-handover never
 starts a run the next deployer does not know.
