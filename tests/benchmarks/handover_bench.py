@@ -1,12 +1,10 @@
 """Warm and cold handovers side by side, in one run, on local Spark: the pause in commits of a
 running job while a change is deployed, and the memory the overlap of two drivers costs.
 
-A rate-micro-batch job (1 s trigger, parquet sink) runs; each round deploys one change with
-`--handover cold` or `--handover warm`, the two ways alternating in order (cold first in one
-round, warm first in the next) so that neither always runs on a warmer machine:
-
-Warm is measured twice: as `deploy` does it, and with `--warm-up 0` (the new run's first
-micro-batch not warmed up before its go), side by side.
+A rate-micro-batch job (1 s trigger, parquet sink) runs; each round deploys each change three
+ways: `--handover cold`, `--handover warm` as `deploy` does it, and warm with `--warm-up 0` (the
+new run's first micro-batch not warmed up before its go), each way first in turn so that none
+always runs on a warmer machine:
 
 - a config change (its description): a restart from the checkpoint, the same version;
 - a query change (another projection): a clean start of a new version;
