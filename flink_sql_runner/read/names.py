@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property, lru_cache
 
 from flink_sql_runner.read.schemas import ecma_regex, schema_of, shown
 
@@ -40,7 +40,7 @@ class TableName:
 
     parts: tuple[str, ...]
 
-    @property
+    @cached_property
     def key(self) -> tuple[str, ...]:
         """What two names must share to be one table (Spark, case-insensitive)."""
         return tuple(part.lower() for part in self.parts)
@@ -75,9 +75,11 @@ class TableName:
         return "__".join(self.parts).replace("-", "_")
 
 
+@lru_cache(maxsize=1 << 16)
 def parse_name(text: str) -> TableName:
     """`text` read as Spark reads a multipart identifier; BadName when this product cannot use
-    it. A text without backticks that breaks the rules gets the schema's own words."""
+    it. A text without backticks that breaks the rules gets the schema's own words. Kept for
+    the next call with the same text (a name is read once per job that uses it)."""
     if "`" not in text:
         parts = tuple(text.split("."))
         if not all(_PLAIN.fullmatch(p) and len(p) <= MAX_PART_LENGTH for p in parts):

@@ -91,6 +91,8 @@ def resolve_placeholders(spec: dict[str, Any], values: dict[str, str]) -> dict[s
 
     def resolve(value: Any) -> Any:
         if isinstance(value, str):
+            if "{" not in value:
+                return value
             for key, replacement in values.items():
                 value = value.replace("{" + key + "}", replacement)
             return value

@@ -19,6 +19,7 @@ from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
 from flink_sql_runner.errors import Problem
+from flink_sql_runner.read.plain_yaml import read_plain_yaml
 from flink_sql_runner.read.schemas import shown
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -263,6 +264,9 @@ def _loaders(text: str) -> tuple[type, ...]:
 
 
 def _load(text: str) -> Any:
+    plain, value = read_plain_yaml(text)  # most files, a tenth of the time: plain_yaml.py
+    if plain:
+        return value
     *fast, pure = _loaders(text)
     for loader_class in fast:
         try:

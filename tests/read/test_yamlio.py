@@ -115,13 +115,16 @@ def test_plain_block_yaml_goes_through_libyaml_and_keeps_the_checks(
 
     monkeypatch.setattr(yamlio, "_read", spy)
     assert parse_yaml(SNIPPETS["block"], "f")["x"] == []
+    assert used == []  # plain block YAML: read by the shortcut (plain_yaml.py)
+    with_float = SNIPPETS["block"] + "ratio: 0.5\n"  # a float: the shortcut gives up
+    assert parse_yaml(with_float, "f")["ratio"] == 0.5
     assert used == ["_FastStrictLoader"]  # `!=`: a tag's mark, seen by the composer's checks
     used.clear()
-    assert parse_yaml(SNIPPETS["block-plain"], "f")["x"] == []
+    assert parse_yaml(SNIPPETS["block-plain"] + "ratio: 0.5\n", "f")["x"] == []
     assert used == ["_ComposedStrictLoader"]  # no alias or tag: libyaml composes the nodes
     used.clear()
     # A line that begins past column 100 could nest deeper than libyaml's composer may recurse.
-    assert parse_yaml("a:\n" + " " * 120 + "b: 1\n", "f") == {"a": {"b": 1}}
+    assert parse_yaml("a:\n" + " " * 120 + "b: 0.5\n", "f") == {"a": {"b": 0.5}}
     assert used == ["_FastStrictLoader"]
     used.clear()
     with pytest.raises(YamlProblem, match="duplicate key 'a'"):
