@@ -32,8 +32,9 @@ _UNUSUAL = re.compile(
     r"[\t\r\ufeff\x85\u2028\u2029\xa0]|" + yaml.reader.Reader.NON_PRINTABLE.pattern
 )
 #: A key: a plain name (`spark.sql.shuffle.partitions`, `target-table`, `_x`), then `:` and
-#: the end of the line or a space.
-_KEY = re.compile(r"([A-Za-z0-9_$][A-Za-z0-9_.$/\-]*):(?= |$) *")
+#: the end of the line or a space. At most 1,000 characters: PyYAML takes no key longer than
+#: 1,024.
+_KEY = re.compile(r"([A-Za-z0-9_$][A-Za-z0-9_.$/\-]{0,999}):(?= |$) *")
 #: Where a plain text may not begin: YAML's indicators (`-`, `?` and `:` too, though PyYAML
 #: takes them before a character that is not a space).
 _NOT_FIRST = frozenset("-?:,[]{}#&*!|>'\"%@` ")

@@ -194,6 +194,25 @@ def test_what_users_write_takes_the_shortcut() -> None:
     assert read_plain_yaml(written) == (True, yaml.safe_load(written))
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 1025 + ":",
+        "a" * 1025 + ": 1",
+        "x: 1\n" + "a" * 1025 + ": 1",
+        "- " + "a" * 1025 + ": 1",
+        "x:\n  " + "a" * 1025 + ": 1",
+    ],  # fmt: skip
+)
+def test_a_key_longer_than_pyyaml_takes_is_given_up_on(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyYAML takes a key of at most 1,024 characters (review 57, plain YAML, 1)."""
+    assert pure(text)[0] == "problem"
+    assert read_plain_yaml(text) == (False, None)
+    assert check("a" * 1000 + ": 1", monkeypatch)  # a long key it takes is read
+
+
 def test_it_gives_up_where_pyyaml_words_a_problem() -> None:
     for text in ("a: 1\na: 2\n", "a: b: c\n", "a:\n  b: 1\n c: 2\n", "a: 'x\n", "a: [x\n",
                  "yes: 1\n", "a: &x 1\nb: *x\n", "a: !!str 1\n", "a: 1\n---\nb: 2\n",
