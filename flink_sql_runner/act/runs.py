@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from flink_sql_runner.decide.changes import PINNED_SPARK_SETTINGS
 from flink_sql_runner.decide.steps import checkpoint_location
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.gather.checkpoint_reader import last_committed
 from flink_sql_runner.gather.offsets import version_finished
 from flink_sql_runner.host import runtime
 from flink_sql_runner.host.retries import retried
@@ -33,6 +34,7 @@ from flink_sql_runner.model.offsets import Starts
 from flink_sql_runner.model.runs import Liveness, Run
 from flink_sql_runner.model.runtime import runtime_manifest, spark_conf, starts_by_view
 from flink_sql_runner.model.stored import StoredManifest
+from flink_sql_runner.read.intervals import BadInterval, parse_trigger_interval
 from flink_sql_runner.stores.storage import Storage, StorageError
 from flink_sql_runner.targets.base import Started, Submission, SubmitOutcomeUnknown, Target
 from flink_sql_runner.targets.connectors import Connectors
@@ -67,6 +69,27 @@ class Timeouts:
 
 
 DEFAULT_TIMEOUTS = Timeouts()
+
+#: A warm handover stops the old run right after it commits a batch (`RunControl.after_commit`):
+#: it waits for that commit for one trigger interval and a second, at most this long, looking
+#: at the checkpoint's `commits/` this often.
+COMMIT_WAIT_SECONDS = 3.0
+COMMIT_POLL_SECONDS = 0.1
+
+
+def trigger_seconds(trigger: Any) -> float | None:
+    """A job's processing-time trigger interval in seconds (5 s when none is written, as the
+    runner starts it); None for any other trigger (`availableNow`, `once`, `continuous`) or
+    one that cannot be read."""
+    if trigger is None:
+        trigger = {"processingTime": "5 seconds"}
+    text = trigger.get("processingTime") if isinstance(trigger, dict) else None
+    if not isinstance(text, str) or len(trigger) != 1:
+        return None
+    try:
+        return parse_trigger_interval(text) / 1000
+    except BadInterval:
+        return None
 
 
 @dataclass(frozen=True)
@@ -183,6 +206,30 @@ class RunControl:
             except FsrError:
                 done = False
         return done
+
+    def after_commit(self, manifest: StoredManifest) -> bool:
+        """Wait until the run of `manifest`'s version commits its next batch (at most one
+        trigger interval and a second, and COMMIT_WAIT_SECONDS), so that a warm handover stops
+        the old run right after a commit: the pause between its last commit and the new run's
+        first then holds none of the old run's wait for its next trigger. True if a commit was
+        seen. Only reads; a storage that fails, or a trigger that is not a processing time,
+        ends the wait at once."""
+        interval = trigger_seconds(manifest.job.get("trigger"))
+        if interval is None:
+            return False
+        location = checkpoint_location(manifest)
+        try:
+            first = last_committed(self.storage, location)
+            deadline = self.clock() + min(interval + 1.0, COMMIT_WAIT_SECONDS)
+            while self.clock() < deadline:
+                self.sleep(COMMIT_POLL_SECONDS)
+                now = last_committed(self.storage, location)
+                if now is not None and (first is None or now > first):
+                    mark("committed", job=manifest.name, batch=now)
+                    return True
+        except FsrError:
+            pass
+        return False
 
     def stop(self, run: Run, manifest: StoredManifest) -> str:
         """Stop `run` and return how; StopNotConfirmed (nothing is started then) when the

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from flink_sql_runner.act.runs import Timeouts
+from flink_sql_runner.act.runs import RunControl, Timeouts
 from flink_sql_runner.act.stop import stop_jobs
 from flink_sql_runner.decide.decisions import Action
 from flink_sql_runner.decide.plan import build_plan
@@ -18,8 +18,9 @@ from flink_sql_runner.decide.steps import PrepareRun, StartRun
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.intents import Phase
 from flink_sql_runner.stores.storage import StorageError
+from tests.support.fakes import FakeClock, FakeStorage, FakeTarget
 from tests.support.handover_world import KAFKA_V1, KAFKA_V2, Crash, World, kafka_checkpoint
-from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, fake_executor
+from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, fake_executor, stored_of
 
 
 def kinds(plan) -> list[str]:
@@ -411,3 +412,75 @@ def test_a_go_given_again_after_a_storage_error_carries_the_same_starts():
     assert word["starting"]["src"]["options"] == {"startingOffsets": '{"orders": {"0": 5, "1": 7}}'}
     assert world.store.manifests["orders"].meta.query_version == 2
     assert world.intent() is None and world.target.double_starts == []
+
+
+def _control(commit_at: float | None, trigger: object):
+    """A RunControl on fakes, the v1 checkpoint at batch 7; batch 8 committed once the fake
+    clock reaches `commit_at`; the job's `trigger` (None: none written)."""
+    state, clock = FakeStorage(), FakeClock()
+    state.add_checkpoint(f"{ROOT}/orders/1", 7)
+    next_commit = f"{ROOT}/orders/1/commits/8"
+
+    def sleep(seconds: float) -> None:
+        clock.sleep(seconds)
+        if commit_at is not None and clock.now >= commit_at and next_commit not in state.files:
+            state.files[next_commit] = "v1\n{}"
+
+    spec = {k: v for k, v in BASE.spec.items() if k != "trigger"}
+    if trigger is not None:
+        spec["trigger"] = trigger
+    manifest = stored_of(type(BASE)(**{**BASE.__dict__, "spec": spec}), 1)
+    return RunControl(FakeTarget(), state, clock=clock, sleep=sleep), manifest, clock, state
+
+
+def test_a_warm_handover_stops_the_old_run_right_after_its_next_commit():
+    runs, manifest, clock, _ = _control(0.55, {"processingTime": "1 second"})
+    assert runs.after_commit(manifest) is True
+    assert clock.now == pytest.approx(0.6), "looked at every 0.1 s, and stopped waiting"
+
+    world = World()
+    committed = f"{ROOT}/orders/1/commits/8"
+    listed = world.state.file_names
+
+    def file_names(folder: str) -> list[str]:  # the old run commits batch 8 while looked at
+        prepared = "submit prepared" in world.events
+        if prepared and folder.endswith("/orders/1/commits") and committed not in world.state.files:
+            world.state.files[committed] = "v1\n{}"
+            world.events.append("batch 8 committed")
+        return listed(folder)
+
+    world.state.file_names = file_names
+    _, result = world.deploy([CONFIG])
+    assert result.ok, result
+    assert world.events == ["submit prepared", "batch 8 committed", "stop old-run"]
+
+
+@pytest.mark.parametrize(
+    ("trigger", "waited"),
+    [
+        ({"processingTime": "1 second"}, 2.0),
+        (None, 3.0),
+        ({"processingTime": "10 minutes"}, 3.0),
+        ({"availableNow": True}, 0.0),
+        ({"continuous": "1 second"}, 0.0),
+        ({"processingTime": "banana"}, 0.0),
+    ],  # fmt: skip
+)
+def test_without_a_commit_the_stop_waits_one_trigger_and_a_second_at_most_three(trigger, waited):
+    runs, manifest, clock, _ = _control(None, trigger)
+    assert runs.after_commit(manifest) is False
+    assert clock.now == pytest.approx(waited, abs=0.11)
+
+
+def test_a_checkpoint_that_cannot_be_listed_ends_the_wait_and_a_cold_stop_never_waits(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    runs, manifest, clock, state = _control(0.5, {"processingTime": "1 second"})
+    state.fail = True  # every call a 503
+    assert runs.after_commit(manifest) is False and clock.now == 0
+    waits: list[str] = []
+    monkeypatch.setattr(RunControl, "after_commit", lambda _self, m: waits.append(m.name))
+    for handover, waited in (("cold", []), ("warm", ["orders"])):
+        waits.clear()
+        _, result = World().deploy([CONFIG], handover=handover)
+        assert result.ok and waits == waited, handover
