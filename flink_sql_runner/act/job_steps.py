@@ -476,7 +476,7 @@ class JobSteps:
                 result.steps.append(f"dropped {record} ({step.why})")
             elif isinstance(step, StopRun):
                 if result.name in self._prepared:  # a warm handover: its new run is ready
-                    self.runs.after_commit(step.manifest)
+                    self.runs.in_a_batch(step.manifest)
                 self._fresh_lease(f"stop {result.name}")
                 tracker.to(Phase.INTENDED)
                 tracker.to(Phase.STOPPING)

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from flink_sql_runner.decide.changes import PINNED_SPARK_SETTINGS
 from flink_sql_runner.decide.steps import checkpoint_location
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.gather.checkpoint_reader import last_committed
+from flink_sql_runner.gather.checkpoint_reader import numbers
 from flink_sql_runner.gather.offsets import version_finished
 from flink_sql_runner.host import runtime
 from flink_sql_runner.host.retries import retried
@@ -70,11 +70,13 @@ class Timeouts:
 
 DEFAULT_TIMEOUTS = Timeouts()
 
-#: A warm handover stops the old run right after it commits a batch (`RunControl.after_commit`):
-#: it waits for that commit for one trigger interval and a second, at most this long, looking
-#: at the checkpoint's `commits/` this often.
-COMMIT_WAIT_SECONDS = 3.0
-COMMIT_POLL_SECONDS = 0.1
+#: A warm handover stops the old run while it runs a batch (`RunControl.in_a_batch`): for a job
+#: whose trigger interval and a second fit in this, it waits that long at most for the next
+#: batch to begin, looking at the checkpoint's `offsets/` every BATCH_POLL_SECONDS. A longer
+#: trigger is not waited for: a wait that ran out before its batch began would add its own
+#: length to the pause.
+BATCH_WAIT_SECONDS = 3.0
+BATCH_POLL_SECONDS = 0.1
 
 
 def trigger_seconds(trigger: Any) -> float | None:
@@ -207,29 +209,42 @@ class RunControl:
                 done = False
         return done
 
-    def after_commit(self, manifest: StoredManifest) -> bool:
-        """Wait until the run of `manifest`'s version commits its next batch (at most one
-        trigger interval and a second, and COMMIT_WAIT_SECONDS), so that a warm handover stops
-        the old run right after a commit: the pause between its last commit and the new run's
-        first then holds none of the old run's wait for its next trigger. True if a commit was
-        seen. Only reads; a storage that fails, or a trigger that is not a processing time,
-        ends the wait at once."""
+    def in_a_batch(self, manifest: StoredManifest) -> bool:
+        """Wait until the run of `manifest`'s version begins its next micro-batch (its offsets
+        written), for one trigger interval and a second at most (and a listing in flight
+        then), where that fits in BATCH_WAIT_SECONDS. A warm handover then stops the old run:
+        a run told to stop in a batch stops as soon as that batch committed
+        (runner/lifecycle.py), so the pause from its last commit to the new run's first holds
+        neither its wait for the next trigger nor the time it takes to see its stop marker.
+        True if a batch was seen to begin. Only reads; no wait for a longer trigger, one that
+        is not a processing time, or a manifest with no checkpoint of this tool; a storage
+        that fails ends it at once; a lease lost or given up ends it (`still_acting`)."""
         interval = trigger_seconds(manifest.job.get("trigger"))
-        if interval is None:
+        if interval is None or interval + 1.0 > BATCH_WAIT_SECONDS:
             return False
-        location = checkpoint_location(manifest)
-        try:
-            first = last_committed(self.storage, location)
-            deadline = self.clock() + min(interval + 1.0, COMMIT_WAIT_SECONDS)
-            while self.clock() < deadline:
-                self.sleep(COMMIT_POLL_SECONDS)
-                now = last_committed(self.storage, location)
-                if now is not None and (first is None or now > first):
-                    mark("committed", job=manifest.name, batch=now)
-                    return True
-        except FsrError:
-            pass
+        if manifest.checkpoint_root is None:
+            return False
+        offsets = f"{checkpoint_location(manifest)}/offsets"
+        deadline = self.clock() + interval + 1.0
+        first = self._last_planned(offsets)
+        while first is not None and self.clock() < deadline:
+            self.still_acting()
+            self.sleep(BATCH_POLL_SECONDS)
+            now = self._last_planned(offsets)
+            if now is None:
+                return False
+            if now > first:
+                mark("batch begun", job=manifest.name, batch=now)
+                return True
         return False
+
+    def _last_planned(self, offsets: str) -> int | None:
+        """The last batch id in a checkpoint's `offsets/` (-1: none); None if it cannot be
+        listed."""
+        try:
+            return max(numbers(self.storage.file_names(offsets)), default=-1)
+        except FsrError:
+            return None
 
     def stop(self, run: Run, manifest: StoredManifest) -> str:
         """Stop `run` and return how; StopNotConfirmed (nothing is started then) when the

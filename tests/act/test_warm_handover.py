@@ -17,6 +17,7 @@ from flink_sql_runner.decide.plan import build_plan
 from flink_sql_runner.decide.steps import PrepareRun, StartRun
 from flink_sql_runner.model.control import ControlFiles
 from flink_sql_runner.model.intents import Phase
+from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import StorageError
 from tests.support.fakes import FakeClock, FakeStorage, FakeTarget
 from tests.support.handover_world import KAFKA_V1, KAFKA_V2, Crash, World, kafka_checkpoint
@@ -414,17 +415,17 @@ def test_a_go_given_again_after_a_storage_error_carries_the_same_starts():
     assert world.intent() is None and world.target.double_starts == []
 
 
-def _control(commit_at: float | None, trigger: object):
-    """A RunControl on fakes, the v1 checkpoint at batch 7; batch 8 committed once the fake
-    clock reaches `commit_at`; the job's `trigger` (None: none written)."""
+def _control(begin_at: float | None, trigger: object):
+    """A RunControl on fakes, the v1 checkpoint at batch 7; batch 8 begun (its offsets
+    written) once the fake clock reaches `begin_at`; the job's `trigger` (None: none written)."""
     state, clock = FakeStorage(), FakeClock()
     state.add_checkpoint(f"{ROOT}/orders/1", 7)
-    next_commit = f"{ROOT}/orders/1/commits/8"
+    next_batch = f"{ROOT}/orders/1/offsets/8"
 
     def sleep(seconds: float) -> None:
         clock.sleep(seconds)
-        if commit_at is not None and clock.now >= commit_at and next_commit not in state.files:
-            state.files[next_commit] = "v1\n{}"
+        if begin_at is not None and clock.now >= begin_at and next_batch not in state.files:
+            state.files[next_batch] = "v1\n{}\n{}"
 
     spec = {k: v for k, v in BASE.spec.items() if k != "trigger"}
     if trigger is not None:
@@ -433,43 +434,83 @@ def _control(commit_at: float | None, trigger: object):
     return RunControl(FakeTarget(), state, clock=clock, sleep=sleep), manifest, clock, state
 
 
-def test_a_warm_handover_stops_the_old_run_right_after_its_next_commit():
+def test_a_warm_handover_stops_the_old_run_once_its_next_batch_has_begun(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Told to stop in a batch, the old run stops as soon as that batch committed."""
     runs, manifest, clock, _ = _control(0.55, {"processingTime": "1 second"})
-    assert runs.after_commit(manifest) is True
+    assert runs.in_a_batch(manifest) is True
     assert clock.now == pytest.approx(0.6), "looked at every 0.1 s, and stopped waiting"
 
-    world = World()
-    committed = f"{ROOT}/orders/1/commits/8"
-    listed = world.state.file_names
+    def fast(job):  # the old run's trigger decides the wait
+        spec = {**job.spec, "trigger": {"processingTime": "1 second"}}
+        return type(job)(**{**job.__dict__, "spec": spec})
 
-    def file_names(folder: str) -> list[str]:  # the old run commits batch 8 while looked at
-        prepared = "submit prepared" in world.events
-        if prepared and folder.endswith("/orders/1/commits") and committed not in world.state.files:
-            world.state.files[committed] = "v1\n{}"
-            world.events.append("batch 8 committed")
+    world = World(base=fast(BASE))
+    begun = f"{ROOT}/orders/1/offsets/8"
+    listed, looks = world.state.file_names, []
+
+    def file_names(folder: str) -> list[str]:  # the old run begins batch 8 while looked at
+        if "submit prepared" in world.events and folder.endswith("/orders/1/offsets"):
+            looks.append(folder)
+            if len(looks) == 3:  # the wait's second look: its first is what it waits past
+                world.state.files[begun] = "v1\n{}\n{}"
+                world.events.append("batch 8 begun")
         return listed(folder)
 
     world.state.file_names = file_names
-    _, result = world.deploy([CONFIG])
+    answers: list[bool] = []
+    wait = RunControl.in_a_batch
+    monkeypatch.setattr(RunControl, "in_a_batch", lambda s, m: answers.append(wait(s, m)))
+    _, result = world.deploy([fast(CONFIG)])
     assert result.ok, result
-    assert world.events == ["submit prepared", "batch 8 committed", "stop old-run"]
+    assert answers == [True], "the batch seen to begin, not the wait run out"
+    assert world.events == ["submit prepared", "batch 8 begun", "stop old-run"]
 
 
 @pytest.mark.parametrize(
     ("trigger", "waited"),
     [
         ({"processingTime": "1 second"}, 2.0),
-        (None, 3.0),
-        ({"processingTime": "10 minutes"}, 3.0),
+        ({"processingTime": "2 seconds"}, 3.0),
+        ({"processingTime": "2.5 seconds"}, 0.0),
+        (None, 0.0),
+        ({"processingTime": "10 minutes"}, 0.0),
         ({"availableNow": True}, 0.0),
         ({"continuous": "1 second"}, 0.0),
         ({"processingTime": "banana"}, 0.0),
     ],  # fmt: skip
 )
-def test_without_a_commit_the_stop_waits_one_trigger_and_a_second_at_most_three(trigger, waited):
+def test_without_a_new_batch_the_stop_waits_a_short_trigger_and_a_second_and_no_longer_one(
+    trigger, waited
+):
+    """A wait that ran out before the batch began would add its length to the pause: so a
+    trigger longer than 2 s is not waited for (review 57, stop in a batch, 1)."""
     runs, manifest, clock, _ = _control(None, trigger)
-    assert runs.after_commit(manifest) is False
+    assert runs.in_a_batch(manifest) is False
     assert clock.now == pytest.approx(waited, abs=0.11)
+
+
+def test_the_wait_ends_when_the_lease_is_lost_and_its_deadline_counts_a_slow_listing():
+    """Review 57, stop in a batch, 3 and 4."""
+    runs, manifest, clock, state = _control(None, {"processingTime": "1 second"})
+    asked: list[float] = []
+
+    def still_acting() -> None:
+        asked.append(clock.now)
+        if clock.now >= 0.3:
+            raise StorageError("lease lost")
+
+    runs.still_acting = still_acting
+    with pytest.raises(StorageError, match="lease lost"):
+        runs.in_a_batch(manifest)
+    assert clock.now == pytest.approx(0.3) and len(asked) == 4
+    runs.still_acting = lambda: None
+    listed = state.file_names
+    state.file_names = lambda folder: (clock.sleep(10), listed(folder))[1]  # 10 s a listing
+    clock.now = 0.0
+    assert runs.in_a_batch(manifest) is False
+    assert clock.now == pytest.approx(10.0), "its first listing took past the deadline"
 
 
 def test_a_checkpoint_that_cannot_be_listed_ends_the_wait_and_a_cold_stop_never_waits(
@@ -477,9 +518,13 @@ def test_a_checkpoint_that_cannot_be_listed_ends_the_wait_and_a_cold_stop_never_
 ):
     runs, manifest, clock, state = _control(0.5, {"processingTime": "1 second"})
     state.fail = True  # every call a 503
-    assert runs.after_commit(manifest) is False and clock.now == 0
+    assert runs.in_a_batch(manifest) is False and clock.now == 0
+    state.fail = False
+    migrated = StoredManifest({k: v for k, v in manifest.job.items() if k != "checkpoint-root"},
+                              manifest.tables, manifest.meta)  # fmt: skip
+    assert runs.in_a_batch(migrated) is False and clock.now == 0, "no checkpoint of this tool"
     waits: list[str] = []
-    monkeypatch.setattr(RunControl, "after_commit", lambda _self, m: waits.append(m.name))
+    monkeypatch.setattr(RunControl, "in_a_batch", lambda _self, m: waits.append(m.name))
     for handover, waited in (("cold", []), ("warm", ["orders"])):
         waits.clear()
         _, result = World().deploy([CONFIG], handover=handover)
