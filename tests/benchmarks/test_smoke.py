@@ -288,11 +288,11 @@ def test_the_repeated_warm_handovers_table_gives_medians_of_the_pause_and_its_st
     from tests.benchmarks.warm_repeat_bench import table
 
     def done(pause: float, go: float) -> h.Round:
-        steps = {"stopping": 0.1, "stopped": go - 0.01, "go": go, "new run committed it": pause}
+        steps = {"stopping": -0.1, "stopped": go - 0.01, "go": go, "new run committed it": pause}
         return h.Round("config", "warm", pause, 20.0, 500, 900, steps=steps, handover=pause)
 
     text = table({"warm": [done(1.2, 0.5), done(1.4, 0.6), done(3.0, 0.9)],
                   "warm, no warm-up": [done(2.9, 0.5)]})  # fmt: skip
     rows = text.splitlines()
-    assert rows[2] == "| warm | 3 | 1.40 s (1.20-3.00) | +0.10 | +0.59 | +0.60 | - | +1.40 |"
+    assert rows[2] == "| warm | 3 | 1.40 s (1.20-3.00) | -0.10 | +0.59 | +0.60 | - | +1.40 |"
     assert rows[3].startswith("| warm, no warm-up | 1 | 2.90 s (2.90-2.90) |")

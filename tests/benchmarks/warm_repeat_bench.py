@@ -75,7 +75,7 @@ def run(
                 with _code(code):
                     done = hb.one_round(ws, "config", way, index, state)
                 found[way].append(done)
-                steps = ", ".join(f"{k} +{v:.2f}" for k, v in done.steps.items())
+                steps = ", ".join(f"{k} {v:+.2f}" for k, v in done.steps.items())
                 say(f"  {index + 1}/{rounds} {way}: handover {done.handover:.2f} s | {steps}")
         return found
     finally:
@@ -113,7 +113,7 @@ def table(found: dict[str, list[hb.Round]]) -> str:
     for way, rounds in found.items():
         pauses = [r.handover for r in rounds]
         steps = [
-            f"+{statistics.median(r.steps[name] for r in rounds if name in r.steps):.2f}"
+            f"{statistics.median(r.steps[name] for r in rounds if name in r.steps):+.2f}"
             if any(name in r.steps for r in rounds)
             else "-"
             for name in STEPS
