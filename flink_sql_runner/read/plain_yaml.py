@@ -3,17 +3,18 @@
 Job files and table files are nearly always the same few forms: `key: value` lines, nested by
 indentation, lists of `- key: value` items, quoted text, `|` blocks of SQL, comments. PyYAML
 reads each of them through a scanner, a parser, a composer and a constructor (libyaml does the
-first three, Python the last): about 80 µs for a six-line job file. This reads them in a tenth
-of that.
+first three, Python the last): about 85 µs for a six-line job file. This reads them in about a
+quarter of that (10,000 job files: 0.85 s before, 0.24 s).
 
 It is only a shortcut. It answers only where its answer is exactly PyYAML's (`yamlio.py`'s
-strict loaders, which it is fuzzed against in tests/read/test_plain_yaml.py) and gives up,
-`None`, on anything else: an anchor, a tag, a flow collection that is not `[]` or `{}`, a
-plain text that goes on to the next line, an escape in double quotes, a `>` block, a key that
-is not a plain name or is read as something other than text, a key written twice, a value that
-is a date or anything but text, a whole number, true/false or null, and every text PyYAML
-would refuse. What gives up is read by `yamlio.py` as before, which words the problem if there
-is one.
+strict loaders, which it is fuzzed against in tests/read/test_plain_yaml.py) and gives up
+(`(False, None)`) on anything else: an anchor, a tag, a flow collection that is not `[]` or
+`{}`, a plain text that goes on to the next line, an escape in double quotes, a `>` block, a
+key that is not a plain name, is longer than 1,000 characters, or is read as something other
+than text, a key written twice, a value that is a date or anything but text, a whole number,
+true/false or null, and every text PyYAML would refuse. Single-quoted text over several lines
+is read, folded as YAML folds it. What gives up is read by `yamlio.py` as before, which words
+the problem if there is one.
 """
 
 from __future__ import annotations
