@@ -7,8 +7,6 @@ what Spark does on each line: tests/runner/test_state_restart.py)."""
 
 from __future__ import annotations
 
-import tempfile
-
 import pytest
 
 from flink_sql_runner.decide.state import KEPT, REBUILT, verdicts
@@ -30,11 +28,11 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def views(spark):
+def views(spark, tmp_path_factory: pytest.TempPathFactory):
     """Two sessions with the corpus's views (streams from an empty folder, analysed, never run)
     and a Python function registered as `fsr_tag`: orders' watermark is 10 s in the first,
     20 s in the second (a query marked LATE)."""
-    empty = tempfile.mkdtemp(prefix="fsr-corpus-")
+    empty = str(tmp_path_factory.mktemp("corpus"))  # pytest's own, not left in /tmp
     sessions = []
     for delay in ("10 seconds", "20 seconds"):
         session = spark.newSession()
