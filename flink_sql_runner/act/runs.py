@@ -32,7 +32,12 @@ from flink_sql_runner.model.control import (
 from flink_sql_runner.model.intents import DEFAULT_SUBMIT_TIMEOUT
 from flink_sql_runner.model.offsets import Starts
 from flink_sql_runner.model.runs import Liveness, Run
-from flink_sql_runner.model.runtime import runtime_manifest, spark_conf, starts_by_view
+from flink_sql_runner.model.runtime import (
+    DEFAULT_TRIGGER,
+    runtime_manifest,
+    spark_conf,
+    starts_by_view,
+)
 from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.read.intervals import BadInterval, parse_trigger_interval
 from flink_sql_runner.stores.storage import Storage, StorageError
@@ -80,11 +85,11 @@ BATCH_POLL_SECONDS = 0.1
 
 
 def trigger_seconds(trigger: Any) -> float | None:
-    """A job's processing-time trigger interval in seconds (5 s when none is written, as the
-    runner starts it); None for any other trigger (`availableNow`, `once`, `continuous`) or
-    one that cannot be read."""
+    """A job's processing-time trigger interval in seconds (DEFAULT_TRIGGER's when none is
+    written, as the run is started); None for any other trigger (`availableNow`, `once`,
+    `continuous`) or one that cannot be read."""
     if trigger is None:
-        trigger = {"processingTime": "5 seconds"}
+        trigger = DEFAULT_TRIGGER
     text = trigger.get("processingTime") if isinstance(trigger, dict) else None
     if not isinstance(text, str) or len(trigger) != 1:
         return None
@@ -220,9 +225,8 @@ class RunControl:
         is not a processing time, or a manifest with no checkpoint of this tool; a storage
         that fails ends it at once; a lease lost or given up ends it (`still_acting`)."""
         interval = trigger_seconds(manifest.job.get("trigger"))
-        if interval is None or interval + 1.0 > BATCH_WAIT_SECONDS:
-            return False
-        if manifest.checkpoint_root is None:
+        too_long = interval is None or interval + 1.0 > BATCH_WAIT_SECONDS
+        if too_long or manifest.checkpoint_root is None:
             return False
         offsets = f"{checkpoint_location(manifest)}/offsets"
         deadline = self.clock() + interval + 1.0

@@ -92,6 +92,10 @@ def starts_by_view(manifest: StoredManifest, starts: Starts | None) -> dict[str,
     return {views.get(name, name): spec for name, spec in found.items()}
 
 
+#: The trigger of a job that writes none (the runner's own default is the same).
+DEFAULT_TRIGGER = {"processingTime": "5 seconds"}
+
+
 def runtime_manifest(
     manifest: StoredManifest,
     run_id: str,
@@ -126,7 +130,7 @@ def runtime_manifest(
         "code": spec.get("code"),
         "source-tables": [views[name] for name in sources],
         "outputMode": spec.get("outputMode", "append"),
-        "trigger": spec.get("trigger", {"processingTime": "5 seconds"}),
+        "trigger": spec.get("trigger", dict(DEFAULT_TRIGGER)),
         "metadata-columns": {
             "enabled": spec.get("metadata-columns", {}).get("enabled", True),
             "create-timestamp-column": spec.get("metadata-columns", {}).get(
