@@ -276,6 +276,8 @@ class _Reader:
             body = bodies[i]
             if indents[i] > indent:
                 raise _GiveUp
+            if body == "-":
+                raise _GiveUp  # an item below its dash
             if not body.startswith("- "):
                 return items, i  # a key beside the list's own: the list was a key's value
             rest = body[2:].lstrip(" ")
@@ -286,8 +288,8 @@ class _Reader:
                 value, i = self.mapping(i, indents[i], depth + 1)
                 items.append(value)
                 continue
-            if not rest or rest[0] in "-|":
-                raise _GiveUp  # a nested list, an empty item, a block
+            if rest[0] in "-|":
+                raise _GiveUp  # a nested list, a block
             items.append(_scalar(rest))
             i = lines.next(i + 1)
             if i < count and indents[i] > indent:
