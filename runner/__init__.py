@@ -12,7 +12,8 @@ lifecycle.py (one run: start, follow, stop, exit code), manifest.py, storage.py,
 file_sink.py (exactly once into file sinks across versions), sink_schema.py (what a sink's readers
 read, checked before the first write), schema_rules.py (what a schema change does to them; the
 deployer's plan imports it too), spark_internals.py (the one adapter to Spark's internals, chosen
-by what the running Spark offers: 3.5 and 4.0 to 4.3), status.py, failures.py, log.py. Beside the
+by what the running Spark offers: 3.5 and 4.0 to 4.3), status.py, query_look.py (what the loop
+reads of the running query), failures.py, log.py. Beside the
 run: schema_probe.py, the plan's schema analysis (`python -m ...schema_probe`), state_probe.py
 (`inspect --state`) and preview_probe.py (`preview`: a query change run on a slice of its input).
 """

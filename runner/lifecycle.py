@@ -29,6 +29,7 @@ from .log import log
 from .manifest import load_manifest
 from .prepare import NoGo, Prepared, checkpoint_summary, pinned_conf
 from .query import query_frame, register_sources, start_query, with_metadata
+from .query_look import QueryLook
 from .sink_schema import SchemaRefused, check_before_first_write
 from .spark_internals import UnsupportedSpark, stop_session
 from .status import Status
@@ -59,6 +60,7 @@ def stop_gracefully(
     reason: str,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    look: QueryLook | None = None,
 ) -> str:
     """Stop the query between two micro-batches: at once when none is running, else as soon as
     the running one has committed (its batch id in the last progress), then the one that may
@@ -67,12 +69,13 @@ def stop_gracefully(
     longer) is never seen with its trigger idle, so waiting for that alone waited out the whole
     limit and then interrupted a batch anyway. Returns how it stopped, for the log."""
     log(f"stop requested ({reason}); waiting for the current micro-batch")
-    running_after = _last_batch(query)
+    look = look or QueryLook(query)
+    running_after = look.batch_id()
     deadline = clock() + BATCH_DRAIN_SECONDS
     how = "between micro-batches"
-    while query.isActive and query.status.get("isTriggerActive"):
-        if _last_batch(query) != running_after:
-            how = f"after batch {_last_batch(query)} committed"
+    while look.active() and look.trigger_active():
+        if look.batch_id() != running_after:
+            how = f"after batch {look.batch_id()} committed"
             break
         if clock() >= deadline:
             how = f"interrupting its micro-batch after {BATCH_DRAIN_SECONDS:.0f} s"
@@ -80,10 +83,6 @@ def stop_gracefully(
         sleep(DRAIN_POLL_SECONDS)
     query.stop()
     return how
-
-
-def _last_batch(query: Any) -> int | None:
-    return (query.lastProgress or {}).get("batchId")
 
 
 def poll_seconds(storage: Storage, marker: str | None) -> float:
@@ -98,31 +97,31 @@ def watch(
 ) -> int:
     marker = doc.get("stop-marker")
     poll = poll_seconds(storage, marker)
+    look = QueryLook(query)
     while True:
         if stop.reason is None and marker and storage.exists(marker):
             stop.reason = f"stop marker {marker}"
         if stop.reason is not None:
-            how = stop_gracefully(query, stop.reason)
-            batch = _last_batch(query)
+            how = stop_gracefully(query, stop.reason, look=look)
+            batch = look.batch_id()
             status.set("stopped", batch)
             graceful = "interrupting" not in how
             log(f"stopped {'gracefully ' if graceful else ''}after batch {batch} ({how})")
             return EXIT_OK
-        if not query.isActive:
+        if not look.active():
             failure = query.exception()
             if failure is not None:
                 message = FAILURES[-1] if FAILURES else error_text(failure)
                 status.set("failed", error=message)
                 log(f"the query failed: {message}")
                 return EXIT_FAILED
-            status.set("finished", (query.lastProgress or {}).get("batchId"))
+            status.set("finished", look.batch_id())
             log("the query finished (its trigger ran out of data)")
             return EXIT_OK
-        progress = query.lastProgress
+        progress = status.beat(look)
         if progress is not None and status.state != "active":
             status.set("active", progress.get("batchId"))
             log(f"active: first trigger done (batch {progress.get('batchId')})")
-        status.beat(query)
         wait_a_little(query, poll)
 
 

@@ -344,6 +344,19 @@ def _fill_tree(tree: list[dict[str, Any]], expr: Any) -> None:
                     continue
 
 
+def java_query(query: Any) -> Any | None:
+    """The JVM's StreamingQuery behind PySpark's (classic PySpark's `_jsq`), whose public
+    methods (`isActive`, `lastProgress` and its `batchId`, `timestamp` and `json`, `status` and
+    its `isTriggerActive`) runner/query_look.py asks; None for a query without one (Spark
+    Connect's), read through PySpark's own properties then."""
+    found = getattr(query, "_jsq", None)
+    try:
+        from py4j.java_gateway import JavaObject
+    except ImportError:  # no py4j: no JVM query either
+        return None
+    return found if isinstance(found, JavaObject) else None
+
+
 def stop_session(spark: Any) -> None:
     """`spark.stop()`, less PySpark's wait for its accumulator server's loop to see it asked to
     stop (`socketserver` looks every 0.5 s): the process ends right after, and that server's

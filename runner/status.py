@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .log import log, utc_now
 from .storage import Storage
+
+if TYPE_CHECKING:
+    from .query_look import QueryLook
 
 #: How often the status file is rewritten while the query runs, at the least. `watch` accepts
 #: no stall timeout below three of these (the deployer's model/control.py holds the same number).
@@ -103,14 +106,16 @@ class Status:
         except Exception as exc:  # noqa: BLE001 - the history is advisory; the job goes on
             log(f"cannot write the run history {self.runs}: {exc}")
 
-    def beat(self, query: Any) -> None:
-        """Follow the query; write when a batch completed, else every HEARTBEAT_SECONDS."""
+    def beat(self, look: QueryLook) -> dict[str, Any] | None:
+        """Follow the query (runner/query_look.py); write when a batch completed, else every
+        HEARTBEAT_SECONDS. Returns the last progress read (None: none yet, or the query is
+        ending)."""
         now = self.clock()
         try:
-            active = bool((query.status or {}).get("isTriggerActive"))
-            progress = query.lastProgress
+            active = look.trigger_active()
+            progress = look.progress()
         except Exception:  # noqa: BLE001 - the query is ending; the loop sees it next
-            return
+            return None
         if active and self.trigger_since is None:
             self.trigger_since = now
         elif not active:
@@ -122,6 +127,7 @@ class Status:
             self.batch_id = summary["id"]
         if new_batch or now - self.written_at >= HEARTBEAT_SECONDS:
             self.write()
+        return progress
 
     def write(self) -> None:
         self.heartbeat += 1

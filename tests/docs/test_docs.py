@@ -776,6 +776,7 @@ def test_the_rows_shown_have_the_columns_a_run_writes() -> None:
 @checks("status-file")
 def test_the_status_file_sample_is_what_the_runner_writes() -> None:
     """The runner's own status writer, fed a completed batch's progress as Spark reports it."""
+    from flink_sql_runner._runner.query_look import QueryLook
     from flink_sql_runner._runner.status import Status
 
     class Written:
@@ -795,7 +796,7 @@ def test_the_status_file_sample_is_what_the_runner_writes() -> None:
                         "processedRowsPerSecond": 52.7, "durationMs": {"triggerExecution": 949},
                         "sources": [{"metrics": {}}]}  # fmt: skip
 
-    status.beat(Query())
+    status.beat(QueryLook(Query()))
     block = sample("status-file")
     real, shown = json.loads(written.text), json.loads(block.text)
     problems = [

@@ -10,10 +10,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from py4j.java_gateway import JavaObject
 
 from runner import lifecycle
+from runner.query_look import QueryLook
 from runner.spark_internals import stop_session
-from runner.status import HEARTBEAT_SECONDS, KEEP_RUNS, Status
+from runner.status import HEARTBEAT_SECONDS, KEEP_RUNS, Status, progress_summary
 from runner.storage import Storage
 from tests.runner.test_storage_default_fs import FakeHadoopFs, spark_on
 
@@ -141,14 +143,14 @@ def test_the_status_file_carries_a_heartbeat_the_running_batch_and_the_last_prog
     status.set("active", 6)
     query = RunningQuery()
     query.status["isTriggerActive"] = True
-    status.beat(query)  # a batch starts; nothing new to say yet
+    status.beat(QueryLook(query))  # a batch starts; nothing new to say yet
     clock[0] += HEARTBEAT_SECONDS
-    status.beat(query)  # the heartbeat: the batch has been running for 10 s
+    status.beat(QueryLook(query))  # the heartbeat: the batch has been running for 10 s
     doc = json.loads(location.read_text())
     assert (doc["heartbeat"], doc["batch-running-seconds"]) == (2, 10.0)
     query.status["isTriggerActive"] = False
     query.lastProgress = KAFKA_PROGRESS
-    status.beat(query)  # a batch completed: written at once
+    status.beat(QueryLook(query))  # a batch completed: written at once
     doc = json.loads(location.read_text())
     assert doc["heartbeat"] == 3 and doc["batch-running-seconds"] is None
     assert doc["batch-id"] == 7 and doc["state"] == "active"
@@ -161,7 +163,7 @@ def test_the_status_file_carries_a_heartbeat_the_running_batch_and_the_last_prog
         "duration-ms": 3000,
         "offsets-behind-latest": 42.0,
     }
-    status.beat(query)
+    status.beat(QueryLook(query))
     assert json.loads(location.read_text())["heartbeat"] == 3, "nothing new, not yet due"
 
 
@@ -198,7 +200,7 @@ def test_the_beacon_changes_only_with_what_a_watcher_judges_and_is_rewritten_as_
     for batch in range(8, 20):  # a batch completes every second: the status file each time
         clock[0] += 1
         query.lastProgress = {**KAFKA_PROGRESS, "batchId": batch}
-        status.beat(query)
+        status.beat(QueryLook(query))
     assert storage.writes.count("v1.status.json") == 13
     # The same content, rewritten once per HEARTBEAT_SECONDS only: its modification time moves.
     assert storage.writes.count("_status/a.v1.json") == 2
@@ -207,7 +209,7 @@ def test_the_beacon_changes_only_with_what_a_watcher_judges_and_is_rewritten_as_
     minutes = []
     for _ in range(30):
         clock[0] += HEARTBEAT_SECONDS
-        status.beat(query)
+        status.beat(QueryLook(query))
         minutes.append(json.loads(storage.files["_status/a.v1.json"])["long-batch-minutes"])
     assert minutes[:6] == [None] * 6 and minutes[6:12] == [1] * 6 and minutes[-1] == 4
     assert "heartbeat" not in storage.files["_status/a.v1.json"]
@@ -244,22 +246,22 @@ def test_with_a_beat_file_the_beacon_is_written_on_a_change_only_and_the_beat_ev
     for batch in range(8, 38):  # 30 s of a batch a second, then 60 s idle
         clock[0] += 1
         query.lastProgress = {**KAFKA_PROGRESS, "batchId": batch}
-        status.beat(query)
+        status.beat(QueryLook(query))
     for _ in range(6):
         clock[0] += HEARTBEAT_SECONDS
-        status.beat(query)
+        status.beat(QueryLook(query))
     assert storage.writes.count(beacon) == 1, "unchanged: never written again"
     assert storage.writes.count(beat) == 1 + 3 + 6, "one heartbeat per HEARTBEAT_SECONDS"
     assert storage.files[beacon] == first
     query.status["isTriggerActive"] = True  # a long batch: the beacon says its whole minutes
     for _ in range(13):
         clock[0] += HEARTBEAT_SECONDS
-        status.beat(query)
+        status.beat(QueryLook(query))
     assert storage.writes.count(beacon) == 3, "minute 1, minute 2"
     assert json.loads(storage.files[beacon])["long-batch-minutes"] == 2
     storage.failing.add(beat)  # a heartbeat that fails is said and tried again
     clock[0] += HEARTBEAT_SECONDS
-    status.beat(query)
+    status.beat(QueryLook(query))
     storage.failing.clear()
     beats = storage.writes.count(beat)
     clock[0] += 1
@@ -419,3 +421,177 @@ def test_pyspark_has_the_accumulator_server_the_stop_skips_waiting_for(spark) ->
     """On every Spark line of the matrix: the attribute stop_session relies on is there."""
     server = spark.sparkContext._accumulatorServer
     assert server is not None and server.server_shutdown is False
+
+
+class JavaProgress:
+    """What the JVM's StreamingQueryProgress answers, with a count of its JSON writes."""
+
+    def __init__(self, batch: int, when: str, owner: JavaQuery) -> None:
+        self.doc, self.owner = {"batchId": batch, "timestamp": when, "numInputRows": 1}, owner
+
+    def batchId(self) -> int:  # noqa: N802 - Spark's name
+        return int(self.doc["batchId"])
+
+    def timestamp(self) -> str:
+        return str(self.doc["timestamp"])
+
+    def json(self) -> str:
+        self.owner.written += 1
+        return json.dumps(self.doc)
+
+
+class JavaQuery:
+    """The JVM's StreamingQuery as py4j gives it: a new object for each progress."""
+
+    def __init__(self) -> None:
+        self.progress: JavaProgress | None = None
+        self.written = 0
+        self.trigger = False
+
+    def lastProgress(self) -> JavaProgress | None:  # noqa: N802 - Spark's name
+        return self.progress
+
+    def isActive(self) -> bool:  # noqa: N802 - Spark's name
+        return True
+
+    def status(self) -> Any:
+        trigger = self.trigger
+
+        class JavaStatus:
+            def isTriggerActive(self) -> bool:  # noqa: N802 - Spark's name
+                return trigger
+
+        return JavaStatus()
+
+
+def test_a_look_asks_spark_for_a_progress_s_json_once_per_progress() -> None:
+    look = QueryLook(object())
+    java = JavaQuery()
+    look.jsq = java
+    assert look.progress() is None and look.batch_id() is None
+    java.progress = JavaProgress(0, "2026-11-30T10:00:00.000Z", java)
+    for _ in range(20):
+        assert look.progress() == {"batchId": 0, "timestamp": "2026-11-30T10:00:00.000Z",
+                                   "numInputRows": 1}  # fmt: skip
+    assert java.written == 1
+    # an idle report of the same batch is another progress: its trigger time tells it apart
+    java.progress = JavaProgress(0, "2026-11-30T10:00:10.000Z", java)
+    java.progress.doc["numInputRows"] = 0
+    assert look.progress()["numInputRows"] == 0 and java.written == 2
+    java.progress = JavaProgress(1, "2026-11-30T10:00:13.000Z", java)
+    assert look.batch_id() == 1 and look.batch_id() == 1 and java.written == 3
+    # a batch id alone or a time alone does not tell two progresses apart
+    java.progress = JavaProgress(2, "2026-11-30T10:00:13.000Z", java)
+    assert look.batch_id() == 2 and java.written == 4
+    assert look.active() is True and look.trigger_active() is False
+    java.trigger = True
+    assert look.trigger_active() is True
+
+
+def test_a_query_with_no_jvm_query_is_read_through_pyspark_s_properties() -> None:
+    query = RunningQuery()
+    look = QueryLook(query)
+    assert look.jsq is None and look.progress() is None
+    query.lastProgress, query.status["isTriggerActive"] = KAFKA_PROGRESS, True
+    assert look.progress() == KAFKA_PROGRESS and look.trigger_active() is True
+
+
+@pytest.mark.spark
+def test_a_look_gives_spark_s_own_progress_and_reads_each_one_once(spark) -> None:
+    """On every Spark line of the matrix: the JVM's query and the methods a look asks are
+    there, and what it gives is what PySpark's `lastProgress` gives."""
+    frame = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 1).load()
+    query = frame.writeStream.format("noop").trigger(processingTime="200 milliseconds").start()
+    try:
+        look = QueryLook(query)
+        assert look.jsq is not None, "the JVM's query, not PySpark's properties"
+        assert look.active() is True and look.trigger_active() in (True, False)
+        compared: set[int] = set()
+        returned: set[tuple[int, str]] = set()
+        deadline = time.monotonic() + 60
+        while len(compared) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            public = query.lastProgress
+            mine = look.progress()
+            if mine is None:
+                continue
+            returned.add((mine["batchId"], mine["timestamp"]))
+            if public is not None and public["timestamp"] == mine["timestamp"]:
+                # PySpark 4 gives a dict of its own objects, with the JSON beside it; 3.5 the JSON
+                raw = json.loads(public.json) if hasattr(public, "json") else public
+                assert mine == raw
+                assert progress_summary(mine) == progress_summary(public)
+                compared.add(mine["batchId"])
+        assert len(compared) == 3, f"3 progresses compared within 60 s: {compared}"
+        assert look.parsed == len(returned), "each progress read as JSON once"
+    finally:
+        query.stop()
+    assert look.active() is False
+
+
+class JvmQuery(JavaObject):
+    """The JVM's query as `java_query` takes it (a py4j JavaObject, no gateway behind it): its
+    trigger active, and batch `first` committed once the clock reaches `commit_at`."""
+
+    def __init__(self, first: int, commit_at: float, trigger: bool = True) -> None:
+        object.__setattr__(self, "_s", {"now": 0.0, "active": True, "first": first,
+                                        "at": commit_at, "trigger": trigger})  # fmt: skip
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(name)
+
+    def isActive(self) -> bool:  # noqa: N802 - Spark's name
+        return bool(self._s["active"])
+
+    def status(self) -> Any:
+        return SimpleNamespace(isTriggerActive=lambda: self._s["trigger"])
+
+    def lastProgress(self) -> JavaProgress:  # noqa: N802 - Spark's name
+        done = self._s["now"] >= self._s["at"]
+        batch = self._s["first"] if done else self._s["first"] - 1
+        owner = JavaQuery()
+        return JavaProgress(batch, f"2026-11-30T10:00:{batch:02d}.000Z", owner)
+
+
+class OnTheJvm:
+    """PySpark's query around a JvmQuery: what `watch` and the stop ask of it themselves."""
+
+    def __init__(self, jsq: JvmQuery) -> None:
+        self._jsq = jsq
+
+    def stop(self) -> None:
+        self._jsq._s["active"] = False
+
+    def sleep(self, seconds: float) -> None:
+        self._jsq._s["now"] += seconds
+
+
+def test_a_graceful_stop_on_the_jvm_s_query_waits_for_the_running_batch_to_commit_only() -> None:
+    """The review of issue 57's seventh part: the tests above run on PySpark's properties."""
+    query = OnTheJvm(JvmQuery(first=8, commit_at=2.0))
+    assert QueryLook(query).jsq is query._jsq
+    clock = lambda: query._jsq._s["now"]  # noqa: E731
+    assert lifecycle.stop_gracefully(query, "t", clock=clock, sleep=query.sleep) == (
+        "after batch 8 committed"
+    )
+    assert 2.0 <= clock() < 2.1 and not query._jsq.isActive()
+
+
+def test_watch_on_the_jvm_s_query_says_active_then_stopped_after_the_committed_batch() -> None:
+    query = OnTheJvm(JvmQuery(first=8, commit_at=0.0, trigger=False))
+    states: list[tuple[str, int | None]] = []
+
+    class Seen(Status):
+        def set(self, state: str, batch_id: int | None = None, error: str | None = None) -> None:
+            states.append((state, batch_id))
+            super().set(state, batch_id, error)
+
+    status = Seen(Storage(None), None, "run-1")
+    stop = lifecycle.StopRequest()
+
+    def wait(seconds: float) -> None:
+        stop.reason = "test"  # a stop after the first look
+
+    query.awaitTermination = wait  # type: ignore[attr-defined]
+    assert lifecycle.watch(query, NoMarker(), {}, status, stop) == lifecycle.EXIT_OK  # type: ignore[arg-type]
+    assert states == [("active", 8), ("stopped", 8)]

@@ -26,6 +26,7 @@ from flink_sql_runner.model.stored import StoredManifest
 from flink_sql_runner.stores.storage import FileStorage, Listed
 from flink_sql_runner.watch.beacons import Beacons
 from flink_sql_runner.watch.stalls import Stalls
+from runner.query_look import QueryLook
 from runner.status import HEARTBEAT_SECONDS, Status
 from runner.storage import Storage as RunnerStorage
 from tests.support.fake_webhdfs import FakeWebHdfs
@@ -136,7 +137,7 @@ class Runs:
         self.now[0] += HEARTBEAT_SECONDS
         for name in self.names:
             if name not in frozen:
-                self.status[name].beat(self.queries[name])
+                self.status[name].beat(QueryLook(self.queries[name]))
 
 
 class Watching:
