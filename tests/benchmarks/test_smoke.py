@@ -296,3 +296,30 @@ def test_the_repeated_warm_handovers_table_gives_medians_of_the_pause_and_its_st
     rows = text.splitlines()
     assert rows[2] == "| warm | 3 | 1.40 s (1.20-3.00) | -0.10 | +0.59 | +0.60 | - | +1.40 |"
     assert rows[3].startswith("| warm, no warm-up | 1 | 2.90 s (2.90-2.90) |")
+
+
+def test_the_suite_s_cpu_is_told_by_kind_and_by_the_test_that_started_each_process() -> None:
+    from tests.benchmarks.suite_cpu import Seen, attribute, report, sample
+
+    test = "tests/e2e/test_local_two_jobs.py::test_one_failing_job_does_not_stop_the_other"
+    seen = {
+        "1:1": Seen(1, 0, 2.0, "python3", "python3 -c exec(eval(sys.stdin", test, 0, 30),
+        "2:1": Seen(2, 1, 1.0, "python3", "python3 -m flink_sql_runner deploy", test, 1, 3),
+        # spark-submit exec'd into the driver's JVM: its test is its parent's
+        "3:1": Seen(3, 2, 9.0, "java", "java ... SparkSubmit ... job_runner.py", None, 2, 20),
+        "4:1": Seen(4, 3, 1.5, "python3", "python3 job_runner.py --manifest m", None, 4, 20),
+        "5:1": Seen(5, 2, 7.0, "java", "java ... job_runner.py --probe schema_probe", None, 2, 9),
+        # there before the run: only what it used during it counts
+        "6:1": Seen(6, 0, 120.0, "kdamond.0", "", None, 0, 30, base=100.0),
+    }
+    attribute(seen)
+    assert seen["4:1"].test == test and seen["5:1"].test == test
+    text = report(seen, wall=30, busy=0.9)
+    assert "| driver JVMs | 9 | 1 |" in text and "| driver Pythons | 2 | 1 |" in text
+    assert "| probe JVMs | 7 | 1 |" in text and "| kernel threads (kdamond.0) | 20 | 1 |" in text
+    assert "| `tests/e2e/test_local_two_jobs.py` | 20 | 2 |" in text
+    assert "CPU seen in processes 40 s" in text
+    live: dict[str, Seen] = {}
+    sample(live, 0.0, first=True)
+    me = [s for s in live.values() if s.pid == os.getpid()]
+    assert len(me) == 1 and me[0].base == me[0].cpu and me[0].used == 0
