@@ -173,6 +173,33 @@ def s3_env(endpoint: str, scratch: Path) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class ProcessStat:
+    """One live process as /proc/PID/stat gives it."""
+
+    pid: int
+    name: str  # the program's name, as the kernel keeps it (`comm`)
+    fields: list[str]  # the fields after the name: state (0), ppid (1), pgrp (2), ...
+
+    @property
+    def cpu_seconds(self) -> float:
+        """User and system time so far."""
+        return (int(self.fields[11]) + int(self.fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def process_table() -> Iterator[ProcessStat]:
+    """Every live process of the machine (Linux: /proc); those gone while read are skipped."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        name = text[text.find("(") + 1 : text.rfind(")")]
+        yield ProcessStat(int(entry), name, text[text.rfind(")") + 2 :].split())
+
+
+@dataclass(frozen=True)
 class Server:
     url: str
     pid: int

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -27,7 +26,8 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-TICK = os.sysconf("SC_CLK_TCK")
+from tests.benchmarks.common import process_table
+
 #: What each kind of process is told by (its command line, then its name), first match wins.
 KINDS = (
     ("kafka.Kafka", "Kafka broker"),
@@ -99,16 +99,8 @@ def sample(seen: dict[str, Seen], began: float, first: bool = False) -> None:
     """One reading of the process table into `seen` (keyed by pid and start time); the
     `first`, before the run began, keeps what each process had used by then."""
     now = time.monotonic() - began
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.find("(") + 1 : stat.rfind(")")]
-        fields = stat[stat.rfind(")") + 2 :].split()
-        cpu = (int(fields[11]) + int(fields[12])) / TICK
+    for process in process_table():
+        pid, name, fields, cpu = str(process.pid), process.name, process.fields, process.cpu_seconds
         key = f"{pid}:{fields[19]}"
         found = seen.get(key)
         if found is None or found.name != name:  # new, or it exec'd another program

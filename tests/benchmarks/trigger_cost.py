@@ -22,29 +22,21 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.benchmarks.common import process_table
 from tests.benchmarks.warm_repeat_bench import _code, old_code
 from tests.support.jvm import quicken
 from tests.support.workspace import Workspace, wait_for
-
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def group_cpu(group: int) -> dict[str, float]:
     """CPU seconds of the live processes of process group `group`, by kind: "jvm" (java),
     "python" and "other"."""
     found = {"jvm": 0.0, "python": 0.0, "other": 0.0}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        name = text[text.find("(") + 1 : text.rfind(")")]
-        fields = text.rsplit(")", 1)[1].split()
-        if int(fields[2]) == group:
+    for process in process_table():
+        if int(process.fields[2]) == group:
+            name = process.name
             kind = "jvm" if name == "java" else "python" if name.startswith("python") else "other"
-            found[kind] += (int(fields[11]) + int(fields[12])) / TICK
+            found[kind] += process.cpu_seconds
     return found
 
 
