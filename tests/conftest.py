@@ -135,12 +135,27 @@ def pytest_sessionfinish() -> None:
     browser.stop()
 
 
+#: What an idle session of the tests does not need: a worker's session lives the whole run,
+#: mostly idle, and measured idle (tests/benchmarks/idle_session.py) it spends 2.0 CPU-s in 30 s
+#: with Spark's defaults, 0.8 without the console's progress bar, which a `pyspark-shell`
+#: session redraws five times a second, and with the executor's and driver's heartbeats every
+#: 100 s, not 10 (below spark.network.timeout's 120 s; they report running tasks' metrics, which
+#: no test reads).
+QUIET_SESSION = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.executor.heartbeatInterval": "100s",
+}
+
+
 @pytest.fixture(scope="session")
 def spark():
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    for key, value in QUIET_SESSION.items():
+        builder = builder.config(key, value)
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("flink-sql-runner-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

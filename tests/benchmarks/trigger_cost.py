@@ -1,16 +1,18 @@
 """What a running local driver costs the machine at each trigger interval, side by side.
 
     python -m tests.benchmarks.trigger_cost [--rounds 2] [--seconds 30]
-        [--triggers "1 second,3 seconds"] [--old REF]
+        [--triggers "1 second,3 seconds"] [--old REF] [--java-options OPTIONS]
 
-Each round deploys, once per trigger in turn, one rate-micro-batch -> parquet job with the
-suite's template (tests/support/workspace.py: UI off, 2 shuffle partitions, a 512 MiB driver, the
-suite's JVM options), waits for its second committed batch and 5 s more, then reads the CPU
-seconds its process group (the driver's JVM and its Python) spends in `--seconds` of running,
-and kills it. The suite's scenarios keep their jobs running while they act and wait: on two
-cores that CPU is what they wait for. With `--old REF`, each round runs the job on the code of
-an older commit too (its files from `git archive`, as ci_plan.py takes them), in turn, so that
-what a change to the runner's loop saves is measured side by side.
+Each round deploys, once per trigger in turn, one rate-micro-batch -> parquet job with the suite's
+template (tests/support/workspace.py: UI off, 2 shuffle partitions, a 512 MiB driver, the suite's
+JVM options), waits for its second committed batch and 5 s more, then reads the CPU seconds its
+process group (the driver's JVM and its Python, and what the JVM started and waited for: Hadoop's
+local file system runs `chmod` and `readlink` for each file it writes) spends in `--seconds` of
+running, and kills it. The suite's scenarios keep their jobs running while they act and wait: on
+two cores that CPU is what they wait for. With `--old REF`, each round runs the job on the code of
+an older commit too (its files from `git archive`, as ci_plan.py takes them), in turn, so that what
+a change to the runner's loop saves is measured side by side. With `--java-options`, each round
+runs the job with those options added to the suite's JVM options too, in turn.
 """
 
 from __future__ import annotations
@@ -30,13 +32,15 @@ from tests.support.workspace import Workspace, wait_for
 
 def group_cpu(group: int) -> dict[str, float]:
     """CPU seconds of the live processes of process group `group`, by kind: "jvm" (java),
-    "python" and "other"."""
-    found = {"jvm": 0.0, "python": 0.0, "other": 0.0}
+    "python", "other", and "reaped" (what the JVM started, waited for and is gone)."""
+    found = {"jvm": 0.0, "python": 0.0, "other": 0.0, "reaped": 0.0}
     for process in process_table():
         if int(process.fields[2]) == group:
             name = process.name
             kind = "jvm" if name == "java" else "python" if name.startswith("python") else "other"
             found[kind] += process.cpu_seconds
+            if kind == "jvm":
+                found["reaped"] += process.reaped_cpu_seconds
     return found
 
 
@@ -76,13 +80,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--triggers", default="1 second,3 seconds")
     parser.add_argument("--old", help="an older commit whose runner runs the job too, in turn")
+    parser.add_argument("--java-options", help="JVM options a job runs with too, in turn")
     args = parser.parse_args(argv)
     quicken(os.environ)
+    suite_options = os.environ["SPARK_SUBMIT_OPTS"]
     triggers = [t.strip() for t in args.triggers.split(",")]
     with tempfile.TemporaryDirectory(prefix="fsr-trigger-cost-code-") as scratch:
-        codes: dict[str, Path | None] = {"this checkout": None}
+        codes: dict[str, tuple[Path | None, str]] = {"this checkout": (None, "")}
         if args.old:
-            codes[f"at {args.old}"] = old_code(args.old, Path(scratch))
+            codes[f"at {args.old}"] = (old_code(args.old, Path(scratch)), "")
+        if args.java_options:
+            codes[f"with {args.java_options}"] = (None, args.java_options)
         found: dict[tuple[str, str], list[dict[str, float]]] = {
             (t, c): [] for t in triggers for c in codes
         }
@@ -90,22 +98,24 @@ def main(argv: list[str] | None = None) -> int:
             order = list(codes) if turn % 2 == 0 else list(reversed(codes))
             for trigger in triggers:
                 for code in order:
-                    with _code(codes[code]):
+                    folder, options = codes[code]
+                    os.environ["SPARK_SUBMIT_OPTS"] = f"{suite_options} {options}".strip()
+                    with _code(folder):
                         cost = running_cost(trigger, args.seconds)
                     found[(trigger, code)].append(cost)
                     kinds = ", ".join(f"{k} {v:.2f}" for k, v in cost.items())
                     print(f"round {turn + 1}: {trigger}, {code}: {kinds}", flush=True)
-    print(f"\n| trigger | code | CPU-s in {args.seconds:.0f} s (median) | JVM | Python "
-          "| share of a core | rounds |\n|---|---|---|---|---|---|---|")  # fmt: skip
+    print(f"\n| trigger | run | CPU-s in {args.seconds:.0f} s (median) | JVM | Python "
+          "| reaped | share of a core | rounds |\n|---|---|---|---|---|---|---|---|")  # fmt: skip
     for (trigger, code), costs in found.items():
         totals = [sum(c.values()) for c in costs]
         median = statistics.median(totals)
-        jvm = statistics.median(c["jvm"] for c in costs)
-        python = statistics.median(c["python"] for c in costs)
+        jvm, python, reaped = (statistics.median(c[k] for c in costs)
+                               for k in ("jvm", "python", "reaped"))  # fmt: skip
         share = 100 * median / args.seconds
         rounds = ", ".join(f"{t:.2f}" for t in totals)
-        print(f"| {trigger} | {code} | {median:.2f} | {jvm:.2f} | {python:.2f} | {share:.0f}% "
-              f"| {rounds} |")  # fmt: skip
+        print(f"| {trigger} | {code} | {median:.2f} | {jvm:.2f} | {python:.2f} | {reaped:.2f} "
+              f"| {share:.0f}% | {rounds} |")  # fmt: skip
     return 0
 
 
