@@ -5,13 +5,14 @@
 Runs pytest (by default the README's test command's `pytest -n 3`) and, beside it, reads the
 process table every second: each process's CPU seconds (the last reading before it ended, so a
 process that lives less than a second may be missed or undercounted), its command line, and the
-test it serves. A test's processes are found by `PYTEST_CURRENT_TEST` in their environment
-(pytest sets it in its workers; the CLI runs, their spark-submits and drivers inherit it), else
-by their parent's. At the end it prints the machine's busy share (from /proc/stat), the CPU of
-each kind of process (a driver's JVM, its Python, a probe, the tests' own Spark sessions, the
-pytest workers, the machine's own kernel threads and agents) and the modules whose processes
-cost most, with how many Spark JVMs each started. Linux only. docs/developers/testing.md keeps
-a measured run's tables.
+test it serves. A test's processes are found by `PYTEST_CURRENT_TEST` in their environment (pytest
+sets it in its workers; the CLI runs, their spark-submits and drivers inherit it), else by their
+parent's. At the end it prints the machine's busy share (from /proc/stat), the CPU of each kind of
+process (a driver's JVM, its Python, a probe, the tests' own Spark sessions, the pytest workers,
+the machine's own kernel threads and agents; what the JVMs started and waited for that no reading
+saw, from the CPU the kernel adds to the JVM for it) and the modules whose processes cost most,
+with how many Spark JVMs each started. Linux only. docs/developers/testing.md keeps a measured
+run's tables.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class Seen:
     last: float
     #: Its CPU seconds when first seen, where it was there before the run began (else 0).
     base: float = 0.0
+    #: CPU seconds of its children that ended and it waited for (as `base`, from the run on).
+    reaped: float = 0.0
+    reaped_base: float = 0.0
 
     @property
     def used(self) -> float:
@@ -115,6 +119,9 @@ def sample(seen: dict[str, Seen], began: float, first: bool = False) -> None:
             found.name, found.command = name, command.decode(errors="replace").strip()
             found.test = found.test or test
         found.cpu, found.last = max(found.cpu, cpu), now
+        found.reaped = max(found.reaped, process.reaped_cpu_seconds)
+        if first:
+            found.reaped_base = found.reaped
 
 
 def busy_share() -> tuple[int, int]:
@@ -135,13 +142,37 @@ def attribute(seen: dict[str, Seen]) -> None:
                 item.test = max(parents, key=lambda p: p.first).test
 
 
+#: The kind of what a JVM started and waited for that the readings never saw (each lives
+#: milliseconds): Hadoop's local file system runs `chmod` and `readlink` for each file it writes.
+UNSEEN = "programs JVMs started, unseen"
+
+
+def unseen_children(seen: dict[str, Seen]) -> list[Seen]:
+    """One entry per JVM for the CPU of its children it waited for that no reading saw: what it
+    reaped, less what its children that were seen had used (and reaped) when they ended."""
+    children: dict[int, list[Seen]] = defaultdict(list)
+    for item in seen.values():
+        children[item.ppid].append(item)
+    found = []
+    for item in seen.values():
+        if item.name != "java":
+            continue
+        ended = [c for c in children[item.pid] if item.first <= c.first and c.last < item.last]
+        cpu = item.reaped - item.reaped_base - sum(c.used + c.reaped - c.reaped_base for c in ended)
+        if cpu > 0:
+            found.append(Seen(item.pid, item.pid, cpu, UNSEEN, UNSEEN, item.test, item.first,
+                              item.last))  # fmt: skip
+    return found
+
+
 def report(seen: dict[str, Seen], wall: float, busy: float, top: int = 20) -> str:
-    cpu_all = sum(s.used for s in seen.values())
+    every = [*seen.values(), *unseen_children(seen)]
+    cpu_all = sum(s.used for s in every)
     kinds, counts = Counter(), Counter()
     modules: dict[str, Counter[str]] = defaultdict(Counter)
     jvms: Counter[str] = Counter()
-    for item in seen.values():
-        kind = kind_of(item)
+    for item in every:
+        kind = UNSEEN if item.name == UNSEEN else kind_of(item)
         kinds[kind] += item.used
         counts[kind] += 1
         module = (item.test or "").split("::")[0] or "(no test)"
