@@ -149,16 +149,21 @@ UNSEEN = "programs JVMs started, unseen"
 
 def unseen_children(seen: dict[str, Seen]) -> list[Seen]:
     """One entry per JVM for the CPU of its children it waited for that no reading saw: what it
-    reaped, less what its children that were seen had used (and reaped) when they ended."""
+    reaped (its children's, and theirs', as each waited), less what every process below it that
+    was seen had used when it ended (a YARN container's JVM under the script that launched it)."""
     children: dict[int, list[Seen]] = defaultdict(list)
     for item in seen.values():
         children[item.ppid].append(item)
+
+    def ended_below(parent: Seen) -> float:
+        below = [c for c in children[parent.pid] if parent.first <= c.first]
+        return sum((c.used if c.last < parent.last else 0.0) + ended_below(c) for c in below)
+
     found = []
     for item in seen.values():
         if item.name != "java":
             continue
-        ended = [c for c in children[item.pid] if item.first <= c.first and c.last < item.last]
-        cpu = item.reaped - item.reaped_base - sum(c.used + c.reaped - c.reaped_base for c in ended)
+        cpu = item.reaped - item.reaped_base - ended_below(item)
         if cpu > 0:
             found.append(Seen(item.pid, item.pid, cpu, UNSEEN, UNSEEN, item.test, item.first,
                               item.last))  # fmt: skip
