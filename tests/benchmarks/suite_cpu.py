@@ -155,15 +155,15 @@ def unseen_children(seen: dict[str, Seen]) -> list[Seen]:
     for item in seen.values():
         children[item.ppid].append(item)
 
-    def ended_below(parent: Seen) -> float:
+    def ended_below(parent: Seen, until: float) -> float:
         below = [c for c in children[parent.pid] if parent.first <= c.first]
-        return sum((c.used if c.last < parent.last else 0.0) + ended_below(c) for c in below)
+        return sum((c.used if c.last < until else 0.0) + ended_below(c, until) for c in below)
 
     found = []
     for item in seen.values():
         if item.name != "java":
             continue
-        cpu = item.reaped - item.reaped_base - ended_below(item)
+        cpu = item.reaped - item.reaped_base - ended_below(item, item.last)
         if cpu > 0:
             found.append(Seen(item.pid, item.pid, cpu, UNSEEN, UNSEEN, item.test, item.first,
                               item.last))  # fmt: skip
