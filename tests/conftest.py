@@ -135,15 +135,16 @@ def pytest_sessionfinish() -> None:
     browser.stop()
 
 
-#: What an idle session of the tests does not need: a worker's session lives the whole run,
-#: mostly idle, and measured idle (tests/benchmarks/idle_session.py) it spends 2.0 CPU-s in 30 s
-#: with Spark's defaults, 0.8 without the console's progress bar, which a `pyspark-shell`
-#: session redraws five times a second, and with the executor's and driver's heartbeats every
-#: 100 s, not 10 (below spark.network.timeout's 120 s; they report running tasks' metrics, which
-#: no test reads).
+#: What an idle session of the tests does not need: a worker's session lives the whole run and
+#: mostly waits (`python -m tests.benchmarks.idle_session`: 2.70 CPU-s in 90 s idle with Spark's
+#: defaults, 1.25 with these, side by side in docs/developers/benchmarks.md). The console's
+#: progress bar, which a `pyspark-shell` session redraws five times a second though no one sees
+#: it, is off; the executor's and driver's heartbeats come every 40 s, not 10. Spark delays the
+#: first one by the interval plus a random share of it, so the longest gap is 80 s, under
+#: spark.network.timeout's 120 s: the session's executor is never taken for lost.
 QUIET_SESSION = {
     "spark.ui.showConsoleProgress": "false",
-    "spark.executor.heartbeatInterval": "100s",
+    "spark.executor.heartbeatInterval": "40s",
 }
 
 

@@ -1,7 +1,7 @@
 """What the tests' own Spark session costs while idle, with Spark's defaults and with the
 settings the suite gives it (tests/conftest.py's QUIET_SESSION), side by side.
 
-    python -m tests.benchmarks.idle_session [--rounds 3] [--seconds 30]
+    python -m tests.benchmarks.idle_session [--rounds 3] [--seconds 90]
 
 Each round starts, in turn, a session as the suite's `spark` fixture makes it (local[2], UI
 off, the suite's JVM options) once with Spark's defaults and once with QUIET_SESSION, runs one
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--seconds", type=float, default=90.0)
     args = parser.parse_args(argv)
     quicken(os.environ)
     variants = {"Spark's defaults": {}, "QUIET_SESSION": QUIET_SESSION}

@@ -118,9 +118,12 @@ def sample(seen: dict[str, Seen], began: float, first: bool = False) -> None:
                                          cpu if first else 0.0)  # fmt: skip
             found.name, found.command = name, command.decode(errors="replace").strip()
             found.test = found.test or test
+        became_jvm = name == "java" and found.reaped_base == 0.0 and found.reaped == 0.0
         found.cpu, found.last = max(found.cpu, cpu), now
         found.reaped = max(found.reaped, process.reaped_cpu_seconds)
-        if first:
+        if first or became_jvm:
+            # What it carries from before it was this JVM, or before the run: spark-class runs
+            # its launcher JVM and waits for it before it becomes the JVM it launched.
             found.reaped_base = found.reaped
 
 
@@ -149,15 +152,18 @@ UNSEEN = "programs JVMs started, unseen"
 
 def unseen_children(seen: dict[str, Seen]) -> list[Seen]:
     """One entry per JVM for the CPU of its children it waited for that no reading saw: what it
-    reaped (its children's, and theirs', as each waited), less what every process below it that
-    was seen had used when it ended (a YARN container's JVM under the script that launched it)."""
+    reaped since it was that JVM (its children's, and theirs', as each waited), less what the
+    processes below it that were seen had used, those that ended before its last reading and
+    whose parents did (a YARN container's JVM under the script that launched it; what a child
+    still running waited for is that child's, not the JVM's). Never below 0 (a reading's second
+    may see a child's end before its parent's)."""
     children: dict[int, list[Seen]] = defaultdict(list)
     for item in seen.values():
         children[item.ppid].append(item)
 
     def ended_below(parent: Seen, until: float) -> float:
-        below = [c for c in children[parent.pid] if parent.first <= c.first]
-        return sum((c.used if c.last < until else 0.0) + ended_below(c, until) for c in below)
+        ended = [c for c in children[parent.pid] if parent.first <= c.first and c.last < until]
+        return sum(c.used + ended_below(c, until) for c in ended)
 
     found = []
     for item in seen.values():

@@ -56,6 +56,12 @@ def test_one_failing_job_does_not_stop_the_other(workspace: Workspace, spark):
     rows = wait_for(described, what="rows of the good job")
     assert {r["__query_description"] for r in rows} == {HOSTILE}
 
+    # The text output names the failed job with Spark's message, exit code 1 again.
+    again = ws.deploy()
+    assert again.returncode == 1
+    assert "FAIL bad:" in again.stdout and "boom: the job cannot go on" in again.stdout
+    assert "Deploy finished with 1 failed: bad." in again.stdout
+
     # desired-state: stopped stops the good job with its checkpoint, and it stays stopped.
     (ws.jobs / "bad.yaml").unlink()
     good = {"description": HOSTILE, "target-table": "good_out", "sql": "SELECT value FROM ticks"}

@@ -1,12 +1,12 @@
 """A query change never breaks its sink's readers, on real Spark and real spark-submit.
 
-One job writing a parquet folder another job reads (declaring `value BIGINT`):
-v1 deploys -> a type change (value BIGINT -> STRING) is refused by the plan, naming the reader;
-the v1 run keeps running and the sink still reads -> an added column deploys as v2 and the sink
-reads back rows of both versions -> a code job (whose output the plan cannot know) writing value
-as STRING is stopped by the run's own check before its first write and rolled back to v2 -> the
-same type change into a new location ({query_version} in the path) deploys, and the plan says
-where readers must move.
+One job writing a parquet folder another job reads (declaring `value BIGINT`): v1 deploys -> a type
+change (value BIGINT -> STRING) is refused by the plan, naming the reader; the v1 run keeps running
+and the sink still reads -> an added column deploys as v2 and the sink reads back rows of both
+versions -> a code job (whose output the plan cannot know) writing value as STRING is stopped by
+the run's own check before its first write: warm, in its pre-flight, and v2 runs on -> the same
+type change into a new location ({query_version} in the path) deploys, and the plan says where
+readers must move.
 """
 
 from __future__ import annotations
@@ -108,8 +108,9 @@ def test_a_sinks_readers_are_never_broken(workspace: Workspace, spark) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     assert "its run checks the sink" in result.stdout  # the plan said what it could not know
     assert "breaking for its readers" in result.stdout + result.stderr
+    assert "pre-flight failed" in result.stdout, "warm: the check stops it before v2 stops"
     assert ws.stored("ticks")["meta"]["query-version"] == 2
-    wait_for(lambda: ws.record("ticks"), what="v2 running again")
+    wait_for(lambda: ws.record("ticks"), what="v2 running on")
     assert not rows(3, 1)()
     assert spark.read.parquet(str(out)).count() >= 15
 

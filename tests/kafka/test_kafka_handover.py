@@ -9,7 +9,9 @@ partitions, and every record produced is read exactly once across all of them:
    checkpoint that resumes right after the last batch the stopped run committed. What `inspect`
    reports per topic-partition is what the test produced, and the runs come from the run history
    the runs keep beside their checkpoint (the driver logs are gone when it is read);
-3. a new version (v3) that commits and then fails its health check (issue 52): its query fails
+3. a SIGKILL mid-stream, then `watch`: a restart from the checkpoint, from the committed offsets
+   (after a SIGKILL `deploy` does the same: tests/kafka/test_kafka_to_kafka.py);
+4. a new version (v3) that commits and then fails its health check (issue 52): its query fails
    on a record produced once it committed every record before it. The deploy that started it
    is paused (SIGSTOP) from when it submitted v3 until v3 committed and failed, then resumed: it
    finds v3 failed, never healthy, with batches committed. v3 is recorded, not rolled back over
@@ -48,8 +50,9 @@ from tests.support.kafka_jobs import (
     read_counts,
     sink_rows,
     use_connector,
+    watch_once,
 )
-from tests.support.workspace import Workspace, trace, wait_for
+from tests.support.workspace import Workspace, kill_driver, trace, wait_for
 
 pytestmark = [
     pytest.mark.kafka,
@@ -277,7 +280,21 @@ def test_a_kafka_job_reads_every_record_once_across_handovers_a_stop_and_a_kill(
     ]
     all_read("the restarted run to read on")
 
-    # 3. a new version that commits, then fails: recorded, not rolled back over (issue 52)
+    # 3. SIGKILL mid-stream -> watch restarts it from the checkpoint (`deploy` does the same
+    # in test_kafka_to_kafka.py)
+    kill_driver(ws.record(JOB)["pid"])
+    # gone before `watch` looks: a JVM that is still exiting is up (and healthy) for it
+    wait_for(lambda: ws.record(JOB) is None, timeout=30, interval=0.1, what="the killed run gone")
+    produce(30)
+    watched = watch_once(ws)
+    assert watched.returncode == 0, watched.stdout + watched.stderr
+    produce(30)
+    rows = all_read("the run watch restarted to read on")
+    # every record after the new version is v2's: the restarts kept the version
+    assert per_version(rows) == {1: in_v1, 2: produced - in_v1}
+    assert {row["t"] for row in rows} == {topic} and {row["p"] for row in rows} == {0, 1, 2}
+
+    # 4. a new version that commits, then fails: recorded, not rolled back over (issue 52)
     ws.write_job(JOB, description=DESCRIPTIONS[1], **{**scenario.job, "sql": FAILS_ON_POISON})
     before_v3 = produced
     with paused_deploy(ws, "--handover", "cold") as deploy_v3:

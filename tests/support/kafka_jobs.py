@@ -5,12 +5,15 @@ the checks of what a sink holds (every record read exactly once, counted per ver
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from tests.support import warm_cli
 from tests.support.kafka_broker import Broker
 from tests.support.kafka_spark import KafkaSpark, job_properties
 from tests.support.workspace import TEST_TEMPLATE, Workspace
@@ -57,6 +60,18 @@ def use_connector(
     if trigger is not None:
         template["trigger"] = {"processingTime": trigger}
     ws.template.write_text(yaml.safe_dump(template))
+
+
+def watch_once(ws: Workspace) -> subprocess.CompletedProcess[str]:
+    """`watch --once` over the workspace's store, as the local e2e tests run it (forked warm,
+    as `Workspace.cli` runs a command: tests/support/warm_cli.py)."""
+    argv = ws.argv("watch", "--once", "--stop-timeout", "30", "--start-timeout", "120", paths=False)
+    for option in ("--table-definition-path", "--template-file"):
+        at = argv.index(option)
+        del argv[at : at + 2]
+    done = warm_cli.run(argv[3:], cwd=ws.root, env=dict(os.environ), stdin=None, timeout=300)
+    ws._remember_pids()  # noqa: SLF001 - kill_all must stop what watch started
+    return done
 
 
 #: What a Producer produces as its record n: key, value, and the record's timestamp in ms since
