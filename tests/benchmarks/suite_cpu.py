@@ -57,6 +57,8 @@ class Seen:
     #: CPU seconds of its children that ended and it waited for (as `base`, from the run on).
     reaped: float = 0.0
     reaped_base: float = 0.0
+    #: Whether it was seen as a JVM yet (its `reaped_base` is taken then).
+    was_jvm: bool = False
 
     @property
     def used(self) -> float:
@@ -118,7 +120,8 @@ def sample(seen: dict[str, Seen], began: float, first: bool = False) -> None:
                                          cpu if first else 0.0)  # fmt: skip
             found.name, found.command = name, command.decode(errors="replace").strip()
             found.test = found.test or test
-        became_jvm = name == "java" and found.reaped_base == 0.0 and found.reaped == 0.0
+        became_jvm = name == "java" and not found.was_jvm
+        found.was_jvm = found.was_jvm or became_jvm
         found.cpu, found.last = max(found.cpu, cpu), now
         found.reaped = max(found.reaped, process.reaped_cpu_seconds)
         if first or became_jvm:

@@ -323,3 +323,56 @@ def test_the_suite_s_cpu_is_told_by_kind_and_by_the_test_that_started_each_proce
     sample(live, 0.0, first=True)
     me = [s for s in live.values() if s.pid == os.getpid()]
     assert len(me) == 1 and me[0].base == me[0].cpu and me[0].used == 0
+
+
+def test_what_a_jvm_waited_for_unseen_is_its_reaped_cpu_less_what_was_seen_below_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.benchmarks import suite_cpu
+    from tests.benchmarks.common import ProcessStat
+    from tests.benchmarks.suite_cpu import UNSEEN, Seen, report, sample, unseen_children
+
+    def reading(name: str, cpu: float, reaped: float) -> list[ProcessStat]:
+        fields = ["S", "1", "1", *["0"] * 40]
+        fields[11], fields[13], fields[19] = str(round(cpu * 100)), str(round(reaped * 100)), "7"
+        return [ProcessStat(7, name, fields)]
+
+    monkeypatch.setattr(suite_cpu, "_environ_test", lambda pid: None)
+    monkeypatch.setattr(suite_cpu.Path, "read_bytes", lambda self: b"spark-class")
+    seen: dict[str, Seen] = {}
+    # spark-class waited for its launcher JVM (0.3 CPU-s) before it became the driver's JVM:
+    # that is not the JVM's; what it waited for afterwards (0.2) is
+    steps = (("bash", 0, 0), ("java", 1, 0.3), ("java", 2, 0.3), ("java", 3, 0.5))
+    for name, cpu, reaped in steps:
+        table = reading(name, cpu, reaped)
+        monkeypatch.setattr(suite_cpu, "process_table", lambda table=table: iter(table))
+        sample(seen, 0.0)
+    ((_, jvm),) = seen.items()
+    assert round(jvm.reaped - jvm.reaped_base, 6) == 0.2
+    # a JVM that waited for nothing at first: all it waits for later is its own
+    seen = {}
+    for cpu, reaped in ((1, 0), (2, 0.4)):
+        table = reading("java", cpu, reaped)
+        monkeypatch.setattr(suite_cpu, "process_table", lambda table=table: iter(table))
+        sample(seen, 0.0)
+    ((_, jvm),) = seen.items()
+    assert round(jvm.reaped - jvm.reaped_base, 6) == 0.4
+
+    jvm = Seen(10, 1, 9.0, "java", "java SparkSubmit", "t.py::a", 0, 100, reaped=5.0)
+    seen = {
+        "10": jvm,
+        # its Python ended before it did: in what it reaped, and seen
+        "11": Seen(11, 10, 3.0, "python3", "job_runner.py", None, 1, 50),
+        # a script that ended, and the JVM it launched, which it waited for: both seen
+        "12": Seen(12, 10, 0.0, "bash", "launch_container.sh", None, 2, 60),
+        "13": Seen(13, 12, 1.5, "java", "java CoarseGrainedExecutorBackend", None, 3, 60),
+        # a child still running: what it waited for is its own, not the JVM's
+        "14": Seen(14, 10, 0.1, "bash", "bash", None, 4, 100, reaped=2.0),
+        "15": Seen(15, 14, 2.0, "sleep", "sleep", None, 5, 20),
+    }
+    (unseen,) = [u for u in unseen_children(seen) if u.pid == 10]
+    assert round(unseen.used, 6) == 0.5, "5.0 reaped, less 3.0 and 1.5 seen that ended"
+    assert unseen.test == "t.py::a" and unseen.name == UNSEEN
+    assert "| programs JVMs started, unseen | 2 | 1 |" in report(
+        {"10": jvm, "11": seen["11"]}, wall=100, busy=0.5
+    ), "5.0 reaped less the Python's 3.0"
