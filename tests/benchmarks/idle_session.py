@@ -38,10 +38,9 @@ spark = (builder.master("local[2]").config("spark.ui.enabled", "false")
          .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
          .getOrCreate())
 spark.range(10).count()
+from tests.benchmarks.common import process_table
 tick = os.sysconf("SC_CLK_TCK")
-jvm = next(p for p in os.listdir("/proc") if p.isdigit() and Path(f"/proc/{p}/comm").exists()
-           and Path(f"/proc/{p}/comm").read_text().strip() == "java"
-           and int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]) == os.getpid())
+jvm = next(p.pid for p in process_table() if p.name == "java" and int(p.fields[1]) == os.getpid())
 def threads():
     found = {}
     for t in os.listdir(f"/proc/{jvm}/task"):
