@@ -4,7 +4,9 @@ Spark line, every line in its own virtualenv with the pyspark its constraints fi
     python -m tests.matrix                        # the lines CI adds: 3.5, 4.0, 4.1, 4.2
     python -m tests.matrix --line 3.5 --line 4.3  # any of them, the default (4.3) too
     python -m tests.matrix --install-only         # only make the virtualenvs (.ci/run does
-                                                  # it while the suite runs)
+                                                  # it while the suite runs), KAFKA_LINE's first
+    python -m tests.matrix --install-only --for-suite  # only KAFKA_LINE's, and what the
+                                                  # suite needs of it (FOR_SUITE)
     python -m tests.matrix --every-test           # every test file on every line (ONLY_ON)
 
 A line's virtualenv is made with `pip install -e '.[test]' -c constraints/spark-<line>.txt` in
@@ -45,6 +47,10 @@ CACHE = cache_root() / "venvs"
 CONSTRAINTS = ROOT / "constraints"
 LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
 DEFAULT_LINE = "4.3"  # the whole suite runs on it (.ci/run); the matrix adds the others
+#: The line the suite itself needs: its Kafka tests run on it while Maven Central serves no
+#: Kafka connector for the default line's release (tests/support/kafka_spark.py). Made first:
+#: on a fresh machine, the Kafka tests wait for it.
+KAFKA_LINE = "4.2"
 #: What runs on every line: everything that touches Spark's internals or spark-submit's
 #: options (the analysed plan the state verdicts read among them), the footers its parquet
 #: writer leaves, which the plan reads without Spark, what each line does when a
@@ -340,18 +346,77 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
-def install_only(lines: list[str], begun: float) -> int:
-    """Each line's virtualenv made or found, one line each; exit code 1 if one could not be."""
+#: What the suite needs of KAFKA_LINE besides its virtualenv, made in the line's Python with
+#: this clone's code (`--for-suite`): the JVM archive of its Spark, as its tests' JVMs find it
+#: (tests/support/jvm.py), and the Maven jars of the suite's servers and connector
+#: (tests/support/maven.py), each made only if missing. A jar that cannot be had is said here
+#: and again, with what to do, by the tests that need it.
+FOR_SUITE = """
+import sys
+from pathlib import Path
+
+import pyspark
+
+sys.path.append({root!r})
+from tests.support import maven
+from tests.support.jvm import archive
+from tests.support.kafka_spark import connector_jars
+
+print("archive", archive(Path(pyspark.__file__).parent, sys.executable) or "none made")
+for name, fetch in (
+    ("the Kafka connector", lambda: connector_jars(pyspark.__version__)),
+    ("the Kafka broker", lambda: maven.classpath(maven.pom("kafka-broker"))),
+    ("the Hadoop minicluster", lambda: maven.classpath(maven.pom("hadoop-minicluster"))),
+):
+    try:
+        print(name, len(fetch()), "jars")
+    except maven.MavenUnavailable as exc:
+        print(name, "not fetched:", exc)
+"""
+
+
+def ready_for_suite(venv_dir: Path) -> str:
+    """FOR_SUITE run in the line's virtualenv (this clone's code installed in it: `use_venv`):
+    what it made or found, in a line."""
+    argv = [str(venv_dir / "bin" / "python"), "-c", FOR_SUITE.format(root=str(ROOT))]
+    done = subprocess.run(  # noqa: S603 - a list, never a shell
+        argv,
+        cwd=venv_dir,  # not the clone: its package folder has no `_runner`, the install has
+        env=child_env(venv_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=False,
+        timeout=INSTALL_TIMEOUT,
+    )
+    if done.returncode != 0:
+        print("\n".join(done.stdout.splitlines()[-30:]), flush=True)
+        raise subprocess.CalledProcessError(done.returncode, argv[:2])
+    return "; ".join(done.stdout.strip().splitlines())
+
+
+def install_order(lines: list[str]) -> list[str]:
+    """The lines in the order they are made: KAFKA_LINE first (the suite waits for it)."""
+    return sorted(lines, key=lambda line: line != KAFKA_LINE)
+
+
+def install_only(lines: list[str], begun: float, for_suite: bool = False) -> int:
+    """Each line's virtualenv made or found (with `for_suite`, what FOR_SUITE makes too), one
+    line each; exit code 1 if one could not be."""
     failed = 0
-    for line in lines:
+    for line in install_order(lines):
         started = time.monotonic()
         try:
             made = ensure_venv(line)
+            archived = ""
+            if for_suite:
+                with use_venv(line) as venv_dir:
+                    archived = f"; {ready_for_suite(venv_dir)}"
         except (subprocess.SubprocessError, OSError) as exc:
             failed += 1
             print(f"Spark {line}: install failed: {exc}", flush=True)
             continue
-        print(f"Spark {line}: {made} ({time.monotonic() - started:.0f} s)", flush=True)
+        print(f"Spark {line}: {made}{archived} ({time.monotonic() - started:.0f} s)", flush=True)
     print(
         f"matrix virtualenvs: {len(lines) - failed} ready, {failed} failed "
         f"({time.monotonic() - begun:.0f} s)",
@@ -387,13 +452,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--install-only",
         action="store_true",
-        help="make the lines' virtualenvs (or find them made) and run no test",
+        help=f"make the lines' virtualenvs (or find them made), {KAFKA_LINE}'s first, and run "
+        "no test",
+    )
+    parser.add_argument(
+        "--for-suite",
+        action="store_true",
+        help=f"with --install-only: only the line the suite's Kafka tests run on ({KAFKA_LINE}), "
+        "its JVM archive and the suite's Maven jars",
     )
     args = parser.parse_args(argv)
     lines = args.line or [line for line in LINES if line != DEFAULT_LINE]
     begun = time.monotonic()
     if args.install_only:
-        return install_only(lines, begun)
+        return install_only([KAFKA_LINE] if args.for_suite else lines, begun, args.for_suite)
     results = run_lines(lines, args.jobs, args.every_test)
     print(f"\nSpark matrix ({time.monotonic() - begun:.0f} s wall):")
     print(table(results))

@@ -28,13 +28,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.matrix import KAFKA_LINE
 from tests.support import maven
 from tests.support.jvm import QUICK_OPTIONS, java_options
 
 #: The option that names a JVM's class-data-sharing archive (tests/support/jvm.py).
 ARCHIVE_OPTION = "-XX:SharedArchiveFile="
 #: The line the tests fall back to when the running pyspark's connector is not served.
-FALLBACK_LINE = "4.2"
+FALLBACK_LINE = KAFKA_LINE
 
 
 @dataclass(frozen=True)
