@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -347,22 +348,23 @@ def table(results: list[Result]) -> str:
 
 
 #: What the suite needs of KAFKA_LINE besides its virtualenv, made in the line's Python with
-#: this clone's code (`--for-suite`): the JVM archive of its Spark, as its tests' JVMs find it
-#: (tests/support/jvm.py), and the Maven jars of the suite's servers and connector
-#: (tests/support/maven.py), each made only if missing. A jar that cannot be had is said here
-#: and again, with what to do, by the tests that need it.
+#: this clone's code (`--for-suite`): the JVM archive of its Spark, as the Kafka tests' drivers
+#: find it (tests/support/kafka_spark.py's own function), and the Maven jars of the Kafka
+#: tests' broker and connector and of the minicluster (tests/support/maven.py), each made only
+#: if missing. A jar that cannot be had is said here and again, with what to do, by the tests
+#: that need it. Stopped by SIGTERM, it ends the training run of the archive it was making.
 FOR_SUITE = """
 import sys
-from pathlib import Path
 
 import pyspark
 
-sys.path.append({root!r})
+from tests.matrix import stop_on_sigterm
 from tests.support import maven
-from tests.support.jvm import archive
-from tests.support.kafka_spark import connector_jars
+from tests.support.jvm import spark_submit_of
+from tests.support.kafka_spark import connector_jars, driver_java_options
 
-print("archive", archive(Path(pyspark.__file__).parent, sys.executable) or "none made")
+stop_on_sigterm()
+print("driver options", driver_java_options(spark_submit_of(None), sys.executable) or "none")
 for name, fetch in (
     ("the Kafka connector", lambda: connector_jars(pyspark.__version__)),
     ("the Kafka broker", lambda: maven.classpath(maven.pom("kafka-broker"))),
@@ -373,26 +375,63 @@ for name, fetch in (
     except maven.MavenUnavailable as exc:
         print(name, "not fetched:", exc)
 """
+#: Seconds FOR_SUITE may take: an archive's training run and three Maven resolutions at most.
+FOR_SUITE_TIMEOUT = 900 + 3 * 1200
+#: Seconds a stopped FOR_SUITE has to stop what it started before its session is killed.
+STOP_GRACE = 15
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM ends this process as an exception would: what it started in sessions of their
+    own (an archive's training run) is stopped by the `finally` that started them."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+
+
+def run_group(argv: list[str], venv_dir: Path, timeout: float) -> tuple[int, str]:
+    """`argv` in the clone with the virtualenv's environment, in a session of its own: on a
+    timeout (or an exception here) the whole session is killed, children included (a `mvn`
+    left writing Maven's repository after its lock was let go would be a second writer). Its
+    exit code and output (stderr too)."""
+    child = subprocess.Popen(  # noqa: S603 - a list, never a shell
+        argv,
+        cwd=ROOT,
+        env=child_env(venv_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = child.communicate(timeout=timeout)
+    except BaseException as exc:  # a timeout, or SIGTERM here (stop_on_sigterm)
+        # SIGTERM first: FOR_SUITE's `finally`s stop what it started in sessions of their own
+        # (an archive's training run); then SIGKILL to whatever of the session is left.
+        os.killpg(child.pid, signal.SIGTERM)  # not reaped yet: its session's id is its own
+        try:
+            child.wait(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # the whole session had ended
+        child.wait()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            return -1, f"did not end in {timeout:.0f} s"
+        raise
+    return child.returncode, output
 
 
 def ready_for_suite(venv_dir: Path) -> str:
     """FOR_SUITE run in the line's virtualenv (this clone's code installed in it: `use_venv`):
     what it made or found, in a line."""
-    argv = [str(venv_dir / "bin" / "python"), "-c", FOR_SUITE.format(root=str(ROOT))]
-    done = subprocess.run(  # noqa: S603 - a list, never a shell
-        argv,
-        cwd=venv_dir,  # not the clone: its package folder has no `_runner`, the install has
-        env=child_env(venv_dir),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        check=False,
-        timeout=INSTALL_TIMEOUT,
+    code, output = run_group(
+        [str(venv_dir / "bin" / "python"), "-c", FOR_SUITE], venv_dir, FOR_SUITE_TIMEOUT
     )
-    if done.returncode != 0:
-        print("\n".join(done.stdout.splitlines()[-30:]), flush=True)
-        raise subprocess.CalledProcessError(done.returncode, argv[:2])
-    return "; ".join(done.stdout.strip().splitlines())
+    if code != 0:
+        print("\n".join(output.splitlines()[-30:]), flush=True)
+        raise subprocess.CalledProcessError(code, [str(venv_dir / "bin" / "python"), "-c"])
+    return "; ".join(output.strip().splitlines())
 
 
 def install_order(lines: list[str]) -> list[str]:
@@ -462,6 +501,9 @@ def main(argv: list[str] | None = None) -> int:
         "its JVM archive and the suite's Maven jars",
     )
     args = parser.parse_args(argv)
+    if args.for_suite and not args.install_only:
+        parser.error("--for-suite goes with --install-only")
+    stop_on_sigterm()
     lines = args.line or [line for line in LINES if line != DEFAULT_LINE]
     begun = time.monotonic()
     if args.install_only:

@@ -24,12 +24,12 @@ from pathlib import Path
 
 
 def cache_root() -> Path:
-    """The folder of the tests' cache (not created here)."""
+    """The folder of the tests' cache, absolute (not created here)."""
     explicit = os.environ.get("FSR_TEST_CACHE")
     if explicit:
-        return Path(explicit).expanduser()
+        return Path(explicit).expanduser().absolute()  # children may run elsewhere
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "flink-sql-runner-tests"
+    return (Path(base).expanduser() / "flink-sql-runner-tests").absolute()
 
 
 @contextmanager

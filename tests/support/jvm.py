@@ -47,7 +47,9 @@ def archive(home: Path | None = None, python: str | None = None) -> Path | None:
     made (the options then go without it)."""
     spark_submit = spark_submit_of(home)
     if spark_submit not in _tried:
-        with locked(FOLDER / ".lock"):
+        # One lock per archive: the matrix's two lines at once make theirs side by side.
+        path = archive_path(FOLDER, spark_submit)
+        with locked(FOLDER / (f".{path.stem}.lock" if path else ".lock")):
             try:
                 made = make_archive(FOLDER, spark_submit, python, keep_others=True)
                 _tried[spark_submit] = made.path

@@ -77,10 +77,16 @@ def job_properties(spark: KafkaSpark) -> dict[str, str]:
 
 def driver_java_options(spark_submit: str, python: str) -> str:
     """The JVM options of the drivers of the Spark at `spark_submit` (its archive made if
-    missing); none with `FSR_TEST_JVM=plain`."""
+    missing); none with `FSR_TEST_JVM=plain`. Its archive is found as those drivers run, without
+    SPARK_HOME (`kafka_env`), which would name another Spark's jars."""
     if os.environ.get("FSR_TEST_JVM") == "plain":
         return ""
-    return java_options(Path(spark_submit).parent.parent, python=python)
+    kept = os.environ.pop("SPARK_HOME", None)
+    try:
+        return java_options(Path(spark_submit).parent.parent, python=python)
+    finally:
+        if kept is not None:
+            os.environ["SPARK_HOME"] = kept
 
 
 def find_kafka_spark() -> KafkaSpark:
