@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,7 @@ def proxies(cluster: Cluster):
 
 
 @pytest.fixture
-def workspace(tmp_path, cluster: Cluster, proxies) -> Workspace:
+def workspace(tmp_path, cluster: Cluster, proxies) -> Iterator[Workspace]:
     gateway, web_ui = proxies
     options = ("--rest-gateway", gateway.url, "--cluster-api", web_ui.url)
     ws = Workspace(tmp_path, cluster.master, "standalone", options)
@@ -81,7 +82,10 @@ def workspace(tmp_path, cluster: Cluster, proxies) -> Workspace:
             {"name": "tick_out", "format": "parquet", "options": {"path": str(tmp_path / "out")}},
         ]
     )
-    return ws
+    try:
+        yield ws
+    finally:
+        cluster.kill_drivers()  # the cluster is the module's: a failed test's driver goes
 
 
 def record(ws: Workspace, version: int) -> dict:
@@ -163,7 +167,10 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     gateway.inject("slowdown", times=4, method="GET", path=status_path)
     ws.write_job("ticks-job", **{**job, "description": "second words"})
     # Timeouts as safety nets: two drivers on a busy machine start and stop slowly.
-    result = ws.deploy("--handover", "warm", "--start-timeout", "300", "--stop-timeout", "90")
+    # (The warm-up's too: on a loaded machine the executors took over 20 s, its default.)
+    result = ws.deploy(
+        "--handover", "warm", "--start-timeout", "300", "--stop-timeout", "90", "--warm-up", "120"
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert "stop-and-restart-from-checkpoint" in result.stdout
     assert "prepared v1 in" in result.stdout, result.stdout

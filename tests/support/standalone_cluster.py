@@ -46,6 +46,18 @@ class Cluster:
     def active_apps(self) -> list[str]:
         return [app["name"] for app in self.state()["activeapps"]]
 
+    def kill_drivers(self, timeout: float = 60.0) -> None:
+        """Kill every driver the cluster still runs, through its REST gateway, and wait until no
+        app is left: what a failed scenario left running must not meet the next test's jobs."""
+        base = self.rest.replace("spark://", "http://")
+        for driver in self.state().get("activedrivers", []):
+            url = f"{base}/v1/submissions/kill/{driver['id']}"
+            with urllib.request.urlopen(urllib.request.Request(url, method="POST"), timeout=10):
+                pass
+        deadline = time.monotonic() + timeout
+        while self.active_apps() and time.monotonic() < deadline:
+            time.sleep(0.5)
+
     def driver_log(self, submission_id: str) -> str:
         path = self.work_dir / submission_id / "stderr"
         return path.read_text(errors="replace") if path.exists() else ""
