@@ -15,6 +15,7 @@ import pytest
 
 from tests import matrix
 from tests.support.cache import cache_root
+from tests.support.workspace import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,13 +30,12 @@ def gone(pid: int) -> bool:
         return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def wait_for_file(path: Path, timeout: float = 30.0) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.is_file() and path.read_text().strip():
-            return path.read_text().strip()
-        time.sleep(0.05)
-    raise AssertionError(f"{path} was not written in {timeout} s")
+def written(path: Path) -> int:
+    """The pid a child writes into `path`, once it has."""
+    text = wait_for(
+        lambda: path.is_file() and path.read_text().strip(), 30, 0.05, f"a pid in {path}"
+    )
+    return int(text)
 
 
 def test_ci_makes_the_kafka_tests_line_first_from_its_first_stage() -> None:
@@ -67,7 +67,7 @@ def test_a_timed_out_child_is_killed_with_what_it_started(tmp_path: Path) -> Non
     pid_file = tmp_path / "grandchild.pid"
     argv = ["bash", "-c", f"sleep 300 & echo $! > {pid_file}; wait"]
     code, output = matrix.run_group(argv, tmp_path, timeout=1)
-    grandchild = int(wait_for_file(pid_file))
+    grandchild = written(pid_file)
     try:
         assert (code, output) == (-1, "did not end in 1 s")
         assert gone(grandchild)
@@ -109,7 +109,7 @@ def test_a_stopped_matrix_stops_what_its_child_started_in_a_session_of_its_own(
     env = {**os.environ, "JAVA_HOME": os.environ.get("JAVA_HOME") or "/usr"}
     outer = subprocess.Popen([sys.executable, "-c", the_matrix], cwd=ROOT, env=env)  # noqa: S603
     try:
-        training = int(wait_for_file(trained))
+        training = written(trained)
         outer.send_signal(signal.SIGTERM)
         assert outer.wait(timeout=60) == 128 + signal.SIGTERM
         deadline = time.monotonic() + 10

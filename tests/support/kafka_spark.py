@@ -34,8 +34,6 @@ from tests.support.jvm import QUICK_OPTIONS, java_options
 
 #: The option that names a JVM's class-data-sharing archive (tests/support/jvm.py).
 ARCHIVE_OPTION = "-XX:SharedArchiveFile="
-#: The line the tests fall back to when the running pyspark's connector is not served.
-FALLBACK_LINE = KAFKA_LINE
 
 
 @dataclass(frozen=True)
@@ -104,7 +102,7 @@ def find_kafka_spark() -> KafkaSpark:
         return KafkaSpark(pyspark.__version__, bundled, sys.executable, tuple(jars), options)
     from tests.matrix import ensure_venv, pyspark_version
 
-    venv = ensure_venv(FALLBACK_LINE)
+    venv = ensure_venv(KAFKA_LINE)
     version = pyspark_version(venv)
     python = venv / "bin" / "python"
     found = list((venv / "lib").glob("python3*/site-packages/pyspark/bin/spark-submit"))
