@@ -14,7 +14,6 @@ from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.read.ddl import SQL_SUFFIXES, parse_sql_tables
 from flink_sql_runner.read.ddl_parser import JAVA_LONG
 from flink_sql_runner.read.files import YAML_SUFFIXES, yaml_files
-from flink_sql_runner.read.forked_read import read_in_order, with_reader
 from flink_sql_runner.read.formats import (  # noqa: F401 (used by other modules)
     FILE_FORMATS,
     KNOWN_BY_LOWER,
@@ -158,11 +157,8 @@ def read_catalog(
     `cache`: what unchanged files declared before, reused (load_cache.py)."""
     problems: list[Problem] = []
     declared = _Declarations()
-    files = table_files(paths, problems)
-    cache, start = with_reader(files, cache, "tables")
-    # Both cores: a child reads the tail (read/forked_read.py).
-    beside = start(lambda path: _read_file(path, cache, _Declarations(), [])) if start else None
-    read_in_order(files, cache, beside, lambda path: _read_file(path, cache, declared, problems))
+    for path in table_files(paths, problems):
+        _read_file(path, cache, declared, problems)
     return declared.catalog(), problems
 
 

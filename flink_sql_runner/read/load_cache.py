@@ -319,37 +319,6 @@ class LoadCache:
             for key in [k for k in entries if k not in self._seen and not present(k)]:
                 self._set(section, key, None)
 
-    def has(self, section: str, source: str) -> bool:
-        """Whether file `source` has an entry in `section` (of whatever text)."""
-        entries = self._tables if section == "tables" else self._jobs
-        return os.path.abspath(source) in entries
-
-    def changed_lines(self) -> bytes:
-        """The entries added or replaced since the file was read, as its lines."""
-        return "\n".join(
-            _compact([s, k, entry]) for (s, k), entry in self._changes.items() if entry is not None
-        ).encode()
-
-    def take_lines(self, raw: bytes, section: str, sources: frozenset[str]) -> int:
-        """The entries of `section` `raw` holds (`changed_lines` of another copy:
-        read/forked_read.py) put here, of the files `sources` only: each is checked when asked
-        for as any entry is. The number taken; they count as files read, not reused."""
-        keys = {os.path.abspath(source) for source in sources}
-        try:
-            lines = raw.decode().split("\n")
-        except ValueError:
-            return 0
-        taken = 0
-        for _, row in _rows([line for line in lines if line]):
-            if isinstance(row, list) and len(row) == 3 and row[0] == section:
-                _, key, entry = row
-                if isinstance(key, str) and key in keys and isinstance(entry, dict):
-                    self._set(section, key, entry)
-                    taken += 1
-        self.misses += taken
-        self.hits -= taken
-        return taken
-
     def _set(self, section: str, key: str, entry: Any) -> None:
         entries = self._tables if section == "tables" else self._jobs
         if entry is None:

@@ -18,7 +18,6 @@ from flink_sql_runner.read.catalog import (
     file_format,
 )
 from flink_sql_runner.read.files import yaml_files
-from flink_sql_runner.read.forked_read import read_in_order, with_reader
 from flink_sql_runner.read.intervals import trigger_problems
 from flink_sql_runner.read.kafka_start import checked_kafka_start
 from flink_sql_runner.read.load_cache import Cached, LoadCache, Lookups, QueryRead, digest
@@ -700,14 +699,10 @@ def load_jobs(
     files = yaml_files(paths, problems)
     if require_jobs and not files and not problems:
         problems.append(Problem(", ".join(map(str, paths)), "", "no *.yaml or *.yml job files"))
-    cache, start = with_reader(files, cache, "jobs")
     loader = JobLoader(template, catalog, state_dir, rules, sources, cache=cache)
-    # Both cores: a child reads the tail (read/forked_read.py).
-    beside = start(lambda path: loader.load_file(path, [])) if start else None
     jobs: list[Job] = []
     seen: dict[str, str] = {}
-    loaded = read_in_order(files, cache, beside, lambda path: loader.load_file(path, problems))
-    for job in loaded:
+    for job in [loader.load_file(path, problems) for path in files]:
         if job is None:
             continue
         if job.name in seen:

@@ -9,7 +9,9 @@ older commit (`--old REF`, its files taken by `git archive` into the scratch fol
 with its own modules under the same Python and libraries; both compiled to bytecode first). Ways:
 
 - cold: no cache (the state folder holds the run records alone: what a fresh runner's cluster
-  would tell);
+  would tell), the one the plan reads written into the state folder as a command does;
+- nothing kept: the same with `--no-cache`, so no cache is written either (a runner with no
+  state folder keeps none);
 - cache restored: `--cache-dir` holding what the same files read as, written by one run before
   (what a CI cache step restores); only for a code that has `--cache-dir`.
 
@@ -58,18 +60,20 @@ from tests.benchmarks.plan_bench import (
 )
 from tests.support.workspace import Workspace
 
-COLD, CACHED = "cold", "cache restored"
+COLD, UNKEPT, CACHED = "cold", "nothing kept", "cache restored"
 #: `--query-changes`: the share of jobs whose query changed; each one's new version is checked
 #: by Spark (the plan's schema probe, one JVM for all, its answers kept in the cache folder).
 DEFAULT_QUERY_CHANGES = 0.0
 
 
-def argv(ws: Workspace, cache: Path | None) -> list[str]:
-    """`plan --output json` as CI gives it, `--cache-dir` if `cache`."""
+def argv(ws: Workspace, cache: Path | None, keep: bool = True) -> list[str]:
+    """`plan --output json` as CI gives it, `--cache-dir` if `cache`, `--no-cache` unless
+    `keep`."""
     line = [sys.executable, "-m", "flink_sql_runner", "plan", "--path", str(ws.jobs)]
     line += ["--table-definition-path", str(ws.tables), "--template-file", str(ws.template)]
     line += ["--state-dir", str(ws.state), "--manifest-store", STORE]
     line += ["--output", "json"]
+    line += [] if keep else ["--no-cache"]
     return line + (["--cache-dir", str(cache)] if cache is not None else [])
 
 
@@ -111,7 +115,7 @@ def measure(
                 order = order if round_ % 2 == 0 else order[::-1]
                 for name, code in order:
                     run_env = {**env, "PYTHONPATH": str(code)}
-                    ways = [(COLD, None)]
+                    ways: list[tuple[str, Path | None]] = [(COLD, None), (UNKEPT, None)]
                     if name == "now":
                         cache = scratch / f"cache-{jobs}"
                         shutil.rmtree(cache, ignore_errors=True)
@@ -121,7 +125,7 @@ def measure(
                     for way, cache in ways:
                         reset_state(ws, pristine)  # no cache but the one given
                         done: Measured = run_measured(
-                            argv(ws, cache), env=run_env, stdout=out, cwd=code
+                            argv(ws, cache, keep=way != UNKEPT), env=run_env, stdout=out, cwd=code
                         )
                         if done.returncode != 0:
                             raise RuntimeError(f"{name} {way}: {done.stderr}")
@@ -133,17 +137,19 @@ def measure(
 
 def table(results: dict[tuple[int, str, str], Stats], old: str) -> str:
     lines = [
-        f"| jobs | at {old}, cold | now, cold | now, cache restored | cold, now over then |",
+        f"| jobs | way | at {old} | now | now over then |",
         "|---|---|---|---|---|",
     ]
     for jobs in sorted({k[0] for k in results}):
-        then, now = results[(jobs, f"at {old}", COLD)], results[(jobs, "now", COLD)]
-        cached = results[(jobs, "now", CACHED)]
-        lines.append(
-            f"| {jobs:,} | {then.median:.2f} s ({then.best:.2f}) | {now.median:.2f} s "
-            f"({now.best:.2f}) | {cached.median:.2f} s ({cached.best:.2f}) | "
-            f"{then.median / now.median:.1f}x faster |"
-        )
+        for way in (COLD, UNKEPT, CACHED):
+            now, then = results.get((jobs, "now", way)), results.get((jobs, f"at {old}", way))
+            if now is None:
+                continue
+            was = f"{then.median:.2f} s ({then.best:.2f})" if then else "-"
+            ratio = f"{then.median / now.median:.2f}x faster" if then else "-"
+            lines.append(
+                f"| {jobs:,} | {way} | {was} | {now.median:.2f} s ({now.best:.2f}) | {ratio} |"
+            )
     return "\n".join(lines)
 
 

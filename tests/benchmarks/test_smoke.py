@@ -248,22 +248,14 @@ def test_ci_plan_benchmark_at_toy_size(tmp_path: Path) -> None:
     results = ci_plan.measure([10], "HEAD", 1, 0, tmp_path, mix)
     assert set(results) == {
         (10, "now", ci_plan.COLD),
+        (10, "now", ci_plan.UNKEPT),
         (10, "now", ci_plan.CACHED),
         (10, "at HEAD", ci_plan.COLD),
+        (10, "at HEAD", ci_plan.UNKEPT),
     }
-    assert "| 10 | " in ci_plan.table(results, "HEAD")
+    text = ci_plan.table(results, "HEAD")
+    assert "| 10 | nothing kept | " in text and "| 10 | cache restored | - | " in text
     assert (tmp_path / "cache-10" / "load.json").is_file()
-
-
-def test_forked_read_benchmark_at_toy_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flink_sql_runner.read import forked_read
-    from tests.benchmarks import forked_read_bench
-
-    monkeypatch.setattr(forked_read, "MIN_BYTES", 1)
-    results = forked_read_bench.measure(30, 2, tmp_path)
-    assert set(results[forked_read_bench.TWO]) == {"catalog", "jobs", "head", "wait", "tail"}
-    assert set(results[forked_read_bench.ONE]) == {"catalog", "jobs"}
-    assert "| with the child | " in forked_read_bench.table(results)
 
 
 def test_the_benchmarks_jobs_run_at_the_one_second_trigger_their_pages_say(tmp_path) -> None:
