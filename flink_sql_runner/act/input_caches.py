@@ -4,7 +4,13 @@ SQL fingerprints (read/sqlinfo.py). Each is read as a command begins and written
 is done, never with --no-cache: in `--cache-dir` (created), or by default in the state folder's
 `cache/`, only once the state folder exists (without one, nothing is gathered to be kept: a CI
 runner's fresh checkout pays nothing for a cache it would throw away). A file that cannot be
-read or written costs only the time it saves."""
+read or written costs only the time it saves.
+
+Where the plan key is set (`FLINK_SQL_RUNNER_PLAN_KEY`: CI's plan and deploy), each line of the
+load cache and the fingerprints are signed with a key derived from it, and what is not signed
+with it is read again: a cache folder someone else could write (a CI cache another workflow
+saved) cannot make a deploy run what the files do not say. Without the plan key, the files are
+trusted as their folder is."""
 
 from __future__ import annotations
 
@@ -16,8 +22,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from flink_sql_runner.host.atomic import append_to, replace_file
-from flink_sql_runner.read.load_cache import LoadCache, code_digest
+from flink_sql_runner.read.load_cache import LoadCache, cache_key, code_digest, signed, unsigned
+from flink_sql_runner.read.secrets import PLAN_KEY_VARIABLE
 from flink_sql_runner.read.sqlinfo import use_fingerprints
+
+
+def _key() -> bytes | None:
+    """The key the files are signed with: derived from the plan key, None without one."""
+    plan_key = os.environ.get(PLAN_KEY_VARIABLE, "")
+    return cache_key(plan_key.encode("utf-8")) if plan_key else None
 
 
 def _kept(path: Path | None, home: Path | None) -> bool:
@@ -44,7 +57,7 @@ def load_cache_at(path: Path | None, home: Path | None) -> Iterator[LoadCache | 
         raw = path.read_bytes()
     except OSError:
         raw = None
-    cache = LoadCache.from_bytes(raw)
+    cache = LoadCache.from_bytes(raw, _key())
     yield cache
     cache.prune(os.path.exists)
     if cache.changed and _kept(path, home):
@@ -63,9 +76,11 @@ def fingerprints_at(path: Path | None, home: Path | None) -> Iterator[None]:
     for `load_cache_at`), reused while the block runs; the ones it asked for kept there after,
     when it computed any."""
     known: dict[str, str] = {}
+    key = _key()
     if path is not None:
         try:
-            doc = json.loads(path.read_bytes())
+            text = unsigned(path.read_bytes().decode(), key)
+            doc = json.loads(text) if text is not None else {}
             if doc.get("code") == code_digest() and isinstance(doc.get("sql"), dict):
                 known = {k: v for k, v in doc["sql"].items() if isinstance(v, str)}
         except (OSError, ValueError, AttributeError):
@@ -76,6 +91,6 @@ def fingerprints_at(path: Path | None, home: Path | None) -> Iterator[None]:
         return
     doc = {"code": code_digest(), "sql": fingerprints.kept()}
     try:
-        _write(path, json.dumps(doc, separators=(",", ":")).encode())
+        _write(path, signed(json.dumps(doc, separators=(",", ":")), key).encode())
     except OSError as exc:
         print(f"warning: cannot write {path}: {exc.strerror}", file=sys.stderr)

@@ -7,8 +7,8 @@ same:
 
 - the file's text (its SHA-256) and the name it was given as (`Job.file`);
 - the code that reads it: this folder's modules and schemas, `errors.py`, the versions of
-  PyYAML, jsonschema and sqlglot and of the product (`code_digest`); another code, and the
-  whole cache is ignored;
+  Python, PyYAML, jsonschema and sqlglot and of the product (`code_digest`); another code,
+  and the whole cache is ignored;
 - for a job, its context: the template as loaded (with the command's property defaults),
   whether properties are strict, the state folder (`{state_dir}`), the folder relative paths
   resolve against (`Job.base`);
@@ -37,8 +37,10 @@ interrupted) is skipped: its entry is read again.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
@@ -61,14 +63,17 @@ REWRITE_SLACK = 64
 
 @cache
 def code_digest() -> str:
-    """A digest of the code that reads files: this folder (modules, schemas), `errors.py` and
-    the versions of the libraries it uses. Computed once per process."""
+    """A digest of the code that reads files: this folder (modules, schemas), `errors.py`, the
+    Python that runs it and the versions of the libraries it uses. Computed once per process."""
     here = Path(__file__).resolve().parent
     sha = hashlib.sha256()
     files = sorted(p for p in here.rglob("*") if p.suffix in (".py", ".json") and p.is_file())
     for path in [*files, here.parent / "errors.py"]:
         sha.update(str(path.relative_to(here.parent)).encode() + b"\0")
         sha.update(path.read_bytes() + b"\0")
+    # What the interpreter accepts shapes a code job's checks (`ast.parse`).
+    python = "{}-{}.{}.{}".format(sys.implementation.name, *sys.version_info[:3])
+    sha.update(f"python={python}\0".encode())
     for library in LIBRARIES:
         try:
             version = metadata.version(library)
@@ -79,8 +84,10 @@ def code_digest() -> str:
 
 
 def digest(value: Any) -> str:
-    """A digest of a value as JSON would write it (`1`, `1.0` and `true` differ)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+    """A digest of a value as JSON would write it, in its order (`1`, `1.0` and `true` differ,
+    and so do two orders of a table's options: of two spellings of one option, Spark takes
+    the last)."""
+    text = json.dumps(value, separators=(",", ":"), default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -88,23 +95,53 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _head() -> str:
-    return f'{{"format":{FORMAT},"code":{json.dumps(code_digest())}}}'
+def _head(key: bytes | None = None) -> str:
+    """The file's first line: its format and code, and with a key, which key signs its lines
+    (a digest that tells keys apart and gives nothing of one)."""
+    if key is None:
+        return f'{{"format":{FORMAT},"code":{json.dumps(code_digest())}}}'
+    signer = hmac.new(key, b"load cache key", hashlib.sha256).hexdigest()[:32]
+    return f'{{"format":{FORMAT},"code":{json.dumps(code_digest())},"key":"{signer}"}}'
 
 
-def _rows(lines: list[str]) -> list[tuple[str, Any]]:
-    """Each line that reads as JSON, with what it reads as: all lines decoded as one document,
-    or one by one when that fails (a line cut short is then skipped)."""
+def cache_key(plan_key: bytes | None) -> bytes | None:
+    """The key the cache files' lines are signed with: one derived from the plan key (so a
+    cache signed here names nothing of it), None without one."""
+    if plan_key is None:
+        return None
+    return hmac.new(plan_key, b"flink-sql-runner input caches", hashlib.sha256).digest()
+
+
+def signed(text: str, key: bytes | None) -> str:
+    """`text` as a line of a file signed with `key`: its HMAC, then itself; as it is without."""
+    if key is None:
+        return text
+    return hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest() + text
+
+
+def unsigned(line: str, key: bytes | None) -> str | None:
+    """What a signed line holds, None when its signature is not `key`'s."""
+    if key is None:
+        return line
+    text = line[64:]
+    mac = hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    return text if hmac.compare_digest(mac, line[:64]) else None
+
+
+def _rows(lines: list[str], texts: list[str]) -> list[tuple[str, Any]]:
+    """Each line whose JSON text (`texts`, one a line) reads as JSON, with what it reads as:
+    all texts decoded as one document, or one by one when that fails (a line cut short is
+    then skipped)."""
     try:
-        rows = json.loads("[" + ",".join(lines) + "]")
+        rows = json.loads("[" + ",".join(texts) + "]")
     except (ValueError, RecursionError):
         rows = None
-    if isinstance(rows, list) and len(rows) == len(lines):
+    if isinstance(rows, list) and len(rows) == len(texts):
         return list(zip(lines, rows, strict=True))
     found = []
-    for line in lines:
+    for line, text in zip(lines, texts, strict=True):
         try:
-            found.append((line, json.loads(line)))
+            found.append((line, json.loads(text)))
         except (ValueError, RecursionError):
             continue
     return found
@@ -228,7 +265,10 @@ class Cached:
 class LoadCache:
     """Entries by file (its absolute path): `tables` for table files, `jobs` for job files."""
 
-    def __init__(self) -> None:
+    def __init__(self, key: bytes | None = None) -> None:
+        #: The key each line of its file is signed with (`cache_key`); None: the file is
+        #: trusted as its folder is.
+        self.key = key
         self._tables: dict[str, Any] = {}
         self._jobs: dict[str, Any] = {}
         self._seen: set[str] = set()
@@ -251,33 +291,41 @@ class LoadCache:
 
     # -- the file ----------------------------------------------------------------------------
     @classmethod
-    def from_bytes(cls, raw: bytes | None) -> LoadCache:
+    def from_bytes(cls, raw: bytes | None, key: bytes | None = None) -> LoadCache:
         """The cache a file holds; empty when there is none, or it is broken, or was written by
-        another code (another version, another library)."""
-        cache = cls()
+        another code (another version, another library) or signed with another key than `key`
+        (or with one where `key` is None, or none where it is not). With `key`, a line whose
+        signature is not its own is skipped: its file is read again."""
+        cache = cls(key)
         if not raw:
             return cache
         try:
             text = raw.decode()
         except ValueError:
             return cache
-        lines = text.split("\n")
-        if lines[0] != _head():
+        header, *rest = text.split("\n")
+        if header != _head(key):
             return cache
-        body = [line for line in lines[1:] if line]
-        for line, row in _rows(body):
+        body = [line for line in rest if line]
+        lines, texts = [], []  # the lines as they were (written again so), and their JSON
+        for line in body:
+            held = unsigned(line, key)
+            if held is not None:
+                lines.append(line)
+                texts.append(held)
+        for line, row in _rows(lines, texts):
             if not (isinstance(row, list) and len(row) == 3 and row[0] in SECTIONS):
                 continue
-            section, key, entry = row
-            if not isinstance(key, str):
+            section, name, entry = row
+            if not isinstance(name, str):
                 continue
             entries = cache._tables if section == "tables" else cache._jobs
             if entry is None:
-                entries.pop(key, None)
-                cache._texts.pop((section, key), None)
+                entries.pop(name, None)
+                cache._texts.pop((section, name), None)
             else:
-                entries[key] = entry
-                cache._texts[(section, key)] = (entry, line)
+                entries[name] = entry
+                cache._texts[(section, name)] = (entry, line)
         cache._lines_on_file = len(body)
         return cache
 
@@ -292,25 +340,25 @@ class LoadCache:
         live = len(self._tables) + len(self._jobs)
         if lines > live * (1 + REWRITE_SHARE) + REWRITE_SLACK:
             return None
-        added = [_compact([s, k, entry]) for (s, k), entry in self._changes.items()]
+        added = [signed(_compact([s, k, e]), self.key) for (s, k), e in self._changes.items()]
         return ("\n" + "\n".join(added) + "\n").encode()
 
-    @staticmethod
-    def head() -> bytes:
+    def head(self) -> bytes:
         """The file's first line, with its end, as this code writes it: an appendix is only
         appended to a file that begins with it (another code's may have replaced the file read
         since, and would read the lines as its own)."""
-        return (_head() + "\n").encode()
+        return (_head(self.key) + "\n").encode()
 
     def to_bytes(self) -> bytes:
         """The whole file: the header (format and code) on its first line, then one entry a
         line, tables first."""
-        lines = [_head()]
+        lines = [_head(self.key)]
         for section, entries in (("tables", self._tables), ("jobs", self._jobs)):
             for key, entry in entries.items():
                 kept = self._texts.get((section, key))
                 fresh = kept is None or kept[0] is not entry
-                lines.append(_compact([section, key, entry]) if fresh else kept[1])
+                line = signed(_compact([section, key, entry]), self.key) if fresh else kept[1]
+                lines.append(line)
         return ("\n".join(lines) + "\n").encode()
 
     def prune(self, present: Any = os.path.exists) -> None:

@@ -29,10 +29,12 @@ PRIVATE_KEY = re.compile(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S
 )
 #: A value that assigns a secret, e.g. a JAAS line or a JDBC URL with a password in it; or that
-#: gives one as an option's value in code (`.option("password", "x")`) or SQL (`password 'x'`).
+#: gives one as a quoted key's value in code (`.option("password", "x")`,
+#: `.set("fs.s3a.secret.key", "x")`) or SQL (`password 'x'`, `'password' 'x'`).
 SECRET_IN_VALUE = re.compile(
     r"(?i)(secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]"
-    r"|[\"'](secret|password|passwd|token|access[.]?key)[^\"']{0,20}[\"']\s*,\s*[\"']"
+    r"|[\"'][^\"'\s]{0,60}?(secret|password|passwd|token|access[.]?key)[^\"']{0,20}[\"']"
+    r"(\s*,\s*|\s+)[\"']"
     r"|\b(password|passwd|secret)\s+[\"']"
 )
 MASK = "*****"
@@ -46,10 +48,11 @@ _ASSIGNED_SECRET = re.compile(
     r"(?i)((?:secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]\s*)"
     r"(\"[^\"]*\"|'[^']*'|[^\s;&,]+)"
 )
-#: A secret given as an option's value in code or SQL: `.option("password", "x")`,
-#: `OPTIONS (password 'x')`.
+#: A secret given as a quoted key's value in code or SQL: `.option("password", "x")`,
+#: `.set("fs.s3a.secret.key", "x")`, `OPTIONS (password 'x')`, `OPTIONS ('password' 'x')`.
 _GIVEN_SECRET = re.compile(
-    r"(?i)([\"'](?:secret|password|passwd|token|access[.]?key)[^\"']{0,20}[\"']\s*,\s*"
+    r"(?i)([\"'][^\"'\s]{0,60}?(?:secret|password|passwd|token|access[.]?key)[^\"']{0,20}"
+    r"[\"'](?:\s*,\s*|\s+)"
     r"|\b(?:password|passwd|secret)\s+)(\"[^\"]*\"|'[^']*')"
 )
 #: A user and password before a host without a scheme (`"key:secret@bucket"`, as an error

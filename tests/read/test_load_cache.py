@@ -3,6 +3,7 @@ reused only while every input is unchanged, and the very objects an uncached loa
 
 from __future__ import annotations
 
+import collections
 import json
 import shutil
 import subprocess
@@ -19,9 +20,10 @@ from flink_sql_runner.act.settings import Settings
 from flink_sql_runner.errors import InvalidInput, Problem
 from flink_sql_runner.read import catalog as catalog_module
 from flink_sql_runner.read import manifest as manifest_module
-from flink_sql_runner.read.load_cache import FORMAT, LoadCache, code_digest
+from flink_sql_runner.read.load_cache import FORMAT, LoadCache, code_digest, storable
 from flink_sql_runner.read.paths import SourceCheck
 from flink_sql_runner.read.properties import PropertyRules
+from flink_sql_runner.read.secrets import redact_text
 from tests.support.cli import REPO, run_cli
 
 EXAMPLES = REPO / "examples"
@@ -783,3 +785,202 @@ def test_storable_answers_as_the_walk_of_every_value_does() -> None:
         assert load_cache.storable(v, key) is expected, (v, key)
         fast += expected
     assert fast > 2_000, "the values the fast answer takes are among those drawn"
+
+
+# -- review findings of issue 57's tenth part ---------------------------------------------------
+
+
+def test_options_reordered_in_a_table_file_reach_the_job(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Of two spellings of one option Spark takes the last: a table file that only reorders
+    them changes what its jobs pass, and a job kept in the cache is read again."""
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    sources = tmp_path / "tables" / "main" / "sources.yaml"
+    doc = yaml.safe_load(sources.read_text())
+    orders = next(t for t in doc["tables"] if t["name"] == "orders")
+    orders["options"] = {**orders["options"], "maxFilesPerTrigger": "1", "maxfilespertrigger": "5"}
+    sources.write_text(yaml.safe_dump(doc, sort_keys=False))
+    load(state, paths, tables)
+    options = orders["options"]
+    lower, upper = options.pop("maxfilespertrigger"), options.pop("maxFilesPerTrigger")
+    options["maxfilespertrigger"], options["maxFilesPerTrigger"] = lower, upper  # "1" last now
+    sources.write_text(yaml.safe_dump(doc, sort_keys=False))
+    cached, _ = load(state, paths, tables)
+    fresh, _ = load(state, paths, tables, cache=False)
+
+    def last_option(jobs: list[Any]) -> dict[str, Any]:
+        return {j.name: list(j.tables["orders"]["options"].items())[-1]
+                for j in jobs if "orders" in j.tables}  # fmt: skip
+
+    assert last_option(fresh) and set(last_option(fresh).values()) == {("maxFilesPerTrigger", "1")}
+    assert last_option(cached) == last_option(fresh)
+    assert shape(cached) == shape(fresh)
+
+
+#: Secrets a PySpark job gives in its code, each in a form Spark's own redaction misses.
+CODE_SECRETS = [
+    'spark.sparkContext._jsc.hadoopConfiguration().set("fs.s3a.secret.key", "hunter2")\n',
+    'spark.conf.set("spark.hadoop.fs.s3a.access.key", "hunter2")\n',
+    "spark.sql(\"CREATE TEMPORARY VIEW pg USING jdbc OPTIONS ('url' 'jdbc:postgresql://db/x', "
+    "'dbtable' 't', 'password' 'hunter2')\")\n",
+    "spark.sql('''CREATE TEMPORARY VIEW pg USING jdbc OPTIONS (url \"jdbc:postgresql://db/x\", "
+    'dbtable "t", password "hunter2")\'\'\')\n',
+]
+
+
+@pytest.mark.parametrize(
+    "line", CODE_SECRETS, ids=["hadoop-conf-set", "conf-set", "sql-quoted-key", "sql-double-quoted"]
+)
+def test_a_secret_in_a_code_job_is_not_written_to_the_cache_file(
+    line: str, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code is not kept (the CI cache uploads the file); nor shown (`redact_text`)."""
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    job = {
+        "name": "s3-copy",
+        "target-table": "buyer_orders",
+        "source-tables": ["orders"],
+        "code": line + "execution_output = spark.table('orders')\n",
+    }
+    (paths[0] / "queries" / "s3-copy.yaml").write_text(yaml.safe_dump(job))
+    (paths[0] / "queries" / "buyer-orders-code.yaml").unlink()
+    jobs, _ = load(state, paths, tables)
+    assert "s3-copy" in {j.name for j in jobs}
+    assert "hunter2" not in cache_file(state).read_text()
+    assert "hunter2" not in redact_text(line) and not storable({"code": line})
+
+
+def test_the_code_digest_changes_with_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A code job is checked with `ast.parse`, whose syntax changes with Python's version: a
+    cache another Python wrote is not trusted."""
+    from flink_sql_runner.read import load_cache
+
+    before = load_cache.code_digest.__wrapped__()
+    version = collections.namedtuple("version", "major minor micro releaselevel serial")
+    monkeypatch.setattr(sys, "version_info", version(3, 99, 0, "final", 0))
+    assert load_cache.code_digest.__wrapped__() != before
+
+
+def outcome(state: Path, paths: list[Path], tables: list[Path], cache: bool) -> Any:
+    """What one load gives: its jobs' shape and warnings, its problems, or what escaped."""
+    try:
+        jobs, warnings = load(state, paths, tables, cache=cache)
+        return ("jobs", shape(jobs), [str(w) for w in warnings])
+    except InvalidInput as exc:
+        return ("invalid", [str(p) for p in exc.problems])
+    except Exception as exc:  # noqa: BLE001 - a traceback the command's boundary would show
+        return ("traceback", f"{type(exc).__name__}: {exc}")
+
+
+def _job_entry(rows: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(e for (s, k), e in rows.items() if s == "jobs" and k.endswith(name))
+
+
+def _sql_to_1(rows: dict[str, Any]) -> None:
+    spec = _job_entry(rows, "expensive-orders.yaml")["job"]["spec"]
+    spec["sql"] = spec["sql"].replace("9000", "1")
+
+
+def _sink_elsewhere(rows: dict[str, Any]) -> None:
+    job = _job_entry(rows, "tick-log.yaml")["job"]
+    job["tables"]["tick_log"]["options"]["path"] = "/prod/someone-elses-sink"
+
+
+def _no_name(rows: dict[str, Any]) -> None:
+    del _job_entry(rows, "expensive-orders.yaml")["job"]["spec"]["name"]
+
+
+def _table_moved(rows: dict[str, Any]) -> None:
+    for (section, _), entry in rows.items():
+        for table in entry["tables"] if section == "tables" else []:
+            if table["entry"]["name"] == "tick_log":
+                table["entry"]["options"]["path"] = "/prod/someone-elses-sink"
+
+
+PLAN_KEY = "k3y-" * 16
+
+
+@pytest.mark.parametrize("signature", ["kept", "none"])
+@pytest.mark.parametrize(
+    "alter", [_sql_to_1, _sink_elsewhere, _no_name, _table_moved],
+    ids=["sql-changed", "sink-moved", "no-name", "table-moved"],
+)  # fmt: skip
+def test_with_the_plan_key_a_cache_line_someone_else_wrote_is_read_again(
+    alter: Any, signature: str, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the plan key is set (CI), the cache's lines are signed with a key derived from
+    it: a line altered by whoever could write the cache folder (its signature kept, or a
+    file of unsigned lines under the signed file's header) is not the job, nor a traceback:
+    the file is read again."""
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FLINK_SQL_RUNNER_PLAN_KEY", PLAN_KEY)
+    load(state, paths, tables)
+    header, *lines = cache_file(state).read_text().splitlines()
+    assert PLAN_KEY not in cache_file(state).read_text() and '"key":' in header
+    rows = {}
+    macs = {}
+    for line in filter(None, lines):
+        section, key, entry = json.loads(line[64:])
+        rows[(section, key)], macs[(section, key)] = entry, line[:64]
+    alter(rows)
+    forged = [header] + [
+        (macs[k] if signature == "kept" else "") + json.dumps([*k, e]) for k, e in rows.items()
+    ]
+    cache_file(state).write_text("\n".join(forged) + "\n")
+    assert outcome(state, paths, tables, cache=True) == outcome(state, paths, tables, cache=False)
+    again, _ = load(state, paths, tables)  # and the cache works again, signed
+    assert shape(again) == outcome(state, paths, tables, cache=False)[1]
+
+
+def test_a_cache_signed_with_another_key_or_none_is_not_used(
+    tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths, tables = project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    load(state, paths, tables)  # unsigned
+    monkeypatch.setenv("FLINK_SQL_RUNNER_PLAN_KEY", PLAN_KEY)
+    raw = cache_file(state).read_bytes()
+    assert LoadCache.from_bytes(raw).hits == 0 and LoadCache.from_bytes(raw)._jobs
+    from flink_sql_runner.read.load_cache import cache_key
+
+    assert not LoadCache.from_bytes(raw, cache_key(PLAN_KEY.encode()))._jobs
+    load(state, paths, tables)  # now signed with it
+    signed_raw = cache_file(state).read_bytes()
+    assert LoadCache.from_bytes(signed_raw, cache_key(PLAN_KEY.encode()))._jobs
+    assert not LoadCache.from_bytes(signed_raw, cache_key(b"another" * 8))._jobs
+    assert not LoadCache.from_bytes(signed_raw)._jobs
+
+
+def test_with_the_plan_key_a_forged_fingerprint_does_not_hide_a_query_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SQL fingerprints beside the load cache: one mapping a new query's text to the old
+    query's fingerprint would make the plan see no query change."""
+    import hashlib
+
+    from flink_sql_runner.act.input_caches import fingerprints_at
+    from flink_sql_runner.read.sqlinfo import sql_fingerprint
+
+    monkeypatch.setenv("FLINK_SQL_RUNNER_PLAN_KEY", PLAN_KEY)
+    old = "SELECT order_id, price FROM orders WHERE price > 9000"
+    new = "SELECT order_id, price FROM orders WHERE price > 1"
+    kept = tmp_path / "fingerprints.json"
+    with fingerprints_at(kept, None):
+        old_fingerprint = sql_fingerprint(old)
+    signed_line = kept.read_text()
+    doc = json.loads(signed_line[64:])
+    doc["sql"][hashlib.sha256(new.encode()).hexdigest()] = old_fingerprint
+    for forged in (signed_line[:64] + json.dumps(doc), json.dumps(doc)):
+        kept.write_text(forged)
+        with fingerprints_at(kept, None):
+            assert sql_fingerprint(new) != sql_fingerprint(old)
+    from flink_sql_runner.read.load_cache import cache_key, signed
+
+    key = cache_key(PLAN_KEY.encode())
+    kept.write_text(signed(json.dumps(doc, separators=(",", ":")), key))
+    with fingerprints_at(kept, None):  # signed with the key: taken as it is
+        assert sql_fingerprint(new) == old_fingerprint
