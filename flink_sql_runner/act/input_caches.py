@@ -7,7 +7,8 @@ runner's fresh checkout pays nothing for a cache it would throw away). A file th
 read or written costs only the time it saves.
 
 Where the plan key is set (`FLINK_SQL_RUNNER_PLAN_KEY`: CI's plan and deploy), each line of the
-load cache and the fingerprints are signed with a key derived from it, and what is not signed
+load cache and the fingerprints are signed with a key derived from it (as the plan's schema
+answers are, gather/schemas.py), and what is not signed
 with it is read again: a cache folder someone else could write (a CI cache another workflow
 saved) cannot make a deploy run what the files do not say. Without the plan key, the files are
 trusted as their folder is."""
@@ -22,15 +23,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from flink_sql_runner.host.atomic import append_to, replace_file
-from flink_sql_runner.read.load_cache import LoadCache, cache_key, code_digest, signed, unsigned
-from flink_sql_runner.read.secrets import PLAN_KEY_VARIABLE
+from flink_sql_runner.read.load_cache import (
+    LoadCache,
+    code_digest,
+    env_cache_key,
+    signed,
+    unsigned,
+)
 from flink_sql_runner.read.sqlinfo import use_fingerprints
-
-
-def _key() -> bytes | None:
-    """The key the files are signed with: derived from the plan key, None without one."""
-    plan_key = os.environ.get(PLAN_KEY_VARIABLE, "")
-    return cache_key(plan_key.encode("utf-8")) if plan_key else None
 
 
 def _kept(path: Path | None, home: Path | None) -> bool:
@@ -57,7 +57,7 @@ def load_cache_at(path: Path | None, home: Path | None) -> Iterator[LoadCache | 
         raw = path.read_bytes()
     except OSError:
         raw = None
-    cache = LoadCache.from_bytes(raw, _key())
+    cache = LoadCache.from_bytes(raw, env_cache_key("load"))
     yield cache
     cache.prune(os.path.exists)
     if cache.changed and _kept(path, home):
@@ -76,7 +76,7 @@ def fingerprints_at(path: Path | None, home: Path | None) -> Iterator[None]:
     for `load_cache_at`), reused while the block runs; the ones it asked for kept there after,
     when it computed any."""
     known: dict[str, str] = {}
-    key = _key()
+    key = env_cache_key("fingerprints")
     if path is not None:
         try:
             text = unsigned(path.read_bytes().decode(), key)

@@ -45,6 +45,7 @@ from flink_sql_runner.model.runtime import (
 from flink_sql_runner.model.state import Analysed, StateFacts
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.formats import FILE_FORMATS
+from flink_sql_runner.read.load_cache import env_cache_key, signed, unsigned
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.read.paths import holds_paths
 from flink_sql_runner.read.sinks import normalise_path, schema_policy
@@ -413,6 +414,9 @@ class _Probe:
 
     def __init__(self, cache_dir: Path | None, ask: Ask):
         self.cache_dir = cache_dir
+        #: The key its answers are signed with where the plan key is set (the cache folder
+        #: may be a CI cache others could write: an answer not signed with it is asked again).
+        self._signing = env_cache_key("schemas")
         self.ask = ask
         import pyspark
 
@@ -488,20 +492,26 @@ class _Probe:
         self._answers["sinks"][f"{fmt}:{path}"] = answer
 
     def _want(self, kind: str, key: str, body: dict[str, Any]) -> None:
-        cached = self._cached(key)
+        cached = self._cached(kind, key)
         if cached is not None:
             self._answers[kind][key] = cached
         else:
             self._asked[kind][key] = body
 
-    def _cached(self, key: str) -> dict[str, Any] | None:
+    def _cached(self, kind: str, key: str) -> dict[str, Any] | None:
+        """The answer kept for `key`, if it is one (of its kind's shape, signed where answers
+        are signed); None otherwise: asked again."""
         if self.cache_dir is None:
             return None
         try:
-            doc = json.loads((self.cache_dir / f"{key}.json").read_text())
-        except (OSError, ValueError):
+            text = unsigned((self.cache_dir / f"{key}.json").read_text(), self._signing)
+            doc = json.loads(text) if text is not None else None
+            if not isinstance(doc, dict):
+                return None
+            (Analysed if kind == "state" else Known).from_dict(doc)  # its shape, or raises
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
             return None
-        return doc if isinstance(doc, dict) else None
+        return doc
 
     def run(self) -> None:
         """Ask the probe what the cache does not know, once; cache what depends only on its
@@ -524,7 +534,8 @@ class _Probe:
                 self._answers[kind][key] = answer
                 if kind != "sinks" and why is None and self.cache_dir is not None:
                     self.cache_dir.mkdir(parents=True, exist_ok=True)
-                    write_atomically(self.cache_dir / f"{key}.json", json.dumps(answer))
+                    text = signed(json.dumps(answer), self._signing)
+                    write_atomically(self.cache_dir / f"{key}.json", text)
 
     def job(self, doc: dict[str, Any]) -> Known:
         if doc.get("code") is not None:

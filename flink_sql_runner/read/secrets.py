@@ -28,13 +28,19 @@ CREDENTIAL_KEYS = re.compile(
 PRIVATE_KEY = re.compile(
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.S
 )
+#: What a quoted key that gives a secret is: Spark's words and the credential keys', after
+#: dotted segments (`"password"`, `"fs.s3a.secret.key"`, `"fs.azure.account.key.acct.dfs..."`,
+#: `"credentials"`), never inside a word (`'reset_password'` is a value, not a key).
+_QUOTED_SECRET_KEY = (
+    r"[\"'](?:[\w-]+[.])*(?:secret|password|passwd|token|access[.]?key|credentials?"
+    r"|account[.]key|private[._-]?key|sas[._-]?token|sas[.])[^\"'\s]{0,80}[\"']"
+)
 #: A value that assigns a secret, e.g. a JAAS line or a JDBC URL with a password in it; or that
 #: gives one as a quoted key's value in code (`.option("password", "x")`,
 #: `.set("fs.s3a.secret.key", "x")`) or SQL (`password 'x'`, `'password' 'x'`).
 SECRET_IN_VALUE = re.compile(
     r"(?i)(secret|password|passwd|token|access[.]?key)[^=:\s]{0,20}\s*[=:]"
-    r"|[\"'][^\"'\s]{0,60}?(secret|password|passwd|token|access[.]?key)[^\"']{0,20}[\"']"
-    r"(\s*,\s*|\s+)[\"']"
+    r"|" + _QUOTED_SECRET_KEY + r"(\s*,\s*|\s+)[\"']"
     r"|\b(password|passwd|secret)\s+[\"']"
 )
 MASK = "*****"
@@ -51,8 +57,7 @@ _ASSIGNED_SECRET = re.compile(
 #: A secret given as a quoted key's value in code or SQL: `.option("password", "x")`,
 #: `.set("fs.s3a.secret.key", "x")`, `OPTIONS (password 'x')`, `OPTIONS ('password' 'x')`.
 _GIVEN_SECRET = re.compile(
-    r"(?i)([\"'][^\"'\s]{0,60}?(?:secret|password|passwd|token|access[.]?key)[^\"']{0,20}"
-    r"[\"'](?:\s*,\s*|\s+)"
+    r"(?i)(" + _QUOTED_SECRET_KEY + r"(?:\s*,\s*|\s+)"
     r"|\b(?:password|passwd|secret)\s+)(\"[^\"]*\"|'[^']*')"
 )
 #: A user and password before a host without a scheme (`"key:secret@bucket"`, as an error
@@ -61,7 +66,7 @@ BARE_CREDENTIALS = re.compile(r"(?<![\w/@:.-])[^\s/@:\"'<>]+:[^\s/@\"'<>]+@(?=[\
 
 
 #: Words one of which every match of `SECRET_IN_VALUE` holds, in lower case.
-_SECRET_WORDS = ("secret", "passw", "token", "access")
+_SECRET_WORDS = ("secret", "passw", "token", "access", "credential", "account", "private", "sas")
 
 
 @lru_cache(maxsize=8192)

@@ -114,7 +114,8 @@ class StatusReads:
             kept.watch = {
                 str(k): SideDoc(str(v[0]), v[1], 0.0, str(v[2])) for k, v in doc["watch"].items()
             }
-        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError,
+                RecursionError):  # fmt: skip
             return cls(path, store)
         return kept
 

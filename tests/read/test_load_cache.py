@@ -980,7 +980,7 @@ def test_with_the_plan_key_a_forged_fingerprint_does_not_hide_a_query_change(
             assert sql_fingerprint(new) != sql_fingerprint(old)
     from flink_sql_runner.read.load_cache import cache_key, signed
 
-    key = cache_key(PLAN_KEY.encode())
+    key = cache_key(PLAN_KEY.encode(), "fingerprints")
     kept.write_text(signed(json.dumps(doc, separators=(",", ":")), key))
     with fingerprints_at(kept, None):  # signed with the key: taken as it is
         assert sql_fingerprint(new) == old_fingerprint

@@ -102,3 +102,18 @@ def test_a_value_assigns_a_secret_exactly_as_the_expression_says(value: str) -> 
     from flink_sql_runner.read.secrets import SECRET_IN_VALUE, assigns_secret
 
     assert assigns_secret(value) == bool(SECRET_IN_VALUE.search(value))
+
+
+# -- a review's finding: a value naming a password is not a secret given ----------------------
+
+
+def test_a_query_naming_a_value_with_password_in_it_is_shown_in_the_plan() -> None:
+    """A value naming a password (`'reset_password'`) is no key given a secret: the whole
+    SQL masked on both sides would show the approver no query."""
+    from flink_sql_runner.render.markdown import _change_row
+
+    old = "SELECT * FROM events WHERE kind IN ('reset_password', 'login')"
+    new = "SELECT * FROM events WHERE kind IN ('reset_password', 'logout')"
+    assert mask(new, "sql") == new
+    row, _ = _change_row({"field": "sql", "old": old, "new": new, "kind": "query", "why": ""})
+    assert "*****" not in row
