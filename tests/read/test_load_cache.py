@@ -827,12 +827,20 @@ CODE_SECRETS = [
     "'dbtable' 't', 'password' 'hunter2')\")\n",
     "spark.sql('''CREATE TEMPORARY VIEW pg USING jdbc OPTIONS (url \"jdbc:postgresql://db/x\", "
     'dbtable "t", password "hunter2")\'\'\')\n',
+    # The credential keys Spark's rule misses (secrets.CREDENTIAL_KEYS), given in code:
+    'spark.conf.set("fs.azure.account.key.acct.dfs.core.windows.net", "hunter2==")\n',
+    'sc._jsc.hadoopConfiguration().set("fs.gs.auth.service.account.private.key", "hunter2")\n',
+    'spark.conf.set("fs.azure.sas.box.acct.blob.core.windows.net", "sv=1&sig=hunter2")\n',
+    'reader = spark.read.option("credentials", "hunter2")\n',
 ]
 
 
 @pytest.mark.parametrize(
-    "line", CODE_SECRETS, ids=["hadoop-conf-set", "conf-set", "sql-quoted-key", "sql-double-quoted"]
-)
+    "line",
+    CODE_SECRETS,
+    ids=["hadoop-conf-set", "conf-set", "sql-quoted-key", "sql-double-quoted", "azure-key",
+         "gcs-key", "sas", "credentials"],
+)  # fmt: skip
 def test_a_secret_in_a_code_job_is_not_written_to_the_cache_file(
     line: str, tmp_path: Path, state: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
