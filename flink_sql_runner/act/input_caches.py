@@ -8,10 +8,9 @@ read or written costs only the time it saves.
 
 Where the plan key is set (`FLINK_SQL_RUNNER_PLAN_KEY`: CI's plan and deploy), each line of the
 load cache and the fingerprints are signed with a key derived from it (as the plan's schema
-answers are, gather/schemas.py), and what is not signed
-with it is read again: a cache folder someone else could write (a CI cache another workflow
-saved) cannot make a deploy run what the files do not say. Without the plan key, the files are
-trusted as their folder is."""
+answers are, gather/schemas.py), and what is not signed with it is read again: a cache folder
+someone else could write (a CI cache another workflow saved) cannot make a deploy run what the
+files do not say. Without the plan key, the files are trusted as their folder is."""
 
 from __future__ import annotations
 
