@@ -22,13 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from flink_sql_runner.host.atomic import append_to, replace_file
-from flink_sql_runner.read.load_cache import (
-    LoadCache,
-    code_digest,
-    env_cache_key,
-    signed,
-    unsigned,
-)
+from flink_sql_runner.read.cache_signing import env_cache_key, signed, unsigned
+from flink_sql_runner.read.load_cache import LoadCache, code_digest
 from flink_sql_runner.read.sqlinfo import use_fingerprints
 
 

@@ -44,8 +44,8 @@ from flink_sql_runner.model.runtime import (
 )
 from flink_sql_runner.model.state import Analysed, StateFacts
 from flink_sql_runner.model.stored import Meta, StoredManifest
+from flink_sql_runner.read.cache_signing import env_cache_key, signed, unsigned
 from flink_sql_runner.read.formats import FILE_FORMATS
-from flink_sql_runner.read.load_cache import env_cache_key, signed, unsigned
 from flink_sql_runner.read.manifest import Job
 from flink_sql_runner.read.paths import holds_paths
 from flink_sql_runner.read.sinks import normalise_path, schema_policy

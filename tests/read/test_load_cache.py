@@ -953,7 +953,7 @@ def test_a_cache_signed_with_another_key_or_none_is_not_used(
     monkeypatch.setenv("FLINK_SQL_RUNNER_PLAN_KEY", PLAN_KEY)
     raw = cache_file(state).read_bytes()
     assert LoadCache.from_bytes(raw).hits == 0 and LoadCache.from_bytes(raw)._jobs
-    from flink_sql_runner.read.load_cache import cache_key
+    from flink_sql_runner.read.cache_signing import cache_key
 
     assert not LoadCache.from_bytes(raw, cache_key(PLAN_KEY.encode()))._jobs
     load(state, paths, tables)  # now signed with it
@@ -986,7 +986,7 @@ def test_with_the_plan_key_a_forged_fingerprint_does_not_hide_a_query_change(
         kept.write_text(forged)
         with fingerprints_at(kept, None):
             assert sql_fingerprint(new) != sql_fingerprint(old)
-    from flink_sql_runner.read.load_cache import cache_key, signed
+    from flink_sql_runner.read.cache_signing import cache_key, signed
 
     key = cache_key(PLAN_KEY.encode(), "fingerprints")
     kept.write_text(signed(json.dumps(doc, separators=(",", ":")), key))
