@@ -20,7 +20,10 @@ the driver through `spark.driver.extraJavaOptions`, to spark-submit's own launch
   sets it), not INFO;
 - `interp`: `c1-cds` with Spark's generated code off (`spark.sql.codegen.wholeStage=false`,
   `spark.sql.codegen.factoryMode=NO_CODEGEN`): expressions interpreted, no Janino compiles;
-- `onecore`: `c1-cds` on `local[1]`, not `local[2]`.
+- `onecore`: `c1-cds` on `local[1]`, not `local[2]`;
+- `vfork`: `c1-cds` with the JVM starting programs by vfork and exec
+  (`-Djdk.lang.Process.launchMechanism=VFORK`), not through Java's `jspawnhelper`: Hadoop's
+  local file system runs `chmod` and `readlink` for the files a stream writes.
 """
 
 from __future__ import annotations
@@ -44,8 +47,8 @@ BASE_CONF = {
     "spark.driver.memory": "512m",
     "spark.sql.session.timeZone": "UTC",
 }
-VARIANTS = ("base", "c1", "serial", "cds", "c1-cds", "all", "quiet", "interp", "onecore")
-C1_CDS = ("c1-cds", "all", "quiet", "interp", "onecore")
+VARIANTS = ("base", "c1", "serial", "cds", "c1-cds", "all", "quiet", "interp", "onecore", "vfork")
+C1_CDS = ("c1-cds", "all", "quiet", "interp", "onecore", "vfork")
 EXTRA_CONF = {
     "quiet": {"spark.log.level": "WARN"},
     "interp": {
@@ -62,6 +65,8 @@ def java_options(variant: str, archive: Path) -> tuple[list[str], str]:
         driver.append("-XX:TieredStopAtLevel=1")
     if variant in ("serial", "all"):
         driver.append("-XX:+UseSerialGC")
+    if variant == "vfork":
+        driver.append("-Djdk.lang.Process.launchMechanism=VFORK")
     if variant == "cds" or variant in C1_CDS:
         driver.append(f"-XX:SharedArchiveFile={archive}")
     launcher = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" if variant == "all" else ""

@@ -1,6 +1,7 @@
 """Cheaper Spark JVMs for the suite, as measured (docs/developers/testing.md, `python -m
-tests.benchmarks.jvm_start`): the client compiler only (`-XX:TieredStopAtLevel=1`) and Spark's
-classes mapped from the class-data-sharing archive `flink-sql-runner jvm-archive` makes
+tests.benchmarks.jvm_start`): the client compiler only (`-XX:TieredStopAtLevel=1`), programs
+started without Java's helper process (`QUICK_OPTIONS`) and Spark's classes mapped from the
+class-data-sharing archive `flink-sql-runner jvm-archive` makes
 (flink_sql_runner/targets/jvm_archive.py). On 2 cores a driver reached its first committed batch
 2.4x sooner with both, on a third of the CPU.
 
@@ -27,8 +28,12 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.targets.jvm_archive import archive_path, make_archive
 from tests.support.cache import cache_root, locked
 
-#: The client compiler only: a test's driver runs for seconds, never long enough for C2 to pay.
-QUICK_OPTIONS = ("-XX:TieredStopAtLevel=1",)
+#: The client compiler only: a test's driver runs for seconds, never long enough for C2 to pay
+#: (a running driver spends 0.7x the CPU with it, trigger_cost.py). Programs started by vfork and
+#: exec, not through Java's `jspawnhelper`: Hadoop's local file system runs `chmod` and `readlink`
+#: for each file a stream writes (some 25 a micro-batch), and a running driver spends 14% less
+#: with it (docs/developers/testing.md).
+QUICK_OPTIONS = ("-XX:TieredStopAtLevel=1", "-Djdk.lang.Process.launchMechanism=VFORK")
 FOLDER = cache_root() / "jvm"
 
 
