@@ -21,19 +21,35 @@ from a job's `spark.driver.extraJavaOptions` and `spark.executor.extraJavaOption
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
 from flink_sql_runner.errors import FsrError
-from flink_sql_runner.targets.jvm_archive import archive_path, make_archive
+from flink_sql_runner.targets.jvm_archive import archive_path, java_binary, make_archive
 from tests.support.cache import cache_root, locked
 
+
+def launch_options(java: str | None, platform: str = sys.platform) -> tuple[str, ...]:
+    """The options of `java` (a binary) that start programs cheaper: by vfork and exec, not
+    through Java's `jspawnhelper`. Hadoop's local file system runs `chmod` and `readlink` for
+    each file a stream writes (some 25 a micro-batch), and a running driver spends 14% less CPU
+    with it (docs/developers/testing.md).
+    Only on Linux with a Java of 21 or older (its `release` file): later ones deprecate the
+    mechanism, and a Java that no longer knows it would refuse to start a program."""
+    if not platform.startswith("linux") or java is None:
+        return ()
+    try:
+        release = (Path(java).resolve().parent.parent / "release").read_text()
+    except OSError:
+        return ()
+    found = re.search(r'^JAVA_VERSION="(?:1\.)?(\d+)', release, re.MULTILINE)
+    return ("-Djdk.lang.Process.launchMechanism=VFORK",) if found and int(found[1]) <= 21 else ()
+
+
 #: The client compiler only: a test's driver runs for seconds, never long enough for C2 to pay
-#: (a running driver spends 0.7x the CPU with it, trigger_cost.py). Programs started by vfork and
-#: exec, not through Java's `jspawnhelper`: Hadoop's local file system runs `chmod` and `readlink`
-#: for each file a stream writes (some 25 a micro-batch), and a running driver spends 14% less
-#: with it (docs/developers/testing.md).
-QUICK_OPTIONS = ("-XX:TieredStopAtLevel=1", "-Djdk.lang.Process.launchMechanism=VFORK")
+#: (a running driver spends 0.6x the CPU with it, trigger_cost.py); programs started by vfork.
+QUICK_OPTIONS = ("-XX:TieredStopAtLevel=1", *launch_options(java_binary()))
 FOLDER = cache_root() / "jvm"
 
 
