@@ -49,7 +49,7 @@ import pytest
 from flink_sql_runner.targets.jvm_archive import archive_path, java_binary
 from tests.support import maven
 from tests.support.cache import cache_root, locked
-from tests.support.jvm import FOLDER, QUICK_OPTIONS, cluster_conf, spark_submit_of
+from tests.support.jvm import FOLDER, cluster_conf, quick_options, spark_submit_of
 from tests.support.scheduling import until_group_ends
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
@@ -352,6 +352,12 @@ def _keep_archive(process: subprocess.Popen, archive: Path | None) -> None:
         partial.unlink(missing_ok=True)
 
 
+def minicluster_options() -> tuple[str, ...]:
+    """The suite's cheaper-JVM options for the minicluster's JVM: of `java` on PATH, which it
+    runs (not the Java of JAVA_HOME, which Spark's scripts run)."""
+    return quick_options(shutil.which("java"))
+
+
 @contextmanager
 def hadoop(work_dir: Path) -> Iterator[Hadoop]:
     """Start the minicluster under `work_dir`; always stop it (and its containers) afterwards."""
@@ -363,7 +369,7 @@ def hadoop(work_dir: Path) -> Iterator[Hadoop]:
         "java",
         f"-Dlog4j.configuration=file:{JAVA_DIR / 'log4j.properties'}",
         "-Xmx1g",
-        *QUICK_OPTIONS,
+        *minicluster_options(),
         *launch,
         str(work_dir),
     ]

@@ -3,7 +3,7 @@ tests.benchmarks.jvm_start`): the client compiler only (`-XX:TieredStopAtLevel=1
 started without Java's helper process (`QUICK_OPTIONS`) and Spark's classes mapped from the
 class-data-sharing archive `flink-sql-runner jvm-archive` makes
 (flink_sql_runner/targets/jvm_archive.py). On 2 cores a driver reached its first committed batch
-2.4x sooner with both, on a third of the CPU.
+2.4x sooner with the compiler and the archive, on a third of the CPU.
 
 The archive is made once per machine for a Spark installation and a Java (about a minute), in
 the tests' cache (`jvm/` of tests/support/cache.py), named for what it was made from. A JVM
@@ -35,8 +35,9 @@ def launch_options(java: str | None, platform: str = sys.platform) -> tuple[str,
     through Java's `jspawnhelper`. Hadoop's local file system runs `chmod` and `readlink` for
     each file a stream writes (some 25 a micro-batch), and a running driver spends 14% less CPU
     with it (docs/developers/testing.md).
-    Only on Linux with a Java of 21 or older (its `release` file): later ones deprecate the
-    mechanism, and a Java that no longer knows it would refuse to start a program."""
+    Only on Linux (macOS refuses it) with a Java of 21 or older, as its `release` file says:
+    Java 25 deprecates the mechanism (a warning on every JVM's stderr) and a later one removes
+    it, and a Java that does not know it refuses to start a program."""
     if not platform.startswith("linux") or java is None:
         return ()
     try:
@@ -47,9 +48,15 @@ def launch_options(java: str | None, platform: str = sys.platform) -> tuple[str,
     return ("-Djdk.lang.Process.launchMechanism=VFORK",) if found and int(found[1]) <= 21 else ()
 
 
-#: The client compiler only: a test's driver runs for seconds, never long enough for C2 to pay
-#: (a running driver spends 0.6x the CPU with it, trigger_cost.py); programs started by vfork.
-QUICK_OPTIONS = ("-XX:TieredStopAtLevel=1", *launch_options(java_binary()))
+def quick_options(java: str | None) -> tuple[str, ...]:
+    """The options that make a JVM of `java` (a binary) cheaper: the client compiler only (a
+    test's driver runs for seconds, never long enough for C2 to pay; a running driver spends
+    0.6x the CPU with it, trigger_cost.py), and programs started by vfork where it knows how."""
+    return ("-XX:TieredStopAtLevel=1", *launch_options(java))
+
+
+#: The options of the Java Spark's scripts run ($JAVA_HOME's, else the one on PATH).
+QUICK_OPTIONS = quick_options(java_binary())
 FOLDER = cache_root() / "jvm"
 
 
