@@ -368,3 +368,13 @@ def test_what_a_jvm_waited_for_unseen_is_its_reaped_cpu_less_what_was_seen_below
     assert "| programs JVMs started, unseen | 2 | 1 |" in report(
         {"10": jvm, "11": seen["11"]}, wall=100, busy=0.5
     ), "5.0 reaped less the Python's 3.0"
+
+
+@pytest.mark.spark  # it starts two small JVMs (no Spark)
+def test_the_spawn_cost_benchmark_at_toy_size(capsys) -> None:
+    from tests.benchmarks import spawn_cost
+
+    assert spawn_cost.main(["--rounds", "1", "--spawns", "5"]) == 0
+    printed = capsys.readouterr().out
+    assert "| Java's default | " in printed and "| VFORK | " in printed
+    assert printed.count("round 1: ") == 2
