@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -39,10 +40,12 @@ SESSION_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.jars.repositorie
 
 
 def ask_preview_probe(
-    request: dict[str, Any], spark_submit: str | None = None
+    request: dict[str, Any], spark_submit: str | None = None, archive_dir: Path | None = None
 ) -> tuple[dict[str, Any], str | None]:
     """The preview probe's answer; the request's `session` goes to its Spark as its settings."""
-    return run_child_with("preview_probe", request, "session", PREVIEW_TIMEOUT, spark_submit)
+    return run_child_with(
+        "preview_probe", request, "session", PREVIEW_TIMEOUT, spark_submit, archive_dir
+    )
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,16 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host import processes as procs
 from flink_sql_runner.host.processes import child_env
 from flink_sql_runner.targets.javaprops import properties_text
+from flink_sql_runner.targets.jvm_archive import with_archive
 from flink_sql_runner.targets.runner_files import runner_script
 from flink_sql_runner.targets.sparksubmit import failure_message, find_spark_submit
 
 #: What a probe's Spark is always given: no event log (an environment's own is not wanted).
 PROBE_SETTINGS = {"spark.eventLog.enabled": "false"}
+#: A probe's JVM lives seconds, never long enough for Java's optimising compiler to pay: the
+#: client compiler alone, before the options SPARK_SUBMIT_OPTS holds (which still win). A plan's
+#: probe took 0.6x the CPU and 0.65x the time with it (docs/developers/benchmarks.md).
+PROBE_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 #: A probe's private folder: `fsr-<probe>-p<deployer's pid>-<random>`.
 _FOLDER = re.compile(r"^fsr-[a-z_]+-p([0-9]+)-")
 
@@ -63,10 +68,16 @@ def probe_command(probe: str, spark_submit: str, folder: Path) -> list[str]:
             "--input", str(folder / "in.json"), "--output", str(folder / "out.json")]  # fmt: skip
 
 
-def probe_env() -> dict[str, str]:
+def probe_env(spark_submit: str | None = None, archive_dir: Path | None = None) -> dict[str, str]:
     """The probe's environment: this one, with the driver's Python as a local run gets it
-    (targets/local.py) and Spark bound to this machine."""
+    (targets/local.py), Spark bound to this machine, the client compiler only, and the classes
+    of `jvm-archive`'s archive in `archive_dir` mapped where it made one for this Spark and Java
+    (`spark_submit`'s), as local drivers start."""
     env = child_env()
+    given = env.get("SPARK_SUBMIT_OPTS", "")
+    env["SPARK_SUBMIT_OPTS"] = " ".join((*PROBE_JAVA_OPTIONS, given)).strip()
+    if archive_dir is not None and spark_submit is not None:
+        env = with_archive(env, archive_dir, spark_submit)
     marker = procs.start_marker(os.getpid())
     if marker is not None:  # the probe ends with this deployer (runner/probe_session.py)
         env["FSR_DEPLOYER"] = f"{os.getpid()}:{marker}"
@@ -89,11 +100,12 @@ def run_child(
     *,
     settings: dict[str, str] | None = None,
     spark_submit: str | None = None,
+    archive_dir: Path | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """The answer of runner probe `probe` to `request`, and why there is none (None when it
     answered). `settings`: Spark properties its session starts with (the job's jars and
     storage settings); `spark_submit`: the jobs' (--spark-submit; else found as they find
-    it)."""
+    it); `archive_dir`: where `jvm-archive` keeps its archives (`probe_env`)."""
     try:
         submit = find_spark_submit(spark_submit)
     except FsrError as exc:
@@ -112,7 +124,7 @@ def run_child(
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 cwd=folder,
-                env=probe_env(),
+                env=probe_env(submit, archive_dir),
                 start_new_session=True,
             )
         except OSError as exc:
@@ -139,9 +151,12 @@ def run_child_with(
     field: str,
     timeout: float,
     spark_submit: str | None = None,
+    archive_dir: Path | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """`run_child` on `request` less its `field`: the Spark settings put there, given to the
     probe's Spark instead (its properties file)."""
     ask = {key: value for key, value in request.items() if key != field}
     settings = {str(k): str(v) for k, v in (request.get(field) or {}).items()}
-    return run_child(probe, ask, timeout, settings=settings, spark_submit=spark_submit)
+    return run_child(
+        probe, ask, timeout, settings=settings, spark_submit=spark_submit, archive_dir=archive_dir
+    )

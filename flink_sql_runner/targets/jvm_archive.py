@@ -78,6 +78,11 @@ def archive_key(home: Path, java: str) -> str:
     return digest.hexdigest()[:20]
 
 
+def archive_folder(state_dir: Path) -> Path:
+    """Where `jvm-archive` keeps its archives: `<state-dir>/jvm/`."""
+    return state_dir / "jvm"
+
+
 def archive_path(folder: Path, spark_submit: str) -> Path | None:
     """Where the archive of this spark-submit's Spark and Java is kept in `folder`, made or not;
     None without a Java."""

@@ -41,7 +41,7 @@ from flink_sql_runner.targets.base import (
     Stopped,
     Submission,
 )
-from flink_sql_runner.targets.jvm_archive import with_archive
+from flink_sql_runner.targets.jvm_archive import archive_folder, with_archive
 from flink_sql_runner.targets.runner_files import runner_script
 from flink_sql_runner.targets.sparksubmit import (  # noqa: F401 - find_spark_submit re-exported
     find_spark_submit,
@@ -123,7 +123,7 @@ class LocalTarget:
         self.secrets = self.runs / ".secrets"
         self.logs = state_dir / LOGS
         #: `jvm-archive`'s class-data-sharing archive, used when there is one (jvm_archive.py).
-        self.jvm = state_dir / "jvm"
+        self.jvm = archive_folder(state_dir)
         self.keep_logs = keep_logs
         self.spark_submit = spark_submit
         self.master = master

@@ -31,6 +31,7 @@ given = args[args.index("--input") + 1]
 request = json.load(open(given))
 with open(os.environ["RECORD"], "w") as out:
     json.dump({{"argv": sys.argv, "python": os.environ.get("PYSPARK_PYTHON"),
+               "java_options": os.environ.get("SPARK_SUBMIT_OPTS"),
                "props": open(props).read(), "mode": stat.S_IMODE(os.stat(props).st_mode),
                "request": request, "cwd": os.getcwd()}}, out)
 if request.get("FAIL"):
@@ -172,3 +173,49 @@ def test_a_probe_ends_with_its_deployer() -> None:
     assert "FSR_DEPLOYER" in probe_env() and probe_env()["FSR_DEPLOYER"].startswith(
         f"{os.getpid()}:linux:"
     )
+
+
+def test_the_probes_jvm_has_the_client_compiler_and_the_archive_made_for_its_spark(
+    recorder: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A probe's JVM lives seconds: the client compiler only, and `jvm-archive`'s archive
+    where one was made for its Spark and Java; options the environment gives come after them,
+    so they still win."""
+    from flink_sql_runner.act.deployment import Deployment
+    from flink_sql_runner.act.settings import Settings
+    from flink_sql_runner.gather.schemas import run_probe
+    from flink_sql_runner.targets.jvm_archive import archive_path
+
+    submit, record = recorder
+
+    def options() -> str:
+        return json.loads(record.read_text())["java_options"]
+
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    run_child("schema_probe", {}, 30, spark_submit=str(submit))
+    assert options() == "-XX:TieredStopAtLevel=1"
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dmine=1 -XX:TieredStopAtLevel=4")
+    run_child("schema_probe", {}, 30, spark_submit=str(submit), archive_dir=tmp_path / "none")
+    given = "-XX:TieredStopAtLevel=1 -Dmine=1 -XX:TieredStopAtLevel=4"
+    assert options() == given
+    folder = tmp_path / "state" / "jvm"
+    made = archive_path(folder, str(submit))
+    assert made is not None
+    made.parent.mkdir(parents=True)
+    made.write_bytes(b"an archive")
+    mapped = (
+        f"-XX:SharedArchiveFile={made} -XX:TieredStopAtLevel=1 -Dmine=1 -XX:TieredStopAtLevel=4"
+    )
+    ways = [
+        lambda archive: run_probe({}, str(submit), archive),
+        lambda archive: ask_state_probe({"conf": {}}, str(submit), archive),
+        lambda archive: ask_preview_probe({"session": {}}, str(submit), archive),
+    ]
+    for way in ways:
+        way(folder)
+        assert options() == mapped
+    deployment = Deployment(Settings(state_dir=tmp_path / "state", spark_submit=str(submit)))
+    assert deployment.probe_spark() == {"spark_submit": str(submit), "archive_dir": folder}
+    deployment.ask_spark({})
+    assert options() == mapped

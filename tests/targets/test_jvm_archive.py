@@ -65,7 +65,7 @@ def test_jvm_archive_makes_the_archive_once_and_whole(tmp_path: Path, calls: Pat
     path = archive_path(state / "jvm", str(submit))
     assert path is not None and path.read_bytes() == b"classes"
     assert made.stdout.startswith(f"made {path} (7 B) in "), made.stdout
-    assert "local drivers of this Spark and Java start from it" in made.stdout
+    assert "local drivers and the plan's Spark of this Spark and Java start from it" in made.stdout
     assert sorted(p.name for p in (state / "jvm").iterdir()) == [path.name], "old one gone"
     (call,) = [json.loads(line) for line in calls.read_text().splitlines()]
     assert call["args"][:2] == ["--master", "local[2]"]
