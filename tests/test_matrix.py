@@ -70,7 +70,9 @@ def test_a_timed_out_child_is_killed_with_what_it_started(tmp_path: Path) -> Non
     grandchild = written(pid_file)
     try:
         assert (code, output) == (-1, "did not end in 1 s")
-        assert gone(grandchild)
+        # SIGKILLed with its session: it runs nothing more, but on a loaded machine the kernel
+        # may take a moment to end it (seen in a rehearsal of .ci/run beside benchmarks)
+        wait_for(lambda: gone(grandchild), 10, 0.05, f"the killed grandchild {grandchild} gone")
     finally:
         if not gone(grandchild):
             os.kill(grandchild, signal.SIGKILL)
