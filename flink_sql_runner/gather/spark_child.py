@@ -35,8 +35,8 @@ from flink_sql_runner.targets.sparksubmit import failure_message, find_spark_sub
 #: What a probe's Spark is always given: no event log (an environment's own is not wanted).
 PROBE_SETTINGS = {"spark.eventLog.enabled": "false"}
 #: A probe's JVM lives seconds, never long enough for Java's optimising compiler to pay: the
-#: client compiler alone, before the options SPARK_SUBMIT_OPTS holds (which still win). A plan's
-#: probe took 0.6x the CPU and 0.65x the time with it (docs/developers/benchmarks.md).
+#: client compiler alone, before the options SPARK_SUBMIT_OPTS holds (which still win). A plan
+#: with a probe took 0.64x the CPU and 0.84x the time with it (docs/developers/benchmarks.md).
 PROBE_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 #: A probe's private folder: `fsr-<probe>-p<deployer's pid>-<random>`.
 _FOLDER = re.compile(r"^fsr-[a-z_]+-p([0-9]+)-")
