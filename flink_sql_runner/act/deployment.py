@@ -61,7 +61,6 @@ from flink_sql_runner.stores.lock import StoreLock, locked, telling_lock
 from flink_sql_runner.stores.storage import FileStorage, Storage
 from flink_sql_runner.targets.base import Target
 from flink_sql_runner.targets.connectors import Connectors, SparkBuild, scala_of
-from flink_sql_runner.targets.jvm_archive import archive_folder
 from flink_sql_runner.targets.sparksubmit import find_spark_submit, spark_home, spark_release
 
 T = TypeVar("T")
@@ -85,7 +84,7 @@ class Deployment:
         self.cache_home: Path | None = None if settings.cache_dir else Path(settings.state_dir)
         #: Asks Spark what a changed query writes and what its sink holds (gather/schemas.py),
         #: its answers cached in this folder (None: not cached).
-        self.ask_spark: Ask = functools.partial(run_probe, **self.probe_spark())
+        self.ask_spark: Ask = functools.partial(run_probe, spark_submit=settings.spark_submit)
         self.schema_cache: Path | None = caches / "schemas"
         #: What unchanged job and table files read as before (read/load_cache.py); None: the
         #: files are read every time (--no-cache).
@@ -112,14 +111,6 @@ class Deployment:
         self.followed_now_ms: int | None = None
         #: The table catalog once read without problems (`catalog`).
         self._catalog: Catalog | None = None
-
-    def probe_spark(self) -> dict[str, Any]:
-        """Where the runner's probes find their Spark: the jobs' spark-submit, and the folder of
-        `jvm-archive`'s archives in the state folder (a probe maps one made for its Spark)."""
-        return {
-            "spark_submit": self.settings.spark_submit,
-            "archive_dir": archive_folder(Path(self.settings.state_dir)),
-        }
 
     @property
     def store(self) -> ManifestStore:

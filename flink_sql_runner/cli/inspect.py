@@ -88,7 +88,7 @@ def inspect(
     deployment.existing_store()
     found = inspect_job(name, deployment.store, deployment.target, deployment.storage, version)
     if with_state and found.report is not None:
-        ask = functools.partial(ask_state_probe, **deployment.probe_spark())
+        ask = functools.partial(ask_state_probe, spark_submit=deployment.settings.spark_submit)
         found = replace(found, state=state_of(deployment.storage, found, sample_keys, ask))
     click.echo(inspect_json(found) if output == "json" else inspect_text(found))
     return EXIT_OK if found.report is not None else EXIT_FAILED

@@ -21,11 +21,9 @@ from flink_sql_runner.targets.sparksubmit import find_spark_submit
 @handle_errors
 def jvm_archive(state_dir: Path, spark_submit: str | None, debug: bool, **kw: Any) -> int:
     """Make a class-data-sharing archive of Spark's classes, once, for the local target's
-    drivers and the plan's own Spark: from then on every local driver of this Spark and Java
-    (a deploy's start or restart, a `watch` restart) maps those classes instead of loading them
-    from Spark's jars, and reaches its first batch sooner; so does the local Spark a `plan`,
-    `preview` or `inspect --state` starts to analyse a query (measured in
-    docs/developers/benchmarks.md).
+    drivers: from then on every local driver of this Spark and Java (a deploy's start or
+    restart, a `watch` restart) maps those classes instead of loading them from Spark's jars,
+    and reaches its first batch sooner (measured in docs/developers/benchmarks.md).
 
     It runs a small streaming job to its first batches under `-XX:ArchiveClassesAtExit`, about
     a minute, and keeps the archive as `<state-dir>/jvm/spark-<key>.jsa` (some 170 MiB), the
@@ -42,5 +40,5 @@ def jvm_archive(state_dir: Path, spark_submit: str | None, debug: bool, **kw: An
         click.echo(f"made {made.path} ({size}) in {made.seconds:.0f} s")
     else:
         click.echo(f"already made: {made.path} ({size})")
-    click.echo("local drivers and the plan's Spark of this Spark and Java start from it")
+    click.echo("local drivers of this Spark and Java start from it")
     return EXIT_OK

@@ -210,7 +210,7 @@ def preview_of(
             session = deployment.probe_connectors().conf(desired.tables, own)
         except FsrError:
             session = {}
-    run = functools.partial(ask_preview_probe, **deployment.probe_spark())
+    run = functools.partial(ask_preview_probe, spark_submit=deployment.settings.spark_submit)
     facts = gather_preview(deployment.storage, stored, desired, ask, run, session=session)
     return judge_preview(facts, rows)
 

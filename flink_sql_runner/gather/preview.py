@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -40,12 +39,10 @@ SESSION_SETTINGS = ("spark.jars", "spark.jars.packages", "spark.jars.repositorie
 
 
 def ask_preview_probe(
-    request: dict[str, Any], spark_submit: str | None = None, archive_dir: Path | None = None
+    request: dict[str, Any], spark_submit: str | None = None
 ) -> tuple[dict[str, Any], str | None]:
     """The preview probe's answer; the request's `session` goes to its Spark as its settings."""
-    return run_child_with(
-        "preview_probe", request, "session", PREVIEW_TIMEOUT, spark_submit, archive_dir
-    )
+    return run_child_with("preview_probe", request, "session", PREVIEW_TIMEOUT, spark_submit)
 
 
 @dataclass(frozen=True)

@@ -554,10 +554,8 @@ class _Probe:
 
 
 def run_probe(
-    request: dict[str, Any], spark_submit: str | None = None, archive_dir: Path | None = None
+    request: dict[str, Any], spark_submit: str | None = None
 ) -> tuple[dict[str, Any], str | None]:
     """The probe's answers, and why there are none (None when it answered); run on the Spark
-    at `spark_submit` (the jobs'), from `jvm-archive`'s archive in `archive_dir` if it made one."""
-    return run_child(
-        "schema_probe", request, PROBE_TIMEOUT, spark_submit=spark_submit, archive_dir=archive_dir
-    )
+    at `spark_submit` (the jobs')."""
+    return run_child("schema_probe", request, PROBE_TIMEOUT, spark_submit=spark_submit)

@@ -28,7 +28,6 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host import processes as procs
 from flink_sql_runner.host.processes import child_env
 from flink_sql_runner.targets.javaprops import properties_text
-from flink_sql_runner.targets.jvm_archive import with_archive
 from flink_sql_runner.targets.runner_files import runner_script
 from flink_sql_runner.targets.sparksubmit import failure_message, find_spark_submit
 
@@ -36,7 +35,8 @@ from flink_sql_runner.targets.sparksubmit import failure_message, find_spark_sub
 PROBE_SETTINGS = {"spark.eventLog.enabled": "false"}
 #: A probe's JVM lives seconds, never long enough for Java's optimising compiler to pay: the
 #: client compiler alone, before the options SPARK_SUBMIT_OPTS holds (which still win). A plan
-#: with a probe took 0.64x the CPU and 0.84x the time with it (docs/developers/benchmarks.md).
+#: with a probe took 0.66x the CPU with it, 0.95x the time on a quiet machine
+#: (docs/developers/benchmarks.md).
 PROBE_JAVA_OPTIONS = ("-XX:TieredStopAtLevel=1",)
 #: A probe's private folder: `fsr-<probe>-p<deployer's pid>-<random>`.
 _FOLDER = re.compile(r"^fsr-[a-z_]+-p([0-9]+)-")
@@ -68,16 +68,15 @@ def probe_command(probe: str, spark_submit: str, folder: Path) -> list[str]:
             "--input", str(folder / "in.json"), "--output", str(folder / "out.json")]  # fmt: skip
 
 
-def probe_env(spark_submit: str | None = None, archive_dir: Path | None = None) -> dict[str, str]:
+def probe_env() -> dict[str, str]:
     """The probe's environment: this one, with the driver's Python as a local run gets it
-    (targets/local.py), Spark bound to this machine, the client compiler only, and the classes
-    of `jvm-archive`'s archive in `archive_dir` mapped where it made one for this Spark and Java
-    (`spark_submit`'s), as local drivers start."""
+    (targets/local.py), Spark bound to this machine, and the client compiler only (before the
+    options SPARK_SUBMIT_OPTS holds, which still win). Not `jvm-archive`'s archive: it is a
+    file in the state folder, which a CI job may keep in its checkout, where a pull request
+    could commit one, and Java does not check the classes an archive holds."""
     env = child_env()
     given = env.get("SPARK_SUBMIT_OPTS", "")
     env["SPARK_SUBMIT_OPTS"] = " ".join((*PROBE_JAVA_OPTIONS, given)).strip()
-    if archive_dir is not None and spark_submit is not None:
-        env = with_archive(env, archive_dir, spark_submit)
     marker = procs.start_marker(os.getpid())
     if marker is not None:  # the probe ends with this deployer (runner/probe_session.py)
         env["FSR_DEPLOYER"] = f"{os.getpid()}:{marker}"
@@ -100,12 +99,11 @@ def run_child(
     *,
     settings: dict[str, str] | None = None,
     spark_submit: str | None = None,
-    archive_dir: Path | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """The answer of runner probe `probe` to `request`, and why there is none (None when it
     answered). `settings`: Spark properties its session starts with (the job's jars and
     storage settings); `spark_submit`: the jobs' (--spark-submit; else found as they find
-    it); `archive_dir`: where `jvm-archive` keeps its archives (`probe_env`)."""
+    it)."""
     try:
         submit = find_spark_submit(spark_submit)
     except FsrError as exc:
@@ -124,7 +122,7 @@ def run_child(
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 cwd=folder,
-                env=probe_env(submit, archive_dir),
+                env=probe_env(),
                 start_new_session=True,
             )
         except OSError as exc:
@@ -151,12 +149,9 @@ def run_child_with(
     field: str,
     timeout: float,
     spark_submit: str | None = None,
-    archive_dir: Path | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """`run_child` on `request` less its `field`: the Spark settings put there, given to the
     probe's Spark instead (its properties file)."""
     ask = {key: value for key, value in request.items() if key != field}
     settings = {str(k): str(v) for k, v in (request.get(field) or {}).items()}
-    return run_child(
-        probe, ask, timeout, settings=settings, spark_submit=spark_submit, archive_dir=archive_dir
-    )
+    return run_child(probe, ask, timeout, settings=settings, spark_submit=spark_submit)

@@ -5,7 +5,6 @@ each operator's partitions take, listed through the `Storage`. Only reads."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from flink_sql_runner.errors import FsrError
@@ -23,12 +22,10 @@ AskState = Callable[[dict[str, Any]], tuple[dict[str, Any], str | None]]
 
 
 def ask_state_probe(
-    request: dict[str, Any], spark_submit: str | None = None, archive_dir: Path | None = None
+    request: dict[str, Any], spark_submit: str | None = None
 ) -> tuple[dict[str, Any], str | None]:
     """The state probe's answer; the request's `conf` goes to its Spark as its settings."""
-    return run_child_with(
-        "state_probe", request, "conf", STATE_PROBE_TIMEOUT, spark_submit, archive_dir
-    )
+    return run_child_with("state_probe", request, "conf", STATE_PROBE_TIMEOUT, spark_submit)
 
 
 #: The job's settings that give a Spark the jars a checkpoint's storage needs (S3A's).

@@ -72,7 +72,11 @@ def archive_key(home: Path, java: str) -> str:
     except OSError:
         jars = []
     for entry in jars:
-        info = entry.stat()
+        try:
+            info = entry.stat()
+        except OSError:  # a link to nothing: no class of it loads, the name still counts
+            digest.update(f"{entry.path}\0-\n".encode())
+            continue
         digest.update(f"{entry.path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
     digest.update(training_program().read_bytes())
     return digest.hexdigest()[:20]
@@ -89,14 +93,18 @@ def archive_path(folder: Path, spark_submit: str) -> Path | None:
     java = java_binary()
     if java is None:
         return None
-    return folder / f"spark-{archive_key(spark_home(spark_submit), java)}.jsa"
+    # Absolute: Java reads it from the JVM's working folder, which is not the deployer's.
+    return folder.absolute() / f"spark-{archive_key(spark_home(spark_submit), java)}.jsa"
 
 
 def java_option(folder: Path, spark_submit: str) -> str | None:
     """`-XX:SharedArchiveFile=...` when an archive of this Spark and Java is in `folder` (and
     its path can be one JVM option: no whitespace); else None."""
-    path = archive_path(folder, spark_submit)
-    if path is None or not path.is_file() or any(c.isspace() for c in str(path)):
+    try:
+        path = archive_path(folder, spark_submit)
+        if path is None or not path.is_file() or any(c.isspace() for c in str(path)):
+            return None
+    except OSError:  # a folder this user may not read: started without it, as before one
         return None
     return f"-XX:SharedArchiveFile={path}"
 
@@ -124,6 +132,7 @@ def make_archive(
     java = java_binary()
     if java is None:
         raise FsrError("no Java found: set JAVA_HOME or put java on PATH")
+    folder = folder.absolute()  # the training run works in a folder of its own
     made = archive_path(folder, spark_submit)
     assert made is not None
     if any(c.isspace() for c in str(made)):

@@ -1,20 +1,20 @@
 """What a `plan` that asks Spark costs, with the probe's JVM as Spark starts it and as the
 deployer starts it, side by side.
 
-    python -m tests.benchmarks.probe_start [--rounds 3] [--archive]
+    python -m tests.benchmarks.probe_start [--rounds 3]
 
 A plan whose job could change what its sink holds asks the runner's schema probe (a local Spark
 in a child process, gather/spark_child.py) what the query writes. One workspace: a rate source
 into a parquet folder that already holds rows and that a second, stopped job reads with a
 declared schema, so the plan must know the schema the first would write. Each round runs `plan
---output json --no-cache` once per way, in turn (the order turned every round), and reads its
-wall time and the CPU seconds of the command and its children (GNU time):
+--output json --no-cache` once per way, in turn (the order turned every round), the schema
+answers the last plan kept removed first (so that each asks Spark to analyse the query and to
+read the sink), and reads its wall time and the CPU seconds of the command and its children
+(GNU time):
 
 - `as Spark starts`: `SPARK_SUBMIT_OPTS=-XX:TieredStopAtLevel=4`, which comes after the
   deployer's own option and so wins: Java's default compilers;
-- `client compiler`: the deployer's probe as it is (`PROBE_JAVA_OPTIONS`);
-- with `--archive`, `client compiler and archive` too: the state folder holds the archive
-  `jvm-archive` made for this Spark and Java (made once, first, about a minute).
+- `client compiler`: the deployer's probe as it is (`PROBE_JAVA_OPTIONS`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -76,29 +77,16 @@ def plan_once(ws: Workspace, java_options: str, out: Path) -> tuple[float, float
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.benchmarks.probe_start")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--archive", action="store_true")
     args = parser.parse_args(argv)
     ways = {"as Spark starts": "-XX:TieredStopAtLevel=4", "client compiler": ""}
     with tempfile.TemporaryDirectory(prefix="fsr-probe-start-") as folder:
         ws = workspace(Path(folder))
         out = Path(folder) / "plan.json"
-        if args.archive:
-            archive_argv = [sys.executable, "-m", "flink_sql_runner", "jvm-archive",
-                            "--state-dir", str(ws.state)]  # fmt: skip
-            made = subprocess.run(archive_argv, capture_output=True, text=True, check=False)  # noqa: S603
-            if made.returncode != 0:
-                raise SystemExit(f"jvm-archive: {made.stdout}{made.stderr}")
-            ways["client compiler and archive"] = ""
         found: dict[str, list[tuple[float, float]]] = {way: [] for way in ways}
         for turn in range(args.rounds):
             order = list(ways) if turn % 2 == 0 else list(reversed(ways))
             for way in order:
-                archive = way == "client compiler and archive"
-                jvm = ws.state / "jvm"
-                if jvm.exists() and not archive:
-                    jvm.rename(ws.root / "jvm-aside")
-                elif archive and not jvm.exists():
-                    (ws.root / "jvm-aside").rename(jvm)
+                shutil.rmtree(ws.state / "cache", ignore_errors=True)  # the schema answers too
                 seconds, cpu = plan_once(ws, ways[way], out)
                 found[way].append((seconds, cpu))
                 print(f"round {turn + 1}: {way}: {seconds:.2f} s, {cpu:.2f} CPU-s", flush=True)

@@ -175,16 +175,17 @@ def test_a_probe_ends_with_its_deployer() -> None:
     )
 
 
-def test_the_probes_jvm_has_the_client_compiler_and_the_archive_made_for_its_spark(
+def test_the_probes_jvm_has_the_client_compiler_only_and_never_an_archive(
     recorder: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A probe's JVM lives seconds: the client compiler only, and `jvm-archive`'s archive
-    where one was made for its Spark and Java; options the environment gives come after them,
-    so they still win."""
+    """A probe's JVM lives seconds: the client compiler only, before the options the
+    environment gives (which still win). Never `jvm-archive`'s archive, even where the state
+    folder holds one for its Spark and Java: a CI job may keep the state folder in its
+    checkout, where a pull request could commit one (a hostile review of this change)."""
     from flink_sql_runner.act.deployment import Deployment
     from flink_sql_runner.act.settings import Settings
     from flink_sql_runner.gather.schemas import run_probe
-    from flink_sql_runner.targets.jvm_archive import archive_path
+    from flink_sql_runner.targets.jvm_archive import archive_folder, archive_path
 
     submit, record = recorder
 
@@ -196,26 +197,18 @@ def test_the_probes_jvm_has_the_client_compiler_and_the_archive_made_for_its_spa
     run_child("schema_probe", {}, 30, spark_submit=str(submit))
     assert options() == "-XX:TieredStopAtLevel=1"
     monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dmine=1 -XX:TieredStopAtLevel=4")
-    run_child("schema_probe", {}, 30, spark_submit=str(submit), archive_dir=tmp_path / "none")
     given = "-XX:TieredStopAtLevel=1 -Dmine=1 -XX:TieredStopAtLevel=4"
-    assert options() == given
-    folder = tmp_path / "state" / "jvm"
-    made = archive_path(folder, str(submit))
-    assert made is not None
-    made.parent.mkdir(parents=True)
-    made.write_bytes(b"an archive")
-    mapped = (
-        f"-XX:SharedArchiveFile={made} -XX:TieredStopAtLevel=1 -Dmine=1 -XX:TieredStopAtLevel=4"
-    )
-    ways = [
-        lambda archive: run_probe({}, str(submit), archive),
-        lambda archive: ask_state_probe({"conf": {}}, str(submit), archive),
-        lambda archive: ask_preview_probe({"session": {}}, str(submit), archive),
+    state = tmp_path / "state"
+    planted = archive_path(archive_folder(state), str(submit))
+    assert planted is not None
+    planted.parent.mkdir(parents=True)
+    planted.write_bytes(b"an archive a pull request committed")
+    asks = [
+        lambda: run_probe({}, str(submit)),
+        lambda: ask_state_probe({"conf": {}}, str(submit)),
+        lambda: ask_preview_probe({"session": {}}, str(submit)),
+        lambda: Deployment(Settings(state_dir=state, spark_submit=str(submit))).ask_spark({}),
     ]
-    for way in ways:
-        way(folder)
-        assert options() == mapped
-    deployment = Deployment(Settings(state_dir=tmp_path / "state", spark_submit=str(submit)))
-    assert deployment.probe_spark() == {"spark_submit": str(submit), "archive_dir": folder}
-    deployment.ask_spark({})
-    assert options() == mapped
+    for ask in asks:
+        ask()
+        assert options() == given

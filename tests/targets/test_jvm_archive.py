@@ -65,7 +65,7 @@ def test_jvm_archive_makes_the_archive_once_and_whole(tmp_path: Path, calls: Pat
     path = archive_path(state / "jvm", str(submit))
     assert path is not None and path.read_bytes() == b"classes"
     assert made.stdout.startswith(f"made {path} (7 B) in "), made.stdout
-    assert "local drivers and the plan's Spark of this Spark and Java start from it" in made.stdout
+    assert "local drivers of this Spark and Java start from it" in made.stdout
     assert sorted(p.name for p in (state / "jvm").iterdir()) == [path.name], "old one gone"
     (call,) = [json.loads(line) for line in calls.read_text().splitlines()]
     assert call["args"][:2] == ["--master", "local[2]"]
@@ -173,3 +173,38 @@ def test_a_local_driver_starts_from_the_archive_only_when_there_is_one(
     assert options_of_a_run("run-2") == f"-XX:SharedArchiveFile={path} -Xss4m", (
         "the archive first: options already there win"
     )
+
+
+def test_a_relative_state_folder_gives_java_absolute_paths(
+    tmp_path: Path, calls: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default state folder is relative (`.flink-sql-runner`), and Java reads the archive's
+    path from the JVM's working folder: the training run works in a folder of its own, a probe
+    or a driver in theirs (a hostile review found both relative)."""
+    submit = stand_in(tmp_path / "spark-submit", TRAINING)
+    monkeypatch.chdir(tmp_path)
+    made = make_archive(Path(".flink-sql-runner") / "jvm", str(submit))
+    assert made.made and made.path.is_absolute() and made.path.read_bytes() == b"classes"
+    assert made.path.parent == tmp_path / ".flink-sql-runner" / "jvm"
+    option = java_option(Path(".flink-sql-runner") / "jvm", str(submit))
+    assert option == f"-XX:SharedArchiveFile={made.path}"
+
+
+def test_a_jar_that_links_to_nothing_or_an_unreadable_folder_means_no_archive_not_a_failure(
+    tmp_path: Path, calls: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "spark"
+    (home / "bin").mkdir(parents=True)
+    (home / "jars").mkdir()
+    submit = stand_in(home / "bin" / "spark-submit", TRAINING)
+    (home / "jars" / "gone.jar").symlink_to(tmp_path / "no-such.jar")
+    folder = tmp_path / "state" / "jvm"
+    assert java_option(folder, str(submit)) is None  # before: FileNotFoundError
+    made = make_archive(folder, str(submit))
+    assert java_option(folder, str(submit)) == f"-XX:SharedArchiveFile={made.path}"
+
+    def refused(self: Path) -> bool:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "is_file", refused)
+    assert java_option(folder, str(submit)) is None
