@@ -40,6 +40,10 @@ from .manifest import options_of
 from .spark_internals import file_format_name, new_file_sink
 from .storage import Storage
 
+#: The warm-up's trigger: its first micro-batch begins at once, the next not before a day, so
+#: that the stop never cuts a second one in its write (on Spark 3.5 that write's aborted task
+#: could put the temporary folder back after its removal).
+ONE_BATCH = "24 hours"
 #: How often the warm-up looks whether its micro-batch has committed, and for a stop request
 #: or the deployer's abort (`stopping`: a prepared run's own poll, prepare.py).
 POLL_SECONDS = 0.1
@@ -78,7 +82,7 @@ def warm_up(
         writer = (
             rows.writeStream.queryName(f"warm-up {doc['run-id']}")
             .option("checkpointLocation", (folder / "checkpoint").as_uri())
-            .trigger(processingTime="0 seconds")
+            .trigger(processingTime=ONE_BATCH)
         )
         rows_uri = (folder / "rows").as_uri()
         if fmt is None:

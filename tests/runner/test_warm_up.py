@@ -73,6 +73,9 @@ def test_one_micro_batch_goes_through_the_sinks_format_and_nothing_is_left(
     assert written and all(f.endswith(suffix) for f in written), scratch["files"]
     assert "rows/_spark_metadata/0" in scratch["files"], "Spark's own file sink wrote it"
     assert "checkpoint/commits/0" in scratch["files"], "its one batch committed"
+    # and no second one begun, which the stop would cut in its write: on Spark 3.5 that write's
+    # aborted task could put the folder back after its removal (seen in the matrix)
+    assert not any(f.startswith("checkpoint/offsets/1") for f in scratch["files"]), scratch
     assert list(scratch["root"].iterdir()) == [], "its folder removed"
     assert nothing_of_the_jobs(tmp_path) and no_warm_up_query(spark)
 
