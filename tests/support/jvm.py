@@ -33,8 +33,8 @@ from tests.support.cache import cache_root, locked
 def launch_options(java: str | None, platform: str = sys.platform) -> tuple[str, ...]:
     """The options of `java` (a binary) that start programs cheaper: by vfork and exec, not
     through Java's `jspawnhelper`. Hadoop's local file system runs `chmod` and `readlink` for
-    each file a stream writes (some 25 a micro-batch), and a running driver spends 14% less CPU
-    with it (docs/developers/testing.md).
+    each file a stream writes (some 25 a micro-batch), and each costs 40% less CPU started so
+    (`python -m tests.benchmarks.spawn_cost`, docs/developers/testing.md).
     Only on Linux (macOS refuses it) with a Java of 21 or older, as its `release` file says:
     Java 25 deprecates the mechanism (a warning on every JVM's stderr) and a later one removes
     it, and a Java that does not know it refuses to start a program."""
