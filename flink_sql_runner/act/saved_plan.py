@@ -26,10 +26,9 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cache
 from pathlib import Path
 from typing import Any
-
-import jsonschema
 
 from flink_sql_runner.act.plan_inputs import (
     Digests,
@@ -382,7 +381,9 @@ def _shape_problems(doc: dict[str, Any]) -> list[str]:
     """What a sealed document lacks of a saved plan's shape: its first problem, then that every
     job it acts on has what it was decided from recorded: its inputs, or for a stored job with
     no file (removed from git, pruned) what the store held of it."""
-    error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(doc))
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(doc))
     if error is not None:
         field = ".".join(str(p) for p in error.absolute_path) or "(the document)"
         return [f"{field}: {error.message}"]
@@ -506,7 +507,13 @@ SHAPE: dict[str, Any] = {
         },
     },
 }  # fmt: skip
-_VALIDATOR = jsonschema.Draft202012Validator(SHAPE)
+@cache
+def _validator() -> Any:
+    """SHAPE's checker, made when a saved plan is first read: jsonschema and its dependencies
+    are a tenth of a second of every command's start-up (read/schemas/__init__.py)."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(SHAPE)
 
 
 def _check_age(where: str, created: str, now: float, max_age: float) -> None:
