@@ -9,11 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import browser, netguard, scratch, warm_cli
-from tests.support.diagrams import stop_reader
-from tests.support.isolation import changes, fingerprint
-from tests.support.jvm import quicken
-from tests.support.scheduling import group_ended, make_scheduler, order
+# First, before the suite's own modules are imported: where the environment forbids bytecode,
+# the run keeps it in the tests' cache instead of compiling every module in every process.
+from tests.support import bytecode
+
+bytecode.keep()
+
+from tests.support import browser, netguard, scratch, warm_cli  # noqa: E402
+from tests.support.diagrams import stop_reader  # noqa: E402
+from tests.support.isolation import changes, fingerprint  # noqa: E402
+from tests.support.jvm import quicken  # noqa: E402
+from tests.support.scheduling import group_ended, make_scheduler, order  # noqa: E402
 
 pytest_plugins = ["tests.support.fixtures_s3", "tests.support.hadoop_cluster"]
 
