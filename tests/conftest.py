@@ -132,6 +132,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     scratch.end(config)
+    if not hasattr(config, "workerinput"):  # the run's first process
+        bytecode.end()
 
 
 def pytest_sessionfinish() -> None:

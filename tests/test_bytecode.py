@@ -54,3 +54,37 @@ def test_a_child_of_the_run_writes_its_bytecode_under_the_prefix_not_beside_the_
     )
     assert not (source / "__pycache__").exists()
     assert list((tmp_path / "cache" / "pycache").rglob("module_here.*.pyc"))
+
+
+def test_the_prune_removes_what_no_source_compiles_to_and_keeps_the_rest(tmp_path: Path) -> None:
+    prefix = tmp_path / "pyc"
+    live = tmp_path / "src" / "live.py"
+    live.parent.mkdir()
+    live.write_text("")
+    mirror = prefix / tmp_path.relative_to("/") / "src"
+    gone = prefix / tmp_path.relative_to("/") / "deleted-clone" / "pkg"
+    for folder in (mirror, gone):
+        folder.mkdir(parents=True)
+    (mirror / "live.cpython-311.pyc").write_bytes(b"")
+    (mirror / "dead.cpython-311-pytest-9.2.0.pyc").write_bytes(b"")
+    (gone / "__init__.cpython-311.pyc").write_bytes(b"")
+    assert bytecode.prune(str(prefix)) == 2
+    assert [p.name for p in prefix.rglob("*.pyc")] == ["live.cpython-311.pyc"]
+    assert not gone.exists() and not gone.parent.exists()
+
+
+def test_only_the_tests_own_prefix_is_pruned(
+    interpreter: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    named = tmp_path / "named"
+    (named / "nowhere").mkdir(parents=True)
+    (named / "nowhere" / "m.cpython-311.pyc").write_bytes(b"")
+    monkeypatch.setenv("FSR_TEST_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "pycache_prefix", str(named))
+    assert bytecode.end() == 0
+    assert (named / "nowhere" / "m.cpython-311.pyc").exists()
+    ours = tmp_path / "cache" / "pycache" / "nowhere"
+    ours.mkdir(parents=True)
+    (ours / "m.cpython-311.pyc").write_bytes(b"")
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "cache" / "pycache"))
+    assert bytecode.end() == 1

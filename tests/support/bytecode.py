@@ -15,9 +15,11 @@ bytecode anyway, or that names its own prefix, is left as it is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import MutableMapping
+from pathlib import Path
 
 from tests.support.cache import cache_root
 
@@ -36,3 +38,33 @@ def keep(environ: MutableMapping[str, str] = os.environ) -> str | None:
     sys.pycache_prefix = prefix
     sys.dont_write_bytecode = False
     return prefix
+
+
+def prune(prefix: str) -> int:
+    """The compiled modules under `prefix` whose source is gone, removed (a test's modules in
+    its temp folder, a clone since deleted), and the folders they leave empty: the cache holds
+    what the sources on this machine compile to, not every run's. The number removed."""
+    removed = 0
+    root = Path(prefix)
+    for folder, _, names in os.walk(root, topdown=False):
+        for name in names:
+            stem, _, ending = name.partition(".")
+            if not ending.endswith(".pyc"):
+                continue
+            source = Path("/", Path(folder).relative_to(root), f"{stem}.py")
+            if not source.exists():
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(folder, name))
+                removed += 1
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)  # only if empty
+    return removed
+
+
+def end() -> int:
+    """At the run's end, by its first process: the tests' own prefix pruned (`prune`); a prefix
+    the environment named is never touched."""
+    ours = str(cache_root() / "pycache")
+    if sys.pycache_prefix != ours or not os.path.isdir(ours):
+        return 0
+    return prune(ours)
