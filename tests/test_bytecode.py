@@ -22,9 +22,13 @@ def test_a_forbidding_environment_gets_the_tests_cache_as_its_prefix(
     interpreter: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("FSR_TEST_CACHE", str(tmp_path / "cache"))
+    left = tmp_path / "cache" / "pycache" / "gone" / "module.cpython-311.pyc"
+    left.parent.mkdir(parents=True)
+    left.write_bytes(b"")  # a module since deleted, which could come back with other code
     environ = {"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/bin"}
     prefix = bytecode.keep(environ)
     assert prefix == str(tmp_path / "cache" / "pycache")
+    assert not left.exists()
     assert environ == {"PATH": "/bin", "PYTHONPYCACHEPREFIX": prefix}
     assert sys.pycache_prefix == prefix and sys.dont_write_bytecode is False
 

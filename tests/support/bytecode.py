@@ -33,6 +33,8 @@ def keep(environ: MutableMapping[str, str] = os.environ) -> str | None:
     if not environ.get(FORBID) and not sys.dont_write_bytecode:
         return None
     prefix = environ.get(PREFIX) or sys.pycache_prefix or str(cache_root() / "pycache")
+    if prefix == str(cache_root() / "pycache") and os.path.isdir(prefix):
+        prune(prefix)  # before any is used: a module since deleted may have come back changed
     environ[PREFIX] = prefix
     environ.pop(FORBID, None)
     sys.pycache_prefix = prefix
