@@ -507,6 +507,8 @@ SHAPE: dict[str, Any] = {
         },
     },
 }  # fmt: skip
+
+
 @cache
 def _validator() -> Any:
     """SHAPE's checker, made when a saved plan is first read: jsonschema and its dependencies
