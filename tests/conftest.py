@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 # First, before the suite's own modules are imported: where the environment forbids bytecode,
-# the run keeps it in the tests' cache instead of compiling every module in every process.
+# the run keeps it in a folder of its own instead of compiling every module in every process.
 from tests.support import bytecode
 
 bytecode.keep()
@@ -132,8 +132,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     scratch.end(config)
-    if not hasattr(config, "workerinput"):  # the run's first process
-        bytecode.end()
+    bytecode.end()
 
 
 def pytest_sessionfinish() -> None:

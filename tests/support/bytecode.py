@@ -1,4 +1,4 @@
-"""Compiled modules kept in the tests' machine cache where the environment forbids bytecode.
+"""Compiled modules kept for the run where the environment forbids bytecode.
 
 An image that sets `PYTHONDONTWRITEBYTECODE=1` (this machine's and CI's do) makes every Python
 process compile every module it imports from source that has no `__pycache__` beside it: the
@@ -6,67 +6,53 @@ deployer and the runner of an editable install, and every test file, which pytes
 for its asserts, in each worker. Over the suite that is some 460 processes (the CLI, drivers,
 probes, workers), each paying a tenth of a second or more before its first line runs.
 
-`keep()` lets the run's processes write their bytecode again, but into `pycache/` of the tests'
-machine cache (tests/support/cache.py), through `PYTHONPYCACHEPREFIX`, never beside the sources:
-the checkout stays as the environment asked. The run's first process calls it before it imports
-the suite's modules; every process it starts inherits the setting. An environment that writes
-bytecode anyway, or that names its own prefix, is left as it is.
+`keep()` lets the run's processes write their bytecode again, into a folder of this run only
+(`PYTHONPYCACHEPREFIX`), never beside the sources: the checkout stays as the environment asked.
+The run's first process calls it before it imports the suite's modules and removes the folder
+at its end (`end()`); every process it starts inherits the setting. The folder lives no longer
+than the run: Python checks a compiled module against its source's size and modification time
+in whole seconds only, so a cache kept across runs could hand a later run the code of a source
+since rewritten at the same path, size and second (as `git archive` and `cp -p` keep times). An
+environment that writes bytecode anyway, or names its own prefix, is left as it is.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import MutableMapping
-from pathlib import Path
-
-from tests.support.cache import cache_root
 
 FORBID = "PYTHONDONTWRITEBYTECODE"
 PREFIX = "PYTHONPYCACHEPREFIX"
+#: The pid of the process that made the folder: only it removes it (not a worker, not a pytest
+#: a test runs, which inherit the environment).
+OWNER = "FSR_TEST_PYCACHE_OWNER"
 
 
 def keep(environ: MutableMapping[str, str] = os.environ) -> str | None:
-    """Bytecode written under the tests' cache where `environ` forbids writing it: the prefix
-    now used, or None when nothing was changed."""
+    """Bytecode written into a folder of this run where `environ` forbids writing it: the
+    folder, or None when nothing was changed."""
     if not environ.get(FORBID) and not sys.dont_write_bytecode:
         return None
-    prefix = environ.get(PREFIX) or sys.pycache_prefix or str(cache_root() / "pycache")
-    if prefix == str(cache_root() / "pycache") and os.path.isdir(prefix):
-        prune(prefix)  # before any is used: a module since deleted may have come back changed
+    if environ.get(PREFIX) or sys.pycache_prefix:
+        return None  # a prefix the environment named: its own choice
+    prefix = tempfile.mkdtemp(prefix="fsr-tests-pycache-")
     environ[PREFIX] = prefix
+    environ[OWNER] = str(os.getpid())
     environ.pop(FORBID, None)
     sys.pycache_prefix = prefix
     sys.dont_write_bytecode = False
     return prefix
 
 
-def prune(prefix: str) -> int:
-    """The compiled modules under `prefix` whose source is gone, removed (a test's modules in
-    its temp folder, a clone since deleted), and the folders they leave empty: the cache holds
-    what the sources on this machine compile to, not every run's. The number removed."""
-    removed = 0
-    root = Path(prefix)
-    for folder, _, names in os.walk(root, topdown=False):
-        for name in names:
-            stem, _, ending = name.partition(".")
-            if not ending.endswith(".pyc"):
-                continue
-            source = Path("/", Path(folder).relative_to(root), f"{stem}.py")
-            if not source.exists():
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(folder, name))
-                removed += 1
-        with contextlib.suppress(OSError):
-            os.rmdir(folder)  # only if empty
-    return removed
-
-
-def end() -> int:
-    """At the run's end, by its first process: the tests' own prefix pruned (`prune`); a prefix
-    the environment named is never touched."""
-    ours = str(cache_root() / "pycache")
-    if sys.pycache_prefix != ours or not os.path.isdir(ours):
-        return 0
-    return prune(ours)
+def end(environ: MutableMapping[str, str] = os.environ) -> None:
+    """The run's folder removed, by the process that made it."""
+    if environ.get(OWNER) != str(os.getpid()):
+        return
+    prefix = environ.pop(PREFIX, "")
+    del environ[OWNER]
+    sys.dont_write_bytecode = True  # what this process imports after would make it again
+    if prefix:
+        shutil.rmtree(prefix, ignore_errors=True)

@@ -9,8 +9,6 @@
 - `jvm/`: class-data-sharing archives of Spark's classes (tests/support/jvm.py).
 - `hadoop/`: the minicluster's launcher compiled into a jar, and a class-data-sharing archive of
   its classes (tests/support/hadoop_cluster.py).
-- `pycache/`: the bytecode of what the run's processes import, where the environment forbids
-  writing it beside the sources (tests/support/bytecode.py).
 
 A second clone, or a second CI run on the same machine, reuses all of it; a fresh machine makes
 it anew. Every entry is keyed by what it was made from, so nothing stale is used.
