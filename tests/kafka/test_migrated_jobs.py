@@ -1,13 +1,13 @@
-"""The original tool's example for real: the five stateful jobs of
-`tests/data/migration/edited/` (YAML jobs, their template, their Kafka tables as SQL DDL in
-schemas/: windows, a session window, a join), deployed together against the real broker with
-their tables as written, and every one of them processing records produced into its input
+"""The original tool's example for real: six jobs of `tests/data/migration/edited/` (YAML jobs,
+their template, their Kafka tables as SQL DDL in schemas/), the five stateful ones (windows, a
+session window, a join) and the one written as code, deployed together against the real broker
+with their tables as written, and every one of them processing records produced into its input
 topics: each sink topic holds what its query makes of them, each record with the `__query_*`
-metadata as headers. The other five (filters and projections, no state) are run with the same
-template and tables in the tests' own Spark session, their rows checked there
+metadata as headers. The other four (SQL filters and projections, no state) are run with the
+same template and tables in the tests' own Spark session, their rows checked there
 (tests/migrate/test_migration.py, `test_every_edited_query_runs_on_spark_against_kafka_shaped_...`):
-five drivers fewer on two cores, about 40 CPU-s of the suite; what only a stateful job shows on
-the broker (watermarks moved by the records, windows closed) is here.
+four drivers fewer on two cores; what only the broker shows (watermarks moved by its records,
+windows closed, a code job's driver reading a Kafka source) is here.
 
 What changes from the folder, as a user would change it to run it elsewhere:
 - the DDL's one broker address, `kafka:9092`, becomes the test broker's (the DDL uses no
@@ -16,7 +16,7 @@ What changes from the folder, as a user would change it to run it elsewhere:
   (the connector for Spark 4.0.1, hadoop-aws) becomes the connector of the Spark the tests run
   (`spark.jars`, tests/support/kafka_spark.py; with its drivers' JVM options, as every test's
   drivers have them); the Spark UI is off, drivers get 512 MiB and
-  shuffles 2 partitions, for five drivers on two cores; its 60 s trigger becomes 5 s (the windows
+  shuffles 2 partitions, for six drivers on two cores; its 60 s trigger becomes 5 s (the windows
   close on the trigger after the first batch: a minute of waiting, proving nothing more).
 """
 
@@ -37,22 +37,21 @@ from tests.support.workspace import wait_for
 pytestmark = [
     pytest.mark.kafka,
     pytest.mark.e2e,
-    pytest.mark.timeout(1800),  # a safety net, not a limit asserted: five drivers on 2 cores
+    pytest.mark.timeout(1800),  # a safety net, not a limit asserted: six drivers on 2 cores
 ]
 
 EDITED = REPO / "tests" / "data" / "migration" / "edited"
-#: The stateful jobs deployed, and the records each writes.
+#: The jobs deployed, and the records each writes.
 OUTPUTS = {
     "big-spenders": 1,
+    "order-sizes": 4,
     "orders-per-minute": 1,
     "page-view-sessions": 1,
     "paid-orders": 1,
     "revenue-by-country": 6,
 }
-#: The stateless ones, run in the tests' session instead (tests/migrate/test_migration.py).
-IN_THE_SESSION = (
-    "expensive-orders", "failed-payments", "late-shipments", "order-sizes", "orders-by-weekday",
-)  # fmt: skip
+#: The stateless SQL ones, run in the tests' session instead (tests/migrate/test_migration.py).
+IN_THE_SESSION = ("expensive-orders", "failed-payments", "late-shipments", "orders-by-weekday")
 #: The records' event time: an hour a day ago (in the past: the broker takes it as the
 #: record's timestamp, which the tables watermark).
 T0 = datetime.datetime.now(datetime.timezone.utc).replace(minute=0, second=0, microsecond=0)
@@ -110,7 +109,7 @@ def produce(broker, topic: str) -> None:
     assert producer.flush(60) == 0
 
 
-def test_the_original_tool_s_stateful_jobs_process_records_on_the_real_broker(
+def test_the_original_tool_s_stateful_and_code_jobs_process_records_on_the_real_broker(
     kafka_workspace, kafka_broker, kafka_spark
 ):
     ws, broker = kafka_workspace, kafka_broker
@@ -174,6 +173,12 @@ def test_the_original_tool_s_stateful_jobs_process_records_on_the_real_broker(
             assert headers["__query_description"] == ws.stored(name)["description"]
 
     assert [(r["order_id"], r["payment_id"]) for r in values["paid-orders"]] == [(1, "p1")]
+    assert sorted((r["id"], r["name"]) for r in values["order-sizes"]) == [
+        (1, "large"),
+        (2, "small"),
+        (3, "small"),
+        (4, "small"),
+    ]
     [minute] = values["orders-per-minute"]
     assert (minute["orders"], minute["revenue"]) == (3, 10512.5)
     [spender] = values["big-spenders"]

@@ -406,6 +406,13 @@ RECORDS = {
             "country": "DE",
             "order_time": "2026-11-02T10:00:01",
         },
+        {  # exactly 1000: not "large" for orders-by-weekday (`price` > 1000)
+            "order_id": 3,
+            "price": 1000.0,
+            "buyer_id": 7,
+            "country": "PL",
+            "order_time": "2026-11-02T10:00:02",
+        },
     ],
     "payments": [
         {
@@ -491,10 +498,11 @@ def test_every_edited_query_runs_on_spark_against_kafka_shaped_input(spark, tmp_
     assert [r["payment_id"] for r in written["failed-payments"]] == ["p2"]
     assert [(r["order_id"], r["payment_id"]) for r in written["paid-orders"]] == [(1, "p1")]
     assert written["late-shipments"] == [{"shipment_id": "s1", "order_id": 1, "hours_late": 5}]
-    assert sorted(r["size"] for r in written["orders-by-weekday"]) == ["large", "small"]
+    assert sorted(r["size"] for r in written["orders-by-weekday"]) == ["large", "small", "small"]
     assert sorted((r["id"], r["name"]) for r in written["order-sizes"]) == [
         (1, "large"),
         (2, "small"),
+        (3, "small"),
     ]
 
 
