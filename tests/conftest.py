@@ -9,17 +9,11 @@ from pathlib import Path
 
 import pytest
 
-# First, before the suite's own modules are imported: where the environment forbids bytecode,
-# the run keeps it in a folder of its own instead of compiling every module in every process.
-from tests.support import bytecode
-
-bytecode.keep()
-
-from tests.support import browser, netguard, scratch, warm_cli  # noqa: E402
-from tests.support.diagrams import stop_reader  # noqa: E402
-from tests.support.isolation import changes, fingerprint  # noqa: E402
-from tests.support.jvm import quicken  # noqa: E402
-from tests.support.scheduling import group_ended, make_scheduler, order  # noqa: E402
+from tests.support import browser, netguard, scratch, warm_cli
+from tests.support.diagrams import stop_reader
+from tests.support.isolation import changes, fingerprint
+from tests.support.jvm import quicken
+from tests.support.scheduling import group_ended, make_scheduler, order
 
 pytest_plugins = ["tests.support.fixtures_s3", "tests.support.hadoop_cluster"]
 
@@ -132,7 +126,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     scratch.end(config)
-    bytecode.end()
 
 
 def pytest_sessionfinish() -> None:
