@@ -45,6 +45,7 @@ from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.lineage import plan_lineage
 from flink_sql_runner.read.catalog import Catalog
 from flink_sql_runner.read.manifest import Job
+from flink_sql_runner.read.schemas import shape_validator
 from flink_sql_runner.read.secrets import PLAN_KEY_VARIABLE
 
 FORMAT = "flink-sql-runner saved plan"
@@ -511,11 +512,8 @@ SHAPE: dict[str, Any] = {
 
 @cache
 def _validator() -> Any:
-    """SHAPE's checker, made when a saved plan is first read: jsonschema and its dependencies
-    are a tenth of a second of every command's start-up (read/schemas/__init__.py)."""
-    from jsonschema import Draft202012Validator
-
-    return Draft202012Validator(SHAPE)
+    """SHAPE's checker, made when a saved plan is first read (jsonschema is imported then)."""
+    return shape_validator(SHAPE)
 
 
 def _check_age(where: str, created: str, now: float, max_age: float) -> None:

@@ -250,6 +250,16 @@ def test_a_plan_edited_and_sealed_again_is_refused_naming_the_field(world: PlanW
         world.read()
 
 
+def test_a_salt_with_a_line_break_after_it_is_refused_as_json_schema_reads_its_pattern(
+    world: PlanWorld,
+) -> None:
+    """`^[0-9a-f]{32}$` as ECMA-262 reads it: Python's `$` also matched before a final newline."""
+    world.save()
+    rewritten(world, lambda doc: doc.update(salt=doc["salt"] + "\n"), seal=True)
+    with pytest.raises(BadSavedPlan, match=r"plan\.json: salt: .* does not match"):
+        world.read()
+
+
 def test_a_plan_of_another_release_is_refused(world: PlanWorld) -> None:
     world.save()
     rewritten(world, lambda doc: doc.update(deployer="0.0.9"), seal=True)
