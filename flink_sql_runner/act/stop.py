@@ -103,6 +103,7 @@ def stop_jobs(
         reported = 0
         try:
             for _, future in futures:
+                runtime.wait_all([future])  # wakes for a Ctrl-C handled on another thread
                 yield future.result()
                 reported += 1
         except KeyboardInterrupt:

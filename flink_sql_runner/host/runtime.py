@@ -30,6 +30,12 @@ class Thread(Protocol):
     def join(self, timeout: float | None = None) -> None: ...
 
 
+#: How often a wait on futures wakes. A Ctrl-C is sent to the process, and the kernel may run
+#: its handler on any thread; Python raises the KeyboardInterrupt in the main thread only when
+#: that thread runs again, so a wait with no timeout would take it in only once a worker is done.
+_WAKE_EVERY = 0.2
+
+
 class Runtime:
     """The real machine: the standard library's clocks, sleeps, threads and pools."""
 
@@ -47,11 +53,15 @@ class Runtime:
 
     def wait_first(self, futures: Iterable[Future[Any]]) -> list[Future[Any]]:
         futures = list(futures)
-        done = wait(futures, return_when=FIRST_COMPLETED).done
+        done: set[Future[Any]] = set()
+        while futures and not done:
+            done = wait(futures, timeout=_WAKE_EVERY, return_when=FIRST_COMPLETED).done
         return [future for future in futures if future in done]
 
     def wait_all(self, futures: Iterable[Future[Any]]) -> None:
-        wait(list(futures))
+        futures = list(futures)
+        while wait(futures, timeout=_WAKE_EVERY).not_done:
+            pass
 
     def thread(self, fn: Callable[[], None], name: str) -> Thread:
         return threading.Thread(target=fn, name=name, daemon=True)

@@ -103,6 +103,48 @@ def test_a_second_ctrl_c_keeps_the_lock_until_the_submit_in_flight_has_returned(
     assert target.double_starts == [] and len(target.runs["orders"]) == 1
 
 
+def test_a_ctrl_c_the_kernel_hands_to_another_thread_still_interrupts_the_deploy():
+    """A Ctrl-C is sent to the process, and the kernel may run its handler on any thread. Before,
+    the deploy's main thread waited on its workers with no timeout, so Python, which raises the
+    KeyboardInterrupt in the main thread only when it runs again, raised it once the submit had
+    returned and the job had finished: the deploy was not interrupted (and the test above failed
+    once in the suite with nothing left in flight)."""
+    store, target, storage = world()
+    lease = StoreLock(store.lock, "deploy", ttl=600)
+    lease.acquire(timeout=0)
+    entered, release = threading.Event(), threading.Event()
+    abandoned_during_submit: list[bool] = []
+
+    def slow_submit(submission):
+        entered.set()
+        assert release.wait(60)
+
+    target.before_submit = slow_submit
+
+    def ctrl_c_on_this_thread_then_release():
+        assert entered.wait(30)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # handled on this thread
+        for _ in range(3000):
+            if lease.abandoned:
+                break
+            threading.Event().wait(0.01)
+        abandoned_during_submit.append(lease.abandoned)
+        release.set()
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    helper = threading.Thread(target=ctrl_c_on_this_thread_then_release)
+    helper.start()
+    try:
+        with pytest.raises(Abandoned) as left:
+            executor(store, target, storage, lease).apply(plan_of(store, target, storage, [CONFIG]))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        release.set()
+        helper.join()
+    assert abandoned_during_submit == [True], "interrupted while the submit was in flight"
+    assert "orders" in left.value.in_flight
+
+
 def test_a_submission_not_listed_is_unknown_until_the_targets_submit_timeout_has_passed():
     """Before, an intent at `submitting` with no run listed counted as gone at once; on YARN or
     Kubernetes a run shows in the listing well after its submission began, so the next deploy

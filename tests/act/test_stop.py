@@ -3,8 +3,10 @@ are stopped all the same; names are checked before anything is stopped."""
 
 from __future__ import annotations
 
+import signal
+import threading
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
@@ -51,8 +53,8 @@ def test_an_unknown_name_stops_nothing():
 
 
 class CtrlCWhileTheFirstStops:
-    """A pool that begins only the first job submitted; the first wait for it is interrupted
-    (Ctrl-C, or SIGTERM as the command line turns it into one), the next sees it end."""
+    """A pool that begins only the first job submitted, when its result is asked for; the first
+    wait for it is interrupted (Ctrl-C, or SIGTERM as the command line turns it into one)."""
 
     def __init__(self, *_: object) -> None:
         self.first: Future[StopResult] | None = None
@@ -68,16 +70,20 @@ class CtrlCWhileTheFirstStops:
         if self.first is None:
             self.first = future
             future.set_running_or_notify_cancel()
-            waits = iter([False, True])
 
             def result(timeout: float | None = None) -> StopResult:
-                if not next(waits):
-                    raise KeyboardInterrupt
                 future.set_result(fn(*args))
                 return Future.result(future)
 
             future.result = result  # type: ignore[method-assign]
         return future
+
+
+def interrupted_once(futures: object) -> None:
+    """runtime.wait_all, its first call interrupted."""
+    interrupted_once.calls += 1  # type: ignore[attr-defined]
+    if interrupted_once.calls == 1:  # type: ignore[attr-defined]
+        raise KeyboardInterrupt
 
 
 def test_ctrl_c_finishes_the_stops_in_flight_begins_no_other_and_reports_every_job(
@@ -87,6 +93,8 @@ def test_ctrl_c_finishes_the_stops_in_flight_begins_no_other_and_reports_every_j
     and `c` are reported `not-begun` and their runs go on; then the interrupt goes on."""
     store, target, storage = world("a", "b", "c")
     monkeypatch.setattr(runtime, "pool", CtrlCWhileTheFirstStops)
+    interrupted_once.calls = 0  # type: ignore[attr-defined]
+    monkeypatch.setattr(runtime, "wait_all", interrupted_once)
     results: list[StopResult] = []
     with pytest.raises(KeyboardInterrupt):
         for result in stop_jobs(store, target, storage, None, timeout=5, parallelism=1):
@@ -98,3 +106,68 @@ def test_ctrl_c_finishes_the_stops_in_flight_begins_no_other_and_reports_every_j
     ]
     assert target.stops == ["a"]
     assert target.list_runs().of("b") and target.list_runs().of("c")
+
+
+class RecordedPool(ThreadPoolExecutor):
+    """The real pool, its futures kept for the test to look at."""
+
+    futures: list[Future[StopResult]] = []
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+        future = super().submit(fn, *args, **kwargs)
+        self.futures.append(future)
+        return future
+
+
+def test_a_ctrl_c_the_kernel_hands_to_another_thread_still_interrupts_the_stops(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """The kernel may run a Ctrl-C's handler on any thread. Before, the command waited for the
+    first stop's result with no timeout, so the interrupt was taken in only once `a` had
+    stopped, and by then the pool had begun stopping `b`."""
+    store, target, storage = world("a", "b", "c")
+    RecordedPool.futures = []
+    monkeypatch.setattr(runtime, "pool", lambda workers, name="": RecordedPool(workers))
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_stop(run: Run) -> None:
+        if run.name == "a":
+            entered.set()
+            assert release.wait(60)
+
+    target.before_stop = slow_stop
+    b_cancelled: list[bool] = []
+
+    def ctrl_c_on_this_thread_then_release() -> None:
+        assert entered.wait(30)
+        for _ in range(3000):  # every stop submitted
+            if len(RecordedPool.futures) == 3:
+                break
+            threading.Event().wait(0.01)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # handled on this thread
+        for _ in range(3000):
+            if RecordedPool.futures[1].cancelled():
+                break
+            threading.Event().wait(0.01)
+        b_cancelled.append(RecordedPool.futures[1].cancelled())
+        release.set()
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    helper = threading.Thread(target=ctrl_c_on_this_thread_then_release)
+    helper.start()
+    results: list[StopResult] = []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for result in stop_jobs(store, target, storage, None, timeout=5, parallelism=1):
+                results.append(result)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        release.set()
+        helper.join()
+    assert b_cancelled == [True], "interrupted while a's stop was in flight"
+    assert [(r.name, r.outcome) for r in results] == [
+        ("a", "stopped"),
+        ("b", "not-begun"),
+        ("c", "not-begun"),
+    ]
+    assert target.stops == ["a"]
