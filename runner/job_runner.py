@@ -17,9 +17,11 @@ spark-submit's properties file.
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 from types import ModuleType
@@ -36,7 +38,7 @@ def fetch(uri: str) -> str:
     """A local path of the zip at `uri`: itself when on this machine's disk, else a copy read
     through Spark's Hadoop file system (s3a:, hdfs:, ...). A path without a scheme is where Spark
     puts it, on Hadoop's default file system (HDFS on most YARN clusters), as the deployer wrote
-    it there."""
+    it there. A copy is removed when the driver's Python exits."""
     if uri.startswith("file:"):
         return uri.removeprefix("file://").removeprefix("file:")
     from pyspark.sql import SparkSession
@@ -44,7 +46,9 @@ def fetch(uri: str) -> str:
     spark = SparkSession.builder.getOrCreate()  # the session the run goes on with
     if "://" not in uri and on_local_default_fs(spark):
         return uri
-    copy = os.path.join(tempfile.mkdtemp(prefix="flink-sql-runner-"), "runner.zip")
+    folder = tempfile.mkdtemp(prefix="flink-sql-runner-")
+    atexit.register(shutil.rmtree, folder, True)  # imported from until the driver's end
+    copy = os.path.join(folder, "runner.zip")
     with open(copy, "wb") as handle:
         handle.write(hadoop_bytes(spark, uri))
     return copy

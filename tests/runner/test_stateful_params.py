@@ -7,8 +7,6 @@ computed another way (event times parsed with another timestampFormat land in ot
 
 from __future__ import annotations
 
-import tempfile
-
 import pytest
 
 from flink_sql_runner.decide.state import KEPT, verdicts
@@ -37,8 +35,8 @@ SUMS = "SELECT k, {fn}(v) AS s FROM orders GROUP BY k, window(ts, '20 seconds')"
 
 
 @pytest.fixture(scope="module")
-def session(spark):
-    empty = tempfile.mkdtemp(prefix="fsr-params-")
+def session(spark, tmp_path_factory):
+    empty = str(tmp_path_factory.mktemp("params"))
     s = spark.newSession()
     s.conf.set("spark.sql.ansi.enabled", "false")
     frame = (

@@ -4,6 +4,7 @@ and its reading of the sink's `_spark_metadata` must look there too, not on the 
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 from runner.storage import Storage
@@ -87,6 +88,8 @@ def test_the_runners_package_without_a_scheme_is_fetched_from_the_default_file_s
     from runner import job_runner
 
     opened: list[str] = []
+    at_exit: list[tuple] = []
+    monkeypatch.setattr(job_runner.atexit, "register", lambda *call: at_exit.append(call))
     zip_at = f"{tmp_path}/ckpt/_control/runner-1.zip"
     full = "hdfs://127.0.0.1:8020/p/runner-1.zip"
     driver = driver_on("hdfs://127.0.0.1:8020", {zip_at: b"PK-hdfs", full: b"PK"}, opened)
@@ -96,6 +99,11 @@ def test_the_runners_package_without_a_scheme_is_fetched_from_the_default_file_s
     with open(copy, "rb") as handle:
         assert handle.read() == b"PK-hdfs"
     assert job_runner.fetch(full) != full and opened == [zip_at, full]
+    # each copy's folder is removed when the driver's Python exits (they were left in /tmp)
+    assert len(at_exit) == 2 and os.path.exists(copy)
+    for function, *args in at_exit:
+        function(*args)
+    assert not os.path.exists(os.path.dirname(copy))
     # on a local default file system, and for file: URIs, the path itself, read from nothing
     opened.clear()
     driver = driver_on("file:///", {}, opened)
