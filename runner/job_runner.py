@@ -47,11 +47,18 @@ def fetch(uri: str) -> str:
     if "://" not in uri and on_local_default_fs(spark):
         return uri
     folder = tempfile.mkdtemp(prefix="flink-sql-runner-")
-    atexit.register(shutil.rmtree, folder, True)  # imported from until the driver's end
+    atexit.register(_remove, folder, os.getpid())  # imported from until the driver's end
     copy = os.path.join(folder, "runner.zip")
     with open(copy, "wb") as handle:
         handle.write(hadoop_bytes(spark, uri))
     return copy
+
+
+def _remove(folder: str, owner: int) -> None:
+    """`folder` removed, by the process that made it only: a child forked by a job's own code
+    runs the same exit handlers, while the driver still imports from the zip."""
+    if os.getpid() == owner:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def on_local_default_fs(spark: Any) -> bool:

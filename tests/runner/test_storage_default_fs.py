@@ -101,6 +101,9 @@ def test_the_runners_package_without_a_scheme_is_fetched_from_the_default_file_s
     assert job_runner.fetch(full) != full and opened == [zip_at, full]
     # each copy's folder is removed when the driver's Python exits (they were left in /tmp)
     assert len(at_exit) == 2 and os.path.exists(copy)
+    for function, folder, _owner in at_exit:  # in a child forked by the job's code: kept
+        function(folder, os.getpid() + 1)
+    assert os.path.exists(copy)
     for function, *args in at_exit:
         function(*args)
     assert not os.path.exists(os.path.dirname(copy))

@@ -51,6 +51,7 @@ from tests.support import maven
 from tests.support.cache import cache_root, locked
 from tests.support.jvm import FOLDER, cluster_conf, quick_options, spark_submit_of
 from tests.support.scheduling import until_group_ends
+from tests.support.scratch import VARIABLE as SCRATCH
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 REPO = Path(__file__).resolve().parents[2]
@@ -108,7 +109,7 @@ def spark_conf() -> dict[str, str]:
 
     jars = Path(pyspark.__file__).parent / "jars"
     python = sys.executable
-    return {
+    conf = {
         "spark.yarn.jars": f"local:{jars}/*",
         "spark.yarn.appMasterEnv.PYSPARK_PYTHON": python,
         "spark.executorEnv.PYSPARK_PYTHON": python,
@@ -119,6 +120,11 @@ def spark_conf() -> dict[str, str]:
         "spark.executor.instances": "1",
         "spark.executor.cores": "1",
     }
+    scratch = os.environ.get(SCRATCH)  # the run's (scratch.py): a driver killed leaves in it
+    if scratch:
+        conf["spark.yarn.appMasterEnv.TMPDIR"] = scratch
+        conf["spark.executorEnv.TMPDIR"] = scratch
+    return conf
 
 
 def quick_conf() -> dict[str, str]:
@@ -365,9 +371,12 @@ def hadoop(work_dir: Path) -> Iterator[Hadoop]:
     jars = maven.classpath(maven.pom("hadoop-minicluster"))
     log = work_dir / "minicluster.log"
     launch, archive = _launcher(jars)
+    scratch = work_dir / "tmp"  # Jetty's folders, not /tmp's
+    scratch.mkdir(exist_ok=True)
     args = [
         "java",
         f"-Dlog4j.configuration=file:{JAVA_DIR / 'log4j.properties'}",
+        f"-Djava.io.tmpdir={scratch}",
         "-Xmx1g",
         *minicluster_options(),
         *launch,
