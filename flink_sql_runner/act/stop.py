@@ -103,8 +103,7 @@ def stop_jobs(
         reported = 0
         try:
             for _, future in futures:
-                runtime.wait_all([future])  # wakes for a Ctrl-C handled on another thread
-                yield future.result()
+                yield runtime.result_of(future)  # wakes for a Ctrl-C handled on another thread
                 reported += 1
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM: no stop not begun begins, the ones in flight end first, and
@@ -117,6 +116,11 @@ def stop_jobs(
                 else:
                     yield future.result()
             raise
+        finally:
+            # The caller stopped asking (a Ctrl-C taken in its own code, while it printed a
+            # result, closes this generator): no stop not begun begins after it.
+            for _, future in futures:
+                future.cancel()
 
 
 def stop_job(

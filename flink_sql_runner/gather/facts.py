@@ -64,10 +64,10 @@ def gather(
         stored_names = pool.submit(store.snapshot) if snapshot is None else None
         pending = pool.submit(IntentLog(store).read_all)
         runs = pool.submit(target.list_runs) if listing is None else None
-        snapshot = stored_names.result() if stored_names is not None else snapshot
+        snapshot = runtime.result_of(stored_names) if stored_names is not None else snapshot
         assert snapshot is not None
-        intents = pending.result()
-        listing = runs.result() if runs is not None else listing
+        intents = runtime.result_of(pending)
+        listing = runtime.result_of(runs) if runs is not None else listing
     assert listing is not None
     if include_orphans:
         names |= set(snapshot.names) | set(listing.runs)
@@ -111,7 +111,7 @@ def gather(
     if workers <= 1 or len(ordered) <= 1 or not remote:
         return [one(n) for n in ordered]
     with runtime.pool(workers, "gather") as pool:
-        return list(pool.map(one, ordered))
+        return runtime.results_of([pool.submit(one, name) for name in ordered])
 
 
 def _checkpoint_facts(

@@ -15,7 +15,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Event(Protocol):
@@ -30,10 +32,25 @@ class Thread(Protocol):
     def join(self, timeout: float | None = None) -> None: ...
 
 
-#: How often a wait on futures wakes. A Ctrl-C is sent to the process, and the kernel may run
-#: its handler on any thread; Python raises the KeyboardInterrupt in the main thread only when
-#: that thread runs again, so a wait with no timeout would take it in only once a worker is done.
+#: How often a wait on futures or on an event wakes. A Ctrl-C is sent to the process, and the
+#: kernel may run its handler on any thread; Python raises the KeyboardInterrupt in the main
+#: thread only when that thread runs again, so a wait with no timeout would take it in only once
+#: a worker is done.
 _WAKE_EVERY = 0.2
+
+
+class _WakingEvent(threading.Event):
+    """A threading.Event whose wait wakes every `_WAKE_EVERY` seconds: `watch`'s main thread
+    waits on one between its looks."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        ends = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = _WAKE_EVERY if ends is None else min(_WAKE_EVERY, ends - time.monotonic())
+            if super().wait(max(0.0, left)):
+                return True
+            if ends is not None and time.monotonic() >= ends:
+                return False
 
 
 class Runtime:
@@ -53,21 +70,22 @@ class Runtime:
 
     def wait_first(self, futures: Iterable[Future[Any]]) -> list[Future[Any]]:
         futures = list(futures)
-        done: set[Future[Any]] = set()
-        while futures and not done:
-            done = wait(futures, timeout=_WAKE_EVERY, return_when=FIRST_COMPLETED).done
-        return [future for future in futures if future in done]
+        while futures and not any(future.done() for future in futures):
+            wait(futures, timeout=_WAKE_EVERY, return_when=FIRST_COMPLETED)
+        return [future for future in futures if future.done()]
 
     def wait_all(self, futures: Iterable[Future[Any]]) -> None:
         futures = list(futures)
-        while wait(futures, timeout=_WAKE_EVERY).not_done:
-            pass
+        # done(), not wait()'s answer: a future cancelled before a worker took it is done, and
+        # wait() would count it as not done until a worker had seen it.
+        while not all(future.done() for future in futures):
+            wait(futures, timeout=_WAKE_EVERY)
 
     def thread(self, fn: Callable[[], None], name: str) -> Thread:
         return threading.Thread(target=fn, name=name, daemon=True)
 
     def event(self) -> Event:
-        return threading.Event()
+        return _WakingEvent()
 
     def lock(self) -> Any:
         return threading.Lock()
@@ -116,6 +134,19 @@ def wait_first(futures: Iterable[Future[Any]]) -> list[Future[Any]]:
 
 def wait_all(futures: Iterable[Future[Any]]) -> None:
     _installed[-1].wait_all(futures)
+
+
+def result_of(future: Future[T]) -> T:
+    """`future.result()`, its wait woken as `wait_all`'s (a Ctrl-C is taken in meanwhile)."""
+    if not future.done():
+        _installed[-1].wait_all([future])
+    return future.result()
+
+
+def results_of(futures: Iterable[Future[T]]) -> list[T]:
+    """Each future's result, in their order (as `Executor.map` gives them), each waited for as
+    `result_of` waits."""
+    return [result_of(future) for future in list(futures)]
 
 
 def thread(fn: Callable[[], None], name: str) -> Thread:

@@ -189,7 +189,7 @@ def read_each(store: ManifestStore, names: Iterable[str], max_workers: int) -> R
         answers = [one(name) for name in names]
     else:
         with runtime.pool(min(max_workers, len(names)), "read") as pool:
-            answers = list(pool.map(one, names))
+            answers = runtime.results_of([pool.submit(one, name) for name in names])
     manifests: dict[str, StoredManifest | None] = {}
     tokens: dict[str, Token] = {}
     problems: dict[str, str] = {}

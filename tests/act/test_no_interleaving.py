@@ -23,6 +23,7 @@ from flink_sql_runner.model.intents import NONE_COMMITTED, IntentLog, Phase
 from flink_sql_runner.model.runs import Run
 from flink_sql_runner.stores.lock import StoreLock
 from tests.support.fakes import FakeClock, FakeStorage, FakeStore, FakeTarget
+from tests.support.interrupts import ctrl_c_here_once_the_main_thread_waits
 from tests.support.jobs import BASE, CONFIG, QUERY, ROOT, stored_of
 
 TIMEOUTS = Timeouts(start=30, stop=5, poll=1)
@@ -123,7 +124,7 @@ def test_a_ctrl_c_the_kernel_hands_to_another_thread_still_interrupts_the_deploy
 
     def ctrl_c_on_this_thread_then_release():
         assert entered.wait(30)
-        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # handled on this thread
+        ctrl_c_here_once_the_main_thread_waits("wait_first")  # handled on this thread
         for _ in range(3000):
             if lease.abandoned:
                 break

@@ -15,6 +15,7 @@ from flink_sql_runner.errors import UnknownJob
 from flink_sql_runner.host import runtime
 from flink_sql_runner.model.runs import Run
 from tests.support.fakes import FakeStorage, FakeStore, FakeTarget
+from tests.support.interrupts import ctrl_c_here_once_the_main_thread_waits
 from tests.support.jobs import make_job, stored_of
 
 
@@ -79,11 +80,12 @@ class CtrlCWhileTheFirstStops:
         return future
 
 
-def interrupted_once(futures: object) -> None:
-    """runtime.wait_all, its first call interrupted."""
+def interrupted_once(future: Future[StopResult]) -> StopResult:
+    """runtime.result_of, its first call interrupted."""
     interrupted_once.calls += 1  # type: ignore[attr-defined]
     if interrupted_once.calls == 1:  # type: ignore[attr-defined]
         raise KeyboardInterrupt
+    return future.result()
 
 
 def test_ctrl_c_finishes_the_stops_in_flight_begins_no_other_and_reports_every_job(
@@ -94,7 +96,7 @@ def test_ctrl_c_finishes_the_stops_in_flight_begins_no_other_and_reports_every_j
     store, target, storage = world("a", "b", "c")
     monkeypatch.setattr(runtime, "pool", CtrlCWhileTheFirstStops)
     interrupted_once.calls = 0  # type: ignore[attr-defined]
-    monkeypatch.setattr(runtime, "wait_all", interrupted_once)
+    monkeypatch.setattr(runtime, "result_of", interrupted_once)
     results: list[StopResult] = []
     with pytest.raises(KeyboardInterrupt):
         for result in stop_jobs(store, target, storage, None, timeout=5, parallelism=1):
@@ -144,7 +146,7 @@ def test_a_ctrl_c_the_kernel_hands_to_another_thread_still_interrupts_the_stops(
             if len(RecordedPool.futures) == 3:
                 break
             threading.Event().wait(0.01)
-        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # handled on this thread
+        ctrl_c_here_once_the_main_thread_waits("result_of")  # handled on this thread
         for _ in range(3000):
             if RecordedPool.futures[1].cancelled():
                 break

@@ -89,7 +89,10 @@ def test_the_runners_package_without_a_scheme_is_fetched_from_the_default_file_s
 
     opened: list[str] = []
     at_exit: list[tuple] = []
-    monkeypatch.setattr(job_runner.atexit, "register", lambda *call: at_exit.append(call))
+    monkeypatch.setattr(
+        job_runner, "atexit", SimpleNamespace(register=lambda *c: at_exit.append(c))
+    )
+    monkeypatch.setattr(job_runner.tempfile, "tempdir", str(tmp_path))  # its copies here
     zip_at = f"{tmp_path}/ckpt/_control/runner-1.zip"
     full = "hdfs://127.0.0.1:8020/p/runner-1.zip"
     driver = driver_on("hdfs://127.0.0.1:8020", {zip_at: b"PK-hdfs", full: b"PK"}, opened)
