@@ -38,7 +38,8 @@ def fetch(uri: str) -> str:
     """A local path of the zip at `uri`: itself when on this machine's disk, else a copy read
     through Spark's Hadoop file system (s3a:, hdfs:, ...). A path without a scheme is where Spark
     puts it, on Hadoop's default file system (HDFS on most YARN clusters), as the deployer wrote
-    it there. A copy is removed when the driver's Python exits."""
+    it there. A copy is removed when the driver's Python exits; in a YARN container it is in the
+    container's folder, which YARN removes."""
     if uri.startswith("file:"):
         return uri.removeprefix("file://").removeprefix("file:")
     from pyspark.sql import SparkSession
@@ -46,7 +47,10 @@ def fetch(uri: str) -> str:
     spark = SparkSession.builder.getOrCreate()  # the session the run goes on with
     if "://" not in uri and on_local_default_fs(spark):
         return uri
-    folder = tempfile.mkdtemp(prefix="flink-sql-runner-")
+    # In a YARN container, its working folder: the NodeManager removes it however the driver
+    # ends (a driver the ResourceManager kills runs no exit handler).
+    here = os.getcwd() if os.environ.get("CONTAINER_ID") else None
+    folder = tempfile.mkdtemp(prefix="flink-sql-runner-", dir=here)
     atexit.register(_remove, folder, os.getpid())  # imported from until the driver's end
     copy = os.path.join(folder, "runner.zip")
     with open(copy, "wb") as handle:

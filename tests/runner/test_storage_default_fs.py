@@ -110,6 +110,14 @@ def test_the_runners_package_without_a_scheme_is_fetched_from_the_default_file_s
     for function, *args in at_exit:
         function(*args)
     assert not os.path.exists(os.path.dirname(copy))
+    # in a YARN container, in its working folder, which YARN removes however the driver ends
+    container = tmp_path / "container_1_0001_01_000001"
+    container.mkdir()
+    monkeypatch.chdir(container)
+    monkeypatch.setenv("CONTAINER_ID", "container_1_0001_01_000001")
+    driver = driver_on("hdfs://127.0.0.1:8020", {zip_at: b"PK-hdfs"}, opened)
+    monkeypatch.setattr(SparkSession, "builder", SimpleNamespace(getOrCreate=lambda: driver))
+    assert os.path.dirname(os.path.dirname(job_runner.fetch(zip_at))) == str(container)
     # on a local default file system, and for file: URIs, the path itself, read from nothing
     opened.clear()
     driver = driver_on("file:///", {}, opened)
