@@ -49,7 +49,8 @@ def fetch(uri: str) -> str:
         return uri
     # In a YARN container, its working folder: the NodeManager removes it however the driver
     # ends (a driver the ResourceManager kills runs no exit handler).
-    here = os.getcwd() if os.environ.get("CONTAINER_ID") else None
+    yarn = os.environ.get("CONTAINER_ID") and os.environ.get("NM_HOST")  # as YARN sets them
+    here = os.getcwd() if yarn else None
     folder = tempfile.mkdtemp(prefix="flink-sql-runner-", dir=here)
     atexit.register(_remove, folder, os.getpid())  # imported from until the driver's end
     copy = os.path.join(folder, "runner.zip")

@@ -115,6 +115,7 @@ def test_the_runners_package_without_a_scheme_is_fetched_from_the_default_file_s
     container.mkdir()
     monkeypatch.chdir(container)
     monkeypatch.setenv("CONTAINER_ID", "container_1_0001_01_000001")
+    monkeypatch.setenv("NM_HOST", "127.0.0.1")
     driver = driver_on("hdfs://127.0.0.1:8020", {zip_at: b"PK-hdfs"}, opened)
     monkeypatch.setattr(SparkSession, "builder", SimpleNamespace(getOrCreate=lambda: driver))
     assert os.path.dirname(os.path.dirname(job_runner.fetch(zip_at))) == str(container)
