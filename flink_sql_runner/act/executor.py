@@ -238,9 +238,7 @@ class Executor:
             # The lock is held (and renewed) until no worker can act: a worker inside a submit
             # or a stop ends that call, then stops at its next lease check; what it was doing
             # is left in flight, its intent record kept.
-            pool.shutdown(wait=False, cancel_futures=True)
-            runtime.wait_all(running)  # wakes for a third Ctrl-C, which leaves at once
-            pool.shutdown(wait=True)
+            runtime.shutdown(pool, running, cancel_futures=True)  # a third Ctrl-C leaves
             for future, (kind, decision) in running.items():
                 if kind == "resume" and future in finished and not future.cancelled():
                     results[decision.name] = future.result()
@@ -254,9 +252,7 @@ class Executor:
                 {d.name: results[d.name] for d in plan.decisions if d.name in results}, left
             ) from None
         except BaseException:
-            pool.shutdown(wait=False)
-            runtime.wait_all(running)
-            pool.shutdown(wait=True)
+            runtime.shutdown(pool, running)
             raise
         pool.shutdown(wait=True)
         return {d.name: results[d.name] for d in plan.decisions}

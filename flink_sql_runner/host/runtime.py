@@ -81,6 +81,13 @@ class Runtime:
         while not all(future.done() for future in futures):
             wait(futures, timeout=_WAKE_EVERY)
 
+    def shutdown(
+        self, pool: Executor, futures: Iterable[Future[Any]], cancel_futures: bool = False
+    ) -> None:
+        pool.shutdown(wait=False, cancel_futures=cancel_futures)
+        self.wait_all(futures)  # its workers' calls, woken as every wait is
+        pool.shutdown(wait=True)
+
     def thread(self, fn: Callable[[], None], name: str) -> Thread:
         return threading.Thread(target=fn, name=name, daemon=True)
 
@@ -134,6 +141,13 @@ def wait_first(futures: Iterable[Future[Any]]) -> list[Future[Any]]:
 
 def wait_all(futures: Iterable[Future[Any]]) -> None:
     _installed[-1].wait_all(futures)
+
+
+def shutdown(pool: Executor, futures: Iterable[Future[Any]], cancel_futures: bool = False) -> None:
+    """`pool` shut down once its workers are done with `futures` (every future it was given
+    that may still run), the wait woken as `wait_all`'s: a third Ctrl-C is taken in while a
+    worker's call hangs. `cancel_futures`: the ones no worker has begun are cancelled first."""
+    _installed[-1].shutdown(pool, futures, cancel_futures)
 
 
 def result_of(future: Future[T]) -> T:

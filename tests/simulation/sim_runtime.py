@@ -452,6 +452,14 @@ class SimRuntime(Runtime):
         futures = list(futures)
         self.block(until=lambda: all(f.done() for f in futures))
 
+    def shutdown(
+        self,
+        pool: concurrent.futures.Executor,
+        futures: Iterable[Future[Any]],
+        cancel_futures: bool = False,
+    ) -> None:
+        pool.shutdown(wait=True, cancel_futures=cancel_futures)  # one wait: SimPool's
+
     def thread(self, fn: Callable[[], None], name: str) -> Any:
         return SimThreadHandle(self, fn, name)
 
