@@ -258,6 +258,29 @@ def test_ci_plan_benchmark_at_toy_size(tmp_path: Path) -> None:
     assert (tmp_path / "cache-10" / "load.json").is_file()
 
 
+def test_the_plan_floor_benchmark_at_toy_size(tmp_path: Path) -> None:
+    """Each read counts what it must (else the benchmark raises), the whole plan decides what
+    the workspace was built for, and the floor is the imports and the longer of the listing and
+    the local reads, never their sum."""
+    from tests.benchmarks import plan_floor
+
+    results = plan_floor.measure(tmp_path, 10, 1)
+    assert [label for label, _ in results] == [
+        plan_floor.IMPORTED,
+        "12 input files read and hashed",
+        plan_floor.LISTING,
+        plan_floor.LISTING_CPU,
+        "10 run records read, their processes looked at",
+        "2 checkpoints' latest offsets (the changed jobs)",
+        plan_floor.WHOLE,
+    ]
+    seconds = {label: values[0] for label, values in results}
+    local = sum(seconds[label] for label, _ in results[1:] if "listing" not in label
+                and "CPU" not in label and label != plan_floor.WHOLE)  # fmt: skip
+    floor = seconds[plan_floor.IMPORTED] + max(seconds[plan_floor.LISTING], local)
+    assert f"**{floor:.2f} s**" in plan_floor.table(results)
+
+
 def test_the_benchmarks_jobs_run_at_the_one_second_trigger_their_pages_say(tmp_path) -> None:
     """The suite's template says 3 s; the benchmarks' jobs, on any target, 1 s (the handover
     benchmark measured at 3 s for two days, and its standalone run did not start)."""
