@@ -451,20 +451,29 @@ class Watcher:
         ))  # fmt: skip
         return True
 
-    def _failed(self, record: WatchRecord, reason: str, now: datetime) -> WatchRecord:
+    def _failed(
+        self, record: WatchRecord, reason: str, now: datetime, said: Event | None = None
+    ) -> WatchRecord:
+        """The failure counted and written; then `said` (the event of the failed restart, when
+        it is one) and `crash-looping` when it is the one too many: whoever reads `status` on
+        an event finds it counted."""
         window = timedelta(seconds=self.settings.failure_window)
         record = record.failed(reason, now, window)
+        looping = None
         if record.failures_since(now - window) >= self.settings.max_failures:
             record = replace(record, crash_looping=True, backoff_until=None,
                              state=State.CRASH_LOOPING.value)  # fmt: skip
-            self.notifier.emit(Event(
+            looping = Event(
                 "crash-looping", record.name,
                 f"{len(record.failures)} failures within {self.settings.failure_window:.0f} s, "
                 f"the last: {reason}; not restarted again until a deploy changes it or "
                 f"`flink-sql-runner resume {record.name}`",
                 {"failures": len(record.failures), "reason": reason},
-            ))  # fmt: skip
+            )  # fmt: skip
         self._write(record)
+        for event in (said, looping):
+            if event is not None:
+                self.notifier.emit(event)
         return record
 
     def _collect(self) -> None:
@@ -496,10 +505,9 @@ class Watcher:
             self.failed_restarts.pop(name, None)
             self.notifier.emit(said)
         else:
-            self.notifier.emit(said)
             reason = f"restart failed: {restart_cause(result)}"
             self.failed_restarts[name] = restart_cause(result)
-            record = self._failed(record, reason, now)
+            record = self._failed(record, reason, now, said)
             if not record.crash_looping and not self._back_off(record, reason, now):
                 # No delay: restarted at the next look, which must not count this failure again.
                 self._write(replace(record, backoff_until=utc_text(now),

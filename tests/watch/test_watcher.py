@@ -98,6 +98,36 @@ def test_the_backoff_starts_over_once_the_job_has_been_healthy_for_the_stable_pe
     assert world.kinds()[-1] == "restarted", "the first failure in a row restarts at once"
 
 
+def test_a_failed_restart_and_a_crash_loop_are_said_once_their_record_is_written():
+    """What `status` reads on `restart-failed` and `crash-looping` agrees with them (found by a
+    review: the events came before the record was written, and `status` read on the
+    crash-looping event could say `down`, 2 restarts)."""
+    world = World()
+    world.deployed()
+    watcher = world.watcher()
+    world.look(watcher)
+    world.outcome = "failed"
+    world.dies(error=world.error)
+    seen = []
+    emit = watcher.notifier.emit
+
+    def emitted(event):
+        if event.kind in ("restart-failed", "crash-looping"):
+            record = world.record()
+            seen.append((event.kind, record.restarts, len(record.failures), record.state))
+        emit(event)
+
+    watcher.notifier.emit = emitted
+    for _ in range(40):
+        world.look(watcher, seconds=5)
+    assert seen == [
+        ("restart-failed", 1, 2, "down"),
+        ("restart-failed", 2, 3, "down"),
+        ("restart-failed", 3, 4, "crash-looping"),
+        ("crash-looping", 3, 4, "crash-looping"),
+    ], seen
+
+
 def test_a_finished_job_is_finished_not_failed_and_a_stopped_one_stays_down():
     world = World()
     world.deployed()
