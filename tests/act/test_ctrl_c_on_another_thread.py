@@ -168,15 +168,19 @@ def test_a_ctrl_c_taken_in_while_stop_prints_begins_no_other_stop():
     every stop not begun: `c` was stopped after the Ctrl-C, and reported nowhere."""
     store, target, storage = stop_world("a", "b", "c")
 
+    interrupted = threading.Event()
+
     def slow_b(run: Run) -> None:
-        if run.name == "b":
-            time.sleep(0.3)  # in flight when the Ctrl-C comes; `c` waits for a worker
+        if run.name == "b":  # in flight when the Ctrl-C comes; `c` waits for a worker
+            assert interrupted.wait(30)
+            time.sleep(0.3)  # the generator's close, which follows the raise at once
 
     target.before_stop = slow_b
     reported = []
     with pytest.raises(KeyboardInterrupt):
         for result in stop_jobs(store, target, storage, None, timeout=5, parallelism=1):
             reported.append((result.name, result.outcome))
+            interrupted.set()
             raise KeyboardInterrupt  # the Ctrl-C, taken in while the command prints
     assert reported == [("a", "stopped")]
     assert "c" not in target.stops, "c's stop began after the Ctrl-C"

@@ -91,7 +91,7 @@ class DriverMonitor:
         self.samples = 0
         self.violations: list[str] = []
         self.most: dict[str, int] = {}
-        self._stopped: set[str] = set()
+        self._stopped: dict[str, float] = {}  # job: when its `stop` returned ok
         self._shapes: set[str] = set()
         self._lock = threading.Lock()
         self._done = threading.Event()
@@ -108,12 +108,12 @@ class DriverMonitor:
     def stopped(self, job: str) -> None:
         """`stop NAME` returned ok: from now on no driver of `job` may be up."""
         with self._lock:
-            self._stopped.add(job)
+            self._stopped[job] = time.monotonic()
 
     def may_run(self, job: str) -> None:
         """A deploy (or a retried stop) is under way: `job` may run again."""
         with self._lock:
-            self._stopped.discard(job)
+            self._stopped.pop(job, None)
 
     def _loop(self) -> None:
         while not self._done.is_set():
@@ -127,7 +127,8 @@ class DriverMonitor:
                 self.most[job] = max(self.most.get(job, 0), len(sessions))
                 if len(sessions) > 1:
                     self._violation(f"{len(sessions)} drivers of {job} at once: {sessions}")
-                if sessions and job in self._stopped:
+                # A look begun before `stop` returned may have seen the driver still up.
+                if sessions and self._stopped.get(job, look.at) < look.at:
                     self._violation(f"{job} runs after `stop {job}` returned ok: {sessions}")
 
     def _violation(self, text: str) -> None:

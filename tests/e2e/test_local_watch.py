@@ -133,16 +133,27 @@ def driver(ws: Workspace, name: str) -> dict:
 
 def waiting_for_go(record: dict) -> bool:
     """Whether the run is a prepared one (a warm handover's: its stop marker is its own, named
-    `...prepared-<run id>.stop`) that has not been given its go (runner/prepare.py's log line):
-    it has started no query and writes nothing. Its record is written as it is submitted, seconds
-    before its log says it is ready."""
-    if ".prepared-" not in str(record.get("stop-marker")):
+    `...prepared-<run id>.stop`) that the deployer has not given its go: it has started no
+    query and writes nothing. Told by the go file beside its stop marker, which the deployer
+    writes (the run's log says so later, and its record is written seconds before it is ready)."""
+    marker = str(record.get("stop-marker"))
+    if ".prepared-" not in marker:
         return False
     try:
-        text = Path(record["log"]).read_text(errors="replace")
-    except OSError:
-        return False
-    return "go: starting the query" not in text
+        word = json.loads(Path(marker.removesuffix(".stop") + ".go.json").read_text())
+    except (OSError, ValueError):  # none (yet): the run's own log says whether it began
+        try:
+            return "go: starting the query" not in Path(record["log"]).read_text(errors="replace")
+        except OSError:
+            return True
+    return not (isinstance(word, dict) and word.get("go") is True
+                and word.get("run-id") == record.get("run-id"))  # fmt: skip
+
+
+def alive(record: dict) -> bool:
+    from flink_sql_runner.host import processes as procs
+
+    return procs.is_same_process(int(record["pid"]), str(record["started"]))
 
 
 def describe(record: dict) -> str:
@@ -152,7 +163,9 @@ def describe(record: dict) -> str:
     except OSError:
         text = ""
     said = [word for word in ("ready: waiting up to", "go: starting the query") if word in text]
-    kind = "prepared" if ".prepared-" in str(record.get("stop-marker")) else "plain"
+    kind = "plain"
+    if ".prepared-" in str(record.get("stop-marker")):
+        kind = "prepared, waiting" if waiting_for_go(record) else "prepared, given its go"
     return (
         f"{str(record.get('run-id'))[:8]} v{record.get('version')} {kind} pid {record['pid']} "
         f"at {record.get('started-at')} log {said or 'starting'}"
@@ -236,7 +249,9 @@ def test_watch_restarts_replaces_yields_to_deploy_and_hands_over(
 
     def poll() -> None:  # a run prepared beside the old one (a warm handover) writes nothing
         while not polling.is_set():
-            writing = [describe(r) for r in ws.runs("ticker") if not waiting_for_go(r)]
+            writing = [r for r in ws.runs("ticker") if not waiting_for_go(r)]
+            # Alive after its go was read: two counted were both up at that moment.
+            writing = [describe(r) for r in writing if alive(r)]
             seen.append((round(time.monotonic() - began, 2), writing))
             time.sleep(0.2)
 
