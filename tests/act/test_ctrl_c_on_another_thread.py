@@ -169,10 +169,11 @@ def test_a_ctrl_c_taken_in_while_stop_prints_begins_no_other_stop():
     store, target, storage = stop_world("a", "b", "c")
 
     interrupted = threading.Event()
+    waited: list[bool] = []  # asserted here: an assert in the worker would fail b's stop only
 
     def slow_b(run: Run) -> None:
         if run.name == "b":  # in flight when the Ctrl-C comes; `c` waits for a worker
-            assert interrupted.wait(30)
+            waited.append(interrupted.wait(30))
             time.sleep(0.3)  # the generator's close, which follows the raise at once
 
     target.before_stop = slow_b
@@ -183,5 +184,6 @@ def test_a_ctrl_c_taken_in_while_stop_prints_begins_no_other_stop():
             interrupted.set()
             raise KeyboardInterrupt  # the Ctrl-C, taken in while the command prints
     assert reported == [("a", "stopped")]
+    assert False not in waited, "b began, and never saw the Ctrl-C"  # b may not have begun
     assert "c" not in target.stops, "c's stop began after the Ctrl-C"
     assert target.list_runs().of("c"), "c still runs"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -133,19 +134,27 @@ def driver(ws: Workspace, name: str) -> dict:
 
 def waiting_for_go(record: dict) -> bool:
     """Whether the run is a prepared one (a warm handover's: its stop marker is its own, named
-    `...prepared-<run id>.stop`) that the deployer has not given its go: it has started no
-    query and writes nothing. Told by the go file beside its stop marker, which the deployer
-    writes (the run's log says so later, and its record is written seconds before it is ready)."""
+    `...prepared-<run id>.stop`) that waits for its go: it has started no query and writes
+    nothing. Its own log first: once it says the query started, or the runner's job line says
+    nothing of waiting (a run not told to wait), or it cannot be read, the run counts as one
+    that writes. Else the deployer's go file beside the stop marker: a run is given its go
+    there before its log says so."""
     marker = str(record.get("stop-marker"))
     if ".prepared-" not in marker:
         return False
     try:
+        text = Path(record["log"]).read_text(errors="replace")
+    except OSError:
+        return False
+    if "go: starting the query" in text:
+        return False
+    job_line = re.search(r"\[flink-sql-runner\] job .*", text)
+    if job_line is not None and "(prepared: it waits for a go)" not in job_line[0]:
+        return False
+    try:
         word = json.loads(Path(marker.removesuffix(".stop") + ".go.json").read_text())
-    except (OSError, ValueError):  # none (yet): the run's own log says whether it began
-        try:
-            return "go: starting the query" not in Path(record["log"]).read_text(errors="replace")
-        except OSError:
-            return True
+    except (OSError, ValueError):
+        return True
     return not (isinstance(word, dict) and word.get("go") is True
                 and word.get("run-id") == record.get("run-id"))  # fmt: skip
 
@@ -244,15 +253,19 @@ def test_watch_restarts_replaces_yields_to_deploy_and_hands_over(
     #    acts first, the other after it, from what it finds then. Never two runs.
     ws.write_one_job("ticker", str(out), **{**job, "description": "second"})
     seen: list[tuple[float, list[str]]] = []  # (seconds since the kill, the runs that write)
+    missed: list[str] = []  # looks that failed: a record removed as it was read (a stop)
     polling = threading.Event()
     began = time.monotonic()
 
     def poll() -> None:  # a run prepared beside the old one (a warm handover) writes nothing
         while not polling.is_set():
-            writing = [r for r in ws.runs("ticker") if not waiting_for_go(r)]
-            # Alive after its go was read: two counted were both up at that moment.
-            writing = [describe(r) for r in writing if alive(r)]
-            seen.append((round(time.monotonic() - began, 2), writing))
+            try:
+                writing = [r for r in ws.runs("ticker") if not waiting_for_go(r)]
+                # Alive after its go was read: two counted were both up at that moment.
+                writing = [describe(r) for r in writing if alive(r)]
+                seen.append((round(time.monotonic() - began, 2), writing))
+            except (OSError, ValueError) as exc:
+                missed.append(repr(exc))
             time.sleep(0.2)
 
     poller = threading.Thread(target=poll)
@@ -268,6 +281,7 @@ def test_watch_restarts_replaces_yields_to_deploy_and_hands_over(
     assert not twice, (
         f"never two runs of one job: {twice[:5]}\n{deployed.stdout}\n{leader.text()[-3000:]}"
     )
+    assert any(len(runs) == 1 for _, runs in seen), f"no look saw the run: {seen} {missed}"
     fourth = driver(ws, "ticker")
     assert ws.stored("ticker")["description"] == "second"
     # The live run's runtime manifest: the version's own (a cold start: the watcher's restart
