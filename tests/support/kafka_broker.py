@@ -38,6 +38,12 @@ from tests.support.scheduling import until_group_ends
 HEAP = ("-Xms128m", "-Xmx384m", "-XX:+UseSerialGC", *QUICK_OPTIONS)
 START_TIMEOUT = 120.0
 STOP_TIMEOUT = 30.0
+#: How often the broker is started again on new ports when another process took one of them
+#: between `free_port` and the broker's bind (a JVM to format its storage and one to run it lie
+#: between: seconds on busy cores, as for the standalone cluster and the minicluster).
+PORT_ATTEMPTS = 3
+#: What the broker's output says when it cannot bind a port it was given.
+BIND_FAILED = ("Address already in use", "failed to bind")
 
 LOG4J2 = """\
 status = error
@@ -112,6 +118,10 @@ def server_properties(folder: Path, port: int, controller_port: int, other_port:
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
+class PortTaken(RuntimeError):
+    """The broker could not bind a port it was given."""
+
+
 class Broker:
     """One running broker; `bootstrap` is its address for clients, `other` a second address
     of the same broker (another listener)."""
@@ -127,7 +137,19 @@ class Broker:
         self.log = folder / "broker.log"
 
     @classmethod
-    def start(cls, folder: Path) -> Broker:
+    def start(cls, folder: Path, attempts: int = PORT_ATTEMPTS) -> Broker:
+        """A broker started in `folder`; started again in `folder/attempt-N`, on new ports, when
+        a port was taken before it bound it (up to `attempts` times)."""
+        for attempt in range(1, attempts + 1):
+            try:
+                return cls._start(folder / f"attempt-{attempt}" if attempt > 1 else folder)
+            except PortTaken:
+                if attempt == attempts:
+                    raise
+        raise AssertionError("unreachable")
+
+    @classmethod
+    def _start(cls, folder: Path) -> Broker:
         folder.mkdir(parents=True, exist_ok=True)
         jars = maven.classpath(maven.pom("kafka-broker"))
         classpath = os.pathsep.join(str(jar) for jar in jars)
@@ -160,8 +182,11 @@ class Broker:
         broker = cls(folder, process, port, other_port)
         try:
             broker.wait_ready()
-        except BaseException:
+        except BaseException as exc:
             broker.stop()
+            tail = broker.tail(200)
+            if isinstance(exc, RuntimeError) and any(word in tail for word in BIND_FAILED):
+                raise PortTaken(f"a port of the broker was taken:\n{tail[-2000:]}") from exc
             raise
         return broker
 
