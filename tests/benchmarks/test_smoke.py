@@ -270,7 +270,7 @@ def test_the_plan_floor_benchmark_at_toy_size(tmp_path: Path) -> None:
         "12 input files read and hashed",
         plan_floor.LISTING,
         plan_floor.LISTING_CPU,
-        "10 run records read, their processes looked at",
+        "10 run records read (one process named)",
         "2 checkpoints' latest offsets (the changed jobs)",
         plan_floor.WHOLE,
     ]
