@@ -456,7 +456,7 @@ class Watcher:
     ) -> WatchRecord:
         """The failure counted and written; then `said` (the event of the failed restart, when
         it is one) and `crash-looping` when it is the one too many: whoever reads `status` on
-        an event finds it counted."""
+        an event finds it counted (a write that fails is warned of before them)."""
         window = timedelta(seconds=self.settings.failure_window)
         record = record.failed(reason, now, window)
         looping = None
