@@ -53,13 +53,27 @@ def _given_go(manifest: str) -> bool:
         return False
 
 
+def _started(stat: bytes) -> int:
+    """Field 22 of /proc/<pid>/stat: when the process started (a pid used again differs)."""
+    return int(stat[stat.rindex(b")") + 2 :].split()[19])
+
+
+def _up(pid: int, started: int) -> bool:
+    """Whether the process `pid` that started at `started` is still up (not a zombie)."""
+    stat = _read(f"/proc/{pid}/stat")
+    return stat is not None and b") Z " not in stat and _started(stat) == started
+
+
 def sample(checkpoints: Path) -> Sample:
-    """One look at the process table."""
+    """One look at the process table. /proc is read one process after another, not at one
+    instant: a run that ended during the look may be counted beside the run that followed it.
+    So where a job has two sessions, only the processes still up after the look count."""
     pattern = re.compile(
         re.escape(str(checkpoints)) + r"/(?P<job>[a-z0-9][a-z0-9_-]*)/_control/v(?P<v>\d+)"
         r"(?P<prepared>\.prepared-[0-9a-f]+)?\.manifest\.json$"
     )
     found = Sample(time.monotonic())
+    started: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -77,8 +91,16 @@ def sample(checkpoints: Path) -> Sample:
         stat = _read(f"/proc/{entry}/stat")
         if stat is None or b") Z " in stat:
             continue
+        started[int(entry)] = _started(stat)
         sessions = found.drivers.setdefault(match["job"], {})
         sessions.setdefault(session_of(stat), []).append((int(entry), int(match["v"])))
+    for job, sessions in found.drivers.items():
+        if len(sessions) > 1:
+            up = {
+                session: [(pid, v) for pid, v in procs if _up(pid, started[pid])]
+                for session, procs in sessions.items()
+            }
+            found.drivers[job] = {session: procs for session, procs in up.items() if procs}
     return found
 
 
