@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -402,3 +403,24 @@ def test_the_spawn_cost_benchmark_at_toy_size(capsys) -> None:
     printed = capsys.readouterr().out
     assert "| Java's default | " in printed and "| VFORK | " in printed
     assert printed.count("round 1: ") == 2
+
+
+def test_the_suite_timeline_tells_each_workers_files_and_span(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.benchmarks import suite_timeline
+
+    files = ["tests/model/test_json_values.py", "tests/model/test_runtime.py"]
+    args = ["--out", str(tmp_path), "--above", "0", "--", "-n", "2", "-q", "-p", "no:cacheprovider"]
+    assert suite_timeline.main([*args, *files]) == 0
+    workers = suite_timeline.read(tmp_path)
+    assert sorted(workers) == ["gw0", "gw1"]  # a whole file to each worker
+    ran = {row["id"].split("::")[0] for tests in workers.values() for row in tests}
+    assert ran == set(files)
+    for tests in workers.values():
+        assert len({row["id"].split("::")[0] for row in tests}) == 1
+        assert all(row["began"] <= row["ended"] for row in tests)
+    said = capsys.readouterr().out
+    assert len(re.findall(r"^gw[01]: 1?\d tests, from \d+ s to \d+ s", said, re.M)) == 2, said
+    assert all(f"s  {file}" in said for file in files), said
+    assert "the machine was busy" in said
