@@ -4,13 +4,13 @@
 
 Runs pytest in the checkout (by default the README's test command's `pytest -n 3`) with this
 module as a plugin: each process that runs tests writes a line per test (its node id, when it
-began and ended) into `DIR/<worker>.jsonl`. Then it prints each worker's span (its first test's
-start, its last test's end, the seconds it spent in tests), the files that took it more than
-`--above` seconds (when they began and ended, their summed time), the run's span, and the
-machine's busy share over it (/proc/stat). A worker whose last test ends long before the others'
-is a worker left idle while a long file runs elsewhere (tests/support/scheduling.py orders the
-files to avoid it); workers that end together on a busy machine say the run waits on the CPU,
-not on its order.
+began and ended) into `DIR/timeline-<worker>.jsonl`. Then it prints each worker's span (its
+first test's start, its last test's end, the seconds it spent in tests), the files that took it
+more than `--above` seconds (when they began and ended, their summed time), the run's span, and
+the machine's busy share over it (/proc/stat). A worker whose last test ends long before the
+others' is a worker left idle while a long file runs elsewhere (tests/support/scheduling.py
+orders the files to avoid it); workers that end together on a busy machine say the run waits on
+the CPU, not on its order.
 docs/developers/testing.md keeps a measured run's figures.
 """
 
@@ -32,28 +32,31 @@ from tests.benchmarks.common import REPO
 
 #: Where a run's processes write their lines (set by `main` for the pytest it runs).
 FOLDER = "FSR_TIMELINE_DIR"
+#: The start of the name of each worker's file in that folder (the only files `main` removes).
+PREFIX = "timeline-"
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     """Called where a test runs (a worker, or pytest itself without workers), never in xdist's
     controller: the test's setup, call and teardown, timed."""
-    began = time.time()
+    began = time.monotonic()  # one clock for every process of the machine (Linux)
     yield
     folder = os.environ.get(FOLDER)
     if folder:
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        line = json.dumps({"id": item.nodeid, "began": began, "ended": time.time()})
-        with open(Path(folder) / f"{worker}.jsonl", "a") as out:
+        # xdist's own name for this worker (an environment variable could be a parent run's)
+        worker = getattr(item.config, "workerinput", {}).get("workerid", "main")
+        line = json.dumps({"id": item.nodeid, "began": began, "ended": time.monotonic()})
+        with open(Path(folder) / f"{PREFIX}{worker}.jsonl", "a") as out:
             out.write(line + "\n")
 
 
 def read(folder: Path) -> dict[str, list[dict]]:
     """Each worker's tests, in the order they began."""
     found = {}
-    for path in sorted(folder.glob("*.jsonl")):
+    for path in sorted(folder.glob(f"{PREFIX}*.jsonl")):
         rows = [json.loads(line) for line in path.read_text().splitlines() if line]
-        found[path.stem] = sorted(rows, key=lambda row: row["began"])
+        found[path.stem.removeprefix(PREFIX)] = sorted(rows, key=lambda row: row["began"])
     return found
 
 
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="suite-timeline-") as scratch:
         folder = args.out or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
-        for old in folder.glob("*.jsonl"):
+        for old in folder.glob(f"{PREFIX}*.jsonl"):
             old.unlink()
         command = [sys.executable, "-m", "pytest", "-p", "tests.benchmarks.suite_timeline",
                    *(args.pytest_args or ["-n", "3"])]  # fmt: skip

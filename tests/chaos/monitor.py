@@ -5,9 +5,10 @@ checkpoints, `<checkpoints>/<job>/_control/v<N>.manifest.json` (the gate, spark-
 the Python driver all carry it; the local target starts each run in a session of its own), or a
 prepared run's, `v<N>.prepared-<id>.manifest.json`, once its go file gives it the go (before
 that it writes nothing: a warm handover's new run beside the old one is not a second driver). One
-run is one session: two sessions of one job at one sample are two drivers, a violation. A job the
-harness was told is stopped (`stop NAME` returned ok, no deploy asked it back since) must have no
-driver at all.
+run is one session: two sessions of one job that a look shows up at one instant are two drivers,
+a violation (a look reads /proc one process after another: a run that ended before the next one
+started, both read in one look, is not). A job the harness was told is stopped (`stop NAME`
+returned ok, no deploy asked it back since) must have no driver at all.
 """
 
 from __future__ import annotations
@@ -25,10 +26,13 @@ SAMPLE_SECONDS = 0.2
 
 @dataclass
 class Sample:
-    """The drivers of each job at one look: {job: {session id: [(pid, version), ...]}}."""
+    """The drivers of each job at one look: {job: {session id: [(pid, version), ...]}}, and
+    how many of a job's sessions the look shows up at one instant (1 or 2; where not given,
+    as many as were read)."""
 
     at: float
     drivers: dict[str, dict[int, list[tuple[int, int]]]] = field(default_factory=dict)
+    at_once: dict[str, int] = field(default_factory=dict)
 
 
 def _read(path: str) -> bytes | None:
@@ -53,27 +57,61 @@ def _given_go(manifest: str) -> bool:
         return False
 
 
+#: Clock ticks a second, the unit of a process's start time in /proc/<pid>/stat.
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
 def _started(stat: bytes) -> int:
-    """Field 22 of /proc/<pid>/stat: when the process started (a pid used again differs)."""
+    """Field 22 of /proc/<pid>/stat: when the process started, in ticks since boot (a pid used
+    again differs)."""
     return int(stat[stat.rindex(b")") + 2 :].split()[19])
 
 
 def _up(pid: int, started: int) -> bool:
-    """Whether the process `pid` that started at `started` is still up (not a zombie)."""
-    stat = _read(f"/proc/{pid}/stat")
-    return stat is not None and b") Z " not in stat and _started(stat) == started
+    """Whether the process `pid` that started at `started` is still up. Only a process that is
+    gone (no such pid, another process under it, a zombie) is not: one that cannot be read
+    for another reason may be up."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    except OSError:
+        return True
+    return b") Z " not in stat and _started(stat) == started
+
+
+@dataclass
+class _Seen:
+    """A driver's process as a look read it: when (seconds since boot), and its start."""
+
+    pid: int
+    started: int
+    read_at: float
+
+
+def _at_once(earlier: list[_Seen], new: _Seen) -> bool:
+    """Whether a session read before (`earlier`, its processes) and the process `new` just read
+    were up at one instant: `new` had started when one of `earlier` was read, or one of
+    `earlier` is still up now, after `new` was read. A run that ended between its read and the
+    start of the next one is neither: the look saw them one after the other."""
+    # Start times are whole ticks: a tick's margin, so that a start after the read never counts.
+    if any(new.started < seen.read_at * TICKS - 1 for seen in earlier):
+        return True
+    return any(_up(seen.pid, seen.started) for seen in earlier)
 
 
 def sample(checkpoints: Path) -> Sample:
     """One look at the process table. /proc is read one process after another, not at one
-    instant: a run that ended during the look may be counted beside the run that followed it.
-    So where a job has two sessions, only the processes still up after the look count."""
+    instant: every driver read counts for `drivers`, but two sessions of a job count as up at
+    once (`at_once`) only where the look shows they were, as soon as the second is read
+    (`_at_once`)."""
     pattern = re.compile(
         re.escape(str(checkpoints)) + r"/(?P<job>[a-z0-9][a-z0-9_-]*)/_control/v(?P<v>\d+)"
         r"(?P<prepared>\.prepared-[0-9a-f]+)?\.manifest\.json$"
     )
     found = Sample(time.monotonic())
-    started: dict[int, int] = {}
+    seen: dict[str, dict[int, list[_Seen]]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -91,16 +129,15 @@ def sample(checkpoints: Path) -> Sample:
         stat = _read(f"/proc/{entry}/stat")
         if stat is None or b") Z " in stat:
             continue
-        started[int(entry)] = _started(stat)
-        sessions = found.drivers.setdefault(match["job"], {})
-        sessions.setdefault(session_of(stat), []).append((int(entry), int(match["v"])))
-    for job, sessions in found.drivers.items():
-        if len(sessions) > 1:
-            up = {
-                session: [(pid, v) for pid, v in procs if _up(pid, started[pid])]
-                for session, procs in sessions.items()
-            }
-            found.drivers[job] = {session: procs for session, procs in up.items() if procs}
+        now = _Seen(int(entry), _started(stat), time.clock_gettime(time.CLOCK_BOOTTIME))
+        job, session = match["job"], session_of(stat)
+        sessions = found.drivers.setdefault(job, {})
+        sessions.setdefault(session, []).append((now.pid, int(match["v"])))
+        others = [procs for other, procs in seen.setdefault(job, {}).items() if other != session]
+        if any(_at_once(procs, now) for procs in others):
+            found.at_once[job] = 2
+        found.at_once.setdefault(job, 1)
+        seen[job].setdefault(session, []).append(now)
     return found
 
 
@@ -146,8 +183,9 @@ class DriverMonitor:
         with self._lock:
             self.samples += 1
             for job, sessions in look.drivers.items():
-                self.most[job] = max(self.most.get(job, 0), len(sessions))
-                if len(sessions) > 1:
+                at_once = look.at_once.get(job, len(sessions))
+                self.most[job] = max(self.most.get(job, 0), at_once)
+                if at_once > 1:
                     self._violation(f"{len(sessions)} drivers of {job} at once: {sessions}")
                 # A look begun before `stop` returned may have seen the driver still up.
                 if sessions and self._stopped.get(job, look.at) < look.at:

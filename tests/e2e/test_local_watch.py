@@ -198,9 +198,10 @@ def test_watch_restarts_replaces_yields_to_deploy_and_hands_over(
     assert deployed.returncode == 0, deployed.stdout + deployed.stderr
     first = driver(ws, "ticker")
 
-    # The lease keeps its 60 s: the standby takes over at once when the leader's process is
-    # gone (it is on this machine), and a renewal slowed by a busy machine hands nothing over.
-    common = ("--stall-timeout", "30", "--notify-url", webhook.url)
+    # A lease of 60 s (the default, said here so that no environment changes it): the standby
+    # takes over at once when the leader's process is gone (it is on this machine), and a
+    # renewal slowed by a busy machine hands nothing over.
+    common = ("--stall-timeout", "30", "--leader-ttl", "60", "--notify-url", webhook.url)
     leader = WatchProcess(ws, "watch-a", *common, "--metrics-port", "0")
     watchers.append(leader)
     leader.wait_for_event("watching")
