@@ -1,5 +1,6 @@
 """`plan --output markdown` and `deploy --dry-run --output markdown` through the real CLI, on
-the examples with a real change: read back as GitHub-flavoured Markdown, its diagram parsed."""
+the examples with a real change: read back as GitHub-flavoured Markdown, its diagram parsed;
+the same plan as JSON and text."""
 
 from __future__ import annotations
 
@@ -86,6 +87,12 @@ def test_plan_as_a_pull_request_comment(tmp_path: Path, draw: bool) -> None:
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout == result.stdout
 
+    # JSON and text are as before (the schema answers kept by the first plan: no second Spark).
+    doc = json.loads(run_cli("plan", *args, "--output", "json").stdout)
+    assert {j["name"]: j["action"] for j in doc["jobs"]}["expensive-orders"] == "start-clean"
+    text = run_cli("plan", *args).stdout
+    assert "expensive-orders   start-clean" in text
+
 
 def test_markdown_is_only_for_plans(tmp_path: Path) -> None:
     args, state = deployed_examples(tmp_path)
@@ -103,16 +110,6 @@ def test_markdown_is_only_for_plans(tmp_path: Path) -> None:
         shown = " ".join(run_cli(command, "--help").stdout.split())
         assert "[text|json|markdown]" in shown, command
     assert "markdown" not in run_cli("status", "--help").stdout
-
-
-# The plan asks Spark (a local session) to analyse a changed query's output: not fast.
-@pytest.mark.spark
-def test_json_and_text_are_as_before(tmp_path: Path) -> None:
-    args, _ = deployed_examples(tmp_path)
-    doc = json.loads(run_cli("plan", *args, "--output", "json").stdout)
-    assert {j["name"]: j["action"] for j in doc["jobs"]}["expensive-orders"] == "start-clean"
-    text = run_cli("plan", *args).stdout
-    assert "expensive-orders   start-clean" in text
 
 
 @pytest.mark.parametrize("draw", DRAWN)
