@@ -83,20 +83,23 @@ def _up(pid: int, started: int) -> bool:
 
 @dataclass
 class _Seen:
-    """A driver's process as a look read it: when (seconds since boot), and its start."""
+    """A driver's process as a look read it: when (seconds since boot), its start, and whether
+    it is a prepared run's (a driver from its go on, not from its start)."""
 
     pid: int
     started: int
     read_at: float
+    prepared: bool = False
 
 
 def _at_once(earlier: list[_Seen], new: _Seen) -> bool:
     """Whether a session read before (`earlier`, its processes) and the process `new` just read
-    were up at one instant: `new` had started when one of `earlier` was read, or one of
-    `earlier` is still up now, after `new` was read. A run that ended between its read and the
-    start of the next one is neither: the look saw them one after the other."""
+    were up at one instant: `new` had started when one of `earlier` was read (unless `new` is a
+    prepared run, which may have been given its go since), or one of `earlier` is still up now,
+    after `new` was read. A run that ended between its read and the start (or the go) of the
+    next one is neither: the look saw them one after the other."""
     # Start times are whole ticks: a tick's margin, so that a start after the read never counts.
-    if any(new.started < seen.read_at * TICKS - 1 for seen in earlier):
+    if not new.prepared and any(new.started < seen.read_at * TICKS - 1 for seen in earlier):
         return True
     return any(_up(seen.pid, seen.started) for seen in earlier)
 
@@ -129,7 +132,8 @@ def sample(checkpoints: Path) -> Sample:
         stat = _read(f"/proc/{entry}/stat")
         if stat is None or b") Z " in stat:
             continue
-        now = _Seen(int(entry), _started(stat), time.clock_gettime(time.CLOCK_BOOTTIME))
+        read_at = time.clock_gettime(time.CLOCK_BOOTTIME)
+        now = _Seen(int(entry), _started(stat), read_at, bool(match["prepared"]))
         job, session = match["job"], session_of(stat)
         sessions = found.drivers.setdefault(job, {})
         sessions.setdefault(session, []).append((now.pid, int(match["v"])))

@@ -101,6 +101,33 @@ def test_two_runs_a_look_shows_up_at_one_instant_are_two_drivers(
         end(new)
 
 
+def test_a_prepared_run_given_its_go_after_the_old_run_was_read_and_ended_is_not_two_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm handover: the prepared run was up before the look, but it is a driver only from
+    its go, given once the old run was gone. The old run read, then ended, then the go: one
+    driver after the other, though the prepared run had started first."""
+    prepared = tmp_path / "orders" / "_control" / "v1.prepared-ab12.manifest.json"
+    old, new = run(tmp_path / MANIFEST), run(prepared)
+    go = tmp_path / "orders" / "_control" / "v1.prepared-ab12.go.json"
+
+    def handover(_: str) -> Iterator[str]:
+        yield str(old.pid)
+        end(old)
+        go.parent.mkdir(parents=True, exist_ok=True)
+        go.write_text('{"run-id": "r2", "go": true}')
+        yield str(new.pid)
+
+    monkeypatch.setattr(monitor.os, "listdir", handover)
+    try:
+        look = monitor.sample(tmp_path)
+        assert sorted(look.drivers["orders"]) == sorted([old.pid, new.pid])
+        assert look.at_once == {"orders": 1}
+    finally:
+        end(old)
+        end(new)
+
+
 def test_a_look_after_stop_that_read_a_driver_is_a_violation_though_it_ended_since(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
