@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks.common import REPO
+from tests.benchmarks.suite_cpu import busy_share
 
 #: Where a run's processes write their lines (set by `main` for the pytest it runs).
 FOLDER = "FSR_TIMELINE_DIR"
@@ -87,12 +88,6 @@ def report(workers: dict[str, list[dict]], above: float) -> list[str]:
     return lines
 
 
-def busy_ticks() -> tuple[int, int]:
-    """(busy, all) clock ticks of the machine so far."""
-    fields = [int(f) for f in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return sum(fields) - fields[3] - fields[4], sum(fields)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.benchmarks.suite_timeline")
     parser.add_argument(
@@ -108,11 +103,11 @@ def main(argv: list[str] | None = None) -> int:
             old.unlink()
         command = [sys.executable, "-m", "pytest", "-p", "tests.benchmarks.suite_timeline",
                    *(args.pytest_args or ["-n", "3"])]  # fmt: skip
-        busy, total = busy_ticks()
+        busy, total = busy_share()
         ran = subprocess.run(
             command, env={**os.environ, FOLDER: str(folder)}, cwd=REPO, check=False
         )
-        busy_after, total_after = busy_ticks()
+        busy_after, total_after = busy_share()
         print("\n".join(report(read(folder), args.above)))
         share = (busy_after - busy) / max(1, total_after - total)
         print(f"the machine was busy {share:.0%} of the run (all cores, /proc/stat)")
