@@ -88,7 +88,7 @@ def tests_of(line: str, every: bool = False) -> tuple[str, ...]:
 
 
 #: Set in a line's tests: the line they run on. The lifecycle makes each kind of change one way
-#: there (tests/e2e/test_local_lifecycle.py); the default line's suite makes both ways of each.
+#: there (tests/e2e/test_local_lifecycle.py), the other way round from the default line's suite.
 MATRIX_LINE = "FSR_TEST_MATRIX_LINE"
 #: Settings of the calling shell that would make a line's tests use another Spark or Python.
 ISOLATE = ("SPARK_HOME", "SPARK_CONF_DIR", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")
