@@ -1,4 +1,7 @@
-"""Two jobs deployed together, one failing at runtime; and a hostile description, byte for byte."""
+"""Two jobs deployed together, one failing at runtime; and a hostile description, byte for byte.
+
+How the text output words a failed start (`FAIL <job>: <Spark's message>`) is shown on real Spark
+by tests/e2e/test_local_recovery_rules.py; the failing job is not started a second time here."""
 
 from __future__ import annotations
 
@@ -55,12 +58,6 @@ def test_one_failing_job_does_not_stop_the_other(workspace: Workspace, spark):
 
     rows = wait_for(described, what="rows of the good job")
     assert {r["__query_description"] for r in rows} == {HOSTILE}
-
-    # The text output names the failed job with Spark's message, exit code 1 again.
-    again = ws.deploy()
-    assert again.returncode == 1
-    assert "FAIL bad:" in again.stdout and "boom: the job cannot go on" in again.stdout
-    assert "Deploy finished with 1 failed: bad." in again.stdout
 
     # desired-state: stopped stops the good job with its checkpoint, and it stays stopped.
     (ws.jobs / "bad.yaml").unlink()
