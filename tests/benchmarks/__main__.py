@@ -30,6 +30,7 @@ from tests.benchmarks import (
     watch_bench,
 )
 from tests.benchmarks.common import REPO, compile_deployer, wait_for_quiet
+from tests.support.scratch import for_a_program
 
 BENCHMARKS = ("plan", "runner", "redeploy", "recovery", "kafka", "handover", "watch", "ui")
 DOCS = REPO / "docs" / "developers" / "benchmarks.md"
@@ -195,4 +196,5 @@ def run_one(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with for_a_program():
+        sys.exit(main())

@@ -58,6 +58,7 @@ from tests.benchmarks.plan_bench import (
     write_inputs,
     write_state,
 )
+from tests.support.scratch import for_a_program
 from tests.support.workspace import Workspace
 
 COLD, UNKEPT, CACHED = "cold", "nothing kept", "cache restored"
@@ -211,4 +212,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with for_a_program():
+        main()

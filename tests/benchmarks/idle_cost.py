@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.benchmarks.common import REPO, load_average, machine, markdown_table
+from tests.support.scratch import for_a_program
 
 TICK = os.sysconf("SC_CLK_TCK")
 HEALTHY = re.compile(r"healthy after ([0-9.]+) s")
@@ -207,4 +208,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with for_a_program():
+        sys.exit(main())

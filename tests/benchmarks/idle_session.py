@@ -22,6 +22,7 @@ from collections import Counter
 
 from tests.benchmarks.common import REPO
 from tests.support.jvm import quicken
+from tests.support.scratch import for_a_program
 
 #: The child: a session made as tests/conftest.py makes it, with the settings of argv[1] (JSON),
 #: idle for argv[2] seconds; it prints the CPU of its JVM's threads in that time, as JSON.
@@ -102,4 +103,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    with for_a_program():
+        raise SystemExit(main())

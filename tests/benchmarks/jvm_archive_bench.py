@@ -32,6 +32,7 @@ from flink_sql_runner.targets.sparksubmit import find_spark_submit
 from tests.benchmarks.common import bench_workspace, compile_deployer
 from tests.benchmarks.recovery_bench import one_round, start_watcher
 from tests.benchmarks.redeploy_bench import setup
+from tests.support.scratch import for_a_program
 
 VARIANTS = ("without archive", "with archive")
 
@@ -110,4 +111,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with for_a_program():
+        sys.exit(main())

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from tests.benchmarks.common import run_measured
 from tests.benchmarks.runner_bench import SPARK_PROGRAMS, spark_env
+from tests.support.scratch import for_a_program
 
 PROGRAM = SPARK_PROGRAMS / "first_batch.py"
 BASE_CONF = {
@@ -147,4 +148,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with for_a_program():
+        sys.exit(main())

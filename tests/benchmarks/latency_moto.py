@@ -20,6 +20,8 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import run_simple
 
+from tests.support.scratch import for_a_program
+
 
 def delayed(app: Callable[..., Iterable[bytes]], seconds: float) -> Callable[..., Any]:
     def wrapped(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -39,4 +41,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with for_a_program():
+        main()

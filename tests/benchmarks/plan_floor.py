@@ -51,6 +51,7 @@ from tests.benchmarks.plan_bench import (
     write_inputs,
     write_state,
 )
+from tests.support.scratch import for_a_program
 from tests.support.workspace import Workspace
 
 IMPORTS = "import flink_sql_runner.cli.deploy, boto3, yaml"
@@ -216,4 +217,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with for_a_program():
+        main()

@@ -29,6 +29,7 @@ from tests.benchmarks.common import (
     run_measured,
     wait_for_quiet,
 )
+from tests.support.scratch import for_a_program
 
 STATE = ".flink-sql-runner"
 DROPS = 100
@@ -130,4 +131,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with for_a_program():
+        sys.exit(main())

@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from tests.benchmarks.common import run_measured
+from tests.support.scratch import for_a_program
 from tests.support.workspace import Workspace
 
 #: The parquet folder's first rows, written once by a local Spark.
@@ -100,4 +101,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    with for_a_program():
+        raise SystemExit(main())

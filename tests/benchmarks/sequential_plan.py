@@ -19,6 +19,8 @@ from typing import Any
 import boto3
 import yaml
 
+from tests.support.scratch import for_a_program
+
 STORED_ONLY = ("schema-version", "tables", "meta")
 
 
@@ -61,4 +63,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with for_a_program():
+        sys.exit(main())

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.benchmarks.common import Stats
+from tests.support.scratch import for_a_program
 
 PROBE, HERE = "the probe (Spark)", "the plan's own read"
 
@@ -87,4 +88,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with for_a_program():
+        main()

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from flink_sql_runner.targets.jvm_archive import java_binary
+from tests.support.scratch import for_a_program
 
 PROGRAM = Path(__file__).parent / "java" / "SpawnCost.java"
 MECHANISMS = {"Java's default": (), "VFORK": ("-Djdk.lang.Process.launchMechanism=VFORK",)}
@@ -65,4 +66,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    with for_a_program():
+        raise SystemExit(main())

@@ -21,6 +21,7 @@ from pathlib import Path
 from flink_sql_runner.act.state_copy import COPY_WORKERS, copy_state
 from flink_sql_runner.stores.storage import FileStorage
 from tests.benchmarks.common import machine, markdown_table, moto_server_process, s3_client
+from tests.support.scratch import for_a_program
 
 
 def _checkpoint(storage: FileStorage, root: str, files: int, kib: int) -> int:
@@ -73,4 +74,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with for_a_program():
+        main()

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tests.benchmarks.common import process_table
+from tests.support.scratch import for_a_program
 
 #: What each kind of process is told by (its command line, then its name), first match wins.
 KINDS = (
@@ -239,4 +240,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    with for_a_program():
+        raise SystemExit(main())

@@ -30,6 +30,7 @@ import pytest
 
 from tests.benchmarks.common import REPO
 from tests.benchmarks.suite_cpu import busy_share
+from tests.support.scratch import for_a_program
 
 #: Where a run's processes write their lines (set by `main` for the pytest it runs).
 FOLDER = "FSR_TIMELINE_DIR"
@@ -115,4 +116,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with for_a_program():
+        sys.exit(main())

@@ -27,6 +27,7 @@ from pathlib import Path
 from tests.benchmarks.common import process_table
 from tests.benchmarks.warm_repeat_bench import _code, old_code
 from tests.support.jvm import quicken
+from tests.support.scratch import for_a_program
 from tests.support.workspace import Workspace, wait_for
 
 
@@ -120,4 +121,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    with for_a_program():
+        raise SystemExit(main())

@@ -30,6 +30,7 @@ from pathlib import Path
 from tests.benchmarks import handover_bench as hb
 from tests.benchmarks.ci_plan import old_checkout
 from tests.benchmarks.common import bench_workspace
+from tests.support.scratch import for_a_program
 
 #: Each way: its `deploy` options, and the code it runs (None: this checkout).
 WAYS: dict[str, tuple[tuple[str, ...], Path | None]] = {
@@ -146,4 +147,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with for_a_program():
+        main()

@@ -8,6 +8,9 @@ The run's first process (pytest itself, or xdist's controller) makes the folder 
 at its end; its workers inherit it through the environment. Every Spark JVM the tests start
 gets it: spark-submit's (`SPARK_SUBMIT_OPTS`, which the CLI's drivers, the suite's session and
 the probes inherit) and a standalone cluster's daemons (`SPARK_DAEMON_JAVA_OPTS`).
+
+A benchmark run on its own (`python -m tests.benchmarks...`) makes one the same way for the
+time it runs (`for_a_program`), or takes the one the environment names when the suite runs it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -30,12 +35,47 @@ def begin(config: pytest.Config) -> str:
         folder = tempfile.mkdtemp(prefix="fsr-tests-scratch-")
         os.environ[VARIABLE] = folder
         config.stash[_OWNED] = folder
+    point_spark_at(folder)
+    return folder
+
+
+def point_spark_at(folder: str) -> None:
+    """Spark's local folders and every JVM's `java.io.tmpdir` in `folder`, for this process and
+    the processes it starts."""
     os.environ["SPARK_LOCAL_DIRS"] = folder
     option = f"-Djava.io.tmpdir={folder}"
     for name in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
         if option not in os.environ.get(name, ""):
             os.environ[name] = f"{option} {os.environ.get(name, '')}".strip()
-    return folder
+
+
+#: What `point_spark_at` sets, restored when a program's scratch folder goes.
+_POINTED = (VARIABLE, "SPARK_LOCAL_DIRS", "SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")
+
+
+@contextmanager
+def for_a_program() -> Iterator[str]:
+    """The scratch folder of a program that is not pytest (a benchmark run on its own): the one
+    the environment names (the suite running it), or one made here and removed on the way out,
+    with what the environment said before put back."""
+    named = os.environ.get(VARIABLE)
+    if named and os.path.isdir(named):
+        point_spark_at(named)
+        yield named
+        return
+    before = {name: os.environ.get(name) for name in _POINTED}
+    folder = tempfile.mkdtemp(prefix="fsr-bench-scratch-")
+    try:
+        os.environ[VARIABLE] = folder
+        point_spark_at(folder)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def end(config: pytest.Config) -> None:
