@@ -87,8 +87,7 @@ def tests_of(line: str, every: bool = False) -> tuple[str, ...]:
     return tuple(t for t in MATRIX_TESTS if every or line in ONLY_ON.get(t, (line,)))
 
 
-#: Set in a line's tests: the line they run on. The lifecycle makes each kind of change one way
-#: there (tests/e2e/test_local_lifecycle.py), the other way round from the default line's suite.
+#: Set in a line's tests: the line they run on.
 MATRIX_LINE = "FSR_TEST_MATRIX_LINE"
 #: Settings of the calling shell that would make a line's tests use another Spark or Python.
 ISOLATE = ("SPARK_HOME", "SPARK_CONF_DIR", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")

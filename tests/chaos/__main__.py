@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tests.chaos.soak import Summary, machine, run_soak
 from tests.support.s3server import moto_s3_server
+from tests.support.scratch import for_a_program
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,4 +63,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with for_a_program():
+        sys.exit(main())

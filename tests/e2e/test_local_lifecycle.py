@@ -1,31 +1,29 @@
 """One job through its whole life on local Spark, with real spark-submit, checking the data.
 
-new (v1) -> unchanged (noop, same process) -> config change (restart, same version) -> query
-change (v2, clean) -> driver SIGKILLed, deploy (restart from checkpoint)
--> stopped and checkpoint removed, deploy (error for that job, exit 1).
-After each step the target, read with spark.read, holds every row exactly once. Both ways a
-change of a running job can be carried out, one after the other on the same job: warm (the
-default: the new run prepared while the old one runs) and cold (`--handover cold`: stop, then
-start). Each kind of change is made one way on a line: on the default line the config change
-cold and the query change warm, on the matrix's other Spark lines (tests/matrix.py) the config
-change warm and the query change cold. Both handovers and both kinds of change still run on
-every line; which handover carries which change is the deployer's logic, the same on every line,
-and CI (the suite and the matrix, `.ci/run`) makes all four. The warm ones go as CI makes them:
-`plan --out` on the pull request, `deploy --plan` after the merge, exactly the saved steps (a
-saved plan, README "Deploy what was reviewed").
+new (v1) -> unchanged (noop, same process) -> config change, warm (restart, same version) ->
+query change, cold (v2, clean) -> driver SIGKILLed, deploy (restart from checkpoint) -> stopped
+and checkpoint removed, deploy (error for that job, exit 1).
+After each step the target, read with spark.read, holds every row exactly once. The config
+change goes warm (the default: the new run prepared on the same checkpoint while the old one
+runs), as CI makes it: `plan --out` on the pull request, `deploy --plan` after the merge,
+exactly the saved steps (a saved plan, README "Deploy what was reviewed"); the query change goes
+cold (`--handover cold`: stop, then start). The same on every Spark line of the matrix
+(tests/matrix.py). The other two, on real Spark too: a query change carried out warm in
+tests/e2e/test_schema_contracts.py (its v2) and tests/e2e/test_local_recovery_rules.py (a v2
+that fails after its go, rolled back); a config change carried out cold in
+tests/e2e/test_local_recovery_rules.py (a run that fails on the same checkpoint, rolled back)
+and on a cluster in tests/e2e/test_standalone_lifecycle.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 
 import pyspark
 import pytest
 
-from tests.matrix import MATRIX_LINE
 from tests.support.rows import assert_exactly_once, rows_by_version
 from tests.support.workspace import Workspace, kill_driver, wait_for
 
@@ -36,9 +34,7 @@ pytestmark = [
 ]
 
 #: How the config change and the query change are carried out (module docstring).
-CONFIG_HANDOVERS, QUERY_HANDOVERS = (
-    (("warm",), ("cold",)) if os.environ.get(MATRIX_LINE) else (("cold",), ("warm",))
-)
+CONFIG_HANDOVERS, QUERY_HANDOVERS = ("warm",), ("cold",)
 
 #: A micro-batch every 3 s, of as many rows as a step waits for: the job idles between its
 #: batches, so a graceful stop finds none running and ends at once (a stop waits for the running
@@ -98,8 +94,7 @@ def test_job_lifecycle_keeps_every_row_exactly_once(workspace: Workspace, spark)
     assert ws.record("ticks-job")["pid"] == first["pid"]
 
     # 3. config change (description) -> stop with checkpoint, restart, same version and id:
-    #    cold (warm on the matrix's other lines). Each run's rows carry the description it was
-    #    deployed with.
+    #    warm, from a saved plan. Each run's rows carry the description it was deployed with.
     descriptions = ["first words"]
     words = ("second words", "third words")[: len(CONFIG_HANDOVERS)]
     for handover, description in zip(CONFIG_HANDOVERS, words, strict=True):
@@ -126,7 +121,7 @@ def test_job_lifecycle_keeps_every_row_exactly_once(workspace: Workspace, spark)
         assert meta[1] == {("ticks-job", d, query_id_v1) for d in descriptions}
 
     # 4. query change -> stop, start clean as a new version (v2) in a new checkpoint folder:
-    #    warm (cold on the matrix's other lines). The version before keeps its rows, once.
+    #    cold. The version before keeps its rows, once.
     query_ids = {1: query_id_v1}
     for version, handover in enumerate(QUERY_HANDOVERS, start=2):
         sql = f"SELECT value FROM ticks WHERE value >= {2 - version}"  # a new query each time

@@ -4,15 +4,18 @@ One job (a rate source into parquet), through:
 - a config change whose driver cannot start (`spark.driver.memory: banana`: the driver's JVM
   refuses the heap size before any of Spark runs), warm: its pre-flight fails and v1 commits
   on, the same driver;
-- a query change whose v2 fails on its first batch, after v1 stopped: rolled back, v1 runs
-  again from its checkpoint; the store keeps v1's manifest, exit code 1.
+- a config change Spark refuses at start, cold: v1 stops, the new run fails on v1's checkpoint,
+  and v1 runs again from it;
+- a query change whose v2 fails on its first batch after its go: rolled back the same way.
+The store keeps v1's manifest, exit code 1 each time, with Spark's (or the JVM's) own words.
 After each step the target, read with spark.read, holds every row exactly once.
 
-Three starts. The same fits, proven elsewhere on real Spark, are not started again here: a run
-Spark refuses in its pre-flight (the code job of tests/e2e/test_schema_contracts.py), a run that
-fails on the same checkpoint and is rolled back to it, its planned batch replayed (the dead Kafka
-sink of tests/kafka/test_kafka_change_rules.py), a moved sink and file source, each a new version
-reading and writing only the new folders (tests/e2e/test_local_pipeline.py).
+Five starts. Proven elsewhere on real Spark, and not started again here: a prepared run refused
+in its pre-flight by the run's own check (the code job of tests/e2e/test_schema_contracts.py,
+and tests/runner/test_prepare.py on the tests' session); a new version writing a new folder and
+a file source reading only its new folder (tests/e2e/test_local_pipeline.py, where the moves
+come with a query change; that a path change alone makes a new version, numbered past a failed
+version's folder, is decided in tests/decide/test_changes.py and tests/decide/test_tree.py).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from tests.support.workspace import Workspace, wait_for
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.spark,
-    pytest.mark.timeout(1800),  # a safety net, not a limit asserted: three starts
+    pytest.mark.timeout(1800),  # a safety net, not a limit asserted: five starts
 ]
 
 
@@ -75,8 +78,27 @@ def test_failed_starts_are_refused_or_rolled_back(workspace: Workspace, spark):
     assert_exactly_once(wait_for(progressed(spark, out, 1, before + 3), what="v1 committing on"))
     ws.write_job("ticks-job", **job)
 
-    # 2. A query change whose v2 fails on its first batch, after v1 stopped: rolled back, v1
-    # runs again from its checkpoint.
+    # 2. A config change Spark refuses at start, cold: v1 stops, the new run fails on v1's
+    # checkpoint, and v1 runs again from it.
+    ws.write_tables([{**ticks, "options": {"rowsPerBatch": -1}}, tick_out])
+    assert ws.plan_json()["ticks-job"]["action"] == "stop-and-restart-from-checkpoint"
+    pid_before = ws.runs("ticks-job")[0]["pid"]
+    result = ws.deploy("--handover", "cold")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL ticks-job: rolled back: v1 running again from its checkpoint" in result.stdout
+    assert "rowsPerBatch" in result.stdout, "Spark's own words on why"
+    assert "Deploy finished with 1 failed: ticks-job." in result.stdout, result.stdout
+    assert ws.stored("ticks-job") == stored_v1, "the store keeps v1's manifest"
+    (run,) = ws.runs("ticks-job")
+    assert run["version"] == 1 and run["pid"] != pid_before
+    before = len(rows_by_version(spark, out)[0][1])
+    values = wait_for(progressed(spark, out, 1, before + 14), what="v1 rows after rollback")
+    assert_exactly_once(values)
+    assert sorted(values) == [1]
+    ws.write_tables([ticks, tick_out])
+
+    # 3. A query change whose v2 fails on its first batch after its go (warm: v1 stopped, the
+    # go given): rolled back, v1 runs again from its checkpoint.
     failing = "SELECT value FROM ticks WHERE assert_true(value < 0) IS NULL"
     ws.write_job("ticks-job", **{**job, "sql": failing})
     assert ws.plan_json()["ticks-job"]["action"] == "stop-and-start-clean"
@@ -86,6 +108,6 @@ def test_failed_starts_are_refused_or_rolled_back(workspace: Workspace, spark):
     assert ws.stored("ticks-job") == stored_v1
     assert [r["version"] for r in ws.runs("ticks-job")] == [1]
     before = len(rows_by_version(spark, out)[0][1])
-    values = wait_for(progressed(spark, out, 1, before + 14), what="v1 rows after the rollback")
+    values = wait_for(progressed(spark, out, 1, before + 14), what="v1 rows, rolled back again")
     assert_exactly_once(values)
     assert sorted(values) == [1], "the failed v2 wrote no row"

@@ -1,7 +1,9 @@
 """Two jobs deployed together, one failing at runtime; and a hostile description, byte for byte.
 
-How the text output words a failed start (`FAIL <job>: <Spark's message>`) is shown on real Spark
-by tests/e2e/test_local_recovery_rules.py; the failing job is not started a second time here."""
+How the text output words a failed start (`FAIL <job>: the job failed: <Spark's message>`) is
+shown on real Spark by tests/e2e/test_local_failed_start_and_logs.py, and its closing line
+(`Deploy finished with 1 failed: <job>.`) by tests/e2e/test_local_recovery_rules.py; the failing
+job is not started a second time here."""
 
 from __future__ import annotations
 

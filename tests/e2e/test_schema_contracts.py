@@ -5,8 +5,8 @@ change (value BIGINT -> STRING) is refused by the plan, naming the reader; the v
 and the sink still reads -> an added column deploys as v2 and the sink reads back rows of both
 versions -> a code job (whose output the plan cannot know) writing value as STRING is stopped by
 the run's own check before its first write: warm, in its pre-flight, and v2 runs on -> the same
-type change into a new location ({query_version} in the path) is planned to deploy, and the
-plan says where readers must move.
+type change into a new location ({query_version} in the path) deploys, and the plan says where
+readers must move.
 """
 
 from __future__ import annotations
@@ -125,5 +125,10 @@ def test_a_sinks_readers_are_never_broken(workspace: Workspace, spark) -> None:
     assert planned["action"] == "stop-and-start-clean", planned
     assert planned["schema"]["verdict"] == "new-location"
     assert f"readers of {out} must move to it" in planned["schema"]["notes"][0]
-    # Not deployed: a new version writing its own `{query_version}` folder on real Spark is
-    # tests/e2e/test_local_pipeline.py's.
+    result = ws.deploy()
+    assert result.returncode == 0, result.stdout + result.stderr
+    version = ws.stored("ticks")["meta"]["query-version"]
+    written = ws.root / "out" / f"ticks-v{version}"
+    wait_for(lambda: any((written / "_spark_metadata").glob("[0-9]*")), what="a new batch")
+    assert dict(spark.read.parquet(str(written)).dtypes)["value"] == "string"
+    assert spark.read.parquet(str(out)).count() >= 15

@@ -262,6 +262,8 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     wait_for(lambda: not cluster.active_apps(), timeout=60, what="the killed app to go")
     values = rows_by_version(spark, out)[0]
     assert_exactly_once(values)
+    # the deployer sees it gone, its checkpoint there to restart from
+    assert ws.plan_json()["ticks-job"]["action"] == "restart-from-checkpoint"
 
 
 def test_the_clusters_own_message_comes_back_when_a_driver_cannot_start(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -49,7 +50,7 @@ def point_spark_at(folder: str) -> None:
             os.environ[name] = f"{option} {os.environ.get(name, '')}".strip()
 
 
-#: What `point_spark_at` sets, restored when a program's scratch folder goes.
+#: What `point_spark_at` sets, put back when a program's scratch folder goes.
 _POINTED = (VARIABLE, "SPARK_LOCAL_DIRS", "SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS")
 
 
@@ -57,25 +58,33 @@ _POINTED = (VARIABLE, "SPARK_LOCAL_DIRS", "SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAV
 def for_a_program() -> Iterator[str]:
     """The scratch folder of a program that is not pytest (a benchmark run on its own): the one
     the environment names (the suite running it), or one made here and removed on the way out,
-    with what the environment said before put back."""
-    named = os.environ.get(VARIABLE)
-    if named and os.path.isdir(named):
-        point_spark_at(named)
-        yield named
-        return
+    also on SIGTERM; what the environment said before is put back either way."""
     before = {name: os.environ.get(name) for name in _POINTED}
-    folder = tempfile.mkdtemp(prefix="fsr-bench-scratch-")
+    named = os.environ.get(VARIABLE)
+    folder = named if named and os.path.isdir(named) else None
+    made = folder is None
+    if folder is None:
+        folder = tempfile.mkdtemp(prefix="fsr-bench-scratch-")
+    terminate = signal.getsignal(signal.SIGTERM)
+    if made and terminate == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         os.environ[VARIABLE] = folder
         point_spark_at(folder)
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if made:
+            signal.signal(signal.SIGTERM, terminate)
+            shutil.rmtree(folder, ignore_errors=True)
         for name, value in before.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def end(config: pytest.Config) -> None:
