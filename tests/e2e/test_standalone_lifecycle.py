@@ -14,10 +14,11 @@ status, and a listing answered with 503 (an error, nothing acted on) -> stop pas
 row exactly once. The gateway and the web UI are reached through fault-injecting proxies on
 127.0.0.1.
 
-Three drivers run to their first batch (and one is never placed). A new version's start, a
-restart after a kill and a graceful `stop` from the command line are the same submissions and
-stop markers on this target; they are proven on a cluster by tests/yarn/test_yarn_lifecycle.py
-and on local Spark by the e2e scenarios, and not started again here.
+Three drivers run to their first batch; one cannot start, one is never placed. A new version's
+start, a restart after a kill and a graceful `stop` from the command line are the same
+submissions and stop markers on this target; they are proven on a cluster by
+tests/yarn/test_yarn_lifecycle.py and on local Spark by the e2e scenarios, and not started again
+here.
 
 Then a driver that cannot start (the worker cannot fetch the runner), a gateway that is not
 there, and the master's own port given as the gateway: the cluster's own message comes back.
