@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 from tests.benchmarks.common import run_measured
-from tests.support.scratch import VARIABLE, for_a_program
+from tests.support.scratch import VARIABLE, for_a_program, tmpdir_option
 from tests.support.workspace import Workspace
 
 #: The parquet folder's first rows, written once by a local Spark.
@@ -63,7 +63,7 @@ def workspace(root: Path) -> Workspace:
 def plan_once(ws: Workspace, java_options: str, out: Path) -> tuple[float, float]:
     """One `plan` (wall seconds, CPU seconds); it must have asked the probe."""
     env = {k: v for k, v in os.environ.items() if k != "SPARK_SUBMIT_OPTS"}
-    scratch = f"-Djava.io.tmpdir={env[VARIABLE]}" if VARIABLE in env else ""
+    scratch = tmpdir_option(env[VARIABLE]) if VARIABLE in env else ""
     if options := f"{scratch} {java_options}".strip():
         env["SPARK_SUBMIT_OPTS"] = options  # the probe's JVM keeps to the scratch folder
     measured = run_measured([*ws.argv("plan"), "--output", "json", "--no-cache"], env=env,

@@ -44,10 +44,15 @@ def point_spark_at(folder: str) -> None:
     """Spark's local folders and every JVM's `java.io.tmpdir` in `folder`, for this process and
     the processes it starts."""
     os.environ["SPARK_LOCAL_DIRS"] = folder
-    option = f"-Djava.io.tmpdir={folder}"
+    option = tmpdir_option(folder)
     for name in ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS"):
         if option not in os.environ.get(name, ""):
             os.environ[name] = f"{option} {os.environ.get(name, '')}".strip()
+
+
+def tmpdir_option(folder: str) -> str:
+    """The JVM option that puts a JVM's temporary files in `folder`."""
+    return f"-Djava.io.tmpdir={folder}"
 
 
 #: What `point_spark_at` sets, put back when a program's scratch folder goes.
