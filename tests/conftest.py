@@ -118,9 +118,12 @@ def no_jvm_in_the_fast_lane(
 def pytest_configure(config: pytest.Config) -> None:
     """Spark's scratch files (`spark.local.dir`, the JVMs' `java.io.tmpdir`: shuffle and block
     folders, native libraries unpacked) go to one folder of this run, removed at its end, not to
-    /tmp, where every driver a test kills would leave its own (tests/support/scratch.py).
-    Sockets to addresses off this machine are refused (tests/support/netguard.py)."""
-    scratch.begin(config)
+    /tmp, where every driver a test kills would leave its own (tests/support/scratch.py). The
+    user's own cache folder, where the plan's probes look for `jvm-archive --for-plan`'s
+    archive, is a folder of the run too: never the developer's. Sockets to addresses off this
+    machine are refused (tests/support/netguard.py)."""
+    folder = scratch.begin(config)
+    os.environ["FLINK_SQL_RUNNER_USER_CACHE"] = os.path.join(folder, "user-cache")
     netguard.install()
 
 

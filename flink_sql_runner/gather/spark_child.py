@@ -28,6 +28,7 @@ from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host import processes as procs
 from flink_sql_runner.host.processes import child_env
 from flink_sql_runner.targets.javaprops import properties_text
+from flink_sql_runner.targets.jvm_archive import trusted_option, user_archive_folder
 from flink_sql_runner.targets.runner_files import runner_script
 from flink_sql_runner.targets.sparksubmit import failure_message, find_spark_submit
 
@@ -68,15 +69,20 @@ def probe_command(probe: str, spark_submit: str, folder: Path) -> list[str]:
             "--input", str(folder / "in.json"), "--output", str(folder / "out.json")]  # fmt: skip
 
 
-def probe_env() -> dict[str, str]:
+def probe_env(spark_submit: str | None = None) -> dict[str, str]:
     """The probe's environment: this one, with the driver's Python as a local run gets it
     (targets/local.py), Spark bound to this machine, and the client compiler only (before the
-    options SPARK_SUBMIT_OPTS holds, which still win). Not `jvm-archive`'s archive: it is a
-    file in the state folder, which a CI job may keep in its checkout, where a pull request
-    could commit one, and Java does not check the classes an archive holds."""
+    options SPARK_SUBMIT_OPTS holds, which still win). With `spark_submit`, the archive of its
+    Spark and Java that `jvm-archive --for-plan` keeps in this user's cache folder, where it is
+    only this user's (targets/jvm_archive.py, `trusted_option`). Never the state folder's
+    (`jvm-archive`'s for local drivers): a CI job may keep the state folder in its checkout,
+    where a pull request could commit one, and Java does not check the classes an archive
+    holds."""
     env = child_env()
     given = env.get("SPARK_SUBMIT_OPTS", "")
-    env["SPARK_SUBMIT_OPTS"] = " ".join((*PROBE_JAVA_OPTIONS, given)).strip()
+    archive = trusted_option(user_archive_folder(), spark_submit) if spark_submit else None
+    options = (*PROBE_JAVA_OPTIONS, *((archive,) if archive else ()))
+    env["SPARK_SUBMIT_OPTS"] = " ".join((*options, given)).strip()
     marker = procs.start_marker(os.getpid())
     if marker is not None:  # the probe ends with this deployer (runner/probe_session.py)
         env["FSR_DEPLOYER"] = f"{os.getpid()}:{marker}"
@@ -122,7 +128,7 @@ def run_child(
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 cwd=folder,
-                env=probe_env(),
+                env=probe_env(submit),
                 start_new_session=True,
             )
         except OSError as exc:

@@ -14,7 +14,10 @@ read the sink), and reads its wall time and the CPU seconds of the command and i
 
 - `as Spark starts`: `SPARK_SUBMIT_OPTS=-XX:TieredStopAtLevel=4`, which comes after the
   deployer's own option and so wins: Java's default compilers;
-- `client compiler`: the deployer's probe as it is (`PROBE_JAVA_OPTIONS`).
+- `client compiler`: the deployer's probe as it is (`PROBE_JAVA_OPTIONS`), no archive;
+- `the plan's archive`: and the archive `jvm-archive --for-plan` made (once, before the rounds,
+  in a cache folder of the benchmark's own, `FLINK_SQL_RUNNER_USER_CACHE`; the other ways are
+  given an empty one, so that no archive of the user's is mapped).
 """
 
 from __future__ import annotations
@@ -60,9 +63,11 @@ def workspace(root: Path) -> Workspace:
     return ws
 
 
-def plan_once(ws: Workspace, java_options: str, out: Path) -> tuple[float, float]:
-    """One `plan` (wall seconds, CPU seconds); it must have asked the probe."""
+def plan_once(ws: Workspace, java_options: str, out: Path, user_cache: Path) -> tuple[float, float]:
+    """One `plan` (wall seconds, CPU seconds), `user_cache` its user's cache folder; it must
+    have asked the probe."""
     env = {k: v for k, v in os.environ.items() if k != "SPARK_SUBMIT_OPTS"}
+    env["FLINK_SQL_RUNNER_USER_CACHE"] = str(user_cache)
     scratch = tmpdir_option(env[VARIABLE]) if VARIABLE in env else ""
     if options := f"{scratch} {java_options}".strip():
         env["SPARK_SUBMIT_OPTS"] = options  # the probe's JVM keeps to the scratch folder
@@ -80,16 +85,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.benchmarks.probe_start")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
-    ways = {"as Spark starts": "-XX:TieredStopAtLevel=4", "client compiler": ""}
+    ways = {"as Spark starts": "-XX:TieredStopAtLevel=4", "client compiler": "",
+            "the plan's archive": ""}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="fsr-probe-start-") as folder:
         ws = workspace(Path(folder))
         out = Path(folder) / "plan.json"
+        empty, made = Path(folder) / "no-cache", Path(folder) / "user-cache"
+        env = {**os.environ, "FLINK_SQL_RUNNER_USER_CACHE": str(made)}
+        argv = [sys.executable, "-m", "flink_sql_runner", "jvm-archive", "--for-plan"]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)  # noqa: S603
+        if done.returncode != 0:
+            raise SystemExit(f"jvm-archive --for-plan: {done.stderr}")
+        print(done.stdout.strip(), flush=True)
         found: dict[str, list[tuple[float, float]]] = {way: [] for way in ways}
         for turn in range(args.rounds):
             order = list(ways) if turn % 2 == 0 else list(reversed(ways))
             for way in order:
                 shutil.rmtree(ws.state / "cache", ignore_errors=True)  # the schema answers too
-                seconds, cpu = plan_once(ws, ways[way], out)
+                cache = made if way == "the plan's archive" else empty
+                seconds, cpu = plan_once(ws, ways[way], out, cache)
                 found[way].append((seconds, cpu))
                 print(f"round {turn + 1}: {way}: {seconds:.2f} s, {cpu:.2f} CPU-s", flush=True)
     print("\n| probe's JVM | plan, s (median) | CPU-s (median) | rounds (s) |\n|---|---|---|---|")

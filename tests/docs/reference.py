@@ -68,6 +68,15 @@ READ_BY_THE_CODE: dict[str, tuple[str, str]] = {
         "The state folder when `--state-dir` is not given. Not set: `.flink-sql-runner` in the "
         "folder the command runs in.",
     ),
+    "FLINK_SQL_RUNNER_USER_CACHE": (
+        "`jvm-archive --for-plan`, and the local Spark a plan, `preview` or `inspect --state` "
+        "starts",
+        "This user's own cache folder: where `jvm-archive --for-plan` keeps the archive those "
+        "local Sparks start from (its `jvm/`). An absolute path, in no git work tree. Not set: "
+        "`$XDG_CACHE_HOME/flink-sql-runner`, else `~/.cache/flink-sql-runner` (the home folder "
+        "the system knows for this user, not `$HOME`). See "
+        "[start faster](../how-to/faster-starts.md).",
+    ),
     "FLINK_SQL_RUNNER_TIMING_LOG": (
         "every command",
         "A file to which each step of a command appends one JSON line with its time. Meant for "

@@ -212,3 +212,34 @@ def test_the_probes_jvm_has_the_client_compiler_only_and_never_an_archive(
     for ask in asks:
         ask()
         assert options() == given
+
+
+def test_the_probes_jvm_maps_the_archive_of_the_users_own_cache_folder_only(
+    recorder: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`jvm-archive --for-plan`'s archive, in this user's own cache folder, is the one a probe
+    maps (after the client compiler, before the options the environment gives); not while it
+    or its folder could be written by another user. The state folder's is still never mapped."""
+    from flink_sql_runner.targets.jvm_archive import archive_folder, archive_path
+
+    submit, record = recorder
+    monkeypatch.delenv("SPARK_SUBMIT_OPTS", raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
+    monkeypatch.setenv("FLINK_SQL_RUNNER_USER_CACHE", str(tmp_path / "user"))
+    for folder in (archive_folder(tmp_path / "state"), tmp_path / "user" / "jvm"):
+        path = archive_path(folder, str(submit))
+        assert path is not None
+        folder.mkdir(parents=True, mode=0o700)
+        path.write_bytes(b"classes")
+        path.chmod(0o600)
+
+    def options() -> str:
+        run_child("schema_probe", {}, 30, spark_submit=str(submit))
+        return json.loads(record.read_text())["java_options"]
+
+    mapped = f"-XX:SharedArchiveFile={path}"
+    assert options() == f"-XX:TieredStopAtLevel=1 {mapped}"
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "-Dmine=1")
+    assert options() == f"-XX:TieredStopAtLevel=1 {mapped} -Dmine=1"
+    path.chmod(0o666)
+    assert options() == "-XX:TieredStopAtLevel=1 -Dmine=1", "one others may write: not mapped"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -15,9 +16,11 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.gather.spark_child import probe_command, probe_env
+from flink_sql_runner.targets.jvm_archive import archive_path
 from flink_sql_runner.targets.sparksubmit import find_spark_submit
 from runner.query import query_frame, register_sources, with_metadata
 from runner.schema_rules import fields_of
+from tests.support.jvm import archive
 from tests.support.runner_jobs import manifest, run_to_end, write_input
 
 pytestmark = pytest.mark.spark
@@ -31,12 +34,30 @@ SECRET = "probe-secret-7f3a"
 
 def probe(request: dict[str, Any], folder: Path) -> tuple[int, str, dict[str, Any] | None]:
     """The probe run with the deployer's own command (gather/spark_child.py: the real
-    spark-submit, `job_runner.py --probe`, the settings in a properties file), its output and
+    spark-submit, `job_runner.py --probe`, the settings in a properties file) and environment,
+    the archive `jvm-archive --for-plan` keeps in the user's cache folder among it (the suite's
+    own archive, copied there; `classes.log` says where each class came from), its output and
     what it printed; meanwhile no process on the machine shows the secret in its arguments."""
     (folder / "in.json").write_text(json.dumps(request))
     (folder / "probe.properties").write_text(f"spark.hadoop.fs.s3a.secret.key={SECRET}\n")
-    argv = probe_command("schema_probe", find_spark_submit(), folder)
-    env = probe_env()
+    submit = find_spark_submit()
+    argv = probe_command("schema_probe", submit, folder)
+    with pytest.MonkeyPatch.context() as patched:
+        users = folder / "user-cache"
+        patched.setenv("FLINK_SQL_RUNNER_USER_CACHE", str(users))
+        suites = archive()
+        assert suites is not None, "the suite's class-data-sharing archive could not be made"
+        ours = archive_path(users / "jvm", submit)
+        assert ours is not None and ours.name == suites.name, "one Spark, one Java: one name"
+        ours.parent.mkdir(parents=True, mode=0o700)
+        shutil.copyfile(suites, ours)
+        ours.chmod(0o600)  # whatever the umask: a probe maps only an archive of this user's alone
+        # The suite's own archive option gone: only the deployer's can map one.
+        given = os.environ.get("SPARK_SUBMIT_OPTS", "").split()
+        kept = [o for o in given if not o.startswith("-XX:SharedArchiveFile=")]
+        kept.append(f"-Xlog:class+load=info:file={folder / 'classes.log'}")
+        patched.setenv("SPARK_SUBMIT_OPTS", " ".join(kept))
+        env = probe_env(submit)
     # An environment that turns Spark's event log on: the probe writes none all the same.
     (folder / "events").mkdir()
     logged = f"-Dspark.eventLog.enabled=true -Dspark.eventLog.dir=file://{folder}/events"
@@ -145,6 +166,9 @@ def probed(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     result["real-sink"] = sink
     result["stderr"] = stderr
+    result["classes"] = (tmp / "classes.log").read_text()
+    (tmp / "user-cache" / "jvm").chmod(0o700)
+    shutil.rmtree(tmp / "user-cache")  # some 170 MiB
     return result
 
 
@@ -154,6 +178,16 @@ def test_it_writes_no_event_log_and_removes_its_request_once_read(probed) -> Non
     a deployer killed meanwhile leaves neither behind."""
     assert probed["events"] == []
     assert probed["left"] == ["out.json"]
+
+
+def test_it_maps_the_archive_the_plans_probes_start_from(probed) -> None:
+    """`jvm-archive --for-plan`'s archive (docs/how-to/faster-starts.md): the probe's JVM maps
+    Spark's classes from it, the top layer of its class-data sharing (the JDK's own classes are
+    the base layer's)."""
+    session = " org.apache.spark.sql.SparkSession "
+    spark_classes = [line for line in probed["classes"].splitlines() if session in line]
+    assert spark_classes, probed["classes"][-2000:]
+    assert all("source: shared objects file (top)" in line for line in spark_classes), spark_classes
 
 
 def names_types(fields: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:

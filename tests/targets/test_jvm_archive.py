@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import time
 from pathlib import Path
 
@@ -14,7 +15,13 @@ import pytest
 
 from flink_sql_runner.errors import FsrError
 from flink_sql_runner.host import processes as procs
-from flink_sql_runner.targets.jvm_archive import archive_path, java_option, make_archive
+from flink_sql_runner.targets.jvm_archive import (
+    archive_path,
+    java_option,
+    make_archive,
+    trusted_option,
+    user_archive_folder,
+)
 from flink_sql_runner.targets.local import LocalTarget
 from tests.support.cli import run_cli
 from tests.support.fakes import stand_in
@@ -208,3 +215,172 @@ def test_a_jar_that_links_to_nothing_or_an_unreadable_folder_means_no_archive_no
 
     monkeypatch.setattr(Path, "is_file", refused)
     assert java_option(folder, str(submit)) is None
+
+
+def test_the_plans_archive_is_made_in_the_users_own_folder_and_private(
+    tmp_path: Path, calls: Path
+) -> None:
+    """`--for-plan`: in this user's cache folder (never the state folder), the folder 0700 and
+    the archive 0600 whatever the umask; one that is there but not only this user's is refused
+    with a line that says so, and is not used."""
+    submit = stand_in(tmp_path / "spark-submit", TRAINING)
+    state, user = tmp_path / "state", tmp_path / "user-cache"
+    env = {"FLINK_SQL_RUNNER_USER_CACHE": str(user)}
+    args = ("jvm-archive", "--for-plan", "--state-dir", str(state), "--spark-submit", str(submit))
+    old = os.umask(0o002)
+    try:
+        made = run_cli(*args, env=env)
+    finally:
+        os.umask(old)
+    assert made.returncode == 0, made.stderr
+    path = archive_path(user / "jvm", str(submit))
+    assert path is not None and path.read_bytes() == b"classes"
+    assert "the plan's probes of this Spark and Java start from it" in made.stdout
+    assert (path.stat().st_mode & 0o777, path.parent.stat().st_mode & 0o777) == (0o600, 0o700)
+    assert not state.exists(), "nothing in the state folder"
+
+    path.chmod(0o620)  # writable by its group: a probe would not map it
+    refused = run_cli(*args, env=env)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        f"error: {path}: it may be written by others: remove it and run this again"
+    )
+    relative = run_cli(*args, env={"FLINK_SQL_RUNNER_USER_CACHE": "cache"})
+    assert relative.returncode == 1
+    assert relative.stderr.strip() == (
+        "error: FLINK_SQL_RUNNER_USER_CACHE must be an absolute path (or this user has no home)"
+    )
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    inside = run_cli(*args, env={"FLINK_SQL_RUNNER_USER_CACHE": str(checkout / ".cache")})
+    assert inside.returncode == 1
+    assert inside.stderr.strip() == (
+        f"error: {checkout / '.cache' / 'jvm'}: it is in the git work tree {checkout}: the "
+        "plan's probes would map no archive there"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / "jvm").symlink_to(elsewhere)
+    linked = run_cli(*args, env={"FLINK_SQL_RUNNER_USER_CACHE": str(tmp_path / "linked")})
+    assert linked.returncode == 1
+    assert "a link: the plan's probes map no archive through one" in linked.stderr
+    assert stat_mode(elsewhere) == 0o755 and not list(elsewhere.iterdir()), "left as it was"
+    assert len(calls.read_text().splitlines()) == 1, "made once"
+
+
+def stat_mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_the_plans_archive_and_the_folders_made_for_it_are_private_whatever_the_umask(
+    tmp_path: Path, calls: Path
+) -> None:
+    submit = stand_in(tmp_path / "spark-submit", TRAINING)
+    folder = tmp_path / "a" / "b" / "jvm"
+    old = os.umask(0o002)
+    try:
+        made = make_archive(folder, str(submit), private=True)
+    finally:
+        os.umask(old)
+    assert made.made and made.path.read_bytes() == b"classes"
+    modes = [stat_mode(p) for p in (tmp_path / "a", tmp_path / "a" / "b", folder, made.path)]
+    assert modes == [0o700, 0o700, 0o700, 0o600]
+    folder.chmod(0o755)
+    made.path.chmod(0o644)
+    again = make_archive(folder, str(submit), private=True)
+    assert not again.made and [stat_mode(folder), stat_mode(made.path)] == [0o700, 0o600]
+
+
+def test_the_users_cache_folder_is_named_by_the_environment_or_xdg_or_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLINK_SQL_RUNNER_USER_CACHE", str(tmp_path / "mine"))
+    assert user_archive_folder() == tmp_path / "mine" / "jvm"
+    monkeypatch.setenv("FLINK_SQL_RUNNER_USER_CACHE", "relative")
+    assert user_archive_folder() is None, "never a folder that follows where a command runs"
+    monkeypatch.delenv("FLINK_SQL_RUNNER_USER_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert user_archive_folder() == tmp_path / "xdg" / "flink-sql-runner" / "jvm"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")  # ignored, as XDG says
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # a CI job's checkout, say: not read
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir)
+    assert user_archive_folder() == home / ".cache" / "flink-sql-runner" / "jvm"
+
+
+def test_an_archive_is_trusted_only_while_it_and_its_folder_are_this_users_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    submit = str(stand_in(tmp_path / "spark-submit", TRAINING))
+    folder = tmp_path / "jvm"
+    folder.mkdir(mode=0o700)
+    path = archive_path(folder, submit)
+    assert path is not None
+    assert trusted_option(folder, submit) is None, "none there"
+    path.write_bytes(b"classes")
+    path.chmod(0o600)
+    assert trusted_option(folder, submit) == f"-XX:SharedArchiveFile={path}"
+    assert trusted_option(None, submit) is None
+    for mode in (0o620, 0o602):
+        path.chmod(mode)
+        assert trusted_option(folder, submit) is None, oct(mode)
+    path.chmod(0o644)
+    assert trusted_option(folder, submit) is not None, "readable by others is fine"
+    folder.chmod(0o770)
+    assert trusted_option(folder, submit) is None, "a folder others may write in"
+    folder.chmod(0o755)
+    uid = os.getuid()
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "getuid", lambda: uid + 1)
+        assert trusted_option(folder, submit) is None, "another user's"
+    elsewhere = tmp_path / "elsewhere.jsa"
+    path.rename(elsewhere)
+    path.symlink_to(elsewhere)
+    assert trusted_option(folder, submit) == f"-XX:SharedArchiveFile={elsewhere}", "followed"
+    elsewhere.chmod(0o666)
+    assert trusted_option(folder, submit) is None, "a link to a file others may write"
+    elsewhere.chmod(0o644)
+    path.unlink()
+    elsewhere.rename(path)
+    linked = tmp_path / "linked"
+    linked.symlink_to(folder)
+    assert trusted_option(linked, submit) == f"-XX:SharedArchiveFile={path}", "the real path"
+    tmp_path.chmod(0o777)
+    assert trusted_option(folder, submit) is None, "a folder above it others may write in"
+    tmp_path.chmod(0o1777)
+    assert trusted_option(folder, submit) is not None, "unless sticky, as /tmp is"
+    tmp_path.chmod(0o755)
+    (tmp_path / ".git").mkdir()
+    assert trusted_option(folder, submit) is None, "in a checkout"
+
+
+def test_a_java_path_that_loops_or_a_quote_means_no_archive_and_one_line(
+    tmp_path: Path, calls: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hostile review's findings: a JAVA_HOME whose `bin/java` is a link loop escaped as a
+    traceback (plan, deploy, `jvm-archive`); a quote in the archive's path, which Spark's
+    launcher reads as its own syntax, failed the probe's spark-submit."""
+    submit = str(stand_in(tmp_path / "spark-submit", TRAINING))
+    folder = tmp_path / "jvm"
+    folder.mkdir(mode=0o700)
+    path = archive_path(folder, submit)
+    assert path is not None
+    path.write_bytes(b"classes")
+    path.chmod(0o600)
+    quoted = tmp_path / "o'brien"
+    folder.rename(quoted)
+    assert trusted_option(quoted, submit) is None and java_option(quoted, submit) is None
+    with pytest.raises(FsrError, match="a path with quotes cannot be given to Java"):
+        make_archive(quoted, submit, private=True)
+    loop = tmp_path / "java-home" / "bin"
+    loop.mkdir(parents=True)
+    (loop / "java").symlink_to(loop / "java")
+    monkeypatch.setenv("JAVA_HOME", str(loop.parent))
+    assert trusted_option(quoted, submit) is None and java_option(quoted, submit) is None
+    refused = run_cli(
+        "jvm-archive", "--for-plan", "--spark-submit", submit,
+        env={"FLINK_SQL_RUNNER_USER_CACHE": str(tmp_path / "user"), "JAVA_HOME": str(loop.parent)},
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error: cannot tell which Java and Spark to make it for: ")
+    assert len(refused.stderr.strip().splitlines()) == 1
