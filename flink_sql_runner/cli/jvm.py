@@ -51,7 +51,9 @@ def jvm_archive(
     folder, `$FLINK_SQL_RUNNER_USER_CACHE/jvm/` (default `$XDG_CACHE_HOME/flink-sql-runner/jvm/`,
     else `~/.cache/flink-sql-runner/jvm/`), made 0700. A probe maps it only while it and every
     folder above it are this user's (or root's) and writable by no one else, and it is in no
-    git work tree; never the state folder's, which a checkout may hold.
+    checkout (a git work tree, the folder CI names as its checkout, the folder the command runs
+    in); never the state folder's, which a checkout may hold. One archive per Java and Spark:
+    other projects' are kept.
 
     \b
     Exit codes: 0 made (or there already), 1 it could not be made (the line says why).
@@ -60,7 +62,8 @@ def jvm_archive(
     folder = user_archive_folder() if for_plan else archive_folder(state_dir)
     if folder is None:
         raise FsrError(f"{USER_CACHE_ENV} must be an absolute path (or this user has no home)")
-    made = make_archive(folder, submit, private=for_plan)
+    # One cache folder serves every project of this user, on whatever Spark: others kept.
+    made = make_archive(folder, submit, keep_others=for_plan, private=for_plan)
     problem = untrusted(made.path) if for_plan else None
     if problem:
         raise FsrError(f"{made.path}: the plan's probes would not map it: {problem}")

@@ -14,8 +14,8 @@ The plan's probes (gather/spark_child.py) map an archive too, but only one in th
 cache folder (`user_archive_folder`, made by `jvm-archive --for-plan`), never the state
 folder's: a CI job may keep the state folder in its checkout, where a pull request could commit
 an archive, and Java does not check the classes an archive holds. One there is used only where
-it, its folder and every folder above it are this user's (or root's) alone and it is in no git
-work tree (`trusted_option`, host/owned.py).
+it, its folder and every folder above it are this user's (or root's) alone and it is in no
+checkout (`trusted_option`, host/owned.py).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def archive_folder(state_dir: Path) -> Path:
 
 #: The folder of this user's own cache, over `$XDG_CACHE_HOME/flink-sql-runner` (else
 #: `~/.cache/flink-sql-runner`, in the home folder the system knows for this user): an absolute
-#: path in no git work tree.
+#: path in no checkout.
 USER_CACHE_ENV = "FLINK_SQL_RUNNER_USER_CACHE"
 
 
@@ -107,7 +107,7 @@ def user_archive_folder() -> Path | None:
     would follow the folder a command runs in: a checkout) or this user has no home folder."""
     named = os.environ.get(USER_CACHE_ENV)
     if named:
-        base: Path | None = Path(named)
+        base: Path | None = Path(os.path.normpath(named))
     else:
         xdg = os.environ.get("XDG_CACHE_HOME")
         base = Path(xdg) / "flink-sql-runner" if xdg else None
@@ -135,7 +135,7 @@ def trusted_option(folder: Path | None, spark_submit: str) -> str | None:
 
 def untrusted(path: Path) -> str | None:
     """Why the plan's probes would not map the archive at `path`, or None: its folder must be
-    this user's alone and in no git work tree, the archive a file (not a link) this user's and
+    this user's alone and in no checkout, the archive a file (not a link) this user's and
     writable by no one else (host/owned.py), and its path one word of a JVM option."""
     problem = owned.folder_problem(path.parent)
     if problem:
@@ -212,7 +212,9 @@ def make_archive(
     if any(c.isspace() for c in str(made)):
         raise FsrError(f"{made}: a path with spaces cannot be given to Java as an option")
     if _option(made) is None:
-        raise FsrError(f"{made}: a path with quotes cannot be given to Java as an option")
+        raise FsrError(
+            f"{made}: a path with a quote or a backslash cannot be given to Java as an option"
+        )
     began = time.monotonic()
     if private:
         _private_folder(folder)
@@ -237,7 +239,10 @@ def make_archive(
         raise FsrError(f"{folder}: {exc.strerror}") from None
     for other in [] if keep_others else folder.glob("spark-*.jsa"):
         if other != made:
-            other.unlink(missing_ok=True)
+            try:
+                other.unlink(missing_ok=True)
+            except OSError:  # not ours to remove, or not a file: left
+                continue
     return Made(made, time.monotonic() - began, made=True)
 
 

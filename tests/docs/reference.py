@@ -72,7 +72,7 @@ READ_BY_THE_CODE: dict[str, tuple[str, str]] = {
         "`jvm-archive --for-plan`, and the local Spark a plan, `preview` or `inspect --state` "
         "starts",
         "This user's own cache folder: where `jvm-archive --for-plan` keeps the archive those "
-        "local Sparks start from (its `jvm/`). An absolute path, in no git work tree. Not set: "
+        "local Sparks start from (its `jvm/`). An absolute path, in no checkout. Not set: "
         "`$XDG_CACHE_HOME/flink-sql-runner`, else `~/.cache/flink-sql-runner` (the home folder "
         "the system knows for this user, not `$HOME`). See "
         "[start faster](../how-to/faster-starts.md).",

@@ -230,6 +230,7 @@ def test_the_probes_jvm_maps_the_archive_of_the_users_own_cache_folder_only(
         path = archive_path(folder, str(submit))
         assert path is not None
         folder.mkdir(parents=True, mode=0o700)
+        folder.parent.chmod(0o700)  # whatever the umask
         path.write_bytes(b"classes")
         path.chmod(0o600)
 

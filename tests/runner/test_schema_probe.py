@@ -50,6 +50,7 @@ def probe(request: dict[str, Any], folder: Path) -> tuple[int, str, dict[str, An
         ours = archive_path(users / "jvm", submit)
         assert ours is not None and ours.name == suites.name, "one Spark, one Java: one name"
         ours.parent.mkdir(parents=True, mode=0o700)
+        users.chmod(0o700)  # whatever the umask
         shutil.copyfile(suites, ours)
         ours.chmod(0o600)  # whatever the umask: a probe maps only an archive of this user's alone
         # The suite's own archive option gone: only the deployer's can map one.

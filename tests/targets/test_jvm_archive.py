@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from flink_sql_runner.errors import FsrError
+from flink_sql_runner.host import owned
 from flink_sql_runner.host import processes as procs
 from flink_sql_runner.targets.jvm_archive import (
     archive_path,
     java_option,
     make_archive,
     trusted_option,
+    untrusted,
     user_archive_folder,
 )
 from flink_sql_runner.targets.local import LocalTarget
@@ -239,7 +241,7 @@ def test_the_plans_archive_is_made_in_the_users_own_folder_and_private(
     assert (path.stat().st_mode & 0o777, path.parent.stat().st_mode & 0o777) == (0o600, 0o700)
     assert not state.exists(), "nothing in the state folder"
 
-    path.chmod(0o620)  # writable by its group: a probe would not map it
+    path.chmod(0o602)  # writable by others: a probe would not map it
     refused = run_cli(*args, env=env)
     assert refused.returncode == 1
     assert refused.stderr.strip() == (
@@ -311,6 +313,7 @@ def test_the_users_cache_folder_is_named_by_the_environment_or_xdg_or_home(
 def test_an_archive_is_trusted_only_while_it_and_its_folder_are_this_users_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(owned, "_own_group", lambda gid: False)  # its group: others
     submit = str(stand_in(tmp_path / "spark-submit", TRAINING))
     folder = tmp_path / "jvm"
     folder.mkdir(mode=0o700)
@@ -370,7 +373,7 @@ def test_a_java_path_that_loops_or_a_quote_means_no_archive_and_one_line(
     quoted = tmp_path / "o'brien"
     folder.rename(quoted)
     assert trusted_option(quoted, submit) is None and java_option(quoted, submit) is None
-    with pytest.raises(FsrError, match="a path with quotes cannot be given to Java"):
+    with pytest.raises(FsrError, match="a quote or a backslash cannot be given to Java"):
         make_archive(quoted, submit, private=True)
     loop = tmp_path / "java-home" / "bin"
     loop.mkdir(parents=True)
@@ -384,3 +387,83 @@ def test_a_java_path_that_loops_or_a_quote_means_no_archive_and_one_line(
     assert refused.returncode == 1
     assert refused.stderr.startswith("error: cannot tell which Java and Spark to make it for: ")
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_a_checkout_without_git_is_told_by_ci_or_by_where_the_command_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second hostile review: a checkout from a tarball has no `.git`. The folder a CI system
+    names as its checkout, and the folder the command runs in (not the home folder: `cd ~` on a
+    laptop), count as checkouts too."""
+    submit = str(stand_in(tmp_path / "spark-submit", TRAINING))
+    checkout = tmp_path / "checkout"
+    folder = checkout / ".cache" / "flink-sql-runner" / "jvm"
+    folder.mkdir(parents=True)
+    for part in (checkout, *folder.parents[:3], folder):
+        part.chmod(0o755)
+    path = archive_path(folder, submit)
+    assert path is not None
+    path.write_bytes(b"classes")
+    path.chmod(0o644)
+    for name in owned.CHECKOUTS:
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert trusted_option(folder, submit) is not None
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(checkout))
+    assert untrusted(path) == (
+        f"its folder: it is in $GITHUB_WORKSPACE ({checkout}), which may be a checkout"
+    )
+    monkeypatch.delenv("GITHUB_WORKSPACE")
+    monkeypatch.chdir(checkout)
+    assert trusted_option(folder, submit) is None, "the folder the command runs in"
+    monkeypatch.setattr(owned, "home", lambda: checkout)
+    assert trusted_option(folder, submit) is not None, "unless that is the home folder"
+
+
+def test_a_group_may_write_only_where_it_is_the_users_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Umask 002 systems give each user a group of their own: its write is no one else's."""
+    submit = str(stand_in(tmp_path / "spark-submit", TRAINING))
+    folder = tmp_path / "jvm"
+    folder.mkdir()
+    folder.chmod(0o775)
+    path = archive_path(folder, submit)
+    assert path is not None
+    path.write_bytes(b"classes")
+    path.chmod(0o664)
+    monkeypatch.setattr(owned, "_own_group", lambda gid: True)
+    assert trusted_option(folder, submit) is not None
+    monkeypatch.setattr(owned, "_own_group", lambda gid: False)
+    assert trusted_option(folder, submit) is None
+
+
+def test_the_users_cache_keeps_every_sparks_archive_and_a_dot_dot_is_resolved(
+    tmp_path: Path, calls: Path
+) -> None:
+    """One cache folder serves every project of the user, whatever its Spark: making one
+    Spark's archive leaves the others'. A `..` in the folder named is resolved, not followed
+    into a folder that does not exist."""
+    submit = stand_in(tmp_path / "spark-submit", TRAINING)
+    user = tmp_path / "user"
+    (user / "jvm").mkdir(parents=True, mode=0o700)
+    user.chmod(0o700)
+    (user / "jvm" / "spark-of-another-spark.jsa").write_bytes(b"theirs")
+    (user / "jvm" / "spark-a-folder.jsa").mkdir()
+    named = str(tmp_path / "missing" / ".." / "user")
+    made = run_cli(
+        "jvm-archive", "--for-plan", "--spark-submit", str(submit),
+        env={"FLINK_SQL_RUNNER_USER_CACHE": named},
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    path = archive_path(user / "jvm", str(submit))
+    assert path is not None and path.read_bytes() == b"classes"
+    assert (user / "jvm" / "spark-of-another-spark.jsa").read_bytes() == b"theirs"
+    assert not (tmp_path / "missing").exists()
+    state = tmp_path / "state"
+    (state / "jvm").mkdir(parents=True)
+    (state / "jvm" / "spark-a-folder.jsa").mkdir()
+    drivers = run_cli("jvm-archive", "--state-dir", str(state), "--spark-submit", str(submit))
+    assert drivers.returncode == 0, drivers.stderr
+    assert (state / "jvm" / "spark-a-folder.jsa").is_dir(), "what cannot be removed is left"
