@@ -12,7 +12,6 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from flink_sql_runner.decide import pipeline
-from flink_sql_runner.decide.changes import unchanged
 from flink_sql_runner.decide.decisions import Action, Decision, Plan
 from flink_sql_runner.decide.steps import StartRun, StopRun
 from flink_sql_runner.decide.tree import decide, describe_runs, error
@@ -20,6 +19,7 @@ from flink_sql_runner.decide.warm import DEFAULT_HANDOVER, warm
 from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
 from flink_sql_runner.model.lineage import Lineage, plan_lineage
+from flink_sql_runner.model.same import unchanged
 from flink_sql_runner.model.stored import StoredManifest, Token
 from flink_sql_runner.read.kafka_start import KafkaStart
 from flink_sql_runner.read.sinks import SinkId, SinkIndex, target_sink

@@ -22,7 +22,6 @@ from flink_sql_runner.decide.changes import (
     diff,
     restored_or_meant,
     severity,
-    unchanged,
 )
 from flink_sql_runner.decide.decisions import Action, Decision, OperatorVerdict, StateReport
 from flink_sql_runner.decide.steps import StartRun
@@ -30,6 +29,7 @@ from flink_sql_runner.model.facts import JobFacts
 from flink_sql_runner.model.intents import Kind
 from flink_sql_runner.model.offsets import AS_TABLE, CARRIED, StartPlan
 from flink_sql_runner.model.runtime import source_tables
+from flink_sql_runner.model.same import unchanged
 from flink_sql_runner.model.sizes import human_size
 from flink_sql_runner.model.sparkversion import is_older
 from flink_sql_runner.model.state import Analysed, Operator, StateFacts, join_words

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from flink_sql_runner.decide import contracts
-from flink_sql_runner.decide.changes import Change, ChangeKind, diff, severity, unchanged
+from flink_sql_runner.decide.changes import Change, ChangeKind, diff, severity
 from flink_sql_runner.decide.decisions import Action, Decision
 from flink_sql_runner.decide.offsets import (
     Refused,
@@ -32,6 +32,7 @@ from flink_sql_runner.model.facts import CheckpointFacts, JobFacts
 from flink_sql_runner.model.intents import FailedStart, Kind, Outcome, Phase
 from flink_sql_runner.model.offsets import NO_STARTS
 from flink_sql_runner.model.runs import Run
+from flink_sql_runner.model.same import unchanged
 from flink_sql_runner.model.sparkversion import is_older, version_tuple
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.kafka_start import KafkaStart

@@ -42,6 +42,7 @@ from flink_sql_runner.model.runtime import (
     resolved_table,
     source_tables,
 )
+from flink_sql_runner.model.same import unchanged
 from flink_sql_runner.model.state import Analysed, StateFacts
 from flink_sql_runner.model.stored import Meta, StoredManifest
 from flink_sql_runner.read.cache_signing import env_cache_key, signed, unsigned
@@ -85,12 +86,16 @@ Ask = Callable[[dict[str, Any]], tuple[dict[str, Any], str | None]]
 def changes_output(facts: JobFacts) -> bool:
     """Whether a start for this job could write another schema than its sink holds: a new job,
     or a change of what shapes its output (the query, its tables, the metadata columns). Not a
-    job that cannot be decided, or whose runs cannot be told (decide/tree.py starts neither)."""
+    job that cannot be decided, or whose runs cannot be told (decide/tree.py starts neither).
+    A job stored as git has it (`unchanged`, which gather found for most jobs of a plan) changes
+    nothing: its paths were resolved at load, so resolving them again gives them back."""
     desired, stored = facts.desired, facts.stored
     if desired is None or desired.desired_state == "stopped" or facts.problem or facts.unknown:
         return False
     if stored is None:
         return True
+    if unchanged(facts):
+        return False
     spec = desired.spec
     old, tables = desired.resolved(stored.job, stored.tables)
     if any(spec.get(key) != old.get(key) for key in OUTPUT_FIELDS):

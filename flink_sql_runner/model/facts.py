@@ -74,7 +74,7 @@ class JobFacts:
     #: whose start could change its query (gathered with `contracts`, model/state.py).
     state: StateFacts | None = None
     #: The desired job and the stored manifest, when gather found them the same field for
-    #: field (decide/changes.py::unchanged), so that the plan does not compare them again. Kept
+    #: field (model/same.py::unchanged), so that the plan does not compare them again. Kept
     #: with the two it is about: facts made with another desired job or stored manifest
     #: (`replace`) are compared anew.
     found_same: tuple[Job, StoredManifest] | None = field(default=None, repr=False, compare=False)

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from flink_sql_runner.decide import changes
-from flink_sql_runner.decide.changes import CONFIG, QUERY, ChangeKind, diff, same, severity
+from flink_sql_runner.decide.changes import CONFIG, QUERY, ChangeKind, diff, severity
+from flink_sql_runner.model.same import same
 from tests.support.jobs import BASE
 
 KAFKA_IN = {

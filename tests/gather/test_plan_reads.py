@@ -177,12 +177,12 @@ def test_a_job_stored_as_git_has_it_is_not_diffed(desired, diffs, monkeypatch) -
 def test_a_job_gather_found_stored_as_git_has_it_is_compared_once(monkeypatch) -> None:
     """checkpoint_unused compares the running job's manifests; gather keeps what it found
     (`JobFacts.found_same`) and the plan does not compare them again."""
-    from flink_sql_runner.decide import changes
+    from flink_sql_runner.model import same as sameness
 
     store, target, storage, _ = world(running=True)
     compared: list[int] = []
-    real = changes.same
-    monkeypatch.setattr(changes, "same", lambda a, b: compared.append(1) or real(a, b))
+    real = sameness.same
+    monkeypatch.setattr(sameness, "same", lambda a, b: compared.append(1) or real(a, b))
     facts = gather(
         [BASE], store, target, storage, workers=1, running_commits=False,
         checkpoint_unused=checkpoint_unused,
@@ -199,7 +199,7 @@ def test_what_gather_found_the_same_holds_only_for_the_two_it_compared() -> None
     compared anew: a config change is not taken for the manifest gather found unchanged."""
     from dataclasses import replace
 
-    from flink_sql_runner.decide.changes import unchanged
+    from flink_sql_runner.model.same import unchanged
 
     stored = stored_of(BASE, 1)
     alive = (Run("orders", 1, "run-1", "pid 42"),)
