@@ -18,8 +18,9 @@ with its own modules under the same Python and libraries; both compiled to bytec
 Every run of either code must decide what the workspace was built for (plan_bench.py).
 
 Run: `python -m tests.benchmarks.ci_plan --old d26acbe` (add `--profile` for a cProfile of one
-cold 10,000-job plan of this checkout, its top lines printed). Prints a Markdown table for
-docs/developers/benchmarks.md.
+cold 10,000-job plan of this checkout, its top lines printed; `--one-query-each` for jobs whose
+queries each name a column of their own, as a fleet's mostly are, instead of three queries).
+Prints a Markdown table for docs/developers/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -97,13 +98,19 @@ def old_checkout(ref: str, scratch: Path) -> Path:
 
 
 def measure(
-    sizes: list[int], old: str, rounds: int, latency_ms: float, scratch: Path, mix: Mix
+    sizes: list[int],
+    old: str,
+    rounds: int,
+    latency_ms: float,
+    scratch: Path,
+    mix: Mix,
+    one_query_each: bool = False,
 ) -> dict[tuple[int, str, str], Stats]:
     found: dict[tuple[int, str, str], list[float]] = {}
     compile_deployer()
     codes = {"now": REPO, f"at {old}": old_checkout(old, scratch)}
     for jobs in sizes:
-        ws = write_inputs(scratch / f"ci-{jobs}", jobs)
+        ws = write_inputs(scratch / f"ci-{jobs}", jobs, one_query_each)
         manifests, counts = stored_manifests(ws, mix)
         write_state(ws, sorted(manifests))  # checkpoints, and run records of live runs
         pristine = state_files(ws)
@@ -194,6 +201,11 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--profile-only", action="store_true", help="no timed rounds")
     parser.add_argument("--query-changes", type=float, default=DEFAULT_QUERY_CHANGES)
+    parser.add_argument(
+        "--one-query-each",
+        action="store_true",
+        help="each job's query names a column of its own (else three queries)",
+    )
     options = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="fsr-ci-plan-"))
     try:
@@ -201,7 +213,15 @@ def main() -> None:
         load = os.getloadavg()[0]
         mix = Mix(config_changed=0.2, query_changed=options.query_changes)
         if not options.profile_only:
-            results = measure(sizes, options.old, options.rounds, options.latency_ms, scratch, mix)
+            results = measure(
+                sizes,
+                options.old,
+                options.rounds,
+                options.latency_ms,
+                scratch,
+                mix,
+                options.one_query_each,
+            )
             print(f"\nload average {load:.2f} before, {os.getloadavg()[0]:.2f} after; "
                   f"{options.rounds} rounds, median (best)\n")  # fmt: skip
             print(table(results, options.old))

@@ -89,8 +89,11 @@ def job_name(index: int) -> str:
     return f"job-{index:05d}"
 
 
-def write_inputs(root: Path, jobs: int) -> Workspace:
-    """Job files, the table catalog and the template (checkpoints under `root`)."""
+def write_inputs(root: Path, jobs: int, one_query_each: bool = False) -> Workspace:
+    """Job files, the table catalog and the template (checkpoints under `root`). With
+    `one_query_each`, each job's query also names a column of its own (`id AS key_00042`), as
+    a fleet's jobs mostly hold a query each; else three queries, their numbers and sources
+    changed."""
     ws = Workspace(root)
     template = dict(TEMPLATE, **{"checkpoint-root": str(root / "checkpoints")})
     ws.template.write_text(yaml.safe_dump(template, sort_keys=False))
@@ -114,6 +117,8 @@ def write_inputs(root: Path, jobs: int) -> Workspace:
         sql = QUERIES[i % len(QUERIES)].format(
             src=f"src_{i % SOURCES:02d}", other=f"src_{(i + 1) % SOURCES:02d}", n=i
         )
+        if one_query_each:
+            sql = sql.replace("SELECT ", f"SELECT id AS key_{i:05d}, ", 1)
         ws.write_job(
             name,
             description=f"Benchmark job {i}",
