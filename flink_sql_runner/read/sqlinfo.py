@@ -10,7 +10,11 @@ import bisect
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from flink_sql_runner.read import sql_skeleton
+from flink_sql_runner.read.sql_skeleton import EDGE as _EDGE
+from flink_sql_runner.read.sql_skeleton import NOT_PLAIN as _NOT_PLAIN
 
 if TYPE_CHECKING:
     from sqlglot import exp
@@ -45,6 +49,8 @@ def _parse_query(sql: str) -> tuple[exp.Expression, list[int]]:
         raise SqlProblem(f"does not parse{where}: {detail}") from None
     except TokenError as exc:
         raise SqlProblem(f"does not parse: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - sqlglot's own failure (`1.ebd`: a decimal's)
+        raise SqlProblem(f"does not parse: {type(exc).__name__} in sqlglot") from None
     if len(statements) != 1:
         raise SqlProblem(f"must be exactly one query, found {len(statements)} statements")
     statement = statements[0]
@@ -102,17 +108,12 @@ def read_tables(sql: str) -> tuple[list[Reference], frozenset[str]]:
 #: characters that end a token (spaces, brackets, commas, operators), made its kind; a quote or
 #: backtick left open, which makes the text shapeless. A digit after any other character (a
 #: letter, `·`, a dot) is a name's, or a typed literal's (`1L`), and kept.
-_EDGE = r"\s(),;=<>+\-*/%\[\]|&^~!"
 _LEXEME = re.compile(
     r"('[^'\\\n]*'|`(?:[^`]|``)*`)"
     rf"|(?<![^{_EDGE}])([0-9]+)(?![^{_EDGE}])|(?<![^{_EDGE}])([0-9]+\.[0-9]+)(?![^{_EDGE}])"
     r"|(['`])",
     re.DOTALL,
 )
-#: Texts whose lexing by `_LEXEME` could differ from the parser's: double quotes (Spark's
-#: strings), backslashes (escapes), comments (`--`, `/* */`, and `#`, which no Spark SQL needs),
-#: and NUL, which the shapes' kinds are written with.
-_NOT_PLAIN = re.compile(r'["\\#\x00]|--|/\*')
 _KINDS = {2: "\x00i", 3: "\x00d"}
 #: What the queries of this process read, by shape (`query_tables`).
 _by_shape: dict[str, tuple[list[tuple[str, ...]], frozenset[str]]] = {}
@@ -145,16 +146,58 @@ def query_shape(sql: str) -> str | None:
 def query_tables(sql: str) -> tuple[list[tuple[str, ...]], frozenset[str]]:
     """The parts of each table a query reads, in order, and its CTEs in lower case
     (`read_tables`): parsed once per shape (`query_shape`), so jobs made from one template cost
-    one parse. SqlProblem if the SQL is not one query (each such text parsed, its own
-    positions in its message)."""
+    one parse, and once a command has parsed many, once per skeleton (read/sql_skeleton.py:
+    queries that differ in their plain names too). SqlProblem if the SQL is not one query (each
+    such text parsed, its own positions in its message)."""
     shape = query_shape(sql)
     known = _by_shape.get(shape) if shape is not None else None
+    if known is None:
+        known = _by_skeleton(sql) if shape is not None else None
     if known is None:
         references, ctes = read_tables(sql)
         known = [r.parts for r in references], ctes
         if shape is not None:
             _by_shape[shape] = known
+            _learn(sql, references, ctes)
     return list(known[0]), known[1]
+
+
+#: What the skeletons of this process's queries read (`_by_skeleton`), whether they keep no
+#: state (`keeps_no_state`), and how many shapes were parsed before skeletons were used.
+_templates: dict[str, Any] = {}
+_stateless_by_skeleton: dict[str, bool] = {}
+_skeleton_words: list[frozenset[str]] = []
+_shapes_parsed = [0]
+
+
+def _skeleton_of(sql: str) -> Any:
+    """`sql`'s skeleton (read/sql_skeleton.py) once skeletons are in use, else None."""
+    return sql_skeleton.skeleton(sql, _skeleton_words[0]) if _skeleton_words else None
+
+
+def _parsed_one() -> None:
+    """Count a shape parsed; skeletons are used from the `USE_AFTER`th (a small project never
+    pays for the words sqlglot holds)."""
+    _shapes_parsed[0] += 1
+    if not _skeleton_words and _shapes_parsed[0] >= sql_skeleton.USE_AFTER:
+        _skeleton_words.append(sql_skeleton.sqlglot_words())
+
+
+def _by_skeleton(sql: str) -> tuple[list[tuple[str, ...]], frozenset[str]] | None:
+    """What `sql` reads by its skeleton, where a query of that skeleton was parsed."""
+    found = _skeleton_of(sql)
+    known = _templates.get(found.key) if found is not None else None
+    return sql_skeleton.tables_of(found, known) if found is not None and known else None
+
+
+def _learn(sql: str, references: list[Reference], ctes: frozenset[str]) -> None:
+    """Keep what a parse of `sql` read as its skeleton's template."""
+    _parsed_one()
+    found = _skeleton_of(sql)
+    if found is not None:
+        known = sql_skeleton.template(sql, _skeleton_words[0], found, references, ctes)
+        if known is not None:
+            _templates[found.key] = known
 
 
 def tables_read(sql: str) -> list[str]:
@@ -291,23 +334,39 @@ def keeps_no_state(sql: str) -> bool:
     """Whether a query certainly keeps no state when streaming: read without Spark, nothing in it
     could (`_MAY_KEEP_STATE`; `UNION` without `ALL` deduplicates). False where it may, or where
     the text does not parse: Spark's analysis decides those (runner/stateful_plan.py). Parsed
-    once per shape (`query_shape`)."""
+    once per shape (`query_shape`), and once skeletons are in use (`query_tables`), once per
+    skeleton: what it asks of the parse is the kinds of its nodes, which names do not change."""
     shape = query_shape(sql)
     known = _stateless_by_shape.get(shape) if shape is not None else None
+    if known is not None or shape is None:
+        return known if known is not None else _keeps_no_state(sql)
+    found = _skeleton_of(sql)
+    known = _stateless_by_skeleton.get(found.key) if found is not None else None
     if known is None:
-        known = _keeps_no_state(sql)
-        if shape is not None:
-            _stateless_by_shape[shape] = known
+        try:
+            query, _ = _parse_query(sql)
+        except SqlProblem:
+            _stateless_by_shape[shape] = False  # a failure is kept by shape alone
+            return False
+        known = _stateless(query)
+        _parsed_one()
+        if found is not None:
+            _stateless_by_skeleton[found.key] = known
+    _stateless_by_shape[shape] = known
     return known
 
 
 def _keeps_no_state(sql: str) -> bool:
-    from sqlglot import exp
-
     try:
         query, _ = _parse_query(sql)
     except SqlProblem:
         return False
+    return _stateless(query)
+
+
+def _stateless(query: exp.Expression) -> bool:
+    from sqlglot import exp
+
     for node in query.walk():
         names = {cls.__name__ for cls in type(node).__mro__}
         if names & set(_MAY_KEEP_STATE):

@@ -144,9 +144,9 @@ def test_whether_a_query_keeps_state_is_read_once_per_shape(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     parsed: list[str] = []
-    real = sqlinfo._keeps_no_state
+    real = sqlinfo._parse_query
     monkeypatch.setattr(sqlinfo, "_stateless_by_shape", {})
-    monkeypatch.setattr(sqlinfo, "_keeps_no_state", lambda sql: parsed.append(sql) or real(sql))
+    monkeypatch.setattr(sqlinfo, "_parse_query", lambda sql: parsed.append(sql) or real(sql))
     for n in range(20):
         assert sqlinfo.keeps_no_state(f"SELECT id FROM src WHERE amount > {n}")
         assert not sqlinfo.keeps_no_state(f"SELECT k, count(*) FROM src GROUP BY k LIMIT {n}")
