@@ -52,8 +52,9 @@ _NUMBER_DOT_NAME = re.compile(r"(?<!\w)[0-9]+\.+[A-Za-z_]")
 #: Names past this many distinct ones have no character for their place.
 MAX_NAMES = 0xFFFF
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-#: Shape misses in a process before skeletons are used (making `sqlglot_words` costs about 0.1 s).
-USE_AFTER = 32
+#: Shapes parsed in a process before skeletons are used: making `sqlglot_words` costs about
+#: 0.1 to 0.2 s, what this many parses cost (a plan of a few hundred queries never pays it).
+USE_AFTER = 256
 
 
 #: Where the characters that write a name's places in a key begin (private use, not `\w`).

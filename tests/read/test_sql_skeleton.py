@@ -123,6 +123,7 @@ def test_what_the_parser_could_read_keeps_skeletons_apart(words, one: str, other
 
 
 def test_a_fleet_of_one_query_each_is_parsed_once_per_skeleton(monkeypatch) -> None:
+    monkeypatch.setattr(sql_skeleton, "USE_AFTER", 8)
     monkeypatch.setattr(sqlinfo, "_by_shape", {})
     monkeypatch.setattr(sqlinfo, "_templates", {})
     monkeypatch.setattr(sqlinfo, "_skeleton_words", [])
@@ -132,7 +133,7 @@ def test_a_fleet_of_one_query_each_is_parsed_once_per_skeleton(monkeypatch) -> N
     monkeypatch.setattr(sqlinfo, "read_tables", lambda sql: parsed.append(sql) or real(sql))
     texts = [
         f"SELECT o.id, c.name_{n} FROM shop_{n}.orders_{n} o JOIN customers_{n} c ON o.c = c.id"
-        for n in range(200)
+        for n in range(60)
     ]
     for sql in texts:
         assert query_tables(sql) == _parsed(sql)
@@ -142,12 +143,14 @@ def test_a_fleet_of_one_query_each_is_parsed_once_per_skeleton(monkeypatch) -> N
 
 
 def _through_query_tables(monkeypatch, first: str, then: str):
-    """`query_tables` of `then`, after 40 other queries (skeletons in use) and `first`."""
+    """`query_tables` of `then`, after 12 other queries (skeletons in use from the 8th) and
+    `first`."""
+    monkeypatch.setattr(sql_skeleton, "USE_AFTER", 8)
     monkeypatch.setattr(sqlinfo, "_by_shape", {})
     monkeypatch.setattr(sqlinfo, "_templates", {})
     monkeypatch.setattr(sqlinfo, "_skeleton_words", [])
     monkeypatch.setattr(sqlinfo, "_shapes_parsed", [0])
-    for n in range(40):
+    for n in range(12):
         query_tables(f"SELECT c{n} FROM dummy_{n}")
     try:
         query_tables(first)
