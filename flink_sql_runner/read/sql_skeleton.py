@@ -22,6 +22,7 @@ not kept.
 
 from __future__ import annotations
 
+import bisect
 import re
 import sys
 import types
@@ -181,12 +182,16 @@ def template(
     if len(spans) != len(found.names):
         return None
     lower = {name.lower(): index for index, name in enumerate(found.names)}
+    starts = [start for start, _ in spans]
     tables: list[tuple[Part, ...]] = []
     for reference in references:
         if reference.start is None or reference.end is None:
             return None
-        inside = [i for i, (start, end) in enumerate(spans)
-                  if reference.start <= start and end <= reference.end]  # fmt: skip
+        inside = []
+        at = bisect.bisect_left(starts, reference.start)
+        while at < len(spans) and spans[at][1] <= reference.end:
+            inside.append(at)
+            at += 1
         parts: list[Part] = []
         for part in reference.parts:
             if inside and found.names[inside[0]] == part:
@@ -221,14 +226,17 @@ def tables_of(found: Skeleton, known: Template) -> tuple[list[tuple[str, ...]], 
     return tables, frozenset(value(c).lower() for c in known.ctes)
 
 
-def sqlglot_words() -> frozenset[str]:
+def sqlglot_words() -> frozenset[str] | None:
     """Every word sqlglot's loaded modules hold as text (upper case): their constants, the
-    names and values their classes, enums and functions hold, docstrings aside."""
+    names and values their classes, enums and functions hold, functions' docstrings aside.
+    None where a module is compiled (`sqlglot[c]`): its functions' texts cannot be read."""
+    modules = [m for name, m in list(sys.modules.items()) if name.split(".")[0] == "sqlglot"]
+    if any(not str(getattr(m, "__file__", "") or "").endswith(".py") for m in modules
+           if getattr(m, "__file__", None) is not None):  # fmt: skip
+        return None
     found: set[str] = set()
     seen: set[int] = set()
-    stack: list[Any] = [
-        m for name, m in list(sys.modules.items()) if name.split(".")[0] == "sqlglot"
-    ]
+    stack: list[Any] = list(modules)
     while stack:
         item = stack.pop()
         if isinstance(item, str):
@@ -241,11 +249,14 @@ def sqlglot_words() -> frozenset[str]:
             if item.__name__.split(".")[0] == "sqlglot":
                 stack += [v for k, v in list(vars(item).items()) if k != "__doc__"]
                 stack += list(vars(item))
-        elif isinstance(item, types.CodeType):
-            consts = item.co_consts
-            stack += list(consts[1:] if consts and isinstance(consts[0], str) else consts)
+        elif isinstance(item, types.CodeType):  # a comprehension's or a lambda's: every text
+            stack += list(item.co_consts)
         elif isinstance(item, types.FunctionType):
-            stack += [item.__code__, item.__defaults__, item.__kwdefaults__, item.__name__]
+            code, consts = item.__code__, item.__code__.co_consts
+            seen.add(id(code))
+            doc = item.__doc__ is not None and bool(consts) and consts[0] == item.__doc__
+            stack += list(consts[1:] if doc else consts)
+            stack += [item.__defaults__, item.__kwdefaults__, item.__name__]
             for cell in item.__closure__ or ():
                 try:
                     stack.append(cell.cell_contents)

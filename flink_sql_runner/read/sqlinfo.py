@@ -179,8 +179,10 @@ def _parsed_one() -> None:
     """Count a shape parsed; skeletons are used from the `USE_AFTER`th (a small project never
     pays for the words sqlglot holds)."""
     _shapes_parsed[0] += 1
-    if not _skeleton_words and _shapes_parsed[0] >= sql_skeleton.USE_AFTER:
-        _skeleton_words.append(sql_skeleton.sqlglot_words())
+    if not _skeleton_words and _shapes_parsed[0] == sql_skeleton.USE_AFTER:
+        words = sql_skeleton.sqlglot_words()
+        if words is not None:  # else sqlglot is compiled: every shape parsed
+            _skeleton_words.append(words)
 
 
 def _by_skeleton(sql: str) -> tuple[list[tuple[str, ...]], frozenset[str]] | None:
