@@ -61,25 +61,28 @@ def _renamed(sql: str, rng: random.Random, words: frozenset[str]) -> str:
     return _NAME.sub(one, sql)
 
 
-def test_texts_of_one_skeleton_read_the_same_tables_as_a_full_parse(words) -> None:
-    rng, compared, queries = random.Random(57), 0, _queries()
-    for sql in queries:
+def _one_skeleton(words, seed: int, tries: int):
+    """Each query the repository holds that parses, with its skeleton, and the texts of that
+    skeleton its renamings gave (of `tries` each)."""
+    rng = random.Random(seed)
+    for sql in _queries():
         found = skeleton(sql, words)
-        first = _parsed(sql)
-        if found is None or first is None:
+        if found is None or _parsed(sql) is None:
             continue
-        references, ctes = read_tables(sql)
-        known = template(sql, words, found, references, ctes)
+        others = [_renamed(sql, rng, words) for _ in range(tries)]
+        yield sql, found, [o for o in others if (s := skeleton(o, words)) and s.key == found.key]
+
+
+def test_texts_of_one_skeleton_read_the_same_tables_as_a_full_parse(words) -> None:
+    compared = 0
+    for sql, found, others in _one_skeleton(words, 57, 40):
+        known = template(sql, words, found, *read_tables(sql))
         if known is None:
             continue
-        assert tables_of(found, known) == first, sql
-        for _ in range(40):
-            other = _renamed(sql, rng, words)
-            theirs = skeleton(other, words)
-            if theirs is None or theirs.key != found.key:
-                continue
+        assert tables_of(found, known) == _parsed(sql), sql
+        for other in others:
             compared += 1
-            assert tables_of(theirs, known) == _parsed(other), (sql, other)
+            assert tables_of(skeleton(other, words), known) == _parsed(other), (sql, other)
     assert compared >= 300
 
 
@@ -217,17 +220,10 @@ def test_whether_queries_keep_state_is_read_once_per_skeleton(monkeypatch) -> No
 
 
 def test_texts_of_one_skeleton_keep_state_alike(words) -> None:
-    rng, compared = random.Random(58), 0
-    for sql in _queries():
-        found = skeleton(sql, words)
-        if found is None or _parsed(sql) is None:
-            continue
+    compared = 0
+    for sql, _, others in _one_skeleton(words, 58, 8):
         first = sqlinfo._keeps_no_state(sql)
-        for _ in range(8):
-            other = _renamed(sql, rng, words)
-            theirs = skeleton(other, words)
-            if theirs is None or theirs.key != found.key:
-                continue
+        for other in others:
             compared += 1
             assert sqlinfo._keeps_no_state(other) == first, (sql, other)
     assert compared >= 100
