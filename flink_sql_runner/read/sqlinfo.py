@@ -23,7 +23,14 @@ DIALECT = "spark"
 #: sqlglot reads `GROUP BY window(...)` (Spark's time-window function) as a WINDOW clause.
 #: Parsing only checks syntax and finds table names, so the call is renamed for the parser.
 _TOKEN_REPR = re.compile(r"<Token token_type: [^,]+, text: (.*?), line: \d+.*?>")
-_WINDOW_CALL = re.compile(r"\b(window)(\s*\()", re.IGNORECASE)
+#: Strings, names between backticks and comments are passed over: `window(` there is not a call
+#: (one left open runs to the end, a last backslash with it: no text is read twice).
+_WINDOW_CALL = re.compile(
+    r"('(?:[^'\\]|\\.)*(?:'|\\?\Z)|\"(?:[^\"\\]|\\.)*(?:\"|\\?\Z)|`(?:[^`]|``)*(?:`|\Z)"
+    r"|--[^\n]*|/\*.*?(?:\*/|\Z))"
+    r"|\b(window)(\s*\()",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 class SqlProblem(ValueError):
@@ -37,9 +44,10 @@ def _parse_query(sql: str) -> tuple[exp.Expression, list[int]]:
     from sqlglot import exp
     from sqlglot.errors import ParseError, TokenError
 
-    renamed = [m.start() + 4 * i for i, m in enumerate(_WINDOW_CALL.finditer(sql))]
+    calls = [m.start() for m in _WINDOW_CALL.finditer(sql) if m.group(2)]
+    renamed = [start + 4 * i for i, start in enumerate(calls)]
     try:
-        text = _WINDOW_CALL.sub(r"fsr_\1\2", sql)
+        text = _WINDOW_CALL.sub(lambda m: f"fsr_{m[2]}{m[3]}" if m[2] else m[0], sql)
         statements = [s for s in sqlglot.parse(text, read=DIALECT) if s is not None]
     except ParseError as exc:
         first = exc.errors[0] if exc.errors else {}
