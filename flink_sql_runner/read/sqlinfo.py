@@ -10,7 +10,7 @@ import bisect
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from flink_sql_runner.read import sql_skeleton
 from flink_sql_runner.read.sql_skeleton import EDGE as _EDGE
@@ -172,13 +172,13 @@ def query_tables(sql: str) -> tuple[list[tuple[str, ...]], frozenset[str]]:
 
 #: What the skeletons of this process's queries read (`_by_skeleton`), whether they keep no
 #: state (`keeps_no_state`), and how many shapes were parsed before skeletons were used.
-_templates: dict[str, Any] = {}
+_templates: dict[str, sql_skeleton.Template] = {}
 _stateless_by_skeleton: dict[str, bool] = {}
 _skeleton_words: list[frozenset[str]] = []
 _shapes_parsed = [0]
 
 
-def _skeleton_of(sql: str) -> Any:
+def _skeleton_of(sql: str) -> sql_skeleton.Skeleton | None:
     """`sql`'s skeleton (read/sql_skeleton.py) once skeletons are in use, else None."""
     return sql_skeleton.skeleton(sql, _skeleton_words[0]) if _skeleton_words else None
 
@@ -348,8 +348,10 @@ def keeps_no_state(sql: str) -> bool:
     skeleton: what it asks of the parse is the kinds of its nodes, which names do not change."""
     shape = query_shape(sql)
     known = _stateless_by_shape.get(shape) if shape is not None else None
-    if known is not None or shape is None:
-        return known if known is not None else _keeps_no_state(sql)
+    if known is not None:
+        return known
+    if shape is None:
+        return _keeps_no_state(sql)
     found = _skeleton_of(sql)
     known = _stateless_by_skeleton.get(found.key) if found is not None else None
     if known is None:
