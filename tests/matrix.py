@@ -1,5 +1,6 @@
-"""The Spark version matrix: the runner's tests and one end-to-end lifecycle on each supported
-Spark line, every line in its own virtualenv with the pyspark its constraints file pins.
+"""The Spark version matrix: the runner's tests on each supported Spark line, and one end-to-end
+lifecycle on those no other scenario runs on (ONLY_ON), every line in its own virtualenv with the
+pyspark its constraints file pins.
 
     python -m tests.matrix                        # the lines CI adds: 3.5, 4.0, 4.1, 4.2
     python -m tests.matrix --line 3.5 --line 4.3  # any of them, the default (4.3) too
@@ -52,6 +53,8 @@ DEFAULT_LINE = "4.3"  # the whole suite runs on it (.ci/run); the matrix adds th
 #: Kafka connector for the default line's release (tests/support/kafka_spark.py). Made first:
 #: on a fresh machine, the Kafka tests wait for it.
 KAFKA_LINE = "4.2"
+#: Lines whose life ended (4.0: November 2026): the runner's tests still run on them.
+ENDED = ("4.0",)
 #: What runs on every line: everything that touches Spark's internals or spark-submit's
 #: options (the analysed plan the state verdicts read among them), the footers its parquet
 #: writer leaves, which the plan reads without Spark, what each line does when a
@@ -74,11 +77,16 @@ MATRIX_TESTS = (
 #: Tests of MATRIX_TESTS that CI runs on some lines only (`--every-test`: on every line): what
 #: Spark does with a changed query on an old checkpoint is measured on 3.5 beside the suite's
 #: 4.3, as the issue asks; 4.0 to 4.2's answers (docs/concepts/state.md) were measured once that
-#: way.
+#: way. The lifecycle runs on the living lines no other end-to-end scenario runs on: the suite's
+#: own scenarios run the default line, and its Kafka scenarios (deploys, handovers, restarts)
+#: KAFKA_LINE's spark-submit and drivers.
 ONLY_ON = {
     "tests/runner/test_state_restart.py": ("3.5",),
     "tests/runner/test_sink_read_attacks.py": ("3.5",),
     "tests/runner/test_warm_up.py": ("3.5",),
+    "tests/e2e/test_local_lifecycle.py": tuple(
+        line for line in LINES if line not in (DEFAULT_LINE, KAFKA_LINE, *ENDED)
+    ),
 }
 
 
