@@ -4,6 +4,8 @@ the suite's isolation from the user's own `./.flink-sql-runner/` (tests/support/
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -121,10 +123,15 @@ def pytest_configure(config: pytest.Config) -> None:
     /tmp, where every driver a test kills would leave its own (tests/support/scratch.py). The
     user's own cache folder, where the plan's probes look for `jvm-archive --for-plan`'s
     archive, is a folder of the run too: never the developer's. Sockets to addresses off this
-    machine are refused (tests/support/netguard.py)."""
+    machine are refused (tests/support/netguard.py). SIGTERM ends the run as Ctrl-C does, its
+    fixtures torn down: a test's drivers run in sessions of their own, which only the
+    teardown stops (`.ci/run` stops the matrix's tests so when another stage failed)."""
     folder = scratch.begin(config)
     os.environ["FLINK_SQL_RUNNER_USER_CACHE"] = os.path.join(folder, "user-cache")
     netguard.install()
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

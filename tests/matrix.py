@@ -1,6 +1,6 @@
 """The Spark version matrix: the runner's tests on each supported Spark line, and one end-to-end
-lifecycle on those no other scenario runs on (ONLY_ON), every line in its own virtualenv with the
-pyspark its constraints file pins.
+lifecycle on the living lines no scenario of the suite runs on (`suite_lines`), every line in its
+own virtualenv with the pyspark its constraints file pins.
 
     python -m tests.matrix                        # the lines CI adds: 3.5, 4.0, 4.1, 4.2
     python -m tests.matrix --line 3.5 --line 4.3  # any of them, the default (4.3) too
@@ -77,22 +77,45 @@ MATRIX_TESTS = (
 #: Tests of MATRIX_TESTS that CI runs on some lines only (`--every-test`: on every line): what
 #: Spark does with a changed query on an old checkpoint is measured on 3.5 beside the suite's
 #: 4.3, as the issue asks; 4.0 to 4.2's answers (docs/concepts/state.md) were measured once that
-#: way. The lifecycle runs on the living lines no other end-to-end scenario runs on: the suite's
-#: own scenarios run the default line, and its Kafka scenarios (deploys, handovers, restarts)
-#: KAFKA_LINE's spark-submit and drivers.
+#: way.
 ONLY_ON = {
     "tests/runner/test_state_restart.py": ("3.5",),
     "tests/runner/test_sink_read_attacks.py": ("3.5",),
     "tests/runner/test_warm_up.py": ("3.5",),
-    "tests/e2e/test_local_lifecycle.py": tuple(
-        line for line in LINES if line not in (DEFAULT_LINE, KAFKA_LINE, *ENDED)
-    ),
 }
+#: Runs on the living lines no scenario of the suite runs on (`suite_lines`).
+LIFECYCLE = "tests/e2e/test_local_lifecycle.py"
 
 
-def tests_of(line: str, every: bool = False) -> tuple[str, ...]:
-    """The test files a line runs."""
-    return tuple(t for t in MATRIX_TESTS if every or line in ONLY_ON.get(t, (line,)))
+def tests_of(line: str, every: bool = False, suite: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The test files a line runs, where the suite's scenarios run on the lines `suite`."""
+
+    def runs(test: str) -> bool:
+        if every:
+            return True
+        if test == LIFECYCLE:
+            return line not in (*suite, *ENDED)
+        return line in ONLY_ON.get(test, (line,))
+
+    return tuple(test for test in MATRIX_TESTS if runs(test))
+
+
+def suite_lines() -> tuple[str, ...]:
+    """The lines the suite, run from this Python, takes end to end: its own pyspark's, and
+    KAFKA_LINE while its Kafka scenarios (deploys, handovers, restarts) run on that line's
+    spark-submit and drivers: while Maven Central serves no Kafka connector for this pyspark
+    (tests/support/kafka_spark.py asks it the same way)."""
+    import pyspark
+
+    from tests.support import maven
+    from tests.support.kafka_spark import connector_jars
+
+    own = ".".join(pyspark.__version__.split(".")[:2])
+    try:
+        connector_jars(pyspark.__version__)
+    except maven.MavenUnavailable:
+        return (own, KAFKA_LINE)
+    return (own,)
 
 
 #: Set in a line's tests: the line they run on.
@@ -271,7 +294,7 @@ def count(report: Path, result: Result) -> None:
         result.passed += tests - bad
 
 
-def run_line(line: str, workers: int, every: bool = False) -> Result:
+def run_line(line: str, workers: int, every: bool = False, suite: tuple[str, ...] = ()) -> Result:
     """The line's virtualenv made or found, then its tests in `workers` pytest workers (0: in
     pytest's own process); what both print is kept in the result, to be printed whole."""
     result = Result(line)
@@ -281,7 +304,7 @@ def run_line(line: str, workers: int, every: bool = False) -> Result:
         with use_venv(line) as venv_dir:
             result.pyspark = pyspark_version(venv_dir)
             result.install_seconds = time.monotonic() - begun
-            run_tests(line, venv_dir, result, workers, out, every)
+            run_tests(line, venv_dir, result, workers, out, every, suite)
     except (subprocess.SubprocessError, OSError) as exc:
         result.problem = f"install failed: {exc}"
         result.failed = 1
@@ -291,9 +314,15 @@ def run_line(line: str, workers: int, every: bool = False) -> Result:
 
 
 def run_tests(
-    line: str, venv_dir: Path, result: Result, workers: int, out: list[str], every: bool = False
+    line: str,
+    venv_dir: Path,
+    result: Result,
+    workers: int,
+    out: list[str],
+    every: bool = False,
+    suite: tuple[str, ...] = (),
 ) -> None:
-    files = tests_of(line, every)
+    files = tests_of(line, every, suite)
     out.append(f"=== Spark {line}: pyspark {result.pyspark}, {len(files)} test files")
     report = venv_dir / "junit.xml"
     report.unlink(missing_ok=True)
@@ -324,8 +353,9 @@ def run_lines(lines: list[str], jobs: int, every: bool = False) -> list[Result]:
     it ends."""
     jobs = max(1, min(jobs, len(lines)))
     workers = 0 if jobs > 1 else CORES
+    suite = () if every else suite_lines()
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(run_line, line, workers, every): line for line in lines}
+        futures = {pool.submit(run_line, line, workers, every, suite): line for line in lines}
         for future in concurrent.futures.as_completed(futures):
             print(f"\n{future.result().output}", flush=True)
         return [future.result() for future in futures]

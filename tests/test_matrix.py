@@ -125,3 +125,32 @@ def test_a_stopped_matrix_stops_what_its_child_started_in_a_session_of_its_own(
             outer.wait()
         if trained.is_file() and not gone(int(trained.read_text())):
             os.killpg(int(trained.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["no connector", "connector served"])
+def test_the_lifecycle_runs_on_every_living_line_the_suite_does_not_run(
+    monkeypatch: pytest.MonkeyPatch, served: bool
+) -> None:
+    """The suite's Kafka scenarios run on KAFKA_LINE only while Maven Central serves no Kafka
+    connector for the suite's own pyspark; once it serves one, the lifecycle runs there again."""
+    import pyspark
+
+    from tests.support import kafka_spark, maven
+
+    def connector_jars(version: str) -> list[Path]:
+        assert version == pyspark.__version__
+        if not served:
+            raise maven.MavenUnavailable("not served")
+        return [Path("connector.jar")]
+
+    monkeypatch.setattr(kafka_spark, "connector_jars", connector_jars)
+    own = ".".join(pyspark.__version__.split(".")[:2])
+    suite = matrix.suite_lines()
+    assert suite == ((own,) if served else (own, matrix.KAFKA_LINE))
+    with_lifecycle = [
+        line for line in matrix.LINES if matrix.LIFECYCLE in matrix.tests_of(line, suite=suite)
+    ]
+    # 4.0's life ended; 4.2 is KAFKA_LINE
+    expected = ["3.5", "4.1", "4.2"] if served else ["3.5", "4.1"]
+    assert with_lifecycle == [line for line in expected if line != own]
+    assert all(matrix.LIFECYCLE in matrix.tests_of(line, every=True) for line in matrix.LINES)
