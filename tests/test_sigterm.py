@@ -52,7 +52,10 @@ def test_a_run_ended_by_sigterm_tears_its_fixtures_down(tmp_path: Path) -> None:
         text=True,
     )
     try:
-        wait_for(started.exists, timeout=60, interval=0.05, what="the test to begin")
+        begun = wait_for(
+            lambda: started.exists() or run.poll() is not None, 60, 0.05, "the test to begin"
+        )
+        assert begun and run.poll() is None, f"the run ended before its test:\n{run.stdout.read()}"
         run.send_signal(signal.SIGTERM)
         output, _ = run.communicate(timeout=60)
     finally:
