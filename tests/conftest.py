@@ -125,7 +125,8 @@ def pytest_configure(config: pytest.Config) -> None:
     archive, is a folder of the run too: never the developer's. Sockets to addresses off this
     machine are refused (tests/support/netguard.py). SIGTERM ends the run as Ctrl-C does, its
     fixtures torn down: a test's drivers run in sessions of their own, which only the
-    teardown stops (`.ci/run` stops the matrix's tests so when another stage failed)."""
+    teardown stops (`.ci/run` stops the matrix's tests so when another stage failed; under
+    pytest-xdist the controller gives a worker 10 s before it kills it)."""
     folder = scratch.begin(config)
     os.environ["FLINK_SQL_RUNNER_USER_CACHE"] = os.path.join(folder, "user-cache")
     netguard.install()

@@ -356,8 +356,12 @@ def run_lines(lines: list[str], jobs: int, every: bool = False) -> list[Result]:
     suite = () if every else suite_lines()
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(run_line, line, workers, every, suite): line for line in lines}
-        for future in concurrent.futures.as_completed(futures):
-            print(f"\n{future.result().output}", flush=True)
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                print(f"\n{future.result().output}", flush=True)
+        except BaseException:  # SIGTERM (stop_on_sigterm) or Ctrl-C: no further line begins
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
         return [future.result() for future in futures]
 
 

@@ -154,3 +154,38 @@ def test_the_lifecycle_runs_on_every_living_line_the_suite_does_not_run(
     expected = ["3.5", "4.1", "4.2"] if served else ["3.5", "4.1"]
     assert with_lifecycle == [line for line in expected if line != own]
     assert all(matrix.LIFECYCLE in matrix.tests_of(line, every=True) for line in matrix.LINES)
+
+
+def test_a_stopped_matrix_begins_no_further_line(tmp_path: Path) -> None:
+    """SIGTERM while two lines run: the lines queued behind them never begin (their tests would
+    start drivers after the trap of `.ci/run` has stopped waiting)."""
+    begun = tmp_path / "begun"
+    script = textwrap.dedent(
+        f"""
+        import time
+        from tests import matrix
+
+        def run_line(line, workers, every=False, suite=()):
+            with open({str(begun)!r}, "a") as out:
+                out.write(line + "\\n")
+            time.sleep(3)
+            return matrix.Result(line)
+
+        matrix.run_line = run_line
+        matrix.suite_lines = lambda: ()
+        matrix.stop_on_sigterm()
+        matrix.run_lines(["3.5", "4.0", "4.1", "4.2"], 2)
+        """
+    )
+    outer = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)  # noqa: S603
+    try:
+        wait_for(
+            lambda: begun.is_file() and len(begun.read_text().split()) == 2, 30, 0.05, "two lines"
+        )
+        outer.send_signal(signal.SIGTERM)
+        assert outer.wait(timeout=60) == 128 + signal.SIGTERM
+    finally:
+        if outer.poll() is None:
+            outer.kill()
+            outer.wait()
+    assert sorted(begun.read_text().split()) == ["3.5", "4.0"]
