@@ -12,6 +12,11 @@ holds. It needs only pyspark and the standard library.
 With `--probe` it runs one of the runner's probes instead (schema_probe, state_probe,
 preview_probe), as the deployer starts them: under the Spark a job runs on, its settings in
 spark-submit's properties file.
+
+spark-submit puts `$SPARK_HOME/python/lib/pyspark.zip` and py4j's zip first on a Python driver's
+path. Where SPARK_HOME is the pyspark this Python has installed (pip's, as on a laptop), its
+modules are imported from the install instead (`installed_over_zips`): pip compiled them once,
+while a zip's are compiled from source at every start (about 0.65 CPU-s of each driver and probe).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import os
 import shutil
 import sys
 import tempfile
+import zipfile
+from importlib.machinery import PathFinder
 from types import ModuleType
 from typing import Any
 
@@ -99,7 +106,56 @@ def runner(package: str | None, module: str = "lifecycle") -> ModuleType:
     return importlib.import_module(f"{PACKAGE}.{module}")
 
 
+def installed_over_zips(path: list[str]) -> list[str]:
+    """`path` (a driver's `sys.path`) without spark-submit's zips of pyspark and py4j where each
+    lies in the `python/lib/` folder of the pyspark this Python finds installed after them, and
+    the module installed is the zip's release (its `version.py` the same). Any other zip, and
+    every zip where nothing is installed, stays where it is: a Spark of its own (SPARK_HOME set to
+    a distribution, a cluster's container) keeps the Python of its own release."""
+    zips = {entry: name for entry in path if (name := _zip_of(entry))}
+    if not zips:
+        return path
+    rest = [entry for entry in path if entry not in zips]
+    pyspark = PathFinder.find_spec("pyspark", rest)
+    if pyspark is None or not pyspark.origin:
+        return path
+    lib = os.path.realpath(os.path.join(os.path.dirname(pyspark.origin), "python", "lib"))
+    drop = set()
+    for entry, name in zips.items():
+        installed = pyspark if name == "pyspark" else PathFinder.find_spec(name, rest)
+        if (
+            installed is not None
+            and installed.origin
+            and os.path.dirname(os.path.realpath(entry)) == lib
+            and _same_version(entry, name, os.path.dirname(installed.origin))
+        ):
+            drop.add(entry)
+    return [entry for entry in path if entry not in drop]
+
+
+def _zip_of(entry: str) -> str | None:
+    """The package spark-submit's zip `entry` holds (pyspark or py4j), or None."""
+    base = os.path.basename(entry)
+    if base == "pyspark.zip":
+        return "pyspark"
+    if base.startswith("py4j-") and base.endswith("-src.zip"):
+        return "py4j"
+    return None
+
+
+def _same_version(zip_path: str, name: str, folder: str) -> bool:
+    """Whether `name`/version.py in the zip at `zip_path` is the one in the installed `folder`."""
+    try:
+        with zipfile.ZipFile(zip_path) as archive:
+            zipped = archive.read(f"{name}/version.py")
+        with open(os.path.join(folder, "version.py"), "rb") as handle:
+            return handle.read() == zipped
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
+    sys.path[:] = installed_over_zips(sys.path)
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--package", help="the runner's modules as a zip: a file or URI")
     parser.add_argument("--probe", choices=PROBES, help="run this probe, not a job")

@@ -17,6 +17,7 @@ start. Its failures before the go are written to its own status file, never to t
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import time
 import traceback
@@ -152,6 +153,13 @@ def run(manifest_location: str) -> int:
             pass
 
 
+def pyspark_folder() -> str:
+    """Where this driver's pyspark was imported from: the install, or spark-submit's zip."""
+    import pyspark
+
+    return os.path.dirname(pyspark.__file__)
+
+
 def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
     """One run on a SparkSession the caller owns (and stops)."""
     storage = Storage(spark)
@@ -173,8 +181,8 @@ def run_on(spark: Any, manifest_location: str, stop: StopRequest) -> int:
         status = Status(storage, own, doc["run-id"], spark.version, beacon, beat, runs)
         log(
             f"job {doc['name']} v{doc['meta']['query-version']} run {doc['run-id']} on Spark "
-            f"{spark.version}, checkpoint {doc['checkpoint-location']}"
-            + (" (prepared: it waits for a go)" if prepared else "")
+            f"{spark.version} (pyspark from {pyspark_folder()}), checkpoint "
+            f"{doc['checkpoint-location']}" + (" (prepared: it waits for a go)" if prepared else "")
         )
         status.set("preparing" if prepared else "starting")
         if prepared is not None:  # before the job's code: a listener it adds never hears of it

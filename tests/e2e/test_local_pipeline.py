@@ -20,6 +20,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pyspark
 import pytest
 import yaml
 
@@ -97,11 +98,14 @@ def test_a_consistent_consumer_follows_its_producer_and_sees_each_row_once(
 
     # What each run logs: one file per run, in the job's folder; the runner's lines always.
     logs = {name: Path(ws.record(name)["log"]) for name in ("a", "b")}
+    installed = Path(pyspark.__file__).parent
     for name, log in logs.items():
         assert log.parent == ws.state / "logs" / name, "one file per run, in the job's folder"
         text = log.read_text()
         assert f"[flink-sql-runner] job {name} v1 run " in text
         assert "[flink-sql-runner] active: first trigger done" in text
+        # pip's pyspark is SPARK_HOME: its modules, compiled at install, not spark-submit's zip
+        assert f" on Spark {pyspark.__version__} (pyspark from {installed}), " in text
     quiet = logs["a"].read_text().split('Setting Spark log level to "WARN"', 1)
     assert len(quiet) == 2, "spark.log.level is applied when the SparkContext starts"
     assert SPARK_INFO.findall(quiet[1]) == [], "no INFO line of Spark's after that"

@@ -31,6 +31,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from tests.support.faultproxy import FaultProxy
@@ -190,6 +191,8 @@ def test_a_job_lives_its_whole_life_on_a_standalone_cluster(
     driver_logs = [cluster.work_dir / second["submission_id"] / n for n in ("stdout", "stderr")]
     said = "".join(p.read_text(errors="replace") for p in driver_logs if p.exists())
     assert "(one micro-batch into noop)" in said, said[-3000:]
+    # on the worker too, SPARK_HOME is pip's pyspark: its installed modules, not the zip
+    assert f"(pyspark from {Path(pyspark.__file__).parent}), " in said, said[-3000:]
     stored = ws.stored("ticks-job")
     assert stored["meta"]["query-version"] == 1
     # the new run's first batch is in (it was healthy); one more of its batches (7 rows)
