@@ -1,7 +1,7 @@
 """What a `plan` that asks Spark costs, with the probe's JVM as Spark starts it and as the
 deployer starts it, side by side.
 
-    python -m tests.benchmarks.probe_start [--rounds 3]
+    python -m tests.benchmarks.probe_start [--rounds 3] [--old REF]
 
 A plan whose job could change what its sink holds asks the runner's schema probe (a local Spark
 in a child process, gather/spark_child.py) what the query writes. One workspace: a rate source
@@ -18,6 +18,10 @@ read the sink), and reads its wall time and the CPU seconds of the command and i
 - `the plan's archive`: and the archive `jvm-archive --for-plan` made (once, before the rounds,
   in a cache folder of the benchmark's own, `FLINK_SQL_RUNNER_USER_CACHE`; the other ways are
   given an empty one, so that no archive of the user's is mapped).
+
+With `--old REF`, each way runs on the code of an older commit too (its files from `git
+archive`), in turn, so that what a change to the deployer or the runner's probe saves is measured
+side by side.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import tempfile
 from pathlib import Path
 
 from tests.benchmarks.common import run_measured
+from tests.benchmarks.warm_repeat_bench import _code, old_code
 from tests.support.scratch import VARIABLE, for_a_program, tmpdir_option
 from tests.support.workspace import Workspace
 
@@ -84,26 +89,40 @@ def plan_once(ws: Workspace, java_options: str, out: Path, user_cache: Path) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.benchmarks.probe_start")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--old", help="an older commit whose code runs each way too, in turn")
     args = parser.parse_args(argv)
-    ways = {"as Spark starts": "-XX:TieredStopAtLevel=4", "client compiler": "",
-            "the plan's archive": ""}  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="fsr-probe-start-") as folder:
+    options = {"as Spark starts": "-XX:TieredStopAtLevel=4", "client compiler": "",
+               "the plan's archive": ""}  # fmt: skip
+    with (
+        tempfile.TemporaryDirectory(prefix="fsr-probe-start-") as folder,
+        tempfile.TemporaryDirectory(prefix="fsr-probe-start-caches-") as caches,
+    ):
+        codes: dict[str, Path | None] = {"": None}
+        if args.old:
+            codes[f", at {args.old}"] = old_code(args.old, Path(folder))
+        ways = {f"{way}{at}": (way, code) for way in options for at, code in codes.items()}
         ws = workspace(Path(folder))
         out = Path(folder) / "plan.json"
-        empty, made = Path(folder) / "no-cache", Path(folder) / "user-cache"
+        # Outside the folder the plans run in: a probe maps no archive in the command's folder,
+        # which may be a checkout (host/owned.py).
+        empty, made = Path(caches) / "no-cache", Path(caches) / "user-cache"
         env = {**os.environ, "FLINK_SQL_RUNNER_USER_CACHE": str(made)}
         argv = [sys.executable, "-m", "flink_sql_runner", "jvm-archive", "--for-plan"]
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)  # noqa: S603
-        if done.returncode != 0:
-            raise SystemExit(f"jvm-archive --for-plan: {done.stderr}")
+        done = subprocess.run(argv, env=env, cwd=ws.root, capture_output=True, text=True,
+                              check=False)  # fmt: skip  # noqa: S603
+        if done.returncode != 0 or "start from it" not in done.stdout:
+            raise SystemExit(f"jvm-archive --for-plan, where the plans run: {done.stdout}"
+                             f"{done.stderr}")  # fmt: skip
         print(done.stdout.strip(), flush=True)
         found: dict[str, list[tuple[float, float]]] = {way: [] for way in ways}
         for turn in range(args.rounds):
             order = list(ways) if turn % 2 == 0 else list(reversed(ways))
             for way in order:
                 shutil.rmtree(ws.state / "cache", ignore_errors=True)  # the schema answers too
-                cache = made if way == "the plan's archive" else empty
-                seconds, cpu = plan_once(ws, ways[way], out, cache)
+                option, code = ways[way]
+                cache = made if option == "the plan's archive" else empty
+                with _code(code):
+                    seconds, cpu = plan_once(ws, options[option], out, cache)
                 found[way].append((seconds, cpu))
                 print(f"round {turn + 1}: {way}: {seconds:.2f} s, {cpu:.2f} CPU-s", flush=True)
     print("\n| probe's JVM | plan, s (median) | CPU-s (median) | rounds (s) |\n|---|---|---|---|")

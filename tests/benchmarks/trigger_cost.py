@@ -1,11 +1,14 @@
-"""What a running local driver costs the machine at each trigger interval, side by side.
+"""What a local driver costs the machine to start, and running at each trigger interval, side by
+side.
 
     python -m tests.benchmarks.trigger_cost [--rounds 2] [--seconds 30]
         [--triggers "1 second,3 seconds"] [--old REF] [--java-options OPTIONS]
 
 Each round deploys, once per trigger in turn, one rate-micro-batch -> parquet job with the suite's
 template (tests/support/workspace.py: UI off, 2 shuffle partitions, a 512 MiB driver, the suite's
-JVM options), waits for its second committed batch and 5 s more, then reads the CPU seconds its
+JVM options). Its start: when `deploy` said it healthy (its first batch committed) and the CPU
+seconds its process group had spent when `deploy` returned. Then it waits for its second committed
+batch and 5 s more, and reads the CPU seconds its
 process group (the driver's JVM and its Python, and what the JVM started and waited for: Hadoop's
 local file system runs `chmod` and `readlink` for each file it writes) spends in `--seconds` of
 running, and kills it. The suite's scenarios keep their jobs running while they act and wait: on
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -45,8 +49,9 @@ def group_cpu(group: int) -> dict[str, float]:
     return found
 
 
-def running_cost(trigger: str, seconds: float) -> dict[str, float]:
-    """CPU seconds one running job spends in `seconds` at `trigger`, by kind of process."""
+def running_cost(trigger: str, seconds: float) -> tuple[float, dict[str, float], dict[str, float]]:
+    """One job at `trigger`: seconds until healthy, the CPU seconds of its start, and the CPU
+    seconds it spends in `seconds` of running, by kind of process."""
     with tempfile.TemporaryDirectory(prefix="fsr-trigger-cost-") as folder:
         ws = Workspace(Path(folder))
         out = ws.root / "out"
@@ -65,12 +70,15 @@ def running_cost(trigger: str, seconds: float) -> dict[str, float]:
             if result.returncode != 0:
                 raise SystemExit(result.stdout + result.stderr)
             pid = int(ws.record("t")["pid"])
+            start = group_cpu(pid)
+            said = re.search(r"healthy after ([0-9.]+) s", result.stdout)
+            healthy = float(said[1]) if said else float("nan")
             wait_for(lambda: (out / "_spark_metadata" / "1").exists(), 180, what="two batches")
             time.sleep(5)
             before = group_cpu(pid)
             time.sleep(seconds)
             after = group_cpu(pid)
-            return {kind: after[kind] - before[kind] for kind in after}
+            return healthy, start, {kind: after[kind] - before[kind] for kind in after}
         finally:
             ws.kill_all()
 
@@ -92,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
             codes[f"at {args.old}"] = (old_code(args.old, Path(scratch)), "")
         if args.java_options:
             codes[f"with {args.java_options}"] = (None, args.java_options)
+        starts: dict[tuple[str, str], list[tuple[float, dict[str, float]]]] = {
+            (t, c): [] for t in triggers for c in codes
+        }
         found: dict[tuple[str, str], list[dict[str, float]]] = {
             (t, c): [] for t in triggers for c in codes
         }
@@ -102,10 +113,22 @@ def main(argv: list[str] | None = None) -> int:
                     folder, options = codes[code]
                     os.environ["SPARK_SUBMIT_OPTS"] = f"{suite_options} {options}".strip()
                     with _code(folder):
-                        cost = running_cost(trigger, args.seconds)
+                        healthy, start, cost = running_cost(trigger, args.seconds)
+                    starts[(trigger, code)].append((healthy, start))
                     found[(trigger, code)].append(cost)
                     kinds = ", ".join(f"{k} {v:.2f}" for k, v in cost.items())
-                    print(f"round {turn + 1}: {trigger}, {code}: {kinds}", flush=True)
+                    began = ", ".join(f"{k} {v:.2f}" for k, v in start.items())
+                    print(f"round {turn + 1}: {trigger}, {code}: healthy after {healthy:.1f} s; "
+                          f"start: {began}; running: {kinds}", flush=True)  # fmt: skip
+    print("\n| trigger | run | healthy after, s (median) | start, CPU-s (median) | JVM | Python "
+          "| rounds (CPU-s) |\n|---|---|---|---|---|---|---|")  # fmt: skip
+    for (trigger, code), runs in starts.items():
+        healthy = statistics.median(h for h, _ in runs)
+        totals = [sum(c.values()) for _, c in runs]
+        jvm, python = (statistics.median(c[k] for _, c in runs) for k in ("jvm", "python"))
+        rounds = ", ".join(f"{t:.2f}" for t in totals)
+        print(f"| {trigger} | {code} | {healthy:.1f} | {statistics.median(totals):.2f} "
+              f"| {jvm:.2f} | {python:.2f} | {rounds} |")  # fmt: skip
     print(f"\n| trigger | run | CPU-s in {args.seconds:.0f} s (median) | JVM | Python "
           "| reaped | share of a core | rounds |\n|---|---|---|---|---|---|---|---|")  # fmt: skip
     for (trigger, code), costs in found.items():
