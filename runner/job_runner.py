@@ -120,17 +120,25 @@ def installed_over_zips(path: list[str]) -> list[str]:
     if pyspark is None or not pyspark.origin:
         return path
     lib = os.path.realpath(os.path.join(os.path.dirname(pyspark.origin), "python", "lib"))
-    drop = set()
-    for entry, name in zips.items():
-        installed = pyspark if name == "pyspark" else PathFinder.find_spec(name, rest)
-        if (
-            installed is not None
-            and installed.origin
-            and os.path.dirname(os.path.realpath(entry)) == lib
-            and _same_version(entry, name, os.path.dirname(installed.origin))
-        ):
-            drop.add(entry)
-    return [entry for entry in path if entry not in drop]
+    installed = {"pyspark": pyspark, "py4j": PathFinder.find_spec("py4j", rest)}
+    drop = {
+        entry
+        for entry, name in zips.items()
+        if (spec := installed[name]) is not None
+        and spec.origin
+        and os.path.dirname(os.path.realpath(entry)) == lib
+        and _same_version(entry, name, os.path.dirname(spec.origin))
+    }
+    kept = [entry for entry in path if entry not in drop]
+    # What the path without them finds must be the install where a zip went, and what it found
+    # before elsewhere: another Spark's zip later on it (a profile's PYTHONPATH) would win.
+    for name in ("pyspark", "py4j"):
+        dropped = any(zips[entry] == name for entry in drop)
+        before, after = (PathFinder.find_spec(name, p) for p in (path, kept))
+        expected = installed[name] if dropped else before
+        if (after and after.origin) != (expected and expected.origin):
+            return path
+    return kept
 
 
 def _zip_of(entry: str) -> str | None:
@@ -150,7 +158,7 @@ def _same_version(zip_path: str, name: str, folder: str) -> bool:
             zipped = archive.read(f"{name}/version.py")
         with open(os.path.join(folder, "version.py"), "rb") as handle:
             return handle.read() == zipped
-    except (OSError, KeyError, zipfile.BadZipFile):
+    except Exception:  # noqa: BLE001 - a zip that cannot be read as expected stays
         return False
 
 

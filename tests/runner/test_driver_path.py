@@ -77,3 +77,25 @@ def test_a_zip_that_cannot_be_read_stays(tmp_path: Path) -> None:
     site, pyspark_zip, py4j_zip = pip_install(tmp_path)
     Path(pyspark_zip).write_bytes(b"not a zip")
     assert installed_over_zips([pyspark_zip, py4j_zip, site]) == [pyspark_zip, site]
+
+
+def test_another_spark_s_zips_later_on_the_path_keep_pip_s_zips_first(tmp_path: Path) -> None:
+    """PYTHONPATH comes after spark-submit's zips: a profile's old Spark must not win once
+    pip's zips are gone (found by a hostile review)."""
+    site, pyspark_zip, py4j_zip = pip_install(tmp_path)
+    old = tmp_path / "spark-3.5.1-bin-hadoop3" / "python" / "lib"
+    other_pyspark = zipped(old / "pyspark.zip", "pyspark", b'__version__ = "3.5.1"\n')
+    other_py4j = zipped(old / "py4j-0.10.9.7-src.zip", "py4j", b"'0.10.9.7'\n")
+    path = [pyspark_zip, py4j_zip, other_pyspark, other_py4j, site]
+    assert installed_over_zips(path) == path
+    assert installed_over_zips([pyspark_zip, py4j_zip, other_py4j, site]) == [
+        pyspark_zip, py4j_zip, other_py4j, site
+    ]  # fmt: skip
+
+
+def test_a_linked_spark_home_is_the_install_it_links_to(tmp_path: Path) -> None:
+    site, pyspark_zip, py4j_zip = pip_install(tmp_path)
+    home = tmp_path / "spark-home"
+    home.symlink_to(Path(site) / "pyspark")
+    linked = [str(home / "python" / "lib" / Path(z).name) for z in (pyspark_zip, py4j_zip)]
+    assert installed_over_zips([*linked, site]) == [site]
