@@ -63,13 +63,13 @@ def test_a_spark_distribution_s_zips_stay_though_pyspark_is_installed(tmp_path: 
     home = tmp_path / "spark-4.3.0-bin-hadoop3" / "python" / "lib"
     path = [zipped(home / "pyspark.zip", "pyspark", VERSION)]
     path += [zipped(home / "py4j-0.10.9.9-src.zip", "py4j", PY4J), site]
-    assert installed_over_zips(path) == path
+    assert installed_over_zips(list(path)) == path  # a copy: the list given is never edited
 
 
 def test_without_an_installed_pyspark_the_zips_stay(tmp_path: Path) -> None:
     home = tmp_path / "spark" / "python" / "lib"
     path = [zipped(home / "pyspark.zip", "pyspark", VERSION), str(tmp_path / "empty")]
-    assert installed_over_zips(path) == path
+    assert installed_over_zips(list(path)) == path  # a copy: the list given is never edited
     assert installed_over_zips(["/a", "/b"]) == ["/a", "/b"]
 
 
@@ -87,7 +87,7 @@ def test_another_spark_s_zips_later_on_the_path_keep_pip_s_zips_first(tmp_path: 
     other_pyspark = zipped(old / "pyspark.zip", "pyspark", b'__version__ = "3.5.1"\n')
     other_py4j = zipped(old / "py4j-0.10.9.7-src.zip", "py4j", b"'0.10.9.7'\n")
     path = [pyspark_zip, py4j_zip, other_pyspark, other_py4j, site]
-    assert installed_over_zips(path) == path
+    assert installed_over_zips(list(path)) == path  # a copy: the list given is never edited
     assert installed_over_zips([pyspark_zip, py4j_zip, other_py4j, site]) == [
         pyspark_zip, py4j_zip, other_py4j, site
     ]  # fmt: skip
