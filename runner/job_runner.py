@@ -16,7 +16,7 @@ spark-submit's properties file.
 spark-submit puts `$SPARK_HOME/python/lib/pyspark.zip` and py4j's zip first on a Python driver's
 path. Where SPARK_HOME is the pyspark this Python has installed (pip's, as on a laptop), its
 modules are imported from the install instead (`installed_over_zips`): pip compiled them once,
-while a zip's are compiled from source at every start (about 0.65 CPU-s of each driver and probe).
+while a zip's are compiled from source at every start (about 0.7 CPU-s of each driver and probe).
 """
 
 from __future__ import annotations
